@@ -1,0 +1,1 @@
+//! Benchmarks behind `fleet bench` and `benches/`.

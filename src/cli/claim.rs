@@ -1,0 +1,61 @@
+//! `fleet claim` and `fleet release`: take work atomically, and put it back.
+
+use super::context::Context;
+use super::error::CliError;
+use super::output::id_title;
+use crate::claim;
+use crate::op::OpKind;
+use crate::store::ReadyFilter;
+
+#[derive(Debug, clap::Args)]
+pub struct ClaimArgs {
+    /// The issue to claim; without it, the first ready issue in ready order.
+    pub id: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReleaseArgs {
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+}
+
+pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let claimed = match &args.id {
+        Some(id) => Some(
+            claim::claim(&store, &ctx.actor, ctx.clock, id)
+                .map_err(|e| CliError::new(format!("Error claiming {id}: {e}")))?,
+        ),
+        None => claim::claim_next(&store, &ctx.actor, ctx.clock, &ReadyFilter::default())?,
+    };
+    let summary = match claimed {
+        Some(issue) => Some(store.read()?.summary(issue)?),
+        None => None,
+    };
+    ctx.out.emit(&summary, || match &summary {
+        Some(s) => format!("✓ Claimed issue: {}", id_title(&s.issue)),
+        None => "○ No ready work to claim".to_string(),
+    });
+    Ok(())
+}
+
+pub fn cmd_release(ctx: &Context, args: ReleaseArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let (released, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let mut released = Vec::new();
+        for input in &args.ids {
+            let id = writer.resolve(input)?;
+            writer.apply(OpKind::Release { id: id.clone() })?;
+            released.push(writer.detail(&id)?.summary);
+        }
+        Ok(released)
+    })?;
+    ctx.out.emit(&released, || {
+        released
+            .iter()
+            .map(|s| format!("✓ Released {}", id_title(&s.issue)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(())
+}

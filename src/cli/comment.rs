@@ -1,0 +1,92 @@
+//! `fleet comment` and `fleet comments`: add and list comments.
+
+use super::context::Context;
+use super::error::CliError;
+use super::output::id_title;
+use crate::model::{Comment, CommentId};
+use crate::op::OpKind;
+
+#[derive(Debug, clap::Args)]
+pub struct CommentArgs {
+    pub id: String,
+    /// The comment text.
+    pub text: String,
+    /// Author (default: the actor).
+    #[arg(long)]
+    pub author: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CommentsArgs {
+    /// An issue id, or `add` followed by an id and the text.
+    #[arg(required = true, num_args = 1..=3)]
+    pub args: Vec<String>,
+    /// Author when adding (default: the actor).
+    #[arg(long)]
+    pub author: Option<String>,
+}
+
+pub fn cmd_comment(ctx: &Context, args: CommentArgs) -> Result<(), CliError> {
+    add_comment(ctx, &args.id, &args.text, args.author)
+}
+
+pub fn cmd_comments(ctx: &Context, args: CommentsArgs) -> Result<(), CliError> {
+    match args.args.as_slice() {
+        [verb, id, text] if verb == "add" => add_comment(ctx, id, text, args.author),
+        [id] => list_comments(ctx, id),
+        _ => Err(CliError::new(
+            "expected `comments ID` or `comments add ID TEXT`",
+        )),
+    }
+}
+
+fn add_comment(
+    ctx: &Context,
+    id: &str,
+    text: &str,
+    author: Option<String>,
+) -> Result<(), CliError> {
+    if text.trim().is_empty() {
+        return Err(CliError::new("comment text is empty"));
+    }
+    let store = ctx.open_store()?;
+    let ((comment, issue), _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let id = writer.resolve(id)?;
+        let comment = Comment {
+            id: CommentId::Text(ulid::Ulid::generate().to_string()),
+            issue_id: id.clone(),
+            author: author.unwrap_or_else(|| ctx.actor.clone()),
+            text: text.to_string(),
+            created_at: ctx.now(),
+        };
+        writer.apply(OpKind::Comment {
+            comment: comment.clone(),
+        })?;
+        Ok((comment, writer.issue(&id)?))
+    })?;
+    ctx.out.emit(&comment, || match &issue {
+        Some(issue) => format!("✓ Comment added to {}", id_title(issue)),
+        None => format!("✓ Comment added to {}", comment.issue_id),
+    });
+    Ok(())
+}
+
+fn list_comments(ctx: &Context, id: &str) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let comments = reader.comments(&id)?;
+    ctx.out.emit(&comments, || {
+        if comments.is_empty() {
+            return format!("{id} has no comments");
+        }
+        let mut lines = vec![format!("💬 Comments on {id} ({}):", comments.len())];
+        for comment in &comments {
+            lines.push(String::new());
+            lines.push(format!("[{}] {}:", comment.author, comment.created_at));
+            lines.extend(comment.text.lines().map(|l| format!("  {l}")));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}

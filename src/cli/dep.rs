@@ -1,0 +1,316 @@
+//! `fleet dep`: add and remove dependency edges, show trees and lists, report cycles.
+
+use serde::Serialize;
+
+use super::context::Context;
+use super::error::CliError;
+use super::issue::new_dep;
+use super::output::status_marker;
+use crate::model::{dep_type, validate_dep_type};
+use crate::op::OpKind;
+use crate::resolver::{Direction, TreeNode};
+use crate::store::LinkedIssue;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DepCommand {
+    /// ISSUE depends on DEPENDS_ON (DEPENDS_ON blocks ISSUE for blocking types).
+    Add {
+        issue: String,
+        depends_on: String,
+        /// Edge type: blocks, parent-child, conditional-blocks, waits-for, related,
+        /// discovered-from, … (any 1-50 characters).
+        #[arg(short = 't', long = "type", default_value = dep_type::BLOCKS)]
+        kind: String,
+    },
+    /// Remove the edge from ISSUE to DEPENDS_ON.
+    Remove { issue: String, depends_on: String },
+    /// Show the dependency tree of an issue.
+    Tree {
+        id: String,
+        /// down: what it depends on; up: what depends on it; both.
+        #[arg(long, default_value = "down", value_parser = ["down", "up", "both"])]
+        direction: String,
+        #[arg(short = 'd', long, default_value_t = 50)]
+        max_depth: usize,
+    },
+    /// List the direct dependencies (or dependents) of an issue.
+    List {
+        id: String,
+        /// down: what it depends on; up: what depends on it.
+        #[arg(long, default_value = "down", value_parser = ["down", "up"])]
+        direction: String,
+        /// Only edges of this type.
+        #[arg(short = 't', long = "type")]
+        kind: Option<String>,
+    },
+    /// Report dependency cycles among blocking and parent-child edges.
+    Cycles,
+}
+
+#[derive(Serialize)]
+struct EdgeResult {
+    status: &'static str,
+    issue_id: String,
+    depends_on_id: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+pub fn cmd_dep(ctx: &Context, command: DepCommand) -> Result<(), CliError> {
+    match command {
+        DepCommand::Add {
+            issue,
+            depends_on,
+            kind,
+        } => cmd_dep_add(ctx, &issue, &depends_on, &kind),
+        DepCommand::Remove { issue, depends_on } => cmd_dep_remove(ctx, &issue, &depends_on),
+        DepCommand::Tree {
+            id,
+            direction,
+            max_depth,
+        } => cmd_dep_tree(ctx, &id, &direction, max_depth),
+        DepCommand::List {
+            id,
+            direction,
+            kind,
+        } => cmd_dep_list(ctx, &id, &direction, kind.as_deref()),
+        DepCommand::Cycles => cmd_dep_cycles(ctx),
+    }
+}
+
+fn cmd_dep_add(ctx: &Context, issue: &str, depends_on: &str, kind: &str) -> Result<(), CliError> {
+    validate_dep_type(kind)?;
+    let store = ctx.open_store()?;
+    let now = ctx.now();
+    let ((from, to), _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let from = writer.resolve(issue)?;
+        let to = match writer.resolve(depends_on) {
+            Ok(id) => id,
+            Err(crate::store::StoreError::NotFound(_)) if depends_on != from => {
+                // A foreign reference (external:… or another project's id) is kept as typed;
+                // apply refuses it if it looks like one of ours.
+                depends_on.to_string()
+            }
+            Err(error) => return Err(error),
+        };
+        writer.apply(OpKind::DepAdd {
+            dep: new_dep(&from, &to, kind, &ctx.actor, now),
+        })?;
+        Ok((writer.issue(&from)?, (to.clone(), writer.issue(&to)?)))
+    })?;
+    let from = from.ok_or_else(|| CliError::new("issue vanished during the change"))?;
+    let (to_id, to) = to;
+    let result = EdgeResult {
+        status: "added",
+        issue_id: from.id.clone(),
+        depends_on_id: to_id.clone(),
+        kind: kind.to_string(),
+    };
+    ctx.out.emit(&result, || {
+        let to_title = to
+            .map(|t| t.title)
+            .unwrap_or_else(|| "not in this workspace".into());
+        format!(
+            "✓ Added dependency: {} ({}) depends on {} ({}) ({kind})",
+            from.id, from.title, to_id, to_title
+        )
+    });
+    Ok(())
+}
+
+fn cmd_dep_remove(ctx: &Context, issue: &str, depends_on: &str) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let ((from, to, kind), _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let from = writer.resolve(issue)?;
+        let to = writer
+            .resolve(depends_on)
+            .unwrap_or_else(|_| depends_on.to_string());
+        let kind = writer
+            .detail(&from)?
+            .dependencies
+            .into_iter()
+            .find(|d| d.id == to)
+            .map(|d| d.dependency_type);
+        writer.apply(OpKind::DepRemove {
+            issue_id: from.clone(),
+            depends_on_id: to.clone(),
+        })?;
+        Ok((from, to, kind.unwrap_or_default()))
+    })?;
+    let result = EdgeResult {
+        status: "removed",
+        issue_id: from.clone(),
+        depends_on_id: to.clone(),
+        kind,
+    };
+    ctx.out.emit(&result, || {
+        format!("✓ Removed dependency: {from} no longer depends on {to}")
+    });
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct Trees {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    down: Option<TreeNode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    up: Option<TreeNode>,
+}
+
+fn cmd_dep_tree(
+    ctx: &Context,
+    id: &str,
+    direction: &str,
+    max_depth: usize,
+) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let want = |d: &str| direction == d || direction == "both";
+    let trees = Trees {
+        down: if want("down") {
+            Some(reader.tree(&id, Direction::Down, max_depth)?)
+        } else {
+            None
+        },
+        up: if want("up") {
+            Some(reader.tree(&id, Direction::Up, max_depth)?)
+        } else {
+            None
+        },
+    };
+    ctx.out.emit(&trees, || {
+        let mut lines = Vec::new();
+        if let Some(down) = &trees.down {
+            lines.push(format!("🌲 Dependency tree for {id} (what it depends on):"));
+            render_tree(down, "", true, &mut lines);
+        }
+        if let Some(up) = &trees.up {
+            if !lines.is_empty() {
+                lines.push(String::new());
+            }
+            lines.push(format!("🌲 Dependents of {id} (what depends on it):"));
+            render_tree(up, "", true, &mut lines);
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+fn render_tree(node: &TreeNode, indent: &str, last: bool, lines: &mut Vec<String>) {
+    let (branch, child_indent) = match node.depth {
+        0 => (String::new(), String::new()),
+        _ if last => (format!("{indent}└── "), format!("{indent}    ")),
+        _ => (format!("{indent}├── "), format!("{indent}│   ")),
+    };
+    let edge = node
+        .dep_type
+        .as_deref()
+        .map(|k| format!(" ({k})"))
+        .unwrap_or_default();
+    let text = if node.missing {
+        format!("{}{edge} — not in this workspace", node.id)
+    } else {
+        let mut text = format!(
+            "{}: {} [P{}] {} {}{edge}",
+            node.id,
+            node.title,
+            node.priority,
+            status_marker(&node.status),
+            node.status
+        );
+        if node.repeated {
+            text.push_str(" (shown above)");
+        }
+        if node.truncated {
+            text.push_str(" (deeper levels hidden)");
+        }
+        text
+    };
+    lines.push(format!("{branch}{text}"));
+    for (n, child) in node.children.iter().enumerate() {
+        render_tree(child, &child_indent, n + 1 == node.children.len(), lines);
+    }
+}
+
+fn cmd_dep_list(
+    ctx: &Context,
+    id: &str,
+    direction: &str,
+    kind: Option<&str>,
+) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let detail = reader.detail(&id)?;
+    let mut items: Vec<LinkedIssue> = if direction == "up" {
+        detail.dependents
+    } else {
+        detail.dependencies
+    };
+    if let Some(kind) = kind {
+        items.retain(|i| i.dependency_type == kind);
+    }
+    ctx.out.emit(&items, || {
+        if items.is_empty() {
+            return format!(
+                "{id} has no {}",
+                if direction == "up" {
+                    "dependents"
+                } else {
+                    "dependencies"
+                }
+            );
+        }
+        let heading = if direction == "up" {
+            "Dependents of"
+        } else {
+            "Dependencies of"
+        };
+        let mut lines = vec![format!("{heading} {id} ({}):", items.len())];
+        for item in &items {
+            lines.push(format!(
+                "  {}: {} [{}] ({})",
+                item.id, item.title, item.status, item.dependency_type
+            ));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct CycleReport {
+    cycles: Vec<Vec<String>>,
+}
+
+fn cmd_dep_cycles(ctx: &Context) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let report = CycleReport {
+        cycles: reader.cycles()?,
+    };
+    ctx.out.emit(&report, || {
+        if report.cycles.is_empty() {
+            return "✓ No dependency cycles detected".to_string();
+        }
+        let mut lines = vec![format!(
+            "⚠ Found {} dependency cycles:",
+            report.cycles.len()
+        )];
+        for (n, cycle) in report.cycles.iter().enumerate() {
+            lines.push(format!("{}. Cycle involving:", n + 1));
+            for id in cycle {
+                let title = reader
+                    .issue(id)
+                    .ok()
+                    .flatten()
+                    .map(|i| i.title)
+                    .unwrap_or_default();
+                lines.push(format!("   - {id}: {title}"));
+            }
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}

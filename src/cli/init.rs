@@ -1,0 +1,58 @@
+//! `fleet init`: creates the workspace — `.beads/` with the store, `metadata.json` and the
+//! `.gitignore` beads writes.
+
+use serde::Serialize;
+
+use super::context::Context;
+use super::error::CliError;
+use crate::store::{STORE_FILE, Store};
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Prefix of new issue ids (`<prefix>-<hash>`).
+    #[arg(short, long, default_value = "fleet")]
+    pub prefix: String,
+}
+
+#[derive(Serialize)]
+struct Initialized {
+    path: String,
+    store: String,
+    prefix: String,
+}
+
+/// The `.gitignore` beads keeps in `.beads/`.
+const GITIGNORE: &str = "# fleet / beads workspace\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\n\
+daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n";
+
+pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
+    let dir = ctx.workspace_dir()?;
+    let store = Store::init(&dir, &args.prefix)?;
+    let write = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
+    };
+    let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });
+    write(
+        "metadata.json",
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&metadata).unwrap_or_default()
+        ),
+    )?;
+    if !dir.join(".gitignore").exists() {
+        write(".gitignore", GITIGNORE.to_string())?;
+    }
+    let result = Initialized {
+        path: dir.display().to_string(),
+        store: dir.join(STORE_FILE).display().to_string(),
+        prefix: store.prefix().to_string(),
+    };
+    ctx.out.emit(&result, || {
+        format!(
+            "✓ fleet initialized successfully!\n  Workspace: {}\n  Issue prefix: {}",
+            result.path, result.prefix
+        )
+    });
+    Ok(())
+}

@@ -1,0 +1,800 @@
+//! The issue lifecycle commands: `create`, `show`, `update`, `close`, `reopen`, `delete`.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::context::Context;
+use super::error::CliError;
+use super::output::{id_title, priority_badge, status_marker};
+use crate::model::{
+    Comment, CommentId, Dependency, FleetFields, Issue, Status, dep_type, parse_issue_type,
+    parse_priority,
+};
+use crate::op::{IssuePatch, OpKind};
+use crate::store::{IssueDetail, IssueSummary, StoreError, Writer};
+use crate::time::parse_user_date;
+
+/// Splits comma-separated values from repeated flags, dropping empty pieces.
+pub(super) fn split_csv(values: &[String]) -> Vec<String> {
+    values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// Title of the issue.
+    #[arg(value_name = "TITLE")]
+    pub title_arg: Option<String>,
+    /// Title (instead of the positional argument).
+    #[arg(long)]
+    pub title: Option<String>,
+    #[arg(short, long, default_value = "")]
+    pub description: String,
+    #[arg(long, default_value = "")]
+    pub design: String,
+    /// Acceptance criteria.
+    #[arg(long, default_value = "")]
+    pub acceptance: String,
+    #[arg(long, default_value = "")]
+    pub notes: String,
+    /// Priority 0-4 or P0-P4 (0 is the highest).
+    #[arg(short, long, default_value = "2")]
+    pub priority: String,
+    /// Type: bug, feature, task, epic, chore, decision, spike, story, milestone, …
+    #[arg(short = 't', long = "type", default_value = "task")]
+    pub issue_type: String,
+    /// Labels, comma-separated or repeated.
+    #[arg(short, long = "labels", alias = "label")]
+    pub labels: Vec<String>,
+    /// Dependencies: `id` or `type:id`, comma-separated (e.g. `blocks:fleet-a1,fleet-b2`).
+    #[arg(long)]
+    pub deps: Vec<String>,
+    /// Make this a child of PARENT: the id becomes `<PARENT>.<n>`.
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// Don't copy the parent's labels onto the child.
+    #[arg(long)]
+    pub no_inherit_labels: bool,
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    /// Use this exact id instead of a generated one.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Estimate in minutes.
+    #[arg(short, long)]
+    pub estimate: Option<i64>,
+    /// Due date: +6h, +1d, +2w, tomorrow, next monday, 2025-01-15, RFC 3339.
+    #[arg(long)]
+    pub due: Option<String>,
+    /// Hide from ready work until then (same forms as --due).
+    #[arg(long)]
+    pub defer: Option<String>,
+    #[arg(long)]
+    pub external_ref: Option<String>,
+    /// Working directory the agent runs in (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Coder (agent CLI) to run this task with.
+    #[arg(long)]
+    pub coder: Option<String>,
+    /// Model for the coder.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Print only the new id.
+    #[arg(long)]
+    pub silent: bool,
+}
+
+/// A dependency typed on the command line: `id` or `type:id`.
+fn parse_dep_spec(spec: &str) -> (String, String) {
+    if let Some((kind, target)) = spec.split_once(':')
+        && kind != "external"
+    {
+        let kind = match kind {
+            "blocked-by" | "depends-on" => dep_type::BLOCKS,
+            other => other,
+        };
+        return (kind.to_string(), target.to_string());
+    }
+    (dep_type::BLOCKS.to_string(), spec.to_string())
+}
+
+/// Resolves a dependency target: an issue here (partial ids allowed) or a foreign reference.
+fn resolve_target(writer: &Writer<'_>, target: &str) -> Result<String, StoreError> {
+    match writer.resolve(target) {
+        Ok(id) => Ok(id),
+        Err(StoreError::NotFound(_))
+            if target.starts_with("external:")
+                || !target.starts_with(&format!("{}-", writer.prefix()))
+                    && target.contains('-') =>
+        {
+            Ok(target.to_string())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn current_dir_text(cwd: Option<PathBuf>) -> Result<String, CliError> {
+    let dir = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir()?,
+    };
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    Ok(dir.display().to_string())
+}
+
+pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
+    let title = args
+        .title
+        .clone()
+        .or(args.title_arg.clone())
+        .unwrap_or_default();
+    if title.trim().is_empty() {
+        return Err(CliError::new("title required").with_hint("fleet create \"Fix the login bug\""));
+    }
+    let priority = parse_priority(&args.priority)?;
+    let issue_type = parse_issue_type(&args.issue_type)?;
+    let now = ctx.now();
+    let due_at = args
+        .due
+        .as_deref()
+        .map(|d| parse_user_date("due", d, now))
+        .transpose()?
+        .flatten();
+    let defer_until = args
+        .defer
+        .as_deref()
+        .map(|d| parse_user_date("defer", d, now))
+        .transpose()?
+        .flatten();
+    if args.estimate.is_some_and(|e| e < 0) {
+        return Err(CliError::new(
+            "estimate must be a non-negative number of minutes",
+        ));
+    }
+    let fleet = FleetFields {
+        cwd: current_dir_text(args.cwd.clone())?,
+        coder: args.coder.clone().unwrap_or_default(),
+        model: args.model.clone().unwrap_or_default(),
+    };
+    let store = ctx.open_store()?;
+    let (summary, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let parent = args
+            .parent
+            .as_deref()
+            .map(|p| writer.resolve(p))
+            .transpose()?;
+        let id = match &args.id {
+            Some(id) => id.clone(),
+            None => writer.new_issue_id(&title, &args.description, parent.as_deref())?,
+        };
+        let mut issue = Issue::new(id.clone(), title.clone(), now);
+        issue.description.clone_from(&args.description);
+        issue.design.clone_from(&args.design);
+        issue.acceptance_criteria.clone_from(&args.acceptance);
+        issue.notes.clone_from(&args.notes);
+        issue.priority = priority;
+        issue.issue_type.clone_from(&issue_type);
+        issue.assignee = args.assignee.clone().unwrap_or_default();
+        issue.created_by.clone_from(&ctx.actor);
+        issue.estimated_minutes = args.estimate;
+        issue.due_at = due_at;
+        issue.defer_until = defer_until;
+        issue.external_ref = args.external_ref.clone().unwrap_or_default();
+        issue.fleet = fleet.clone();
+        issue.labels = split_csv(&args.labels);
+        let mut deps = Vec::new();
+        if let Some(parent) = &parent {
+            if !args.no_inherit_labels
+                && let Some(parent_issue) = writer.issue(parent)?
+            {
+                issue.labels.extend(parent_issue.labels);
+            }
+            deps.push(new_dep(
+                &id,
+                parent,
+                dep_type::PARENT_CHILD,
+                &ctx.actor,
+                now,
+            ));
+        }
+        for spec in split_csv(&args.deps) {
+            let (kind, target) = parse_dep_spec(&spec);
+            let target = resolve_target(writer, &target)?;
+            deps.push(new_dep(&id, &target, &kind, &ctx.actor, now));
+        }
+        writer.apply(OpKind::Create {
+            issue: Box::new(issue),
+            deps,
+        })?;
+        writer.detail(&id).map(|d| d.summary)
+    })?;
+    if args.silent && !ctx.out.json {
+        println!("{}", summary.issue.id);
+        return Ok(());
+    }
+    ctx.out.emit(&summary, || {
+        format!(
+            "✓ Created issue: {}\n  Priority: P{}\n  Status: {}",
+            id_title(&summary.issue),
+            summary.issue.priority,
+            summary.issue.status
+        )
+    });
+    Ok(())
+}
+
+pub(super) fn new_dep(
+    from: &str,
+    to: &str,
+    kind: &str,
+    actor: &str,
+    now: jiff::Timestamp,
+) -> Dependency {
+    Dependency {
+        issue_id: from.to_string(),
+        depends_on_id: to.to_string(),
+        kind: kind.to_string(),
+        created_at: now,
+        created_by: actor.to_string(),
+        metadata: String::new(),
+        thread_id: String::new(),
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Issue ids (full, without prefix, or a unique part).
+    pub ids: Vec<String>,
+}
+
+pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
+    if args.ids.is_empty() {
+        return Err(CliError::new("issue ID is required").with_hint("fleet show <id>"));
+    }
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let details = args
+        .ids
+        .iter()
+        .map(|input| reader.resolve(input).and_then(|id| reader.detail(&id)))
+        .collect::<Result<Vec<_>, _>>()?;
+    ctx.out.emit(&details, || {
+        details
+            .iter()
+            .map(render_detail)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    });
+    Ok(())
+}
+
+fn render_detail(detail: &IssueDetail) -> String {
+    let issue = &detail.summary.issue;
+    let mut lines = vec![
+        format!("{}: {}", issue.id, issue.title),
+        format!("Status: {}", issue.status),
+        format!("Priority: P{}", issue.priority),
+        format!("Type: {}", issue.issue_type),
+    ];
+    let mut field = |name: &str, value: &str| {
+        if !value.is_empty() {
+            lines.push(format!("{name}: {value}"));
+        }
+    };
+    field("Assignee", &issue.assignee);
+    field("Owner", &issue.owner);
+    field(
+        "Created",
+        &format!("{} by {}", issue.created_at, issue.created_by),
+    );
+    field("Updated", &issue.updated_at.to_string());
+    field(
+        "Started",
+        &issue.started_at.map(|t| t.to_string()).unwrap_or_default(),
+    );
+    field(
+        "Closed",
+        &issue.closed_at.map(|t| t.to_string()).unwrap_or_default(),
+    );
+    field("Close reason", &issue.close_reason);
+    field(
+        "Due",
+        &issue.due_at.map(|t| t.to_string()).unwrap_or_default(),
+    );
+    field(
+        "Deferred until",
+        &issue.defer_until.map(|t| t.to_string()).unwrap_or_default(),
+    );
+    field(
+        "Estimate",
+        &issue
+            .estimated_minutes
+            .map(|m| format!("{m} min"))
+            .unwrap_or_default(),
+    );
+    field("External ref", &issue.external_ref);
+    field("Labels", &issue.labels.join(", "));
+    field("Working directory", &issue.fleet.cwd);
+    field("Coder", &issue.fleet.coder);
+    field("Model", &issue.fleet.model);
+    if detail.blocked {
+        lines.push("Blocked: yes (see dependencies)".to_string());
+    }
+    for (heading, text) in [
+        ("Description", &issue.description),
+        ("Design", &issue.design),
+        ("Acceptance criteria", &issue.acceptance_criteria),
+        ("Notes", &issue.notes),
+    ] {
+        if !text.is_empty() {
+            lines.push(String::new());
+            lines.push(format!("{heading}:"));
+            lines.extend(text.lines().map(|l| format!("  {l}")));
+        }
+    }
+    let linked = |heading: &str, arrow: &str, items: &[crate::store::LinkedIssue]| {
+        let mut out = vec![String::new(), format!("{heading} ({}):", items.len())];
+        for item in items {
+            out.push(if item.missing {
+                format!(
+                    "  {arrow} {} (not in this workspace) ({})",
+                    item.id, item.dependency_type
+                )
+            } else {
+                format!(
+                    "  {arrow} {}: {} {} {} ({})",
+                    item.id,
+                    item.title,
+                    status_marker(&item.status),
+                    item.status,
+                    item.dependency_type
+                )
+            });
+        }
+        out
+    };
+    lines.extend(linked("Dependencies", "→", &detail.dependencies));
+    if !detail.dependents.is_empty() {
+        lines.extend(linked("Dependents", "←", &detail.dependents));
+    }
+    if !detail.comments.is_empty() {
+        lines.push(String::new());
+        lines.push(format!("Comments ({}):", detail.comments.len()));
+        for comment in &detail.comments {
+            lines.push(format!("  [{}] {}:", comment.author, comment.created_at));
+            lines.extend(comment.text.lines().map(|l| format!("    {l}")));
+        }
+    }
+    lines.join("\n")
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// Issue ids.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// New status: open, in_progress, blocked, deferred, closed, pinned, hooked.
+    #[arg(short, long)]
+    pub status: Option<String>,
+    #[arg(long)]
+    pub title: Option<String>,
+    #[arg(short = 't', long = "type")]
+    pub issue_type: Option<String>,
+    #[arg(short, long)]
+    pub priority: Option<String>,
+    /// New assignee ("" to unassign).
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    #[arg(short, long)]
+    pub description: Option<String>,
+    #[arg(long)]
+    pub design: Option<String>,
+    #[arg(long)]
+    pub acceptance: Option<String>,
+    #[arg(long)]
+    pub notes: Option<String>,
+    /// Append a line to the notes.
+    #[arg(long)]
+    pub append_notes: Option<String>,
+    #[arg(long)]
+    pub external_ref: Option<String>,
+    /// Estimate in minutes.
+    #[arg(short, long)]
+    pub estimate: Option<i64>,
+    #[arg(long = "add-label")]
+    pub add_labels: Vec<String>,
+    #[arg(long = "remove-label")]
+    pub remove_labels: Vec<String>,
+    /// Claim the issue: in_progress and assigned to you, if it is open and unassigned.
+    #[arg(long)]
+    pub claim: bool,
+    /// Due date ("" clears).
+    #[arg(long)]
+    pub due: Option<String>,
+    /// Hide from ready work until then ("" clears and reopens a deferred issue).
+    #[arg(long)]
+    pub defer: Option<String>,
+    /// Working directory for the agent.
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    #[arg(long)]
+    pub coder: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError> {
+    let now = ctx.now();
+    if args.estimate.is_some_and(|e| e < 0) {
+        return Err(CliError::new(
+            "estimate must be a non-negative number of minutes",
+        ));
+    }
+    if let Some(title) = &args.title {
+        crate::model::validate_title(title)?;
+    }
+    Ok(IssuePatch {
+        title: args.title.clone(),
+        description: args.description.clone(),
+        design: args.design.clone(),
+        acceptance_criteria: args.acceptance.clone(),
+        notes: args.notes.clone(),
+        append_notes: args.append_notes.clone(),
+        status: args.status.as_deref().map(Status::parse_user).transpose()?,
+        priority: args.priority.as_deref().map(parse_priority).transpose()?,
+        issue_type: args
+            .issue_type
+            .as_deref()
+            .map(parse_issue_type)
+            .transpose()?,
+        assignee: args.assignee.clone(),
+        owner: None,
+        estimated_minutes: args.estimate.map(Some),
+        external_ref: args.external_ref.clone(),
+        due_at: args
+            .due
+            .as_deref()
+            .map(|d| parse_user_date("due", d, now))
+            .transpose()?,
+        defer_until: args
+            .defer
+            .as_deref()
+            .map(|d| parse_user_date("defer", d, now))
+            .transpose()?,
+        pinned: None,
+        add_labels: split_csv(&args.add_labels),
+        remove_labels: split_csv(&args.remove_labels),
+        fleet: None,
+    })
+}
+
+pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
+    let mut patch = build_patch(ctx, &args)?;
+    let fleet_change = args.cwd.is_some() || args.coder.is_some() || args.model.is_some();
+    if patch.is_empty() && !args.claim && !fleet_change {
+        return Err(CliError::new("No updates specified")
+            .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
+    }
+    let store = ctx.open_store()?;
+    let cwd = args
+        .cwd
+        .clone()
+        .map(|d| current_dir_text(Some(d)))
+        .transpose()?;
+    let (updated, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let mut updated = Vec::new();
+        for input in &args.ids {
+            let id = writer.resolve(input)?;
+            if args.claim {
+                writer.apply(OpKind::Claim { id: id.clone() })?;
+            }
+            if fleet_change {
+                let current = writer.issue(&id)?.map(|i| i.fleet).unwrap_or_default();
+                patch.fleet = Some(FleetFields {
+                    cwd: cwd.clone().unwrap_or(current.cwd),
+                    coder: args.coder.clone().unwrap_or(current.coder),
+                    model: args.model.clone().unwrap_or(current.model),
+                });
+            }
+            if !patch.is_empty() {
+                writer.apply(OpKind::Update {
+                    id: id.clone(),
+                    patch: Box::new(patch.clone()),
+                })?;
+            }
+            updated.push(writer.detail(&id)?.summary);
+        }
+        Ok(updated)
+    })?;
+    emit_summaries(ctx, &updated, |s| {
+        format!("✓ Updated issue: {}", id_title(&s.issue))
+    });
+    Ok(())
+}
+
+fn emit_summaries(ctx: &Context, items: &[IssueSummary], line: impl Fn(&IssueSummary) -> String) {
+    ctx.out.emit(items, || {
+        items.iter().map(&line).collect::<Vec<_>>().join("\n")
+    });
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CloseArgs {
+    /// Issue ids.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// Why it is closed (default "Closed"); give one per id, or one for all.
+    #[arg(short, long, visible_alias = "resolution")]
+    pub reason: Vec<String>,
+    /// Close even if the issue is pinned, an epic with open children, or blocked.
+    #[arg(short, long)]
+    pub force: bool,
+    /// The agent session closing it.
+    #[arg(long, default_value = "")]
+    pub session: String,
+}
+
+/// Why `close` refuses an issue without `--force` (spec §7).
+fn close_guard(writer: &Writer<'_>, issue: &Issue) -> Result<Option<String>, StoreError> {
+    if issue.status == Status::Pinned || issue.pinned {
+        return Ok(Some(format!("cannot close {}: issue is pinned", issue.id)));
+    }
+    if issue.issue_type == "epic" {
+        let open = writer.open_children(&issue.id)?;
+        if !open.is_empty() {
+            return Ok(Some(format!(
+                "cannot close {}: epic has {} open children [{}]",
+                issue.id,
+                open.len(),
+                open.join(", ")
+            )));
+        }
+    }
+    let blockers = writer.open_blockers(&issue.id)?;
+    if !blockers.is_empty() {
+        return Ok(Some(format!(
+            "cannot close {}: blocked by open issues [{}]",
+            issue.id,
+            blockers.join(", ")
+        )));
+    }
+    Ok(None)
+}
+
+#[derive(Serialize)]
+struct CloseResult {
+    closed: Vec<IssueSummary>,
+    refused: Vec<Refusal>,
+}
+
+#[derive(Serialize)]
+struct Refusal {
+    id: String,
+    error: String,
+}
+
+pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
+    if args.reason.len() > 1 && args.reason.len() != args.ids.len() {
+        return Err(CliError::new(format!(
+            "{} reasons for {} issues: give one reason, or one per issue",
+            args.reason.len(),
+            args.ids.len()
+        )));
+    }
+    let store = ctx.open_store()?;
+    let (result, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let mut result = CloseResult {
+            closed: Vec::new(),
+            refused: Vec::new(),
+        };
+        for (n, input) in args.ids.iter().enumerate() {
+            let refuse = |error: String| Refusal {
+                id: input.clone(),
+                error,
+            };
+            let id = match writer.resolve(input) {
+                Ok(id) => id,
+                Err(error) => {
+                    result.refused.push(refuse(error.to_string()));
+                    continue;
+                }
+            };
+            let issue = writer
+                .issue(&id)?
+                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+            if !args.force
+                && let Some(reason) = close_guard(writer, &issue)?
+            {
+                result.refused.push(refuse(reason));
+                continue;
+            }
+            let reason = args
+                .reason
+                .get(n)
+                .or(args.reason.first())
+                .cloned()
+                .unwrap_or_default();
+            writer.apply(OpKind::Close {
+                id: id.clone(),
+                reason,
+                session: args.session.clone(),
+            })?;
+            result.closed.push(writer.detail(&id)?.summary);
+        }
+        Ok(result)
+    })?;
+    for refusal in &result.refused {
+        ctx.out.note(&format!("error: {}", refusal.error));
+    }
+    ctx.out.emit(&result.closed, || {
+        result
+            .closed
+            .iter()
+            .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), s.issue.close_reason))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    if result.closed.is_empty() {
+        let mut error = CliError::new(match result.refused.as_slice() {
+            [only] => only.error.clone(),
+            _ => "no issues were closed".to_string(),
+        });
+        if result
+            .refused
+            .iter()
+            .any(|r| r.error.starts_with("cannot close"))
+        {
+            error = error.with_hint("pass --force to close it anyway");
+        }
+        return Err(error);
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReopenArgs {
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// Why it is reopened (recorded as a comment).
+    #[arg(short, long)]
+    pub reason: Option<String>,
+}
+
+pub fn cmd_reopen(ctx: &Context, args: ReopenArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let now = ctx.now();
+    let (reopened, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let mut reopened = Vec::new();
+        for input in &args.ids {
+            let id = writer.resolve(input)?;
+            writer.apply(OpKind::Reopen {
+                id: id.clone(),
+                reason: args.reason.clone().unwrap_or_default(),
+            })?;
+            if let Some(reason) = &args.reason {
+                let comment = Comment {
+                    id: CommentId::Text(ulid::Ulid::generate().to_string()),
+                    issue_id: id.clone(),
+                    author: ctx.actor.clone(),
+                    text: format!("Reopened: {reason}"),
+                    created_at: now,
+                };
+                writer.apply(OpKind::Comment { comment })?;
+            }
+            reopened.push(writer.detail(&id)?.summary);
+        }
+        Ok(reopened)
+    })?;
+    let suffix = args
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    emit_summaries(ctx, &reopened, |s| {
+        format!("↻ Reopened {}{suffix}", s.issue.id)
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DeleteArgs {
+    /// Issue ids.
+    pub ids: Vec<String>,
+    /// Really delete; without it, only show what would be deleted.
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+#[derive(Serialize)]
+struct DeleteResult {
+    /// True when nothing was deleted (no --force).
+    preview: bool,
+    issues: Vec<IssueSummary>,
+    /// Issues that lose an edge to a deleted issue.
+    affected_dependents: Vec<String>,
+}
+
+pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
+    if args.ids.is_empty() {
+        return Err(CliError::new("no issue IDs provided").with_hint("fleet delete <id>… --force"));
+    }
+    let store = ctx.open_store()?;
+    let plan = |writer: &mut Writer<'_>| -> Result<DeleteResult, StoreError> {
+        let mut result = DeleteResult {
+            preview: !args.force,
+            issues: Vec::new(),
+            affected_dependents: Vec::new(),
+        };
+        let ids = args
+            .ids
+            .iter()
+            .map(|i| writer.resolve(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        for id in &ids {
+            let detail = writer.detail(id)?;
+            for dependent in &detail.dependents {
+                if !ids.contains(&dependent.id)
+                    && !result.affected_dependents.contains(&dependent.id)
+                {
+                    result.affected_dependents.push(dependent.id.clone());
+                }
+            }
+            result.issues.push(detail.summary);
+        }
+        if args.force {
+            for id in ids {
+                writer.apply(OpKind::Delete { id })?;
+            }
+        }
+        Ok(result)
+    };
+    let (result, _) = store.write(&ctx.actor, ctx.clock, plan)?;
+    ctx.out.emit(&result, || render_delete(&result));
+    Ok(())
+}
+
+fn render_delete(result: &DeleteResult) -> String {
+    let mut lines = Vec::new();
+    if result.preview {
+        lines.push("⚠️  DELETE PREVIEW".to_string());
+        lines.push(String::new());
+        lines.push("Would delete:".to_string());
+    }
+    for summary in &result.issues {
+        let issue = &summary.issue;
+        if result.preview {
+            lines.push(format!(
+                "  {} {} {}",
+                issue.id,
+                priority_badge(issue.priority),
+                issue.title
+            ));
+        } else {
+            lines.push(format!("✓ Deleted {}", id_title(issue)));
+        }
+    }
+    if !result.affected_dependents.is_empty() {
+        lines.push(format!(
+            "{} {} dependent issues: {}",
+            if result.preview {
+                "Would remove edges from"
+            } else {
+                "Removed edges from"
+            },
+            result.affected_dependents.len(),
+            result.affected_dependents.join(", ")
+        ));
+    }
+    if result.preview {
+        lines.push(String::new());
+        lines.push("Run again with --force to delete.".to_string());
+    }
+    lines.join("\n")
+}

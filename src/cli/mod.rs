@@ -1,0 +1,145 @@
+//! The `fleet` command line: the subcommand enum, global flags, and dispatch.
+//!
+//! Each command group lives in its own file and follows one shape: parse its args, call the
+//! library inside a store transaction, build a `Serialize` result, and render it as human text
+//! or `--json` through [`output::Output`]. Data goes to stdout, narration and errors to
+//! stderr. This is the only module that reads the environment or prints.
+
+mod claim;
+mod comment;
+mod context;
+mod dep;
+mod error;
+mod init;
+mod issue;
+mod label;
+mod output;
+mod query;
+
+pub mod bench;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+pub use error::{CliError, exit_code};
+
+/// fleet: a native beads-compatible task queue for fleets of coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "fleet", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
+    /// Print machine-readable JSON on stdout (errors as JSON on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Who is acting (default: $FLEET_ACTOR, $BEADS_ACTOR, $BD_ACTOR, then $USER).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub actor: Option<String>,
+    /// The workspace: a `.beads` directory or its `beads.db` (default: $BEADS_DIR, then
+    /// $FLEET_HOME/.beads, with FLEET_HOME defaulting to ~/.fleet).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Print only what was asked for: no narration on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a workspace (the store and its metadata).
+    Init(init::InitArgs),
+    /// Create an issue.
+    Create(issue::CreateArgs),
+    /// Show issues in full: fields, dependencies, dependents, comments.
+    Show(issue::ShowArgs),
+    /// Change fields of issues.
+    Update(issue::UpdateArgs),
+    /// Close issues.
+    Close(issue::CloseArgs),
+    /// Reopen closed issues.
+    Reopen(issue::ReopenArgs),
+    /// Delete issues and every edge touching them (a preview unless --force).
+    Delete(issue::DeleteArgs),
+    /// List issues.
+    List(query::ListArgs),
+    /// Show ready work: open issues with no active blockers.
+    Ready(query::ReadyArgs),
+    /// Show issues blocked by their dependencies.
+    Blocked(query::BlockedArgs),
+    /// Find issues whose id, title or description contains text.
+    Search(query::SearchArgs),
+    /// Count issues by state.
+    Stats(query::StatsArgs),
+    /// Manage dependency edges.
+    #[command(subcommand)]
+    Dep(dep::DepCommand),
+    /// Add a comment to an issue.
+    Comment(comment::CommentArgs),
+    /// List the comments of an issue, or add one (`comments add ID TEXT`).
+    Comments(comment::CommentsArgs),
+    /// Manage labels.
+    #[command(subcommand)]
+    Label(label::LabelCommand),
+    /// Claim an issue (or the first ready one): in_progress, assigned to you.
+    Claim(claim::ClaimArgs),
+    /// Put a claimed issue back: open and unassigned.
+    Release(claim::ReleaseArgs),
+    /// Measure claim throughput and ready latency against a SQLite baseline.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+/// Parses `args` and runs the command. Returns the process exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() {
+                exit_code::USAGE
+            } else {
+                exit_code::SUCCESS
+            };
+            let _ = error.print();
+            return code;
+        }
+    };
+    let json = cli.global.json;
+    match dispatch(cli) {
+        Ok(()) => exit_code::SUCCESS,
+        Err(error) => error.report(json),
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<(), CliError> {
+    let ctx = context::Context::new(cli.global)?;
+    match cli.command {
+        Command::Init(args) => init::cmd_init(&ctx, args),
+        Command::Create(args) => issue::cmd_create(&ctx, args),
+        Command::Show(args) => issue::cmd_show(&ctx, args),
+        Command::Update(args) => issue::cmd_update(&ctx, args),
+        Command::Close(args) => issue::cmd_close(&ctx, args),
+        Command::Reopen(args) => issue::cmd_reopen(&ctx, args),
+        Command::Delete(args) => issue::cmd_delete(&ctx, args),
+        Command::List(args) => query::cmd_list(&ctx, args),
+        Command::Ready(args) => query::cmd_ready(&ctx, args),
+        Command::Blocked(args) => query::cmd_blocked(&ctx, args),
+        Command::Search(args) => query::cmd_search(&ctx, args),
+        Command::Stats(args) => query::cmd_stats(&ctx, args),
+        Command::Dep(command) => dep::cmd_dep(&ctx, command),
+        Command::Comment(args) => comment::cmd_comment(&ctx, args),
+        Command::Comments(args) => comment::cmd_comments(&ctx, args),
+        Command::Label(command) => label::cmd_label(&ctx, command),
+        Command::Claim(args) => claim::cmd_claim(&ctx, args),
+        Command::Release(args) => claim::cmd_release(&ctx, args),
+        Command::Bench(command) => bench::cmd_bench(&ctx, command),
+    }
+}

@@ -1,0 +1,305 @@
+//! The read-only views of the queue: `list`, `ready`, `blocked`, `search`, `stats`.
+
+use super::context::Context;
+use super::error::CliError;
+use super::issue::split_csv;
+use super::output::{list_line, priority_badge};
+use crate::model::{SortOrder, Status, parse_issue_type, parse_priority};
+use crate::store::{IssueSummary, ListFilter, ListSort, ReadyFilter};
+
+/// Filters shared by `list` and `search`.
+#[derive(Debug, clap::Args)]
+pub struct ListFilterArgs {
+    /// Only these statuses (comma-separated).
+    #[arg(short, long)]
+    pub status: Vec<String>,
+    #[arg(short, long)]
+    pub priority: Option<String>,
+    #[arg(short = 't', long = "type")]
+    pub issue_type: Vec<String>,
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    /// Only issues with all of these labels.
+    #[arg(short, long)]
+    pub label: Vec<String>,
+    /// Include closed issues.
+    #[arg(long)]
+    pub all: bool,
+    /// At most this many issues (0 = all).
+    #[arg(short = 'n', long, default_value_t = 50)]
+    pub limit: usize,
+    #[arg(long, value_enum, default_value_t = ListSort::Priority)]
+    pub sort: ListSort,
+    /// Reverse the order.
+    #[arg(short, long)]
+    pub reverse: bool,
+}
+
+impl ListFilterArgs {
+    fn to_filter(&self, text: Option<String>) -> Result<ListFilter, CliError> {
+        Ok(ListFilter {
+            statuses: split_csv(&self.status)
+                .iter()
+                .map(|s| Status::parse_user(s))
+                .collect::<Result<_, _>>()?,
+            all: self.all,
+            priority: self.priority.as_deref().map(parse_priority).transpose()?,
+            types: split_csv(&self.issue_type)
+                .iter()
+                .map(|t| parse_issue_type(t))
+                .collect::<Result<_, _>>()?,
+            assignee: self.assignee.clone(),
+            labels: split_csv(&self.label),
+            text,
+            sort: self.sort,
+            reverse: self.reverse,
+            limit: self.limit,
+        })
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub filter: ListFilterArgs,
+}
+
+pub fn cmd_list(ctx: &Context, args: ListArgs) -> Result<(), CliError> {
+    let filter = args.filter.to_filter(None)?;
+    emit_list(ctx, &filter, "No issues found")
+}
+
+fn emit_list(ctx: &Context, filter: &ListFilter, empty: &str) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let (issues, total) = store.read()?.list(filter)?;
+    ctx.out.emit(&issues, || {
+        if issues.is_empty() {
+            return empty.to_string();
+        }
+        issues
+            .iter()
+            .map(|s| list_line(&s.issue))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    if total > issues.len() {
+        ctx.out.note(&format!(
+            "Showing {} of {total} issues (use --limit 0 for all)",
+            issues.len()
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReadyArgs {
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    /// Only unassigned issues.
+    #[arg(short, long)]
+    pub unassigned: bool,
+    #[arg(short, long)]
+    pub priority: Option<String>,
+    /// Only issues with all of these labels.
+    #[arg(short, long)]
+    pub label: Vec<String>,
+    /// Only issues with at least one of these labels.
+    #[arg(long)]
+    pub label_any: Vec<String>,
+    /// Only these types (this also allows the types ready leaves out by default).
+    #[arg(short = 't', long = "type")]
+    pub issue_type: Vec<String>,
+    #[arg(long)]
+    pub exclude_type: Vec<String>,
+    /// Only descendants of this issue.
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// Include issues deferred to a later time.
+    #[arg(long)]
+    pub include_deferred: bool,
+    #[arg(long)]
+    pub include_ephemeral: bool,
+    /// Order: priority (then newest), oldest, or hybrid (recent by priority, then by age).
+    #[arg(short, long, default_value = "priority")]
+    pub sort: SortOrder,
+    /// At most this many issues (0 = all).
+    #[arg(short = 'n', long, default_value_t = 100)]
+    pub limit: usize,
+}
+
+impl ReadyArgs {
+    fn to_filter(&self) -> Result<ReadyFilter, CliError> {
+        Ok(ReadyFilter {
+            assignee: self.assignee.clone(),
+            unassigned: self.unassigned,
+            priority: self.priority.as_deref().map(parse_priority).transpose()?,
+            labels: split_csv(&self.label),
+            labels_any: split_csv(&self.label_any),
+            types: split_csv(&self.issue_type)
+                .iter()
+                .map(|t| parse_issue_type(t))
+                .collect::<Result<_, _>>()?,
+            exclude_types: split_csv(&self.exclude_type),
+            parent: self.parent.clone(),
+            include_deferred: self.include_deferred,
+            include_ephemeral: self.include_ephemeral,
+            sort: self.sort,
+            limit: self.limit,
+        })
+    }
+}
+
+pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let mut filter = args.to_filter()?;
+    if let Some(parent) = &filter.parent {
+        filter.parent = Some(reader.resolve(parent)?);
+    }
+    let page = reader.ready(&filter, ctx.now())?;
+    ctx.out.emit(&page.issues, || {
+        if page.issues.is_empty() {
+            let any_open = reader
+                .list(&ListFilter {
+                    statuses: vec![Status::Open],
+                    limit: 1,
+                    ..ListFilter::default()
+                })
+                .map(|(_, total)| total > 0)
+                .unwrap_or(false);
+            return if any_open {
+                "✨ No ready work found (all issues have blocking dependencies)".to_string()
+            } else {
+                "✨ No open issues".to_string()
+            };
+        }
+        render_ready(&page.issues)
+    });
+    if page.truncated {
+        ctx.out.note(&format!(
+            "Showing the first {} ready issues; more are ready (use --limit 0 for all)",
+            page.issues.len()
+        ));
+    }
+    Ok(())
+}
+
+fn render_ready(issues: &[IssueSummary]) -> String {
+    let mut lines = vec![
+        format!(
+            "📋 Ready work ({} issues with no active blockers):",
+            issues.len()
+        ),
+        String::new(),
+    ];
+    for (n, summary) in issues.iter().enumerate() {
+        let issue = &summary.issue;
+        lines.push(format!(
+            "{}. {} [{}] {}: {}",
+            n + 1,
+            priority_badge(issue.priority),
+            issue.issue_type,
+            issue.id,
+            issue.title
+        ));
+        if let Some(minutes) = issue.estimated_minutes {
+            lines.push(format!("   Estimate: {minutes} min"));
+        }
+        if !issue.assignee.is_empty() {
+            lines.push(format!("   Assignee: {}", issue.assignee));
+        }
+    }
+    lines.join("\n")
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BlockedArgs {
+    /// Only descendants of this issue.
+    #[arg(long)]
+    pub parent: Option<String>,
+}
+
+pub fn cmd_blocked(ctx: &Context, args: BlockedArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let parent = args
+        .parent
+        .as_deref()
+        .map(|p| reader.resolve(p))
+        .transpose()?;
+    let blocked = reader.blocked(parent.as_deref())?;
+    ctx.out.emit(&blocked, || {
+        if blocked.is_empty() {
+            return "✨ No blocked issues".to_string();
+        }
+        let mut lines = vec![
+            format!("🚫 Blocked issues ({}):", blocked.len()),
+            String::new(),
+        ];
+        for entry in &blocked {
+            let issue = &entry.summary.issue;
+            lines.push(format!(
+                "{} {}: {}",
+                priority_badge(issue.priority),
+                issue.id,
+                issue.title
+            ));
+            lines.push(format!(
+                "  Blocked by {} open dependencies: [{}]",
+                entry.blocked_by_count,
+                entry.blocked_by.join(", ")
+            ));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// Text to find in ids, titles and descriptions (case-insensitive).
+    pub query: Option<String>,
+    #[command(flatten)]
+    pub filter: ListFilterArgs,
+}
+
+pub fn cmd_search(ctx: &Context, args: SearchArgs) -> Result<(), CliError> {
+    let query = args
+        .query
+        .clone()
+        .filter(|q| !q.trim().is_empty())
+        .ok_or_else(|| {
+            CliError::new("search query is required").with_hint("fleet search \"login\"")
+        })?;
+    let filter = args.filter.to_filter(Some(query.clone()))?;
+    emit_list(ctx, &filter, &format!("No issues found matching {query:?}"))
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {}
+
+pub fn cmd_stats(ctx: &Context, _args: StatsArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let s = store.read()?.stats(ctx.now())?;
+    ctx.out.emit(&s, || {
+        [
+            "📊 Issue Database Status".to_string(),
+            String::new(),
+            format!("  Total Issues:  {}", s.total_issues),
+            format!("  Open:          {}", s.open_issues),
+            format!("  In Progress:   {}", s.in_progress_issues),
+            format!("  Closed:        {}", s.closed_issues),
+            format!("  Blocked:       {}", s.blocked_issues),
+            format!("  Deferred:      {}", s.deferred_issues),
+            format!("  Pinned:        {}", s.pinned_issues),
+            format!("  Ready:         {}", s.ready_issues),
+            format!(
+                "  Epics eligible for closure: {}",
+                s.epics_eligible_for_closure
+            ),
+            format!("  Avg lead time: {:.1} hours", s.average_lead_time_hours),
+        ]
+        .join("\n")
+    });
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! fleet: a native beads-compatible task queue, and (soon) a supervisor for many coding agents.
+//!
+//! Every change is an op, applied in one redb transaction and journaled:
+//!
+//! ```text
+//! CLI / supervisor / importer
+//!         │  OpKind (op.rs)
+//!         ▼
+//!   store::Writer::apply ── validate → mutate tables → refresh blocked flags and the
+//!         │                 ready index → append the op to the journal table
+//!         ▼
+//!   redb file (.beads/beads.db) ◀── read transactions: ready, blocked, list, show
+//! ```
+//!
+//! Modules:
+//! - [`model`]: issues, statuses, types, priorities, edges, comments, fleet's task fields;
+//! - [`op`]: the op record and its metadata (ULID, actor, replica, hybrid logical clock);
+//! - [`store`]: the redb tables, `apply`, readiness maintenance and read queries;
+//! - [`resolver`]: cycle refusal, dependency trees, cycle reports (petgraph);
+//! - [`claim`]: claiming, one at a time or grouped into shared transactions;
+//! - [`id`]: beads-style hash ids and child ids;
+//! - [`time`]: the clock and the date forms users type;
+//! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
+//! - [`cli`]: argument parsing and output; the only module that prints or reads the
+//!   environment.
+
+pub mod bench;
+pub mod claim;
+pub mod cli;
+pub mod id;
+pub mod model;
+pub mod op;
+pub mod resolver;
+pub mod store;
+pub mod time;

@@ -1,0 +1,549 @@
+//! The beads data model: issues, statuses, types, priorities, dependency edges and comments,
+//! plus the per-task fields fleet adds (working directory, coder, model).
+//!
+//! Field names, types and omit rules follow the beads JSONL record (spec/beads.md §1–2), so a
+//! record serialises the way beads writes it. Keys fleet does not model are kept in
+//! [`Issue::extra`] and written back unchanged. Nothing here touches storage or the terminal.
+
+use std::fmt;
+use std::str::FromStr;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// Largest title beads accepts, in bytes.
+pub const MAX_TITLE_BYTES: usize = 500;
+
+/// The status of an issue. Custom statuses (config `status.custom`) are carried by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    Open,
+    InProgress,
+    Blocked,
+    Deferred,
+    Closed,
+    Pinned,
+    Hooked,
+    Custom(String),
+}
+
+impl Status {
+    /// The built-in statuses, in the order `bd` documents them.
+    pub const BUILT_IN: [Status; 7] = [
+        Status::Open,
+        Status::InProgress,
+        Status::Blocked,
+        Status::Deferred,
+        Status::Closed,
+        Status::Pinned,
+        Status::Hooked,
+    ];
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Status::Open => "open",
+            Status::InProgress => "in_progress",
+            Status::Blocked => "blocked",
+            Status::Deferred => "deferred",
+            Status::Closed => "closed",
+            Status::Pinned => "pinned",
+            Status::Hooked => "hooked",
+            Status::Custom(name) => name,
+        }
+    }
+
+    /// Closed and pinned issues never block anything and are never blocked (spec §3.2).
+    pub fn is_settled(&self) -> bool {
+        matches!(self, Status::Closed | Status::Pinned)
+    }
+
+    /// Parses a status typed by a user: built-ins only, with `-` accepted for `_`.
+    pub fn parse_user(text: &str) -> Result<Status, ModelError> {
+        let normalized = text.trim().to_ascii_lowercase().replace('-', "_");
+        match Status::from_name(&normalized) {
+            Status::Custom(_) => Err(ModelError::InvalidStatus(text.to_string())),
+            status => Ok(status),
+        }
+    }
+
+    /// Maps a stored name to a status; unknown names become [`Status::Custom`].
+    pub fn from_name(name: &str) -> Status {
+        match name {
+            "open" => Status::Open,
+            "in_progress" => Status::InProgress,
+            "blocked" => Status::Blocked,
+            "deferred" => Status::Deferred,
+            "closed" => Status::Closed,
+            "pinned" => Status::Pinned,
+            "hooked" => Status::Hooked,
+            other => Status::Custom(other.to_string()),
+        }
+    }
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status::Open
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Status {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Ok(if name.is_empty() {
+            Status::Open
+        } else {
+            Status::from_name(&name)
+        })
+    }
+}
+
+/// The built-in issue types (spec §2).
+pub const ISSUE_TYPES: [&str; 13] = [
+    "bug",
+    "feature",
+    "task",
+    "epic",
+    "chore",
+    "decision",
+    "message",
+    "molecule",
+    "gate",
+    "spike",
+    "story",
+    "milestone",
+    "event",
+];
+
+/// Types that `ready` leaves out unless `--type` asks for them (spec §3.3).
+pub const READY_EXCLUDED_TYPES: [&str; 7] = [
+    "merge-request",
+    "gate",
+    "molecule",
+    "message",
+    "agent",
+    "role",
+    "rig",
+];
+
+/// Resolves a type typed by a user, applying the beads aliases; refuses unknown types.
+pub fn parse_issue_type(text: &str) -> Result<String, ModelError> {
+    let lower = text.trim().to_ascii_lowercase();
+    let canonical = match lower.as_str() {
+        "enhancement" | "feat" => "feature",
+        "dec" | "adr" => "decision",
+        "investigation" | "timebox" => "spike",
+        "user-story" | "user_story" => "story",
+        "ms" => "milestone",
+        "mr" => "merge-request",
+        "mol" => "molecule",
+        other => other,
+    };
+    if ISSUE_TYPES.contains(&canonical) || canonical == "merge-request" {
+        Ok(canonical.to_string())
+    } else {
+        Err(ModelError::InvalidType(text.to_string()))
+    }
+}
+
+/// Parses `0..4` or `P0..P4`.
+pub fn parse_priority(text: &str) -> Result<u8, ModelError> {
+    let trimmed = text.trim();
+    let digits = trimmed.strip_prefix(['P', 'p']).unwrap_or(trimmed);
+    match digits.parse::<u8>() {
+        Ok(value) if value <= 4 => Ok(value),
+        _ => Err(ModelError::InvalidPriority(text.to_string())),
+    }
+}
+
+/// Errors in values a user typed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ModelError {
+    #[error("invalid priority {0:?}: expected 0-4 or P0-P4")]
+    InvalidPriority(String),
+    #[error("invalid issue type: {0}")]
+    InvalidType(String),
+    #[error(
+        "invalid status {0:?}: expected one of open, in_progress, blocked, deferred, closed, pinned, hooked"
+    )]
+    InvalidStatus(String),
+    #[error("title is required")]
+    TitleRequired,
+    #[error("title is {0} bytes; the limit is {MAX_TITLE_BYTES}")]
+    TitleTooLong(usize),
+    #[error("invalid dependency type {0:?}: expected 1 to 50 characters")]
+    InvalidDepType(String),
+}
+
+/// Validates a title for create and update.
+pub fn validate_title(title: &str) -> Result<(), ModelError> {
+    if title.trim().is_empty() {
+        return Err(ModelError::TitleRequired);
+    }
+    if title.len() > MAX_TITLE_BYTES {
+        return Err(ModelError::TitleTooLong(title.len()));
+    }
+    Ok(())
+}
+
+/// The kinds of dependency edge that beads knows about (spec §3.1).
+pub mod dep_type {
+    pub const BLOCKS: &str = "blocks";
+    pub const PARENT_CHILD: &str = "parent-child";
+    pub const CONDITIONAL_BLOCKS: &str = "conditional-blocks";
+    pub const WAITS_FOR: &str = "waits-for";
+    pub const RELATED: &str = "related";
+    pub const DISCOVERED_FROM: &str = "discovered-from";
+
+    /// Every well-known type; any other 1–50 character string is accepted too.
+    pub const WELL_KNOWN: [&str; 19] = [
+        BLOCKS,
+        PARENT_CHILD,
+        CONDITIONAL_BLOCKS,
+        WAITS_FOR,
+        RELATED,
+        DISCOVERED_FROM,
+        "replies-to",
+        "relates-to",
+        "duplicates",
+        "supersedes",
+        "authored-by",
+        "assigned-to",
+        "approved-by",
+        "attests",
+        "tracks",
+        "until",
+        "caused-by",
+        "validates",
+        "delegated-from",
+    ];
+
+    /// Edges whose open target blocks the source directly.
+    pub fn blocks_directly(kind: &str) -> bool {
+        kind == BLOCKS || kind == CONDITIONAL_BLOCKS
+    }
+
+    /// Edges that may make their source blocked, and so are refused if they close a cycle.
+    pub fn is_cycle_checked(kind: &str) -> bool {
+        blocks_directly(kind) || kind == PARENT_CHILD
+    }
+}
+
+/// Validates a dependency type name.
+pub fn validate_dep_type(kind: &str) -> Result<(), ModelError> {
+    if kind.is_empty() || kind.chars().count() > 50 {
+        return Err(ModelError::InvalidDepType(kind.to_string()));
+    }
+    Ok(())
+}
+
+/// A dependency edge: `issue_id` depends on `depends_on_id` (which blocks it, for blocking
+/// types). The record lives on the dependent issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dependency {
+    #[serde(default)]
+    pub issue_id: String,
+    pub depends_on_id: String,
+    #[serde(rename = "type", default = "default_dep_type")]
+    pub kind: String,
+    #[serde(default = "epoch")]
+    pub created_at: Timestamp,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub created_by: String,
+    /// A JSON document kept as a string, as beads stores it (`{"gate":"any-children"}`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub metadata: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub thread_id: String,
+}
+
+fn default_dep_type() -> String {
+    dep_type::BLOCKS.to_string()
+}
+
+impl Dependency {
+    /// Whether this waits-for edge is satisfied by any one closed child rather than all.
+    pub fn gate_is_any_children(&self) -> bool {
+        serde_json::from_str::<Value>(&self.metadata)
+            .ok()
+            .and_then(|doc| {
+                doc.get("gate")
+                    .and_then(Value::as_str)
+                    .map(|g| g == "any-children")
+            })
+            .unwrap_or(false)
+    }
+}
+
+/// A comment id: beads writes strings (UUIDv7); legacy files wrote integers. Both are kept as
+/// they came so a round trip does not change the type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CommentId {
+    Number(i64),
+    Text(String),
+}
+
+impl fmt::Display for CommentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommentId::Number(n) => write!(f, "{n}"),
+            CommentId::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A comment on an issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: CommentId,
+    #[serde(default)]
+    pub issue_id: String,
+    #[serde(default)]
+    pub author: String,
+    pub text: String,
+    #[serde(default = "epoch")]
+    pub created_at: Timestamp,
+}
+
+/// Fleet's own per-task fields. They travel through beads JSONL under `metadata.fleet`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetFields {
+    /// The directory the agent runs in.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
+    /// The coder (agent CLI) that should run this task; empty means the configured default.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub coder: String,
+    /// The model the coder should use; empty means the coder's default.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+}
+
+impl FleetFields {
+    pub fn is_empty(&self) -> bool {
+        self.cwd.is_empty() && self.coder.is_empty() && self.model.is_empty()
+    }
+}
+
+pub(crate) fn epoch() -> Timestamp {
+    Timestamp::UNIX_EPOCH
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// One issue as beads records it, without its dependency edges and comments (which the store
+/// keeps in their own tables and joins in for output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Issue {
+    pub id: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub design: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub acceptance_criteria: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub notes: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub spec_id: String,
+    #[serde(default)]
+    pub status: Status,
+    #[serde(default)]
+    pub priority: u8,
+    #[serde(
+        default = "default_issue_type",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub issue_type: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub assignee: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub owner: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_minutes: Option<i64>,
+    #[serde(default = "epoch")]
+    pub created_at: Timestamp,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub created_by: String,
+    #[serde(default = "epoch")]
+    pub updated_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub close_reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub closed_by_session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defer_until: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub external_ref: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source_system: String,
+    /// Arbitrary JSON preserved verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ephemeral: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_template: bool,
+    /// Fleet's per-task fields (stored here; exported under `metadata.fleet`).
+    #[serde(default, skip_serializing_if = "FleetFields::is_empty")]
+    pub fleet: FleetFields,
+    /// Every other key of the record (gate, molecule, compaction and legacy fields), in the
+    /// order it arrived, written back as is.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn default_issue_type() -> String {
+    "task".to_string()
+}
+
+impl Issue {
+    /// A new open issue with the `bd create` defaults (priority 2, type task).
+    pub fn new(id: String, title: String, now: Timestamp) -> Issue {
+        Issue {
+            id,
+            title,
+            description: String::new(),
+            design: String::new(),
+            acceptance_criteria: String::new(),
+            notes: String::new(),
+            spec_id: String::new(),
+            status: Status::Open,
+            priority: 2,
+            issue_type: default_issue_type(),
+            assignee: String::new(),
+            owner: String::new(),
+            estimated_minutes: None,
+            created_at: now,
+            created_by: String::new(),
+            updated_at: now,
+            started_at: None,
+            closed_at: None,
+            close_reason: String::new(),
+            closed_by_session: String::new(),
+            due_at: None,
+            defer_until: None,
+            external_ref: String::new(),
+            source_system: String::new(),
+            metadata: None,
+            labels: Vec::new(),
+            ephemeral: false,
+            pinned: false,
+            is_template: false,
+            fleet: FleetFields::default(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Whether `ready` hides this issue because of its type, unless the user asks for it.
+    pub fn is_excluded_from_ready(&self) -> bool {
+        READY_EXCLUDED_TYPES.contains(&self.issue_type.as_str())
+    }
+
+    /// Adds a label, keeping the list sorted and free of duplicates. Returns whether it changed.
+    pub fn add_label(&mut self, label: &str) -> bool {
+        match self.labels.binary_search_by(|l| l.as_str().cmp(label)) {
+            Ok(_) => false,
+            Err(at) => {
+                self.labels.insert(at, label.to_string());
+                true
+            }
+        }
+    }
+
+    /// Removes a label. Returns whether it was there.
+    pub fn remove_label(&mut self, label: &str) -> bool {
+        let before = self.labels.len();
+        self.labels.retain(|l| l != label);
+        before != self.labels.len()
+    }
+}
+
+/// Sort orders of `ready` and `list` (spec §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SortOrder {
+    /// priority ascending, then newest first, then id.
+    #[default]
+    Priority,
+    /// created_at ascending, then id.
+    Oldest,
+    /// issues created in the last 48 hours first (by priority, then oldest), then the rest by age.
+    Hybrid,
+}
+
+impl FromStr for SortOrder {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "priority" => Ok(SortOrder::Priority),
+            "oldest" => Ok(SortOrder::Oldest),
+            "hybrid" => Ok(SortOrder::Hybrid),
+            other => Err(format!(
+                "unknown sort order {other:?}: expected priority, oldest or hybrid"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_accept_digits_and_p_forms() {
+        assert_eq!(parse_priority("0"), Ok(0));
+        assert_eq!(parse_priority("P3"), Ok(3));
+        assert_eq!(parse_priority("p4"), Ok(4));
+        assert!(parse_priority("5").is_err());
+        assert!(parse_priority("high").is_err());
+    }
+
+    #[test]
+    fn type_aliases_resolve_and_unknown_types_are_refused() {
+        assert_eq!(parse_issue_type("feat").unwrap(), "feature");
+        assert_eq!(parse_issue_type("ADR").unwrap(), "decision");
+        assert_eq!(parse_issue_type("mr").unwrap(), "merge-request");
+        assert_eq!(
+            parse_issue_type("nope"),
+            Err(ModelError::InvalidType("nope".into()))
+        );
+    }
+
+    #[test]
+    fn unknown_keys_survive_a_round_trip() {
+        let line = r#"{"id":"bd-1","title":"t","status":"open","priority":1,"created_at":"2025-11-02T21:58:07.295058-08:00","updated_at":"2025-11-02T21:58:07Z","rig":"x","quality_score":3}"#;
+        let issue: Issue = serde_json::from_str(line).unwrap();
+        assert_eq!(issue.extra.get("rig"), Some(&Value::from("x")));
+        let back = serde_json::to_value(&issue).unwrap();
+        assert_eq!(back["quality_score"], 3);
+        assert_eq!(back["created_at"], "2025-11-03T05:58:07.295058Z");
+    }
+}

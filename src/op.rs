@@ -1,0 +1,284 @@
+//! Ops: the one vocabulary of state change.
+//!
+//! Every change to the queue — from the CLI, the supervisor, an import or a sync — is an
+//! [`Op`]: a versioned serde record with [`OpMeta`] (a ULID, the actor, the replica that made
+//! it and a hybrid-logical-clock stamp) and an [`OpKind`] saying what changes. `store::apply`
+//! is the only code that turns ops into state, and it appends each applied op to the journal in
+//! the same transaction. The JSON Schema of the record is `schema/op.schema.json`.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Comment, Dependency, FleetFields, Issue, Status};
+
+/// Version of the op record format. Bumped when a variant changes shape.
+pub const OP_FORMAT_VERSION: u32 = 1;
+
+/// A hybrid logical clock stamp: wall-clock milliseconds, plus a counter that orders ops made
+/// within the same millisecond (or while the wall clock stands behind an earlier stamp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Hlc {
+    pub wall_ms: u64,
+    pub logical: u32,
+}
+
+impl Hlc {
+    pub const ZERO: Hlc = Hlc {
+        wall_ms: 0,
+        logical: 0,
+    };
+
+    /// The next stamp after `self`, given the current wall clock: never goes backwards.
+    pub fn tick(self, now_ms: u64) -> Hlc {
+        if now_ms > self.wall_ms {
+            Hlc {
+                wall_ms: now_ms,
+                logical: 0,
+            }
+        } else {
+            Hlc {
+                wall_ms: self.wall_ms,
+                logical: self.logical.saturating_add(1),
+            }
+        }
+    }
+}
+
+/// Who made an op, where and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpMeta {
+    /// Unique id of the op.
+    pub id: ulid::Ulid,
+    /// The user or agent on whose behalf the change was made.
+    pub actor: String,
+    /// The store (machine) that made the op.
+    pub replica: String,
+    /// Orders ops across replicas; assigned when the op is applied.
+    pub stamp: Hlc,
+    /// Wall-clock time of the change; the timestamps the op writes (updated_at, closed_at…).
+    pub at: Timestamp,
+}
+
+/// One journaled change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// Format version ([`OP_FORMAT_VERSION`]).
+    pub v: u32,
+    pub meta: OpMeta,
+    #[serde(flatten)]
+    pub kind: OpKind,
+}
+
+/// What an op changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum OpKind {
+    /// A new issue, with the dependency edges it starts with.
+    Create {
+        issue: Box<Issue>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        deps: Vec<Dependency>,
+    },
+    /// Field edits to an existing issue.
+    Update {
+        id: String,
+        patch: Box<IssuePatch>,
+    },
+    /// Compare-and-set: open and unassigned (or already this actor's) → in_progress + assignee.
+    Claim {
+        id: String,
+    },
+    /// Puts a claimed issue back: open and unassigned.
+    Release {
+        id: String,
+    },
+    Close {
+        id: String,
+        reason: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        session: String,
+    },
+    Reopen {
+        id: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
+    /// Hard delete: the issue, its comments and every edge touching it.
+    Delete {
+        id: String,
+    },
+    DepAdd {
+        dep: Dependency,
+    },
+    DepRemove {
+        issue_id: String,
+        depends_on_id: String,
+    },
+    Comment {
+        comment: Comment,
+    },
+    LabelAdd {
+        id: String,
+        label: String,
+    },
+    LabelRemove {
+        id: String,
+        label: String,
+    },
+}
+
+impl OpKind {
+    /// The issue the op is about.
+    pub fn subject(&self) -> &str {
+        match self {
+            OpKind::Create { issue, .. } => &issue.id,
+            OpKind::Update { id, .. }
+            | OpKind::Claim { id }
+            | OpKind::Release { id }
+            | OpKind::Close { id, .. }
+            | OpKind::Reopen { id, .. }
+            | OpKind::Delete { id }
+            | OpKind::LabelAdd { id, .. }
+            | OpKind::LabelRemove { id, .. } => id,
+            OpKind::DepAdd { dep } => &dep.issue_id,
+            OpKind::DepRemove { issue_id, .. } => issue_id,
+            OpKind::Comment { comment } => &comment.issue_id,
+        }
+    }
+
+    /// The op's name as written in the journal.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OpKind::Create { .. } => "create",
+            OpKind::Update { .. } => "update",
+            OpKind::Claim { .. } => "claim",
+            OpKind::Release { .. } => "release",
+            OpKind::Close { .. } => "close",
+            OpKind::Reopen { .. } => "reopen",
+            OpKind::Delete { .. } => "delete",
+            OpKind::DepAdd { .. } => "dep_add",
+            OpKind::DepRemove { .. } => "dep_remove",
+            OpKind::Comment { .. } => "comment",
+            OpKind::LabelAdd { .. } => "label_add",
+            OpKind::LabelRemove { .. } => "label_remove",
+        }
+    }
+}
+
+/// Field edits of an [`OpKind::Update`]. `None` leaves a field alone; for clearable optional
+/// fields `Some(None)` clears it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IssuePatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub design: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acceptance_criteria: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    /// Text appended to the notes on a new line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub append_notes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", with = "double_option")]
+    pub estimated_minutes: Option<Option<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external_ref: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", with = "double_option")]
+    pub due_at: Option<Option<Timestamp>>,
+    #[serde(skip_serializing_if = "Option::is_none", with = "double_option")]
+    pub defer_until: Option<Option<Timestamp>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub add_labels: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remove_labels: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetFields>,
+}
+
+impl IssuePatch {
+    /// Whether the patch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == IssuePatch::default()
+    }
+}
+
+/// Serde for `Option<Option<T>>`: absent = leave alone, `null` = clear, value = set.
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(
+        value: &Option<Option<T>>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(inner) => inner.serialize(serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(deserializer).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_never_goes_backwards() {
+        let stamp = Hlc {
+            wall_ms: 100,
+            logical: 4,
+        };
+        assert_eq!(
+            stamp.tick(50),
+            Hlc {
+                wall_ms: 100,
+                logical: 5
+            }
+        );
+        assert_eq!(
+            stamp.tick(100),
+            Hlc {
+                wall_ms: 100,
+                logical: 5
+            }
+        );
+        assert_eq!(
+            stamp.tick(101),
+            Hlc {
+                wall_ms: 101,
+                logical: 0
+            }
+        );
+    }
+
+    #[test]
+    fn patch_distinguishes_clear_from_absent() {
+        let cleared: IssuePatch = serde_json::from_str(r#"{"defer_until":null}"#).unwrap();
+        assert_eq!(cleared.defer_until, Some(None));
+        let absent: IssuePatch = serde_json::from_str("{}").unwrap();
+        assert_eq!(absent.defer_until, None);
+        let round = serde_json::to_string(&cleared).unwrap();
+        assert_eq!(round, r#"{"defer_until":null}"#);
+    }
+}

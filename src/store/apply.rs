@@ -1,0 +1,555 @@
+//! Applies ops inside a [`Writer`]: validate, mutate the tables, refresh readiness, append the
+//! op to the journal. Nothing else writes the issue, edge, comment, label or journal tables.
+//!
+//! Every op is validated completely before its first write, so an op that fails leaves the
+//! transaction as it was; a batch that keeps going after one refused op (a group of claims) is
+//! therefore still consistent.
+
+use std::collections::BTreeSet;
+
+use jiff::Timestamp;
+
+use super::tables::View;
+use super::{StoreError, Writer, meta};
+use crate::id;
+use crate::model::{Comment, Dependency, Issue, ModelError, Status, dep_type, validate_dep_type};
+use crate::op::{IssuePatch, OP_FORMAT_VERSION, Op, OpKind, OpMeta};
+use crate::resolver;
+
+/// Issues whose readiness an op may have changed; `None` when the op changed nothing.
+type Seeds = Option<BTreeSet<String>>;
+
+/// What adding an edge would do.
+enum EdgePlan {
+    Insert,
+    /// The same edge already exists; only its metadata would change (or nothing).
+    Replace {
+        unchanged: bool,
+    },
+}
+
+impl Writer<'_> {
+    /// Applies one op as the current actor. Returns whether it changed anything (a no-op, such
+    /// as re-claiming one's own issue, is not journaled).
+    pub fn apply(&mut self, kind: OpKind) -> Result<bool, StoreError> {
+        let at = self.clock.now();
+        let seeds = match &kind {
+            OpKind::Create { issue, deps } => self.create(issue, deps)?,
+            OpKind::Update { id, patch } => self.update(id, patch, at)?,
+            OpKind::Claim { id } => self.claim(id, at)?,
+            OpKind::Release { id } => self.release(id, at)?,
+            OpKind::Close {
+                id,
+                reason,
+                session,
+            } => self.close(id, reason, session, at)?,
+            OpKind::Reopen { id, .. } => self.reopen(id, at)?,
+            OpKind::Delete { id } => self.delete(id)?,
+            OpKind::DepAdd { dep } => self.dep_add(dep)?,
+            OpKind::DepRemove {
+                issue_id,
+                depends_on_id,
+            } => self.dep_remove(issue_id, depends_on_id)?,
+            OpKind::Comment { comment } => self.comment(comment)?,
+            OpKind::LabelAdd { id, label } => self.relabel(id, at, |i| i.add_label(label))?,
+            OpKind::LabelRemove { id, label } => self.relabel(id, at, |i| i.remove_label(label))?,
+        };
+        let Some(seeds) = seeds else {
+            return Ok(false);
+        };
+        self.refresh(seeds)?;
+        self.journal(kind, at)?;
+        Ok(true)
+    }
+
+    fn journal(&mut self, kind: OpKind, at: Timestamp) -> Result<(), StoreError> {
+        let now_ms = u64::try_from(at.as_millisecond()).unwrap_or(0);
+        self.hlc = self.hlc.tick(now_ms);
+        let op = Op {
+            v: OP_FORMAT_VERSION,
+            meta: OpMeta {
+                id: ulid::Ulid::generate(),
+                actor: self.actor.clone(),
+                replica: self.replica.clone(),
+                stamp: self.hlc,
+                at,
+            },
+            kind,
+        };
+        self.journal_seq += 1;
+        let row = serde_json::to_vec(&op).expect("an op serialises");
+        self.journal.insert(self.journal_seq, row.as_slice())?;
+        self.applied.push(op);
+        Ok(())
+    }
+
+    /// Picks the id of a new issue: `<parent>.<n>` under a parent, else a fresh hash id.
+    pub fn new_issue_id(
+        &mut self,
+        title: &str,
+        description: &str,
+        parent: Option<&str>,
+    ) -> Result<String, StoreError> {
+        if let Some(parent) = parent {
+            return self.next_child_id(parent);
+        }
+        let seed = id::IdSeed {
+            prefix: &self.prefix,
+            title,
+            description,
+            actor: &self.actor,
+            created_at_nanos: self.clock.now().as_nanosecond(),
+        };
+        let existing = self.tables.meta_u64(meta::TOP_LEVEL_COUNT)?;
+        let issues = &self.tables;
+        id::generate(&seed, existing, |candidate| {
+            issues.contains(candidate).unwrap_or(true)
+        })
+        .ok_or(StoreError::IdSpaceExhausted)
+    }
+
+    fn next_child_id(&self, parent: &str) -> Result<String, StoreError> {
+        if !self.tables.contains(parent)? {
+            return Err(StoreError::NotFound(parent.to_string()));
+        }
+        let candidate_depth = id::child_depth(parent) + 1;
+        let counter_key = format!("{}{parent}", meta::CHILD_COUNTER);
+        let mut highest = self.tables.meta_u64(&counter_key)?;
+        for child in self.tables.dependents_by(parent, dep_type::PARENT_CHILD)? {
+            highest = highest.max(id::child_number(parent, &child).unwrap_or(0));
+        }
+        let child = format!("{parent}.{}", highest + 1);
+        if candidate_depth > id::MAX_CHILD_DEPTH {
+            return Err(StoreError::TooDeep(child));
+        }
+        Ok(child)
+    }
+
+    fn create(&mut self, issue: &Issue, deps: &[Dependency]) -> Result<Seeds, StoreError> {
+        if self.tables.contains(&issue.id)? {
+            return Err(StoreError::AlreadyExists(issue.id.clone()));
+        }
+        validate_fields(issue)?;
+        let deps: Vec<Dependency> = deps
+            .iter()
+            .map(|d| Dependency {
+                issue_id: issue.id.clone(),
+                ..d.clone()
+            })
+            .collect();
+        for dep in &deps {
+            self.check_edge(dep, Some(issue))?;
+        }
+        let mut issue = issue.clone();
+        issue.labels.sort();
+        issue.labels.dedup();
+        self.put_issue(None, &issue)?;
+        for dep in &deps {
+            self.insert_edge(dep)?;
+        }
+        self.count_new_id(&issue.id)?;
+        Ok(Some(self.status_seeds(&issue.id)?))
+    }
+
+    fn count_new_id(&mut self, new_id: &str) -> Result<(), StoreError> {
+        let parent_and_number = new_id
+            .rsplit_once('.')
+            .and_then(|(parent, n)| Some((parent.to_string(), n.parse::<u64>().ok()?)));
+        match parent_and_number {
+            Some((parent, number)) => {
+                let key = format!("{}{parent}", meta::CHILD_COUNTER);
+                let highest = self.tables.meta_u64(&key)?.max(number);
+                self.put_meta_u64(&key, highest)
+            }
+            None => {
+                let count = self.tables.meta_u64(meta::TOP_LEVEL_COUNT)? + 1;
+                self.put_meta_u64(meta::TOP_LEVEL_COUNT, count)
+            }
+        }
+    }
+
+    fn existing(&self, id: &str) -> Result<Issue, StoreError> {
+        self.tables
+            .issue(id)?
+            .ok_or_else(|| StoreError::NotFound(id.to_string()))
+    }
+
+    fn update(&mut self, id: &str, patch: &IssuePatch, at: Timestamp) -> Result<Seeds, StoreError> {
+        let old = self.existing(id)?;
+        let mut issue = old.clone();
+        patch_issue(&mut issue, patch, at);
+        validate_fields(&issue)?;
+        self.put_issue(Some(&old), &issue)?;
+        let mut seeds = BTreeSet::from([id.to_string()]);
+        if issue.status != old.status || issue.pinned != old.pinned {
+            seeds.extend(self.status_seeds(id)?);
+        }
+        if issue.defer_until != old.defer_until {
+            seeds.extend(self.tables.dependents_by(id, dep_type::PARENT_CHILD)?);
+        }
+        Ok(Some(seeds))
+    }
+
+    fn claim(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {
+        let old = self.existing(id)?;
+        let mine = old.assignee.is_empty() || old.assignee == self.actor;
+        match old.status {
+            Status::Open if mine => {}
+            Status::InProgress if old.assignee == self.actor => return Ok(None),
+            _ if !old.assignee.is_empty() && old.assignee != self.actor => {
+                return Err(StoreError::AlreadyClaimed {
+                    id: id.to_string(),
+                    by: old.assignee.clone(),
+                });
+            }
+            _ => {
+                return Err(StoreError::NotClaimable {
+                    id: id.to_string(),
+                    status: old.status.to_string(),
+                });
+            }
+        }
+        let mut issue = old.clone();
+        issue.status = Status::InProgress;
+        issue.assignee.clone_from(&self.actor);
+        issue.started_at.get_or_insert(at);
+        issue.updated_at = at;
+        self.put_issue(Some(&old), &issue)?;
+        Ok(Some(self.status_seeds(id)?))
+    }
+
+    fn release(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {
+        let old = self.existing(id)?;
+        if !matches!(old.status, Status::InProgress | Status::Open) {
+            return Err(StoreError::NotReleasable {
+                id: id.to_string(),
+                status: old.status.to_string(),
+            });
+        }
+        if old.status == Status::Open && old.assignee.is_empty() {
+            return Ok(None);
+        }
+        let mut issue = old.clone();
+        issue.status = Status::Open;
+        issue.assignee.clear();
+        issue.updated_at = at;
+        self.put_issue(Some(&old), &issue)?;
+        Ok(Some(self.status_seeds(id)?))
+    }
+
+    fn close(
+        &mut self,
+        id: &str,
+        reason: &str,
+        session: &str,
+        at: Timestamp,
+    ) -> Result<Seeds, StoreError> {
+        let old = self.existing(id)?;
+        if old.status == Status::Closed {
+            return Ok(None);
+        }
+        let mut issue = old.clone();
+        issue.status = Status::Closed;
+        issue.closed_at = Some(at);
+        issue.close_reason = if reason.is_empty() {
+            "Closed".to_string()
+        } else {
+            reason.to_string()
+        };
+        session.clone_into(&mut issue.closed_by_session);
+        issue.updated_at = at;
+        self.put_issue(Some(&old), &issue)?;
+        Ok(Some(self.status_seeds(id)?))
+    }
+
+    fn reopen(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {
+        let old = self.existing(id)?;
+        if old.status != Status::Closed {
+            return Ok(None);
+        }
+        let mut issue = old.clone();
+        issue.status = Status::Open;
+        issue.closed_at = None;
+        issue.close_reason.clear();
+        issue.closed_by_session.clear();
+        issue.updated_at = at;
+        self.put_issue(Some(&old), &issue)?;
+        Ok(Some(self.status_seeds(id)?))
+    }
+
+    fn delete(&mut self, id: &str) -> Result<Seeds, StoreError> {
+        let old = self.existing(id)?;
+        let mut seeds = self.status_seeds(id)?;
+        for dep in self.tables.deps_of(id)? {
+            self.remove_edge(id, &dep.depends_on_id)?;
+        }
+        for (dependent, _) in self.tables.dependents_of(id)? {
+            self.remove_edge(&dependent, id)?;
+            seeds.insert(dependent);
+        }
+        let comment_keys: Vec<u64> = {
+            use redb::ReadableTable;
+            let mut keys = Vec::new();
+            for entry in self.tables.comments.range((id, 0)..=(id, u64::MAX))? {
+                keys.push(entry?.0.value().1);
+            }
+            keys
+        };
+        for key in comment_keys {
+            self.tables.comments.remove((id, key))?;
+        }
+        for label in &old.labels {
+            self.tables.labels.remove((label.as_str(), id))?;
+        }
+        self.tables.issues.remove(id)?;
+        Ok(Some(seeds))
+    }
+
+    fn dep_add(&mut self, dep: &Dependency) -> Result<Seeds, StoreError> {
+        let source = self.existing(&dep.issue_id)?;
+        match self.check_edge(dep, Some(&source))? {
+            EdgePlan::Replace { unchanged: true } => return Ok(None),
+            EdgePlan::Replace { unchanged: false } | EdgePlan::Insert => {}
+        }
+        self.insert_edge(dep)?;
+        Ok(Some(self.edge_seeds(dep)?))
+    }
+
+    fn dep_remove(&mut self, issue_id: &str, target: &str) -> Result<Seeds, StoreError> {
+        let Some(dep) = self.tables.dep(issue_id, target)? else {
+            return Err(StoreError::NoSuchEdge {
+                issue: issue_id.to_string(),
+                target: target.to_string(),
+            });
+        };
+        self.remove_edge(issue_id, target)?;
+        Ok(Some(self.edge_seeds(&dep)?))
+    }
+
+    /// Readiness seeds of adding or removing `dep`: its source, and for a parent-child edge
+    /// whatever waits for the parent's children.
+    fn edge_seeds(&self, dep: &Dependency) -> Result<BTreeSet<String>, StoreError> {
+        let mut seeds = BTreeSet::from([dep.issue_id.clone()]);
+        if dep.kind == dep_type::PARENT_CHILD {
+            seeds.extend(
+                self.tables
+                    .dependents_by(&dep.depends_on_id, dep_type::WAITS_FOR)?,
+            );
+        }
+        Ok(seeds)
+    }
+
+    fn comment(&mut self, comment: &Comment) -> Result<Seeds, StoreError> {
+        if !self.tables.contains(&comment.issue_id)? {
+            return Err(StoreError::NotFound(comment.issue_id.clone()));
+        }
+        let seq = self.tables.meta_u64(meta::COMMENT_SEQ)? + 1;
+        self.put_meta_u64(meta::COMMENT_SEQ, seq)?;
+        let row = serde_json::to_vec(comment).expect("a comment serialises");
+        self.tables
+            .comments
+            .insert((comment.issue_id.as_str(), seq), row.as_slice())?;
+        Ok(Some(BTreeSet::new()))
+    }
+
+    fn relabel(
+        &mut self,
+        id: &str,
+        at: Timestamp,
+        change: impl FnOnce(&mut Issue) -> bool,
+    ) -> Result<Seeds, StoreError> {
+        let old = self.existing(id)?;
+        let mut issue = old.clone();
+        if !change(&mut issue) {
+            return Ok(None);
+        }
+        issue.updated_at = at;
+        self.put_issue(Some(&old), &issue)?;
+        Ok(Some(BTreeSet::new()))
+    }
+
+    /// Validates a new edge and says whether it is new or replaces the same edge.
+    fn check_edge(&self, dep: &Dependency, source: Option<&Issue>) -> Result<EdgePlan, StoreError> {
+        validate_dep_type(&dep.kind)?;
+        let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+        if from == to {
+            return Err(StoreError::SelfDependency(from.to_string()));
+        }
+        let target = self.tables.issue(to)?;
+        if target.is_none() && !self.is_foreign_ref(to) {
+            return Err(StoreError::NotFound(to.to_string()));
+        }
+        if let Some(existing) = self.tables.dep(from, to)? {
+            if existing.kind == dep.kind {
+                return Ok(EdgePlan::Replace {
+                    unchanged: existing.metadata == dep.metadata,
+                });
+            }
+            if existing.kind == dep_type::PARENT_CHILD && dep_type::blocks_directly(&dep.kind) {
+                return Err(StoreError::ChildOfParent {
+                    child: from.into(),
+                    parent: to.into(),
+                });
+            }
+            return Err(StoreError::EdgeExists {
+                from: from.into(),
+                to: to.into(),
+                existing: existing.kind,
+                wanted: dep.kind.clone(),
+            });
+        }
+        if dep.kind == dep_type::BLOCKS
+            && let (Some(source), Some(target)) = (source, &target)
+        {
+            match (source.issue_type == "epic", target.issue_type == "epic") {
+                (true, false) => {
+                    return Err(StoreError::EpicMismatch(
+                        "epics can only block other epics, not tasks",
+                    ));
+                }
+                (false, true) => {
+                    return Err(StoreError::EpicMismatch(
+                        "tasks can only block other tasks, not epics",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if dep_type::is_cycle_checked(&dep.kind)
+            && resolver::reaches(&self.tables, to, from, &dep.kind)?
+        {
+            return Err(StoreError::Cycle {
+                from: from.into(),
+                to: to.into(),
+                kind: dep.kind.clone(),
+            });
+        }
+        Ok(EdgePlan::Insert)
+    }
+
+    /// A target that may legitimately be missing: `external:…` or another project's prefix.
+    fn is_foreign_ref(&self, target: &str) -> bool {
+        target.starts_with("external:") || !target.starts_with(&format!("{}-", self.prefix))
+    }
+
+    fn insert_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {
+        let row = serde_json::to_vec(dep).expect("a dependency serialises");
+        let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+        self.tables.deps.insert(key, row.as_slice())?;
+        self.tables.rdeps.insert(
+            (dep.depends_on_id.as_str(), dep.issue_id.as_str()),
+            dep.kind.as_str(),
+        )?;
+        Ok(())
+    }
+
+    fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
+        self.tables.deps.remove((from, to))?;
+        self.tables.rdeps.remove((to, from))?;
+        Ok(())
+    }
+
+    /// Writes an issue row and keeps the label index in step with its labels.
+    fn put_issue(&mut self, old: Option<&Issue>, issue: &Issue) -> Result<(), StoreError> {
+        let old_labels = old.map(|o| o.labels.as_slice()).unwrap_or_default();
+        for label in old_labels.iter().filter(|l| !issue.labels.contains(l)) {
+            self.tables
+                .labels
+                .remove((label.as_str(), issue.id.as_str()))?;
+        }
+        for label in issue.labels.iter().filter(|l| !old_labels.contains(l)) {
+            self.tables
+                .labels
+                .insert((label.as_str(), issue.id.as_str()), ())?;
+        }
+        let row = serde_json::to_vec(issue).expect("an issue serialises");
+        self.tables
+            .issues
+            .insert(issue.id.as_str(), row.as_slice())?;
+        Ok(())
+    }
+}
+
+fn validate_fields(issue: &Issue) -> Result<(), ModelError> {
+    crate::model::validate_title(&issue.title)?;
+    if issue.priority > 4 {
+        return Err(ModelError::InvalidPriority(issue.priority.to_string()));
+    }
+    Ok(())
+}
+
+/// Applies the field edits of a patch, with the status side effects beads has: closed_at set
+/// iff closed, started_at on the first move to in_progress, and clearing a deferral reopens a
+/// deferred issue.
+fn patch_issue(issue: &mut Issue, patch: &IssuePatch, at: Timestamp) {
+    let set = |field: &mut String, value: &Option<String>| {
+        if let Some(value) = value {
+            value.clone_into(field);
+        }
+    };
+    set(&mut issue.title, &patch.title);
+    set(&mut issue.description, &patch.description);
+    set(&mut issue.design, &patch.design);
+    set(&mut issue.acceptance_criteria, &patch.acceptance_criteria);
+    set(&mut issue.notes, &patch.notes);
+    set(&mut issue.issue_type, &patch.issue_type);
+    set(&mut issue.assignee, &patch.assignee);
+    set(&mut issue.owner, &patch.owner);
+    set(&mut issue.external_ref, &patch.external_ref);
+    if let Some(extra) = &patch.append_notes {
+        if !issue.notes.is_empty() {
+            issue.notes.push('\n');
+        }
+        issue.notes.push_str(extra);
+    }
+    if let Some(priority) = patch.priority {
+        issue.priority = priority;
+    }
+    if let Some(minutes) = patch.estimated_minutes {
+        issue.estimated_minutes = minutes;
+    }
+    if let Some(due) = patch.due_at {
+        issue.due_at = due;
+    }
+    if let Some(pinned) = patch.pinned {
+        issue.pinned = pinned;
+    }
+    if let Some(fleet) = &patch.fleet {
+        issue.fleet = fleet.clone();
+    }
+    for label in &patch.add_labels {
+        issue.add_label(label);
+    }
+    for label in &patch.remove_labels {
+        issue.remove_label(label);
+    }
+    if let Some(defer) = patch.defer_until {
+        issue.defer_until = defer;
+        if defer.is_none() && issue.status == Status::Deferred && patch.status.is_none() {
+            issue.status = Status::Open;
+        }
+    }
+    if let Some(status) = &patch.status {
+        set_status(issue, status.clone(), at);
+    }
+    issue.updated_at = at;
+}
+
+fn set_status(issue: &mut Issue, status: Status, at: Timestamp) {
+    if status == issue.status {
+        return;
+    }
+    if status == Status::Closed {
+        issue.closed_at = Some(at);
+        if issue.close_reason.is_empty() {
+            issue.close_reason = "Closed".to_string();
+        }
+    } else if issue.status == Status::Closed {
+        issue.closed_at = None;
+        issue.close_reason.clear();
+    }
+    if status == Status::InProgress {
+        issue.started_at.get_or_insert(at);
+    }
+    issue.status = status;
+}

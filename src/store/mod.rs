@@ -1,0 +1,463 @@
+//! The embedded queue: a redb database in a beads-style `.beads/` directory.
+//!
+//! Layout of the module:
+//! - `tables`: the table definitions and the read primitives ([`View`]) shared by read and
+//!   write transactions;
+//! - `apply`: the only code that changes state — one [`OpKind`] at a time inside a [`Writer`],
+//!   validate first, then mutate, then journal;
+//! - `readiness`: keeps the blocked flag and the ready index right after every op;
+//! - `query`: ready, blocked, list, search, stats and issue details.
+//!
+//! The database is opened in redb's `MultiWriter` mode, so agents' commands and the supervisor
+//! can all read and write it at once; write transactions are serialised across processes by
+//! byte-range locks, and every commit is durable. Every commit that applied an op bumps the
+//! `changes` counter, which watchers poll to notice other processes' writes.
+
+mod apply;
+mod query;
+mod readiness;
+mod tables;
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, Table, WriteTransaction};
+
+pub use query::{
+    BlockedIssue, IssueDetail, IssueSummary, LinkedIssue, ListFilter, ListSort, ReadyFilter,
+    ReadyPage, Stats,
+};
+pub(crate) use tables::View;
+
+use crate::model::ModelError;
+use crate::op::{Hlc, Op, OpKind};
+use crate::time::Clock;
+use tables::{
+    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, RDEPS, READY, READY_KEYS, TableSet,
+};
+
+/// The database file inside `.beads/`.
+pub const STORE_FILE: &str = "beads.db";
+/// Version of the table layout, stored in meta.
+const LAYOUT_VERSION: u64 = 1;
+/// Cache for redb; the queue's hot set is small.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// Meta keys.
+pub(crate) mod meta {
+    pub const PREFIX: &str = "prefix";
+    pub const REPLICA: &str = "replica";
+    pub const LAYOUT: &str = "layout_version";
+    pub const CLOCK: &str = "hlc";
+    pub const CHANGES: &str = "changes";
+    pub const JOURNAL_SEQ: &str = "journal_seq";
+    pub const COMMENT_SEQ: &str = "comment_seq";
+    pub const TOP_LEVEL_COUNT: &str = "top_level_count";
+    pub const CHILD_COUNTER: &str = "child_counter/";
+}
+
+/// Errors of the store, each naming the issue, edge or file it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no issue found matching {0:?}")]
+    NotFound(String),
+    #[error("{input:?} matches several issues: {}", candidates.join(", "))]
+    Ambiguous {
+        input: String,
+        candidates: Vec<String>,
+    },
+    #[error("issue {0} already exists")]
+    AlreadyExists(String),
+    #[error("issue already claimed by {by}")]
+    AlreadyClaimed { id: String, by: String },
+    #[error("issue not claimable: status {status}")]
+    NotClaimable { id: String, status: String },
+    #[error("issue {id} is {status}; only open or in_progress issues can be released")]
+    NotReleasable { id: String, status: String },
+    #[error("cannot add self-dependency: {0} cannot depend on itself")]
+    SelfDependency(String),
+    #[error("adding dependency would create a cycle: {from} -> {to} ({kind})")]
+    Cycle {
+        from: String,
+        to: String,
+        kind: String,
+    },
+    #[error(
+        "{from} already depends on {to} as {existing}; remove that dependency before adding it as {wanted}"
+    )]
+    EdgeExists {
+        from: String,
+        to: String,
+        existing: String,
+        wanted: String,
+    },
+    #[error(
+        "{child} is already a child of {parent}; making it depend on its parent would create a deadlock"
+    )]
+    ChildOfParent { child: String, parent: String },
+    #[error("{0}")]
+    EpicMismatch(&'static str),
+    #[error("{issue} does not depend on {target}")]
+    NoSuchEdge { issue: String, target: String },
+    #[error("cannot create {0}: children may be nested at most 3 levels deep")]
+    TooDeep(String),
+    #[error("could not find a free id after trying every length; pass --id")]
+    IdSpaceExhausted,
+    #[error(transparent)]
+    Invalid(#[from] ModelError),
+    #[error("no fleet workspace at {0}; run `fleet init` (or `bd init`) first")]
+    NotInitialized(PathBuf),
+    #[error(
+        "{0} is a SQLite beads database, not a fleet store; import it with `fleet import {0}` into a new workspace"
+    )]
+    LegacySqlite(PathBuf),
+    #[error("workspace at {0} already exists")]
+    AlreadyInitialized(PathBuf),
+    #[error("{0}")]
+    InvalidPrefix(String),
+    #[error("store is damaged: {0}")]
+    Corrupt(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error("database error: {0}")]
+    Database(#[from] redb::Error),
+}
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self { StoreError::Database(e.into()) }
+        }
+    )*};
+}
+from_redb!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// An open queue.
+pub struct Store {
+    db: Database,
+    dir: PathBuf,
+    replica: String,
+    prefix: String,
+}
+
+type ReadSet = TableSet<
+    ReadOnlyTable<&'static str, &'static [u8]>,
+    ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
+    ReadOnlyTable<(&'static str, &'static str), &'static str>,
+    ReadOnlyTable<(&'static str, u64), &'static [u8]>,
+    ReadOnlyTable<(&'static str, &'static str), ()>,
+    ReadOnlyTable<&'static [u8], &'static [u8]>,
+    ReadOnlyTable<&'static str, &'static [u8]>,
+    ReadOnlyTable<&'static str, ()>,
+    ReadOnlyTable<&'static str, &'static [u8]>,
+>;
+
+pub(crate) type WriteSet<'t> = TableSet<
+    Table<'t, &'static str, &'static [u8]>,
+    Table<'t, (&'static str, &'static str), &'static [u8]>,
+    Table<'t, (&'static str, &'static str), &'static str>,
+    Table<'t, (&'static str, u64), &'static [u8]>,
+    Table<'t, (&'static str, &'static str), ()>,
+    Table<'t, &'static [u8], &'static [u8]>,
+    Table<'t, &'static str, &'static [u8]>,
+    Table<'t, &'static str, ()>,
+    Table<'t, &'static str, &'static [u8]>,
+>;
+
+fn io_error(context: String) -> impl FnOnce(std::io::Error) -> StoreError {
+    move |source| StoreError::Io { context, source }
+}
+
+fn open_database(path: &Path) -> Result<Database, StoreError> {
+    Ok(redb::Builder::new()
+        .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
+        .set_cache_size(CACHE_BYTES)
+        .create(path)?)
+}
+
+fn is_sqlite(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .map(|()| &header == b"SQLite format 3\0")
+        .unwrap_or(false)
+}
+
+impl Store {
+    /// Creates a new store in `dir` (a `.beads/` directory, created if missing) with the given
+    /// id prefix. Refuses a directory that already holds a store.
+    pub fn init(dir: &Path, prefix: &str) -> Result<Store, StoreError> {
+        crate::id::validate_prefix(prefix).map_err(StoreError::InvalidPrefix)?;
+        let path = dir.join(STORE_FILE);
+        if path.exists() {
+            if is_sqlite(&path) {
+                return Err(StoreError::LegacySqlite(path));
+            }
+            return Err(StoreError::AlreadyInitialized(dir.to_path_buf()));
+        }
+        std::fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
+        let db = open_database(&path)?;
+        let replica = ulid::Ulid::generate().to_string().to_lowercase();
+        let txn = db.begin_write()?;
+        {
+            let tables = open_write_tables(&txn)?;
+            let mut meta = tables.meta;
+            meta.insert(meta::PREFIX, prefix.as_bytes())?;
+            meta.insert(meta::REPLICA, replica.as_bytes())?;
+            meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
+            txn.open_table(JOURNAL)?;
+        }
+        txn.commit()?;
+        Ok(Store {
+            db,
+            dir: dir.to_path_buf(),
+            replica,
+            prefix: prefix.to_string(),
+        })
+    }
+
+    /// Opens the store in `dir` (a `.beads/` directory).
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join(STORE_FILE);
+        if !path.is_file() {
+            return Err(StoreError::NotInitialized(dir.to_path_buf()));
+        }
+        if is_sqlite(&path) {
+            return Err(StoreError::LegacySqlite(path));
+        }
+        let db = open_database(&path)?;
+        let (replica, prefix) = {
+            let txn = db.begin_read()?;
+            let meta_table = txn.open_table(META)?;
+            let read = |key: &str| -> Result<String, StoreError> {
+                Ok(meta_table
+                    .get(key)?
+                    .map(|v| String::from_utf8_lossy(v.value()).into_owned())
+                    .unwrap_or_default())
+            };
+            (read(meta::REPLICA)?, read(meta::PREFIX)?)
+        };
+        Ok(Store {
+            db,
+            dir: dir.to_path_buf(),
+            replica,
+            prefix,
+        })
+    }
+
+    /// The `.beads/` directory this store lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The id prefix of new issues.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// This store's replica id (which machine made an op).
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// Starts a read transaction: a consistent snapshot of the queue.
+    pub fn read(&self) -> Result<Reader, StoreError> {
+        let txn = self.db.begin_read()?;
+        let tables = open_read_tables(&txn)?;
+        Ok(Reader {
+            tables,
+            prefix: self.prefix.clone(),
+        })
+    }
+
+    /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.
+    /// Everything `body` applies is journaled; if it fails, nothing is written.
+    pub fn write<R>(
+        &self,
+        actor: &str,
+        clock: Clock,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
+    ) -> Result<(R, Vec<Op>), StoreError> {
+        let txn = self.db.begin_write()?;
+        let (result, applied) = {
+            let mut writer = Writer::begin(&txn, self, actor, clock)?;
+            let result = body(&mut writer)?;
+            (result, writer.finish()?)
+        };
+        txn.commit()?;
+        Ok((result, applied))
+    }
+
+    /// Applies `kinds` as `actor` in one transaction: all of them, or none.
+    pub fn apply(
+        &self,
+        actor: &str,
+        clock: Clock,
+        kinds: Vec<OpKind>,
+    ) -> Result<Vec<Op>, StoreError> {
+        self.write(actor, clock, |writer| {
+            for kind in kinds {
+                writer.apply(kind)?;
+            }
+            Ok(())
+        })
+        .map(|((), ops)| ops)
+    }
+
+    /// The change counter: bumped by every commit that applied at least one op, by any process.
+    pub fn changes(&self) -> Result<u64, StoreError> {
+        let txn = self.db.begin_read()?;
+        let meta_table = txn.open_table(META)?;
+        Ok(meta_table
+            .get(meta::CHANGES)?
+            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+            .map_or(0, u64::from_be_bytes))
+    }
+
+    /// The journal from sequence `from` on, in apply order.
+    pub fn journal(&self, from: u64) -> Result<Vec<(u64, Op)>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(JOURNAL)?;
+        let mut out = Vec::new();
+        for entry in table.range(from..)? {
+            let (seq, row) = entry?;
+            let op = serde_json::from_slice(row.value())
+                .map_err(|e| StoreError::Corrupt(format!("journal entry {}: {e}", seq.value())))?;
+            out.push((seq.value(), op));
+        }
+        Ok(out)
+    }
+}
+
+fn open_read_tables(txn: &ReadTransaction) -> Result<ReadSet, StoreError> {
+    Ok(TableSet {
+        issues: txn.open_table(ISSUES)?,
+        deps: txn.open_table(DEPS)?,
+        rdeps: txn.open_table(RDEPS)?,
+        comments: txn.open_table(COMMENTS)?,
+        labels: txn.open_table(LABELS)?,
+        ready: txn.open_table(READY)?,
+        ready_keys: txn.open_table(READY_KEYS)?,
+        blocked: txn.open_table(BLOCKED)?,
+        meta: txn.open_table(META)?,
+    })
+}
+
+fn open_write_tables(txn: &WriteTransaction) -> Result<WriteSet<'_>, StoreError> {
+    Ok(TableSet {
+        issues: txn.open_table(ISSUES)?,
+        deps: txn.open_table(DEPS)?,
+        rdeps: txn.open_table(RDEPS)?,
+        comments: txn.open_table(COMMENTS)?,
+        labels: txn.open_table(LABELS)?,
+        ready: txn.open_table(READY)?,
+        ready_keys: txn.open_table(READY_KEYS)?,
+        blocked: txn.open_table(BLOCKED)?,
+        meta: txn.open_table(META)?,
+    })
+}
+
+/// A read snapshot. Queries live in `query`.
+pub struct Reader {
+    tables: ReadSet,
+    prefix: String,
+}
+
+impl Reader {
+    pub(crate) fn view(&self) -> &dyn View {
+        &self.tables
+    }
+}
+
+/// A write transaction in progress: reads see its own changes; [`Writer::apply`] changes state.
+pub struct Writer<'t> {
+    tables: WriteSet<'t>,
+    journal: Table<'t, u64, &'static [u8]>,
+    actor: String,
+    replica: String,
+    prefix: String,
+    clock: Clock,
+    hlc: Hlc,
+    journal_seq: u64,
+    applied: Vec<Op>,
+}
+
+impl<'t> Writer<'t> {
+    fn begin(
+        txn: &'t WriteTransaction,
+        store: &Store,
+        actor: &str,
+        clock: Clock,
+    ) -> Result<Writer<'t>, StoreError> {
+        let tables = open_write_tables(txn)?;
+        let journal = txn.open_table(JOURNAL)?;
+        let hlc = tables
+            .meta_bytes(meta::CLOCK)?
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Hlc::ZERO);
+        let journal_seq = tables.meta_u64(meta::JOURNAL_SEQ)?;
+        Ok(Writer {
+            tables,
+            journal,
+            actor: actor.to_string(),
+            replica: store.replica.clone(),
+            prefix: store.prefix.clone(),
+            clock,
+            hlc,
+            journal_seq,
+            applied: Vec::new(),
+        })
+    }
+
+    /// Read access to the state as this transaction sees it.
+    pub(crate) fn view(&self) -> &dyn View {
+        &self.tables
+    }
+
+    /// The actor ops are applied as.
+    pub fn actor(&self) -> &str {
+        &self.actor
+    }
+
+    /// Applies later ops as another actor (group commits of several claimers).
+    pub fn set_actor(&mut self, actor: &str) {
+        actor.clone_into(&mut self.actor);
+    }
+
+    /// The id prefix of new issues.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The transaction's notion of now.
+    pub fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    fn put_meta_u64(&mut self, key: &str, value: u64) -> Result<(), StoreError> {
+        self.tables
+            .meta
+            .insert(key, value.to_be_bytes().as_slice())?;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<Op>, StoreError> {
+        if !self.applied.is_empty() {
+            let changes = self.tables.meta_u64(meta::CHANGES)? + 1;
+            self.put_meta_u64(meta::CHANGES, changes)?;
+            self.put_meta_u64(meta::JOURNAL_SEQ, self.journal_seq)?;
+            let clock = serde_json::to_vec(&self.hlc).expect("a clock stamp serialises");
+            self.tables.meta.insert(meta::CLOCK, clock.as_slice())?;
+        }
+        Ok(self.applied)
+    }
+}

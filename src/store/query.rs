@@ -1,0 +1,673 @@
+//! Read queries: id resolution, ready work, blocked issues, lists, search, stats and the full
+//! detail of one issue. They read through [`View`], so a write transaction (claiming the first
+//! ready issue, say) runs the same code as a read snapshot.
+
+use std::collections::BTreeSet;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::tables::View;
+use super::{Reader, StoreError, Writer};
+use crate::model::{Comment, Issue, SortOrder, Status, dep_type};
+
+/// An issue as `list`, `ready` and `show` print it in JSON: the record plus the computed
+/// counts and parent that beads adds.
+#[derive(Debug, Clone, Serialize)]
+pub struct IssueSummary {
+    #[serde(flatten)]
+    pub issue: Issue,
+    pub dependency_count: usize,
+    pub dependent_count: usize,
+    pub comment_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+}
+
+/// An issue linked to another by an edge, as `show` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedIssue {
+    pub id: String,
+    pub title: String,
+    pub status: Status,
+    pub priority: u8,
+    pub dependency_type: String,
+    /// Absent from this store (external or another project's issue).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+}
+
+/// Everything `show` reports about one issue.
+#[derive(Debug, Clone, Serialize)]
+pub struct IssueDetail {
+    #[serde(flatten)]
+    pub summary: IssueSummary,
+    /// Blocked by its dependencies (spec §3.2).
+    pub blocked: bool,
+    pub dependencies: Vec<LinkedIssue>,
+    pub dependents: Vec<LinkedIssue>,
+    pub comments: Vec<Comment>,
+}
+
+/// An entry of `blocked`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedIssue {
+    #[serde(flatten)]
+    pub summary: IssueSummary,
+    pub blocked_by_count: usize,
+    pub blocked_by: Vec<String>,
+}
+
+/// Filters of `ready` (spec §3.3).
+#[derive(Debug, Clone, Default)]
+pub struct ReadyFilter {
+    pub assignee: Option<String>,
+    pub unassigned: bool,
+    pub priority: Option<u8>,
+    /// Every one of these labels.
+    pub labels: Vec<String>,
+    /// At least one of these labels.
+    pub labels_any: Vec<String>,
+    /// Only these types (and then the excluded infra types are allowed).
+    pub types: Vec<String>,
+    pub exclude_types: Vec<String>,
+    /// Only descendants of this issue.
+    pub parent: Option<String>,
+    pub include_deferred: bool,
+    pub include_ephemeral: bool,
+    pub sort: SortOrder,
+    /// 0 = no limit.
+    pub limit: usize,
+}
+
+/// A page of ready work.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadyPage {
+    pub issues: Vec<IssueSummary>,
+    /// More issues matched than the limit allowed.
+    pub truncated: bool,
+}
+
+/// Sort orders of `list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ListSort {
+    /// Priority, then newest first.
+    #[default]
+    Priority,
+    Created,
+    Updated,
+    Id,
+    Title,
+    Status,
+}
+
+/// Filters of `list` and `search`.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Any of these statuses; empty = every status but closed (or every status with `all`).
+    pub statuses: Vec<Status>,
+    pub all: bool,
+    pub priority: Option<u8>,
+    pub types: Vec<String>,
+    pub assignee: Option<String>,
+    /// Every one of these labels.
+    pub labels: Vec<String>,
+    /// Case-insensitive text that must occur in the id, title or description.
+    pub text: Option<String>,
+    pub sort: ListSort,
+    pub reverse: bool,
+    /// 0 = no limit.
+    pub limit: usize,
+}
+
+/// Counts for `stats` (the beads `Statistics` object).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub total_issues: u64,
+    pub open_issues: u64,
+    pub in_progress_issues: u64,
+    pub closed_issues: u64,
+    pub blocked_issues: u64,
+    pub deferred_issues: u64,
+    pub ready_issues: u64,
+    pub pinned_issues: u64,
+    pub epics_eligible_for_closure: u64,
+    pub average_lead_time_hours: f64,
+}
+
+/// Finds the issue an id the user typed refers to: the exact id, the id with the store's
+/// prefix added, or the one id that starts or ends with it.
+pub(crate) fn resolve_id(view: &dyn View, prefix: &str, input: &str) -> Result<String, StoreError> {
+    let input = input.trim();
+    if view.contains(input)? {
+        return Ok(input.to_string());
+    }
+    let prefixed = format!("{prefix}-{input}");
+    if view.contains(&prefixed)? {
+        return Ok(prefixed);
+    }
+    let mut candidates = Vec::new();
+    if !input.is_empty() {
+        view.scan_ids(&mut |id| {
+            let hash = id.rsplit_once('-').map_or(id, |(_, h)| h);
+            if id.starts_with(input) || id.ends_with(input) || hash.starts_with(input) {
+                candidates.push(id.to_string());
+            }
+            candidates.len() < 10
+        })?;
+    }
+    match candidates.len() {
+        0 => Err(StoreError::NotFound(input.to_string())),
+        1 => Ok(candidates.remove(0)),
+        _ => Err(StoreError::Ambiguous {
+            input: input.to_string(),
+            candidates,
+        }),
+    }
+}
+
+pub(crate) fn summarize(view: &dyn View, issue: Issue) -> Result<IssueSummary, StoreError> {
+    let deps = view.deps_of(&issue.id)?;
+    let parent = deps
+        .iter()
+        .find(|d| d.kind == dep_type::PARENT_CHILD)
+        .map(|d| d.depends_on_id.clone());
+    Ok(IssueSummary {
+        dependency_count: deps.len(),
+        dependent_count: view.dependents_of(&issue.id)?.len(),
+        comment_count: view.comments_of(&issue.id)?.len(),
+        parent,
+        issue,
+    })
+}
+
+fn linked(view: &dyn View, id: String, kind: String) -> Result<LinkedIssue, StoreError> {
+    Ok(match view.issue(&id)? {
+        Some(issue) => LinkedIssue {
+            id,
+            title: issue.title,
+            status: issue.status,
+            priority: issue.priority,
+            dependency_type: kind,
+            missing: false,
+        },
+        None => LinkedIssue {
+            id,
+            title: String::new(),
+            status: Status::Open,
+            priority: 0,
+            dependency_type: kind,
+            missing: true,
+        },
+    })
+}
+
+pub(crate) fn detail(view: &dyn View, id: &str) -> Result<IssueDetail, StoreError> {
+    let issue = view
+        .issue(id)?
+        .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    let dependencies = view
+        .deps_of(id)?
+        .into_iter()
+        .map(|d| linked(view, d.depends_on_id, d.kind))
+        .collect::<Result<_, _>>()?;
+    let dependents = view
+        .dependents_of(id)?
+        .into_iter()
+        .map(|(dependent, kind)| linked(view, dependent, kind))
+        .collect::<Result<_, _>>()?;
+    Ok(IssueDetail {
+        blocked: view.is_blocked(id)?,
+        comments: view.comments_of(id)?,
+        summary: summarize(view, issue)?,
+        dependencies,
+        dependents,
+    })
+}
+
+/// Every descendant of `parent` through parent-child edges.
+fn descendants(view: &dyn View, parent: &str) -> Result<BTreeSet<String>, StoreError> {
+    let mut found = BTreeSet::new();
+    let mut stack = vec![parent.to_string()];
+    while let Some(node) = stack.pop() {
+        for child in view.dependents_by(&node, dep_type::PARENT_CHILD)? {
+            if found.insert(child.clone()) {
+                stack.push(child);
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn under_parent(id: &str, parent: &str, family: &BTreeSet<String>) -> bool {
+    family.contains(id)
+        || id
+            .strip_prefix(parent)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+fn has_labels(issue: &Issue, all: &[String], any: &[String]) -> bool {
+    all.iter().all(|l| issue.labels.contains(l))
+        && (any.is_empty() || any.iter().any(|l| issue.labels.contains(l)))
+}
+
+/// Ready work in the filter's order. Walks the ready index, which is already in priority
+/// order, so the default query stops after `limit` + 1 entries.
+pub(crate) fn ready(
+    view: &dyn View,
+    filter: &ReadyFilter,
+    now: Timestamp,
+) -> Result<ReadyPage, StoreError> {
+    let now_nanos = crate::time::nanos(now);
+    let family = match &filter.parent {
+        Some(parent) => Some(descendants(view, parent)?),
+        None => None,
+    };
+    let wanted = if filter.limit == 0 {
+        usize::MAX
+    } else {
+        filter.limit.saturating_add(1)
+    };
+    let in_index_order = filter.sort == SortOrder::Priority;
+    let mut found: Vec<Issue> = Vec::new();
+    view.scan_ready(&mut |id, entry| {
+        let hidden = entry.hidden_until > now_nanos && !filter.include_deferred;
+        let excluded = entry.excluded_type && filter.types.is_empty();
+        let skip = hidden
+            || excluded
+            || (entry.ephemeral && !filter.include_ephemeral)
+            || (entry.assigned && filter.unassigned);
+        if skip {
+            return Ok(true);
+        }
+        if let (Some(parent), Some(family)) = (&filter.parent, &family)
+            && !under_parent(id, parent, family)
+        {
+            return Ok(true);
+        }
+        let Some(issue) = view.issue(id)? else {
+            return Ok(true);
+        };
+        if ready_filter_matches(filter, &issue) {
+            found.push(issue);
+        }
+        Ok(!in_index_order || found.len() < wanted)
+    })?;
+    sort_ready(&mut found, filter.sort, now);
+    let truncated = filter.limit != 0 && found.len() > filter.limit;
+    if filter.limit != 0 {
+        found.truncate(filter.limit);
+    }
+    let issues = found
+        .into_iter()
+        .map(|i| summarize(view, i))
+        .collect::<Result<_, _>>()?;
+    Ok(ReadyPage { issues, truncated })
+}
+
+fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
+    filter
+        .assignee
+        .as_ref()
+        .is_none_or(|a| &issue.assignee == a)
+        && filter.priority.is_none_or(|p| issue.priority == p)
+        && (filter.types.is_empty() || filter.types.contains(&issue.issue_type))
+        && !filter.exclude_types.contains(&issue.issue_type)
+        && has_labels(issue, &filter.labels, &filter.labels_any)
+}
+
+fn sort_ready(issues: &mut [Issue], order: SortOrder, now: Timestamp) {
+    match order {
+        SortOrder::Priority => issues.sort_by(|a, b| {
+            (a.priority, std::cmp::Reverse(a.created_at), &a.id).cmp(&(
+                b.priority,
+                std::cmp::Reverse(b.created_at),
+                &b.id,
+            ))
+        }),
+        SortOrder::Oldest => {
+            issues.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+        }
+        SortOrder::Hybrid => {
+            let recent_since = now - jiff::SignedDuration::from_hours(48);
+            issues.sort_by_key(|i| {
+                let recent = i.created_at >= recent_since;
+                let rank = if recent { i.priority } else { u8::MAX };
+                (!recent, rank, i.created_at, i.id.clone())
+            });
+        }
+    }
+}
+
+/// The first ready issue this actor may claim: open, unblocked, and unassigned or its own.
+pub(crate) fn first_claimable(
+    view: &dyn View,
+    actor: &str,
+    filter: &ReadyFilter,
+    now: Timestamp,
+) -> Result<Option<String>, StoreError> {
+    let now_nanos = crate::time::nanos(now);
+    let mut chosen = None;
+    view.scan_ready(&mut |id, entry| {
+        let eligible = (entry.hidden_until <= now_nanos || filter.include_deferred)
+            && (!entry.excluded_type || !filter.types.is_empty())
+            && (!entry.ephemeral || filter.include_ephemeral);
+        if !eligible {
+            return Ok(true);
+        }
+        let Some(issue) = view.issue(id)? else {
+            return Ok(true);
+        };
+        let free = issue.assignee.is_empty() || issue.assignee == actor;
+        if free && ready_filter_matches(filter, &issue) {
+            chosen = Some(issue.id);
+            return Ok(false);
+        }
+        Ok(true)
+    })?;
+    Ok(chosen)
+}
+
+/// What keeps a blocked issue blocked: open blocking targets and unsatisfied waits, or else
+/// the blocked parent it inherits from.
+fn blockers(view: &dyn View, issue: &Issue) -> Result<Vec<String>, StoreError> {
+    let mut direct = Vec::new();
+    let mut parents = Vec::new();
+    for dep in view.deps_of(&issue.id)? {
+        let target = dep.depends_on_id.clone();
+        match dep.kind.as_str() {
+            kind if dep_type::blocks_directly(kind) => {
+                if view.issue(&target)?.is_some_and(|t| !t.status.is_settled()) {
+                    direct.push(target);
+                }
+            }
+            dep_type::WAITS_FOR => direct.push(target),
+            dep_type::PARENT_CHILD if view.is_blocked(&target)? => parents.push(target),
+            _ => {}
+        }
+    }
+    Ok(if direct.is_empty() { parents } else { direct })
+}
+
+pub(crate) fn blocked(
+    view: &dyn View,
+    parent: Option<&str>,
+) -> Result<Vec<BlockedIssue>, StoreError> {
+    let family = match parent {
+        Some(parent) => Some(descendants(view, parent)?),
+        None => None,
+    };
+    let mut issues = Vec::new();
+    for id in view.blocked_ids()? {
+        if let (Some(parent), Some(family)) = (parent, &family)
+            && !under_parent(&id, parent, family)
+        {
+            continue;
+        }
+        if let Some(issue) = view.issue(&id)? {
+            issues.push(issue);
+        }
+    }
+    sort_ready(&mut issues, SortOrder::Priority, Timestamp::UNIX_EPOCH);
+    issues
+        .into_iter()
+        .map(|issue| {
+            let blocked_by = blockers(view, &issue)?;
+            Ok(BlockedIssue {
+                blocked_by_count: blocked_by.len(),
+                blocked_by,
+                summary: summarize(view, issue)?,
+            })
+        })
+        .collect()
+}
+
+fn list_matches(filter: &ListFilter, issue: &Issue) -> bool {
+    let status_ok = if filter.statuses.is_empty() {
+        filter.all || issue.status != Status::Closed
+    } else {
+        filter.statuses.contains(&issue.status)
+    };
+    let text_ok = filter.text.as_ref().is_none_or(|needle| {
+        let needle = needle.to_lowercase();
+        issue.id.to_lowercase().contains(&needle)
+            || issue.title.to_lowercase().contains(&needle)
+            || issue.description.to_lowercase().contains(&needle)
+    });
+    status_ok
+        && text_ok
+        && filter.priority.is_none_or(|p| issue.priority == p)
+        && (filter.types.is_empty() || filter.types.contains(&issue.issue_type))
+        && filter
+            .assignee
+            .as_ref()
+            .is_none_or(|a| &issue.assignee == a)
+        && has_labels(issue, &filter.labels, &[])
+}
+
+/// Issues matching `filter`, sorted, with the number that matched before the limit.
+pub(crate) fn list(
+    view: &dyn View,
+    filter: &ListFilter,
+) -> Result<(Vec<IssueSummary>, usize), StoreError> {
+    let mut found = Vec::new();
+    let mut consider = |issue: Issue| {
+        if list_matches(filter, &issue) {
+            found.push(issue);
+        }
+    };
+    // A label filter narrows the scan to the issues carrying the first label.
+    if let Some(label) = filter.labels.first() {
+        for id in view.ids_with_label(label)? {
+            if let Some(issue) = view.issue(&id)? {
+                consider(issue);
+            }
+        }
+    } else {
+        view.scan_issues(&mut |issue| {
+            consider(issue);
+            Ok(true)
+        })?;
+    }
+    sort_list(&mut found, filter.sort);
+    if filter.reverse {
+        found.reverse();
+    }
+    let total = found.len();
+    if filter.limit != 0 {
+        found.truncate(filter.limit);
+    }
+    let issues = found
+        .into_iter()
+        .map(|i| summarize(view, i))
+        .collect::<Result<_, _>>()?;
+    Ok((issues, total))
+}
+
+fn sort_list(issues: &mut [Issue], sort: ListSort) {
+    match sort {
+        ListSort::Priority => sort_ready(issues, SortOrder::Priority, Timestamp::UNIX_EPOCH),
+        ListSort::Created => {
+            issues.sort_by(|a, b| (b.created_at, &a.id).cmp(&(a.created_at, &b.id)))
+        }
+        ListSort::Updated => {
+            issues.sort_by(|a, b| (b.updated_at, &a.id).cmp(&(a.updated_at, &b.id)))
+        }
+        ListSort::Id => issues.sort_by(|a, b| a.id.cmp(&b.id)),
+        ListSort::Title => issues.sort_by(|a, b| (&a.title, &a.id).cmp(&(&b.title, &b.id))),
+        ListSort::Status => issues
+            .sort_by(|a, b| (&a.status, a.priority, &a.id).cmp(&(&b.status, b.priority, &b.id))),
+    }
+}
+
+pub(crate) fn stats(view: &dyn View, now: Timestamp) -> Result<Stats, StoreError> {
+    let mut stats = Stats::default();
+    let mut lead_hours_total = 0.0;
+    let mut closed_with_times = 0u64;
+    let mut epics = Vec::new();
+    view.scan_issues(&mut |issue| {
+        stats.total_issues += 1;
+        match issue.status {
+            Status::Open => stats.open_issues += 1,
+            Status::InProgress => stats.in_progress_issues += 1,
+            Status::Closed => stats.closed_issues += 1,
+            Status::Deferred => stats.deferred_issues += 1,
+            Status::Pinned => stats.pinned_issues += 1,
+            _ => {}
+        }
+        if let (Status::Closed, Some(closed_at)) = (&issue.status, issue.closed_at) {
+            lead_hours_total += closed_at.duration_since(issue.created_at).as_secs_f64() / 3600.0;
+            closed_with_times += 1;
+        }
+        if issue.issue_type == "epic" && issue.status != Status::Closed {
+            epics.push(issue.id);
+        }
+        Ok(true)
+    })?;
+    stats.blocked_issues = view.blocked_ids()?.len() as u64;
+    stats.ready_issues = ready(view, &ReadyFilter::default(), now)?.issues.len() as u64;
+    for epic in epics {
+        let children = view.dependents_by(&epic, dep_type::PARENT_CHILD)?;
+        let mut all_closed = !children.is_empty();
+        for child in children {
+            all_closed &= view
+                .issue(&child)?
+                .is_some_and(|c| c.status == Status::Closed);
+        }
+        stats.epics_eligible_for_closure += u64::from(all_closed);
+    }
+    if closed_with_times > 0 {
+        stats.average_lead_time_hours = lead_hours_total / closed_with_times as f64;
+    }
+    Ok(stats)
+}
+
+impl Reader {
+    /// Resolves an id the user typed (exact, unprefixed, or a unique partial id).
+    pub fn resolve(&self, input: &str) -> Result<String, StoreError> {
+        resolve_id(self.view(), &self.prefix, input)
+    }
+
+    pub fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
+        self.view().issue(id)
+    }
+
+    pub fn detail(&self, id: &str) -> Result<IssueDetail, StoreError> {
+        detail(self.view(), id)
+    }
+
+    pub fn summary(&self, issue: Issue) -> Result<IssueSummary, StoreError> {
+        summarize(self.view(), issue)
+    }
+
+    pub fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<ReadyPage, StoreError> {
+        ready(self.view(), filter, now)
+    }
+
+    pub fn blocked(&self, parent: Option<&str>) -> Result<Vec<BlockedIssue>, StoreError> {
+        blocked(self.view(), parent)
+    }
+
+    pub fn list(&self, filter: &ListFilter) -> Result<(Vec<IssueSummary>, usize), StoreError> {
+        list(self.view(), filter)
+    }
+
+    pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
+        stats(self.view(), now)
+    }
+
+    pub fn comments(&self, id: &str) -> Result<Vec<Comment>, StoreError> {
+        self.view().comments_of(id)
+    }
+
+    pub fn label_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.view().label_counts()
+    }
+
+    pub fn is_blocked(&self, id: &str) -> Result<bool, StoreError> {
+        self.view().is_blocked(id)
+    }
+
+    pub fn dependencies(&self, id: &str) -> Result<Vec<crate::model::Dependency>, StoreError> {
+        self.view().deps_of(id)
+    }
+
+    pub fn dependents(&self, id: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.view().dependents_of(id)
+    }
+
+    pub fn tree(
+        &self,
+        id: &str,
+        direction: crate::resolver::Direction,
+        max_depth: usize,
+    ) -> Result<crate::resolver::TreeNode, StoreError> {
+        crate::resolver::tree(self.view(), id, direction, max_depth)
+    }
+
+    pub fn cycles(&self) -> Result<Vec<Vec<String>>, StoreError> {
+        crate::resolver::cycles(self.view())
+    }
+
+    /// Visits every issue in id order.
+    pub fn for_each_issue(
+        &self,
+        visit: &mut dyn FnMut(Issue) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        self.view().scan_issues(visit)
+    }
+
+    pub fn issue_count(&self) -> Result<u64, StoreError> {
+        self.view().issue_count()
+    }
+}
+
+impl Writer<'_> {
+    pub fn resolve(&self, input: &str) -> Result<String, StoreError> {
+        resolve_id(self.view(), &self.prefix, input)
+    }
+
+    pub fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
+        self.view().issue(id)
+    }
+
+    pub fn detail(&self, id: &str) -> Result<IssueDetail, StoreError> {
+        detail(self.view(), id)
+    }
+
+    /// The first ready issue the current actor may claim.
+    pub fn first_claimable(&self, filter: &ReadyFilter) -> Result<Option<String>, StoreError> {
+        first_claimable(self.view(), &self.actor, filter, self.now())
+    }
+
+    /// Ids of the open children of `id` (for the close guard on epics).
+    pub fn open_children(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let mut open = Vec::new();
+        for child in self.view().dependents_by(id, dep_type::PARENT_CHILD)? {
+            if self
+                .view()
+                .issue(&child)?
+                .is_some_and(|c| c.status != Status::Closed)
+            {
+                open.push(child);
+            }
+        }
+        Ok(open)
+    }
+
+    /// Ids of the unsettled issues `id` is blocked by directly (for the close guard).
+    pub fn open_blockers(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let mut open = Vec::new();
+        for dep in self.view().deps_of(id)? {
+            if dep_type::blocks_directly(&dep.kind)
+                && self
+                    .view()
+                    .issue(&dep.depends_on_id)?
+                    .is_some_and(|t| !t.status.is_settled())
+            {
+                open.push(dep.depends_on_id);
+            }
+        }
+        Ok(open)
+    }
+}

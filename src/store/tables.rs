@@ -1,0 +1,352 @@
+//! The redb tables and the read primitives every query is built from.
+//!
+//! [`TableSet`] holds one open handle per table. It is generic over the handle type so the same
+//! read code ([`View`]) serves read transactions (`ReadOnlyTable`) and write transactions
+//! (`Table`), which need to read what they are about to change.
+
+use redb::{ReadableTable, TableDefinition};
+
+use super::StoreError;
+use crate::model::{Comment, Dependency, Issue, dep_type};
+
+/// Issue id → the issue as JSON (without edges and comments).
+pub(crate) const ISSUES: TableDefinition<&str, &[u8]> = TableDefinition::new("issues");
+/// (issue, depends_on) → the dependency record as JSON. One edge per pair.
+pub(crate) const DEPS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("deps");
+/// (depends_on, issue) → the edge type: the reverse index of [`DEPS`].
+pub(crate) const RDEPS: TableDefinition<(&str, &str), &str> = TableDefinition::new("rdeps");
+/// (issue, sequence) → a comment as JSON, in the order they were added.
+pub(crate) const COMMENTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("comments");
+/// (label, issue): which issues carry a label.
+pub(crate) const LABELS: TableDefinition<(&str, &str), ()> = TableDefinition::new("labels");
+/// Ready-order key → [`ReadyEntry`] bytes, for every issue that is open and not blocked.
+pub(crate) const READY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("ready");
+/// Issue id → its key in [`READY`], so a change can remove the old entry.
+pub(crate) const READY_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("ready_keys");
+/// The materialised blocked flag: ids of issues blocked by their dependencies.
+pub(crate) const BLOCKED: TableDefinition<&str, ()> = TableDefinition::new("blocked");
+/// Sequence → op as JSON: every applied op, in the order it was applied.
+pub(crate) const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("journal");
+/// Store-wide values: prefix, replica id, clock, counters, config.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// The largest string key, used as the upper bound of prefix scans over tuple keys.
+pub(crate) const MAX_KEY: &str = "\u{10ffff}";
+
+/// One handle per table (the journal aside, which only writers touch).
+pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M> {
+    pub issues: I,
+    pub deps: D,
+    pub rdeps: R,
+    pub comments: C,
+    pub labels: L,
+    pub ready: Y,
+    pub ready_keys: K,
+    pub blocked: B,
+    pub meta: M,
+}
+
+/// What a ready-index entry records beyond its key: enough to filter without loading the issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReadyEntry {
+    /// Hidden from `ready` until this instant (nanoseconds; 0 = not deferred): the issue's own
+    /// `defer_until` or a parent's, whichever is later.
+    pub hidden_until: i64,
+    /// The issue's type is one `ready` leaves out by default.
+    pub excluded_type: bool,
+    pub ephemeral: bool,
+    /// Someone is already assigned (claim skips it unless it is the claimer).
+    pub assigned: bool,
+}
+
+impl ReadyEntry {
+    pub fn encode(&self) -> [u8; 9] {
+        let mut out = [0u8; 9];
+        out[0] = u8::from(self.excluded_type)
+            | (u8::from(self.ephemeral) << 1)
+            | (u8::from(self.assigned) << 2);
+        out[1..].copy_from_slice(&self.hidden_until.to_be_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> ReadyEntry {
+        let flags = bytes.first().copied().unwrap_or(0);
+        let mut until = [0u8; 8];
+        if bytes.len() >= 9 {
+            until.copy_from_slice(&bytes[1..9]);
+        }
+        ReadyEntry {
+            hidden_until: i64::from_be_bytes(until),
+            excluded_type: flags & 1 != 0,
+            ephemeral: flags & 2 != 0,
+            assigned: flags & 4 != 0,
+        }
+    }
+}
+
+/// The ready-index key: priority ascending, then newest first, then id — `bd ready`'s order.
+pub(crate) fn ready_key(issue: &Issue) -> Vec<u8> {
+    let created = crate::time::nanos(issue.created_at);
+    // Flip the sign bit so the unsigned big-endian order matches the signed order, then invert
+    // all bits so later timestamps sort first.
+    let newest_first = !((created as u64) ^ (1 << 63));
+    let mut key = Vec::with_capacity(9 + issue.id.len());
+    key.push(issue.priority);
+    key.extend_from_slice(&newest_first.to_be_bytes());
+    key.extend_from_slice(issue.id.as_bytes());
+    key
+}
+
+/// The issue id inside a ready-index key.
+pub(crate) fn id_of_ready_key(key: &[u8]) -> &str {
+    std::str::from_utf8(key.get(9..).unwrap_or_default()).unwrap_or_default()
+}
+
+pub(crate) fn decode_issue(bytes: &[u8]) -> Result<Issue, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("issue row: {e}")))
+}
+
+pub(crate) fn decode_dep(bytes: &[u8]) -> Result<Dependency, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))
+}
+
+/// Read access shared by read and write transactions.
+pub(crate) trait View {
+    fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError>;
+    fn contains(&self, id: &str) -> Result<bool, StoreError>;
+    /// The edges recorded on `id` (what it depends on).
+    fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError>;
+    fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError>;
+    /// The issues that depend on `id`, with the edge type.
+    fn dependents_of(&self, id: &str) -> Result<Vec<(String, String)>, StoreError>;
+    fn comments_of(&self, id: &str) -> Result<Vec<Comment>, StoreError>;
+    fn is_blocked(&self, id: &str) -> Result<bool, StoreError>;
+    fn blocked_ids(&self) -> Result<Vec<String>, StoreError>;
+    fn meta_bytes(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Visits ready-index entries in ready order until `visit` returns false.
+    fn scan_ready(
+        &self,
+        visit: &mut dyn FnMut(&str, ReadyEntry) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Visits every issue in id order until `visit` returns false.
+    fn scan_issues(
+        &self,
+        visit: &mut dyn FnMut(Issue) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Visits every issue id in order until `visit` returns false.
+    fn scan_ids(&self, visit: &mut dyn FnMut(&str) -> bool) -> Result<(), StoreError>;
+    /// Every label with the number of issues carrying it, sorted.
+    fn label_counts(&self) -> Result<Vec<(String, u64)>, StoreError>;
+    fn issue_count(&self) -> Result<u64, StoreError>;
+    /// Visits every dependency edge in (issue, target) order until `visit` returns false.
+    fn scan_deps(&self, visit: &mut dyn FnMut(Dependency) -> bool) -> Result<(), StoreError>;
+    /// The ids of every issue carrying `label`, sorted.
+    fn ids_with_label(&self, label: &str) -> Result<Vec<String>, StoreError>;
+
+    fn meta_u64(&self, key: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .meta_bytes(key)?
+            .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+            .map_or(0, u64::from_be_bytes))
+    }
+
+    /// The parent-child parents of `id`.
+    fn parents_of(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .deps_of(id)?
+            .into_iter()
+            .filter(|d| d.kind == dep_type::PARENT_CHILD)
+            .map(|d| d.depends_on_id)
+            .collect())
+    }
+
+    /// The ids that depend on `id` through edges of type `kind`.
+    fn dependents_by(&self, id: &str, kind: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .dependents_of(id)?
+            .into_iter()
+            .filter(|(_, k)| k == kind)
+            .map(|(issue, _)| issue)
+            .collect())
+    }
+}
+
+impl<I, D, R, C, L, Y, K, B, M> View for TableSet<I, D, R, C, L, Y, K, B, M>
+where
+    I: ReadableTable<&'static str, &'static [u8]>,
+    D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
+    R: ReadableTable<(&'static str, &'static str), &'static str>,
+    C: ReadableTable<(&'static str, u64), &'static [u8]>,
+    L: ReadableTable<(&'static str, &'static str), ()>,
+    Y: ReadableTable<&'static [u8], &'static [u8]>,
+    K: ReadableTable<&'static str, &'static [u8]>,
+    B: ReadableTable<&'static str, ()>,
+    M: ReadableTable<&'static str, &'static [u8]>,
+{
+    fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
+        match self.issues.get(id)? {
+            Some(row) => decode_issue(row.value()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn contains(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.issues.get(id)?.is_some())
+    }
+
+    fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
+            let (_, row) = entry?;
+            out.push(decode_dep(row.value())?);
+        }
+        Ok(out)
+    }
+
+    fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError> {
+        match self.deps.get((id, target))? {
+            Some(row) => decode_dep(row.value()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn dependents_of(&self, id: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.rdeps.range((id, "")..=(id, MAX_KEY))? {
+            let (key, kind) = entry?;
+            out.push((key.value().1.to_string(), kind.value().to_string()));
+        }
+        Ok(out)
+    }
+
+    fn comments_of(&self, id: &str) -> Result<Vec<Comment>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.comments.range((id, 0)..=(id, u64::MAX))? {
+            let (_, row) = entry?;
+            out.push(
+                serde_json::from_slice(row.value())
+                    .map_err(|e| StoreError::Corrupt(format!("comment row: {e}")))?,
+            );
+        }
+        Ok(out)
+    }
+
+    fn is_blocked(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.blocked.get(id)?.is_some())
+    }
+
+    fn blocked_ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.blocked.iter()? {
+            out.push(entry?.0.value().to_string());
+        }
+        Ok(out)
+    }
+
+    fn meta_bytes(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.meta.get(key)?.map(|v| v.value().to_vec()))
+    }
+
+    fn scan_ready(
+        &self,
+        visit: &mut dyn FnMut(&str, ReadyEntry) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        for entry in self.ready.iter()? {
+            let (key, value) = entry?;
+            if !visit(
+                id_of_ready_key(key.value()),
+                ReadyEntry::decode(value.value()),
+            )? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn scan_issues(
+        &self,
+        visit: &mut dyn FnMut(Issue) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        for entry in self.issues.iter()? {
+            let (_, row) = entry?;
+            if !visit(decode_issue(row.value())?)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn scan_ids(&self, visit: &mut dyn FnMut(&str) -> bool) -> Result<(), StoreError> {
+        for entry in self.issues.iter()? {
+            let (key, _) = entry?;
+            if !visit(key.value()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn label_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for entry in self.labels.iter()? {
+            let (key, _) = entry?;
+            let label = key.value().0;
+            match out.last_mut() {
+                Some((last, count)) if last == label => *count += 1,
+                _ => out.push((label.to_string(), 1)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn issue_count(&self) -> Result<u64, StoreError> {
+        Ok(self.issues.len()?)
+    }
+
+    fn scan_deps(&self, visit: &mut dyn FnMut(Dependency) -> bool) -> Result<(), StoreError> {
+        for entry in self.deps.iter()? {
+            let (_, row) = entry?;
+            if !visit(decode_dep(row.value())?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn ids_with_label(&self, label: &str) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.labels.range((label, "")..=(label, MAX_KEY))? {
+            out.push(entry?.0.value().1.to_string());
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_keys_sort_by_priority_then_newest() {
+        let at = |s: &str| s.parse().unwrap();
+        let mut old = Issue::new("a-1".into(), "t".into(), at("2020-01-01T00:00:00Z"));
+        let mut new = Issue::new("a-2".into(), "t".into(), at("2024-01-01T00:00:00Z"));
+        old.priority = 1;
+        new.priority = 1;
+        assert!(ready_key(&new) < ready_key(&old));
+        new.priority = 2;
+        assert!(ready_key(&old) < ready_key(&new));
+        assert_eq!(id_of_ready_key(&ready_key(&old)), "a-1");
+    }
+
+    #[test]
+    fn ready_entries_round_trip() {
+        let entry = ReadyEntry {
+            hidden_until: -5,
+            excluded_type: true,
+            ephemeral: false,
+            assigned: true,
+        };
+        assert_eq!(ReadyEntry::decode(&entry.encode()), entry);
+    }
+}

@@ -1,0 +1,183 @@
+//! Time: the clock every op reads, and the date forms users type for `--due` and `--defer`.
+//!
+//! The clock can be pinned for reproducible tests with `FLEET_TEST_NOW` (RFC 3339); the CLI
+//! reads that variable once and passes a [`Clock`] down, so the library never reads the
+//! environment itself.
+
+use jiff::{Span, Timestamp, ToSpan, Zoned, civil::Date, tz::TimeZone};
+
+/// Where "now" comes from.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Clock {
+    #[default]
+    System,
+    /// A fixed instant (tests).
+    Fixed(Timestamp),
+}
+
+impl Clock {
+    pub fn now(&self) -> Timestamp {
+        match self {
+            Clock::System => Timestamp::now(),
+            Clock::Fixed(at) => *at,
+        }
+    }
+}
+
+/// Error for a date a user typed.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "invalid --{flag} format {value:?}. Examples: +6h, +1d, +2w, tomorrow, next monday, 2025-01-15, 2025-01-15T10:00:00Z"
+)]
+pub struct DateError {
+    pub flag: &'static str,
+    pub value: String,
+}
+
+/// Parses the `--due`/`--defer` forms of beads: `+6h`, `+1d`, `+2w`, `+30m`, `tomorrow`,
+/// `today`, `next monday`, `monday`, `2025-01-15`, or RFC 3339. Relative dates resolve in the
+/// local time zone. Returns `None` for an empty string, which clears the field.
+pub fn parse_user_date(
+    flag: &'static str,
+    value: &str,
+    now: Timestamp,
+) -> Result<Option<Timestamp>, DateError> {
+    let text = value.trim().to_ascii_lowercase();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let fail = || DateError {
+        flag,
+        value: value.to_string(),
+    };
+    let zone = TimeZone::try_system().unwrap_or(TimeZone::UTC);
+    let local_now = now.to_zoned(zone.clone());
+    if let Some(rest) = text.strip_prefix('+') {
+        let span = parse_offset(rest).ok_or_else(fail)?;
+        return local_now
+            .checked_add(span)
+            .map(|z| Some(z.timestamp()))
+            .map_err(|_| fail());
+    }
+    if let Ok(at) = text.parse::<Timestamp>() {
+        return Ok(Some(at));
+    }
+    if let Ok(at) = value.trim().parse::<Timestamp>() {
+        return Ok(Some(at));
+    }
+    let date = match text.as_str() {
+        "today" => local_now.date(),
+        "tomorrow" => local_now.date().tomorrow().map_err(|_| fail())?,
+        other => match other
+            .strip_prefix("next ")
+            .unwrap_or(other)
+            .parse::<WeekdayName>()
+        {
+            Ok(WeekdayName(day)) => next_weekday(&local_now, day).ok_or_else(fail)?,
+            Err(()) => other.parse::<Date>().map_err(|_| fail())?,
+        },
+    };
+    start_of_day(date, &zone).map(Some).ok_or_else(fail)
+}
+
+fn parse_offset(text: &str) -> Option<Span> {
+    let unit_at = text.find(|c: char| !c.is_ascii_digit())?;
+    let amount: i64 = text[..unit_at].parse().ok()?;
+    let span = match &text[unit_at..] {
+        "m" | "min" | "mins" => amount.minutes(),
+        "h" | "hr" | "hrs" | "hour" | "hours" => amount.hours(),
+        "d" | "day" | "days" => amount.days(),
+        "w" | "week" | "weeks" => amount.weeks(),
+        _ => return None,
+    };
+    Some(span)
+}
+
+struct WeekdayName(jiff::civil::Weekday);
+
+impl std::str::FromStr for WeekdayName {
+    type Err = ();
+    fn from_str(text: &str) -> Result<Self, ()> {
+        use jiff::civil::Weekday::*;
+        let day = match text {
+            "monday" | "mon" => Monday,
+            "tuesday" | "tue" => Tuesday,
+            "wednesday" | "wed" => Wednesday,
+            "thursday" | "thu" => Thursday,
+            "friday" | "fri" => Friday,
+            "saturday" | "sat" => Saturday,
+            "sunday" | "sun" => Sunday,
+            _ => return Err(()),
+        };
+        Ok(WeekdayName(day))
+    }
+}
+
+fn next_weekday(now: &Zoned, day: jiff::civil::Weekday) -> Option<Date> {
+    let today = now.date();
+    let ahead = (day.to_monday_zero_offset() - today.weekday().to_monday_zero_offset() + 7) % 7;
+    let ahead = if ahead == 0 { 7 } else { ahead };
+    today.checked_add(i64::from(ahead).days()).ok()
+}
+
+fn start_of_day(date: Date, zone: &TimeZone) -> Option<Timestamp> {
+    date.to_zoned(zone.clone()).ok().map(|z| z.timestamp())
+}
+
+/// Formats a timestamp as beads writes it: UTC with a `Z`.
+pub fn format_utc(at: Timestamp) -> String {
+    at.to_string()
+}
+
+/// Nanoseconds since the epoch, clamped into an `i64` (the range covers 1677–2262).
+pub fn nanos(at: Timestamp) -> i64 {
+    i64::try_from(at.as_nanosecond()).unwrap_or(if at.as_nanosecond() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2026-03-02T12:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn relative_offsets() {
+        let due = parse_user_date("due", "+6h", now()).unwrap().unwrap();
+        assert_eq!(due, "2026-03-02T18:00:00Z".parse::<Timestamp>().unwrap());
+        let due = parse_user_date("due", "+2w", now()).unwrap().unwrap();
+        assert_eq!((due - now()).get_hours(), 0);
+        assert!(due > now());
+    }
+
+    #[test]
+    fn absolute_dates_and_clearing() {
+        assert!(
+            parse_user_date("due", "2025-01-15", now())
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            parse_user_date("due", "2025-01-15T10:00:00Z", now())
+                .unwrap()
+                .is_some()
+        );
+        assert!(parse_user_date("defer", "", now()).unwrap().is_none());
+        assert!(
+            parse_user_date("due", "next monday", now())
+                .unwrap()
+                .unwrap()
+                > now()
+        );
+        let err = parse_user_date("due", "someday", now()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("invalid --due format \"someday\"")
+        );
+    }
+}
