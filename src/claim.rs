@@ -39,9 +39,7 @@ pub fn claim_next_in(
 
 /// Claims `id` for `actor` in its own transaction.
 pub fn claim(store: &Store, actor: &str, clock: Clock, id: &str) -> Result<Issue, StoreError> {
-    store
-        .write(actor, clock, |w| claim_in(w, id))
-        .map(|(issue, _)| issue)
+    store.write(actor, clock, |w| claim_in(w, id)).map(|(issue, _)| issue)
 }
 
 /// Claims the first ready issue for `actor` in its own transaction.
@@ -51,9 +49,7 @@ pub fn claim_next(
     clock: Clock,
     filter: &ReadyFilter,
 ) -> Result<Option<Issue>, StoreError> {
-    store
-        .write(actor, clock, |w| claim_next_in(w, filter))
-        .map(|(issue, _)| issue)
+    store.write(actor, clock, |w| claim_next_in(w, filter)).map(|(issue, _)| issue)
 }
 
 /// The answer to one claimer of a [`ClaimGroup`].
@@ -78,28 +74,20 @@ impl ClaimGroup {
             .name("fleet-claims".into())
             .spawn(move || run_committer(&store, clock, &incoming))
             .ok();
-        ClaimGroup {
-            requests: Some(requests),
-            committer,
-        }
+        ClaimGroup { requests: Some(requests), committer }
     }
 
     /// Claims the first ready issue for `actor`; blocks until the group holding the request
     /// has been durably committed.
     pub fn claim_next(&self, actor: &str) -> ClaimReply {
         let (reply, answer) = sync_channel(1);
-        let request = ClaimRequest {
-            actor: actor.to_string(),
-            reply,
-        };
+        let request = ClaimRequest { actor: actor.to_string(), reply };
         self.requests
             .as_ref()
             .ok_or("claim group is shut down")?
             .send(request)
             .map_err(|_| "claim committer has stopped".to_string())?;
-        answer
-            .recv()
-            .map_err(|_| "claim committer has stopped".to_string())?
+        answer.recv().map_err(|_| "claim committer has stopped".to_string())?
     }
 }
 
@@ -134,9 +122,7 @@ fn run_committer(store: &Store, clock: Clock, incoming: &Receiver<ClaimRequest>)
             }
             Err(error) => {
                 for request in &group {
-                    let _ = request
-                        .reply
-                        .send(Err(format!("claim commit failed: {error}")));
+                    let _ = request.reply.send(Err(format!("claim commit failed: {error}")));
                 }
             }
         }

@@ -86,8 +86,7 @@ fn base36(mut value: u64) -> String {
 
 /// How deep a child id is: `p-abc` is 0, `p-abc.1.2` is 2.
 pub fn child_depth(id: &str) -> usize {
-    id.rsplit_once('-')
-        .map_or(0, |(_, suffix)| suffix.matches('.').count())
+    id.rsplit_once('-').map_or(0, |(_, suffix)| suffix.matches('.').count())
 }
 
 /// The number of a direct child id of `parent` (`p-abc.7` → 7).
@@ -101,9 +100,7 @@ pub fn validate_prefix(prefix: &str) -> Result<(), String> {
     let ok = !prefix.is_empty()
         && prefix.len() <= 20
         && prefix.starts_with(|c: char| c.is_ascii_lowercase())
-        && prefix
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && prefix.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !prefix.ends_with('-');
     if ok {
         Ok(())

@@ -103,11 +103,7 @@ impl Serialize for Status {
 impl<'de> Deserialize<'de> for Status {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let name = String::deserialize(deserializer)?;
-        Ok(if name.is_empty() {
-            Status::Open
-        } else {
-            Status::from_name(&name)
-        })
+        Ok(if name.is_empty() { Status::Open } else { Status::from_name(&name) })
     }
 }
 
@@ -129,15 +125,8 @@ pub const ISSUE_TYPES: [&str; 13] = [
 ];
 
 /// Types that `ready` leaves out unless `--type` asks for them (spec §3.3).
-pub const READY_EXCLUDED_TYPES: [&str; 7] = [
-    "merge-request",
-    "gate",
-    "molecule",
-    "message",
-    "agent",
-    "role",
-    "rig",
-];
+pub const READY_EXCLUDED_TYPES: [&str; 7] =
+    ["merge-request", "gate", "molecule", "message", "agent", "role", "rig"];
 
 /// Resolves a type typed by a user, applying the beads aliases; refuses unknown types.
 pub fn parse_issue_type(text: &str) -> Result<String, ModelError> {
@@ -279,11 +268,7 @@ impl Dependency {
     pub fn gate_is_any_children(&self) -> bool {
         serde_json::from_str::<Value>(&self.metadata)
             .ok()
-            .and_then(|doc| {
-                doc.get("gate")
-                    .and_then(Value::as_str)
-                    .map(|g| g == "any-children")
-            })
+            .and_then(|doc| doc.get("gate").and_then(Value::as_str).map(|g| g == "any-children"))
             .unwrap_or(false)
     }
 }
@@ -367,10 +352,7 @@ pub struct Issue {
     pub status: Status,
     #[serde(default)]
     pub priority: u8,
-    #[serde(
-        default = "default_issue_type",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default = "default_issue_type", skip_serializing_if = "String::is_empty")]
     pub issue_type: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub assignee: String,
@@ -506,9 +488,9 @@ impl FromStr for SortOrder {
             "priority" => Ok(SortOrder::Priority),
             "oldest" => Ok(SortOrder::Oldest),
             "hybrid" => Ok(SortOrder::Hybrid),
-            other => Err(format!(
-                "unknown sort order {other:?}: expected priority, oldest or hybrid"
-            )),
+            other => {
+                Err(format!("unknown sort order {other:?}: expected priority, oldest or hybrid"))
+            }
         }
     }
 }
@@ -531,10 +513,7 @@ mod tests {
         assert_eq!(parse_issue_type("feat").unwrap(), "feature");
         assert_eq!(parse_issue_type("ADR").unwrap(), "decision");
         assert_eq!(parse_issue_type("mr").unwrap(), "merge-request");
-        assert_eq!(
-            parse_issue_type("nope"),
-            Err(ModelError::InvalidType("nope".into()))
-        );
+        assert_eq!(parse_issue_type("nope"), Err(ModelError::InvalidType("nope".into())));
     }
 
     #[test]

@@ -23,23 +23,14 @@ pub struct Hlc {
 }
 
 impl Hlc {
-    pub const ZERO: Hlc = Hlc {
-        wall_ms: 0,
-        logical: 0,
-    };
+    pub const ZERO: Hlc = Hlc { wall_ms: 0, logical: 0 };
 
     /// The next stamp after `self`, given the current wall clock: never goes backwards.
     pub fn tick(self, now_ms: u64) -> Hlc {
         if now_ms > self.wall_ms {
-            Hlc {
-                wall_ms: now_ms,
-                logical: 0,
-            }
+            Hlc { wall_ms: now_ms, logical: 0 }
         } else {
-            Hlc {
-                wall_ms: self.wall_ms,
-                logical: self.logical.saturating_add(1),
-            }
+            Hlc { wall_ms: self.wall_ms, logical: self.logical.saturating_add(1) }
         }
     }
 }
@@ -245,31 +236,10 @@ mod tests {
 
     #[test]
     fn clock_never_goes_backwards() {
-        let stamp = Hlc {
-            wall_ms: 100,
-            logical: 4,
-        };
-        assert_eq!(
-            stamp.tick(50),
-            Hlc {
-                wall_ms: 100,
-                logical: 5
-            }
-        );
-        assert_eq!(
-            stamp.tick(100),
-            Hlc {
-                wall_ms: 100,
-                logical: 5
-            }
-        );
-        assert_eq!(
-            stamp.tick(101),
-            Hlc {
-                wall_ms: 101,
-                logical: 0
-            }
-        );
+        let stamp = Hlc { wall_ms: 100, logical: 4 };
+        assert_eq!(stamp.tick(50), Hlc { wall_ms: 100, logical: 5 });
+        assert_eq!(stamp.tick(100), Hlc { wall_ms: 100, logical: 5 });
+        assert_eq!(stamp.tick(101), Hlc { wall_ms: 101, logical: 0 });
     }
 
     #[test]

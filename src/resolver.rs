@@ -118,11 +118,9 @@ fn build_node(
         return Ok(node);
     }
     let next: Vec<(String, String)> = match direction {
-        Direction::Down => view
-            .deps_of(id)?
-            .into_iter()
-            .map(|d| (d.depends_on_id, d.kind))
-            .collect(),
+        Direction::Down => {
+            view.deps_of(id)?.into_iter().map(|d| (d.depends_on_id, d.kind)).collect()
+        }
         Direction::Up => view.dependents_of(id)?,
     };
     if depth >= max_depth {
@@ -152,9 +150,7 @@ pub(crate) fn cycles(view: &dyn View) -> Result<Vec<Vec<String>>, StoreError> {
         let mut graph: DiGraph<String, ()> = DiGraph::new();
         let mut nodes: HashMap<String, NodeIndex> = HashMap::new();
         let mut index_of = |graph: &mut DiGraph<String, ()>, id: &str| {
-            *nodes
-                .entry(id.to_string())
-                .or_insert_with(|| graph.add_node(id.to_string()))
+            *nodes.entry(id.to_string()).or_insert_with(|| graph.add_node(id.to_string()))
         };
         let mut self_loops = Vec::new();
         view.scan_deps(&mut |dep| {

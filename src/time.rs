@@ -46,18 +46,12 @@ pub fn parse_user_date(
     if text.is_empty() {
         return Ok(None);
     }
-    let fail = || DateError {
-        flag,
-        value: value.to_string(),
-    };
+    let fail = || DateError { flag, value: value.to_string() };
     let zone = TimeZone::try_system().unwrap_or(TimeZone::UTC);
     let local_now = now.to_zoned(zone.clone());
     if let Some(rest) = text.strip_prefix('+') {
         let span = parse_offset(rest).ok_or_else(fail)?;
-        return local_now
-            .checked_add(span)
-            .map(|z| Some(z.timestamp()))
-            .map_err(|_| fail());
+        return local_now.checked_add(span).map(|z| Some(z.timestamp())).map_err(|_| fail());
     }
     if let Ok(at) = text.parse::<Timestamp>() {
         return Ok(Some(at));
@@ -68,11 +62,7 @@ pub fn parse_user_date(
     let date = match text.as_str() {
         "today" => local_now.date(),
         "tomorrow" => local_now.date().tomorrow().map_err(|_| fail())?,
-        other => match other
-            .strip_prefix("next ")
-            .unwrap_or(other)
-            .parse::<WeekdayName>()
-        {
+        other => match other.strip_prefix("next ").unwrap_or(other).parse::<WeekdayName>() {
             Ok(WeekdayName(day)) => next_weekday(&local_now, day).ok_or_else(fail)?,
             Err(()) => other.parse::<Date>().map_err(|_| fail())?,
         },
@@ -157,27 +147,11 @@ mod tests {
 
     #[test]
     fn absolute_dates_and_clearing() {
-        assert!(
-            parse_user_date("due", "2025-01-15", now())
-                .unwrap()
-                .is_some()
-        );
-        assert!(
-            parse_user_date("due", "2025-01-15T10:00:00Z", now())
-                .unwrap()
-                .is_some()
-        );
+        assert!(parse_user_date("due", "2025-01-15", now()).unwrap().is_some());
+        assert!(parse_user_date("due", "2025-01-15T10:00:00Z", now()).unwrap().is_some());
         assert!(parse_user_date("defer", "", now()).unwrap().is_none());
-        assert!(
-            parse_user_date("due", "next monday", now())
-                .unwrap()
-                .unwrap()
-                > now()
-        );
+        assert!(parse_user_date("due", "next monday", now()).unwrap().unwrap() > now());
         let err = parse_user_date("due", "someday", now()).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("invalid --due format \"someday\"")
-        );
+        assert!(err.to_string().starts_with("invalid --due format \"someday\""));
     }
 }

@@ -34,9 +34,7 @@ pub fn cmd_comments(ctx: &Context, args: CommentsArgs) -> Result<(), CliError> {
     match args.args.as_slice() {
         [verb, id, text] if verb == "add" => add_comment(ctx, id, text, args.author),
         [id] => list_comments(ctx, id),
-        _ => Err(CliError::new(
-            "expected `comments ID` or `comments add ID TEXT`",
-        )),
+        _ => Err(CliError::new("expected `comments ID` or `comments add ID TEXT`")),
     }
 }
 
@@ -59,9 +57,7 @@ fn add_comment(
             text: text.to_string(),
             created_at: ctx.now(),
         };
-        writer.apply(OpKind::Comment {
-            comment: comment.clone(),
-        })?;
+        writer.apply(OpKind::Comment { comment: comment.clone() })?;
         Ok((comment, writer.issue(&id)?))
     })?;
     ctx.out.emit(&comment, || match &issue {

@@ -24,9 +24,7 @@ impl Context {
     pub fn new(global: GlobalArgs) -> Result<Context, CliError> {
         let clock = match std::env::var("FLEET_TEST_NOW") {
             Ok(text) => Clock::Fixed(text.parse::<Timestamp>().map_err(|e| {
-                CliError::new(format!(
-                    "FLEET_TEST_NOW={text:?} is not an RFC 3339 time: {e}"
-                ))
+                CliError::new(format!("FLEET_TEST_NOW={text:?} is not an RFC 3339 time: {e}"))
             })?),
             Err(_) => Clock::System,
         };
@@ -62,8 +60,7 @@ impl Context {
 /// `--db` may name the `.beads` directory or the store file inside it.
 fn beads_dir_of(path: &Path) -> PathBuf {
     if path.file_name().is_some_and(|name| name == STORE_FILE) {
-        path.parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     } else {
         path.to_path_buf()
     }
@@ -78,12 +75,10 @@ pub fn fleet_home() -> Result<PathBuf, CliError> {
     if let Some(home) = non_empty_env("FLEET_HOME") {
         return Ok(PathBuf::from(home));
     }
-    non_empty_env("HOME")
-        .map(|home| Path::new(&home).join(".fleet"))
-        .ok_or_else(|| {
-            CliError::new("neither FLEET_HOME nor HOME is set")
-                .with_hint("set FLEET_HOME to the directory that holds your fleet workspace")
-        })
+    non_empty_env("HOME").map(|home| Path::new(&home).join(".fleet")).ok_or_else(|| {
+        CliError::new("neither FLEET_HOME nor HOME is set")
+            .with_hint("set FLEET_HOME to the directory that holds your fleet workspace")
+    })
 }
 
 fn resolve_actor(flag: Option<String>) -> String {

@@ -58,22 +58,14 @@ struct EdgeResult {
 
 pub fn cmd_dep(ctx: &Context, command: DepCommand) -> Result<(), CliError> {
     match command {
-        DepCommand::Add {
-            issue,
-            depends_on,
-            kind,
-        } => cmd_dep_add(ctx, &issue, &depends_on, &kind),
+        DepCommand::Add { issue, depends_on, kind } => cmd_dep_add(ctx, &issue, &depends_on, &kind),
         DepCommand::Remove { issue, depends_on } => cmd_dep_remove(ctx, &issue, &depends_on),
-        DepCommand::Tree {
-            id,
-            direction,
-            max_depth,
-        } => cmd_dep_tree(ctx, &id, &direction, max_depth),
-        DepCommand::List {
-            id,
-            direction,
-            kind,
-        } => cmd_dep_list(ctx, &id, &direction, kind.as_deref()),
+        DepCommand::Tree { id, direction, max_depth } => {
+            cmd_dep_tree(ctx, &id, &direction, max_depth)
+        }
+        DepCommand::List { id, direction, kind } => {
+            cmd_dep_list(ctx, &id, &direction, kind.as_deref())
+        }
         DepCommand::Cycles => cmd_dep_cycles(ctx),
     }
 }
@@ -93,9 +85,7 @@ fn cmd_dep_add(ctx: &Context, issue: &str, depends_on: &str, kind: &str) -> Resu
             }
             Err(error) => return Err(error),
         };
-        writer.apply(OpKind::DepAdd {
-            dep: new_dep(&from, &to, kind, &ctx.actor, now),
-        })?;
+        writer.apply(OpKind::DepAdd { dep: new_dep(&from, &to, kind, &ctx.actor, now) })?;
         Ok((writer.issue(&from)?, (to.clone(), writer.issue(&to)?)))
     })?;
     let from = from.ok_or_else(|| CliError::new("issue vanished during the change"))?;
@@ -107,9 +97,7 @@ fn cmd_dep_add(ctx: &Context, issue: &str, depends_on: &str, kind: &str) -> Resu
         kind: kind.to_string(),
     };
     ctx.out.emit(&result, || {
-        let to_title = to
-            .map(|t| t.title)
-            .unwrap_or_else(|| "not in this workspace".into());
+        let to_title = to.map(|t| t.title).unwrap_or_else(|| "not in this workspace".into());
         format!(
             "✓ Added dependency: {} ({}) depends on {} ({}) ({kind})",
             from.id, from.title, to_id, to_title
@@ -122,30 +110,19 @@ fn cmd_dep_remove(ctx: &Context, issue: &str, depends_on: &str) -> Result<(), Cl
     let store = ctx.open_store()?;
     let ((from, to, kind), _) = store.write(&ctx.actor, ctx.clock, |writer| {
         let from = writer.resolve(issue)?;
-        let to = writer
-            .resolve(depends_on)
-            .unwrap_or_else(|_| depends_on.to_string());
+        let to = writer.resolve(depends_on).unwrap_or_else(|_| depends_on.to_string());
         let kind = writer
             .detail(&from)?
             .dependencies
             .into_iter()
             .find(|d| d.id == to)
             .map(|d| d.dependency_type);
-        writer.apply(OpKind::DepRemove {
-            issue_id: from.clone(),
-            depends_on_id: to.clone(),
-        })?;
+        writer.apply(OpKind::DepRemove { issue_id: from.clone(), depends_on_id: to.clone() })?;
         Ok((from, to, kind.unwrap_or_default()))
     })?;
-    let result = EdgeResult {
-        status: "removed",
-        issue_id: from.clone(),
-        depends_on_id: to.clone(),
-        kind,
-    };
-    ctx.out.emit(&result, || {
-        format!("✓ Removed dependency: {from} no longer depends on {to}")
-    });
+    let result =
+        EdgeResult { status: "removed", issue_id: from.clone(), depends_on_id: to.clone(), kind };
+    ctx.out.emit(&result, || format!("✓ Removed dependency: {from} no longer depends on {to}"));
     Ok(())
 }
 
@@ -168,16 +145,8 @@ fn cmd_dep_tree(
     let id = reader.resolve(id)?;
     let want = |d: &str| direction == d || direction == "both";
     let trees = Trees {
-        down: if want("down") {
-            Some(reader.tree(&id, Direction::Down, max_depth)?)
-        } else {
-            None
-        },
-        up: if want("up") {
-            Some(reader.tree(&id, Direction::Up, max_depth)?)
-        } else {
-            None
-        },
+        down: if want("down") { Some(reader.tree(&id, Direction::Down, max_depth)?) } else { None },
+        up: if want("up") { Some(reader.tree(&id, Direction::Up, max_depth)?) } else { None },
     };
     ctx.out.emit(&trees, || {
         let mut lines = Vec::new();
@@ -203,11 +172,7 @@ fn render_tree(node: &TreeNode, indent: &str, last: bool, lines: &mut Vec<String
         _ if last => (format!("{indent}└── "), format!("{indent}    ")),
         _ => (format!("{indent}├── "), format!("{indent}│   ")),
     };
-    let edge = node
-        .dep_type
-        .as_deref()
-        .map(|k| format!(" ({k})"))
-        .unwrap_or_default();
+    let edge = node.dep_type.as_deref().map(|k| format!(" ({k})")).unwrap_or_default();
     let text = if node.missing {
         format!("{}{edge} — not in this workspace", node.id)
     } else {
@@ -243,11 +208,8 @@ fn cmd_dep_list(
     let reader = store.read()?;
     let id = reader.resolve(id)?;
     let detail = reader.detail(&id)?;
-    let mut items: Vec<LinkedIssue> = if direction == "up" {
-        detail.dependents
-    } else {
-        detail.dependencies
-    };
+    let mut items: Vec<LinkedIssue> =
+        if direction == "up" { detail.dependents } else { detail.dependencies };
     if let Some(kind) = kind {
         items.retain(|i| i.dependency_type == kind);
     }
@@ -255,18 +217,10 @@ fn cmd_dep_list(
         if items.is_empty() {
             return format!(
                 "{id} has no {}",
-                if direction == "up" {
-                    "dependents"
-                } else {
-                    "dependencies"
-                }
+                if direction == "up" { "dependents" } else { "dependencies" }
             );
         }
-        let heading = if direction == "up" {
-            "Dependents of"
-        } else {
-            "Dependencies of"
-        };
+        let heading = if direction == "up" { "Dependents of" } else { "Dependencies of" };
         let mut lines = vec![format!("{heading} {id} ({}):", items.len())];
         for item in &items {
             lines.push(format!(
@@ -287,26 +241,16 @@ struct CycleReport {
 fn cmd_dep_cycles(ctx: &Context) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
-    let report = CycleReport {
-        cycles: reader.cycles()?,
-    };
+    let report = CycleReport { cycles: reader.cycles()? };
     ctx.out.emit(&report, || {
         if report.cycles.is_empty() {
             return "✓ No dependency cycles detected".to_string();
         }
-        let mut lines = vec![format!(
-            "⚠ Found {} dependency cycles:",
-            report.cycles.len()
-        )];
+        let mut lines = vec![format!("⚠ Found {} dependency cycles:", report.cycles.len())];
         for (n, cycle) in report.cycles.iter().enumerate() {
             lines.push(format!("{}. Cycle involving:", n + 1));
             for id in cycle {
-                let title = reader
-                    .issue(id)
-                    .ok()
-                    .flatten()
-                    .map(|i| i.title)
-                    .unwrap_or_default();
+                let title = reader.issue(id).ok().flatten().map(|i| i.title).unwrap_or_default();
                 lines.push(format!("   - {id}: {title}"));
             }
         }

@@ -26,11 +26,7 @@ pub struct CliError {
 
 impl CliError {
     pub fn new(message: impl Into<String>) -> CliError {
-        CliError {
-            message: message.into(),
-            hints: Vec::new(),
-            code: exit_code::FAILURE,
-        }
+        CliError { message: message.into(), hints: Vec::new(), code: exit_code::FAILURE }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> CliError {
@@ -42,10 +38,7 @@ impl CliError {
     pub fn report(&self, json: bool) -> i32 {
         if json {
             let body = serde_json::json!({ "error": self.message, "hints": self.hints });
-            eprintln!(
-                "{}",
-                serde_json::to_string_pretty(&body).unwrap_or_default()
-            );
+            eprintln!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
         } else {
             eprintln!("error: {}", self.message);
             for hint in &self.hints {

@@ -35,10 +35,7 @@ pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
     let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });
     write(
         "metadata.json",
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&metadata).unwrap_or_default()
-        ),
+        format!("{}\n", serde_json::to_string_pretty(&metadata).unwrap_or_default()),
     )?;
     if !dir.join(".gitignore").exists() {
         write(".gitignore", GITIGNORE.to_string())?;

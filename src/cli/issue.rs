@@ -130,33 +130,18 @@ fn current_dir_text(cwd: Option<PathBuf>) -> Result<String, CliError> {
 }
 
 pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
-    let title = args
-        .title
-        .clone()
-        .or(args.title_arg.clone())
-        .unwrap_or_default();
+    let title = args.title.clone().or(args.title_arg.clone()).unwrap_or_default();
     if title.trim().is_empty() {
         return Err(CliError::new("title required").with_hint("fleet create \"Fix the login bug\""));
     }
     let priority = parse_priority(&args.priority)?;
     let issue_type = parse_issue_type(&args.issue_type)?;
     let now = ctx.now();
-    let due_at = args
-        .due
-        .as_deref()
-        .map(|d| parse_user_date("due", d, now))
-        .transpose()?
-        .flatten();
-    let defer_until = args
-        .defer
-        .as_deref()
-        .map(|d| parse_user_date("defer", d, now))
-        .transpose()?
-        .flatten();
+    let due_at = args.due.as_deref().map(|d| parse_user_date("due", d, now)).transpose()?.flatten();
+    let defer_until =
+        args.defer.as_deref().map(|d| parse_user_date("defer", d, now)).transpose()?.flatten();
     if args.estimate.is_some_and(|e| e < 0) {
-        return Err(CliError::new(
-            "estimate must be a non-negative number of minutes",
-        ));
+        return Err(CliError::new("estimate must be a non-negative number of minutes"));
     }
     let fleet = FleetFields {
         cwd: current_dir_text(args.cwd.clone())?,
@@ -165,11 +150,7 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
     };
     let store = ctx.open_store()?;
     let (summary, _) = store.write(&ctx.actor, ctx.clock, |writer| {
-        let parent = args
-            .parent
-            .as_deref()
-            .map(|p| writer.resolve(p))
-            .transpose()?;
+        let parent = args.parent.as_deref().map(|p| writer.resolve(p)).transpose()?;
         let id = match &args.id {
             Some(id) => id.clone(),
             None => writer.new_issue_id(&title, &args.description, parent.as_deref())?,
@@ -196,23 +177,14 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
             {
                 issue.labels.extend(parent_issue.labels);
             }
-            deps.push(new_dep(
-                &id,
-                parent,
-                dep_type::PARENT_CHILD,
-                &ctx.actor,
-                now,
-            ));
+            deps.push(new_dep(&id, parent, dep_type::PARENT_CHILD, &ctx.actor, now));
         }
         for spec in split_csv(&args.deps) {
             let (kind, target) = parse_dep_spec(&spec);
             let target = resolve_target(writer, &target)?;
             deps.push(new_dep(&id, &target, &kind, &ctx.actor, now));
         }
-        writer.apply(OpKind::Create {
-            issue: Box::new(issue),
-            deps,
-        })?;
+        writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
         writer.detail(&id).map(|d| d.summary)
     })?;
     if args.silent && !ctx.out.json {
@@ -265,13 +237,7 @@ pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
         .iter()
         .map(|input| reader.resolve(input).and_then(|id| reader.detail(&id)))
         .collect::<Result<Vec<_>, _>>()?;
-    ctx.out.emit(&details, || {
-        details
-            .iter()
-            .map(render_detail)
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    });
+    ctx.out.emit(&details, || details.iter().map(render_detail).collect::<Vec<_>>().join("\n\n"));
     Ok(())
 }
 
@@ -290,35 +256,14 @@ fn render_detail(detail: &IssueDetail) -> String {
     };
     field("Assignee", &issue.assignee);
     field("Owner", &issue.owner);
-    field(
-        "Created",
-        &format!("{} by {}", issue.created_at, issue.created_by),
-    );
+    field("Created", &format!("{} by {}", issue.created_at, issue.created_by));
     field("Updated", &issue.updated_at.to_string());
-    field(
-        "Started",
-        &issue.started_at.map(|t| t.to_string()).unwrap_or_default(),
-    );
-    field(
-        "Closed",
-        &issue.closed_at.map(|t| t.to_string()).unwrap_or_default(),
-    );
+    field("Started", &issue.started_at.map(|t| t.to_string()).unwrap_or_default());
+    field("Closed", &issue.closed_at.map(|t| t.to_string()).unwrap_or_default());
     field("Close reason", &issue.close_reason);
-    field(
-        "Due",
-        &issue.due_at.map(|t| t.to_string()).unwrap_or_default(),
-    );
-    field(
-        "Deferred until",
-        &issue.defer_until.map(|t| t.to_string()).unwrap_or_default(),
-    );
-    field(
-        "Estimate",
-        &issue
-            .estimated_minutes
-            .map(|m| format!("{m} min"))
-            .unwrap_or_default(),
-    );
+    field("Due", &issue.due_at.map(|t| t.to_string()).unwrap_or_default());
+    field("Deferred until", &issue.defer_until.map(|t| t.to_string()).unwrap_or_default());
+    field("Estimate", &issue.estimated_minutes.map(|m| format!("{m} min")).unwrap_or_default());
     field("External ref", &issue.external_ref);
     field("Labels", &issue.labels.join(", "));
     field("Working directory", &issue.fleet.cwd);
@@ -343,10 +288,7 @@ fn render_detail(detail: &IssueDetail) -> String {
         let mut out = vec![String::new(), format!("{heading} ({}):", items.len())];
         for item in items {
             out.push(if item.missing {
-                format!(
-                    "  {arrow} {} (not in this workspace) ({})",
-                    item.id, item.dependency_type
-                )
+                format!("  {arrow} {} (not in this workspace) ({})", item.id, item.dependency_type)
             } else {
                 format!(
                     "  {arrow} {}: {} {} {} ({})",
@@ -433,9 +375,7 @@ pub struct UpdateArgs {
 fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError> {
     let now = ctx.now();
     if args.estimate.is_some_and(|e| e < 0) {
-        return Err(CliError::new(
-            "estimate must be a non-negative number of minutes",
-        ));
+        return Err(CliError::new("estimate must be a non-negative number of minutes"));
     }
     if let Some(title) = &args.title {
         crate::model::validate_title(title)?;
@@ -449,25 +389,13 @@ fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError>
         append_notes: args.append_notes.clone(),
         status: args.status.as_deref().map(Status::parse_user).transpose()?,
         priority: args.priority.as_deref().map(parse_priority).transpose()?,
-        issue_type: args
-            .issue_type
-            .as_deref()
-            .map(parse_issue_type)
-            .transpose()?,
+        issue_type: args.issue_type.as_deref().map(parse_issue_type).transpose()?,
         assignee: args.assignee.clone(),
         owner: None,
         estimated_minutes: args.estimate.map(Some),
         external_ref: args.external_ref.clone(),
-        due_at: args
-            .due
-            .as_deref()
-            .map(|d| parse_user_date("due", d, now))
-            .transpose()?,
-        defer_until: args
-            .defer
-            .as_deref()
-            .map(|d| parse_user_date("defer", d, now))
-            .transpose()?,
+        due_at: args.due.as_deref().map(|d| parse_user_date("due", d, now)).transpose()?,
+        defer_until: args.defer.as_deref().map(|d| parse_user_date("defer", d, now)).transpose()?,
         pinned: None,
         add_labels: split_csv(&args.add_labels),
         remove_labels: split_csv(&args.remove_labels),
@@ -483,11 +411,7 @@ pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
             .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
     }
     let store = ctx.open_store()?;
-    let cwd = args
-        .cwd
-        .clone()
-        .map(|d| current_dir_text(Some(d)))
-        .transpose()?;
+    let cwd = args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?;
     let (updated, _) = store.write(&ctx.actor, ctx.clock, |writer| {
         let mut updated = Vec::new();
         for input in &args.ids {
@@ -504,25 +428,18 @@ pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
                 });
             }
             if !patch.is_empty() {
-                writer.apply(OpKind::Update {
-                    id: id.clone(),
-                    patch: Box::new(patch.clone()),
-                })?;
+                writer.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch.clone()) })?;
             }
             updated.push(writer.detail(&id)?.summary);
         }
         Ok(updated)
     })?;
-    emit_summaries(ctx, &updated, |s| {
-        format!("✓ Updated issue: {}", id_title(&s.issue))
-    });
+    emit_summaries(ctx, &updated, |s| format!("✓ Updated issue: {}", id_title(&s.issue)));
     Ok(())
 }
 
 fn emit_summaries(ctx: &Context, items: &[IssueSummary], line: impl Fn(&IssueSummary) -> String) {
-    ctx.out.emit(items, || {
-        items.iter().map(&line).collect::<Vec<_>>().join("\n")
-    });
+    ctx.out.emit(items, || items.iter().map(&line).collect::<Vec<_>>().join("\n"));
 }
 
 #[derive(Debug, clap::Args)]
@@ -590,15 +507,9 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
     }
     let store = ctx.open_store()?;
     let (result, _) = store.write(&ctx.actor, ctx.clock, |writer| {
-        let mut result = CloseResult {
-            closed: Vec::new(),
-            refused: Vec::new(),
-        };
+        let mut result = CloseResult { closed: Vec::new(), refused: Vec::new() };
         for (n, input) in args.ids.iter().enumerate() {
-            let refuse = |error: String| Refusal {
-                id: input.clone(),
-                error,
-            };
+            let refuse = |error: String| Refusal { id: input.clone(), error };
             let id = match writer.resolve(input) {
                 Ok(id) => id,
                 Err(error) => {
@@ -606,21 +517,14 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
                     continue;
                 }
             };
-            let issue = writer
-                .issue(&id)?
-                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+            let issue = writer.issue(&id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
             if !args.force
                 && let Some(reason) = close_guard(writer, &issue)?
             {
                 result.refused.push(refuse(reason));
                 continue;
             }
-            let reason = args
-                .reason
-                .get(n)
-                .or(args.reason.first())
-                .cloned()
-                .unwrap_or_default();
+            let reason = args.reason.get(n).or(args.reason.first()).cloned().unwrap_or_default();
             writer.apply(OpKind::Close {
                 id: id.clone(),
                 reason,
@@ -646,11 +550,7 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
             [only] => only.error.clone(),
             _ => "no issues were closed".to_string(),
         });
-        if result
-            .refused
-            .iter()
-            .any(|r| r.error.starts_with("cannot close"))
-        {
+        if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
             error = error.with_hint("pass --force to close it anyway");
         }
         return Err(error);
@@ -692,14 +592,8 @@ pub fn cmd_reopen(ctx: &Context, args: ReopenArgs) -> Result<(), CliError> {
         }
         Ok(reopened)
     })?;
-    let suffix = args
-        .reason
-        .as_deref()
-        .map(|r| format!(": {r}"))
-        .unwrap_or_default();
-    emit_summaries(ctx, &reopened, |s| {
-        format!("↻ Reopened {}{suffix}", s.issue.id)
-    });
+    let suffix = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+    emit_summaries(ctx, &reopened, |s| format!("↻ Reopened {}{suffix}", s.issue.id));
     Ok(())
 }
 
@@ -732,11 +626,7 @@ pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
             issues: Vec::new(),
             affected_dependents: Vec::new(),
         };
-        let ids = args
-            .ids
-            .iter()
-            .map(|i| writer.resolve(i))
-            .collect::<Result<Vec<_>, _>>()?;
+        let ids = args.ids.iter().map(|i| writer.resolve(i)).collect::<Result<Vec<_>, _>>()?;
         for id in &ids {
             let detail = writer.detail(id)?;
             for dependent in &detail.dependents {
@@ -783,11 +673,7 @@ fn render_delete(result: &DeleteResult) -> String {
     if !result.affected_dependents.is_empty() {
         lines.push(format!(
             "{} {} dependent issues: {}",
-            if result.preview {
-                "Would remove edges from"
-            } else {
-                "Removed edges from"
-            },
+            if result.preview { "Would remove edges from" } else { "Removed edges from" },
             result.affected_dependents.len(),
             result.affected_dependents.join(", ")
         ));

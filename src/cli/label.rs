@@ -57,22 +57,12 @@ fn change_labels(ctx: &Context, mut args: Vec<String>, add: bool) -> Result<(), 
         for input in &args {
             let id = writer.resolve(input)?;
             let kind = if add {
-                OpKind::LabelAdd {
-                    id: id.clone(),
-                    label: label.clone(),
-                }
+                OpKind::LabelAdd { id: id.clone(), label: label.clone() }
             } else {
-                OpKind::LabelRemove {
-                    id: id.clone(),
-                    label: label.clone(),
-                }
+                OpKind::LabelRemove { id: id.clone(), label: label.clone() }
             };
             let changed = writer.apply(kind)?;
-            changes.push(LabelChange {
-                id,
-                label: label.clone(),
-                changed,
-            });
+            changes.push(LabelChange { id, label: label.clone(), changed });
         }
         Ok(changes)
     })?;
@@ -121,11 +111,7 @@ fn list_all(ctx: &Context) -> Result<(), CliError> {
         }
         let width = counts.iter().map(|c| c.label.len()).max().unwrap_or(0);
         let mut lines = vec![format!("🏷 All labels ({} unique):", counts.len())];
-        lines.extend(
-            counts
-                .iter()
-                .map(|c| format!("  {:width$}  ({} issues)", c.label, c.count)),
-        );
+        lines.extend(counts.iter().map(|c| format!("  {:width$}  ({} issues)", c.label, c.count)));
         lines.join("\n")
     });
     Ok(())

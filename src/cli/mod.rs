@@ -103,11 +103,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
-            let code = if error.use_stderr() {
-                exit_code::USAGE
-            } else {
-                exit_code::SUCCESS
-            };
+            let code = if error.use_stderr() { exit_code::USAGE } else { exit_code::SUCCESS };
             let _ = error.print();
             return code;
         }

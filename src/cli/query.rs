@@ -76,17 +76,11 @@ fn emit_list(ctx: &Context, filter: &ListFilter, empty: &str) -> Result<(), CliE
         if issues.is_empty() {
             return empty.to_string();
         }
-        issues
-            .iter()
-            .map(|s| list_line(&s.issue))
-            .collect::<Vec<_>>()
-            .join("\n")
+        issues.iter().map(|s| list_line(&s.issue)).collect::<Vec<_>>().join("\n")
     });
     if total > issues.len() {
-        ctx.out.note(&format!(
-            "Showing {} of {total} issues (use --limit 0 for all)",
-            issues.len()
-        ));
+        ctx.out
+            .note(&format!("Showing {} of {total} issues (use --limit 0 for all)", issues.len()));
     }
     Ok(())
 }
@@ -186,10 +180,7 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
 
 fn render_ready(issues: &[IssueSummary]) -> String {
     let mut lines = vec![
-        format!(
-            "📋 Ready work ({} issues with no active blockers):",
-            issues.len()
-        ),
+        format!("📋 Ready work ({} issues with no active blockers):", issues.len()),
         String::new(),
     ];
     for (n, summary) in issues.iter().enumerate() {
@@ -222,28 +213,16 @@ pub struct BlockedArgs {
 pub fn cmd_blocked(ctx: &Context, args: BlockedArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
-    let parent = args
-        .parent
-        .as_deref()
-        .map(|p| reader.resolve(p))
-        .transpose()?;
+    let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
     let blocked = reader.blocked(parent.as_deref())?;
     ctx.out.emit(&blocked, || {
         if blocked.is_empty() {
             return "✨ No blocked issues".to_string();
         }
-        let mut lines = vec![
-            format!("🚫 Blocked issues ({}):", blocked.len()),
-            String::new(),
-        ];
+        let mut lines = vec![format!("🚫 Blocked issues ({}):", blocked.len()), String::new()];
         for entry in &blocked {
             let issue = &entry.summary.issue;
-            lines.push(format!(
-                "{} {}: {}",
-                priority_badge(issue.priority),
-                issue.id,
-                issue.title
-            ));
+            lines.push(format!("{} {}: {}", priority_badge(issue.priority), issue.id, issue.title));
             lines.push(format!(
                 "  Blocked by {} open dependencies: [{}]",
                 entry.blocked_by_count,
@@ -264,13 +243,9 @@ pub struct SearchArgs {
 }
 
 pub fn cmd_search(ctx: &Context, args: SearchArgs) -> Result<(), CliError> {
-    let query = args
-        .query
-        .clone()
-        .filter(|q| !q.trim().is_empty())
-        .ok_or_else(|| {
-            CliError::new("search query is required").with_hint("fleet search \"login\"")
-        })?;
+    let query = args.query.clone().filter(|q| !q.trim().is_empty()).ok_or_else(|| {
+        CliError::new("search query is required").with_hint("fleet search \"login\"")
+    })?;
     let filter = args.filter.to_filter(Some(query.clone()))?;
     emit_list(ctx, &filter, &format!("No issues found matching {query:?}"))
 }
@@ -293,10 +268,7 @@ pub fn cmd_stats(ctx: &Context, _args: StatsArgs) -> Result<(), CliError> {
             format!("  Deferred:      {}", s.deferred_issues),
             format!("  Pinned:        {}", s.pinned_issues),
             format!("  Ready:         {}", s.ready_issues),
-            format!(
-                "  Epics eligible for closure: {}",
-                s.epics_eligible_for_closure
-            ),
+            format!("  Epics eligible for closure: {}", s.epics_eligible_for_closure),
             format!("  Avg lead time: {:.1} hours", s.average_lead_time_hours),
         ]
         .join("\n")

@@ -38,18 +38,13 @@ impl Writer<'_> {
             OpKind::Update { id, patch } => self.update(id, patch, at)?,
             OpKind::Claim { id } => self.claim(id, at)?,
             OpKind::Release { id } => self.release(id, at)?,
-            OpKind::Close {
-                id,
-                reason,
-                session,
-            } => self.close(id, reason, session, at)?,
+            OpKind::Close { id, reason, session } => self.close(id, reason, session, at)?,
             OpKind::Reopen { id, .. } => self.reopen(id, at)?,
             OpKind::Delete { id } => self.delete(id)?,
             OpKind::DepAdd { dep } => self.dep_add(dep)?,
-            OpKind::DepRemove {
-                issue_id,
-                depends_on_id,
-            } => self.dep_remove(issue_id, depends_on_id)?,
+            OpKind::DepRemove { issue_id, depends_on_id } => {
+                self.dep_remove(issue_id, depends_on_id)?
+            }
             OpKind::Comment { comment } => self.comment(comment)?,
             OpKind::LabelAdd { id, label } => self.relabel(id, at, |i| i.add_label(label))?,
             OpKind::LabelRemove { id, label } => self.relabel(id, at, |i| i.remove_label(label))?,
@@ -102,10 +97,8 @@ impl Writer<'_> {
         };
         let existing = self.tables.meta_u64(meta::TOP_LEVEL_COUNT)?;
         let issues = &self.tables;
-        id::generate(&seed, existing, |candidate| {
-            issues.contains(candidate).unwrap_or(true)
-        })
-        .ok_or(StoreError::IdSpaceExhausted)
+        id::generate(&seed, existing, |candidate| issues.contains(candidate).unwrap_or(true))
+            .ok_or(StoreError::IdSpaceExhausted)
     }
 
     fn next_child_id(&self, parent: &str) -> Result<String, StoreError> {
@@ -130,13 +123,8 @@ impl Writer<'_> {
             return Err(StoreError::AlreadyExists(issue.id.clone()));
         }
         validate_fields(issue)?;
-        let deps: Vec<Dependency> = deps
-            .iter()
-            .map(|d| Dependency {
-                issue_id: issue.id.clone(),
-                ..d.clone()
-            })
-            .collect();
+        let deps: Vec<Dependency> =
+            deps.iter().map(|d| Dependency { issue_id: issue.id.clone(), ..d.clone() }).collect();
         for dep in &deps {
             self.check_edge(dep, Some(issue))?;
         }
@@ -169,9 +157,7 @@ impl Writer<'_> {
     }
 
     fn existing(&self, id: &str) -> Result<Issue, StoreError> {
-        self.tables
-            .issue(id)?
-            .ok_or_else(|| StoreError::NotFound(id.to_string()))
+        self.tables.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))
     }
 
     fn update(&mut self, id: &str, patch: &IssuePatch, at: Timestamp) -> Result<Seeds, StoreError> {
@@ -251,11 +237,8 @@ impl Writer<'_> {
         let mut issue = old.clone();
         issue.status = Status::Closed;
         issue.closed_at = Some(at);
-        issue.close_reason = if reason.is_empty() {
-            "Closed".to_string()
-        } else {
-            reason.to_string()
-        };
+        issue.close_reason =
+            if reason.is_empty() { "Closed".to_string() } else { reason.to_string() };
         session.clone_into(&mut issue.closed_by_session);
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
@@ -331,10 +314,7 @@ impl Writer<'_> {
     fn edge_seeds(&self, dep: &Dependency) -> Result<BTreeSet<String>, StoreError> {
         let mut seeds = BTreeSet::from([dep.issue_id.clone()]);
         if dep.kind == dep_type::PARENT_CHILD {
-            seeds.extend(
-                self.tables
-                    .dependents_by(&dep.depends_on_id, dep_type::WAITS_FOR)?,
-            );
+            seeds.extend(self.tables.dependents_by(&dep.depends_on_id, dep_type::WAITS_FOR)?);
         }
         Ok(seeds)
     }
@@ -346,9 +326,7 @@ impl Writer<'_> {
         let seq = self.tables.meta_u64(meta::COMMENT_SEQ)? + 1;
         self.put_meta_u64(meta::COMMENT_SEQ, seq)?;
         let row = serde_json::to_vec(comment).expect("a comment serialises");
-        self.tables
-            .comments
-            .insert((comment.issue_id.as_str(), seq), row.as_slice())?;
+        self.tables.comments.insert((comment.issue_id.as_str(), seq), row.as_slice())?;
         Ok(Some(BTreeSet::new()))
     }
 
@@ -381,15 +359,10 @@ impl Writer<'_> {
         }
         if let Some(existing) = self.tables.dep(from, to)? {
             if existing.kind == dep.kind {
-                return Ok(EdgePlan::Replace {
-                    unchanged: existing.metadata == dep.metadata,
-                });
+                return Ok(EdgePlan::Replace { unchanged: existing.metadata == dep.metadata });
             }
             if existing.kind == dep_type::PARENT_CHILD && dep_type::blocks_directly(&dep.kind) {
-                return Err(StoreError::ChildOfParent {
-                    child: from.into(),
-                    parent: to.into(),
-                });
+                return Err(StoreError::ChildOfParent { child: from.into(), parent: to.into() });
             }
             return Err(StoreError::EdgeExists {
                 from: from.into(),
@@ -436,10 +409,9 @@ impl Writer<'_> {
         let row = serde_json::to_vec(dep).expect("a dependency serialises");
         let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         self.tables.deps.insert(key, row.as_slice())?;
-        self.tables.rdeps.insert(
-            (dep.depends_on_id.as_str(), dep.issue_id.as_str()),
-            dep.kind.as_str(),
-        )?;
+        self.tables
+            .rdeps
+            .insert((dep.depends_on_id.as_str(), dep.issue_id.as_str()), dep.kind.as_str())?;
         Ok(())
     }
 
@@ -453,19 +425,13 @@ impl Writer<'_> {
     fn put_issue(&mut self, old: Option<&Issue>, issue: &Issue) -> Result<(), StoreError> {
         let old_labels = old.map(|o| o.labels.as_slice()).unwrap_or_default();
         for label in old_labels.iter().filter(|l| !issue.labels.contains(l)) {
-            self.tables
-                .labels
-                .remove((label.as_str(), issue.id.as_str()))?;
+            self.tables.labels.remove((label.as_str(), issue.id.as_str()))?;
         }
         for label in issue.labels.iter().filter(|l| !old_labels.contains(l)) {
-            self.tables
-                .labels
-                .insert((label.as_str(), issue.id.as_str()), ())?;
+            self.tables.labels.insert((label.as_str(), issue.id.as_str()), ())?;
         }
         let row = serde_json::to_vec(issue).expect("an issue serialises");
-        self.tables
-            .issues
-            .insert(issue.id.as_str(), row.as_slice())?;
+        self.tables.issues.insert(issue.id.as_str(), row.as_slice())?;
         Ok(())
     }
 }

@@ -61,10 +61,7 @@ pub enum StoreError {
     #[error("no issue found matching {0:?}")]
     NotFound(String),
     #[error("{input:?} matches several issues: {}", candidates.join(", "))]
-    Ambiguous {
-        input: String,
-        candidates: Vec<String>,
-    },
+    Ambiguous { input: String, candidates: Vec<String> },
     #[error("issue {0} already exists")]
     AlreadyExists(String),
     #[error("issue already claimed by {by}")]
@@ -76,20 +73,11 @@ pub enum StoreError {
     #[error("cannot add self-dependency: {0} cannot depend on itself")]
     SelfDependency(String),
     #[error("adding dependency would create a cycle: {from} -> {to} ({kind})")]
-    Cycle {
-        from: String,
-        to: String,
-        kind: String,
-    },
+    Cycle { from: String, to: String, kind: String },
     #[error(
         "{from} already depends on {to} as {existing}; remove that dependency before adding it as {wanted}"
     )]
-    EdgeExists {
-        from: String,
-        to: String,
-        existing: String,
-        wanted: String,
-    },
+    EdgeExists { from: String, to: String, existing: String, wanted: String },
     #[error(
         "{child} is already a child of {parent}; making it depend on its parent would create a deadlock"
     )]
@@ -117,10 +105,7 @@ pub enum StoreError {
     #[error("store is damaged: {0}")]
     Corrupt(String),
     #[error("{context}: {source}")]
-    Io {
-        context: String,
-        source: std::io::Error,
-    },
+    Io { context: String, source: std::io::Error },
     #[error("database error: {0}")]
     Database(#[from] redb::Error),
 }
@@ -217,12 +202,7 @@ impl Store {
             txn.open_table(JOURNAL)?;
         }
         txn.commit()?;
-        Ok(Store {
-            db,
-            dir: dir.to_path_buf(),
-            replica,
-            prefix: prefix.to_string(),
-        })
+        Ok(Store { db, dir: dir.to_path_buf(), replica, prefix: prefix.to_string() })
     }
 
     /// Opens the store in `dir` (a `.beads/` directory).
@@ -246,12 +226,7 @@ impl Store {
             };
             (read(meta::REPLICA)?, read(meta::PREFIX)?)
         };
-        Ok(Store {
-            db,
-            dir: dir.to_path_buf(),
-            replica,
-            prefix,
-        })
+        Ok(Store { db, dir: dir.to_path_buf(), replica, prefix })
     }
 
     /// The `.beads/` directory this store lives in.
@@ -273,10 +248,7 @@ impl Store {
     pub fn read(&self) -> Result<Reader, StoreError> {
         let txn = self.db.begin_read()?;
         let tables = open_read_tables(&txn)?;
-        Ok(Reader {
-            tables,
-            prefix: self.prefix.clone(),
-        })
+        Ok(Reader { tables, prefix: self.prefix.clone() })
     }
 
     /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.
@@ -444,9 +416,7 @@ impl<'t> Writer<'t> {
     }
 
     fn put_meta_u64(&mut self, key: &str, value: u64) -> Result<(), StoreError> {
-        self.tables
-            .meta
-            .insert(key, value.to_be_bytes().as_slice())?;
+        self.tables.meta.insert(key, value.to_be_bytes().as_slice())?;
         Ok(())
     }
 

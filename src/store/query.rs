@@ -159,19 +159,14 @@ pub(crate) fn resolve_id(view: &dyn View, prefix: &str, input: &str) -> Result<S
     match candidates.len() {
         0 => Err(StoreError::NotFound(input.to_string())),
         1 => Ok(candidates.remove(0)),
-        _ => Err(StoreError::Ambiguous {
-            input: input.to_string(),
-            candidates,
-        }),
+        _ => Err(StoreError::Ambiguous { input: input.to_string(), candidates }),
     }
 }
 
 pub(crate) fn summarize(view: &dyn View, issue: Issue) -> Result<IssueSummary, StoreError> {
     let deps = view.deps_of(&issue.id)?;
-    let parent = deps
-        .iter()
-        .find(|d| d.kind == dep_type::PARENT_CHILD)
-        .map(|d| d.depends_on_id.clone());
+    let parent =
+        deps.iter().find(|d| d.kind == dep_type::PARENT_CHILD).map(|d| d.depends_on_id.clone());
     Ok(IssueSummary {
         dependency_count: deps.len(),
         dependent_count: view.dependents_of(&issue.id)?.len(),
@@ -203,9 +198,7 @@ fn linked(view: &dyn View, id: String, kind: String) -> Result<LinkedIssue, Stor
 }
 
 pub(crate) fn detail(view: &dyn View, id: &str) -> Result<IssueDetail, StoreError> {
-    let issue = view
-        .issue(id)?
-        .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    let issue = view.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
     let dependencies = view
         .deps_of(id)?
         .into_iter()
@@ -240,10 +233,7 @@ fn descendants(view: &dyn View, parent: &str) -> Result<BTreeSet<String>, StoreE
 }
 
 fn under_parent(id: &str, parent: &str, family: &BTreeSet<String>) -> bool {
-    family.contains(id)
-        || id
-            .strip_prefix(parent)
-            .is_some_and(|rest| rest.starts_with('.'))
+    family.contains(id) || id.strip_prefix(parent).is_some_and(|rest| rest.starts_with('.'))
 }
 
 fn has_labels(issue: &Issue, all: &[String], any: &[String]) -> bool {
@@ -263,11 +253,7 @@ pub(crate) fn ready(
         Some(parent) => Some(descendants(view, parent)?),
         None => None,
     };
-    let wanted = if filter.limit == 0 {
-        usize::MAX
-    } else {
-        filter.limit.saturating_add(1)
-    };
+    let wanted = if filter.limit == 0 { usize::MAX } else { filter.limit.saturating_add(1) };
     let in_index_order = filter.sort == SortOrder::Priority;
     let mut found: Vec<Issue> = Vec::new();
     view.scan_ready(&mut |id, entry| {
@@ -298,18 +284,12 @@ pub(crate) fn ready(
     if filter.limit != 0 {
         found.truncate(filter.limit);
     }
-    let issues = found
-        .into_iter()
-        .map(|i| summarize(view, i))
-        .collect::<Result<_, _>>()?;
+    let issues = found.into_iter().map(|i| summarize(view, i)).collect::<Result<_, _>>()?;
     Ok(ReadyPage { issues, truncated })
 }
 
 fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
-    filter
-        .assignee
-        .as_ref()
-        .is_none_or(|a| &issue.assignee == a)
+    filter.assignee.as_ref().is_none_or(|a| &issue.assignee == a)
         && filter.priority.is_none_or(|p| issue.priority == p)
         && (filter.types.is_empty() || filter.types.contains(&issue.issue_type))
         && !filter.exclude_types.contains(&issue.issue_type)
@@ -438,10 +418,7 @@ fn list_matches(filter: &ListFilter, issue: &Issue) -> bool {
         && text_ok
         && filter.priority.is_none_or(|p| issue.priority == p)
         && (filter.types.is_empty() || filter.types.contains(&issue.issue_type))
-        && filter
-            .assignee
-            .as_ref()
-            .is_none_or(|a| &issue.assignee == a)
+        && filter.assignee.as_ref().is_none_or(|a| &issue.assignee == a)
         && has_labels(issue, &filter.labels, &[])
 }
 
@@ -477,10 +454,7 @@ pub(crate) fn list(
     if filter.limit != 0 {
         found.truncate(filter.limit);
     }
-    let issues = found
-        .into_iter()
-        .map(|i| summarize(view, i))
-        .collect::<Result<_, _>>()?;
+    let issues = found.into_iter().map(|i| summarize(view, i)).collect::<Result<_, _>>()?;
     Ok((issues, total))
 }
 
@@ -530,9 +504,7 @@ pub(crate) fn stats(view: &dyn View, now: Timestamp) -> Result<Stats, StoreError
         let children = view.dependents_by(&epic, dep_type::PARENT_CHILD)?;
         let mut all_closed = !children.is_empty();
         for child in children {
-            all_closed &= view
-                .issue(&child)?
-                .is_some_and(|c| c.status == Status::Closed);
+            all_closed &= view.issue(&child)?.is_some_and(|c| c.status == Status::Closed);
         }
         stats.epics_eligible_for_closure += u64::from(all_closed);
     }
@@ -644,11 +616,7 @@ impl Writer<'_> {
     pub fn open_children(&self, id: &str) -> Result<Vec<String>, StoreError> {
         let mut open = Vec::new();
         for child in self.view().dependents_by(id, dep_type::PARENT_CHILD)? {
-            if self
-                .view()
-                .issue(&child)?
-                .is_some_and(|c| c.status != Status::Closed)
-            {
+            if self.view().issue(&child)?.is_some_and(|c| c.status != Status::Closed) {
                 open.push(child);
             }
         }
@@ -660,10 +628,7 @@ impl Writer<'_> {
         let mut open = Vec::new();
         for dep in self.view().deps_of(id)? {
             if dep_type::blocks_directly(&dep.kind)
-                && self
-                    .view()
-                    .issue(&dep.depends_on_id)?
-                    .is_some_and(|t| !t.status.is_settled())
+                && self.view().issue(&dep.depends_on_id)?.is_some_and(|t| !t.status.is_settled())
             {
                 open.push(dep.depends_on_id);
             }

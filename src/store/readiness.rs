@@ -27,9 +27,9 @@ pub(crate) fn compute_blocked(view: &dyn View, issue: &Issue) -> Result<bool, St
     }
     for dep in view.deps_of(&issue.id)? {
         let blocked = match dep.kind.as_str() {
-            kind if dep_type::blocks_directly(kind) => view
-                .issue(&dep.depends_on_id)?
-                .is_some_and(|target| !target.status.is_settled()),
+            kind if dep_type::blocks_directly(kind) => {
+                view.issue(&dep.depends_on_id)?.is_some_and(|target| !target.status.is_settled())
+            }
             dep_type::PARENT_CHILD => view.is_blocked(&dep.depends_on_id)?,
             dep_type::WAITS_FOR => {
                 waits_on_children(view, &dep.depends_on_id, dep.gate_is_any_children())?
@@ -95,11 +95,7 @@ impl Writer<'_> {
     }
 
     fn remove_ready_entry(&mut self, id: &str) -> Result<(), StoreError> {
-        let old = self
-            .tables
-            .ready_keys
-            .remove(id)?
-            .map(|k| k.value().to_vec());
+        let old = self.tables.ready_keys.remove(id)?.map(|k| k.value().to_vec());
         if let Some(old) = old {
             self.tables.ready.remove(old.as_slice())?;
         }
@@ -118,12 +114,8 @@ impl Writer<'_> {
             assigned: !issue.assignee.is_empty(),
         };
         let key = ready_key(issue);
-        self.tables
-            .ready
-            .insert(key.as_slice(), entry.encode().as_slice())?;
-        self.tables
-            .ready_keys
-            .insert(issue.id.as_str(), key.as_slice())?;
+        self.tables.ready.insert(key.as_slice(), entry.encode().as_slice())?;
+        self.tables.ready_keys.insert(issue.id.as_str(), key.as_slice())?;
         Ok(())
     }
 

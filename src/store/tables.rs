@@ -253,10 +253,7 @@ where
     ) -> Result<(), StoreError> {
         for entry in self.ready.iter()? {
             let (key, value) = entry?;
-            if !visit(
-                id_of_ready_key(key.value()),
-                ReadyEntry::decode(value.value()),
-            )? {
+            if !visit(id_of_ready_key(key.value()), ReadyEntry::decode(value.value()))? {
                 break;
             }
         }
@@ -341,12 +338,8 @@ mod tests {
 
     #[test]
     fn ready_entries_round_trip() {
-        let entry = ReadyEntry {
-            hidden_until: -5,
-            excluded_type: true,
-            ephemeral: false,
-            assigned: true,
-        };
+        let entry =
+            ReadyEntry { hidden_until: -5, excluded_type: true, ephemeral: false, assigned: true };
         assert_eq!(ReadyEntry::decode(&entry.encode()), entry);
     }
 }

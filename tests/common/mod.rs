@@ -1,0 +1,139 @@
+//! Shared test harness: a throwaway workspace and a way to run the real `fleet` binary in it
+//! with a cleared, pinned environment.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Path of the binary under test.
+pub fn fleet_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fleet"))
+}
+
+/// A temporary FLEET_HOME with an initialised workspace.
+pub struct Workspace {
+    pub home: tempfile::TempDir,
+}
+
+/// The result of one run of the binary.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Parses stdout as JSON; panics with the output if it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        })
+    }
+
+    /// Asserts success and returns self.
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "expected success\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    /// Asserts failure with `code` and returns self.
+    #[track_caller]
+    pub fn fails(self, code: i32) -> Run {
+        assert_eq!(self.code, code, "expected exit {code}\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Workspace {
+    /// A new workspace with prefix `t`.
+    pub fn new() -> Workspace {
+        Workspace::with_prefix("t")
+    }
+
+    pub fn with_prefix(prefix: &str) -> Workspace {
+        let ws = Workspace::empty();
+        ws.run(&["init", "--prefix", prefix]).ok();
+        ws
+    }
+
+    /// A FLEET_HOME with no workspace in it yet.
+    pub fn empty() -> Workspace {
+        Workspace { home: tempfile::tempdir().expect("temp dir") }
+    }
+
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// The `.beads` directory.
+    pub fn beads_dir(&self) -> PathBuf {
+        self.home().join(".beads")
+    }
+
+    /// A command for the binary with a cleared environment pointing at this workspace.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(fleet_bin());
+        cmd.env_clear()
+            .env("FLEET_HOME", self.home())
+            .env("FLEET_ACTOR", "tester")
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .current_dir(self.home())
+            .args(args);
+        cmd
+    }
+
+    /// Runs the binary and captures its output.
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.command(args).output().expect("run fleet").into()
+    }
+
+    /// Runs with `--json`, asserts success, and parses stdout.
+    #[track_caller]
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        self.run(&all).ok().json()
+    }
+
+    /// Creates an issue and returns its id.
+    #[track_caller]
+    pub fn create(&self, title: &str, extra: &[&str]) -> String {
+        let mut args = vec!["create", title, "--silent"];
+        args.extend_from_slice(extra);
+        self.run(&args).ok().stdout.trim().to_string()
+    }
+
+    /// Ids of `fleet ready --limit 0`, in order.
+    pub fn ready_ids(&self) -> Vec<String> {
+        ids_of(&self.json(&["ready", "--limit", "0"]))
+    }
+
+    /// Ids of `fleet blocked`, in order.
+    pub fn blocked_ids(&self) -> Vec<String> {
+        ids_of(&self.json(&["blocked"]))
+    }
+}
+
+/// The `id` fields of a JSON array of issues.
+pub fn ids_of(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|v| v["id"].as_str().expect("an id").to_string())
+        .collect()
+}
