@@ -70,6 +70,11 @@ pub enum OpKind {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         deps: Vec<Dependency>,
     },
+    /// Writes an issue record as given, creating it or replacing the stored one (the upsert
+    /// of an import). Edges and comments travel as their own ops.
+    Put {
+        issue: Box<Issue>,
+    },
     /// Field edits to an existing issue.
     Update {
         id: String,
@@ -122,7 +127,7 @@ impl OpKind {
     /// The issue the op is about.
     pub fn subject(&self) -> &str {
         match self {
-            OpKind::Create { issue, .. } => &issue.id,
+            OpKind::Create { issue, .. } | OpKind::Put { issue } => &issue.id,
             OpKind::Update { id, .. }
             | OpKind::Claim { id }
             | OpKind::Release { id }
@@ -141,6 +146,7 @@ impl OpKind {
     pub fn name(&self) -> &'static str {
         match self {
             OpKind::Create { .. } => "create",
+            OpKind::Put { .. } => "put",
             OpKind::Update { .. } => "update",
             OpKind::Claim { .. } => "claim",
             OpKind::Release { .. } => "release",

@@ -35,6 +35,7 @@ impl Writer<'_> {
         let at = self.clock.now();
         let seeds = match &kind {
             OpKind::Create { issue, deps } => self.create(issue, deps)?,
+            OpKind::Put { issue } => self.put(issue)?,
             OpKind::Update { id, patch } => self.update(id, patch, at)?,
             OpKind::Claim { id } => self.claim(id, at)?,
             OpKind::Release { id } => self.release(id, at)?,
@@ -52,7 +53,10 @@ impl Writer<'_> {
         let Some(seeds) = seeds else {
             return Ok(false);
         };
-        self.refresh(seeds)?;
+        match &mut self.deferred_seeds {
+            Some(pending) => pending.extend(seeds),
+            None => self.refresh(seeds)?,
+        }
         self.journal(kind, at)?;
         Ok(true)
     }
@@ -154,6 +158,24 @@ impl Writer<'_> {
                 self.put_meta_u64(meta::TOP_LEVEL_COUNT, count)
             }
         }
+    }
+
+    fn put(&mut self, issue: &Issue) -> Result<Seeds, StoreError> {
+        validate_fields(issue)?;
+        let old = self.tables.issue(&issue.id)?;
+        let mut issue = issue.clone();
+        issue.labels.sort();
+        issue.labels.dedup();
+        self.put_issue(old.as_ref(), &issue)?;
+        let mut seeds = self.status_seeds(&issue.id)?;
+        match old {
+            None => self.count_new_id(&issue.id)?,
+            Some(old) if old.defer_until != issue.defer_until => {
+                seeds.extend(self.tables.dependents_by(&issue.id, dep_type::PARENT_CHILD)?);
+            }
+            Some(_) => {}
+        }
+        Ok(Some(seeds))
     }
 
     fn existing(&self, id: &str) -> Result<Issue, StoreError> {
@@ -389,6 +411,7 @@ impl Writer<'_> {
             }
         }
         if dep_type::is_cycle_checked(&dep.kind)
+            && !self.bulk_acyclic
             && resolver::reaches(&self.tables, to, from, &dep.kind)?
         {
             return Err(StoreError::Cycle {

@@ -53,6 +53,9 @@ pub(crate) mod meta {
     pub const COMMENT_SEQ: &str = "comment_seq";
     pub const TOP_LEVEL_COUNT: &str = "top_level_count";
     pub const CHILD_COUNTER: &str = "child_counter/";
+    /// Prefix of user configuration keys (`config set`); these are settings of this store,
+    /// not queue state, so they are not ops and do not travel through sync.
+    pub const CONFIG: &str = "config/";
 }
 
 /// Errors of the store, each naming the issue, edge or file it is about.
@@ -348,6 +351,24 @@ impl Reader {
     pub(crate) fn view(&self) -> &dyn View {
         &self.tables
     }
+
+    /// A configuration value set with [`Writer::set_config`].
+    pub fn config(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let value = self.tables.meta_bytes(&format!("{}{key}", meta::CONFIG))?;
+        Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// Every configuration value, sorted by key.
+    pub fn config_all(&self) -> Result<Vec<(String, String)>, StoreError> {
+        use redb::ReadableTable;
+        let mut out = Vec::new();
+        for entry in self.tables.meta.range(meta::CONFIG..)? {
+            let (key, value) = entry?;
+            let Some(name) = key.value().strip_prefix(meta::CONFIG) else { break };
+            out.push((name.to_string(), String::from_utf8_lossy(value.value()).into_owned()));
+        }
+        Ok(out)
+    }
 }
 
 /// A write transaction in progress: reads see its own changes; [`Writer::apply`] changes state.
@@ -361,6 +382,10 @@ pub struct Writer<'t> {
     hlc: Hlc,
     journal_seq: u64,
     applied: Vec<Op>,
+    /// In bulk mode, the readiness seeds gathered so far; refreshed once at the end.
+    deferred_seeds: Option<std::collections::BTreeSet<String>>,
+    /// In bulk mode, the caller has already refused edges that would close a cycle.
+    bulk_acyclic: bool,
 }
 
 impl<'t> Writer<'t> {
@@ -387,6 +412,8 @@ impl<'t> Writer<'t> {
             hlc,
             journal_seq,
             applied: Vec::new(),
+            deferred_seeds: None,
+            bulk_acyclic: false,
         })
     }
 
@@ -415,12 +442,34 @@ impl<'t> Writer<'t> {
         self.clock.now()
     }
 
+    /// Sets (or with `None` removes) a configuration value of this store.
+    pub fn set_config(&mut self, key: &str, value: Option<&str>) -> Result<(), StoreError> {
+        let key = format!("{}{key}", meta::CONFIG);
+        match value {
+            Some(value) => self.tables.meta.insert(key.as_str(), value.as_bytes())?,
+            None => self.tables.meta.remove(key.as_str())?,
+        };
+        Ok(())
+    }
+
     fn put_meta_u64(&mut self, key: &str, value: u64) -> Result<(), StoreError> {
         self.tables.meta.insert(key, value.to_be_bytes().as_slice())?;
         Ok(())
     }
 
+    /// Bulk mode for large batches (imports): readiness is refreshed once, when the
+    /// transaction finishes, instead of after every op; and, because the caller promises to
+    /// have refused cycle-closing edges itself (over the whole batch, with petgraph), edges are
+    /// not walked one by one.
+    pub fn begin_bulk(&mut self) {
+        self.deferred_seeds.get_or_insert_with(Default::default);
+        self.bulk_acyclic = true;
+    }
+
     fn finish(mut self) -> Result<Vec<Op>, StoreError> {
+        if let Some(seeds) = self.deferred_seeds.take() {
+            self.refresh(seeds)?;
+        }
         if !self.applied.is_empty() {
             let changes = self.tables.meta_u64(meta::CHANGES)? + 1;
             self.put_meta_u64(meta::CHANGES, changes)?;

@@ -607,6 +607,14 @@ impl Writer<'_> {
         detail(self.view(), id)
     }
 
+    pub fn comments(&self, id: &str) -> Result<Vec<Comment>, StoreError> {
+        self.view().comments_of(id)
+    }
+
+    pub fn dependencies(&self, id: &str) -> Result<Vec<crate::model::Dependency>, StoreError> {
+        self.view().deps_of(id)
+    }
+
     /// The first ready issue the current actor may claim.
     pub fn first_claimable(&self, filter: &ReadyFilter) -> Result<Option<String>, StoreError> {
         first_claimable(self.view(), &self.actor, filter, self.now())
