@@ -360,7 +360,6 @@ impl Reader {
 
     /// Every configuration value, sorted by key.
     pub fn config_all(&self) -> Result<Vec<(String, String)>, StoreError> {
-        use redb::ReadableTable;
         let mut out = Vec::new();
         for entry in self.tables.meta.range(meta::CONFIG..)? {
             let (key, value) = entry?;
