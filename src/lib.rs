@@ -20,6 +20,7 @@
 //! - [`claim`]: claiming, one at a time or grouped into shared transactions;
 //! - [`id`]: beads-style hash ids and child ids;
 //! - [`time`]: the clock and the date forms users type;
+//! - [`fsutil`]: atomic writes of user-visible files;
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
 //!   environment.
@@ -27,6 +28,7 @@
 pub mod bench;
 pub mod claim;
 pub mod cli;
+pub mod fsutil;
 pub mod id;
 pub mod model;
 pub mod op;
