@@ -20,6 +20,10 @@
 //! - [`claim`]: claiming, one at a time or grouped into shared transactions;
 //! - [`id`]: beads-style hash ids and child ids;
 //! - [`time`]: the clock and the date forms users type;
+//! - [`coders`]: the coding-agent CLIs — argv, environment, context limits, and parsers that
+//!   turn their stdout into normalized events; built-ins plus coders defined in config;
+//! - [`config`]: `runtime.toml` — loading with strict checks, hot-reload support, and the
+//!   comment-preserving edits behind `fleet config`;
 //! - [`fsutil`]: atomic writes of user-visible files;
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
@@ -28,6 +32,8 @@
 pub mod bench;
 pub mod claim;
 pub mod cli;
+pub mod coders;
+pub mod config;
 pub mod fsutil;
 pub mod id;
 pub mod model;

@@ -7,6 +7,7 @@
 
 mod claim;
 mod comment;
+mod config;
 mod context;
 mod dep;
 mod error;
@@ -96,6 +97,9 @@ pub enum Command {
     /// Measure claim throughput and ready latency against a SQLite baseline.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Show or change the runtime configuration ($FLEET_HOME/runtime.toml).
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
 }
 
 /// Parses `args` and runs the command. Returns the process exit code.
@@ -137,5 +141,6 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Claim(args) => claim::cmd_claim(&ctx, args),
         Command::Release(args) => claim::cmd_release(&ctx, args),
         Command::Bench(command) => bench::cmd_bench(&ctx, command),
+        Command::Config(command) => config::cmd_config(&ctx, command),
     }
 }

@@ -1,0 +1,458 @@
+//! The `claude` coder: Claude Code in print mode with stream-json output.
+//!
+//! Command line: `claude -p --verbose --output-format stream-json [--model M]
+//! <permission args> <prompt>`. `--verbose` is required with stream-json in print mode (its
+//! absence made every attempt of the Python fleet fail). Unattended tool use needs a
+//! permission mode: the default is `--dangerously-skip-permissions` with `IS_SANDBOX=1`,
+//! because the CLI refuses that flag as root unless `IS_SANDBOX` is `1` (see
+//! `tests/fixtures/claude-stream/README.md`). Both are configurable
+//! (`[coders.claude] permission_args`, `env`).
+//!
+//! Stream-json, as the real CLI prints it:
+//! - `system:init` (always first) → [`EventKind::SessionStarted`] with the session id and the
+//!   model the CLI runs (`claude-opus-4-8[1m]` has a 1M window);
+//! - `assistant` lines, **one per content block**, each repeating its message's usage → one
+//!   event per block (text, thinking, `tool_use`), with the usage attached to the first line of
+//!   each message id only. Usage of a subagent's messages (`parent_tool_use_id` set) and of
+//!   the CLI's synthetic error message is left out: neither is the main context's size;
+//! - `user` lines carrying `tool_result` blocks → [`EventKind::ToolResult`], named after the
+//!   call they answer;
+//! - `system:api_retry` → [`EventKind::ApiRetry`] with the HTTP status (a 429 also carries
+//!   rate-limit info);
+//! - `result` (always last) → [`EventKind::SessionEnded`], preceded on failure by
+//!   [`EventKind::RateLimit`] (HTTP 429), [`EventKind::ContextOverflow`]
+//!   (`terminal_reason: prompt_too_long`) or [`EventKind::Error`] (anything else). Its usage
+//!   is a sum over turns, so it is not reported as the context size;
+//! - `rate_limit_event` (subscription logins) → one [`EventKind::RateLimit`] per window it
+//!   describes: the one named by `rateLimitType` and any in `unifiedWindows` (`five_hour`,
+//!   `seven_day`);
+//! - `stream_event` and `system:status` (only with `--include-partial-messages`) → nothing.
+
+use std::collections::{HashMap, HashSet};
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use super::event::json;
+use super::{
+    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, RateLimitStatus,
+    SpawnSpec, TaskSpec, Usage, merge_env, tool_input_summary,
+};
+
+/// The model used when the config names none.
+pub const DEFAULT_MODEL: &str = "sonnet";
+/// The flags that let claude run tools unattended.
+pub const DEFAULT_PERMISSION_ARGS: [&str; 1] = ["--dangerously-skip-permissions"];
+/// The environment claude gets besides the task variables: lets the permission bypass work
+/// when the supervisor runs as root.
+pub const DEFAULT_ENV: [(&str, &str); 1] = [("IS_SANDBOX", "1")];
+
+/// The context window of a Claude model: 1M for the `[1m]` variants, 200k otherwise.
+pub fn known_context_limit(model: &str) -> u64 {
+    if model.to_ascii_lowercase().contains("[1m]") { 1_000_000 } else { 200_000 }
+}
+
+/// Claude Code (`claude`).
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeCoder {
+    settings: BuiltinSettings,
+}
+
+impl ClaudeCoder {
+    pub fn new(settings: BuiltinSettings) -> ClaudeCoder {
+        ClaudeCoder { settings }
+    }
+}
+
+impl Coder for ClaudeCoder {
+    fn name(&self) -> &str {
+        "claude"
+    }
+
+    fn default_model(&self) -> &str {
+        self.settings.default_model.as_deref().unwrap_or(DEFAULT_MODEL)
+    }
+
+    fn context_limit(&self, model: &str) -> Option<u64> {
+        self.settings.limits.resolve(model, Some(known_context_limit(model)))
+    }
+
+    fn spawn_spec(&self, task: &TaskSpec) -> SpawnSpec {
+        let mut args: Vec<String> =
+            ["-p", "--verbose", "--output-format", "stream-json"].map(String::from).into();
+        if !task.model.is_empty() {
+            args.extend(["--model".to_owned(), task.model.to_owned()]);
+        }
+        match &self.settings.permission_args {
+            Some(custom) => args.extend(custom.iter().cloned()),
+            None => args.extend(DEFAULT_PERMISSION_ARGS.map(String::from)),
+        }
+        args.push(task.prompt.to_owned());
+        SpawnSpec {
+            program: self.settings.program.clone().unwrap_or_else(|| "claude".to_owned()),
+            args,
+            env: merge_env(&DEFAULT_ENV, &self.settings.env, task),
+            cwd: task.cwd.to_path_buf(),
+        }
+    }
+
+    fn parser(&self) -> Box<dyn EventParser> {
+        Box::new(ClaudeParser::default())
+    }
+}
+
+/// Parses claude's `--output-format stream-json --verbose` stdout.
+#[derive(Debug, Default)]
+pub struct ClaudeParser {
+    /// Message ids whose usage was already reported (each assistant line repeats it).
+    counted_messages: HashSet<String>,
+    /// Tool-call id → tool name, so a result can say which tool it answers.
+    tool_names: HashMap<String, String>,
+}
+
+impl EventParser for ClaudeParser {
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        let Some(value) = json::object(line) else {
+            return plain_line(line);
+        };
+        match json::str_at(&value, "type").unwrap_or("") {
+            "system" => system_line(value),
+            "assistant" => self.assistant_line(value),
+            "user" => self.user_line(value),
+            "result" => result_line(value),
+            "rate_limit_event" => rate_limit_event(value),
+            // Older or synthetic streams put tool calls at the top level.
+            "tool_use" => {
+                let tool = json::string_at(&value, "name");
+                vec![AgentEvent::new(EventKind::ToolUse, value).with_tool(tool)]
+            }
+            "tool_result" => {
+                let tool = json::string_at(&value, "name");
+                let is_error = json::bool_at(&value, "is_error");
+                vec![
+                    AgentEvent::new(EventKind::ToolResult, value)
+                        .with_tool(tool)
+                        .with_error(is_error),
+                ]
+            }
+            _ if json::status_at(&value, "api_error_status") == Some(429)
+                || json::str_at(&value, "error") == Some("rate_limit") =>
+            {
+                let mut limit = RateLimit::http_429();
+                limit.resets_at = value.get("resetsAt").and_then(epoch_timestamp);
+                let session = json::string_at(&value, "session_id");
+                vec![
+                    AgentEvent::new(EventKind::RateLimit, value)
+                        .with_session(session)
+                        .with_rate_limit(Some(limit))
+                        .with_http_status(Some(429))
+                        .with_error(true),
+                ]
+            }
+            // stream_event, system:status and anything new: nothing to act on.
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl ClaudeParser {
+    fn assistant_line(&mut self, value: Value) -> Vec<AgentEvent> {
+        let session = json::string_at(&value, "session_id");
+        let message = value.get("message").cloned().unwrap_or(Value::Null);
+        let synthetic = json::str_at(&message, "model") == Some("<synthetic>");
+        let subagent = value.get("parent_tool_use_id").is_some_and(|id| !id.is_null());
+        // The CLI's own "API Error: …" message carries a top-level `error`.
+        let is_error = json::str_at(&value, "error").is_some();
+
+        let mut usage = None;
+        if !synthetic && !subagent {
+            let id = json::string_at(&message, "id").unwrap_or_default();
+            if let Some(raw) = message.get("usage").filter(|u| u.is_object())
+                && (id.is_empty() || self.counted_messages.insert(id))
+            {
+                usage = Some(usage_of(raw));
+            }
+        }
+
+        let blocks = message.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut events = Vec::new();
+        for block in &blocks {
+            let event = match json::str_at(block, "type").unwrap_or("") {
+                "text" => AgentEvent::new(EventKind::AssistantText, value.clone())
+                    .with_text(json::string_at(block, "text")),
+                "thinking" => AgentEvent::new(EventKind::Thinking, value.clone())
+                    .with_text(json::string_at(block, "thinking")),
+                "tool_use" | "server_tool_use" => {
+                    let name = json::string_at(block, "name");
+                    if let (Some(id), Some(name)) = (json::string_at(block, "id"), &name) {
+                        self.tool_names.insert(id, name.clone());
+                    }
+                    let summary = block.get("input").and_then(tool_input_summary);
+                    AgentEvent::new(EventKind::ToolUse, value.clone())
+                        .with_tool(name)
+                        .with_text(summary)
+                }
+                _ => continue,
+            };
+            events.push(event.with_session(session.clone()).with_error(is_error));
+        }
+        if events.is_empty() && usage.is_some() {
+            // A message with no block we show still reports the context size.
+            events.push(
+                AgentEvent::new(EventKind::AssistantText, value.clone())
+                    .with_session(session.clone()),
+            );
+        }
+        if let Some(first) = events.first_mut() {
+            first.usage = usage;
+        }
+        events
+    }
+
+    fn user_line(&mut self, value: Value) -> Vec<AgentEvent> {
+        let session = json::string_at(&value, "session_id");
+        let Some(blocks) =
+            value.get("message").and_then(|m| m.get("content")).and_then(Value::as_array)
+        else {
+            return Vec::new();
+        };
+        let mut events = Vec::new();
+        for block in blocks {
+            if json::str_at(block, "type") != Some("tool_result") {
+                continue;
+            }
+            let tool = json::str_at(block, "tool_use_id").and_then(|id| self.tool_names.remove(id));
+            let text = block.get("content").and_then(json::content_text);
+            events.push(
+                AgentEvent::new(EventKind::ToolResult, value.clone())
+                    .with_session(session.clone())
+                    .with_tool(tool)
+                    .with_text(text)
+                    .with_error(json::bool_at(block, "is_error")),
+            );
+        }
+        events
+    }
+}
+
+fn plain_line(line: &str) -> Vec<AgentEvent> {
+    if line.trim().is_empty() { Vec::new() } else { vec![AgentEvent::output(line)] }
+}
+
+fn system_line(value: Value) -> Vec<AgentEvent> {
+    let session = json::string_at(&value, "session_id");
+    match json::str_at(&value, "subtype").unwrap_or("") {
+        "init" => {
+            let model = json::string_at(&value, "model");
+            let mut event = AgentEvent::new(EventKind::SessionStarted, value).with_session(session);
+            event.model = model;
+            vec![event]
+        }
+        "api_retry" => {
+            let status = json::status_at(&value, "error_status");
+            let text = format!(
+                "API request failed ({}), retry {} of {}",
+                json::str_at(&value, "error").unwrap_or("unknown"),
+                json::count_at(&value, "attempt"),
+                json::count_at(&value, "max_retries"),
+            );
+            let rate_limit = (status == Some(429)).then(RateLimit::http_429);
+            vec![
+                AgentEvent::new(EventKind::ApiRetry, value)
+                    .with_session(session)
+                    .with_text(Some(text))
+                    .with_http_status(status)
+                    .with_rate_limit(rate_limit),
+            ]
+        }
+        "error" => {
+            let text =
+                json::string_at(&value, "error").or_else(|| json::string_at(&value, "message"));
+            vec![
+                AgentEvent::new(EventKind::Error, value)
+                    .with_session(session)
+                    .with_text(text)
+                    .with_error(true),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn result_line(value: Value) -> Vec<AgentEvent> {
+    let session = json::string_at(&value, "session_id");
+    let is_error = json::bool_at(&value, "is_error")
+        || json::str_at(&value, "subtype").is_some_and(|s| s.starts_with("error"));
+    let status = json::status_at(&value, "api_error_status");
+    let text = json::string_at(&value, "result");
+    let mut events = Vec::new();
+    if json::str_at(&value, "terminal_reason") == Some("prompt_too_long") {
+        events.push(
+            AgentEvent::new(EventKind::ContextOverflow, value.clone())
+                .with_text(text.clone())
+                .with_http_status(status)
+                .with_error(true),
+        );
+    } else if is_error && status == Some(429) {
+        events.push(
+            AgentEvent::new(EventKind::RateLimit, value.clone())
+                .with_text(text.clone())
+                .with_rate_limit(Some(RateLimit::http_429()))
+                .with_http_status(status)
+                .with_error(true),
+        );
+    } else if is_error {
+        events.push(
+            AgentEvent::new(EventKind::Error, value.clone())
+                .with_text(text.clone())
+                .with_http_status(status)
+                .with_error(true),
+        );
+    }
+    events.push(
+        AgentEvent::new(EventKind::SessionEnded, value)
+            .with_text(text)
+            .with_http_status(status)
+            .with_error(is_error),
+    );
+    for event in &mut events {
+        event.session_id.clone_from(&session);
+    }
+    events
+}
+
+/// A `rate_limit_event`: one event per window it reports.
+fn rate_limit_event(value: Value) -> Vec<AgentEvent> {
+    let session = json::string_at(&value, "session_id");
+    let Some(info) = value.get("rate_limit_info").filter(|i| i.is_object()) else {
+        return Vec::new();
+    };
+    // While overage billing is allowed, a rejected window does not stop the run.
+    let overage_allowed = json::str_at(info, "overageStatus") == Some("allowed");
+    let main_window = json::string_at(info, "rateLimitType");
+    let mut limits = vec![window_limit(info, main_window.clone(), None)];
+    if let Some(windows) = info.get("unifiedWindows").and_then(Value::as_object) {
+        for (name, window) in windows {
+            if Some(name) == main_window.as_ref() {
+                // Fill what the top level left out from the window's own entry.
+                let merged = window_limit(window, Some(name.clone()), None);
+                let first = &mut limits[0];
+                first.resets_at = first.resets_at.or(merged.resets_at);
+                first.utilization_pct = first.utilization_pct.or(merged.utilization_pct);
+            } else {
+                limits.push(window_limit(
+                    window,
+                    Some(name.clone()),
+                    Some(RateLimitStatus::Allowed),
+                ));
+            }
+        }
+    }
+    limits
+        .into_iter()
+        .map(|mut limit| {
+            if overage_allowed && limit.status == RateLimitStatus::Rejected {
+                limit.status = RateLimitStatus::AllowedWarning;
+            }
+            AgentEvent::new(EventKind::RateLimit, value.clone())
+                .with_session(session.clone())
+                .with_rate_limit(Some(limit))
+        })
+        .collect()
+}
+
+/// One window's status, reset time and utilization. A window that states no status gets
+/// `fallback`, else is rejected when fully used and allowed otherwise.
+fn window_limit(
+    info: &Value,
+    window: Option<String>,
+    fallback: Option<RateLimitStatus>,
+) -> RateLimit {
+    let utilization_pct = info.get("utilization").and_then(Value::as_f64).map(|u| u * 100.0);
+    let status = match json::str_at(info, "status") {
+        Some("allowed") => RateLimitStatus::Allowed,
+        Some("allowed_warning") => RateLimitStatus::AllowedWarning,
+        Some("rejected") => RateLimitStatus::Rejected,
+        _ if utilization_pct.is_some_and(|pct| pct >= 100.0) => RateLimitStatus::Rejected,
+        _ => fallback.unwrap_or(RateLimitStatus::Allowed),
+    };
+    RateLimit {
+        window,
+        status,
+        resets_at: info.get("resetsAt").and_then(epoch_timestamp),
+        utilization_pct,
+        http_status: None,
+    }
+}
+
+/// An epoch time in seconds (or milliseconds, when it is too large to be seconds).
+pub(crate) fn epoch_timestamp(value: &Value) -> Option<Timestamp> {
+    let number = value.as_f64()?;
+    let seconds = if number > 1e11 { number / 1000.0 } else { number };
+    Timestamp::from_second(seconds as i64).ok()
+}
+
+fn usage_of(raw: &Value) -> Usage {
+    Usage {
+        input_tokens: json::count_at(raw, "input_tokens"),
+        output_tokens: json::count_at(raw, "output_tokens"),
+        cache_creation_input_tokens: json::count_at(raw, "cache_creation_input_tokens"),
+        cache_read_input_tokens: json::count_at(raw, "cache_read_input_tokens"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(lines: &[&str]) -> Vec<AgentEvent> {
+        let mut parser = ClaudeParser::default();
+        lines.iter().flat_map(|line| parser.parse_line(line)).collect()
+    }
+
+    #[test]
+    fn rate_limit_event_reports_both_windows() {
+        let events = parse(&[
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1784283600,"rateLimitType":"five_hour","overageStatus":"rejected","unifiedWindows":{"five_hour":{"utilization":1,"resetsAt":1784283600},"seven_day":{"utilization":0.49,"resetsAt":1784800000}}}}"#,
+        ]);
+        assert_eq!(events.len(), 2);
+        let five = events[0].rate_limit.as_ref().unwrap();
+        assert_eq!(five.window.as_deref(), Some("five_hour"));
+        assert_eq!(five.status, RateLimitStatus::Rejected);
+        assert_eq!(five.utilization_pct, Some(100.0));
+        assert_eq!(five.resets_at, Some(Timestamp::from_second(1_784_283_600).unwrap()));
+        assert!(events[0].is_rate_limit_rejection());
+        let seven = events[1].rate_limit.as_ref().unwrap();
+        assert_eq!(seven.window.as_deref(), Some("seven_day"));
+        assert_eq!(seven.status, RateLimitStatus::Allowed);
+        assert_eq!(seven.utilization_pct, Some(49.0));
+    }
+
+    #[test]
+    fn a_seven_day_event_is_kept() {
+        let events = parse(&[
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1784283600,"rateLimitType":"seven_day","utilization":0.91}}"#,
+        ]);
+        let limit = events[0].rate_limit.as_ref().unwrap();
+        assert_eq!(limit.window.as_deref(), Some("seven_day"));
+        assert_eq!(limit.status, RateLimitStatus::AllowedWarning);
+        assert!((limit.utilization_pct.unwrap() - 91.0).abs() < 1e-9);
+        assert!(!events[0].is_rate_limit_rejection());
+    }
+
+    #[test]
+    fn rejection_with_overage_allowed_is_only_a_warning() {
+        let events = parse(&[
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1784283600,"rateLimitType":"five_hour","overageStatus":"allowed","isUsingOverage":true}}"#,
+        ]);
+        assert_eq!(events[0].rate_limit.as_ref().unwrap().status, RateLimitStatus::AllowedWarning);
+    }
+
+    #[test]
+    fn noise_and_garbage_never_fail() {
+        assert!(parse(&["", "   "]).is_empty());
+        assert_eq!(parse(&["not json"])[0].kind, EventKind::Output);
+        assert_eq!(parse(&[r#"{"type":"stream_event","event":{}}"#, "[1,2]"]).len(), 1);
+        assert!(parse(&[r#"{"type":"assistant","message":"odd"}"#]).is_empty());
+    }
+}

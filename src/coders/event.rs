@@ -1,0 +1,328 @@
+//! The normalized agent event: what every coder's stdout turns into.
+//!
+//! Each coder CLI speaks its own dialect (claude's stream-json, codex's `exec --json`,
+//! opencode's `run --format json`, plain text). An [`EventParser`](super::EventParser) turns
+//! each stdout line into zero or more [`AgentEvent`]s, so the supervisor reacts to one
+//! vocabulary: a session started, a tool ran, the context grew, a rate limit hit, the session
+//! ended. The supervisor appends each event to the task's `events.jsonl` as an [`EventLine`]
+//! (the event plus a `ts`).
+//!
+//! Two fields carry the signals the supervisor acts on:
+//! - [`AgentEvent::usage`] is set only when the line reports the **current** context size
+//!   (one assistant message, one turn, one step) — never a session total — so the supervisor
+//!   can compare [`Usage::prompt_tokens`] with the coder's context limit on every event that
+//!   has it, whatever its kind;
+//! - [`AgentEvent::rate_limit`] is set when the line says something about a rate-limit window.
+//!   Only an event of kind [`EventKind::RateLimit`] with status
+//!   [`RateLimitStatus::Rejected`] means "this run cannot continue"; the same info on an
+//!   [`EventKind::ApiRetry`] means the CLI is retrying by itself.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Token counts of one model request, as the CLI reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens that were neither read from nor written to the prompt cache.
+    pub input_tokens: u64,
+    /// Tokens generated.
+    pub output_tokens: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_creation_input_tokens: u64,
+    /// Prompt tokens read from the cache.
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// The size of the prompt, which is what fills the context window: uncached input plus
+    /// cache writes plus cache reads.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+/// What the provider said about a rate-limit window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateLimitStatus {
+    /// Within the limit.
+    Allowed,
+    /// Within the limit but close to it.
+    AllowedWarning,
+    /// Over the limit: requests are refused until the window resets.
+    Rejected,
+}
+
+/// One rate-limit observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// The window it is about: `five_hour`, `seven_day`, … `None` when the CLI only said
+    /// "429" without naming one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    pub status: RateLimitStatus,
+    /// When the window resets, if the CLI said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<Timestamp>,
+    /// How much of the window is used, 0–100 (claude reports it only near or over the limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization_pct: Option<f64>,
+    /// The HTTP status behind it (429), when the line came from a failed request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+}
+
+impl RateLimit {
+    /// A bare "the request got a 429" observation: rejected, no window, no reset time.
+    pub fn http_429() -> RateLimit {
+        RateLimit {
+            window: None,
+            status: RateLimitStatus::Rejected,
+            resets_at: None,
+            utilization_pct: None,
+            http_status: Some(429),
+        }
+    }
+}
+
+/// What kind of thing happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// The CLI started a session (claude `system:init`, codex `thread.started`, …).
+    SessionStarted,
+    /// Text the model wrote.
+    AssistantText,
+    /// The model's visible reasoning.
+    Thinking,
+    /// The model called a tool (`tool_name` says which).
+    ToolUse,
+    /// A tool's result came back (`is_error` when the tool failed or was refused).
+    ToolResult,
+    /// A model request failed and the CLI is retrying by itself. `http_status` says why;
+    /// a 429 also carries `rate_limit` (informational: the run may still recover).
+    ApiRetry,
+    /// A rate-limit observation (`rate_limit` is set). Status `rejected` means the run is
+    /// stopped by the limit and the supervisor should stop it and pause spawning.
+    RateLimit,
+    /// The prompt no longer fits the model's context window: the CLI refused it (claude's
+    /// `terminal_reason: prompt_too_long`). The same recovery as context pressure applies —
+    /// a fresh session, not a failure.
+    ContextOverflow,
+    /// The CLI reported an error that is not a rate limit or an overflow (a 500, a crash of
+    /// the turn, an invalid request). Retries and exit codes decide what it means.
+    Error,
+    /// One model step (a request and the tool calls it made) finished and the session goes on;
+    /// carries that step's `usage` (opencode's `step_finish`).
+    StepFinished,
+    /// The session ended (`is_error` when the CLI says it failed).
+    SessionEnded,
+    /// A line of plain text output (coders without a JSON protocol, and non-JSON lines).
+    Output,
+}
+
+/// One normalized event, ready to be written as a line of `events.jsonl`.
+///
+/// Optional fields are left out of the JSON when empty. `raw` is the line as the CLI printed
+/// it (parsed JSON, or `{"text": …}` for plain text), so nothing is lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEvent {
+    pub kind: EventKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The tool, for `tool_use` and `tool_result` (`Bash`, `command_execution`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The human-readable part: the model's text, a tool's command or output, an error
+    /// message, a plain output line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The model the CLI says it is running (session start), when it says so. Its context
+    /// window may differ from the one the configured model implies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The current context size, present only when this line reports it (see the module doc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+    /// The HTTP status of the failed API request this line reports (api retries, final errors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// The CLI marked this as a failure: a failed tool call, an error, an errored session end.
+    #[serde(default)]
+    pub is_error: bool,
+    pub raw: Value,
+}
+
+impl AgentEvent {
+    /// An event of `kind` with only `raw` set; the builder methods below fill the rest.
+    pub fn new(kind: EventKind, raw: Value) -> AgentEvent {
+        AgentEvent {
+            kind,
+            session_id: None,
+            tool_name: None,
+            text: None,
+            model: None,
+            usage: None,
+            rate_limit: None,
+            http_status: None,
+            is_error: false,
+            raw,
+        }
+    }
+
+    /// A plain text output line.
+    pub fn output(line: &str) -> AgentEvent {
+        AgentEvent::new(EventKind::Output, serde_json::json!({ "text": line }))
+            .with_text(Some(line.to_owned()))
+    }
+
+    pub fn with_session(mut self, session_id: Option<String>) -> AgentEvent {
+        self.session_id = session_id;
+        self
+    }
+
+    pub fn with_tool(mut self, tool_name: Option<String>) -> AgentEvent {
+        self.tool_name = tool_name;
+        self
+    }
+
+    pub fn with_text(mut self, text: Option<String>) -> AgentEvent {
+        self.text = text;
+        self
+    }
+
+    pub fn with_usage(mut self, usage: Option<Usage>) -> AgentEvent {
+        self.usage = usage;
+        self
+    }
+
+    pub fn with_rate_limit(mut self, rate_limit: Option<RateLimit>) -> AgentEvent {
+        self.rate_limit = rate_limit;
+        self
+    }
+
+    pub fn with_http_status(mut self, status: Option<u16>) -> AgentEvent {
+        self.http_status = status;
+        self
+    }
+
+    pub fn with_error(mut self, is_error: bool) -> AgentEvent {
+        self.is_error = is_error;
+        self
+    }
+
+    /// True for a rate-limit event that means the run cannot go on.
+    pub fn is_rate_limit_rejection(&self) -> bool {
+        self.kind == EventKind::RateLimit
+            && self.rate_limit.as_ref().is_some_and(|r| r.status == RateLimitStatus::Rejected)
+    }
+}
+
+/// One line of a task's `events.jsonl`: the event and the time the supervisor read it
+/// (`{"ts": "2026-…Z", "kind": "tool_use", …}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventLine {
+    pub ts: Timestamp,
+    #[serde(flatten)]
+    pub event: AgentEvent,
+}
+
+/// Small readers for the loosely typed JSON the CLIs print. Missing or mistyped fields read
+/// as `None`/0: a CLI adding or changing a field must never break parsing.
+pub(crate) mod json {
+    use serde_json::Value;
+
+    pub fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+        value.get(key).and_then(Value::as_str)
+    }
+
+    pub fn string_at(value: &Value, key: &str) -> Option<String> {
+        str_at(value, key).map(str::to_owned)
+    }
+
+    /// A non-negative integer count; floats are truncated, anything else is 0.
+    pub fn count_at(value: &Value, key: &str) -> u64 {
+        match value.get(key) {
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+                .unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// An HTTP status code, if the field holds one.
+    pub fn status_at(value: &Value, key: &str) -> Option<u16> {
+        value.get(key).and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok())
+    }
+
+    pub fn bool_at(value: &Value, key: &str) -> bool {
+        value.get(key).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// Parses one stdout line as a JSON object; `None` for anything else.
+    pub fn object(line: &str) -> Option<Value> {
+        let trimmed = line.trim();
+        if !trimmed.starts_with('{') {
+            return None;
+        }
+        serde_json::from_str::<Value>(trimmed).ok().filter(Value::is_object)
+    }
+
+    /// Text from a tool result's `content`, which is a string or a list of text blocks.
+    pub fn content_text(content: &Value) -> Option<String> {
+        match content {
+            Value::String(text) => Some(text.clone()),
+            Value::Array(blocks) => {
+                let parts: Vec<&str> =
+                    blocks.iter().filter_map(|block| str_at(block, "text")).collect();
+                (!parts.is_empty()).then(|| parts.join("\n"))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_tokens_sum_every_prompt_part() {
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 99,
+            cache_creation_input_tokens: 20,
+            cache_read_input_tokens: 30,
+        };
+        assert_eq!(usage.prompt_tokens(), 60);
+    }
+
+    #[test]
+    fn events_serialise_without_empty_fields() {
+        let event = AgentEvent::output("hi");
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "output", "text": "hi", "is_error": false, "raw": {"text": "hi"}})
+        );
+        let back: AgentEvent = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn event_lines_put_the_time_first_and_read_back() {
+        let line = EventLine {
+            ts: Timestamp::from_second(1_700_000_000).unwrap(),
+            event: AgentEvent::output("x"),
+        };
+        let text = serde_json::to_string(&line).unwrap();
+        assert!(text.starts_with(r#"{"ts":"2023-11-14T22:13:20Z","kind":"output""#), "{text}");
+        assert_eq!(serde_json::from_str::<EventLine>(&text).unwrap(), line);
+    }
+}

@@ -1,0 +1,258 @@
+//! Coders: how fleet starts a coding-agent CLI for a task and reads what it prints.
+//!
+//! A [`Coder`] knows three things about one CLI: the command line and environment that run a
+//! task unattended ([`Coder::spawn_spec`]), how to turn its stdout into normalized
+//! [`AgentEvent`]s ([`Coder::parser`]), and how large a context window each model has
+//! ([`Coder::context_limit`]). The supervisor spawns the [`SpawnSpec`] (adding `FLEET_HOME`,
+//! `BEADS_DIR` and `PATH` to the environment), feeds every stdout line to the parser, and acts
+//! on the events. Coders never spawn, print, or read the environment themselves.
+//!
+//! The built-ins — [`claude`], [`codex`], [`agy`], [`opencode`] and [`exec`] — and any coder
+//! described in `runtime.toml` (`[coders.NAME]` with an `argv` template, see [`custom`]) are
+//! looked up by name in a [`Registry`]. The same `[coders.NAME]` table can adjust a built-in:
+//! the program path, the permission flags, extra environment, the default model and the context
+//! limits ([`CoderConfig`]).
+//!
+//! The event formats follow the real CLIs as captured in `tests/fixtures/claude-stream/` and
+//! `tests/fixtures/codex-stream/`, which correct several assumptions of the Python fleet:
+//! claude's tool calls arrive as content blocks inside assistant and user messages, its usage
+//! repeats on every content-block line of a message, its API failures end in a `result` with
+//! `is_error`, and codex reports its usage once per turn.
+
+pub mod agy;
+pub mod claude;
+pub mod codex;
+pub mod custom;
+mod event;
+pub mod exec;
+pub mod opencode;
+mod registry;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use event::{AgentEvent, EventKind, EventLine, RateLimit, RateLimitStatus, Usage};
+pub(crate) use registry::closest_word;
+pub use registry::{
+    BUILTIN_CODERS, CoderConfig, CoderConfigError, CoderInfo, EventFormat, Registry, UnknownCoder,
+    is_builtin,
+};
+
+/// Turns a coder's stdout, one line at a time, into normalized events.
+///
+/// A parser lives for one attempt and may keep state: claude repeats a message's usage on each
+/// of its content-block lines (counted once), and tool results name their tool only by the id
+/// of the call. A line yields zero events (noise such as partial-message deltas), one, or
+/// several (one per content block). Parsing never fails: a line that is not what the format
+/// expects becomes an [`EventKind::Output`] event or is dropped.
+pub trait EventParser: Send {
+    /// Parses one stdout line (without its newline).
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent>;
+}
+
+/// What a coder needs to know about the task it runs. All paths are absolute.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskSpec<'a> {
+    /// The issue id (`fl-3k2`).
+    pub id: &'a str,
+    pub title: &'a str,
+    pub description: &'a str,
+    /// The directory the agent works in (the task's cwd, else `FLEET_HOME`).
+    pub cwd: &'a Path,
+    /// `$FLEET_HOME/tasks/<id>`.
+    pub task_dir: &'a Path,
+    /// `$FLEET_HOME/tasks/<id>/artifacts`.
+    pub artifact_dir: &'a Path,
+    /// The model to run, already resolved (task override, config, coder default). Empty means
+    /// "let the CLI choose": no model flag is passed.
+    pub model: &'a str,
+    /// The full prompt (task header plus the agent protocol), passed as one argument.
+    pub prompt: &'a str,
+}
+
+/// A process to start: the program, its arguments, the environment added on top of the
+/// supervisor's own, and the working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Variables to set (each name once). The supervisor adds `FLEET_HOME`, `BEADS_DIR` and
+    /// `PATH`.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+impl SpawnSpec {
+    /// The value this spec sets for `name`, if any.
+    pub fn env_var(&self, name: &str) -> Option<&str> {
+        self.env.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+    }
+}
+
+/// One coding-agent CLI.
+pub trait Coder: Send + Sync {
+    /// The name tasks and `runtime.toml` use (`claude`, `codex`, `mybot`, …).
+    fn name(&self) -> &str;
+
+    /// The model used when neither the task nor the config names one. May be empty: the CLI
+    /// picks its own default and no model flag is passed.
+    fn default_model(&self) -> &str;
+
+    /// The context window of `model` in tokens, or `None` when the coder has no context to
+    /// run out of (`exec`, plain-text coders). Config overrides come first, then what the
+    /// coder knows about the model, then its default.
+    fn context_limit(&self, model: &str) -> Option<u64>;
+
+    /// The command that runs `task` unattended.
+    fn spawn_spec(&self, task: &TaskSpec) -> SpawnSpec;
+
+    /// A fresh parser for one attempt's stdout.
+    fn parser(&self) -> Box<dyn EventParser>;
+
+    /// Whether exit code 0 by itself means the task is done, so the supervisor closes it. False
+    /// for agents, which close their task with `bd close` and whose exit 0 without a close is
+    /// "stopped early"; true for plain commands (`exec`, or `close_on_exit_zero = true` on a
+    /// config-defined coder).
+    fn closes_on_exit_zero(&self) -> bool {
+        false
+    }
+
+    /// Gets `project` ready before a spawn. The built-ins write nothing into the user's
+    /// project (the Python fleet's hooks and settings merges were never cleaned up), so the
+    /// default does nothing.
+    fn prepare(&self, project: &Path) -> std::io::Result<()> {
+        let _ = project;
+        Ok(())
+    }
+}
+
+/// Context-window overrides from `[coders.NAME]`: one limit for every model, and limits per
+/// model. A limit of 0 means "no limit" (never context pressure).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContextLimits {
+    pub all_models: Option<u64>,
+    pub per_model: BTreeMap<String, u64>,
+}
+
+impl ContextLimits {
+    /// The configured limit of `model`, else `known` (what the coder knows of the model).
+    pub fn resolve(&self, model: &str, known: Option<u64>) -> Option<u64> {
+        let configured = self.per_model.get(model).copied().or(self.all_models);
+        match configured {
+            Some(0) => None,
+            Some(limit) => Some(limit),
+            None => known,
+        }
+    }
+}
+
+/// The settings a `[coders.NAME]` table gives a built-in coder, each falling back to the
+/// built-in's own default when absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuiltinSettings {
+    /// The CLI binary (a name on `PATH` or a path).
+    pub program: Option<String>,
+    /// The flags that let it run tools unattended.
+    pub permission_args: Option<Vec<String>>,
+    /// Extra environment, set over the built-in's own (`IS_SANDBOX` for claude).
+    pub env: BTreeMap<String, String>,
+    pub default_model: Option<String>,
+    pub limits: ContextLimits,
+}
+
+/// The environment every coder sets for its agent: the task id and directories. These come
+/// last and cannot be overridden.
+pub fn task_env(task: &TaskSpec) -> Vec<(String, String)> {
+    vec![
+        ("FLEET_TASK_ID".to_owned(), task.id.to_owned()),
+        ("FLEET_TASK_DIR".to_owned(), task.task_dir.display().to_string()),
+        ("FLEET_ARTIFACT_DIR".to_owned(), task.artifact_dir.display().to_string()),
+    ]
+}
+
+/// Builds a spawn environment: `defaults`, then `configured` (overriding by name), then the
+/// task variables of [`task_env`]. Each name appears once, in first-seen order.
+pub fn merge_env(
+    defaults: &[(&str, &str)],
+    configured: &BTreeMap<String, String>,
+    task: &TaskSpec,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut set = |name: &str, value: &str| match env.iter_mut().find(|(key, _)| key == name) {
+        Some(entry) => entry.1 = value.to_owned(),
+        None => env.push((name.to_owned(), value.to_owned())),
+    };
+    for (name, value) in defaults {
+        set(name, value);
+    }
+    for (name, value) in configured {
+        set(name, value);
+    }
+    for (name, value) in task_env(task) {
+        set(&name, &value);
+    }
+    env
+}
+
+/// Plain-text output: each non-blank stdout line becomes an [`EventKind::Output`] event. Used
+/// by `exec` and by config-defined coders with `events = "lines"`.
+#[derive(Debug, Default)]
+pub struct LinesParser;
+
+impl EventParser for LinesParser {
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        if line.trim().is_empty() { Vec::new() } else { vec![AgentEvent::output(line)] }
+    }
+}
+
+/// A short text for a tool call's input: the command, path, pattern, URL or query it names.
+pub(crate) fn tool_input_summary(input: &serde_json::Value) -> Option<String> {
+    const KEYS: [&str; 8] =
+        ["command", "cmd", "file_path", "path", "pattern", "url", "query", "description"];
+    KEYS.iter().find_map(|key| event::json::string_at(input, key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task<'a>(dir: &'a Path) -> TaskSpec<'a> {
+        TaskSpec {
+            id: "fl-1",
+            title: "t",
+            description: "d",
+            cwd: dir,
+            task_dir: dir,
+            artifact_dir: dir,
+            model: "",
+            prompt: "p",
+        }
+    }
+
+    #[test]
+    fn configured_env_overrides_defaults_but_not_task_variables() {
+        let dir = Path::new("/w");
+        let configured = BTreeMap::from([
+            ("IS_SANDBOX".to_owned(), "0".to_owned()),
+            ("FLEET_TASK_ID".to_owned(), "nope".to_owned()),
+        ]);
+        let env = merge_env(&[("IS_SANDBOX", "1"), ("A", "b")], &configured, &task(dir));
+        let get = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        assert_eq!(get("IS_SANDBOX"), Some("0"));
+        assert_eq!(get("A"), Some("b"));
+        assert_eq!(get("FLEET_TASK_ID"), Some("fl-1"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "FLEET_TASK_ID").count(), 1);
+    }
+
+    #[test]
+    fn context_limits_prefer_the_model_then_the_coder_then_the_builtin() {
+        let limits = ContextLimits {
+            all_models: Some(150_000),
+            per_model: BTreeMap::from([("big".to_owned(), 1_000_000), ("none".to_owned(), 0)]),
+        };
+        assert_eq!(limits.resolve("big", Some(200_000)), Some(1_000_000));
+        assert_eq!(limits.resolve("other", Some(200_000)), Some(150_000));
+        assert_eq!(limits.resolve("none", Some(200_000)), None);
+        assert_eq!(ContextLimits::default().resolve("x", Some(5)), Some(5));
+    }
+}

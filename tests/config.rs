@@ -1,0 +1,439 @@
+//! `runtime.toml`: loading (defaults, strict keys, typed values with line numbers), the hot
+//! reload helper, and `fleet config show|set|unset` run as a user runs them — the real binary
+//! in a throwaway `FLEET_HOME` with a cleared environment.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fleet::config::{ConfigErrorKind, ConfigWatcher, Reload, RuntimeConfig, file_stamp};
+use serde_json::Value;
+
+/// A temporary FLEET_HOME.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn file(&self) -> PathBuf {
+        self.dir.path().join("runtime.toml")
+    }
+
+    fn write(&self, text: &str) {
+        std::fs::write(self.file(), text).unwrap();
+    }
+
+    fn read(&self) -> String {
+        std::fs::read_to_string(self.file()).unwrap()
+    }
+
+    /// Runs `fleet ARGS` with only FLEET_HOME, HOME and PATH set.
+    fn fleet(&self, args: &[&str]) -> Run {
+        let output = Command::new(env!("CARGO_BIN_EXE_fleet"))
+            .args(args)
+            .env_clear()
+            .env("FLEET_HOME", self.dir.path())
+            .env("HOME", self.dir.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .output()
+            .unwrap();
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
+    /// Names of the files in FLEET_HOME (to catch leftover temporary files).
+    fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Run {
+    #[track_caller]
+    fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    #[track_caller]
+    fn fails(self) -> Run {
+        assert_eq!(self.code, 1, "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap()
+    }
+}
+
+// --- loading ----------------------------------------------------------------------------------
+
+#[test]
+fn a_missing_file_means_the_defaults() {
+    let home = Home::new();
+    let config = RuntimeConfig::load(&home.file()).unwrap();
+    assert_eq!(config, RuntimeConfig::default());
+    assert_eq!(config.max_concurrent, 3);
+    assert_eq!(config.coder, "claude");
+    assert_eq!(config.model, "", "no model for every coder: each uses its own default");
+    assert_eq!(config.context_pressure_threshold_pct, 90);
+    assert_eq!((config.max_failures, config.max_noclose), (3, 3));
+    assert_eq!((config.retry_backoff_secs, config.retry_backoff_max_secs), (30, 600));
+    assert_eq!((config.stall_timeout_secs, config.attempt_timeout_secs), (600, 7200));
+    assert_eq!((config.shutdown_grace_secs, config.rate_limit_default_pause_secs), (30, 300));
+    assert!(!home.file().exists(), "loading never writes");
+
+    let run = home.fleet(&["config", "show"]).ok();
+    assert!(
+        run.stdout.starts_with(&format!(
+            "# {} does not exist: these are the defaults\n",
+            home.file().display()
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("\nmax_concurrent = 3\n"));
+    assert!(run.stdout.contains("\ncoder = \"claude\"\n"));
+    assert!(!home.file().exists(), "show never writes");
+}
+
+#[test]
+fn a_partial_file_overlays_the_defaults() {
+    let home = Home::new();
+    home.write("# mine\nmax_concurrent = 8\nmodel = \"opus\"\n");
+    let config = RuntimeConfig::load(&home.file()).unwrap();
+    assert_eq!(config.max_concurrent, 8);
+    assert_eq!(config.model, "opus");
+    assert_eq!(config.max_failures, 3);
+}
+
+#[test]
+fn an_unknown_key_is_an_error_naming_it_and_the_fix() {
+    let home = Home::new();
+    home.write("coder = \"claude\"\nmax_concurent = 4\n");
+    let error = RuntimeConfig::load(&home.file()).unwrap_err();
+    assert_eq!(error.kind, ConfigErrorKind::UnknownKey);
+    assert_eq!(error.line, Some(2));
+    assert_eq!(error.key.as_deref(), Some("max_concurent"));
+
+    let run = home.fleet(&["config", "show"]).fails();
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: {} line 2: unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)\n\
+             hint: remove it or fix its spelling; `fleet config show` lists every key\n",
+            home.file().display()
+        )
+    );
+    assert!(run.stdout.is_empty());
+
+    // Inside a coder table too, and keys of the Python fleet get their own advice.
+    home.write("[coders.claude]\npermision_args = [\"--allowedTools\", \"Bash\"]\n");
+    let error = RuntimeConfig::load(&home.file()).unwrap_err();
+    assert_eq!(error.key.as_deref(), Some("coders.claude.permision_args"));
+    assert!(error.message.contains("did you mean \"permission_args\""), "{}", error.message);
+    home.write("telegram_chat_id = \"123\"\n");
+    let error = RuntimeConfig::load(&home.file()).unwrap_err();
+    assert_eq!(error.hint.as_deref(), Some("fleet has no Telegram integration; remove the line"));
+}
+
+#[test]
+fn a_wrong_type_or_range_names_the_line() {
+    let home = Home::new();
+    home.write("# limits\nmax_failures = 2\nmax_concurrent = \"4\"\n");
+    let run = home.fleet(&["config", "show"]).fails();
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error: {} line 3: max_concurrent must be an integer from 0 to 1024, found string \"4\"",
+            home.file().display()
+        )),
+        "{}",
+        run.stderr
+    );
+
+    let cases = [
+        (
+            "context_pressure_threshold_pct = 150\n",
+            1,
+            "context_pressure_threshold_pct must be from 1 to 100, found 150",
+        ),
+        ("\n\nmax_noclose = -1\n", 3, "max_noclose must be from 0 to 1000, found -1"),
+        ("coder = 5\n", 1, "coder must be a string, found integer 5"),
+        (
+            "[coders.claude]\ncontext_limit = \"big\"\n",
+            2,
+            "coders.claude.context_limit must be a number of tokens (0: no limit), found string \"big\"",
+        ),
+        (
+            "[coders.x]\nargv = [\"x\"]\nevents = \"json\"\n",
+            3,
+            "coders.x.events must be one of \"claude\", \"codex\", \"opencode\", \"agy\", \"lines\", found \"json\"",
+        ),
+        ("max_concurrent = 3\nmax_concurrent = 4\n", 2, "duplicate key"),
+        ("max_concurrent = \n", 1, ""),
+    ];
+    for (text, line, message) in cases {
+        home.write(text);
+        let error = RuntimeConfig::load(&home.file()).unwrap_err();
+        assert_eq!(error.line, Some(line), "{text:?}: {error}");
+        assert!(error.message.contains(message), "{text:?}: {}", error.message);
+    }
+}
+
+#[test]
+fn coders_are_validated_when_the_config_loads() {
+    let home = Home::new();
+    home.write("max_concurrent = 2\ncoder = \"cladue\"\n");
+    let run = home.fleet(&["config", "show"]).fails();
+    assert!(
+        run.stderr.contains(
+            "line 2: coder = \"cladue\": unknown coder \"cladue\" (did you mean \"claude\"?)"
+        ),
+        "{}",
+        run.stderr
+    );
+
+    home.write("coder = \"mybot\"\n\n[coders.mybot]\nargv = [\"mybot\", \"{promt}\"]\n");
+    let error = RuntimeConfig::load(&home.file()).unwrap_err();
+    assert_eq!(error.key.as_deref(), Some("coders.mybot.argv"));
+    assert_eq!(error.line, Some(4));
+    assert!(error.message.contains("unknown placeholder {promt}"), "{}", error.message);
+
+    home.write("coder = \"mybot\"\n\n[coders.mybot]\nargv = [\"mybot\", \"{prompt}\"]\nevents = \"claude\"\n");
+    let config = RuntimeConfig::load(&home.file()).unwrap();
+    assert!(config.registry().unwrap().contains("mybot"));
+}
+
+// --- hot reload ---------------------------------------------------------------------------------
+
+#[test]
+fn the_watcher_reloads_changes_and_keeps_the_last_good_config() {
+    let home = Home::new();
+    home.write("max_concurrent = 2\n");
+    let mut watcher = ConfigWatcher::new(&home.file()).unwrap();
+    assert_eq!(watcher.config().max_concurrent, 2);
+    assert!(matches!(watcher.poll(), Reload::Unchanged));
+
+    // A valid change (same size: the inode of the atomic replace tells it apart).
+    let before = file_stamp(&home.file()).unwrap();
+    home.fleet(&["config", "set", "max_concurrent=5"]).ok();
+    assert_ne!(file_stamp(&home.file()), Some(before));
+    assert!(matches!(watcher.poll(), Reload::Reloaded));
+    assert_eq!(watcher.config().max_concurrent, 5);
+
+    // An invalid edit is reported once, and the previous config stays.
+    std::fs::write(home.file(), "max_concurrent = 5\nmax_concurrent_typo = 1\n").unwrap();
+    match watcher.poll() {
+        Reload::Invalid(error) => assert_eq!(error.line, Some(2)),
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+    assert_eq!(watcher.config().max_concurrent, 5);
+    assert!(matches!(watcher.poll(), Reload::Unchanged));
+
+    // A custom coder appears in the registry on reload; removing the file means defaults.
+    std::fs::write(home.file(), "[coders.job]\nargv = [\"make\"]\n").unwrap();
+    assert!(matches!(watcher.poll(), Reload::Reloaded));
+    assert!(watcher.registry().contains("job"));
+    std::fs::remove_file(home.file()).unwrap();
+    assert!(matches!(watcher.poll(), Reload::Reloaded));
+    assert_eq!(watcher.config(), &RuntimeConfig::default());
+    assert!(file_stamp(&home.file()).is_none());
+}
+
+// --- fleet config set / unset / show --------------------------------------------------------
+
+const COMMENTED: &str = "\
+# Team settings — keep this comment.
+max_concurrent = 2   # low on purpose
+
+# Claude runs from a pinned build.
+[coders.claude]
+program = \"/opt/claude/bin/claude\"  # pinned
+";
+
+#[test]
+fn set_keeps_comments_and_layout() {
+    let home = Home::new();
+    home.write(COMMENTED);
+    let run = home
+        .fleet(&[
+            "config",
+            "set",
+            "max_concurrent=5",
+            "coder=codex",
+            "coders.claude.env.IS_SANDBOX=0",
+        ])
+        .ok();
+    assert_eq!(
+        run.stdout,
+        format!(
+            "Updated {}: max_concurrent = 5, coder = \"codex\", coders.claude.env.IS_SANDBOX = \"0\"\n",
+            home.file().display()
+        )
+    );
+    assert_eq!(
+        home.read(),
+        "\
+# Team settings — keep this comment.
+max_concurrent = 5   # low on purpose
+coder = \"codex\"
+
+# Claude runs from a pinned build.
+[coders.claude]
+program = \"/opt/claude/bin/claude\"  # pinned
+env = { IS_SANDBOX = \"0\" }
+"
+    );
+    assert_eq!(home.entries(), ["runtime.toml"], "no temporary file left behind");
+}
+
+#[test]
+fn an_invalid_set_writes_nothing() {
+    let home = Home::new();
+    home.write(COMMENTED);
+    let stamp = file_stamp(&home.file());
+    for (args, message) in [
+        (
+            vec!["max_concurrent=abc"],
+            "not saved: max_concurrent must be an integer from 0 to 1024, found string \"abc\"",
+        ),
+        (
+            vec!["max_concurrent=7", "coder=nope"],
+            "not saved: coder = \"nope\": unknown coder \"nope\"",
+        ),
+        (
+            vec!["max_concurent=7"],
+            "unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)",
+        ),
+        (
+            vec!["coders.claude.argv=[\"x\"]"],
+            "not saved: coders.claude.argv: argv is for coders fleet does not know",
+        ),
+        (vec!["max_concurrent"], "\"max_concurrent\" is not key=value"),
+        (
+            vec!["retry_backoff_max_secs=5"],
+            "not saved: retry_backoff_max_secs (5) is less than retry_backoff_secs (30)",
+        ),
+    ] {
+        let mut full = vec!["config", "set"];
+        full.extend(&args);
+        let run = home.fleet(&full).fails();
+        assert!(run.stderr.starts_with(&format!("error: {message}")), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty());
+        assert_eq!(home.read(), COMMENTED, "{args:?}: the file is unchanged");
+        assert_eq!(file_stamp(&home.file()), stamp, "{args:?}: not even rewritten");
+    }
+    let run = home.fleet(&["config", "set", "coder=nope"]).fails();
+    assert!(
+        run.stderr.contains(&format!("{} is unchanged", home.file().display())),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(home.entries(), ["runtime.toml"]);
+}
+
+#[test]
+fn set_creates_the_file_with_an_explaining_header() {
+    let home = Home::new();
+    let run = home.fleet(&["--json", "config", "set", "max_concurrent=6", "model=gpt-5.5"]).ok();
+    assert_eq!(
+        run.json(),
+        serde_json::json!({
+            "path": home.file().display().to_string(),
+            "created": true,
+            "set": {"max_concurrent": 6, "model": "gpt-5.5"},
+            "unset": [],
+        })
+    );
+    let text = home.read();
+    assert!(text.starts_with("# fleet runtime configuration"));
+    assert!(text.contains("re-reads this file when it changes"), "the header explains hot reload");
+    assert!(text.contains("#   max_noclose = 3"), "the header lists every key with its default");
+    assert!(text.ends_with("\nmax_concurrent = 6\nmodel = \"gpt-5.5\"\n"), "{text}");
+    let config = RuntimeConfig::load(&home.file()).unwrap();
+    assert_eq!((config.max_concurrent, config.model.as_str()), (6, "gpt-5.5"));
+}
+
+#[test]
+fn set_defines_a_coder_and_unset_removes_it() {
+    let home = Home::new();
+    home.fleet(&[
+        "config",
+        "set",
+        "coders.mybot.argv=[\"mybot\", \"--json\", \"{prompt}\"]",
+        "coders.mybot.events=claude",
+        "coders.mybot.model_context_limits.big-1.5=500000",
+        "coder=mybot",
+    ])
+    .ok();
+    let config = RuntimeConfig::load(&home.file()).unwrap();
+    let bot = config.registry().unwrap().get("mybot").unwrap();
+    assert_eq!(bot.context_limit("big-1.5"), Some(500_000));
+    assert_eq!(bot.context_limit("other"), Some(200_000), "claude-format default");
+
+    // Removing the coder while it is the default coder would break the config: refused.
+    let run = home.fleet(&["config", "unset", "coders.mybot"]).fails();
+    assert!(run.stderr.contains("unknown coder \"mybot\""), "{}", run.stderr);
+    let run = home.fleet(&["config", "unset", "coder", "coders.mybot", "max_stalls"]).ok();
+    assert!(run.stdout.contains("coder removed, coders.mybot removed"), "{}", run.stdout);
+    assert_eq!(RuntimeConfig::load(&home.file()).unwrap(), RuntimeConfig::default());
+}
+
+#[test]
+fn show_json_is_the_effective_config_and_the_coders() {
+    let home = Home::new();
+    home.write("max_concurrent = 4\n\n[coders.job]\nargv = [\"make\", \"{description}\"]\n");
+    let json = home.fleet(&["--json", "config", "show"]).ok().json();
+    assert_eq!(json["path"], home.file().display().to_string());
+    assert_eq!(json["exists"], true);
+    assert_eq!(json["config"]["max_concurrent"], 4);
+    assert_eq!(json["config"]["coder"], "claude");
+    assert_eq!(json["config"]["retry_backoff_max_secs"], 600);
+    assert_eq!(
+        json["config"]["coders"]["job"]["argv"],
+        serde_json::json!(["make", "{description}"])
+    );
+    let coders = json["coders"].as_array().unwrap();
+    let names: Vec<&str> = coders.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["agy", "claude", "codex", "exec", "job", "opencode"]);
+    assert_eq!(
+        coders[1],
+        serde_json::json!({"name": "claude", "builtin": true, "default_model": "sonnet", "context_limit": 200000})
+    );
+    assert_eq!(coders[4]["builtin"], false);
+    assert_eq!(coders[4]["context_limit"], Value::Null);
+
+    let defaults = Home::new().fleet(&["--json", "config", "show"]).ok().json();
+    assert_eq!(defaults["exists"], false);
+    assert_eq!(defaults["config"]["max_concurrent"], 3);
+}
+
+#[test]
+fn the_file_path_follows_fleet_home() {
+    let home = Home::new();
+    let nested = home.dir.path().join("deeper/home");
+    let output = Command::new(env!("CARGO_BIN_EXE_fleet"))
+        .args(["config", "set", "max_concurrent=1"])
+        .env_clear()
+        .env("FLEET_HOME", &nested)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(Path::new(&nested).join("runtime.toml").exists(), "FLEET_HOME is created if missing");
+}
