@@ -1,4 +1,4 @@
-//! fleet: a native beads-compatible task queue, and (soon) a supervisor for many coding agents.
+//! fleet: a native beads-compatible task queue, and a supervisor for many coding agents.
 //!
 //! Every change is an op, applied in one redb transaction and journaled:
 //!
@@ -24,6 +24,9 @@
 //!   turn their stdout into normalized events; built-ins plus coders defined in config;
 //! - [`config`]: `runtime.toml` — loading with strict checks, hot-reload support, and the
 //!   comment-preserving edits behind `fleet config`;
+//! - [`supervisor`]: `fleet run` — claims ready tasks in-process, runs each through a coder
+//!   in its own process group, and records every outcome as ops;
+//! - [`process`]: process groups, graceful termination and orphan reaping;
 //! - [`fsutil`]: atomic writes of user-visible files;
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
@@ -38,6 +41,8 @@ pub mod fsutil;
 pub mod id;
 pub mod model;
 pub mod op;
+pub mod process;
 pub mod resolver;
 pub mod store;
+pub mod supervisor;
 pub mod time;

@@ -316,11 +316,27 @@ pub struct FleetFields {
     /// The model the coder should use; empty means the coder's default.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
+    /// Agent runs started so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts: u32,
+    /// Failed runs since the task was last blocked for failing (charged against the limit).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: u32,
+    /// Runs that exited 0 without closing the task, since it was last blocked for that.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub noclose: u32,
+    /// Runs killed for silence, since the task was last blocked for that.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stalls: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl FleetFields {
     pub fn is_empty(&self) -> bool {
-        self.cwd.is_empty() && self.coder.is_empty() && self.model.is_empty()
+        *self == FleetFields::default()
     }
 }
 

@@ -147,6 +147,7 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
         cwd: current_dir_text(args.cwd.clone())?,
         coder: args.coder.clone().unwrap_or_default(),
         model: args.model.clone().unwrap_or_default(),
+        ..FleetFields::default()
     };
     let store = ctx.open_store()?;
     let (summary, _) = store.write(&ctx.actor, ctx.clock, |writer| {
@@ -424,7 +425,8 @@ pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
                 patch.fleet = Some(FleetFields {
                     cwd: cwd.clone().unwrap_or(current.cwd),
                     coder: args.coder.clone().unwrap_or(current.coder),
-                    model: args.model.clone().unwrap_or(current.model),
+                    model: args.model.clone().unwrap_or(current.model.clone()),
+                    ..current
                 });
             }
             if !patch.is_empty() {

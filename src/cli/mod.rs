@@ -9,13 +9,16 @@ mod claim;
 mod comment;
 mod config;
 mod context;
+mod demo;
 mod dep;
 mod error;
+mod fake_agent;
 mod init;
 mod issue;
 mod label;
 mod output;
 mod query;
+mod run;
 
 pub mod bench;
 
@@ -100,6 +103,14 @@ pub enum Command {
     /// Show or change the runtime configuration ($FLEET_HOME/runtime.toml).
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
+    /// max_concurrent at once, until Ctrl-C.
+    Run(run::RunArgs),
+    /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
+    Demo(demo::DemoArgs),
+    /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
+    #[command(hide = true)]
+    FakeAgent(fake_agent::FakeAgentArgs),
 }
 
 /// Parses `args` and runs the command. Returns the process exit code.
@@ -142,5 +153,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Release(args) => claim::cmd_release(&ctx, args),
         Command::Bench(command) => bench::cmd_bench(&ctx, command),
         Command::Config(command) => config::cmd_config(&ctx, command),
+        Command::Run(args) => run::cmd_run(&ctx, args),
+        Command::Demo(args) => demo::cmd_demo(&ctx, args),
+        Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
     }
 }

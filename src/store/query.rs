@@ -540,6 +540,16 @@ impl Reader {
         blocked(self.view(), parent)
     }
 
+    /// The first ready issue `actor` may claim (a read-only look before a claim).
+    pub fn first_claimable(
+        &self,
+        actor: &str,
+        filter: &ReadyFilter,
+        now: Timestamp,
+    ) -> Result<Option<String>, StoreError> {
+        first_claimable(self.view(), actor, filter, now)
+    }
+
     pub fn list(&self, filter: &ListFilter) -> Result<(Vec<IssueSummary>, usize), StoreError> {
         list(self.view(), filter)
     }

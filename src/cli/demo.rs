@@ -1,0 +1,175 @@
+//! `fleet demo`: the main job on an embedded example, with no API key.
+//!
+//! It makes a throwaway fleet home, fills its queue with a small build pipeline whose tasks
+//! depend on each other, and runs the real supervisor over it with the `exec` coder (each
+//! task's description is a shell command) and three agents at once. One task fails once and is
+//! retried with backoff; one closes itself through `bd close`, as an agent would. A live view
+//! prints each step; a table sums up at the end.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use super::context::Context;
+use super::error::CliError;
+use super::run::{event_line, summary_line, supervise};
+use crate::model::{Dependency, Issue, dep_type};
+use crate::op::OpKind;
+use crate::store::{ListFilter, Store};
+use crate::supervisor::{Event, Options};
+use crate::time::Clock;
+
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Keep the demo's fleet home afterwards (its path is printed) instead of deleting it.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// The demo pipeline: (key, title, shell command, keys it depends on).
+const PIPELINE: &[(&str, &str, &str, &[&str])] = &[
+    ("fetch", "Fetch sources", "sleep 0.5 && echo 'fetched 12 sources'", &[]),
+    ("docs", "Generate docs", "sleep 0.7 && echo 'docs: 48 pages'", &["fetch"]),
+    ("core", "Compile core", "sleep 0.9 && echo 'core: 0 warnings'", &["fetch"]),
+    ("plugins", "Compile plugins", "sleep 0.6 && echo 'plugins: 5 built'", &["fetch"]),
+    (
+        "flaky",
+        "Integration tests (fail once, then pass)",
+        "if [ -e \"$FLEET_HOME/.flaky-ran\" ]; then echo 'integration: 31 passed'; \
+         else touch \"$FLEET_HOME/.flaky-ran\"; echo 'connection reset by peer' >&2; exit 1; fi",
+        &["core"],
+    ),
+    ("unit", "Unit tests", "sleep 0.8 && echo 'unit: 212 passed'", &["core", "plugins"]),
+    (
+        "package",
+        "Package release",
+        "sleep 0.4 && echo 'fleet-demo-1.0.tar.gz'",
+        &["unit", "flaky", "docs"],
+    ),
+    (
+        "report",
+        "Write the release report (closes itself with bd)",
+        "echo '# Release report' > \"$FLEET_ARTIFACT_DIR/REPORT.md\" && \
+         bd close \"$FLEET_TASK_ID\" --reason 'report written'",
+        &["package"],
+    ),
+];
+
+pub fn cmd_demo(ctx: &Context, args: DemoArgs) -> Result<(), CliError> {
+    let home = std::env::temp_dir().join(format!("fleet-demo-{}", ulid::Ulid::generate()));
+    let result = run_demo(ctx, &home);
+    if args.keep {
+        eprintln!("demo home kept at {}", home.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&home);
+    }
+    result
+}
+
+fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
+    let store = Store::init(&home.join(".beads"), "demo")?;
+    let config = home.join(crate::config::FILE_NAME);
+    let settings =
+        ["max_concurrent=3", "coder=exec", "retry_backoff_secs=1", "stall_timeout_secs=60"]
+            .map(String::from);
+    crate::config::set_values(&config, &settings)
+        .map_err(|e| CliError::new(format!("writing the demo config: {}", e.message)))?;
+    let ids = fill_queue(&store, home)?;
+    println!(
+        "fleet demo: {} tasks in a dependency graph, run by the exec coder, 3 at a time (home: {})\n",
+        ids.len(),
+        home.display()
+    );
+    let started = Instant::now();
+    let total = ids.len();
+    let done = Arc::new(Mutex::new(0usize));
+    let done_in_view = Arc::clone(&done);
+    let json = ctx.out.json;
+    let options = Options {
+        home: home.to_path_buf(),
+        actor: "fleet-demo".into(),
+        exe: std::env::current_exe()?,
+        until_idle: true,
+    };
+    let store = Arc::new(store);
+    let summary = supervise(Arc::clone(&store), options, std::future::pending(), move |event| {
+        live_view(&event, started, total, &done_in_view, json);
+    })?;
+    if json {
+        return Ok(());
+    }
+    println!("\n{}", final_table(&store)?);
+    println!("{} in {:.1}s", summary_line(&summary), started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Creates the pipeline in one transaction; returns the ids in pipeline order.
+fn fill_queue(store: &Store, home: &std::path::Path) -> Result<Vec<String>, CliError> {
+    let (ids, _) = store.write("fleet-demo", Clock::System, |w| {
+        let mut ids: Vec<(&str, String)> = Vec::new();
+        for (key, title, command, needs) in PIPELINE {
+            let id = w.new_issue_id(title, command, None)?;
+            let now = w.now();
+            let mut issue = Issue::new(id.clone(), (*title).to_string(), now);
+            issue.description = (*command).to_string();
+            issue.fleet.cwd = home.display().to_string();
+            issue.created_by = "fleet-demo".into();
+            let deps = needs
+                .iter()
+                .filter_map(|need| ids.iter().find(|(k, _)| k == need))
+                .map(|(_, target)| Dependency {
+                    issue_id: id.clone(),
+                    depends_on_id: target.clone(),
+                    kind: dep_type::BLOCKS.into(),
+                    created_at: now,
+                    created_by: "fleet-demo".into(),
+                    metadata: String::new(),
+                    thread_id: String::new(),
+                })
+                .collect();
+            w.apply(OpKind::Create { issue: Box::new(issue), deps })?;
+            ids.push((key, id));
+        }
+        Ok(ids.into_iter().map(|(_, id)| id).collect())
+    })?;
+    Ok(ids)
+}
+
+fn live_view(event: &Event, started: Instant, total: usize, done: &Mutex<usize>, json: bool) {
+    if json {
+        if let Ok(line) = serde_json::to_string(event) {
+            println!("{line}");
+        }
+        return;
+    }
+    let Some(line) = event_line(event) else { return };
+    println!("[{:>5.1}s] {line}", started.elapsed().as_secs_f64());
+    if let Event::Finished { verdict, .. } = event
+        && verdict == "closed"
+    {
+        let mut done = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *done += 1;
+        println!("         progress: {}/{total} done", *done);
+    }
+}
+
+fn final_table(store: &Store) -> Result<String, CliError> {
+    let filter = ListFilter { all: true, limit: 0, ..ListFilter::default() };
+    let (issues, _) = store.read()?.list(&filter)?;
+    let mut issues: Vec<_> = issues.into_iter().map(|s| s.issue).collect();
+    issues.sort_by_key(|i| i.created_at);
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED);
+    table.set_header(["task", "title", "status", "attempts", "close reason"]);
+    for issue in issues {
+        table.add_row([
+            issue.id,
+            issue.title,
+            issue.status.to_string(),
+            issue.fleet.attempts.to_string(),
+            issue.close_reason,
+        ]);
+    }
+    Ok(table.to_string())
+}

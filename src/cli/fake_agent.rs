@@ -1,0 +1,156 @@
+//! `fleet fake-agent`: a scriptable stand-in for a coding-agent CLI, used by fleet's tests and
+//! benchmarks (hidden from help).
+//!
+//! It prints Claude Code's real stream-json shapes (see the captured fixtures) and acts on
+//! `fake:` directives found in its prompt (the task description), one per line, in order:
+//!
+//! | directive | what it does |
+//! |---|---|
+//! | `fake: close [reason]` | runs `bd close $FLEET_TASK_ID --reason …` through PATH |
+//! | `fake: block QUESTION` | runs `bd update $FLEET_TASK_ID --status blocked --notes "QUESTION: …"` |
+//! | `fake: exit N` | writes a line to stderr and exits with code N |
+//! | `fake: sleep SECS` | sleeps (prints nothing meanwhile) |
+//! | `fake: context PCT` | reports assistant usage growing to PCT % of a 200k window |
+//! | `fake: ratelimit WINDOW` | prints a rejected `rate_limit_event` for WINDOW (five_hour, seven_day) |
+//! | `fake: 429` | prints the CLI's retries and a final 429 error result, exits 1 |
+//! | `fake: stall` | goes silent forever |
+//! | `fake: ignore-term` | ignores SIGTERM, starts two grandchildren that ignore it too, sleeps |
+//! | `fake: touch PATH` | creates a file (proof the agent ran in its working directory) |
+//!
+//! Without directives it greets, closes the task and exits 0.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::error::CliError;
+
+#[derive(Debug, clap::Args)]
+pub struct FakeAgentArgs {
+    /// The prompt (as a coder passes it); `fake:` lines in it are the script.
+    pub prompt: Vec<String>,
+}
+
+fn emit(value: serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{value}").and_then(|()| out.flush());
+}
+
+fn session() -> String {
+    std::env::var("FLEET_TASK_ID").map_or_else(|_| "fake-session".into(), |id| format!("fake-{id}"))
+}
+
+fn assistant(text: &str, input_tokens: u64) {
+    emit(json!({
+        "type": "assistant",
+        "message": {"id": format!("msg_{input_tokens}"), "role": "assistant", "model": "fake",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}},
+        "session_id": session(),
+    }));
+}
+
+fn run_bd(args: &[&str]) -> Result<(), CliError> {
+    let id =
+        std::env::var("FLEET_TASK_ID").map_err(|_| CliError::new("FLEET_TASK_ID is not set"))?;
+    let mut all: Vec<&str> = Vec::with_capacity(args.len() + 1);
+    all.push(args[0]);
+    all.push(&id);
+    all.extend_from_slice(&args[1..]);
+    emit(json!({"type": "assistant", "message": {"id": "msg_tool", "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_fake", "name": "Bash",
+                     "input": {"command": format!("bd {}", all.join(" "))}}],
+        "usage": {"input_tokens": 10, "output_tokens": 1}}, "session_id": session()}));
+    let status = std::process::Command::new("bd")
+        .args(&all)
+        .status()
+        .map_err(|e| CliError::new(format!("fake agent could not run bd: {e}")))?;
+    emit(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
+        "tool_use_id": "toolu_fake", "content": format!("exit {}", status.code().unwrap_or(-1)),
+        "is_error": !status.success()}]}, "session_id": session()}));
+    Ok(())
+}
+
+fn ignore_sigterm() {
+    // SAFETY: installs SIG_IGN for SIGTERM; no handler code runs.
+    unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
+    let prompt = args.prompt.join(" ");
+    emit(json!({"type": "system", "subtype": "init", "session_id": session(), "model": "fake",
+                "permissionMode": "bypassPermissions", "cwd": std::env::current_dir().ok()}));
+    let script: Vec<&str> =
+        prompt.lines().filter_map(|l| l.trim().strip_prefix("fake:")).map(str::trim).collect();
+    if script.is_empty() {
+        assistant("Hello from the fake agent.", 100);
+        run_bd(&["close", "--reason", "fake agent done"])?;
+    }
+    for step in script {
+        let (verb, rest) = step.split_once(' ').unwrap_or((step, ""));
+        match verb {
+            "close" => {
+                let reason = if rest.is_empty() { "fake agent done" } else { rest };
+                run_bd(&["close", "--reason", reason])?;
+            }
+            "block" => {
+                run_bd(&["update", "--status", "blocked", "--notes", &format!("QUESTION: {rest}")])?
+            }
+            "exit" => {
+                eprintln!("fake agent: exiting with {rest}");
+                std::process::exit(rest.parse().unwrap_or(1));
+            }
+            "sleep" => std::thread::sleep(Duration::from_secs_f64(rest.parse().unwrap_or(1.0))),
+            "context" => {
+                let pct: u64 = rest.parse().unwrap_or(95);
+                for step in 1..=5 {
+                    assistant("thinking hard", 200_000 * pct / 100 * step / 5);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            "ratelimit" => {
+                let resets = jiff::Timestamp::now().as_second() + 3600;
+                emit(json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
+                    "resetsAt": resets, "rateLimitType": rest, "utilization": 1}, "session_id": session()}));
+                std::thread::sleep(Duration::from_secs(30));
+            }
+            "429" => {
+                for attempt in 1..=2 {
+                    emit(json!({"type": "system", "subtype": "api_retry", "attempt": attempt,
+                        "max_retries": 2, "retry_delay_ms": 10, "error_status": 429, "error": "rate_limit"}));
+                }
+                emit(json!({"type": "result", "subtype": "success", "is_error": true,
+                    "api_error_status": 429, "result": "API Error: 429 rate limited", "session_id": session()}));
+                std::process::exit(1);
+            }
+            "stall" => sleep_forever(),
+            "ignore-term" => {
+                ignore_sigterm();
+                for _ in 0..2 {
+                    let _ = std::process::Command::new("sh")
+                        .args(["-c", "trap '' TERM; sleep 1000"])
+                        .spawn();
+                }
+                assistant("working, and not stopping", 100);
+                sleep_forever();
+            }
+            "touch" => {
+                std::fs::write(rest, b"fake agent was here\n").map_err(|e| {
+                    CliError::new(format!("fake agent could not write {rest}: {e}"))
+                })?;
+            }
+            other => return Err(CliError::new(format!("fake agent: unknown directive {other:?}"))),
+        }
+    }
+    emit(json!({"type": "result", "subtype": "success", "is_error": false, "result": "done",
+                "session_id": session(), "usage": {"input_tokens": 100, "output_tokens": 1}}));
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! What happened to an attempt, and what the queue should say about it.
+//!
+//! [`Outcome`] is the runner's verdict; [`plan`] turns it, with the issue as it stands after the
+//! agent exited, into the ops that record it: a release (with a backoff deferral) or a block,
+//! the counters on the task, and always a comment saying what happened. Deciding is pure, so
+//! the whole outcome table is tested without processes.
+//!
+//! Fixes over the Python fleet (spec/fleet.md §2.8, §7.3): exit 0 without closing is
+//! requeued a bounded number of times, failures back off exponentially, a graceful shutdown
+//! or context pressure or a rate limit is never charged as a failure, stalls are counted on
+//! their own, and blocking a task for a limit resets that counter so a human who unblocks it
+//! gives it a fresh set of tries.
+
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::config::RuntimeConfig;
+use crate::model::{Issue, Status};
+use crate::op::IssuePatch;
+
+/// How an attempt ended, as the runner saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The process exited by itself with this code (0 = success) or was killed by a signal.
+    Exited { code: Option<i32>, stderr_tail: String },
+    /// Killed because the prompt reached the context-pressure threshold (or the CLI refused an
+    /// overlong prompt).
+    ContextPressure { peak_tokens: u64, limit: u64 },
+    /// Killed or exited because of a rate limit; spawning pauses until `resets_at`.
+    RateLimited { resets_at: Option<Timestamp>, window: Option<String> },
+    /// Killed after no output for this long.
+    Stalled { silent_for: Duration },
+    /// Killed after running longer than the attempt timeout.
+    TimedOut { after: Duration },
+    /// Stopped because the supervisor is shutting down.
+    Shutdown,
+    /// Could not be started at all (unknown coder, missing program).
+    SpawnFailed { error: String },
+}
+
+/// What to write back for an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Put the task back in the queue (open, unassigned).
+    pub release: bool,
+    /// Field changes: counters, a backoff deferral, or blocked status with notes.
+    pub patch: Option<IssuePatch>,
+    /// The comment every outcome leaves.
+    pub comment: String,
+    /// Pause all spawning until then (rate config).
+    pub pause_until: Option<Timestamp>,
+    /// Short name for logs and the live view.
+    pub verdict: &'static str,
+}
+
+fn after(now: Timestamp, wait: Duration) -> Timestamp {
+    now.checked_add(SignedDuration::try_from(wait).unwrap_or(SignedDuration::MAX)).unwrap_or(now)
+}
+
+/// Decides what to record for `outcome` on `issue` (as re-read after the
+/// agent stopped), as supervisor `actor`. `None` when the task is no longer ours to touch: the
+/// agent closed it, someone else holds it, or it was deleted (the caller handles deletion).
+pub fn plan(
+    outcome: &Outcome,
+    issue: &Issue,
+    actor: &str,
+    config: &RuntimeConfig,
+    now: Timestamp,
+) -> Plan {
+    let attempt = issue.fleet.attempts;
+    if issue.status == Status::Closed {
+        return note(
+            format!("[fleet] attempt {attempt}: closed ({})", issue.close_reason),
+            "closed",
+        );
+    }
+    if issue.status == Status::Blocked {
+        return Plan {
+            release: false,
+            patch: Some(IssuePatch { assignee: Some(String::new()), ..IssuePatch::default() }),
+            comment: format!(
+                "[fleet] attempt {attempt}: the agent marked the task blocked; it waits for a human (set it open to run it again)"
+            ),
+            pause_until: None,
+            verdict: "blocked-by-agent",
+        };
+    }
+    if issue.status != Status::InProgress || issue.assignee != actor {
+        return note(
+            format!(
+                "[fleet] attempt {attempt} ended ({}); the task is now {} and assigned to {:?}, so it is left as it is",
+                describe(outcome),
+                issue.status,
+                issue.assignee
+            ),
+            "taken-over",
+        );
+    }
+    let mut fleet = issue.fleet.clone();
+    match outcome {
+        Outcome::Exited { code: Some(0), .. } => {
+            fleet.noclose += 1;
+            if fleet.noclose >= config.max_noclose {
+                let count = fleet.noclose;
+                fleet.noclose = 0;
+                return block(
+                    fleet,
+                    format!(
+                        "[fleet] attempt {attempt}: the agent exited 0 without closing the task, {count} times in a row; blocked so it does not loop. Set it open to try again."
+                    ),
+                    "noclose limit reached",
+                    "noclose-blocked",
+                );
+            }
+            let wait = config.retry_backoff(fleet.noclose);
+            retry(
+                fleet,
+                now,
+                wait,
+                format!(
+                    "[fleet] attempt {attempt}: the agent exited 0 without closing the task ({} of {} allowed); requeued after {}s",
+                    issue.fleet.noclose + 1,
+                    config.max_noclose,
+                    wait.as_secs()
+                ),
+                "noclose-requeued",
+            )
+        }
+        Outcome::Exited { code, stderr_tail } => {
+            failure(fleet, attempt, &exit_text(*code), stderr_tail, config, now)
+        }
+        Outcome::TimedOut { after } => {
+            let what = format!("ran past the attempt timeout of {}s", after.as_secs());
+            failure(fleet, attempt, &what, "", config, now)
+        }
+        Outcome::Stalled { silent_for } => {
+            fleet.stalls += 1;
+            if fleet.stalls >= config.max_stalls {
+                let count = fleet.stalls;
+                fleet.stalls = 0;
+                return block(
+                    fleet,
+                    format!(
+                        "[fleet] attempt {attempt}: no output for {}s, killed; {count} stalls in a row — blocked.",
+                        silent_for.as_secs()
+                    ),
+                    "stall limit reached",
+                    "stall-blocked",
+                );
+            }
+            let wait = config.retry_backoff(fleet.stalls);
+            retry(
+                fleet.clone(),
+                now,
+                wait,
+                format!(
+                    "[fleet] attempt {attempt}: no output for {}s, killed (stall {} of {}); requeued after {}s",
+                    silent_for.as_secs(),
+                    fleet.stalls,
+                    config.max_stalls,
+                    wait.as_secs()
+                ),
+                "stall-requeued",
+            )
+        }
+        Outcome::ContextPressure { peak_tokens, limit } => free_release(
+            fleet,
+            format!(
+                "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens); released, not charged — the next run starts fresh from the artifacts"
+            ),
+            "context-pressure",
+        ),
+        Outcome::RateLimited { resets_at, window } => {
+            let default_until = after(now, config.rate_limit_default_pause());
+            let until = resets_at.filter(|t| *t > now).unwrap_or(default_until);
+            let window = window.as_deref().map(|w| format!(" ({w} window)")).unwrap_or_default();
+            let mut plan = free_release(
+                fleet,
+                format!(
+                    "[fleet] attempt {attempt}: rate limited{window}; released, not charged; spawning paused until {until}"
+                ),
+                "rate-limited",
+            );
+            plan.pause_until = Some(until);
+            plan
+        }
+        Outcome::Shutdown => free_release(
+            fleet,
+            format!("[fleet] attempt {attempt}: supervisor shutting down; released, not charged"),
+            "shutdown",
+        ),
+        Outcome::SpawnFailed { error } => block(
+            fleet,
+            format!(
+                "[fleet] could not start the agent: {error}. Fix the coder settings (fleet config show) or the task's --coder, then set it open."
+            ),
+            &format!("could not start the agent: {error}"),
+            "spawn-failed",
+        ),
+    }
+}
+
+/// A charged failure: retry with backoff, or block once the limit is reached.
+fn failure(
+    mut fleet: crate::model::FleetFields,
+    attempt: u32,
+    what: &str,
+    stderr_tail: &str,
+    config: &RuntimeConfig,
+    now: Timestamp,
+) -> Plan {
+    fleet.failures += 1;
+    let tail = if stderr_tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\nstderr tail:\n{}", stderr_tail.trim_end())
+    };
+    if fleet.failures >= config.max_failures {
+        let count = fleet.failures;
+        fleet.failures = 0;
+        return block(
+            fleet,
+            format!(
+                "[fleet] attempt {attempt}: the agent {what}; failure {count} of {} — retry limit reached, blocked.{tail}",
+                config.max_failures
+            ),
+            &format!("retry limit ({}) exhausted; last failure: {what}", config.max_failures),
+            "failure-blocked",
+        );
+    }
+    let wait = config.retry_backoff(fleet.failures);
+    let comment = format!(
+        "[fleet] attempt {attempt}: the agent {what}; failure {} of {}, retrying after {}s.{tail}",
+        fleet.failures,
+        config.max_failures,
+        wait.as_secs()
+    );
+    retry(fleet, now, wait, comment, "failure-retry")
+}
+
+fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Exited { code, .. } => exit_text(*code),
+        Outcome::ContextPressure { .. } => "context pressure".into(),
+        Outcome::RateLimited { .. } => "rate limited".into(),
+        Outcome::Stalled { .. } => "stalled".into(),
+        Outcome::TimedOut { .. } => "timed out".into(),
+        Outcome::Shutdown => "supervisor shutdown".into(),
+        Outcome::SpawnFailed { error } => format!("could not start: {error}"),
+    }
+}
+
+fn exit_text(code: Option<i32>) -> String {
+    match code {
+        Some(code) => format!("exited with code {code}"),
+        None => "was killed by a signal".to_string(),
+    }
+}
+
+fn note(comment: String, verdict: &'static str) -> Plan {
+    Plan { release: false, patch: None, comment, pause_until: None, verdict }
+}
+
+fn counters(fleet: crate::model::FleetFields) -> IssuePatch {
+    IssuePatch { fleet: Some(fleet), ..IssuePatch::default() }
+}
+
+fn free_release(fleet: crate::model::FleetFields, comment: String, verdict: &'static str) -> Plan {
+    Plan { release: true, patch: Some(counters(fleet)), comment, pause_until: None, verdict }
+}
+
+fn retry(
+    fleet: crate::model::FleetFields,
+    now: Timestamp,
+    wait: Duration,
+    comment: String,
+    verdict: &'static str,
+) -> Plan {
+    let mut patch = counters(fleet);
+    if !wait.is_zero() {
+        patch.defer_until = Some(Some(after(now, wait)));
+    }
+    Plan { release: true, patch: Some(patch), comment, pause_until: None, verdict }
+}
+
+fn block(
+    fleet: crate::model::FleetFields,
+    comment: String,
+    notes: &str,
+    verdict: &'static str,
+) -> Plan {
+    let patch = IssuePatch {
+        status: Some(Status::Blocked),
+        assignee: Some(String::new()),
+        append_notes: Some(format!("[fleet] {notes}")),
+        fleet: Some(fleet),
+        ..IssuePatch::default()
+    };
+    Plan { release: false, patch: Some(patch), comment, pause_until: None, verdict }
+}
