@@ -536,8 +536,11 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
         }
         Ok(result)
     })?;
-    for refusal in &result.refused {
-        ctx.out.note(&format!("error: {}", refusal.error));
+    // A lone refusal is the command's error below: report it once, not also as a note.
+    if !(result.closed.is_empty() && result.refused.len() == 1) {
+        for refusal in &result.refused {
+            ctx.out.note(&format!("error: {}", refusal.error));
+        }
     }
     ctx.out.emit(&result.closed, || {
         result
