@@ -1,14 +1,121 @@
-//! `fleet bench`: prints benchmark tables (see `crate::bench`).
+//! `fleet bench`: claim throughput and ready latency against a SQLite baseline, printed as
+//! tables (the measuring is in `crate::bench`). The hidden `worker` subcommand is the process
+//! the benchmarks spawn to claim or list ready work.
+
+use std::path::PathBuf;
 
 use super::context::Context;
 use super::error::CliError;
+use crate::bench::{self, BenchError, ClaimConfig, Engine, ReadyConfig, Shape, WorkerMode};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
-    /// Durable claims per second against a SQLite baseline.
-    Claim,
+    /// Durable claims per second against a SQLite baseline: a process per claim, processes
+    /// claiming in a loop, and threads of one process.
+    Claim(ClaimArgs),
+    /// Whole-process wall time of `fleet ready` on a large generated graph, against a SQLite
+    /// baseline.
+    Ready(ReadyArgs),
+    /// One claimer or reader of a benchmark (spawned by `fleet bench`).
+    #[command(hide = true)]
+    Worker(WorkerArgs),
 }
 
-pub fn cmd_bench(_ctx: &Context, _command: BenchCommand) -> Result<(), CliError> {
-    Err(CliError::new("not built yet"))
+#[derive(Debug, clap::Args)]
+pub struct ClaimArgs {
+    /// Issues in each workspace; every one of them gets claimed.
+    #[arg(long, default_value_t = ClaimConfig::DEFAULT_ISSUES)]
+    pub issues: usize,
+    /// Concurrent claimers: processes, or threads in the threads shape.
+    #[arg(long, default_value_t = ClaimConfig::DEFAULT_CLAIMERS)]
+    pub processes: usize,
+    /// Shapes to run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Shape::ALL)]
+    pub shapes: Vec<Shape>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReadyArgs {
+    /// Issues in the generated graph (with about twice as many edges).
+    #[arg(long, default_value_t = ReadyConfig::DEFAULT_ISSUES)]
+    pub issues: usize,
+    /// Timed runs of each command.
+    #[arg(long, default_value_t = ReadyConfig::DEFAULT_RUNS)]
+    pub runs: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    #[arg(long, value_enum)]
+    pub engine: Engine,
+    /// Claim until nothing is left (default: claim once).
+    #[arg(long = "loop", conflicts_with = "ready")]
+    pub repeat: bool,
+    /// List ready work instead of claiming.
+    #[arg(long)]
+    pub ready: bool,
+}
+
+impl From<BenchError> for CliError {
+    fn from(error: BenchError) -> CliError {
+        match error {
+            BenchError::Store(error) => error.into(),
+            other => CliError::new(other.to_string()),
+        }
+    }
+}
+
+pub fn cmd_bench(ctx: &Context, command: BenchCommand) -> Result<(), CliError> {
+    match command {
+        BenchCommand::Claim(args) => cmd_bench_claim(ctx, args),
+        BenchCommand::Ready(args) => cmd_bench_ready(ctx, args),
+        BenchCommand::Worker(args) => cmd_bench_worker(ctx, args),
+    }
+}
+
+/// The binary the benchmarks spawn: this one.
+fn fleet_binary() -> Result<PathBuf, CliError> {
+    std::env::current_exe()
+        .map_err(|e| CliError::new(format!("cannot find the fleet binary to spawn: {e}")))
+}
+
+fn at_least_one(flag: &str, value: usize) -> Result<usize, CliError> {
+    if value == 0 {
+        return Err(CliError::new(format!("--{flag} must be at least 1")));
+    }
+    Ok(value)
+}
+
+fn cmd_bench_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
+    let config = ClaimConfig {
+        binary: fleet_binary()?,
+        issues: at_least_one("issues", args.issues)?,
+        claimers: at_least_one("processes", args.processes)?,
+        shapes: args.shapes,
+    };
+    let report = bench::claim::run(&config, &mut |note| ctx.out.note(note))?;
+    ctx.out.emit(&report, || report.render());
+    Ok(())
+}
+
+fn cmd_bench_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
+    let config = ReadyConfig {
+        binary: fleet_binary()?,
+        issues: at_least_one("issues", args.issues)?,
+        runs: at_least_one("runs", args.runs)?,
+    };
+    let report = bench::ready::run(&config, &mut |note| ctx.out.note(note))?;
+    ctx.out.emit(&report, || report.render());
+    Ok(())
+}
+
+fn cmd_bench_worker(ctx: &Context, args: WorkerArgs) -> Result<(), CliError> {
+    let mode = match (args.repeat, args.ready) {
+        (_, true) => WorkerMode::Ready,
+        (true, false) => WorkerMode::Loop,
+        (false, false) => WorkerMode::Once,
+    };
+    let lines = bench::run_worker(args.engine, &ctx.workspace_dir()?, &ctx.actor, mode)?;
+    ctx.out.emit(&lines, || lines.join("\n"));
+    Ok(())
 }

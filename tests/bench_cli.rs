@@ -1,0 +1,51 @@
+//! `fleet bench claim` end to end, on a tiny queue: the table prints, every issue is claimed
+//! exactly once by each engine in each shape, and no claim is doubled. No timings are checked:
+//! benchmarks are not tests.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bench_claim(extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_fleet"))
+        .args(["bench", "claim", "--issues", "50", "--processes", "4"])
+        .args(extra)
+        .env_remove("FLEET_TEST_NOW")
+        .output()
+        .expect("run fleet bench claim")
+}
+
+#[test]
+fn claim_benchmark_prints_its_table_without_double_claims() {
+    let output = bench_claim(&[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("double claims (fleet / sqlite)"), "{stdout}");
+    for shape in ["spawn: 4 processes", "loop: 4 processes", "threads: 4 threads"] {
+        let row = stdout.lines().find(|line| line.contains(shape));
+        let row = row.unwrap_or_else(|| panic!("no row for {shape}:\n{stdout}"));
+        let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
+        // Cells: "", shape, claims, fleet/s, sqlite/s, ratio, goal, double claims, per commit.
+        assert_eq!(cells[2], "50 / 50", "every issue claimed: {row}");
+        assert_eq!(cells[7], "0 / 0", "no double claims: {row}");
+    }
+}
+
+#[test]
+fn claim_benchmark_reports_json_with_an_audited_final_state() {
+    let output = bench_claim(&["--json", "--shapes", "spawn,threads"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("JSON report");
+    let shapes = report["shapes"].as_array().expect("shapes");
+    assert_eq!(shapes.len(), 2);
+    for shape in shapes {
+        for engine in ["fleet", "sqlite"] {
+            let run = &shape[engine];
+            assert_eq!(run["claims"], 50, "{shape}");
+            assert_eq!(run["in_progress"], 50, "{shape}");
+            assert_eq!(run["double_claims"], 0, "{shape}");
+            assert_eq!(run["failures"], 0, "{shape}");
+        }
+    }
+}
