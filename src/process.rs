@@ -10,9 +10,48 @@
 //! Linux-specific: the subreaper flag and the `/proc` scan. Elsewhere those two steps are
 //! skipped and only the group signals apply.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::io;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+
+/// Pids of direct children whose exit status their owner collects (each runner's agent). The
+/// reapers below skip them: reaping one steals its status, and the owner's `wait` then fails
+/// with ECHILD — with several agents running, one runner's cleanup used to reap another
+/// runner's agent that had just exited, and that attempt was recorded as "could not start".
+/// [`spawn_owned`] holds the lock across the spawn, so no reaper ever sees an owned child
+/// before it is registered.
+static OWNED: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn owned() -> MutexGuard<'static, BTreeSet<i32>> {
+    OWNED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Registration of a child spawned by [`spawn_owned`]; dropping it (once the child's status
+/// has been collected) lets the reapers treat the pid as anyone's again.
+#[derive(Debug)]
+pub struct OwnedChild {
+    pid: i32,
+}
+
+impl Drop for OwnedChild {
+    fn drop(&mut self) {
+        owned().remove(&self.pid);
+    }
+}
+
+/// Spawns `command` and registers the child as owned, so [`reap_orphans`] and
+/// [`kill_stray_children`] leave it to the caller. Keep the returned guard until the child has
+/// been waited for.
+pub fn spawn_owned(
+    command: &mut tokio::process::Command,
+) -> io::Result<(tokio::process::Child, OwnedChild)> {
+    let mut owned = owned();
+    let child = command.spawn()?;
+    let pid = child.id().and_then(|pid| i32::try_from(pid).ok()).unwrap_or(0);
+    owned.insert(pid);
+    Ok((child, OwnedChild { pid }))
+}
 
 /// Marks this process as a child subreaper (Linux), so orphaned descendants become its
 /// children and can be reaped and accounted for.
@@ -79,13 +118,19 @@ pub async fn terminate_group(pgid: i32, leader: i32, grace: Duration) -> bool {
     true
 }
 
-/// Reaps exited processes that were re-parented to this (subreaper) process, except `keep`
-/// (children whose status someone else collects). Returns how many were reaped.
+/// Reaps exited processes that were re-parented to this (subreaper) process, except `keep` and
+/// the children registered by [`spawn_owned`] (their owners collect their status). Returns
+/// how many were reaped.
 pub fn reap_orphans(keep: &HashSet<i32>) -> usize {
     let me = std::process::id() as i32;
+    let owned = owned();
     let mut reaped = 0;
     for process in processes() {
-        if process.ppid == me && process.zombie && !keep.contains(&process.pid) {
+        if process.ppid == me
+            && process.zombie
+            && !keep.contains(&process.pid)
+            && !owned.contains(&process.pid)
+        {
             let mut status = 0;
             // SAFETY: waitpid on a specific child pid with WNOHANG; `status` is a valid
             // out-pointer.
@@ -97,13 +142,15 @@ pub fn reap_orphans(keep: &HashSet<i32>) -> usize {
     reaped
 }
 
-/// Kills and reaps every child of this process except `keep`: orphans that outlived their
-/// agent (for example ones that left its process group). Returns how many were killed.
+/// Kills and reaps every child of this process except `keep` and the owned ones: orphans that
+/// outlived their agent (for example ones that left its process group). Returns how many were
+/// killed.
 pub fn kill_stray_children(keep: &HashSet<i32>) -> usize {
     let me = std::process::id() as i32;
+    let owned = owned();
     let mut killed = 0;
     for process in processes() {
-        if process.ppid != me || keep.contains(&process.pid) {
+        if process.ppid != me || keep.contains(&process.pid) || owned.contains(&process.pid) {
             continue;
         }
         if !process.zombie {

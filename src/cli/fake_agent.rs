@@ -16,6 +16,8 @@
 //! | `fake: stall` | goes silent forever |
 //! | `fake: ignore-term` | ignores SIGTERM, starts two grandchildren that ignore it too, sleeps |
 //! | `fake: touch PATH` | creates a file (proof the agent ran in its working directory) |
+//! | `fake: say TEXT` | prints an assistant message with TEXT |
+//! | `fake: once DIRECTIVE` | runs DIRECTIVE only on the task's first run (a marker file in `$FLEET_TASK_DIR` remembers it), so a script can hit a limit once and then finish |
 //!
 //! Without directives it greets, closes the task and exits 0.
 
@@ -63,13 +65,22 @@ fn run_bd(args: &[&str]) -> Result<(), CliError> {
         "content": [{"type": "tool_use", "id": "toolu_fake", "name": "Bash",
                      "input": {"command": format!("bd {}", all.join(" "))}}],
         "usage": {"input_tokens": 10, "output_tokens": 1}}, "session_id": session()}));
-    let status = std::process::Command::new("bd")
+    // The tool's output goes into the tool result, as a real agent reports it, not onto the
+    // agent's own stdout (where it would be a stray non-JSON line).
+    let output = std::process::Command::new("bd")
         .args(&all)
-        .status()
+        .stdin(std::process::Stdio::null())
+        .output()
         .map_err(|e| CliError::new(format!("fake agent could not run bd: {e}")))?;
+    let text = format!(
+        "{}{}exit {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        output.status.code().unwrap_or(-1)
+    );
     emit(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
-        "tool_use_id": "toolu_fake", "content": format!("exit {}", status.code().unwrap_or(-1)),
-        "is_error": !status.success()}]}, "session_id": session()}));
+        "tool_use_id": "toolu_fake", "content": text,
+        "is_error": !output.status.success()}]}, "session_id": session()}));
     Ok(())
 }
 
@@ -94,9 +105,22 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
         assistant("Hello from the fake agent.", 100);
         run_bd(&["close", "--reason", "fake agent done"])?;
     }
-    for step in script {
-        let (verb, rest) = step.split_once(' ').unwrap_or((step, ""));
+    for (index, step) in script.into_iter().enumerate() {
+        let (mut verb, mut rest) = step.split_once(' ').unwrap_or((step, ""));
+        if verb == "once" {
+            let dir = std::env::var_os("FLEET_TASK_DIR")
+                .ok_or_else(|| CliError::new("FLEET_TASK_DIR is not set"))?;
+            let marker = std::path::Path::new(&dir).join(format!(".fake-once-{index}"));
+            if marker.exists() {
+                continue;
+            }
+            std::fs::write(&marker, b"").map_err(|e| {
+                CliError::new(format!("fake agent could not write {}: {e}", marker.display()))
+            })?;
+            (verb, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+        }
         match verb {
+            "say" => assistant(rest, 100),
             "close" => {
                 let reason = if rest.is_empty() { "fake agent done" } else { rest };
                 run_bd(&["close", "--reason", reason])?;

@@ -138,8 +138,12 @@ pub fn event_line(event: &Event) -> Option<String> {
     })
 }
 
-/// `fleet run: 7 attempts — closed 6, failure-retry 1`.
+/// `fleet run: 7 attempts — closed 6, failure-retry 1` (just `fleet run: 0 attempts` when
+/// nothing ran).
 pub fn summary_line(summary: &Summary) -> String {
     let parts: Vec<String> = summary.verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if parts.is_empty() {
+        return format!("fleet run: {} attempts", summary.attempts);
+    }
     format!("fleet run: {} attempts — {}", summary.attempts, parts.join(", "))
 }

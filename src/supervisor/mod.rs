@@ -146,7 +146,15 @@ impl Supervisor {
         let mut last_changes = u64::MAX;
         let mut next_recheck = tokio::time::Instant::now();
         tokio::pin!(shutdown);
-        loop {
+        // Poll `shutdown` once before any agent starts: a signal future installs its handlers
+        // when first polled, and until then SIGTERM or Ctrl-C would kill this process outright,
+        // leaving agents running and their tasks claimed.
+        let mut stopped = tokio::select! {
+            biased;
+            () = &mut shutdown => true,
+            () = std::future::ready(()) => false,
+        };
+        while !stopped {
             self.reload_config_if_changed();
             let changes = self.changes().await;
             let due = tokio::time::Instant::now() >= next_recheck;
@@ -163,7 +171,7 @@ impl Supervisor {
                 }
             }
             tokio::select! {
-                () = &mut shutdown => break,
+                () = &mut shutdown => stopped = true,
                 Some(done) = runners.join_next() => {
                     if let Ok(finished) = done {
                         self.record(finished).await;
@@ -307,13 +315,18 @@ impl Supervisor {
                         return Ok(None);
                     };
                     let mut fleet = issue.fleet.clone();
+                    let first_spawn = fleet.attempts == 0;
                     fleet.attempts += 1;
                     // The effective coder and model are frozen at the first spawn, so later
-                    // config changes do not switch a task's agent between attempts.
+                    // config changes do not switch a task's agent between attempts. The model
+                    // is resolved only then: an empty one ("let the CLI choose", the default
+                    // of several coders) stays empty rather than picking up a `model` set in
+                    // runtime.toml later.
                     if fleet.coder.is_empty() {
                         fleet.coder.clone_from(&config.coder);
                     }
                     if fleet.model.is_empty()
+                        && first_spawn
                         && let Ok(coder) = registry.get(&fleet.coder)
                     {
                         fleet.model = config.effective_model(coder.as_ref(), None);
@@ -398,10 +411,17 @@ impl Supervisor {
         let until = resets_at
             .filter(|t| *t > now)
             .unwrap_or_else(|| now + jiff::SignedDuration::try_from(default).unwrap_or_default());
-        // A pause is never shortened by a later, earlier reset time.
+        // A pause is never shortened by a later, earlier reset time. Extending it by less than
+        // a second (the runner's signal, then the recorded outcome, for one rate limit) is not
+        // worth a second line.
         if self.paused_until.is_none_or(|current| until > current) {
+            let noticeable = self.paused_until.is_none_or(|current| {
+                until.duration_since(current) >= jiff::SignedDuration::from_secs(1)
+            });
             self.paused_until = Some(until);
-            self.emit(Event::Paused { until });
+            if noticeable {
+                self.emit(Event::Paused { until });
+            }
         }
     }
 

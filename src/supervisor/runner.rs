@@ -101,7 +101,8 @@ async fn run_inner(
     let stderr_offset = std::fs::metadata(dir.stderr_path()).map_or(0, |m| m.len());
     let stderr = dir.stderr_file().map_err(|e| format!("opening log.stderr: {e}"))?;
     let mut logs = dir.logs().map_err(|e| format!("opening task logs: {e}"))?;
-    let mut child = tokio::process::Command::new(&spec.program)
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
         .args(&spec.args)
         .envs(spec.env.iter().cloned())
         .envs(attempt.env.iter().cloned())
@@ -109,8 +110,10 @@ async fn run_inner(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr))
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    // Registered as owned until its status is collected below, so no other runner's orphan
+    // reaping takes it.
+    let (mut child, _owned) = crate::process::spawn_owned(&mut command)
         .map_err(|e| format!("could not run {:?}: {e}", spec.program))?;
     let pid = child.id().unwrap_or(0);
     let _ = signals.send(Signal::Started { task_id: issue.id.clone(), pid });
@@ -254,8 +257,11 @@ fn judge(
     if event.kind == EventKind::ContextOverflow {
         return Some(Stop::Pressure { peak: pressure.peak.max(limit), limit });
     }
+    // An API retry that carries a 429 is informational: the CLI retries by itself and may
+    // recover. Only a rate-limit event (or a final 429 result) stops the agent.
     if let Some(rate) = &event.rate_limit
         && rate.status == RateLimitStatus::Rejected
+        && event.kind != EventKind::ApiRetry
     {
         let _ = signals
             .send(Signal::RateLimited { resets_at: rate.resets_at, window: rate.window.clone() });

@@ -1,0 +1,19 @@
+//! The supervisor (`fleet run`, `fleet demo`) end to end: the real binary drives the
+//! scriptable fake agent (`fleet fake-agent`, which prints Claude stream-json), and the tests
+//! assert what a user sees — the queue via `fleet show --json`, comments, the files in
+//! `$FLEET_HOME/tasks/<id>/`, exit codes and the lines `fleet run` prints. The outcome table is
+//! tested directly, as the pure function it is.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod harness;
+
+mod agents;
+mod claiming;
+mod demo;
+mod limits;
+mod outcome_table;
+mod reload;
+mod run_output;
+mod shutdown;
+mod taskdir;

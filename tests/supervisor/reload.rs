@@ -1,0 +1,67 @@
+//! Hot reload: `fleet run` picks up runtime.toml changes as it runs, and keeps its previous
+//! config (saying so) when the new file is invalid.
+
+use std::time::Duration;
+
+use crate::harness::{Fleet, counter};
+
+fn in_progress(fleet: &Fleet) -> usize {
+    fleet.ws.json(&["list", "--status", "in_progress"]).as_array().unwrap().len()
+}
+
+#[test]
+fn raising_max_concurrent_while_running_starts_more_agents() {
+    let fleet = Fleet::new(&[("max_concurrent", "1")]);
+    let ids: Vec<String> =
+        (1..=3).map(|n| fleet.task(&format!("Long job {n}"), &["sleep 30"])).collect();
+
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_for("the first claim", |l| l.starts_with("▶ "));
+    assert_eq!(in_progress(&fleet), 1);
+
+    fleet.configure(&[("max_concurrent", "3")]);
+    supervisor.wait_for("the reload", |l| l == "⚙ runtime.toml reloaded (max_concurrent = 3)");
+    supervisor.wait_until("three agents at once", || (in_progress(&fleet) == 3).then_some(()));
+    for id in &ids {
+        supervisor.wait_started(id, 1);
+    }
+    let run = supervisor.stop().ok();
+    assert_eq!(run.lines.last().unwrap(), "fleet run: 3 attempts — shutdown 3");
+}
+
+#[test]
+fn invalid_runtime_toml_is_reported_and_the_previous_config_kept() {
+    let fleet = Fleet::new(&[("max_concurrent", "2")]);
+    let first = fleet.task("Long job", &["sleep 30"]);
+
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_started(&first, 1);
+
+    fleet.write_config("max_concurrent = [\n");
+    let warning = supervisor.wait_for("the warning", |l| l.starts_with("⚠ "));
+    assert!(
+        warning.starts_with("⚠ runtime.toml is invalid, keeping the previous config: ")
+            && warning.contains("runtime.toml line 1"),
+        "{warning}"
+    );
+
+    // Still working: a new task is claimed and closed.
+    let quick = fleet.task("Quick fix", &["close quick"]);
+    supervisor.wait_for("the quick task", |l| l.starts_with(&format!("✓ {quick} closed: ")));
+    // Still with the old values: max_concurrent stays 2 (not the default 3), so of two more
+    // long jobs only one starts next to the first.
+    let second = fleet.task("Second long job", &["sleep 30"]);
+    supervisor.wait_started(&second, 1);
+    let third = fleet.task("Third long job", &["sleep 30"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(counter(&fleet.show(&third), "attempts"), 0, "{}", supervisor.lines().join("\n"));
+    assert_eq!(in_progress(&fleet), 2);
+    assert_eq!(supervisor.count(|l| l.starts_with("⚠ ")), 1, "the error is reported once");
+
+    // Fixing the file applies it.
+    fleet.configure(&[("max_concurrent", "3")]);
+    supervisor.wait_for("the reload", |l| l == "⚙ runtime.toml reloaded (max_concurrent = 3)");
+    supervisor.wait_started(&third, 1);
+    let run = supervisor.stop().ok();
+    assert_eq!(run.lines.last().unwrap(), "fleet run: 4 attempts — closed 1, shutdown 3");
+}
