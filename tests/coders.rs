@@ -403,6 +403,8 @@ fn codex_gets_no_model_unless_one_is_set() {
             "exec",
             "--json",
             "--skip-git-repo-check",
+            "-c",
+            "allow_login_shell=false",
             "--dangerously-bypass-approvals-and-sandbox",
             "--cd",
             "/work/project",

@@ -1,7 +1,12 @@
 //! The `codex` coder: OpenAI Codex CLI in `exec --json` mode.
 //!
-//! Command line: `codex exec --json --skip-git-repo-check <permission args> [--model M]
-//! --cd <cwd> <prompt>`. The default permission flag is
+//! Command line: `codex exec --json --skip-git-repo-check -c allow_login_shell=false
+//! <permission args> [--model M] --cd <cwd> <prompt>`. `allow_login_shell=false` makes codex
+//! run its shell tool as `bash -c` instead of `bash -lc`: a login shell sources
+//! `/etc/profile`, which on Debian and Ubuntu resets `PATH`, dropping the `bd` that fleet puts
+//! first on the agent's `PATH` (found with the real CLI in `tests/e2e`: `bd: command not
+//! found`). A model that explicitly asks for `login: true` is told by codex that login shells
+//! are disabled and retries without. The default permission flag is
 //! `--dangerously-bypass-approvals-and-sandbox`: without it codex runs in a read-only sandbox
 //! and every write fails (fixture `bash_write_default_sandbox`). `--model` is passed only when
 //! a model is set for codex; codex otherwise uses the model of its own config, so another
@@ -64,7 +69,9 @@ impl Coder for CodexCoder {
 
     fn spawn_spec(&self, task: &TaskSpec) -> SpawnSpec {
         let mut args: Vec<String> =
-            ["exec", "--json", "--skip-git-repo-check"].map(String::from).into();
+            ["exec", "--json", "--skip-git-repo-check", "-c", "allow_login_shell=false"]
+                .map(String::from)
+                .into();
         match &self.settings.permission_args {
             Some(custom) => args.extend(custom.iter().cloned()),
             None => args.extend(DEFAULT_PERMISSION_ARGS.map(String::from)),

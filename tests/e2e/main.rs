@@ -1,0 +1,158 @@
+//! End-to-end tests: `fleet run` driving the **real** agent CLIs — Claude Code
+//! (`@anthropic-ai/claude-code`) and the OpenAI Codex CLI (`@openai/codex`) — against a
+//! scripted model API served by the test itself on 127.0.0.1.
+//!
+//! Each test builds a [`harness::Sandbox`] (a temporary `FLEET_HOME` with a queue, the agent's
+//! `HOME`, a project directory), starts a [`mock::MockApi`] playing one of `scenarios/*.json`,
+//! writes a `runtime.toml` whose `[coders.NAME]` table points `program` at the installed CLI
+//! and its `env` at the mock, creates a task, and runs `fleet run --json` as a child process —
+//! either `--until-idle` (it exits when the queue is drained) or until the test sends SIGTERM.
+//! It then checks what a user would: the task as `fleet show --json` reports it, its comments,
+//! `tasks/<id>/events.jsonl`, what reached the mock, and that no process started for the
+//! sandbox is left running.
+//!
+//! How the environment reaches the agent, as these tests use it: the supervisor's own
+//! environment is inherited (here `HOME`, `ANTHROPIC_API_KEY`,
+//! `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`); `[coders.NAME] env` is set over it
+//! (`ANTHROPIC_BASE_URL`, `CLAUDE_CODE_MAX_RETRIES`, `CODEX_HOME`, `MOCK_API_KEY`); the task
+//! variables (`FLEET_TASK_ID`, …) and `FLEET_HOME`, `BEADS_DIR`, `PATH` (fleet's `bd` first)
+//! come last.
+//!
+//! The CLIs are installed by `.ci/install-agent-clis` (pinned versions, npm registry only)
+//! into `$FLEET_AGENT_CLIS` (default `~/.cache/fleet-agent-clis`). When a CLI is not there,
+//! its tests print why on the real stderr and pass without running (a skip), so the suite
+//! stays green on a machine without npm; set `FLEET_E2E_REQUIRE_CLIS=1` to make that a
+//! failure instead. `FLEET_E2E_KEEP=1` keeps each sandbox (named on stderr) for a look at its
+//! `tasks/<id>/` logs afterwards.
+
+mod claude;
+mod codex;
+mod harness;
+mod mock;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use harness::{Sandbox, Supervisor, say, toml_str};
+use mock::{MockApi, Script};
+
+/// How long anything in these tests may take before it counts as hung: generous, since the
+/// CLIs start slowly and several scenarios share two cores.
+pub const DEADLINE: Duration = Duration::from_secs(150);
+
+/// The installed CLI `name` (`claude`, `codex`), or `None` after saying loudly why its tests
+/// are skipped.
+pub fn agent_cli(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("FLEET_AGENT_CLIS").map(PathBuf::from).or_else(|| {
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/fleet-agent-clis"))
+    });
+    let path = dir.map(|d| d.join("bin").join(name));
+    let runnable = path.as_ref().is_some_and(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    if runnable {
+        return path;
+    }
+    let why = format!(
+        "SKIPPED end-to-end test with the real `{name}` CLI: {} not found. Run `bash .ci/install-agent-clis` (needs npm and the npm registry).",
+        path.map_or_else(|| "$HOME is not set, so the CLI".to_owned(), |p| p.display().to_string())
+    );
+    if std::env::var_os("FLEET_E2E_REQUIRE_CLIS").is_some_and(|v| v != "0") {
+        panic!("{why} (FLEET_E2E_REQUIRE_CLIS is set)");
+    }
+    say(&format!("\n*** {why}\n"));
+    None
+}
+
+/// A scenario file of `tests/e2e/scenarios/`.
+pub fn scenario(name: &str) -> Script {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/e2e/scenarios")
+        .join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    Script::parse(&text)
+}
+
+/// A `runtime.toml`: one agent at a time, short timeouts, long backoffs and pauses (so a
+/// requeued task stays put until the test looks at it), `overrides` replacing any of those,
+/// and a `[coders.CODER]` table with `program` and `env`.
+pub fn runtime_toml(
+    coder: &str,
+    model: &str,
+    program: &Path,
+    env: &[(&str, String)],
+    overrides: &[(&str, &str)],
+) -> String {
+    let mut keys: Vec<(&str, &str)> = vec![
+        ("max_concurrent", "1"),
+        ("stall_timeout_secs", "60"),
+        ("attempt_timeout_secs", "150"),
+        ("shutdown_grace_secs", "5"),
+        ("retry_backoff_secs", "600"),
+        ("retry_backoff_max_secs", "600"),
+        ("rate_limit_default_pause_secs", "600"),
+    ];
+    for (key, value) in overrides {
+        match keys.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value,
+            None => keys.push((key, value)),
+        }
+    }
+    let mut text = format!("coder = {}\nmodel = {}\n", toml_str(coder), toml_str(model));
+    for (key, value) in keys {
+        text.push_str(&format!("{key} = {value}\n"));
+    }
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", toml_str(v))).collect();
+    text.push_str(&format!(
+        "\n[coders.{coder}]\nprogram = {}\nenv = {{ {} }}\n",
+        toml_str(&program.display().to_string()),
+        env.join(", ")
+    ));
+    text
+}
+
+/// A fleet field counter of an issue (`attempts`, `failures`, `noclose`, `stalls`); absent
+/// means 0.
+pub fn counter(issue: &Value, name: &str) -> u64 {
+    issue["fleet"][name].as_u64().unwrap_or(0)
+}
+
+/// Everything known about a scenario, for a failure message.
+pub fn diagnose(sandbox: &Sandbox, supervisor: &Supervisor, mock: &MockApi, id: &str) -> String {
+    format!(
+        "\n{}\n{}\n--- mock requests\n{}\n--- runtime.toml\n{}",
+        supervisor.diagnose(),
+        sandbox.diagnose(id),
+        mock.summary(),
+        std::fs::read_to_string(sandbox.home.join("runtime.toml")).unwrap_or_default()
+    )
+}
+
+/// The agent events of `kind` in a task's `events.jsonl`.
+pub fn events_of(sandbox: &Sandbox, id: &str, kind: &str) -> Vec<Value> {
+    sandbox.events(id).into_iter().filter(|e| e["kind"] == kind).collect()
+}
+
+/// Asserts the task is back in the queue: open, nobody holding it, no failure charged.
+#[track_caller]
+pub fn assert_released_uncharged(issue: &Value, context: &dyn Fn() -> String) {
+    assert_eq!(issue["status"], "open", "the task is open again{}", context());
+    assert!(
+        issue["assignee"].as_str().unwrap_or_default().is_empty(),
+        "nobody holds the task{}",
+        context()
+    );
+    assert_eq!(counter(issue, "failures"), 0, "no failure is charged{}", context());
+}
+
+/// Asserts nothing started for the sandbox is still running except `except` (the supervisor,
+/// while it is still up).
+#[track_caller]
+pub fn assert_no_leftovers(sandbox: &Sandbox, except: Option<u32>, context: &dyn Fn() -> String) {
+    let left = sandbox.wait_no_processes(except, Duration::from_secs(10));
+    assert!(left.is_empty(), "processes left behind: {left:?}{}", context());
+}
