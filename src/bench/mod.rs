@@ -5,6 +5,8 @@
 //!   claiming processes, threads of one process) and the audit of the final state that counts
 //!   double claims;
 //! - `ready`: a generated dependency graph and the whole-process wall time of `fleet ready`;
+//! - `supervisor`: create → agent started latency of `fleet run`, and its memory and CPU with
+//!   many agents running;
 //! - `sqlite`: the baseline's schema, its claim and its ready query;
 //! - `worker`: what the hidden `fleet bench worker` processes do;
 //! - `workspace`: scratch directories and fleet stores filled in one transaction.
@@ -16,6 +18,7 @@
 pub mod claim;
 pub mod ready;
 mod sqlite;
+pub mod supervisor;
 mod worker;
 mod workspace;
 
@@ -25,6 +28,7 @@ use serde::Serialize;
 
 pub use claim::{ClaimConfig, ClaimReport, Shape};
 pub use ready::{ReadyConfig, ReadyReport};
+pub use supervisor::{SupervisorConfig, SupervisorReport};
 pub use worker::{Engine, WorkerMode, run_worker};
 
 use crate::store::StoreError;

@@ -1,5 +1,5 @@
-//! `fleet bench`: claim throughput and ready latency against a SQLite baseline, printed as
-//! tables (the measuring is in `crate::bench`). The hidden `worker` subcommand is the process
+//! `fleet bench`: claim throughput and ready latency against a SQLite baseline, and the
+//! supervisor's responsiveness and overhead, printed as tables (the measuring is in `crate::bench`). The hidden `worker` subcommand is the process
 //! the benchmarks spawn to claim or list ready work.
 
 use std::path::PathBuf;
@@ -16,6 +16,9 @@ pub enum BenchCommand {
     /// Whole-process wall time of `fleet ready` on a large generated graph, against a SQLite
     /// baseline.
     Ready(ReadyArgs),
+    /// The supervisor: create → agent started latency, and memory and CPU with many agents
+    /// running.
+    Supervisor(SupervisorArgs),
     /// One claimer or reader of a benchmark (spawned by `fleet bench`).
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -45,6 +48,19 @@ pub struct ReadyArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct SupervisorArgs {
+    /// Timed create → agent started samples.
+    #[arg(long, default_value_t = 30)]
+    pub samples: usize,
+    /// Agents kept running while memory and CPU are measured.
+    #[arg(long, default_value_t = 64)]
+    pub agents: usize,
+    /// Seconds of the memory and CPU window.
+    #[arg(long, default_value_t = 10)]
+    pub window: u64,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
     #[arg(long, value_enum)]
     pub engine: Engine,
@@ -69,6 +85,7 @@ pub fn cmd_bench(ctx: &Context, command: BenchCommand) -> Result<(), CliError> {
     match command {
         BenchCommand::Claim(args) => cmd_bench_claim(ctx, args),
         BenchCommand::Ready(args) => cmd_bench_ready(ctx, args),
+        BenchCommand::Supervisor(args) => cmd_bench_supervisor(ctx, args),
         BenchCommand::Worker(args) => cmd_bench_worker(ctx, args),
     }
 }
@@ -105,6 +122,18 @@ fn cmd_bench_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
         runs: at_least_one("runs", args.runs)?,
     };
     let report = bench::ready::run(&config, &mut |note| ctx.out.note(note))?;
+    ctx.out.emit(&report, || report.render());
+    Ok(())
+}
+
+fn cmd_bench_supervisor(ctx: &Context, args: SupervisorArgs) -> Result<(), CliError> {
+    let config = bench::SupervisorConfig {
+        binary: fleet_binary()?,
+        samples: at_least_one("samples", args.samples)?,
+        agents: at_least_one("agents", args.agents)?,
+        window: std::time::Duration::from_secs(args.window.max(1)),
+    };
+    let report = bench::supervisor::run(&config, &mut |note| ctx.out.note(note))?;
     ctx.out.emit(&report, || report.render());
     Ok(())
 }
