@@ -44,6 +44,22 @@ fn add_comment(
     text: &str,
     author: Option<String>,
 ) -> Result<(), CliError> {
+    let (comment, issue) = write_comment(ctx, id, text, author)?;
+    ctx.out.emit(&comment, || match &issue {
+        Some(issue) => format!("✓ Comment added to {}", id_title(issue)),
+        None => format!("✓ Comment added to {}", comment.issue_id),
+    });
+    Ok(())
+}
+
+/// The store side of adding a comment, shared by both personalities: returns the comment and
+/// the issue it was added to.
+pub(super) fn write_comment(
+    ctx: &Context,
+    id: &str,
+    text: &str,
+    author: Option<String>,
+) -> Result<(Comment, Option<crate::model::Issue>), CliError> {
     if text.trim().is_empty() {
         return Err(CliError::new("comment text is empty"));
     }
@@ -60,11 +76,7 @@ fn add_comment(
         writer.apply(OpKind::Comment { comment: comment.clone() })?;
         Ok((comment, writer.issue(&id)?))
     })?;
-    ctx.out.emit(&comment, || match &issue {
-        Some(issue) => format!("✓ Comment added to {}", id_title(issue)),
-        None => format!("✓ Comment added to {}", comment.issue_id),
-    });
-    Ok(())
+    Ok((comment, issue))
 }
 
 fn list_comments(ctx: &Context, id: &str) -> Result<(), CliError> {

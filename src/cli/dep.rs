@@ -48,12 +48,12 @@ pub enum DepCommand {
 }
 
 #[derive(Serialize)]
-struct EdgeResult {
-    status: &'static str,
-    issue_id: String,
-    depends_on_id: String,
+pub(super) struct EdgeResult {
+    pub status: &'static str,
+    pub issue_id: String,
+    pub depends_on_id: String,
     #[serde(rename = "type")]
-    kind: String,
+    pub kind: String,
 }
 
 pub fn cmd_dep(ctx: &Context, command: DepCommand) -> Result<(), CliError> {
@@ -71,6 +71,45 @@ pub fn cmd_dep(ctx: &Context, command: DepCommand) -> Result<(), CliError> {
 }
 
 fn cmd_dep_add(ctx: &Context, issue: &str, depends_on: &str, kind: &str) -> Result<(), CliError> {
+    let added = add_dependency(ctx, issue, depends_on, kind)?;
+    let result = EdgeResult {
+        status: "added",
+        issue_id: added.from.id.clone(),
+        depends_on_id: added.to_id.clone(),
+        kind: kind.to_string(),
+    };
+    ctx.out.emit(&result, || added.added_line(kind));
+    Ok(())
+}
+
+/// An edge as `dep add` made it: the dependent issue, and the target (absent from this store
+/// when it is a foreign reference).
+pub(super) struct AddedEdge {
+    pub from: crate::model::Issue,
+    pub to_id: String,
+    pub to: Option<crate::model::Issue>,
+}
+
+impl AddedEdge {
+    /// `✓ Added dependency: A (title) depends on B (title) (kind)`, as bd prints it.
+    pub fn added_line(&self, kind: &str) -> String {
+        let to_title =
+            self.to.as_ref().map_or_else(|| "not in this workspace".into(), |t| t.title.clone());
+        format!(
+            "✓ Added dependency: {} ({}) depends on {} ({}) ({kind})",
+            self.from.id, self.from.title, self.to_id, to_title
+        )
+    }
+}
+
+/// The store side of `dep add`, shared by both personalities: resolves both ends (a target
+/// that is not here is kept as a foreign reference) and adds the edge in one transaction.
+pub(super) fn add_dependency(
+    ctx: &Context,
+    issue: &str,
+    depends_on: &str,
+    kind: &str,
+) -> Result<AddedEdge, CliError> {
     validate_dep_type(kind)?;
     let store = ctx.open_store()?;
     let now = ctx.now();
@@ -90,23 +129,24 @@ fn cmd_dep_add(ctx: &Context, issue: &str, depends_on: &str, kind: &str) -> Resu
     })?;
     let from = from.ok_or_else(|| CliError::new("issue vanished during the change"))?;
     let (to_id, to) = to;
-    let result = EdgeResult {
-        status: "added",
-        issue_id: from.id.clone(),
-        depends_on_id: to_id.clone(),
-        kind: kind.to_string(),
-    };
-    ctx.out.emit(&result, || {
-        let to_title = to.map(|t| t.title).unwrap_or_else(|| "not in this workspace".into());
-        format!(
-            "✓ Added dependency: {} ({}) depends on {} ({}) ({kind})",
-            from.id, from.title, to_id, to_title
-        )
-    });
-    Ok(())
+    Ok(AddedEdge { from, to_id, to })
 }
 
 fn cmd_dep_remove(ctx: &Context, issue: &str, depends_on: &str) -> Result<(), CliError> {
+    let (from, to, kind) = remove_dependency(ctx, issue, depends_on)?;
+    let result =
+        EdgeResult { status: "removed", issue_id: from.clone(), depends_on_id: to.clone(), kind };
+    ctx.out.emit(&result, || format!("✓ Removed dependency: {from} no longer depends on {to}"));
+    Ok(())
+}
+
+/// The store side of `dep remove`, shared by both personalities. Returns the two ids and the
+/// type the removed edge had.
+pub(super) fn remove_dependency(
+    ctx: &Context,
+    issue: &str,
+    depends_on: &str,
+) -> Result<(String, String, String), CliError> {
     let store = ctx.open_store()?;
     let ((from, to, kind), _) = store.write(&ctx.actor, ctx.clock, |writer| {
         let from = writer.resolve(issue)?;
@@ -120,10 +160,7 @@ fn cmd_dep_remove(ctx: &Context, issue: &str, depends_on: &str) -> Result<(), Cl
         writer.apply(OpKind::DepRemove { issue_id: from.clone(), depends_on_id: to.clone() })?;
         Ok((from, to, kind.unwrap_or_default()))
     })?;
-    let result =
-        EdgeResult { status: "removed", issue_id: from.clone(), depends_on_id: to.clone(), kind };
-    ctx.out.emit(&result, || format!("✓ Removed dependency: {from} no longer depends on {to}"));
-    Ok(())
+    Ok((from, to, kind))
 }
 
 #[derive(Serialize)]
@@ -166,7 +203,7 @@ fn cmd_dep_tree(
     Ok(())
 }
 
-fn render_tree(node: &TreeNode, indent: &str, last: bool, lines: &mut Vec<String>) {
+pub(super) fn render_tree(node: &TreeNode, indent: &str, last: bool, lines: &mut Vec<String>) {
     let (branch, child_indent) = match node.depth {
         0 => (String::new(), String::new()),
         _ if last => (format!("{indent}└── "), format!("{indent}    ")),

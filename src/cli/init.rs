@@ -27,19 +27,7 @@ daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config
 
 pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;
-    let store = Store::init(&dir, &args.prefix)?;
-    let write = |name: &str, text: String| {
-        std::fs::write(dir.join(name), text)
-            .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
-    };
-    let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });
-    write(
-        "metadata.json",
-        format!("{}\n", serde_json::to_string_pretty(&metadata).unwrap_or_default()),
-    )?;
-    if !dir.join(".gitignore").exists() {
-        write(".gitignore", GITIGNORE.to_string())?;
-    }
+    let store = init_workspace(&dir, &args.prefix)?;
     let result = Initialized {
         path: dir.display().to_string(),
         store: dir.join(STORE_FILE).display().to_string(),
@@ -52,4 +40,24 @@ pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
         )
     });
     Ok(())
+}
+
+/// Creates the workspace in `dir` (shared by `fleet init` and `bd init`): the store, beads'
+/// `metadata.json`, and the legacy `.gitignore` unless one is there. Creates no
+/// `issues.jsonl` or `export-state.json`.
+pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Store, CliError> {
+    let store = Store::init(dir, prefix)?;
+    let write = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
+    };
+    let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });
+    write(
+        "metadata.json",
+        format!("{}\n", serde_json::to_string_pretty(&metadata).unwrap_or_default()),
+    )?;
+    if !dir.join(".gitignore").exists() {
+        write(".gitignore", GITIGNORE.to_string())?;
+    }
+    Ok(store)
 }

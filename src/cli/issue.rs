@@ -134,6 +134,33 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
     if title.trim().is_empty() {
         return Err(CliError::new("title required").with_hint("fleet create \"Fix the login bug\""));
     }
+    let summary = create_issue(ctx, &args, |_| {})?;
+    if args.silent && !ctx.out.json {
+        println!("{}", summary.issue.id);
+        return Ok(());
+    }
+    ctx.out.emit(&summary, || {
+        format!(
+            "✓ Created issue: {}\n  Priority: P{}\n  Status: {}",
+            id_title(&summary.issue),
+            summary.issue.priority,
+            summary.issue.status
+        )
+    });
+    Ok(())
+}
+
+/// The store side of `create`, shared by `fleet create` and `bd create`: validates the
+/// flags, builds the issue (id, parent edge and inherited labels, `--deps` edges) and applies
+/// it in one transaction. `adjust` may set fields only one personality has flags for (bd's
+/// `--metadata`, `--ephemeral`) before the issue is applied.
+pub(in crate::cli) fn create_issue(
+    ctx: &Context,
+    args: &CreateArgs,
+    adjust: impl FnOnce(&mut Issue),
+) -> Result<IssueSummary, CliError> {
+    let title = args.title.clone().or(args.title_arg.clone()).unwrap_or_default();
+    crate::model::validate_title(&title)?;
     let priority = parse_priority(&args.priority)?;
     let issue_type = parse_issue_type(&args.issue_type)?;
     let now = ctx.now();
@@ -185,22 +212,11 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
             let target = resolve_target(writer, &target)?;
             deps.push(new_dep(&id, &target, &kind, &ctx.actor, now));
         }
+        adjust(&mut issue);
         writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
         writer.detail(&id).map(|d| d.summary)
     })?;
-    if args.silent && !ctx.out.json {
-        println!("{}", summary.issue.id);
-        return Ok(());
-    }
-    ctx.out.emit(&summary, || {
-        format!(
-            "✓ Created issue: {}\n  Priority: P{}\n  Status: {}",
-            id_title(&summary.issue),
-            summary.issue.priority,
-            summary.issue.status
-        )
-    });
-    Ok(())
+    Ok(summary)
 }
 
 pub(super) fn new_dep(
@@ -242,7 +258,7 @@ pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn render_detail(detail: &IssueDetail) -> String {
+pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
     let issue = &detail.summary.issue;
     let mut lines = vec![
         format!("{}: {}", issue.id, issue.title),
@@ -405,12 +421,28 @@ fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError>
 }
 
 pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
-    let mut patch = build_patch(ctx, &args)?;
+    let patch = build_patch(ctx, &args)?;
     let fleet_change = args.cwd.is_some() || args.coder.is_some() || args.model.is_some();
     if patch.is_empty() && !args.claim && !fleet_change {
         return Err(CliError::new("No updates specified")
             .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
     }
+    let updated = update_issues(ctx, &args, |_, _| Ok(()))?;
+    emit_summaries(ctx, &updated, |s| format!("✓ Updated issue: {}", id_title(&s.issue)));
+    Ok(())
+}
+
+/// The store side of `update`, shared by `fleet update` and `bd update`: in one transaction,
+/// claims (with `--claim`) and patches every issue in `args.ids`. `extra` runs after the patch
+/// for each issue, inside the same transaction, for edits only one personality has flags for
+/// (bd's `--parent`, `--set-labels`, `--metadata`). Returns the issues as they end up.
+pub(in crate::cli) fn update_issues(
+    ctx: &Context,
+    args: &UpdateArgs,
+    extra: impl Fn(&mut Writer<'_>, &str) -> Result<(), StoreError>,
+) -> Result<Vec<IssueSummary>, CliError> {
+    let mut patch = build_patch(ctx, args)?;
+    let fleet_change = args.cwd.is_some() || args.coder.is_some() || args.model.is_some();
     let store = ctx.open_store()?;
     let cwd = args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?;
     let (updated, _) = store.write(&ctx.actor, ctx.clock, |writer| {
@@ -432,12 +464,18 @@ pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
             if !patch.is_empty() {
                 writer.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch.clone()) })?;
             }
+            extra(writer, &id)?;
             updated.push(writer.detail(&id)?.summary);
         }
         Ok(updated)
     })?;
-    emit_summaries(ctx, &updated, |s| format!("✓ Updated issue: {}", id_title(&s.issue)));
-    Ok(())
+    Ok(updated)
+}
+
+/// Whether `args` asks for any change at all (fields, a claim, or fleet's task fields).
+pub(in crate::cli) fn update_requested(ctx: &Context, args: &UpdateArgs) -> Result<bool, CliError> {
+    let fleet_change = args.cwd.is_some() || args.coder.is_some() || args.model.is_some();
+    Ok(!build_patch(ctx, args)?.is_empty() || args.claim || fleet_change)
 }
 
 fn emit_summaries(ctx: &Context, items: &[IssueSummary], line: impl Fn(&IssueSummary) -> String) {
@@ -488,15 +526,15 @@ fn close_guard(writer: &Writer<'_>, issue: &Issue) -> Result<Option<String>, Sto
 }
 
 #[derive(Serialize)]
-struct CloseResult {
-    closed: Vec<IssueSummary>,
-    refused: Vec<Refusal>,
+pub(in crate::cli) struct CloseResult {
+    pub closed: Vec<IssueSummary>,
+    pub refused: Vec<Refusal>,
 }
 
 #[derive(Serialize)]
-struct Refusal {
-    id: String,
-    error: String,
+pub(in crate::cli) struct Refusal {
+    pub id: String,
+    pub error: String,
 }
 
 pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
@@ -507,6 +545,41 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
             args.ids.len()
         )));
     }
+    let result = close_issues(ctx, &args)?;
+    // A lone refusal is the command's error below: report it once, not also as a note.
+    if !(result.closed.is_empty() && result.refused.len() == 1) {
+        for refusal in &result.refused {
+            ctx.out.note(&format!("error: {}", refusal.error));
+        }
+    }
+    ctx.out.emit(&result.closed, || {
+        result
+            .closed
+            .iter()
+            .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), s.issue.close_reason))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    if result.closed.is_empty() {
+        let mut error = CliError::new(match result.refused.as_slice() {
+            [only] => only.error.clone(),
+            _ => "no issues were closed".to_string(),
+        });
+        if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
+            error = error.with_hint("pass --force to close it anyway");
+        }
+        return Err(error);
+    }
+    Ok(())
+}
+
+/// The store side of `close`, shared by `fleet close` and `bd close`: in one transaction,
+/// closes each issue of `args.ids` that passes the close guards (or all, with `--force`).
+/// Ids that do not resolve and issues the guards refuse are reported, not fatal.
+pub(in crate::cli) fn close_issues(
+    ctx: &Context,
+    args: &CloseArgs,
+) -> Result<CloseResult, CliError> {
     let store = ctx.open_store()?;
     let (result, _) = store.write(&ctx.actor, ctx.clock, |writer| {
         let mut result = CloseResult { closed: Vec::new(), refused: Vec::new() };
@@ -536,31 +609,7 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
         }
         Ok(result)
     })?;
-    // A lone refusal is the command's error below: report it once, not also as a note.
-    if !(result.closed.is_empty() && result.refused.len() == 1) {
-        for refusal in &result.refused {
-            ctx.out.note(&format!("error: {}", refusal.error));
-        }
-    }
-    ctx.out.emit(&result.closed, || {
-        result
-            .closed
-            .iter()
-            .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), s.issue.close_reason))
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
-    if result.closed.is_empty() {
-        let mut error = CliError::new(match result.refused.as_slice() {
-            [only] => only.error.clone(),
-            _ => "no issues were closed".to_string(),
-        });
-        if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
-            error = error.with_hint("pass --force to close it anyway");
-        }
-        return Err(error);
-    }
-    Ok(())
+    Ok(result)
 }
 
 #[derive(Debug, clap::Args)]
@@ -573,6 +622,18 @@ pub struct ReopenArgs {
 }
 
 pub fn cmd_reopen(ctx: &Context, args: ReopenArgs) -> Result<(), CliError> {
+    let reopened = reopen_issues(ctx, &args)?;
+    let suffix = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+    emit_summaries(ctx, &reopened, |s| format!("↻ Reopened {}{suffix}", s.issue.id));
+    Ok(())
+}
+
+/// The store side of `reopen`, shared by both personalities: reopens every issue of
+/// `args.ids` in one transaction, recording the reason as a comment.
+pub(in crate::cli) fn reopen_issues(
+    ctx: &Context,
+    args: &ReopenArgs,
+) -> Result<Vec<IssueSummary>, CliError> {
     let store = ctx.open_store()?;
     let now = ctx.now();
     let (reopened, _) = store.write(&ctx.actor, ctx.clock, |writer| {
@@ -597,9 +658,7 @@ pub fn cmd_reopen(ctx: &Context, args: ReopenArgs) -> Result<(), CliError> {
         }
         Ok(reopened)
     })?;
-    let suffix = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-    emit_summaries(ctx, &reopened, |s| format!("↻ Reopened {}{suffix}", s.issue.id));
-    Ok(())
+    Ok(reopened)
 }
 
 #[derive(Debug, clap::Args)]
@@ -612,18 +671,29 @@ pub struct DeleteArgs {
 }
 
 #[derive(Serialize)]
-struct DeleteResult {
+pub(in crate::cli) struct DeleteResult {
     /// True when nothing was deleted (no --force).
-    preview: bool,
-    issues: Vec<IssueSummary>,
+    pub preview: bool,
+    pub issues: Vec<IssueSummary>,
     /// Issues that lose an edge to a deleted issue.
-    affected_dependents: Vec<String>,
+    pub affected_dependents: Vec<String>,
 }
 
 pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
     if args.ids.is_empty() {
         return Err(CliError::new("no issue IDs provided").with_hint("fleet delete <id>… --force"));
     }
+    let result = delete_issues(ctx, &args)?;
+    ctx.out.emit(&result, || render_delete(&result));
+    Ok(())
+}
+
+/// The store side of `delete`, shared by both personalities: resolves every id, gathers what
+/// the deletion touches, and (with `--force`) deletes them all in one transaction.
+pub(in crate::cli) fn delete_issues(
+    ctx: &Context,
+    args: &DeleteArgs,
+) -> Result<DeleteResult, CliError> {
     let store = ctx.open_store()?;
     let plan = |writer: &mut Writer<'_>| -> Result<DeleteResult, StoreError> {
         let mut result = DeleteResult {
@@ -651,11 +721,10 @@ pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
         Ok(result)
     };
     let (result, _) = store.write(&ctx.actor, ctx.clock, plan)?;
-    ctx.out.emit(&result, || render_delete(&result));
-    Ok(())
+    Ok(result)
 }
 
-fn render_delete(result: &DeleteResult) -> String {
+pub(in crate::cli) fn render_delete(result: &DeleteResult) -> String {
     let mut lines = Vec::new();
     if result.preview {
         lines.push("⚠️  DELETE PREVIEW".to_string());

@@ -25,10 +25,10 @@ pub enum LabelCommand {
 }
 
 #[derive(Serialize)]
-struct LabelChange {
-    id: String,
-    label: String,
-    changed: bool,
+pub(super) struct LabelChange {
+    pub id: String,
+    pub label: String,
+    pub changed: bool,
 }
 
 #[derive(Serialize)]
@@ -48,24 +48,7 @@ pub fn cmd_label(ctx: &Context, command: LabelCommand) -> Result<(), CliError> {
 
 fn change_labels(ctx: &Context, mut args: Vec<String>, add: bool) -> Result<(), CliError> {
     let label = args.pop().unwrap_or_default();
-    if label.trim().is_empty() {
-        return Err(CliError::new("label is empty"));
-    }
-    let store = ctx.open_store()?;
-    let (changes, _) = store.write(&ctx.actor, ctx.clock, |writer| {
-        let mut changes = Vec::new();
-        for input in &args {
-            let id = writer.resolve(input)?;
-            let kind = if add {
-                OpKind::LabelAdd { id: id.clone(), label: label.clone() }
-            } else {
-                OpKind::LabelRemove { id: id.clone(), label: label.clone() }
-            };
-            let changed = writer.apply(kind)?;
-            changes.push(LabelChange { id, label: label.clone(), changed });
-        }
-        Ok(changes)
-    })?;
+    let changes = apply_label_change(ctx, &args, &label, add)?;
     ctx.out.emit(&changes, || {
         changes
             .iter()
@@ -79,6 +62,36 @@ fn change_labels(ctx: &Context, mut args: Vec<String>, add: bool) -> Result<(), 
             .join("\n")
     });
     Ok(())
+}
+
+/// The store side of `label add`/`label remove`, shared by both personalities: adds (or
+/// removes) `label` on every issue of `ids` in one transaction.
+pub(super) fn apply_label_change(
+    ctx: &Context,
+    ids: &[String],
+    label: &str,
+    add: bool,
+) -> Result<Vec<LabelChange>, CliError> {
+    let label = label.to_string();
+    if label.trim().is_empty() {
+        return Err(CliError::new("label is empty"));
+    }
+    let store = ctx.open_store()?;
+    let (changes, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+        let mut changes = Vec::new();
+        for input in ids {
+            let id = writer.resolve(input)?;
+            let kind = if add {
+                OpKind::LabelAdd { id: id.clone(), label: label.clone() }
+            } else {
+                OpKind::LabelRemove { id: id.clone(), label: label.clone() }
+            };
+            let changed = writer.apply(kind)?;
+            changes.push(LabelChange { id, label: label.clone(), changed });
+        }
+        Ok(changes)
+    })?;
+    Ok(changes)
 }
 
 fn list_labels(ctx: &Context, id: &str) -> Result<(), CliError> {

@@ -5,6 +5,7 @@
 //! or `--json` through [`output::Output`]. Data goes to stdout, narration and errors to
 //! stderr. This is the only module that reads the environment or prints.
 
+mod bd;
 mod claim;
 mod comment;
 mod config;
@@ -103,6 +104,16 @@ pub enum Command {
     /// Show or change the runtime configuration ($FLEET_HOME/runtime.toml).
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Run as the beads CLI: `fleet bd <bd command and flags>` (the workspace defaults to
+    /// $BEADS_DIR, then $FLEET_HOME/.beads).
+    #[command(disable_help_flag = true)]
+    Bd {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<OsString>,
+    },
+    /// Link `bd` to this binary so agents' `bd` commands run fleet's bd (default DIR: the
+    /// directory of the fleet binary).
+    LinkBd(bd::LinkArgs),
     /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
     /// max_concurrent at once, until Ctrl-C.
     Run(run::RunArgs),
@@ -114,7 +125,22 @@ pub enum Command {
 }
 
 /// Parses `args` and runs the command. Returns the process exit code.
+///
+/// Invoked under the name `bd` (a link made by `fleet link-bd`), or as `fleet bd …`, the
+/// binary is the beads CLI instead (see [`bd`]).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let invoked_as_bd = args
+        .first()
+        .and_then(|arg0| std::path::Path::new(arg0).file_name())
+        .is_some_and(|name| name == "bd");
+    if invoked_as_bd {
+        return bd::run(args, bd::Personality::Bd);
+    }
+    if args.get(1).is_some_and(|arg| arg == "bd") {
+        let bd_args = std::iter::once(OsString::from("bd")).chain(args[2..].iter().cloned());
+        return bd::run(bd_args.collect(), bd::Personality::FleetBd);
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
@@ -123,6 +149,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             return code;
         }
     };
+    if let Command::Bd { args } = cli.command {
+        return bd::run(bd::args_after_fleet_globals(&cli.global, args), bd::Personality::FleetBd);
+    }
     let json = cli.global.json;
     match dispatch(cli) {
         Ok(()) => exit_code::SUCCESS,
@@ -153,6 +182,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Release(args) => claim::cmd_release(&ctx, args),
         Command::Bench(command) => bench::cmd_bench(&ctx, command),
         Command::Config(command) => config::cmd_config(&ctx, command),
+        // Run before dispatch (see `run`).
+        Command::Bd { .. } => Ok(()),
+        Command::LinkBd(args) => bd::cmd_link_bd(&ctx.out, args),
         Command::Run(args) => run::cmd_run(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),

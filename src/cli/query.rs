@@ -5,7 +5,7 @@ use super::error::CliError;
 use super::issue::split_csv;
 use super::output::{list_line, priority_badge};
 use crate::model::{SortOrder, Status, parse_issue_type, parse_priority};
-use crate::store::{IssueSummary, ListFilter, ListSort, ReadyFilter};
+use crate::store::{BlockedIssue, IssueSummary, ListFilter, ListSort, ReadyFilter, Stats};
 
 /// Filters shared by `list` and `search`.
 #[derive(Debug, clap::Args)]
@@ -36,7 +36,7 @@ pub struct ListFilterArgs {
 }
 
 impl ListFilterArgs {
-    fn to_filter(&self, text: Option<String>) -> Result<ListFilter, CliError> {
+    pub(super) fn to_filter(&self, text: Option<String>) -> Result<ListFilter, CliError> {
         Ok(ListFilter {
             statuses: split_csv(&self.status)
                 .iter()
@@ -122,7 +122,7 @@ pub struct ReadyArgs {
 }
 
 impl ReadyArgs {
-    fn to_filter(&self) -> Result<ReadyFilter, CliError> {
+    pub(super) fn to_filter(&self) -> Result<ReadyFilter, CliError> {
         Ok(ReadyFilter {
             assignee: self.assignee.clone(),
             unassigned: self.unassigned,
@@ -178,7 +178,7 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn render_ready(issues: &[IssueSummary]) -> String {
+pub(super) fn render_ready(issues: &[IssueSummary]) -> String {
     let mut lines = vec![
         format!("📋 Ready work ({} issues with no active blockers):", issues.len()),
         String::new(),
@@ -215,23 +215,26 @@ pub fn cmd_blocked(ctx: &Context, args: BlockedArgs) -> Result<(), CliError> {
     let reader = store.read()?;
     let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
     let blocked = reader.blocked(parent.as_deref())?;
-    ctx.out.emit(&blocked, || {
-        if blocked.is_empty() {
-            return "✨ No blocked issues".to_string();
-        }
-        let mut lines = vec![format!("🚫 Blocked issues ({}):", blocked.len()), String::new()];
-        for entry in &blocked {
-            let issue = &entry.summary.issue;
-            lines.push(format!("{} {}: {}", priority_badge(issue.priority), issue.id, issue.title));
-            lines.push(format!(
-                "  Blocked by {} open dependencies: [{}]",
-                entry.blocked_by_count,
-                entry.blocked_by.join(", ")
-            ));
-        }
-        lines.join("\n")
-    });
+    ctx.out.emit(&blocked, || render_blocked(&blocked));
     Ok(())
+}
+
+/// The text of `blocked`, shared by both personalities.
+pub(super) fn render_blocked(blocked: &[BlockedIssue]) -> String {
+    if blocked.is_empty() {
+        return "✨ No blocked issues".to_string();
+    }
+    let mut lines = vec![format!("🚫 Blocked issues ({}):", blocked.len()), String::new()];
+    for entry in blocked {
+        let issue = &entry.summary.issue;
+        lines.push(format!("{} {}: {}", priority_badge(issue.priority), issue.id, issue.title));
+        lines.push(format!(
+            "  Blocked by {} open dependencies: [{}]",
+            entry.blocked_by_count,
+            entry.blocked_by.join(", ")
+        ));
+    }
+    lines.join("\n")
 }
 
 #[derive(Debug, clap::Args)]
@@ -256,22 +259,25 @@ pub struct StatsArgs {}
 pub fn cmd_stats(ctx: &Context, _args: StatsArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let s = store.read()?.stats(ctx.now())?;
-    ctx.out.emit(&s, || {
-        [
-            "📊 Issue Database Status".to_string(),
-            String::new(),
-            format!("  Total Issues:  {}", s.total_issues),
-            format!("  Open:          {}", s.open_issues),
-            format!("  In Progress:   {}", s.in_progress_issues),
-            format!("  Closed:        {}", s.closed_issues),
-            format!("  Blocked:       {}", s.blocked_issues),
-            format!("  Deferred:      {}", s.deferred_issues),
-            format!("  Pinned:        {}", s.pinned_issues),
-            format!("  Ready:         {}", s.ready_issues),
-            format!("  Epics eligible for closure: {}", s.epics_eligible_for_closure),
-            format!("  Avg lead time: {:.1} hours", s.average_lead_time_hours),
-        ]
-        .join("\n")
-    });
+    ctx.out.emit(&s, || render_stats(&s));
     Ok(())
+}
+
+/// The text of `stats`, shared by both personalities.
+pub(super) fn render_stats(s: &Stats) -> String {
+    [
+        "📊 Issue Database Status".to_string(),
+        String::new(),
+        format!("  Total Issues:  {}", s.total_issues),
+        format!("  Open:          {}", s.open_issues),
+        format!("  In Progress:   {}", s.in_progress_issues),
+        format!("  Closed:        {}", s.closed_issues),
+        format!("  Blocked:       {}", s.blocked_issues),
+        format!("  Deferred:      {}", s.deferred_issues),
+        format!("  Pinned:        {}", s.pinned_issues),
+        format!("  Ready:         {}", s.ready_issues),
+        format!("  Epics eligible for closure: {}", s.epics_eligible_for_closure),
+        format!("  Avg lead time: {:.1} hours", s.average_lead_time_hours),
+    ]
+    .join("\n")
 }

@@ -1,0 +1,106 @@
+//! `bd comments` (list, or `comments add ID TEXT`) and `bd comment ID TEXT`.
+
+use std::path::PathBuf;
+
+use super::context::BdContext;
+use super::output::BdError;
+use crate::cli::comment::write_comment;
+use crate::cli::output::id_title;
+
+#[derive(Debug, clap::Args)]
+pub struct CommentArgs {
+    /// The issue.
+    pub id: String,
+    /// The comment text (or use --file).
+    pub text: Option<String>,
+    /// Author (default: the actor).
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Read the text from a file ("-" for stdin).
+    #[arg(short, long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CommentsArgs {
+    /// An issue id, or `add` followed by an id and the text.
+    #[arg(required = true, num_args = 1..=3)]
+    pub args: Vec<String>,
+    /// Author when adding (default: the actor).
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Read the text to add from a file ("-" for stdin).
+    #[arg(short, long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+impl CommentsArgs {
+    /// Whether this is `comments add …` (a write).
+    pub fn adds(&self) -> bool {
+        self.args.first().is_some_and(|verb| verb == "add")
+    }
+}
+
+pub fn cmd_comment(ctx: &BdContext, args: CommentArgs) -> Result<(), BdError> {
+    let text = comment_text(args.text, args.file.as_deref())?;
+    add(ctx, &args.id, &text, args.author)
+}
+
+pub fn cmd_comments(ctx: &BdContext, args: CommentsArgs) -> Result<(), BdError> {
+    match args.args.as_slice() {
+        [verb, id, rest @ ..] if verb == "add" => {
+            let text = comment_text(rest.first().cloned(), args.file.as_deref())?;
+            add(ctx, id, &text, args.author)
+        }
+        [id] => list(ctx, id),
+        _ => Err(BdError::new("usage: bd comments <id> | bd comments add <id> \"text\"")),
+    }
+}
+
+fn comment_text(text: Option<String>, file: Option<&std::path::Path>) -> Result<String, BdError> {
+    match (text, file) {
+        (Some(text), _) => Ok(text),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| BdError::new(format!("reading stdin: {e}")))?;
+            Ok(text)
+        }
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map_err(|e| BdError::new(format!("reading {}: {e}", path.display()))),
+        (None, None) => Err(BdError::new("comment text required (or use --file)")),
+    }
+}
+
+fn add(ctx: &BdContext, id: &str, text: &str, author: Option<String>) -> Result<(), BdError> {
+    let (comment, issue) = write_comment(ctx.fleet()?, id, text, author)?;
+    ctx.out.emit(&comment, || match &issue {
+        Some(issue) => format!("✓ Comment added to {}", id_title(issue)),
+        None => format!("✓ Comment added to {}", comment.issue_id),
+    });
+    Ok(())
+}
+
+fn list(ctx: &BdContext, id: &str) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let comments = reader.comments(&id)?;
+    ctx.out.emit(&comments, || {
+        if comments.is_empty() {
+            return format!("No comments on {id}");
+        }
+        let mut lines = vec![format!("\n💬 Comments on {id} ({}):", comments.len())];
+        for comment in &comments {
+            lines.push(String::new());
+            lines.push(format!(
+                "  [{}] {}",
+                comment.author,
+                comment.created_at.strftime("%Y-%m-%d %H:%M")
+            ));
+            lines.extend(comment.text.lines().map(|l| format!("    {l}")));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}

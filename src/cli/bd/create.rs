@@ -1,0 +1,422 @@
+//! `bd create`: one issue from flags, or many from a markdown file (`--file`), with bd's
+//! `--validate`, `--dry-run`, `--silent` and fleet's task fields (`--cwd`, `--coder`,
+//! `--model`). The issue itself is built and applied by fleet's `create` transaction.
+
+use std::path::PathBuf;
+
+use super::context::BdContext;
+use super::issue::{parse_estimate, parse_metadata, read_stdin, read_text_file};
+use super::lint::missing_sections;
+use super::output::BdError;
+use crate::cli::issue as fleet;
+use crate::cli::output::id_title;
+use crate::model::{Issue, dep_type};
+use crate::op::OpKind;
+use crate::store::{IssueSummary, StoreError};
+use crate::time::parse_user_date;
+
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// Title of the issue.
+    #[arg(value_name = "TITLE")]
+    pub title_arg: Option<String>,
+    /// Title (instead of the positional argument).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Description (markdown).
+    #[arg(short, long, alias = "body", short_alias = 'm', alias = "message")]
+    pub description: Option<String>,
+    /// Read the description from a file ("-" for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// Read the description from stdin.
+    #[arg(long)]
+    pub stdin: bool,
+    /// Priority 0-4 or P0-P4 (0 is the highest).
+    #[arg(short, long, default_value = "2")]
+    pub priority: String,
+    /// Type: bug, feature, task, epic, chore, decision, spike, story, milestone, …
+    #[arg(short = 't', long = "type", default_value = "task")]
+    pub issue_type: String,
+    /// Labels, comma-separated or repeated.
+    #[arg(short, long = "labels", alias = "label")]
+    pub labels: Vec<String>,
+    /// Dependencies: `id` or `type:id`, comma-separated (blocked-by:/depends-on: mean blocks).
+    #[arg(long)]
+    pub deps: Vec<String>,
+    /// Parent issue: the new id becomes `<parent>.<n>`.
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// Don't copy the parent's labels onto the child.
+    #[arg(long)]
+    pub no_inherit_labels: bool,
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    /// Use this exact id.
+    #[arg(long)]
+    pub id: Option<String>,
+    #[arg(long)]
+    pub design: Option<String>,
+    /// Acceptance criteria.
+    #[arg(long)]
+    pub acceptance: Option<String>,
+    #[arg(long)]
+    pub notes: Option<String>,
+    #[arg(long)]
+    pub external_ref: Option<String>,
+    /// Estimate in minutes.
+    #[arg(short, long, allow_hyphen_values = true)]
+    pub estimate: Option<String>,
+    /// Due date: +6h, +1d, +2w, tomorrow, next monday, 2025-01-15, RFC 3339.
+    #[arg(long)]
+    pub due: Option<String>,
+    /// Hide from ready work until then (same forms as --due).
+    #[arg(long)]
+    pub defer: Option<String>,
+    /// Arbitrary JSON metadata.
+    #[arg(long)]
+    pub metadata: Option<String>,
+    /// Ephemeral (a wisp): hidden from ready work and export by default.
+    #[arg(long)]
+    pub ephemeral: bool,
+    /// This issue waits for all children of ISSUE to close.
+    #[arg(long, value_name = "ISSUE")]
+    pub waits_for: Option<String>,
+    /// Gate of --waits-for: all-children (default) or any-children.
+    #[arg(long, value_name = "GATE")]
+    pub waits_for_gate: Option<String>,
+    /// Print only the new id.
+    #[arg(long)]
+    pub silent: bool,
+    /// Show what would be created, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Refuse the issue if its description lacks the sections its type requires.
+    #[arg(long)]
+    pub validate: bool,
+    /// Create issues from a markdown file (`## Title` per issue, `### Field` sections).
+    #[arg(short, long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Accepted for compatibility (prefix checks of --id are not enforced).
+    #[arg(long, hide = true)]
+    pub force: bool,
+    /// Working directory the fleet agent runs this task in (default: here).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Coder (agent CLI) fleet runs this task with.
+    #[arg(long)]
+    pub coder: Option<String>,
+    /// Model for the coder.
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+/// One issue to create: bd's flags turned into fleet's `create` arguments.
+struct Draft {
+    args: fleet::CreateArgs,
+    metadata: Option<serde_json::Value>,
+    ephemeral: bool,
+}
+
+impl Draft {
+    fn from_args(args: &CreateArgs, title: String, description: String) -> Draft {
+        let mut deps = args.deps.clone();
+        if let Some(spawner) = &args.waits_for {
+            deps.push(format!("{}:{spawner}", dep_type::WAITS_FOR));
+        }
+        Draft {
+            args: fleet::CreateArgs {
+                title_arg: None,
+                title: Some(title),
+                description,
+                design: args.design.clone().unwrap_or_default(),
+                acceptance: args.acceptance.clone().unwrap_or_default(),
+                notes: args.notes.clone().unwrap_or_default(),
+                priority: args.priority.clone(),
+                issue_type: args.issue_type.clone(),
+                labels: args.labels.clone(),
+                deps,
+                parent: args.parent.clone(),
+                no_inherit_labels: args.no_inherit_labels,
+                assignee: args.assignee.clone(),
+                id: args.id.clone(),
+                estimate: None,
+                due: args.due.clone(),
+                defer: args.defer.clone(),
+                external_ref: args.external_ref.clone(),
+                cwd: args.cwd.clone(),
+                coder: args.coder.clone(),
+                model: args.model.clone(),
+                silent: args.silent,
+            },
+            metadata: None,
+            ephemeral: args.ephemeral,
+        }
+    }
+
+    /// A preview of the issue for `--dry-run`, without touching the store.
+    fn preview(&self) -> Result<Issue, BdError> {
+        let now = jiff::Timestamp::now();
+        let title = self.args.title.clone().unwrap_or_default();
+        let mut issue = Issue::new(String::new(), title, now);
+        issue.description.clone_from(&self.args.description);
+        issue.design.clone_from(&self.args.design);
+        issue.acceptance_criteria.clone_from(&self.args.acceptance);
+        issue.notes.clone_from(&self.args.notes);
+        issue.priority = crate::model::parse_priority(&self.args.priority)?;
+        issue.issue_type = crate::model::parse_issue_type(&self.args.issue_type)?;
+        issue.labels = fleet::split_csv(&self.args.labels);
+        issue.assignee = self.args.assignee.clone().unwrap_or_default();
+        issue.estimated_minutes = self.args.estimate;
+        issue.metadata.clone_from(&self.metadata);
+        issue.ephemeral = self.ephemeral;
+        if let Some(id) = &self.args.id {
+            issue.id.clone_from(id);
+        }
+        Ok(issue)
+    }
+}
+
+pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), BdError> {
+    if let Some(file) = &args.file {
+        return create_from_markdown(ctx, &args, file);
+    }
+    let title = match (&args.title, &args.title_arg) {
+        (Some(title), _) | (None, Some(title)) => title.clone(),
+        (None, None) => {
+            return Err(BdError::new("title required (or use --file to create from markdown)"));
+        }
+    };
+    if title.trim().is_empty() {
+        return Err(BdError::new("title is required"));
+    }
+    let description = match (&args.description, &args.body_file, args.stdin) {
+        (Some(text), _, _) => text.clone(),
+        (None, Some(path), _) => read_text_file(path)?,
+        (None, None, true) => read_stdin()?,
+        (None, None, false) => String::new(),
+    };
+    let mut draft = Draft::from_args(&args, title, description);
+    draft.args.estimate = parse_estimate(args.estimate.as_deref())?;
+    draft.metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
+    if let Some(gate) = &args.waits_for_gate
+        && !matches!(gate.as_str(), "all-children" | "any-children")
+    {
+        return Err(BdError::new(format!(
+            "invalid --waits-for-gate {gate:?}: expected all-children or any-children"
+        )));
+    }
+    let preview = draft.preview()?;
+    validate_on_create(ctx, &args, &preview)?;
+    if let Some(due) = &args.due {
+        parse_user_date("due", due, ctx.fleet_unchecked().now())?;
+    }
+    if let Some(defer) = &args.defer {
+        parse_user_date("defer", defer, ctx.fleet_unchecked().now())?;
+    }
+    if args.dry_run {
+        ctx.out.emit(&preview, || {
+            format!(
+                "Dry run: would create issue: {}\n  Priority: P{}\n  Type: {}\n  Status: open",
+                preview.title, preview.priority, preview.issue_type
+            )
+        });
+        return Ok(());
+    }
+    let summary = create_draft(ctx, &draft, args.waits_for_gate.as_deref())?;
+    ctx.touch(&summary.issue.id);
+    if args.silent && !ctx.out.json {
+        println!("{}", summary.issue.id);
+        return Ok(());
+    }
+    ctx.out.emit(&summary, || created_lines(&summary.issue));
+    Ok(())
+}
+
+fn created_lines(issue: &Issue) -> String {
+    format!(
+        "✓ Created issue: {}\n  Priority: P{}\n  Status: {}",
+        id_title(issue),
+        issue.priority,
+        issue.status
+    )
+}
+
+/// Applies `validation.on-create` (error or warn) and `--validate`: the description must hold
+/// the sections the type requires (spec §2, the same rules as `bd lint`).
+fn validate_on_create(ctx: &BdContext, args: &CreateArgs, issue: &Issue) -> Result<(), BdError> {
+    let mode = if args.validate {
+        Some("error".to_string())
+    } else {
+        ctx.open_store().ok().and_then(|s| s.read().ok()?.config("validation.on-create").ok()?)
+    };
+    let Some(mode) = mode.filter(|m| m == "error" || m == "warn") else {
+        return Ok(());
+    };
+    let missing = missing_sections(issue);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let message = format!(
+        "missing required sections for {}: {}",
+        issue.issue_type,
+        missing.iter().map(|m| format!("## {m}")).collect::<Vec<_>>().join(", ")
+    );
+    if mode == "error" {
+        return Err(BdError::new(message));
+    }
+    ctx.out.warn(&format!("Warning: {message}"));
+    Ok(())
+}
+
+fn create_draft(
+    ctx: &BdContext,
+    draft: &Draft,
+    gate: Option<&str>,
+) -> Result<IssueSummary, BdError> {
+    let metadata = draft.metadata.clone();
+    let ephemeral = draft.ephemeral;
+    let summary = fleet::create_issue(ctx.fleet()?, &draft.args, |issue| {
+        if metadata.is_some() {
+            issue.metadata = metadata;
+        }
+        issue.ephemeral = ephemeral;
+    })?;
+    if let Some(gate @ "any-children") = gate {
+        // The gate lives in the waits-for edge's metadata; re-adding the same edge with new
+        // metadata updates it in place.
+        let store = ctx.open_store()?;
+        let id = summary.issue.id.clone();
+        store.write(ctx.actor(), ctx.fleet()?.clock, |writer| {
+            let edge = writer
+                .dependencies(&id)?
+                .into_iter()
+                .find(|d| d.kind == dep_type::WAITS_FOR)
+                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+            let metadata = serde_json::json!({ "gate": gate }).to_string();
+            writer.apply(OpKind::DepAdd { dep: crate::model::Dependency { metadata, ..edge } })
+        })?;
+    }
+    Ok(summary)
+}
+
+/// `bd create --file issues.md`: one issue per `## Title` section; `### Priority`, `### Type`,
+/// `### Description`, `### Design`, `### Acceptance Criteria`, `### Notes`, `### Assignee`,
+/// `### Labels` and `### Dependencies` subsections fill the fields (text right under the title
+/// is the description).
+fn create_from_markdown(
+    ctx: &BdContext,
+    args: &CreateArgs,
+    file: &std::path::Path,
+) -> Result<(), BdError> {
+    let text = read_text_file(file)?;
+    let drafts = parse_markdown(&text, args)?;
+    if drafts.is_empty() {
+        return Err(BdError::new(format!(
+            "no issues found in {}: start each issue with a `## Title` line",
+            file.display()
+        )));
+    }
+    if args.dry_run {
+        let previews = drafts.iter().map(Draft::preview).collect::<Result<Vec<_>, _>>()?;
+        ctx.out.emit(&previews, || {
+            let mut lines = vec![format!("Dry run: would create {} issues:", previews.len())];
+            lines.extend(previews.iter().map(|p| format!("  [P{}] {}", p.priority, p.title)));
+            lines.join("\n")
+        });
+        return Ok(());
+    }
+    let mut created = Vec::new();
+    for draft in &drafts {
+        created.push(create_draft(ctx, draft, None)?);
+    }
+    if let Some(last) = created.last() {
+        ctx.touch(&last.issue.id);
+    }
+    ctx.out.emit(&created, || {
+        let mut lines =
+            vec![format!("✓ Created {} issues from {}:", created.len(), file.display())];
+        lines.extend(created.iter().map(|s| format!("  {}", id_title(&s.issue))));
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+fn parse_markdown(text: &str, args: &CreateArgs) -> Result<Vec<Draft>, BdError> {
+    let mut drafts: Vec<Draft> = Vec::new();
+    let mut section: Option<String> = None;
+    let mut buffer = String::new();
+    let flush = |draft: Option<&mut Draft>, section: &Option<String>, buffer: &mut String| {
+        let value = buffer.trim().to_string();
+        buffer.clear();
+        let Some(draft) = draft else { return };
+        let a = &mut draft.args;
+        match section.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("description") => {
+                if !value.is_empty() {
+                    if !a.description.is_empty() {
+                        a.description.push_str("\n\n");
+                    }
+                    a.description.push_str(&value);
+                }
+            }
+            Some("priority") => a.priority = value,
+            Some("type") => a.issue_type = value,
+            Some("design") => a.design = value,
+            Some("acceptance criteria" | "acceptance") => a.acceptance = value,
+            Some("notes") => a.notes = value,
+            Some("assignee") => a.assignee = Some(value).filter(|v| !v.is_empty()),
+            Some("labels") => a.labels = vec![value],
+            Some("dependencies" | "deps") => a.deps = vec![value.replace('\n', ",")],
+            Some(other) => {
+                // Unknown subsections stay in the description under their heading.
+                if !value.is_empty() {
+                    a.description.push_str(&format!("\n\n## {other}\n{value}"));
+                }
+            }
+        }
+    };
+    for line in text.lines() {
+        if let Some(title) = line.strip_prefix("## ") {
+            flush(drafts.last_mut(), &section, &mut buffer);
+            section = None;
+            let mut draft = Draft::from_args(args, title.trim().to_string(), String::new());
+            draft.args.id = None;
+            drafts.push(draft);
+        } else if let Some(name) = line.strip_prefix("### ") {
+            flush(drafts.last_mut(), &section, &mut buffer);
+            section = Some(name.trim().to_string());
+        } else {
+            buffer.push_str(line);
+            buffer.push('\n');
+        }
+    }
+    flush(drafts.last_mut(), &section, &mut buffer);
+    Ok(drafts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        create: CreateArgs,
+    }
+
+    #[test]
+    fn markdown_files_make_one_issue_per_title() {
+        let args = Wrap::parse_from(["bd"]).create;
+        let text = "## First\nintro text\n### Priority\n1\n### Labels\na,b\n\n## Second\n### Type\nbug\n### Acceptance Criteria\nworks\n";
+        let drafts = parse_markdown(text, &args).unwrap();
+        assert_eq!(drafts.len(), 2);
+        assert_eq!(drafts[0].args.title.as_deref(), Some("First"));
+        assert_eq!(drafts[0].args.description, "intro text");
+        assert_eq!(drafts[0].args.priority, "1");
+        assert_eq!(drafts[0].args.labels, vec!["a,b".to_string()]);
+        assert_eq!(drafts[1].args.issue_type, "bug");
+        assert_eq!(drafts[1].args.acceptance, "works");
+    }
+}

@@ -1,0 +1,258 @@
+//! `bd dep add|remove|tree|list|cycles`, and the shorthand `bd dep <blocker> --blocks <blocked>`.
+
+use serde::Serialize;
+
+use super::context::BdContext;
+use super::output::BdError;
+use crate::cli::dep::{EdgeResult, add_dependency, remove_dependency, render_tree};
+use crate::model::{dep_type, validate_dep_type};
+use crate::resolver::{Direction, TreeNode};
+use crate::store::LinkedIssue;
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DepArgs {
+    #[command(subcommand)]
+    pub command: Option<DepCommand>,
+    /// With --blocks: the issue that blocks.
+    #[arg(value_name = "BLOCKER")]
+    pub blocker: Option<String>,
+    /// The issue BLOCKER blocks (`bd dep A --blocks B`: B depends on A).
+    #[arg(long, value_name = "BLOCKED")]
+    pub blocks: Option<String>,
+}
+
+impl DepArgs {
+    pub fn writes(&self) -> bool {
+        matches!(self.command, Some(DepCommand::Add { .. } | DepCommand::Remove { .. }))
+            || self.command.is_none()
+    }
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DepCommand {
+    /// Add a dependency: ISSUE depends on DEPENDS_ON (which blocks it, for blocking types).
+    Add {
+        issue: String,
+        depends_on: Option<String>,
+        /// Dependency type: blocks (default), parent-child, conditional-blocks, waits-for,
+        /// related, discovered-from, … (any 1-50 characters).
+        #[arg(short = 't', long = "type", default_value = dep_type::BLOCKS)]
+        kind: String,
+        /// The issue that blocks ISSUE (instead of the second argument).
+        #[arg(long, value_name = "ID", conflicts_with = "depends_on")]
+        blocked_by: Option<String>,
+        /// The issue ISSUE depends on (instead of the second argument).
+        #[arg(long = "depends-on", value_name = "ID", conflicts_with_all = ["depends_on", "blocked_by"])]
+        depends_on_flag: Option<String>,
+        /// Accepted for compatibility (blocking edges are always cycle-checked).
+        #[arg(long, hide = true)]
+        no_cycle_check: bool,
+    },
+    /// Remove a dependency.
+    #[command(visible_alias = "rm")]
+    Remove { issue: String, depends_on: String },
+    /// Show the dependency tree of an issue.
+    Tree {
+        id: String,
+        /// down: what it depends on; up: what depends on it; both.
+        #[arg(long, default_value = "down", value_parser = ["down", "up", "both"])]
+        direction: String,
+        #[arg(short = 'd', long, default_value_t = 50)]
+        max_depth: usize,
+        /// Output format: text (default) or mermaid.
+        #[arg(long, default_value = "text", value_parser = ["text", "mermaid"])]
+        format: String,
+        /// Accepted for compatibility.
+        #[arg(long, hide = true)]
+        show_all_paths: bool,
+    },
+    /// List the direct dependencies (or dependents) of an issue.
+    List {
+        id: String,
+        /// down: what it depends on; up: what depends on it.
+        #[arg(long, default_value = "down", value_parser = ["down", "up"])]
+        direction: String,
+        /// Only edges of this type.
+        #[arg(short = 't', long = "type")]
+        kind: Option<String>,
+    },
+    /// Report dependency cycles.
+    Cycles,
+}
+
+pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), BdError> {
+    let Some(command) = args.command else {
+        return match (args.blocker, args.blocks) {
+            (Some(blocker), Some(blocked)) => add(ctx, &blocked, &blocker, dep_type::BLOCKS),
+            _ => Err(BdError::new(
+                "expected a subcommand (add, remove, tree, list, cycles) or `bd dep <blocker> --blocks <blocked>`",
+            )),
+        };
+    };
+    match command {
+        DepCommand::Add { issue, depends_on, kind, blocked_by, depends_on_flag, .. } => {
+            let target = depends_on.or(blocked_by).or(depends_on_flag).ok_or_else(|| {
+                BdError::new(
+                    "dep add needs the issue it depends on: bd dep add <issue> <depends-on>",
+                )
+            })?;
+            add(ctx, &issue, &target, &kind)
+        }
+        DepCommand::Remove { issue, depends_on } => {
+            let (from, to, kind) = remove_dependency(ctx.fleet()?, &issue, &depends_on)?;
+            let result = EdgeResult {
+                status: "removed",
+                issue_id: from.clone(),
+                depends_on_id: to.clone(),
+                kind,
+            };
+            ctx.out.emit(&result, || {
+                format!("✓ Removed dependency: {from} no longer depends on {to}")
+            });
+            Ok(())
+        }
+        DepCommand::Tree { id, direction, max_depth, format, .. } => {
+            tree(ctx, &id, &direction, max_depth, &format)
+        }
+        DepCommand::List { id, direction, kind } => list(ctx, &id, &direction, kind.as_deref()),
+        DepCommand::Cycles => cycles(ctx),
+    }
+}
+
+fn add(ctx: &BdContext, issue: &str, depends_on: &str, kind: &str) -> Result<(), BdError> {
+    validate_dep_type(kind)?;
+    let added = add_dependency(ctx.fleet()?, issue, depends_on, kind)?;
+    let result = EdgeResult {
+        status: "added",
+        issue_id: added.from.id.clone(),
+        depends_on_id: added.to_id.clone(),
+        kind: kind.to_string(),
+    };
+    ctx.out.emit(&result, || added.added_line(kind));
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct Trees {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    down: Option<TreeNode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    up: Option<TreeNode>,
+}
+
+fn tree(
+    ctx: &BdContext,
+    id: &str,
+    direction: &str,
+    max_depth: usize,
+    format: &str,
+) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let want = |d: &str| direction == d || direction == "both";
+    let trees = Trees {
+        down: if want("down") { Some(reader.tree(&id, Direction::Down, max_depth)?) } else { None },
+        up: if want("up") { Some(reader.tree(&id, Direction::Up, max_depth)?) } else { None },
+    };
+    if format == "mermaid" && !ctx.out.json {
+        let mut lines = vec!["graph TD".to_string()];
+        for (node, upward) in [(&trees.down, false), (&trees.up, true)] {
+            if let Some(node) = node {
+                mermaid(node, upward, &mut lines);
+            }
+        }
+        ctx.out.text(&lines.join("\n"));
+        return Ok(());
+    }
+    ctx.out.emit(&trees, || {
+        let mut lines = Vec::new();
+        if let Some(down) = &trees.down {
+            lines.push(format!("🌲 Dependency tree for {id}:"));
+            lines.push(String::new());
+            render_tree(down, "", true, &mut lines);
+        }
+        if let Some(up) = &trees.up {
+            if !lines.is_empty() {
+                lines.push(String::new());
+            }
+            lines.push(format!("🌲 Dependents of {id}:"));
+            lines.push(String::new());
+            render_tree(up, "", true, &mut lines);
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+fn mermaid(node: &TreeNode, upward: bool, lines: &mut Vec<String>) {
+    let label = |n: &TreeNode| {
+        format!("{}[\"{}: {}\"]", mermaid_id(&n.id), n.id, n.title.replace('"', "'"))
+    };
+    for child in &node.children {
+        let (from, to) = if upward { (child, node) } else { (node, child) };
+        lines.push(format!("    {} --> {}", label(from), label(to)));
+        if !child.repeated {
+            mermaid(child, upward, lines);
+        }
+    }
+}
+
+fn mermaid_id(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+fn list(ctx: &BdContext, id: &str, direction: &str, kind: Option<&str>) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let detail = reader.detail(&id)?;
+    let mut items: Vec<LinkedIssue> =
+        if direction == "up" { detail.dependents } else { detail.dependencies };
+    if let Some(kind) = kind {
+        items.retain(|i| i.dependency_type == kind);
+    }
+    ctx.out.emit(&items, || {
+        let noun = if direction == "up" { "dependents" } else { "dependencies" };
+        if items.is_empty() {
+            return format!("{id} has no {noun}");
+        }
+        let heading = if direction == "up" { "Issues that depend on" } else { "Dependencies of" };
+        let mut lines = vec![format!("{heading} {id} ({}):", items.len())];
+        for item in &items {
+            lines.push(format!(
+                "  {}: {} [P{}] ({}) via {}",
+                item.id, item.title, item.priority, item.status, item.dependency_type
+            ));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct CycleReport {
+    cycles: Vec<Vec<String>>,
+}
+
+fn cycles(ctx: &BdContext) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let report = CycleReport { cycles: reader.cycles()? };
+    ctx.out.emit(&report.cycles, || {
+        if report.cycles.is_empty() {
+            return "✓ No dependency cycles detected".to_string();
+        }
+        let mut lines = vec![format!("⚠ Found {} dependency cycles:", report.cycles.len())];
+        for (n, cycle) in report.cycles.iter().enumerate() {
+            lines.push(format!("{}. Cycle involving:", n + 1));
+            for id in cycle {
+                let title = reader.issue(id).ok().flatten().map(|i| i.title).unwrap_or_default();
+                lines.push(format!("   - {id}: {title}"));
+            }
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}

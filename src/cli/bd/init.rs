@@ -1,0 +1,125 @@
+//! `bd init`: creates `.beads/` here (or at `--db` / `$BEADS_DIR`): the store `beads.db`,
+//! `metadata.json` and the legacy `.gitignore` — through the same code as `fleet init`. It
+//! creates no `issues.jsonl` or `export-state.json`; those appear once `export.auto` is set.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::context::BdContext;
+use super::output::BdError;
+use super::{BdGlobal, transfer};
+use crate::cli::init::init_workspace;
+use crate::store::STORE_FILE;
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Issue id prefix (default: derived from the directory name).
+    #[arg(short, long)]
+    pub prefix: Option<String>,
+    /// Import .beads/issues.jsonl (if present) into the new workspace.
+    #[arg(long)]
+    pub from_jsonl: bool,
+    /// Accepted for compatibility (fleet writes no git hooks or repository files).
+    #[arg(long)]
+    pub stealth: bool,
+    #[arg(long, hide = true)]
+    pub contributor: bool,
+    #[arg(long, hide = true)]
+    pub team: bool,
+    #[arg(long, hide = true)]
+    pub skip_hooks: bool,
+    #[arg(long, hide = true)]
+    pub branch: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Initialized {
+    path: String,
+    database: String,
+    prefix: String,
+}
+
+pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<(), BdError> {
+    let dir = ctx.init_dir(global)?;
+    let jsonl = dir.join("issues.jsonl");
+    let prefix = match &args.prefix {
+        Some(prefix) => prefix.trim().trim_end_matches('-').to_string(),
+        None if args.from_jsonl => {
+            prefix_from_jsonl(&jsonl).unwrap_or_else(|| prefix_from_dir(&dir))
+        }
+        None => prefix_from_dir(&dir),
+    };
+    let store = init_workspace(&dir, &prefix)?;
+    let result = Initialized {
+        path: dir.display().to_string(),
+        database: dir.join(STORE_FILE).display().to_string(),
+        prefix: store.prefix().to_string(),
+    };
+    drop(store);
+    if !ctx.out.quiet {
+        ctx.out.emit(&result, || {
+            format!(
+                "✓ bd initialized successfully!\n\n  Database: {}\n  Issue prefix: {p}\n  \
+                 Issues will be named: {p}-<hash> (e.g., {p}-a3f)\n\nRun `bd quickstart` to get started.",
+                result.database,
+                p = result.prefix
+            )
+        });
+    }
+    if args.from_jsonl && jsonl.is_file() {
+        let new_global = BdGlobal { db: Some(dir.clone()), ..global.clone() };
+        let fresh = BdContext::new(&new_global, ctx.personality())?;
+        transfer::import_path(&fresh, &jsonl, false)?;
+    }
+    Ok(())
+}
+
+/// The prefix of the first issue id in a JSONL file (`bd-a1f.2` → `bd`).
+fn prefix_from_jsonl(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|line| {
+        let value: serde_json::Value = serde_json::from_str(line).ok()?;
+        let id = value.get("id")?.as_str()?;
+        let top = id.split('.').next()?;
+        let (prefix, _) = top.rsplit_once('-')?;
+        crate::id::validate_prefix(prefix).ok().map(|()| prefix.to_string())
+    })
+}
+
+/// The default prefix: the name of the directory holding `.beads`, lowercased, with runs of
+/// other characters turned into one hyphen, starting with a letter; `bd` if nothing is left.
+fn prefix_from_dir(beads_dir: &Path) -> String {
+    let name = beads_dir
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let mut prefix = String::new();
+    for c in name.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            prefix.push(c);
+        } else if !prefix.is_empty() && !prefix.ends_with('-') {
+            prefix.push('-');
+        }
+    }
+    let prefix = prefix.trim_start_matches(|c: char| !c.is_ascii_lowercase());
+    let mut prefix: String = prefix.chars().take(20).collect();
+    while prefix.ends_with('-') {
+        prefix.pop();
+    }
+    if prefix.is_empty() { "bd".to_string() } else { prefix }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_come_from_the_directory_name() {
+        assert_eq!(prefix_from_dir(Path::new("/x/My_Project 2/.beads")), "my-project-2");
+        assert_eq!(prefix_from_dir(Path::new("/x/42things/.beads")), "things");
+        assert_eq!(prefix_from_dir(Path::new("/x/___/.beads")), "bd");
+        assert_eq!(prefix_from_dir(Path::new("/x/fleet/.beads")), "fleet");
+    }
+}

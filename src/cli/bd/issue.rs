@@ -1,0 +1,754 @@
+//! `bd show`, `update`, `claim`, `close`, `reopen`, `delete`, `defer`, `undefer`.
+//!
+//! The store work is fleet's (`cli::issue`); this file parses bd's flags, handles the
+//! per-issue reporting bd does (an unknown id is reported and skipped), keeps
+//! `.beads/last-touched`, and prints bd's lines.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use super::context::BdContext;
+use super::output::BdError;
+use crate::cli::issue as fleet;
+use crate::cli::output::{id_title, list_line};
+use crate::model::{Issue, Status, dep_type};
+use crate::op::{IssuePatch, OpKind};
+use crate::store::{IssueSummary, ReadyFilter, Store, StoreError, Writer};
+use crate::time::parse_user_date;
+
+/// Parses `--estimate`, refusing negative and non-numeric values as bd does.
+pub(super) fn parse_estimate(text: Option<&str>) -> Result<Option<i64>, BdError> {
+    let Some(text) = text else { return Ok(None) };
+    match text.trim().parse::<i64>() {
+        Ok(minutes) if minutes >= 0 => Ok(Some(minutes)),
+        _ => Err(BdError::new(format!(
+            "estimate must be a non-negative number of minutes (got {text:?})"
+        ))),
+    }
+}
+
+/// Parses `--metadata` JSON.
+pub(super) fn parse_metadata(text: &str) -> Result<serde_json::Value, BdError> {
+    serde_json::from_str(text).map_err(|e| BdError::new(format!("invalid --metadata JSON: {e}")))
+}
+
+pub(super) fn read_text_file(path: &std::path::Path) -> Result<String, BdError> {
+    if path.as_os_str() == "-" {
+        return read_stdin();
+    }
+    std::fs::read_to_string(path)
+        .map_err(|e| BdError::new(format!("reading {}: {e}", path.display())))
+}
+
+pub(super) fn read_stdin() -> Result<String, BdError> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| BdError::new(format!("reading stdin: {e}")))?;
+    Ok(text)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Issue ids (full, without prefix, or a unique part).
+    pub ids: Vec<String>,
+    /// An issue id that looks like a flag.
+    #[arg(long = "id", value_name = "ID")]
+    pub id_flags: Vec<String>,
+    /// Show the last touched issue.
+    #[arg(long)]
+    pub current: bool,
+    /// One line per issue.
+    #[arg(long)]
+    pub short: bool,
+    /// Show every field (accepted; the legacy block already does).
+    #[arg(long)]
+    pub long: bool,
+    /// Show the issues that depend on this one.
+    #[arg(long)]
+    pub refs: bool,
+    /// Show only the children of the issue.
+    #[arg(long)]
+    pub children: bool,
+    /// Show the conversation thread (accepted; shows the issue).
+    #[arg(long)]
+    pub thread: bool,
+}
+
+/// Reports an id that does not resolve, the way legacy bd did, and returns `None`.
+fn report_unresolved(ctx: &BdContext, input: &str, error: &StoreError) {
+    ctx.out.warn(&format!("Error resolving {input}: {error}"));
+}
+
+pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), BdError> {
+    let mut ids = args.ids.clone();
+    ids.extend(args.id_flags.iter().cloned());
+    if args.current {
+        if !ids.is_empty() {
+            return Err(BdError::new("--current cannot be combined with explicit issue IDs"));
+        }
+        let current = ctx
+            .last_touched()
+            .ok_or_else(|| BdError::new("no current issue found (no recently touched issue)"))?;
+        ids.push(current);
+    }
+    if ids.is_empty() {
+        return Err(BdError::new(
+            "at least one issue ID is required (use positional args, --id flag, or --current)",
+        )
+        .with_hint("bd show <id>"));
+    }
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let mut details = Vec::new();
+    for input in &ids {
+        match reader.resolve(input).and_then(|id| reader.detail(&id)) {
+            Ok(detail) => details.push(detail),
+            Err(error @ (StoreError::NotFound(_) | StoreError::Ambiguous { .. })) => {
+                report_unresolved(ctx, input, &error);
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    if let Some(first) = details.first() {
+        ctx.touch(&first.summary.issue.id);
+    }
+    if args.refs || args.children {
+        let linked: Vec<_> = details
+            .iter()
+            .flat_map(|d| d.dependents.iter())
+            .filter(|l| !args.children || l.dependency_type == dep_type::PARENT_CHILD)
+            .cloned()
+            .collect();
+        ctx.out.emit(&linked, || {
+            if linked.is_empty() {
+                return "No references found".to_string();
+            }
+            linked
+                .iter()
+                .map(|l| format!("{}: {} [{}] ({})", l.id, l.title, l.status, l.dependency_type))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        return Ok(());
+    }
+    ctx.out.emit(&details, || {
+        if args.short {
+            return details
+                .iter()
+                .map(|d| list_line(&d.summary.issue))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+        details.iter().map(fleet::render_detail).collect::<Vec<_>>().join("\n\n")
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// Issue ids (default: the last touched issue).
+    pub ids: Vec<String>,
+    /// New status: open, in_progress, blocked, deferred, closed, pinned, hooked.
+    #[arg(short, long)]
+    pub status: Option<String>,
+    #[arg(long)]
+    pub title: Option<String>,
+    #[arg(short = 't', long = "type")]
+    pub issue_type: Option<String>,
+    #[arg(short, long)]
+    pub priority: Option<String>,
+    /// New assignee ("" to unassign).
+    #[arg(short, long)]
+    pub assignee: Option<String>,
+    #[arg(short, long, alias = "body")]
+    pub description: Option<String>,
+    #[arg(long)]
+    pub design: Option<String>,
+    #[arg(long)]
+    pub acceptance: Option<String>,
+    #[arg(long)]
+    pub notes: Option<String>,
+    /// Append to the notes.
+    #[arg(long)]
+    pub append_notes: Option<String>,
+    #[arg(long)]
+    pub external_ref: Option<String>,
+    /// Estimate in minutes.
+    #[arg(short, long, allow_hyphen_values = true)]
+    pub estimate: Option<String>,
+    #[arg(long = "add-label")]
+    pub add_labels: Vec<String>,
+    #[arg(long = "remove-label")]
+    pub remove_labels: Vec<String>,
+    /// Replace all labels (comma-separated or repeated).
+    #[arg(long = "set-labels")]
+    pub set_labels: Vec<String>,
+    /// New parent ("" removes the parent).
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// Claim the issue atomically: in_progress and assigned to you, if it is open and
+    /// unassigned.
+    #[arg(long)]
+    pub claim: bool,
+    /// Due date ("" clears).
+    #[arg(long)]
+    pub due: Option<String>,
+    /// Hide from ready work until then ("" clears and reopens a deferred issue).
+    #[arg(long)]
+    pub defer: Option<String>,
+    /// Replace the metadata with this JSON.
+    #[arg(long)]
+    pub metadata: Option<String>,
+    /// Set one metadata key: KEY=VALUE.
+    #[arg(long = "set-metadata", value_name = "KEY=VALUE")]
+    pub set_metadata: Vec<String>,
+    /// Remove one metadata key.
+    #[arg(long = "unset-metadata", value_name = "KEY")]
+    pub unset_metadata: Vec<String>,
+    /// Session closing the issue (with --status closed).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Working directory the fleet agent runs this task in.
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    #[arg(long)]
+    pub coder: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+impl UpdateArgs {
+    fn fleet_args(&self, id: &str) -> Result<fleet::UpdateArgs, BdError> {
+        Ok(fleet::UpdateArgs {
+            ids: vec![id.to_string()],
+            status: self.status.clone(),
+            title: self.title.clone(),
+            issue_type: self.issue_type.clone(),
+            priority: self.priority.clone(),
+            assignee: self.assignee.clone(),
+            description: self.description.clone(),
+            design: self.design.clone(),
+            acceptance: self.acceptance.clone(),
+            notes: self.notes.clone(),
+            append_notes: self.append_notes.clone(),
+            external_ref: self.external_ref.clone(),
+            estimate: parse_estimate(self.estimate.as_deref())?,
+            add_labels: self.add_labels.clone(),
+            remove_labels: self.remove_labels.clone(),
+            claim: self.claim,
+            due: self.due.clone(),
+            defer: self.defer.clone(),
+            cwd: self.cwd.clone(),
+            coder: self.coder.clone(),
+            model: self.model.clone(),
+        })
+    }
+
+    /// Edits only bd has flags for; they ride in the same transaction as the patch.
+    fn has_extra(&self) -> bool {
+        !self.set_labels.is_empty()
+            || self.parent.is_some()
+            || self.metadata.is_some()
+            || !self.set_metadata.is_empty()
+            || !self.unset_metadata.is_empty()
+    }
+}
+
+/// Applies bd's `--set-labels`, `--parent` and metadata flags to `id` inside `writer`.
+fn apply_extra(
+    writer: &mut Writer<'_>,
+    id: &str,
+    args: &UpdateArgs,
+    metadata: Option<&serde_json::Value>,
+    now: jiff::Timestamp,
+) -> Result<(), StoreError> {
+    let issue = writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    if !args.set_labels.is_empty() {
+        let wanted = fleet::split_csv(&args.set_labels);
+        for label in issue.labels.iter().filter(|l| !wanted.contains(l)) {
+            writer.apply(OpKind::LabelRemove { id: id.to_string(), label: label.clone() })?;
+        }
+        for label in wanted.iter().filter(|l| !issue.labels.contains(l)) {
+            writer.apply(OpKind::LabelAdd { id: id.to_string(), label: label.clone() })?;
+        }
+    }
+    if let Some(parent) = &args.parent {
+        let new_parent =
+            if parent.trim().is_empty() { None } else { Some(writer.resolve(parent)?) };
+        for dep in writer.dependencies(id)? {
+            if dep.kind == dep_type::PARENT_CHILD && Some(&dep.depends_on_id) != new_parent.as_ref()
+            {
+                writer.apply(OpKind::DepRemove {
+                    issue_id: id.to_string(),
+                    depends_on_id: dep.depends_on_id,
+                })?;
+            }
+        }
+        if let Some(parent) = new_parent {
+            let dep = fleet::new_dep(id, &parent, dep_type::PARENT_CHILD, writer.actor(), now);
+            writer.apply(OpKind::DepAdd { dep })?;
+        }
+    }
+    if args.metadata.is_some() || !args.set_metadata.is_empty() || !args.unset_metadata.is_empty() {
+        let issue = writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+        let mut doc = match (metadata, &issue.metadata) {
+            (Some(replacement), _) => replacement.clone(),
+            (None, Some(current)) => current.clone(),
+            (None, None) => serde_json::json!({}),
+        };
+        if let Some(map) = doc.as_object_mut() {
+            for pair in &args.set_metadata {
+                let (key, value) = pair.split_once('=').unwrap_or((pair.as_str(), ""));
+                let value =
+                    serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::from(value));
+                map.insert(key.to_string(), value);
+            }
+            for key in &args.unset_metadata {
+                map.remove(key);
+            }
+        }
+        let mut updated = issue;
+        updated.metadata = Some(doc);
+        updated.updated_at = now;
+        writer.apply(OpKind::Put { issue: Box::new(updated) })?;
+    }
+    Ok(())
+}
+
+pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), BdError> {
+    let ids = ctx.ids_or_last_touched(args.ids.clone())?;
+    let fctx = ctx.fleet()?;
+    // Validate every flag once, before any issue changes.
+    let template = args.fleet_args("")?;
+    let metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
+    if !fleet::update_requested(fctx, &template)? && !args.has_extra() {
+        ctx.out.text("No updates specified");
+        return Ok(());
+    }
+    let store = ctx.open_store()?;
+    let mut updated = Vec::new();
+    let mut failed = 0;
+    for input in &ids {
+        let Some(id) = resolve_or_report(ctx, &store, input)? else { continue };
+        let mut one = args.fleet_args(&id)?;
+        if args.status.as_deref() == Some("closed") {
+            one.status = None;
+        }
+        let now = fctx.now();
+        let result = fleet::update_issues(fctx, &one, |writer, id| {
+            apply_extra(writer, id, &args, metadata.as_ref(), now)?;
+            if args.status.as_deref() == Some("closed") {
+                let session = args.session.clone().unwrap_or_else(session_from_env);
+                writer.apply(OpKind::Close {
+                    id: id.to_string(),
+                    reason: String::new(),
+                    session,
+                })?;
+            }
+            Ok(())
+        });
+        match result {
+            Ok(mut summaries) => updated.append(&mut summaries),
+            Err(error) if args.claim => {
+                failed += 1;
+                ctx.out.warn(&format!("Error claiming {id}: {}", error.message));
+            }
+            Err(error) => {
+                failed += 1;
+                ctx.out.warn(&format!("Error updating {id}: {}", error.message));
+            }
+        }
+    }
+    if let Some(first) = updated.first() {
+        ctx.touch(&first.issue.id);
+    }
+    if !updated.is_empty() || ctx.out.json {
+        ctx.out.emit(&updated, || {
+            updated
+                .iter()
+                .map(|s| format!("✓ Updated issue: {}", id_title(&s.issue)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+    }
+    if failed > 0 {
+        return Err(items_failed(
+            ctx,
+            format!("{failed} of {} issues failed to update", ids.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// The end of a command whose per-issue errors are already on stderr: exit 1, adding a JSON
+/// error object with `--json` (so a program reading stderr gets one).
+fn items_failed(ctx: &BdContext, summary: String) -> BdError {
+    if ctx.out.json { BdError::new(summary) } else { BdError::silent() }
+}
+
+/// Resolves `input`; an unknown or ambiguous id is reported on stderr and skipped (`None`),
+/// as legacy bd did for `show` and `update`.
+fn resolve_or_report(
+    ctx: &BdContext,
+    store: &Store,
+    input: &str,
+) -> Result<Option<String>, BdError> {
+    match store.read()?.resolve(input) {
+        Ok(id) => Ok(Some(id)),
+        Err(error @ (StoreError::NotFound(_) | StoreError::Ambiguous { .. })) => {
+            report_unresolved(ctx, input, &error);
+            Ok(None)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn session_from_env() -> String {
+    std::env::var("CLAUDE_SESSION_ID").unwrap_or_default()
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClaimArgs {
+    /// The issue to claim (default: the last touched issue).
+    pub id: Option<String>,
+}
+
+pub fn cmd_claim(ctx: &BdContext, args: ClaimArgs) -> Result<(), BdError> {
+    let id = ctx.ids_or_last_touched(args.id.into_iter().collect())?.remove(0);
+    let store = ctx.open_store()?;
+    let issue = crate::claim::claim(&store, ctx.actor(), ctx.fleet()?.clock, &id)
+        .map_err(|e| BdError::new(format!("claiming {id}: {e}")))?;
+    ctx.touch(&issue.id);
+    let summary = store.read()?.summary(issue)?;
+    ctx.out.emit(std::slice::from_ref(&summary), || {
+        format!("✓ Updated issue: {}", id_title(&summary.issue))
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CloseArgs {
+    /// Issue ids (default: the last touched issue).
+    pub ids: Vec<String>,
+    /// Why it is closed (default "Closed"); repeat for one per id.
+    #[arg(
+        short,
+        long,
+        visible_alias = "resolution",
+        alias = "comment",
+        short_alias = 'm',
+        alias = "message"
+    )]
+    pub reason: Vec<String>,
+    /// Read the reason from a file.
+    #[arg(long, value_name = "FILE")]
+    pub reason_file: Option<PathBuf>,
+    /// Close even if pinned, an epic with open children, or blocked.
+    #[arg(short, long)]
+    pub force: bool,
+    /// Show issues this close unblocked.
+    #[arg(long)]
+    pub suggest_next: bool,
+    /// Then claim the next ready issue.
+    #[arg(long, alias = "continue")]
+    pub claim_next: bool,
+    /// The agent session closing it (default: $CLAUDE_SESSION_ID).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Accepted for compatibility.
+    #[arg(long, hide = true)]
+    pub no_auto: bool,
+}
+
+/// A terse reason under `validation.on-close`: empty, the default, or under 20 characters.
+fn terse_reason(reason: &str) -> Option<String> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.eq_ignore_ascii_case("closed") {
+        return Some("close reason is empty or default; provide a summary of what was done".into());
+    }
+    (reason.len() < 20).then(|| {
+        format!(
+            "close reason is terse ({} chars); aim for 20+ characters describing what was done",
+            reason.len()
+        )
+    })
+}
+
+pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
+    let ids = ctx.ids_or_last_touched(args.ids.clone())?;
+    let mut reasons = args.reason.clone();
+    if let Some(path) = &args.reason_file {
+        reasons.push(read_text_file(path)?.trim().to_string());
+    }
+    if reasons.len() > 1 && reasons.len() != ids.len() {
+        return Err(BdError::new(format!(
+            "{} reasons for {} issues: give one reason, or one per issue",
+            reasons.len(),
+            ids.len()
+        )));
+    }
+    let store = ctx.open_store()?;
+    let on_close = store.read()?.config("validation.on-close")?;
+    if let Some(mode) = on_close.filter(|m| m == "error" || m == "warn")
+        && let Some(problem) = terse_reason(reasons.first().map_or("", String::as_str))
+    {
+        if mode == "error" {
+            return Err(BdError::new(problem));
+        }
+        ctx.out.warn(&format!("Warning: {problem}"));
+    }
+    drop(store);
+    let fleet_args = fleet::CloseArgs {
+        ids,
+        reason: reasons,
+        force: args.force,
+        session: args.session.clone().unwrap_or_else(session_from_env),
+    };
+    let result = fleet::close_issues(ctx.fleet()?, &fleet_args)?;
+    for refusal in &result.refused {
+        if refusal.error.starts_with("no issue found") || refusal.error.contains("matches several")
+        {
+            ctx.out.warn(&format!("Error resolving {}: {}", refusal.id, refusal.error));
+        } else {
+            ctx.out.warn(&refusal.error);
+        }
+    }
+    if let Some(first) = result.closed.first() {
+        ctx.touch(&first.issue.id);
+    }
+    if result.closed.is_empty() {
+        if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
+            ctx.out.note("Hint: pass --force to close it anyway");
+        }
+        return Err(items_failed(ctx, "no issues were closed".to_string()));
+    }
+    ctx.out.emit(&result.closed, || {
+        result
+            .closed
+            .iter()
+            .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), s.issue.close_reason))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    if args.suggest_next {
+        suggest_next(ctx, &result.closed)?;
+    }
+    if args.claim_next {
+        let store = ctx.open_store()?;
+        let claimed = crate::claim::claim_next(
+            &store,
+            ctx.actor(),
+            ctx.fleet()?.clock,
+            &ReadyFilter::default(),
+        )?;
+        match claimed {
+            Some(issue) => {
+                ctx.touch(&issue.id);
+                ctx.out.note(&format!("✓ Claimed issue: {}", id_title(&issue)));
+            }
+            None => ctx.out.note("○ No ready work to claim"),
+        }
+    }
+    Ok(())
+}
+
+/// After a close: the dependents of the closed issues that are ready now.
+fn suggest_next(ctx: &BdContext, closed: &[IssueSummary]) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let mut unblocked = Vec::new();
+    for summary in closed {
+        for (dependent, _) in reader.dependents(&summary.issue.id)? {
+            if let Some(issue) = reader.issue(&dependent)?
+                && issue.status == Status::Open
+                && !reader.is_blocked(&dependent)?
+                && !unblocked.iter().any(|i: &Issue| i.id == issue.id)
+            {
+                unblocked.push(issue);
+            }
+        }
+    }
+    if unblocked.is_empty() {
+        ctx.out.note("No issues were unblocked");
+    } else {
+        ctx.out.note(&format!("\nNewly unblocked ({}):", unblocked.len()));
+        for issue in &unblocked {
+            ctx.out.note(&format!("  ○ {}", id_title(issue)));
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReopenArgs {
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// Why it is reopened (recorded as a comment).
+    #[arg(short, long)]
+    pub reason: Option<String>,
+}
+
+pub fn cmd_reopen(ctx: &BdContext, args: ReopenArgs) -> Result<(), BdError> {
+    let fleet_args = fleet::ReopenArgs { ids: args.ids.clone(), reason: args.reason.clone() };
+    let reopened = fleet::reopen_issues(ctx.fleet()?, &fleet_args)?;
+    let suffix = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+    ctx.out.emit(&reopened, || {
+        reopened
+            .iter()
+            .map(|s| format!("↻ Reopened {}{suffix}", s.issue.id))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DeleteArgs {
+    /// Issue ids.
+    pub ids: Vec<String>,
+    /// Really delete; without it, only a preview.
+    #[arg(short, long)]
+    pub force: bool,
+    /// Also delete every issue that depends on these, recursively.
+    #[arg(long)]
+    pub cascade: bool,
+    /// Read ids from a file, one per line.
+    #[arg(long, value_name = "FILE")]
+    pub from_file: Option<PathBuf>,
+    /// Preview only (the default without --force).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Accepted for compatibility: deletes are always hard deletes.
+    #[arg(long, hide = true)]
+    pub hard: bool,
+}
+
+pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), BdError> {
+    let mut ids = args.ids.clone();
+    if let Some(path) = &args.from_file {
+        let text = read_text_file(path)?;
+        ids.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string),
+        );
+    }
+    if ids.is_empty() {
+        return Err(BdError::new("no issue IDs provided").with_hint("bd delete <id>... --force"));
+    }
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let mut resolved = Vec::new();
+    for input in &ids {
+        match reader.resolve(input) {
+            Ok(id) => resolved.push(id),
+            Err(StoreError::NotFound(_)) => {
+                return Err(BdError::new(format!("issue {input} not found")));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    if args.cascade {
+        let mut stack = resolved.clone();
+        while let Some(id) = stack.pop() {
+            for (dependent, _) in reader.dependents(&id)? {
+                if !resolved.contains(&dependent) {
+                    resolved.push(dependent.clone());
+                    stack.push(dependent);
+                }
+            }
+        }
+    }
+    drop(reader);
+    let fleet_args = fleet::DeleteArgs { ids: resolved, force: args.force && !args.dry_run };
+    let result = fleet::delete_issues(ctx.fleet()?, &fleet_args)?;
+    ctx.out.emit(&result, || fleet::render_delete(&result));
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DeferArgs {
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// Until when (+1d, next monday, 2025-01-15, …); without it, until undeferred.
+    #[arg(long)]
+    pub until: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UndeferArgs {
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+}
+
+pub fn cmd_defer(ctx: &BdContext, args: DeferArgs) -> Result<(), BdError> {
+    let fctx = ctx.fleet()?;
+    let until = args
+        .until
+        .as_deref()
+        .map(|u| parse_user_date("until", u, fctx.now()))
+        .transpose()?
+        .flatten();
+    let patch = IssuePatch {
+        status: Some(Status::Deferred),
+        defer_until: until.map(Some),
+        ..IssuePatch::default()
+    };
+    let changed = patch_each(ctx, &args.ids, &patch)?;
+    let suffix = until.map(|u| format!(" until {u}")).unwrap_or_default();
+    ctx.out.emit(&changed, || {
+        changed
+            .iter()
+            .map(|s| format!("❄ Deferred {}{suffix}", id_title(&s.issue)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(())
+}
+
+pub fn cmd_undefer(ctx: &BdContext, args: UndeferArgs) -> Result<(), BdError> {
+    let patch =
+        IssuePatch { status: Some(Status::Open), defer_until: Some(None), ..IssuePatch::default() };
+    let changed = patch_each(ctx, &args.ids, &patch)?;
+    ctx.out.emit(&changed, || {
+        changed
+            .iter()
+            .map(|s| format!("✓ Undeferred {}", id_title(&s.issue)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(())
+}
+
+/// Applies one patch to every issue of `ids` in one transaction.
+fn patch_each(
+    ctx: &BdContext,
+    ids: &[String],
+    patch: &IssuePatch,
+) -> Result<Vec<IssueSummary>, BdError> {
+    let store = ctx.open_store()?;
+    let (changed, _) = store.write(ctx.actor(), ctx.fleet()?.clock, |writer| {
+        let mut changed = Vec::new();
+        for input in ids {
+            let id = writer.resolve(input)?;
+            writer.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch.clone()) })?;
+            changed.push(writer.detail(&id)?.summary);
+        }
+        Ok(changed)
+    })?;
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_must_be_non_negative_minutes() {
+        assert_eq!(parse_estimate(Some("30")).unwrap(), Some(30));
+        assert!(parse_estimate(Some("-5")).unwrap_err().message.starts_with("estimate must be"));
+        assert!(parse_estimate(Some("soon")).is_err());
+    }
+}

@@ -1,0 +1,174 @@
+//! `bd lint`: checks that issues carry the sections their type requires (spec/beads.md §2).
+//!
+//! Required sections: bug — Steps to Reproduce, Acceptance Criteria; task, feature, story —
+//! Acceptance Criteria; epic — Success Criteria (Acceptance Criteria also counts); decision —
+//! Decision, Rationale, Alternatives Considered; spike — Goal, Findings; chore and the rest —
+//! none. A section counts when its heading text appears anywhere in the description
+//! (case-insensitive); a non-empty acceptance-criteria field satisfies Acceptance (or Success)
+//! Criteria. Any finding makes the command exit 1, naming each issue.
+
+use serde::Serialize;
+
+use super::context::BdContext;
+use super::output::BdError;
+use crate::model::{Issue, Status};
+use crate::store::ListFilter;
+
+/// The sections an issue type requires.
+pub fn required_sections(issue_type: &str) -> &'static [&'static str] {
+    match issue_type {
+        "bug" => &["Steps to Reproduce", "Acceptance Criteria"],
+        "task" | "feature" | "story" => &["Acceptance Criteria"],
+        "epic" => &["Success Criteria"],
+        "decision" => &["Decision", "Rationale", "Alternatives Considered"],
+        "spike" => &["Goal", "Findings"],
+        _ => &[],
+    }
+}
+
+/// The required sections `issue` lacks.
+pub fn missing_sections(issue: &Issue) -> Vec<&'static str> {
+    let mut text = issue.description.to_lowercase();
+    if !issue.acceptance_criteria.is_empty() {
+        text.push('\n');
+        text.push_str(&issue.acceptance_criteria.to_lowercase());
+    }
+    required_sections(&issue.issue_type)
+        .iter()
+        .copied()
+        .filter(|section| {
+            let heading = section.to_lowercase();
+            let criteria = heading == "acceptance criteria" || heading == "success criteria";
+            let present = text.contains(&heading)
+                || (heading == "success criteria" && text.contains("acceptance criteria"))
+                || (criteria && !issue.acceptance_criteria.trim().is_empty());
+            !present
+        })
+        .collect()
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LintArgs {
+    /// Issues to check (default: every open issue).
+    pub ids: Vec<String>,
+    /// Only issues of this type.
+    #[arg(short = 't', long = "type")]
+    pub issue_type: Option<String>,
+    /// Only this status (default: open; "all" for every status).
+    #[arg(short, long)]
+    pub status: Option<String>,
+}
+
+#[derive(Serialize)]
+struct LintResult {
+    id: String,
+    title: String,
+    #[serde(rename = "type")]
+    issue_type: String,
+    missing: Vec<String>,
+    warnings: usize,
+}
+
+#[derive(Serialize)]
+struct LintReport {
+    total: usize,
+    issues: usize,
+    results: Vec<LintResult>,
+}
+
+pub fn cmd_lint(ctx: &BdContext, args: LintArgs) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let mut issues = Vec::new();
+    if args.ids.is_empty() {
+        let statuses = match args.status.as_deref() {
+            None | Some("open") => vec![Status::Open],
+            Some("all") => Vec::new(),
+            Some(other) => vec![Status::parse_user(other)?],
+        };
+        let filter = ListFilter {
+            all: statuses.is_empty(),
+            statuses,
+            types: args.issue_type.iter().cloned().collect(),
+            ..ListFilter::default()
+        };
+        issues.extend(reader.list(&filter)?.0.into_iter().map(|s| s.issue));
+        issues.sort_by(|a, b| a.id.cmp(&b.id));
+    } else {
+        for input in &args.ids {
+            match reader.resolve(input).and_then(|id| reader.issue(&id)) {
+                Ok(Some(issue)) => issues.push(issue),
+                Ok(None) | Err(_) => ctx.out.warn(&format!("Issue not found: {input}")),
+            }
+        }
+    }
+    let results: Vec<LintResult> = issues
+        .iter()
+        .filter_map(|issue| {
+            let missing = missing_sections(issue);
+            (!missing.is_empty()).then(|| LintResult {
+                id: issue.id.clone(),
+                title: issue.title.clone(),
+                issue_type: issue.issue_type.clone(),
+                warnings: missing.len(),
+                missing: missing.iter().map(|m| format!("## {m}")).collect(),
+            })
+        })
+        .collect();
+    let report = LintReport {
+        total: results.iter().map(|r| r.warnings).sum(),
+        issues: results.len(),
+        results,
+    };
+    ctx.out.emit(&report, || {
+        if report.results.is_empty() {
+            return format!("✓ No template warnings found ({} issues checked)", issues.len());
+        }
+        let mut lines = vec![
+            format!("Template warnings ({} issues, {} warnings):", report.issues, report.total),
+            String::new(),
+        ];
+        for result in &report.results {
+            lines.push(format!("{} [{}]: {}", result.id, result.issue_type, result.title));
+            lines.extend(result.missing.iter().map(|m| format!("  ⚠ Missing: {m}")));
+            lines.push(String::new());
+        }
+        lines.join("\n")
+    });
+    if report.results.is_empty() { Ok(()) } else { Err(BdError::silent()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn issue(issue_type: &str, description: &str) -> Issue {
+        let mut issue = Issue::new("t-1".into(), "t".into(), jiff::Timestamp::UNIX_EPOCH);
+        issue.issue_type = issue_type.into();
+        issue.description = description.into();
+        issue
+    }
+
+    #[test]
+    fn each_type_requires_its_sections() {
+        assert_eq!(
+            missing_sections(&issue("bug", "")),
+            ["Steps to Reproduce", "Acceptance Criteria"]
+        );
+        assert!(
+            missing_sections(&issue("bug", "## Steps to reproduce\n## acceptance criteria"))
+                .is_empty()
+        );
+        assert_eq!(missing_sections(&issue("task", "just text")), ["Acceptance Criteria"]);
+        assert!(missing_sections(&issue("epic", "## Acceptance Criteria")).is_empty());
+        assert!(missing_sections(&issue("chore", "")).is_empty());
+        assert_eq!(missing_sections(&issue("spike", "## Goal")), ["Findings"]);
+    }
+
+    #[test]
+    fn the_acceptance_field_counts() {
+        let mut task = issue("task", "");
+        task.acceptance_criteria = "it works".into();
+        assert!(missing_sections(&task).is_empty());
+    }
+}

@@ -1,0 +1,426 @@
+//! The `bd` personality: fleet answering as the beads CLI (spec/beads.md §7–8).
+//!
+//! It runs when the binary is invoked under the name `bd` (a link made by `fleet link-bd`) and
+//! as `fleet bd …`. The command tree, flags, aliases, legacy human output, `--json` shapes and
+//! exit codes follow beads, so agents' habits (`bd ready`, `bd update X --claim`,
+//! `bd close X --reason …`) keep working. Every command reuses the store transactions of the
+//! fleet commands (`cli::issue`, `cli::dep`, …) and only renders differently; one file per
+//! command group, as in `cli/`.
+//!
+//! Differences from beads are deliberate and few: the store is fleet's redb file
+//! (`.beads/beads.db`), there is no daemon, no Dolt and no sync commands, and `show` of an
+//! unknown id keeps the legacy exit code 0.
+
+mod comment;
+mod config;
+mod context;
+mod create;
+mod dep;
+mod guide;
+mod init;
+mod issue;
+mod label;
+mod link;
+mod lint;
+mod output;
+mod query;
+mod transfer;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+pub use link::{LinkArgs, cmd_link_bd};
+pub use output::BdError;
+
+use context::BdContext;
+
+/// The beads release whose CLI contract this personality follows.
+pub const BD_COMPAT_VERSION: &str = "1.0.5";
+
+/// How the personality was reached; it decides where the workspace is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Personality {
+    /// Invoked as `bd`: `BEADS_DIR`, then the nearest `.beads/` upwards from the current
+    /// directory.
+    Bd,
+    /// Invoked as `fleet bd …`: `BEADS_DIR`, then fleet's central queue `$FLEET_HOME/.beads`.
+    FleetBd,
+}
+
+const ROOT_HELP: &str = "\
+{about-with-newline}
+Usage:
+  bd [flags]
+  bd [command]
+
+Available Commands:
+{subcommands}
+
+Flags:
+{options}
+
+Use \"bd [command] --help\" for more information about a command.
+";
+
+const COMMAND_HELP: &str = "\
+{about-with-newline}
+Usage:
+  {usage}
+
+{all-args}{after-help}
+";
+
+/// Issues chained together with dependencies, tracked by an agent-friendly command line
+/// (fleet's native beads).
+#[derive(Debug, Parser)]
+#[command(
+    name = "bd",
+    bin_name = "bd",
+    disable_version_flag = true,
+    max_term_width = 100,
+    help_template = ROOT_HELP,
+    subcommand_help_heading = "Available Commands"
+)]
+pub struct BdCli {
+    #[command(flatten)]
+    pub global: BdGlobal,
+    #[command(subcommand)]
+    pub command: Option<BdCommand>,
+}
+
+/// Flags every bd command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BdGlobal {
+    /// Output in JSON format.
+    #[arg(long, global = true, help_heading = "Global Flags")]
+    pub json: bool,
+    /// Actor name for the audit trail (default: $BEADS_ACTOR, $BD_ACTOR, git user.name, $USER).
+    #[arg(long, global = true, value_name = "NAME", help_heading = "Global Flags")]
+    pub actor: Option<String>,
+    /// Database path: a .beads directory or its beads.db (default: $BEADS_DIR, then the
+    /// nearest .beads/ upwards).
+    #[arg(long, global = true, value_name = "PATH", help_heading = "Global Flags")]
+    pub db: Option<PathBuf>,
+    /// Read-only mode: refuse every write.
+    #[arg(long, global = true, help_heading = "Global Flags")]
+    pub readonly: bool,
+    /// Sandbox mode (accepted; fleet has no daemon or auto-sync to turn off).
+    #[arg(long, global = true, help_heading = "Global Flags")]
+    pub sandbox: bool,
+    /// Suppress non-essential output.
+    #[arg(short, long, global = true, help_heading = "Global Flags")]
+    pub quiet: bool,
+    /// Verbose output (accepted).
+    #[arg(short, long, global = true, help_heading = "Global Flags")]
+    pub verbose: bool,
+    /// Print the version.
+    #[arg(long, help_heading = "Global Flags")]
+    pub version: bool,
+    /// Legacy daemon and sync switches, accepted and ignored (fleet has neither).
+    #[arg(long, global = true, hide = true)]
+    pub no_daemon: bool,
+    #[arg(long, global = true, hide = true)]
+    pub no_auto_flush: bool,
+    #[arg(long, global = true, hide = true)]
+    pub no_auto_import: bool,
+    #[arg(long, global = true, hide = true)]
+    pub allow_stale: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BdCommand {
+    /// Initialize bd in the current directory.
+    Init(init::InitArgs),
+    /// Create a new issue.
+    #[command(visible_alias = "new")]
+    Create(create::CreateArgs),
+    /// List issues.
+    #[command(visible_alias = "ls")]
+    List(query::ListArgs),
+    /// Show ready work (open, no active blockers).
+    Ready(query::ReadyArgs),
+    /// Show issue details.
+    #[command(visible_alias = "view")]
+    Show(issue::ShowArgs),
+    /// Update one or more issues.
+    Update(issue::UpdateArgs),
+    /// Claim an issue: in_progress and assigned to you.
+    Claim(issue::ClaimArgs),
+    /// Close one or more issues.
+    #[command(visible_alias = "done")]
+    Close(issue::CloseArgs),
+    /// Reopen one or more closed issues.
+    Reopen(issue::ReopenArgs),
+    /// Delete issues (a preview unless --force).
+    Delete(issue::DeleteArgs),
+    /// Defer issues: hide them from ready work.
+    Defer(issue::DeferArgs),
+    /// Undefer issues: back to open.
+    Undefer(issue::UndeferArgs),
+    /// Manage dependencies.
+    Dep(dep::DepArgs),
+    /// List the comments of an issue, or add one.
+    Comments(comment::CommentsArgs),
+    /// Add a comment to an issue.
+    Comment(comment::CommentArgs),
+    /// Manage labels.
+    #[command(subcommand)]
+    Label(label::LabelCommand),
+    /// Show blocked issues.
+    Blocked(query::BlockedArgs),
+    /// Show statistics.
+    #[command(visible_alias = "status")]
+    Stats(query::StatsArgs),
+    /// Search issues by text in id, title and description.
+    Search(query::SearchArgs),
+    /// Count issues.
+    Count(query::CountArgs),
+    /// List the children of an issue.
+    Children(query::ChildrenArgs),
+    /// Show issues not updated for a while.
+    Stale(query::StaleArgs),
+    /// Epic progress: `bd epic status`.
+    #[command(subcommand)]
+    Epic(query::EpicCommand),
+    /// Check issues for missing template sections.
+    Lint(lint::LintArgs),
+    /// Manage configuration settings.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Export issues to JSONL.
+    Export(transfer::ExportArgs),
+    /// Import issues from JSONL.
+    Import(transfer::ImportArgs),
+    /// Output the workflow primer for an agent's context.
+    Prime(guide::PrimeArgs),
+    /// Quick start guide.
+    Quickstart,
+    /// The essential commands, for humans.
+    Human,
+    /// Print version information.
+    Version,
+}
+
+/// Runs the bd personality on `args` (`args[0]` is the program name). Returns the exit code.
+pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
+    let command = styled_command();
+    let matches = match command.try_get_matches_from(args) {
+        Ok(matches) => matches,
+        Err(error) => return report_usage_error(&error),
+    };
+    let cli = match BdCli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => return report_usage_error(&error),
+    };
+    let json = cli.global.json;
+    match dispatch(cli, personality) {
+        Ok(()) => 0,
+        Err(error) => error.report(json),
+    }
+}
+
+/// The clap command with bd's cobra-like help layout on every subcommand: a `Flags:`
+/// section (with `-h, --help` in it) and `Global Flags:` below it.
+fn styled_command() -> clap::Command {
+    fn help_flag(command: clap::Command) -> clap::Command {
+        let about = format!("help for {}", command.get_name());
+        command.disable_help_flag(true).arg(
+            clap::Arg::new("help")
+                .short('h')
+                .long("help")
+                .action(clap::ArgAction::Help)
+                .help(about)
+                .help_heading("Flags"),
+        )
+    }
+    fn style(command: clap::Command) -> clap::Command {
+        let command = command.help_template(COMMAND_HELP).mut_args(|arg| {
+            if arg.get_help_heading().is_none() && !arg.is_positional() {
+                arg.help_heading("Flags")
+            } else {
+                arg
+            }
+        });
+        help_flag(command).mut_subcommands(style)
+    }
+    let root = BdCli::command().mut_args(|arg| {
+        if arg.get_help_heading().is_none() { arg.help_heading("Flags") } else { arg }
+    });
+    help_flag(root).mut_subcommands(style)
+}
+
+fn report_usage_error(error: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            0
+        }
+        _ => {
+            let rendered = error.render().to_string();
+            let mut lines = rendered.lines();
+            let first = lines.next().unwrap_or_default();
+            eprintln!("Error: {}", first.strip_prefix("error: ").unwrap_or(first));
+            for line in lines.filter(|l| l.trim_start().starts_with("tip:")) {
+                eprintln!("{}", line.trim_start());
+            }
+            eprintln!("Run 'bd --help' for usage.");
+            1
+        }
+    }
+}
+
+/// The argv of `fleet [global flags] bd ARGS…` for the bd personality: fleet's global flags
+/// carried over in front of ARGS.
+pub fn args_after_fleet_globals(
+    global: &crate::cli::GlobalArgs,
+    args: Vec<OsString>,
+) -> Vec<OsString> {
+    let mut out = vec![OsString::from("bd")];
+    if global.json {
+        out.push("--json".into());
+    }
+    if global.quiet {
+        out.push("--quiet".into());
+    }
+    if let Some(actor) = &global.actor {
+        out.extend(["--actor".into(), actor.into()]);
+    }
+    if let Some(db) = &global.db {
+        out.extend([OsString::from("--db"), db.clone().into_os_string()]);
+    }
+    out.extend(args);
+    out
+}
+
+fn version_line() -> String {
+    format!("bd version {BD_COMPAT_VERSION} (fleet {})", env!("CARGO_PKG_VERSION"))
+}
+
+fn dispatch(cli: BdCli, personality: Personality) -> Result<(), BdError> {
+    let global = cli.global;
+    let Some(command) = cli.command else {
+        if global.version {
+            println!("{}", version_line());
+            return Ok(());
+        }
+        let _ = styled_command().print_help();
+        return Ok(());
+    };
+    let ctx = BdContext::new(&global, personality)?;
+    let writes = match &command {
+        BdCommand::Create(args) => !args.dry_run,
+        BdCommand::Update(_)
+        | BdCommand::Claim(_)
+        | BdCommand::Close(_)
+        | BdCommand::Reopen(_)
+        | BdCommand::Defer(_)
+        | BdCommand::Undefer(_)
+        | BdCommand::Comment(_)
+        | BdCommand::Import(_) => true,
+        BdCommand::Delete(args) => args.force,
+        BdCommand::Ready(args) => args.claim,
+        BdCommand::Dep(args) => args.writes(),
+        BdCommand::Comments(args) => args.adds(),
+        BdCommand::Label(command) => command.writes(),
+        _ => false,
+    };
+    if writes {
+        ctx.check_writable(command_name(&command))?;
+    }
+    match command {
+        BdCommand::Init(args) => init::cmd_init(&ctx, &global, args)?,
+        BdCommand::Create(args) => create::cmd_create(&ctx, args)?,
+        BdCommand::List(args) => query::cmd_list(&ctx, args)?,
+        BdCommand::Ready(args) => query::cmd_ready(&ctx, args)?,
+        BdCommand::Show(args) => issue::cmd_show(&ctx, args)?,
+        BdCommand::Update(args) => issue::cmd_update(&ctx, args)?,
+        BdCommand::Claim(args) => issue::cmd_claim(&ctx, args)?,
+        BdCommand::Close(args) => issue::cmd_close(&ctx, args)?,
+        BdCommand::Reopen(args) => issue::cmd_reopen(&ctx, args)?,
+        BdCommand::Delete(args) => issue::cmd_delete(&ctx, args)?,
+        BdCommand::Defer(args) => issue::cmd_defer(&ctx, args)?,
+        BdCommand::Undefer(args) => issue::cmd_undefer(&ctx, args)?,
+        BdCommand::Dep(args) => dep::cmd_dep(&ctx, args)?,
+        BdCommand::Comments(args) => comment::cmd_comments(&ctx, args)?,
+        BdCommand::Comment(args) => comment::cmd_comment(&ctx, args)?,
+        BdCommand::Label(command) => label::cmd_label(&ctx, command)?,
+        BdCommand::Blocked(args) => query::cmd_blocked(&ctx, args)?,
+        BdCommand::Stats(args) => query::cmd_stats(&ctx, args)?,
+        BdCommand::Search(args) => query::cmd_search(&ctx, args)?,
+        BdCommand::Count(args) => query::cmd_count(&ctx, args)?,
+        BdCommand::Children(args) => query::cmd_children(&ctx, args)?,
+        BdCommand::Stale(args) => query::cmd_stale(&ctx, args)?,
+        BdCommand::Epic(command) => query::cmd_epic(&ctx, command)?,
+        BdCommand::Lint(args) => lint::cmd_lint(&ctx, args)?,
+        BdCommand::Config(command) => config::cmd_config(&ctx, command)?,
+        BdCommand::Export(args) => transfer::cmd_export(&ctx, args)?,
+        BdCommand::Import(args) => transfer::cmd_import(&ctx, args)?,
+        BdCommand::Prime(args) => guide::cmd_prime(&ctx, args),
+        BdCommand::Quickstart => guide::cmd_quickstart(&ctx),
+        BdCommand::Human => guide::cmd_human(&ctx),
+        BdCommand::Version => {
+            let version = serde_json::json!({
+                "version": BD_COMPAT_VERSION,
+                "fleet_version": env!("CARGO_PKG_VERSION"),
+            });
+            ctx.out.emit(&version, version_line);
+        }
+    }
+    if writes {
+        ctx.after_write();
+    }
+    Ok(())
+}
+
+fn command_name(command: &BdCommand) -> &'static str {
+    match command {
+        BdCommand::Create(_) => "create",
+        BdCommand::Update(_) => "update",
+        BdCommand::Claim(_) => "claim",
+        BdCommand::Close(_) => "close",
+        BdCommand::Reopen(_) => "reopen",
+        BdCommand::Delete(_) => "delete",
+        BdCommand::Defer(_) => "defer",
+        BdCommand::Undefer(_) => "undefer",
+        BdCommand::Dep(_) => "dep",
+        BdCommand::Comments(_) | BdCommand::Comment(_) => "comment",
+        BdCommand::Label(_) => "label",
+        BdCommand::Ready(_) => "ready --claim",
+        BdCommand::Import(_) => "import",
+        _ => "this command",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        styled_command().debug_assert();
+    }
+
+    #[test]
+    fn dep_takes_subcommands_and_the_blocks_shorthand() {
+        let cli = BdCli::try_parse_from(["bd", "dep", "a-1", "--blocks", "a-2"]).unwrap();
+        let Some(BdCommand::Dep(args)) = cli.command else { panic!("not dep") };
+        assert_eq!(args.blocker.as_deref(), Some("a-1"));
+        assert_eq!(args.blocks.as_deref(), Some("a-2"));
+        let cli = BdCli::try_parse_from(["bd", "dep", "add", "a-1", "a-2"]).unwrap();
+        let Some(BdCommand::Dep(args)) = cli.command else { panic!("not dep") };
+        assert!(matches!(args.command, Some(dep::DepCommand::Add { .. })));
+    }
+
+    #[test]
+    fn fleet_globals_carry_over() {
+        let global =
+            crate::cli::GlobalArgs { json: true, actor: Some("me".into()), db: None, quiet: false };
+        let args = args_after_fleet_globals(&global, vec!["ready".into()]);
+        assert_eq!(args, ["bd", "--json", "--actor", "me", "ready"].map(OsString::from));
+    }
+}

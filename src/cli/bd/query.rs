@@ -1,0 +1,596 @@
+//! The read-only views as bd has them: `list`, `ready` (and `ready --claim`), `blocked`,
+//! `stats`/`status`, `search`, `count`, `children`, `stale`.
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::context::BdContext;
+use super::output::BdError;
+use crate::cli::issue::split_csv;
+use crate::cli::output::{id_title, list_line};
+use crate::cli::query::{self as fleet, ListFilterArgs};
+use crate::model::{Issue, Status, dep_type, parse_priority};
+use crate::store::{IssueSummary, ListFilter, ListSort, Reader};
+use crate::time::parse_user_date;
+
+/// bd's extra list filters, applied after the store's own.
+#[derive(Debug, clap::Args)]
+pub struct ExtraFilterArgs {
+    /// Only issues with at least one of these labels.
+    #[arg(long)]
+    pub label_any: Vec<String>,
+    /// Lowest priority number to include (0 = critical).
+    #[arg(long)]
+    pub priority_min: Option<String>,
+    /// Highest priority number to include.
+    #[arg(long)]
+    pub priority_max: Option<String>,
+    /// Only titles containing this text (case-insensitive).
+    #[arg(long)]
+    pub title_contains: Option<String>,
+    /// Only descriptions containing this text (case-insensitive).
+    #[arg(long)]
+    pub desc_contains: Option<String>,
+    /// Only descendants of this issue.
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// Only issues without a parent.
+    #[arg(long)]
+    pub no_parent: bool,
+    /// Only issues created after this date.
+    #[arg(long)]
+    pub created_after: Option<String>,
+    /// Only issues created before this date.
+    #[arg(long)]
+    pub created_before: Option<String>,
+    /// Only issues updated after this date.
+    #[arg(long)]
+    pub updated_after: Option<String>,
+    /// Only issues updated before this date.
+    #[arg(long)]
+    pub updated_before: Option<String>,
+}
+
+/// Compiled [`ExtraFilterArgs`].
+struct Extra {
+    label_any: Vec<String>,
+    priority_range: (u8, u8),
+    title: Option<String>,
+    desc: Option<String>,
+    family: Option<(String, Vec<String>)>,
+    no_parent: bool,
+    created: (Option<Timestamp>, Option<Timestamp>),
+    updated: (Option<Timestamp>, Option<Timestamp>),
+}
+
+impl ExtraFilterArgs {
+    fn compile(&self, reader: &Reader, now: Timestamp) -> Result<Extra, BdError> {
+        let date = |flag: &'static str, v: &Option<String>| -> Result<Option<Timestamp>, BdError> {
+            Ok(v.as_deref().map(|v| parse_user_date(flag, v, now)).transpose()?.flatten())
+        };
+        let family = match &self.parent {
+            Some(parent) => {
+                let parent = reader.resolve(parent)?;
+                let family = descendants(reader, &parent)?;
+                Some((parent, family))
+            }
+            None => None,
+        };
+        Ok(Extra {
+            label_any: split_csv(&self.label_any),
+            priority_range: (
+                self.priority_min.as_deref().map(parse_priority).transpose()?.unwrap_or(0),
+                self.priority_max.as_deref().map(parse_priority).transpose()?.unwrap_or(4),
+            ),
+            title: self.title_contains.as_ref().map(|t| t.to_lowercase()),
+            desc: self.desc_contains.as_ref().map(|t| t.to_lowercase()),
+            family,
+            no_parent: self.no_parent,
+            created: (
+                date("created-after", &self.created_after)?,
+                date("created-before", &self.created_before)?,
+            ),
+            updated: (
+                date("updated-after", &self.updated_after)?,
+                date("updated-before", &self.updated_before)?,
+            ),
+        })
+    }
+}
+
+impl Extra {
+    fn matches(&self, summary: &IssueSummary) -> bool {
+        let issue = &summary.issue;
+        let within = |t: Timestamp, (after, before): (Option<Timestamp>, Option<Timestamp>)| {
+            after.is_none_or(|a| t > a) && before.is_none_or(|b| t < b)
+        };
+        (self.label_any.is_empty() || self.label_any.iter().any(|l| issue.labels.contains(l)))
+            && (self.priority_range.0..=self.priority_range.1).contains(&issue.priority)
+            && self.title.as_ref().is_none_or(|t| issue.title.to_lowercase().contains(t))
+            && self.desc.as_ref().is_none_or(|t| issue.description.to_lowercase().contains(t))
+            && self.family.as_ref().is_none_or(|(parent, family)| {
+                family.contains(&issue.id)
+                    || issue.id.strip_prefix(parent.as_str()).is_some_and(|r| r.starts_with('.'))
+            })
+            && (!self.no_parent || summary.parent.is_none())
+            && within(issue.created_at, self.created)
+            && within(issue.updated_at, self.updated)
+    }
+}
+
+fn descendants(reader: &Reader, parent: &str) -> Result<Vec<String>, BdError> {
+    let mut found = Vec::new();
+    let mut stack = vec![parent.to_string()];
+    while let Some(node) = stack.pop() {
+        for (child, kind) in reader.dependents(&node)? {
+            if kind == dep_type::PARENT_CHILD && !found.contains(&child) {
+                found.push(child.clone());
+                stack.push(child);
+            }
+        }
+    }
+    Ok(found)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub filter: ListFilterArgs,
+    #[command(flatten)]
+    pub extra: ExtraFilterArgs,
+    /// Only ready issues (open, no active blockers).
+    #[arg(long)]
+    pub ready: bool,
+    /// Only deferred issues.
+    #[arg(long)]
+    pub deferred: bool,
+    /// Only open issues past their due date.
+    #[arg(long)]
+    pub overdue: bool,
+    /// Several lines per issue.
+    #[arg(long)]
+    pub long: bool,
+    /// Accepted for compatibility (the list is flat).
+    #[arg(long, hide = true)]
+    pub tree: bool,
+    #[arg(long, hide = true)]
+    pub flat: bool,
+    /// Output format: text (default), or json (same as --json).
+    #[arg(long)]
+    pub format: Option<String>,
+}
+
+/// Lists with the store's filter, then bd's extra filters, then the limit. Returns the page and
+/// how many matched in all.
+fn filtered_list(
+    ctx: &BdContext,
+    reader: &Reader,
+    mut filter: ListFilter,
+    extra: &ExtraFilterArgs,
+    keep: impl Fn(&IssueSummary) -> Result<bool, BdError>,
+) -> Result<(Vec<IssueSummary>, usize), BdError> {
+    let limit = filter.limit;
+    filter.limit = 0;
+    let extra = extra.compile(reader, ctx.fleet()?.now())?;
+    let (all, _) = reader.list(&filter)?;
+    let mut matched = Vec::new();
+    for summary in all {
+        if extra.matches(&summary) && keep(&summary)? {
+            matched.push(summary);
+        }
+    }
+    let total = matched.len();
+    if limit != 0 {
+        matched.truncate(limit);
+    }
+    Ok((matched, total))
+}
+
+pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), BdError> {
+    let mut filter = args.filter.to_filter(None)?;
+    if args.deferred {
+        filter.statuses = vec![Status::Deferred];
+    }
+    if args.ready {
+        filter.statuses = vec![Status::Open];
+    }
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let now = ctx.fleet()?.now();
+    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |s| {
+        let ready_ok = !args.ready || !reader.is_blocked(&s.issue.id)?;
+        let overdue_ok = !args.overdue
+            || (s.issue.status != Status::Closed && s.issue.due_at.is_some_and(|d| d < now));
+        Ok(ready_ok && overdue_ok)
+    })?;
+    let json = ctx.out.json || args.format.as_deref() == Some("json");
+    let out = ctx.out.with_json(json);
+    out.emit(&issues, || {
+        if issues.is_empty() {
+            return "No issues found.".to_string();
+        }
+        if args.long {
+            return issues.iter().map(long_entry).collect::<Vec<_>>().join("\n\n");
+        }
+        issues.iter().map(|s| list_line(&s.issue)).collect::<Vec<_>>().join("\n")
+    });
+    if total > issues.len() {
+        out.note(&format!(
+            "\nShowing {} of {total} issues. Use --limit 0 for all, or --limit N to raise the cap.",
+            issues.len()
+        ));
+    }
+    Ok(())
+}
+
+fn long_entry(summary: &IssueSummary) -> String {
+    let issue = &summary.issue;
+    let mut lines = vec![list_line(issue)];
+    if !issue.labels.is_empty() {
+        lines.push(format!("  Labels: {}", issue.labels.join(", ")));
+    }
+    if let Some(parent) = &summary.parent {
+        lines.push(format!("  Parent: {parent}"));
+    }
+    if !issue.description.is_empty() {
+        lines.extend(issue.description.lines().take(3).map(|l| format!("  {l}")));
+    }
+    lines.join("\n")
+}
+
+#[derive(Debug, clap::Args)]
+#[group(id = "bd_ready")]
+pub struct ReadyArgs {
+    #[command(flatten)]
+    pub filter: fleet::ReadyArgs,
+    /// Claim the first ready issue atomically (in_progress, assigned to you).
+    #[arg(long)]
+    pub claim: bool,
+    /// Accepted for compatibility (the numbered list is the plain format).
+    #[arg(long, hide = true)]
+    pub plain: bool,
+    #[arg(long, hide = true)]
+    pub pretty: bool,
+}
+
+pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), BdError> {
+    if args.claim {
+        return ready_claim(ctx, &args);
+    }
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let mut filter = args.filter.to_filter()?;
+    if let Some(parent) = &filter.parent {
+        filter.parent = Some(reader.resolve(parent)?);
+    }
+    let page = reader.ready(&filter, ctx.fleet()?.now())?;
+    ctx.out.emit(&page.issues, || {
+        if !page.issues.is_empty() {
+            return format!("\n{}", fleet::render_ready(&page.issues));
+        }
+        let any_open = reader
+            .list(&ListFilter { statuses: vec![Status::Open], limit: 1, ..ListFilter::default() })
+            .is_ok_and(|(_, total)| total > 0);
+        if any_open {
+            "\n✨ No ready work found (all issues have blocking dependencies)".to_string()
+        } else {
+            "\n✨ No open issues".to_string()
+        }
+    });
+    if page.truncated {
+        ctx.out.note(&format!(
+            "Showing {} ready issues; more are ready. Use --limit 0 for all, or --limit N to raise the cap.",
+            page.issues.len()
+        ));
+    }
+    Ok(())
+}
+
+/// `ready --claim`: in one transaction, the first ready issue this actor may take becomes
+/// in_progress and theirs.
+fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), BdError> {
+    if args.filter.assignee.is_some() {
+        return Err(BdError::new("--claim cannot be combined with --assignee"));
+    }
+    let store = ctx.open_store()?;
+    let mut filter = args.filter.to_filter()?;
+    if let Some(parent) = &filter.parent {
+        filter.parent = Some(store.read()?.resolve(parent)?);
+    }
+    let claimed = crate::claim::claim_next(&store, ctx.actor(), ctx.fleet()?.clock, &filter)?;
+    let summaries = match claimed {
+        Some(issue) => {
+            ctx.touch(&issue.id);
+            vec![store.read()?.summary(issue)?]
+        }
+        None => Vec::new(),
+    };
+    ctx.out.emit(&summaries, || match summaries.first() {
+        Some(s) => format!("✓ Claimed issue: {}", id_title(&s.issue)),
+        None => "○ No ready work to claim".to_string(),
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BlockedArgs {
+    /// Only descendants of this issue.
+    #[arg(long)]
+    pub parent: Option<String>,
+}
+
+pub fn cmd_blocked(ctx: &BdContext, args: BlockedArgs) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
+    let blocked = reader.blocked(parent.as_deref())?;
+    ctx.out.emit(&blocked, || format!("\n{}", fleet::render_blocked(&blocked)));
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {}
+
+pub fn cmd_stats(ctx: &BdContext, _args: StatsArgs) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let stats = store.read()?.stats(ctx.fleet()?.now())?;
+    ctx.out.emit(&stats, || format!("\n{}", fleet::render_stats(&stats)));
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// Text to find in ids, titles and descriptions (case-insensitive).
+    pub query: Option<String>,
+    /// The query, as a flag.
+    #[arg(long = "query", value_name = "TEXT")]
+    pub query_flag: Option<String>,
+    #[command(flatten)]
+    pub filter: ListFilterArgs,
+    #[command(flatten)]
+    pub extra: ExtraFilterArgs,
+}
+
+pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), BdError> {
+    let query = args
+        .query
+        .clone()
+        .or(args.query_flag.clone())
+        .filter(|q| !q.trim().is_empty())
+        .ok_or_else(|| BdError::new("search query is required").with_hint("bd search \"login\""))?;
+    let filter = args.filter.to_filter(Some(query.clone()))?;
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |_| Ok(true))?;
+    ctx.out.emit(&issues, || {
+        if issues.is_empty() {
+            return format!("No issues found matching '{query}'");
+        }
+        let mut lines =
+            vec![format!("Found {} issues matching '{query}':", issues.len()), String::new()];
+        lines.extend(issues.iter().map(|s| list_line(&s.issue)));
+        lines.join("\n")
+    });
+    if total > issues.len() {
+        ctx.out.note(&format!(
+            "\nShowing {} of {total} matches. Use --limit 0 for all.",
+            issues.len()
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CountArgs {
+    #[command(flatten)]
+    pub filter: ListFilterArgs,
+    #[command(flatten)]
+    pub extra: ExtraFilterArgs,
+    /// Count per status.
+    #[arg(long)]
+    pub by_status: bool,
+    /// Count per type.
+    #[arg(long)]
+    pub by_type: bool,
+    /// Count per priority.
+    #[arg(long)]
+    pub by_priority: bool,
+    /// Count per assignee.
+    #[arg(long)]
+    pub by_assignee: bool,
+}
+
+#[derive(Serialize)]
+struct Counts {
+    count: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    groups: Vec<Group>,
+}
+
+#[derive(Serialize)]
+struct Group {
+    group: String,
+    count: usize,
+}
+
+pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), BdError> {
+    let mut filter = args.filter.to_filter(None)?;
+    // Counting is about every issue that matches, closed ones included unless filtered.
+    if filter.statuses.is_empty() {
+        filter.all = true;
+    }
+    filter.limit = 0;
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |_| Ok(true))?;
+    let key: Option<fn(&Issue) -> String> = if args.by_status {
+        Some(|i| i.status.to_string())
+    } else if args.by_type {
+        Some(|i| i.issue_type.clone())
+    } else if args.by_priority {
+        Some(|i| format!("P{}", i.priority))
+    } else if args.by_assignee {
+        Some(|i| if i.assignee.is_empty() { "(unassigned)".into() } else { i.assignee.clone() })
+    } else {
+        None
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    if let Some(key) = key {
+        for summary in &issues {
+            let name = key(&summary.issue);
+            match groups.iter_mut().find(|g| g.group == name) {
+                Some(group) => group.count += 1,
+                None => groups.push(Group { group: name, count: 1 }),
+            }
+        }
+        groups.sort_by(|a, b| a.group.cmp(&b.group));
+    }
+    let counts = Counts { count: total, groups };
+    ctx.out.emit(&counts, || {
+        if counts.groups.is_empty() {
+            return counts.count.to_string();
+        }
+        let mut lines = vec![format!("Total: {}", counts.count), String::new()];
+        lines.extend(counts.groups.iter().map(|g| format!("  {}: {}", g.group, g.count)));
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ChildrenArgs {
+    /// The parent issue.
+    pub id: String,
+}
+
+pub fn cmd_children(ctx: &BdContext, args: ChildrenArgs) -> Result<(), BdError> {
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let parent = reader.resolve(&args.id)?;
+    let mut children = Vec::new();
+    for (child, kind) in reader.dependents(&parent)? {
+        if kind == dep_type::PARENT_CHILD
+            && let Some(issue) = reader.issue(&child)?
+        {
+            children.push(reader.summary(issue)?);
+        }
+    }
+    children.sort_by(|a, b| a.issue.id.cmp(&b.issue.id));
+    ctx.out.emit(&children, || {
+        if children.is_empty() {
+            return format!("{parent} has no children");
+        }
+        let mut lines = vec![format!("Children of {parent} ({}):", children.len())];
+        lines.extend(children.iter().map(|s| format!("  {}", list_line(&s.issue))));
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StaleArgs {
+    /// Not updated for this many days.
+    #[arg(short, long, default_value_t = 30)]
+    pub days: i64,
+    /// Only this status (default: every status but closed).
+    #[arg(short, long)]
+    pub status: Option<String>,
+    /// At most this many issues (0 = all).
+    #[arg(short = 'n', long, default_value_t = 50)]
+    pub limit: usize,
+}
+
+pub fn cmd_stale(ctx: &BdContext, args: StaleArgs) -> Result<(), BdError> {
+    let now = ctx.fleet()?.now();
+    let cutoff = now - jiff::SignedDuration::from_hours(args.days.saturating_mul(24));
+    let statuses = args.status.as_deref().map(Status::parse_user).transpose()?;
+    let filter = ListFilter {
+        statuses: statuses.into_iter().collect(),
+        sort: ListSort::Updated,
+        reverse: true,
+        ..ListFilter::default()
+    };
+    let store = ctx.open_store()?;
+    let (mut issues, _) = store.read()?.list(&filter)?;
+    issues.retain(|s| s.issue.updated_at < cutoff);
+    if args.limit != 0 {
+        issues.truncate(args.limit);
+    }
+    ctx.out.emit(&issues, || {
+        if issues.is_empty() {
+            return format!("✨ No stale issues (none untouched for {} days)", args.days);
+        }
+        let mut lines =
+            vec![format!("⏰ Stale issues ({} not updated in {} days):", issues.len(), args.days)];
+        for s in &issues {
+            let days = (now - s.issue.updated_at).get_hours() / 24;
+            lines.push(format!("  {} (updated {days} days ago)", list_line(&s.issue)));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum EpicCommand {
+    /// Each open epic with how many of its children are closed.
+    Status {
+        /// Only epics whose children are all closed.
+        #[arg(long)]
+        eligible_only: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct EpicStatus {
+    epic: IssueSummary,
+    total_children: usize,
+    closed_children: usize,
+    eligible_for_close: bool,
+}
+
+pub fn cmd_epic(ctx: &BdContext, command: EpicCommand) -> Result<(), BdError> {
+    let EpicCommand::Status { eligible_only } = command;
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let filter = ListFilter { types: vec!["epic".into()], ..ListFilter::default() };
+    let mut epics = Vec::new();
+    for summary in reader.list(&filter)?.0 {
+        let mut total = 0;
+        let mut closed = 0;
+        for (child, kind) in reader.dependents(&summary.issue.id)? {
+            if kind == dep_type::PARENT_CHILD {
+                total += 1;
+                closed +=
+                    usize::from(reader.issue(&child)?.is_some_and(|c| c.status == Status::Closed));
+            }
+        }
+        let eligible = total > 0 && closed == total;
+        if eligible || !eligible_only {
+            epics.push(EpicStatus {
+                epic: summary,
+                total_children: total,
+                closed_children: closed,
+                eligible_for_close: eligible,
+            });
+        }
+    }
+    ctx.out.emit(&epics, || {
+        if epics.is_empty() {
+            return "No open epics found".to_string();
+        }
+        let mut lines = Vec::new();
+        for e in &epics {
+            let mark = if e.eligible_for_close { "✓" } else { "○" };
+            lines.push(format!("{mark} {}", id_title(&e.epic.issue)));
+            lines.push(format!(
+                "   Progress: {}/{} children closed{}",
+                e.closed_children,
+                e.total_children,
+                if e.eligible_for_close { " (eligible for closure)" } else { "" }
+            ));
+        }
+        lines.join("\n")
+    });
+    Ok(())
+}

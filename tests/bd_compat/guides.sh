@@ -1,0 +1,61 @@
+# bd help, version, quickstart, prime (--full, --mcp), human. None needs a workspace.
+
+run bd help
+expect_ok
+expect_out '^Usage:$'
+expect_out '^Available Commands:$'
+for command in create list show update close reopen ready dep comments label blocked stats \
+    search delete count children defer undefer prime quickstart lint config export import init \
+    version; do
+    expect_out "^  $command "
+done
+expect_out '^Flags:$'
+run bd --help
+expect_ok
+expect_out '^Available Commands:$'
+run bd
+expect_ok
+expect_out '^Usage:$'
+run bd help create
+expect_ok
+expect_out '^Usage:$'
+expect_out '--priority'
+run bd create --help
+expect_ok
+expect_out '--silent'
+
+run bd version
+expect_ok
+expect_out '^bd version [0-9]+\.[0-9]+\.[0-9]+ \(fleet [0-9.]+\)$'
+run bd --version
+expect_ok
+expect_out '^bd version [0-9]+\.[0-9]+\.[0-9]+ '
+run bd version --json
+expect_out '"version": "'
+
+run bd quickstart
+expect_ok
+expect_out 'Dependency-Aware'
+expect_out 'bd init'
+expect_out 'bd create'
+
+run bd prime
+expect_ok
+expect_out 'bd ready'
+expect_out 'bd close'
+run bd prime --full
+expect_ok
+for needle in 'Quality Tools' 'bd lint' 'bd formula list' 'bd human' 'Lifecycle & Hygiene' \
+    'Structured Workflows' 'bd defer' 'bd supersede' 'bd stale' 'bd orphans' 'bd preflight' \
+    'Conventions'; do
+    expect_out "$needle"
+done
+run bd prime --mcp
+expect_ok
+expect_out 'ready'
+run bd prime --json
+expect_out '"content": "'
+
+run bd human
+expect_ok
+expect_out 'bd ready'
