@@ -18,6 +18,8 @@
 //! - [`store`]: the redb tables, `apply`, readiness maintenance and read queries;
 //! - [`resolver`]: cycle refusal, dependency trees, cycle reports (petgraph);
 //! - [`claim`]: claiming, one at a time or grouped into shared transactions;
+//! - [`beads`]: beads' own formats: importing JSONL (both eras), legacy SQLite databases and
+//!   Python-fleet homes; exporting JSONL that `bd import` accepts; auto-export;
 //! - [`id`]: beads-style hash ids and child ids;
 //! - [`time`]: the clock and the date forms users type;
 //! - [`coders`]: the coding-agent CLIs — argv, environment, context limits, and parsers that
@@ -32,6 +34,7 @@
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
 //!   environment.
 
+pub mod beads;
 pub mod bench;
 pub mod claim;
 pub mod cli;

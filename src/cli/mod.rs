@@ -20,6 +20,7 @@ mod label;
 mod output;
 mod query;
 mod run;
+mod transfer;
 
 pub mod bench;
 
@@ -114,6 +115,11 @@ pub enum Command {
     /// Link `bd` to this binary so agents' `bd` commands run fleet's bd (default DIR: the
     /// directory of the fleet binary).
     LinkBd(bd::LinkArgs),
+    /// Import issues: beads JSONL (both eras), a .beads directory, a legacy SQLite beads.db,
+    /// or a Python-fleet home. One transaction: everything or nothing.
+    Import(transfer::ImportArgs),
+    /// Export issues as beads JSONL that `bd import` accepts.
+    Export(transfer::ExportArgs),
     /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
     /// max_concurrent at once, until Ctrl-C.
     Run(run::RunArgs),
@@ -122,6 +128,27 @@ pub enum Command {
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
     #[command(hide = true)]
     FakeAgent(fake_agent::FakeAgentArgs),
+}
+
+impl Command {
+    /// Whether a successful run may have changed the queue (and so triggers auto-export).
+    fn may_write(&self) -> bool {
+        matches!(
+            self,
+            Command::Create(_)
+                | Command::Update(_)
+                | Command::Close(_)
+                | Command::Reopen(_)
+                | Command::Delete(_)
+                | Command::Dep(_)
+                | Command::Comment(_)
+                | Command::Comments(_)
+                | Command::Label(_)
+                | Command::Claim(_)
+                | Command::Release(_)
+                | Command::Import(_)
+        )
+    }
 }
 
 /// Parses `args` and runs the command. Returns the process exit code.
@@ -161,7 +188,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
 
 fn dispatch(cli: Cli) -> Result<(), CliError> {
     let ctx = context::Context::new(cli.global)?;
-    match cli.command {
+    let may_write = cli.command.may_write();
+    let result = match cli.command {
         Command::Init(args) => init::cmd_init(&ctx, args),
         Command::Create(args) => issue::cmd_create(&ctx, args),
         Command::Show(args) => issue::cmd_show(&ctx, args),
@@ -185,8 +213,14 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         // Run before dispatch (see `run`).
         Command::Bd { .. } => Ok(()),
         Command::LinkBd(args) => bd::cmd_link_bd(&ctx.out, args),
+        Command::Import(args) => transfer::cmd_import(&ctx, args),
+        Command::Export(args) => transfer::cmd_export(&ctx, args),
         Command::Run(args) => run::cmd_run(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
+    };
+    if result.is_ok() && may_write {
+        transfer::auto_export(&ctx);
     }
+    result
 }

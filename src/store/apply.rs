@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use jiff::Timestamp;
+use redb::ReadableTable;
 
 use super::tables::View;
 use super::{StoreError, Writer, meta};
@@ -130,17 +131,27 @@ impl Writer<'_> {
         let deps: Vec<Dependency> =
             deps.iter().map(|d| Dependency { issue_id: issue.id.clone(), ..d.clone() }).collect();
         for dep in &deps {
-            self.check_edge(dep, Some(issue))?;
+            self.check_edge(dep, Some(&issue.issue_type))?;
         }
-        let mut issue = issue.clone();
-        issue.labels.sort();
-        issue.labels.dedup();
-        self.put_issue(None, &issue)?;
+        let sorted;
+        let issue = if issue.labels.windows(2).all(|pair| pair[0] < pair[1]) {
+            issue
+        } else {
+            let mut copy = issue.clone();
+            copy.labels.sort();
+            copy.labels.dedup();
+            sorted = copy;
+            &sorted
+        };
+        self.put_issue(None, issue)?;
         for dep in &deps {
             self.insert_edge(dep)?;
         }
         self.count_new_id(&issue.id)?;
-        Ok(Some(self.status_seeds(&issue.id)?))
+        let parents = deps.iter().filter(|d| d.kind == dep_type::PARENT_CHILD);
+        Ok(Some(
+            self.status_seeds_with_parents(&issue.id, parents.map(|d| d.depends_on_id.as_str()))?,
+        ))
     }
 
     fn count_new_id(&mut self, new_id: &str) -> Result<(), StoreError> {
@@ -311,8 +322,10 @@ impl Writer<'_> {
     }
 
     fn dep_add(&mut self, dep: &Dependency) -> Result<Seeds, StoreError> {
-        let source = self.existing(&dep.issue_id)?;
-        match self.check_edge(dep, Some(&source))? {
+        let source_type = self
+            .issue_type_of(&dep.issue_id)?
+            .ok_or_else(|| StoreError::NotFound(dep.issue_id.clone()))?;
+        match self.check_edge(dep, Some(&source_type))? {
             EdgePlan::Replace { unchanged: true } => return Ok(None),
             EdgePlan::Replace { unchanged: false } | EdgePlan::Insert => {}
         }
@@ -368,14 +381,38 @@ impl Writer<'_> {
         Ok(Some(BTreeSet::new()))
     }
 
-    /// Validates a new edge and says whether it is new or replaces the same edge.
-    fn check_edge(&self, dep: &Dependency, source: Option<&Issue>) -> Result<EdgePlan, StoreError> {
+    /// The type of issue `id`, or `None` if there is no such issue. Reads only that field of
+    /// the row, which is all the edge checks need.
+    fn issue_type_of(&self, id: &str) -> Result<Option<String>, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct TypeOnly {
+            #[serde(default = "task")]
+            issue_type: String,
+        }
+        fn task() -> String {
+            "task".to_string()
+        }
+        match self.tables.issues.get(id)? {
+            Some(row) => serde_json::from_slice::<TypeOnly>(row.value())
+                .map(|t| Some(t.issue_type))
+                .map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    /// Validates a new edge from an issue of type `source_type` and says whether it is new or
+    /// replaces the same edge.
+    fn check_edge(
+        &self,
+        dep: &Dependency,
+        source_type: Option<&str>,
+    ) -> Result<EdgePlan, StoreError> {
         validate_dep_type(&dep.kind)?;
         let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         if from == to {
             return Err(StoreError::SelfDependency(from.to_string()));
         }
-        let target = self.tables.issue(to)?;
+        let target = self.issue_type_of(to)?;
         if target.is_none() && !self.is_foreign_ref(to) {
             return Err(StoreError::NotFound(to.to_string()));
         }
@@ -394,9 +431,9 @@ impl Writer<'_> {
             });
         }
         if dep.kind == dep_type::BLOCKS
-            && let (Some(source), Some(target)) = (source, &target)
+            && let (Some(source), Some(target)) = (source_type, &target)
         {
-            match (source.issue_type == "epic", target.issue_type == "epic") {
+            match (source == "epic", target == "epic") {
                 (true, false) => {
                     return Err(StoreError::EpicMismatch(
                         "epics can only block other epics, not tasks",

@@ -12,75 +12,168 @@
 //! whose rule 2 reads it. Parent-child edges are kept acyclic (see `apply`), so this reaches the
 //! same fixpoint as a computation from scratch. The ready index holds every open, unblocked,
 //! unpinned issue, keyed in `bd ready` order, with the deferral and type facts the query needs.
+//!
+//! A refresh reads only the few fields readiness depends on (status, priority, type,
+//! assignee, creation and deferral times, flags), not whole issue rows, and remembers what it
+//! read about each issue until it returns, so a bulk refresh after an import of 100k issues
+//! decodes each row about once.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use super::tables::{ReadyEntry, View, ready_key};
+use jiff::Timestamp;
+use redb::ReadableTable;
+use serde::Deserialize;
+
+use super::tables::{MAX_KEY, ReadyEntry, View, ready_key};
 use super::{StoreError, Writer};
-use crate::model::{Issue, Status, dep_type};
+use crate::model::{Dependency, Issue, Status, dep_type};
 
-/// Decides rule 1–3 for `issue` from the state `view` sees. Also used by the from-scratch
-/// check in tests.
-pub(crate) fn compute_blocked(view: &dyn View, issue: &Issue) -> Result<bool, StoreError> {
-    if issue.status.is_settled() {
-        return Ok(false);
-    }
-    for dep in view.deps_of(&issue.id)? {
-        let blocked = match dep.kind.as_str() {
-            kind if dep_type::blocks_directly(kind) => {
-                view.issue(&dep.depends_on_id)?.is_some_and(|target| !target.status.is_settled())
-            }
-            dep_type::PARENT_CHILD => view.is_blocked(&dep.depends_on_id)?,
-            dep_type::WAITS_FOR => {
-                waits_on_children(view, &dep.depends_on_id, dep.gate_is_any_children())?
-            }
-            _ => false,
-        };
-        if blocked {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+/// The fields of an issue row that readiness reads. Decoding only these skips the text
+/// fields and the unmodelled keys (which the full [`Issue`] collects into a map), so a
+/// refresh of a whole import costs a fraction of full decodes.
+#[derive(Deserialize)]
+struct Facts {
+    #[serde(default)]
+    status: Status,
+    #[serde(default)]
+    priority: u8,
+    #[serde(default = "default_type")]
+    issue_type: String,
+    #[serde(default)]
+    assignee: String,
+    #[serde(default = "crate::model::epoch")]
+    created_at: Timestamp,
+    #[serde(default)]
+    defer_until: Option<Timestamp>,
+    #[serde(default)]
+    ephemeral: bool,
+    #[serde(default)]
+    pinned: bool,
 }
 
-fn waits_on_children(view: &dyn View, spawner: &str, any_child: bool) -> Result<bool, StoreError> {
-    let mut unsettled = false;
-    let mut closed = false;
-    for child in view.dependents_by(spawner, dep_type::PARENT_CHILD)? {
-        if let Some(child) = view.issue(&child)? {
-            unsettled |= !child.status.is_settled();
-            closed |= child.status == Status::Closed;
-        }
-    }
-    Ok(unsettled && !(any_child && closed))
+fn default_type() -> String {
+    "task".to_string()
 }
 
-/// The instant until which `issue` is hidden from ready: its own `defer_until` or a parent's.
-fn hidden_until(view: &dyn View, issue: &Issue) -> Result<i64, StoreError> {
-    let mut until = issue.defer_until.map_or(0, crate::time::nanos);
-    for parent in view.parents_of(&issue.id)? {
-        if let Some(parent) = view.issue(&parent)?
-            && let Some(at) = parent.defer_until
-        {
-            until = until.max(crate::time::nanos(at));
+/// What other issues' readiness needs to know about an issue.
+#[derive(Clone, Copy)]
+struct Brief {
+    settled: bool,
+    closed: bool,
+    /// `defer_until` in nanoseconds (0 = none).
+    defer: i64,
+}
+
+impl Brief {
+    fn of(facts: &Facts) -> Brief {
+        Brief {
+            settled: facts.status.is_settled(),
+            closed: facts.status == Status::Closed,
+            defer: facts.defer_until.map_or(0, crate::time::nanos),
         }
     }
-    Ok(until)
+}
+
+/// Issue facts read during one [`Writer::refresh`]. A refresh only writes the blocked flags
+/// and the ready index, never issue rows, so what it reads stays true until it returns.
+#[derive(Default)]
+struct FactCache {
+    briefs: HashMap<String, Option<Brief>>,
 }
 
 impl Writer<'_> {
+    /// The facts of `id` (`None` if there is no such issue), read once per refresh.
+    fn facts(&self, id: &str) -> Result<Option<Facts>, StoreError> {
+        match self.tables.issues.get(id)? {
+            Some(row) => serde_json::from_slice(row.value())
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    fn brief(&self, cache: &mut FactCache, id: &str) -> Result<Option<Brief>, StoreError> {
+        if let Some(brief) = cache.briefs.get(id) {
+            return Ok(*brief);
+        }
+        let brief = self.facts(id)?.as_ref().map(Brief::of);
+        cache.briefs.insert(id.to_string(), brief);
+        Ok(brief)
+    }
+
+    /// Rules 1–3 for an issue whose own status is not settled, given its edges.
+    fn blocked_by_edges(
+        &self,
+        cache: &mut FactCache,
+        deps: &[Dependency],
+    ) -> Result<bool, StoreError> {
+        for dep in deps {
+            let blocked = match dep.kind.as_str() {
+                kind if dep_type::blocks_directly(kind) => {
+                    self.brief(cache, &dep.depends_on_id)?.is_some_and(|t| !t.settled)
+                }
+                dep_type::PARENT_CHILD => self.tables.is_blocked(&dep.depends_on_id)?,
+                dep_type::WAITS_FOR => {
+                    self.waits_on_children(cache, &dep.depends_on_id, dep.gate_is_any_children())?
+                }
+                _ => false,
+            };
+            if blocked {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn waits_on_children(
+        &self,
+        cache: &mut FactCache,
+        spawner: &str,
+        any_child: bool,
+    ) -> Result<bool, StoreError> {
+        let mut unsettled = false;
+        let mut closed = false;
+        for child in self.tables.dependents_by(spawner, dep_type::PARENT_CHILD)? {
+            if let Some(child) = self.brief(cache, &child)? {
+                unsettled |= !child.settled;
+                closed |= child.closed;
+            }
+        }
+        Ok(unsettled && !(any_child && closed))
+    }
+
+    /// The instant until which an issue is hidden from ready: its own `defer_until` or a
+    /// parent's, whichever is later.
+    fn hidden_until(
+        &self,
+        cache: &mut FactCache,
+        own: &Facts,
+        deps: &[Dependency],
+    ) -> Result<i64, StoreError> {
+        let mut until = own.defer_until.map_or(0, crate::time::nanos);
+        for dep in deps.iter().filter(|d| d.kind == dep_type::PARENT_CHILD) {
+            if let Some(parent) = self.brief(cache, &dep.depends_on_id)? {
+                until = until.max(parent.defer);
+            }
+        }
+        Ok(until)
+    }
+
     /// Recomputes the blocked flag and ready entry of every seed, and of the children of any
     /// issue whose flag changed.
     pub(crate) fn refresh(&mut self, seeds: BTreeSet<String>) -> Result<(), StoreError> {
+        let mut cache = FactCache::default();
         let mut queue: VecDeque<String> = seeds.into_iter().collect();
         while let Some(id) = queue.pop_front() {
-            let Some(issue) = self.tables.issue(&id)? else {
+            let Some(facts) = self.facts(&id)? else {
                 self.tables.blocked.remove(id.as_str())?;
                 self.remove_ready_entry(&id)?;
                 continue;
             };
+            cache.briefs.insert(id.clone(), Some(Brief::of(&facts)));
+            let deps = self.tables.deps_of(&id)?;
             let was_blocked = self.tables.is_blocked(&id)?;
-            let blocked = compute_blocked(&self.tables, &issue)?;
+            let blocked = !facts.status.is_settled() && self.blocked_by_edges(&mut cache, &deps)?;
             if blocked != was_blocked {
                 if blocked {
                     self.tables.blocked.insert(id.as_str(), ())?;
@@ -89,7 +182,7 @@ impl Writer<'_> {
                 }
                 queue.extend(self.tables.dependents_by(&id, dep_type::PARENT_CHILD)?);
             }
-            self.write_ready_entry(&issue, blocked)?;
+            self.write_ready_entry(&mut cache, &id, &facts, &deps, blocked)?;
         }
         Ok(())
     }
@@ -102,35 +195,69 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn write_ready_entry(&mut self, issue: &Issue, blocked: bool) -> Result<(), StoreError> {
-        self.remove_ready_entry(&issue.id)?;
-        if issue.status != Status::Open || blocked || issue.pinned {
+    fn write_ready_entry(
+        &mut self,
+        cache: &mut FactCache,
+        id: &str,
+        facts: &Facts,
+        deps: &[Dependency],
+        blocked: bool,
+    ) -> Result<(), StoreError> {
+        self.remove_ready_entry(id)?;
+        if facts.status != Status::Open || blocked || facts.pinned {
             return Ok(());
         }
+        let mut keyed = Issue::new(id.to_string(), String::new(), facts.created_at);
+        keyed.priority = facts.priority;
+        keyed.issue_type.clone_from(&facts.issue_type);
         let entry = ReadyEntry {
-            hidden_until: hidden_until(&self.tables, issue)?,
-            excluded_type: issue.is_excluded_from_ready(),
-            ephemeral: issue.ephemeral,
-            assigned: !issue.assignee.is_empty(),
+            hidden_until: self.hidden_until(cache, facts, deps)?,
+            excluded_type: keyed.is_excluded_from_ready(),
+            ephemeral: facts.ephemeral,
+            assigned: !facts.assignee.is_empty(),
         };
-        let key = ready_key(issue);
+        let key = ready_key(&keyed);
         self.tables.ready.insert(key.as_slice(), entry.encode().as_slice())?;
-        self.tables.ready_keys.insert(issue.id.as_str(), key.as_slice())?;
+        self.tables.ready_keys.insert(id, key.as_slice())?;
         Ok(())
     }
 
     /// Seeds for a change of `id`'s status: itself, what it blocks directly, and whatever
     /// waits for the children of its parents.
     pub(crate) fn status_seeds(&self, id: &str) -> Result<BTreeSet<String>, StoreError> {
+        let parents = self.tables.parents_of(id)?;
+        self.status_seeds_with_parents(id, parents.iter().map(String::as_str))
+    }
+
+    /// [`Writer::status_seeds`] when the caller already knows the issue's parents (a create
+    /// carries its edges), which saves reading them back.
+    pub(crate) fn status_seeds_with_parents<'p>(
+        &self,
+        id: &str,
+        parents: impl Iterator<Item = &'p str>,
+    ) -> Result<BTreeSet<String>, StoreError> {
         let mut seeds = BTreeSet::from([id.to_string()]);
-        for (dependent, kind) in self.tables.dependents_of(id)? {
-            if dep_type::blocks_directly(&kind) {
-                seeds.insert(dependent);
-            }
-        }
-        for parent in self.tables.parents_of(id)? {
-            seeds.extend(self.tables.dependents_by(&parent, dep_type::WAITS_FOR)?);
+        self.dependents_where(id, dep_type::blocks_directly, &mut seeds)?;
+        for parent in parents {
+            self.dependents_where(parent, |kind| kind == dep_type::WAITS_FOR, &mut seeds)?;
         }
         Ok(seeds)
+    }
+
+    /// Adds to `out` the issues depending on `id` through edges whose type passes `wanted`,
+    /// reading the reverse index without copying the others.
+    fn dependents_where(
+        &self,
+        id: &str,
+        wanted: impl Fn(&str) -> bool,
+        out: &mut BTreeSet<String>,
+    ) -> Result<(), StoreError> {
+        for entry in self.tables.rdeps.range((id, "")..=(id, MAX_KEY))? {
+            let (key, kind) = entry?;
+            if wanted(kind.value()) {
+                out.insert(key.value().1.to_string());
+            }
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,224 @@
+//! `bd export`: the queue as beads JSONL that `bd import` accepts (spec/beads.md §6.1), and
+//! the auto-export that follows write commands when `export.auto` is on.
+//!
+//! One read snapshot, issues in id order, each line built by [`jsonl::record_value`] with its
+//! dependencies, comments (by time, then id) and the computed counts; then memories sorted by
+//! key. By default the infra types (agent, rig, role, message), templates and ephemeral
+//! issues are left out, as beads does; `all` keeps them. The same state always gives the same
+//! bytes. Files are written atomically: a temporary file next to the target, synced, renamed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::import::MEMORY_PREFIX;
+use super::jsonl::{self, Counts, Record};
+use super::{BeadsError, io_error};
+use crate::model::dep_type;
+use crate::store::{Reader, Store, meta};
+
+/// Issue types `bd export` leaves out unless asked (spec §2).
+pub const INFRA_TYPES: [&str; 4] = ["agent", "rig", "role", "message"];
+/// The configuration key that turns auto-export on.
+pub const AUTO_EXPORT_KEY: &str = "export.auto";
+/// What auto-export writes inside `.beads/`.
+pub const AUTO_EXPORT_FILE: &str = "issues.jsonl";
+pub const EXPORT_STATE_FILE: &str = "export-state.json";
+
+/// What to export.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// Include infra types, templates and ephemeral issues.
+    pub all: bool,
+    /// Write `_type: memory` lines after the issues.
+    pub memories: bool,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions { all: false, memories: true }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ExportSummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub issues: usize,
+    pub memories: usize,
+    /// Issues left out by the default excludes.
+    pub excluded: usize,
+}
+
+/// Whether `export` leaves this issue out.
+fn excluded(issue: &crate::model::Issue, options: &ExportOptions) -> bool {
+    !options.all
+        && (issue.ephemeral
+            || issue.is_template
+            || INFRA_TYPES.contains(&issue.issue_type.as_str()))
+}
+
+/// Writes the export of `reader`'s snapshot to `out`.
+pub fn write_export(
+    reader: &Reader,
+    options: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, BeadsError> {
+    let view = reader.view();
+    let mut summary = ExportSummary::default();
+    let mut line = Vec::with_capacity(4096);
+    let mut failure: Option<BeadsError> = None;
+    view.scan_issues(&mut |issue| {
+        if excluded(&issue, options) {
+            summary.excluded += 1;
+            return Ok(true);
+        }
+        let deps = view.deps_of(&issue.id)?;
+        let mut comments = view.comments_of(&issue.id)?;
+        jsonl::sort_comments(&mut comments);
+        let counts = Counts {
+            dependency_count: deps.len(),
+            dependent_count: view.dependents_of(&issue.id)?.len(),
+            comment_count: comments.len(),
+            parent: deps
+                .iter()
+                .find(|d| d.kind == dep_type::PARENT_CHILD)
+                .map(|d| d.depends_on_id.clone()),
+        };
+        let record = Record { issue, deps, comments };
+        line.clear();
+        jsonl::write_line(&mut line, &Value::Object(jsonl::record_value(&record, &counts)));
+        if let Err(error) = out.write_all(&line) {
+            failure = Some(BeadsError::Io { context: "writing the export".into(), source: error });
+            return Ok(false);
+        }
+        summary.issues += 1;
+        Ok(true)
+    })?;
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    if options.memories {
+        for (key, value) in reader.config_all()? {
+            let Some(name) = key.strip_prefix(MEMORY_PREFIX) else { continue };
+            line.clear();
+            jsonl::write_line(&mut line, &jsonl::memory_value(name, &value));
+            out.write_all(&line).map_err(io_error("writing the export"))?;
+            summary.memories += 1;
+        }
+    }
+    out.flush().map_err(io_error("writing the export"))?;
+    Ok(summary)
+}
+
+/// Exports `store` to `path`, atomically.
+pub fn export_to_path(
+    store: &Store,
+    options: &ExportOptions,
+    path: &Path,
+) -> Result<ExportSummary, BeadsError> {
+    let reader = store.read()?;
+    export_snapshot(&reader, options, path)
+}
+
+fn export_snapshot(
+    reader: &Reader,
+    options: &ExportOptions,
+    path: &Path,
+) -> Result<ExportSummary, BeadsError> {
+    let mut summary = None;
+    write_atomic(path, |file| {
+        summary = Some(write_export(reader, options, file)?);
+        Ok(())
+    })?;
+    let mut summary = summary.expect("the export ran");
+    summary.path = Some(path.display().to_string());
+    Ok(summary)
+}
+
+/// Writes a file atomically: `fill` writes a temporary file next to `path`, which is synced
+/// and renamed over `path`. On failure the temporary file is removed and `path` is untouched.
+pub fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), BeadsError>,
+) -> Result<(), BeadsError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name =
+        path.file_name().map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
+    let temp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), ulid::Ulid::generate()));
+    let result = (|| {
+        let file = std::fs::File::create(&temp)
+            .map_err(io_error(format!("creating {}", temp.display())))?;
+        let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
+        fill(&mut writer)?;
+        let file = writer.into_inner().map_err(|e| BeadsError::Io {
+            context: format!("writing {}", temp.display()),
+            source: e.into_error(),
+        })?;
+        file.sync_all().map_err(io_error(format!("syncing {}", temp.display())))?;
+        std::fs::rename(&temp, path).map_err(io_error(format!(
+            "renaming {} to {}",
+            temp.display(),
+            path.display()
+        )))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// What `.beads/export-state.json` records about the last auto-export.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExportState {
+    /// The store's change counter when the export was taken.
+    pub changes: u64,
+    pub exported_at: jiff::Timestamp,
+    pub path: String,
+    pub issues: usize,
+    pub memories: usize,
+}
+
+fn is_truthy(value: &str) -> bool {
+    matches!(value.trim().to_ascii_lowercase().as_str(), "true" | "1" | "yes" | "on")
+}
+
+/// After a write command: when `export.auto` is on and the store changed since the last
+/// auto-export, writes `.beads/issues.jsonl` and `.beads/export-state.json`. When it is off
+/// this is one configuration read. Returns what was exported, if anything.
+pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, BeadsError> {
+    let reader = store.read()?;
+    if !reader.config(AUTO_EXPORT_KEY)?.is_some_and(|v| is_truthy(&v)) {
+        return Ok(None);
+    }
+    let changes = reader.view().meta_u64(meta::CHANGES)?;
+    let dir = store.dir();
+    let target = dir.join(AUTO_EXPORT_FILE);
+    let state_path = dir.join(EXPORT_STATE_FILE);
+    let previous = std::fs::read(&state_path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<ExportState>(&bytes).ok());
+    if target.is_file() && previous.is_some_and(|p| p.changes == changes) {
+        return Ok(None);
+    }
+    let summary = export_snapshot(&reader, &ExportOptions::default(), &target)?;
+    let state = ExportState {
+        changes,
+        exported_at: jiff::Timestamp::now(),
+        path: AUTO_EXPORT_FILE.to_string(),
+        issues: summary.issues,
+        memories: summary.memories,
+    };
+    write_atomic(&state_path, |out| {
+        let mut text = serde_json::to_vec_pretty(&state).expect("export state serialises");
+        text.push(b'\n');
+        out.write_all(&text).map_err(io_error(format!("writing {}", state_path.display())))
+    })?;
+    Ok(Some(summary))
+}

@@ -1,0 +1,702 @@
+//! `bd import` semantics (spec/beads.md §6.2) over a [`Batch`] of records, as one store
+//! transaction or nothing.
+//!
+//! The import is planned first, against what the store holds and what the batch holds:
+//! - an issue is created, or upserted when the incoming `updated_at` is not older than the
+//!   stored one (older rows are "stale" and skipped whole); labels are added to the stored
+//!   ones, never removed; fleet fields the incoming row does not carry are kept;
+//! - comments already present (same author, time and text) are not added again;
+//! - a dependency is skipped, with its reason, when its target is neither stored nor in the
+//!   batch and has this workspace's prefix, when the same pair already has another type, when
+//!   it breaks the epic rule, or when it would close a cycle of blocking or of parent-child
+//!   edges. Cycles are found over the whole batch plus the stored edges with petgraph's
+//!   incrementally ordered [`Acyclic`] graph, in file order, so the edge that closes a cycle
+//!   is the one refused;
+//! - memories are stored as configuration values `kv.memory.<key>`.
+//!
+//! Then the plan is applied in bulk mode (readiness refreshed once at commit, no per-edge
+//! cycle walks, since the plan already refused cycle-closing edges): Create for new issues,
+//! Put for changed ones, then DepAdd and Comment ops. A dry run plans against a read
+//! snapshot and writes nothing.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use jiff::Timestamp;
+use petgraph::acyclic::Acyclic;
+use petgraph::data::Build;
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::Serialize;
+
+use super::jsonl::{BadLine, Line, Record, parse_line};
+use super::{BeadsError, Progress};
+use crate::model::{Comment, Dependency, FleetFields, Issue, dep_type, validate_dep_type};
+use crate::op::OpKind;
+use crate::store::{Store, StoreError, View, Writer};
+use crate::time::Clock;
+
+/// Configuration key prefix of imported memories (`bd remember`).
+pub const MEMORY_PREFIX: &str = "kv.memory.";
+
+/// Everything read from a source, before it meets the store.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Issue records with the line (or row) they came from, in source order.
+    pub records: Vec<(usize, Record)>,
+    /// `bd remember` memories, in source order.
+    pub memories: Vec<(String, String)>,
+    pub tombstones: usize,
+    /// `_schema` header lines.
+    pub headers: usize,
+    /// Lines that could not be read.
+    pub bad_lines: Vec<BadLine>,
+    /// The prefix the source says it uses (a legacy database's `issue_prefix`).
+    pub prefix_hint: Option<String>,
+    /// Lines (or rows) read.
+    pub lines: usize,
+}
+
+impl Batch {
+    /// The first unreadable line as an error, if any.
+    pub fn first_error(&self) -> Option<BeadsError> {
+        self.bad_lines
+            .first()
+            .map(|bad| BeadsError::Line { line: bad.line, message: bad.error.clone() })
+    }
+
+    /// Sets fleet fields from a Python-fleet home's task.json files on the issues they name.
+    /// Returns how many issues got them and the task ids that match no issue of the batch.
+    pub fn apply_tasks(&mut self, tasks: &BTreeMap<String, FleetFields>) -> (usize, Vec<String>) {
+        let mut matched = HashSet::new();
+        for (_, record) in &mut self.records {
+            if let Some(fields) = tasks.get(&record.issue.id) {
+                record.issue.fleet = fields.clone();
+                matched.insert(record.issue.id.clone());
+            }
+        }
+        let unmatched = tasks.keys().filter(|id| !matched.contains(*id)).cloned().collect();
+        (matched.len(), unmatched)
+    }
+
+    /// The id prefix to initialise a new workspace with: the source's own, else the one the
+    /// first issue's id suggests.
+    pub fn detect_prefix(&self) -> Option<String> {
+        if let Some(hint) = &self.prefix_hint
+            && crate::id::validate_prefix(hint).is_ok()
+        {
+            return Some(hint.clone());
+        }
+        let first = self.records.first()?.1.issue.id.as_str();
+        prefix_of(first, self.records.iter().map(|(_, r)| r.issue.id.as_str()))
+    }
+}
+
+/// The prefix of `first`: of its hyphen-separated beginnings (`my`, `my-proj` for
+/// `my-proj-a1b.2`), the longest that every id sharing the shortest one also shares — so
+/// `bd-wisp-x` among `bd-…` ids gives `bd`, while a workspace whose ids all start `my-proj-`
+/// gives `my-proj`.
+fn prefix_of<'a>(first: &str, ids: impl Iterator<Item = &'a str> + Clone) -> Option<String> {
+    let base = first.split('.').next().unwrap_or(first);
+    let cuts: Vec<usize> = base.match_indices('-').map(|(at, _)| at).collect();
+    let candidates: Vec<&str> = cuts.iter().map(|&at| &base[..at]).collect();
+    let count = |prefix: &str| {
+        let with_dash = format!("{prefix}-");
+        ids.clone().filter(|id| id.starts_with(&with_dash)).count()
+    };
+    let shortest = *candidates.first()?;
+    let total = count(shortest);
+    let chosen = candidates.iter().rev().find(|c| count(c) == total).copied().unwrap_or(shortest);
+    let chosen = chosen.to_ascii_lowercase();
+    crate::id::validate_prefix(&chosen).is_ok().then_some(chosen)
+}
+
+/// Reads beads JSONL (`text` is the whole input). Lines are parsed on every core; records
+/// keep their line numbers. Unreadable lines are collected, not fatal: the caller decides.
+pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch {
+    let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+    let lines = match lines.last() {
+        Some([]) => &lines[..lines.len() - 1],
+        _ => &lines[..],
+    };
+    progress.start("reading", lines.len() as u64);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let chunk = lines.len().div_ceil(threads).max(1);
+    let parsed: Vec<Vec<(usize, Result<Line, String>)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = lines
+            .chunks(chunk)
+            .enumerate()
+            .map(|(part, slice)| {
+                scope.spawn(move || {
+                    let mut out = Vec::with_capacity(slice.len());
+                    for (at, bytes) in slice.iter().enumerate() {
+                        let number = part * chunk + at + 1;
+                        let line = std::str::from_utf8(bytes)
+                            .map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+                            .and_then(|text| parse_line(text, now));
+                        out.push((number, line));
+                        if at % 4096 == 4095 {
+                            progress.advance(4096);
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("a parsing thread does not panic")).collect()
+    });
+    let mut batch = Batch { lines: lines.len(), ..Batch::default() };
+    for (number, line) in parsed.into_iter().flatten() {
+        match line {
+            Ok(Line::Issue(record)) => batch.records.push((number, *record)),
+            Ok(Line::Memory { key, value }) => batch.memories.push((key, value)),
+            Ok(Line::Tombstone { .. }) => batch.tombstones += 1,
+            Ok(Line::Header) => batch.headers += 1,
+            Ok(Line::Blank) => {}
+            Err(error) => batch.bad_lines.push(BadLine { line: number, error }),
+        }
+    }
+    batch
+}
+
+/// How an import runs.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Plan and report, write nothing.
+    pub dry_run: bool,
+}
+
+/// A dependency the import left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedDependency {
+    pub issue_id: String,
+    pub depends_on_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub reason: String,
+}
+
+/// What an import did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportReport {
+    pub source: String,
+    /// What the source was: jsonl, sqlite, fleet, dolt.
+    pub kind: String,
+    /// What was found at the path, in words.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub found: String,
+    pub dry_run: bool,
+    /// Set when the import created the workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initialized_prefix: Option<String>,
+    pub created: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+    pub stale_skipped: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale_skipped_ids: Vec<String>,
+    pub tombstones_skipped: usize,
+    pub memories: usize,
+    pub labels_added: usize,
+    pub comments_added: usize,
+    pub comments_duplicate: usize,
+    pub dependencies_added: usize,
+    pub skipped_dependencies: Vec<SkippedDependency>,
+    /// Lines skipped with `--skip-bad-lines`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bad_lines: Vec<BadLine>,
+    /// Issues that took fleet fields from a Python-fleet home's task.json files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks_applied: Option<usize>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks_unmatched: Vec<String>,
+}
+
+/// Imports `batch` into `store` as `actor`: one transaction, or nothing on error.
+pub fn run(
+    store: &Store,
+    actor: &str,
+    clock: Clock,
+    batch: Batch,
+    options: &ImportOptions,
+    progress: &dyn Progress,
+) -> Result<ImportReport, BeadsError> {
+    if options.dry_run {
+        let reader = store.read()?;
+        let plan = plan(Known(Some(reader.view())), store.prefix(), batch, progress)?;
+        return Ok(plan.report(true));
+    }
+    let (report, applied) = store.write(actor, clock, |writer| {
+        writer.begin_bulk();
+        let plan = plan(Known(Some(writer.view())), store.prefix(), batch, progress)?;
+        plan.apply(writer, progress)
+    })?;
+    // The applied ops hold a copy of everything imported; freeing a large import's worth of
+    // small allocations takes a noticeable fraction of a second, which nobody needs to wait for.
+    if applied.len() > 10_000 {
+        std::thread::spawn(move || drop(applied));
+    }
+    Ok(report)
+}
+
+/// A dry run into a workspace that does not exist yet (with the prefix it would get).
+pub fn dry_run_fresh(
+    prefix: &str,
+    batch: Batch,
+    progress: &dyn Progress,
+) -> Result<ImportReport, BeadsError> {
+    Ok(plan(Known(None), prefix, batch, progress)?.report(true))
+}
+
+/// One issue of the plan.
+struct Planned {
+    issue: Issue,
+    /// The stored row it replaces.
+    stored: Option<Issue>,
+    deps: Vec<Dependency>,
+}
+
+struct Plan {
+    issues: Vec<Planned>,
+    deps: Vec<Dependency>,
+    /// Edges identical to a stored one: nothing to write.
+    comments: Vec<Comment>,
+    memories: Vec<(String, String)>,
+    report: ImportReport,
+}
+
+fn plan(
+    view: Known<'_>,
+    prefix: &str,
+    batch: Batch,
+    progress: &dyn Progress,
+) -> Result<Plan, StoreError> {
+    progress.start("planning", batch.records.len() as u64);
+    let mut report = ImportReport {
+        tombstones_skipped: batch.tombstones,
+        bad_lines: batch.bad_lines,
+        ..ImportReport::default()
+    };
+    let mut issues: Vec<Planned> = Vec::with_capacity(batch.records.len());
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(batch.records.len());
+    let mut comments: Vec<Comment> = Vec::new();
+    let mut seen_comments: HashMap<String, HashSet<(String, Timestamp, String)>> = HashMap::new();
+    for (_, record) in batch.records {
+        let Record { issue: mut incoming, deps, comments: incoming_comments } = record;
+        let id = incoming.id.clone();
+        let slot = index.get(&id).copied();
+        let (previous, stored) = match slot {
+            Some(at) => (Some(&issues[at].issue), None),
+            None => {
+                let stored = view.issue(&id)?;
+                (None, stored)
+            }
+        };
+        if let Some(older) = previous.or(stored.as_ref())
+            && incoming.updated_at < older.updated_at
+        {
+            report.stale_skipped += 1;
+            report.stale_skipped_ids.push(id);
+            continue;
+        }
+        if let Some(older) = previous.or(stored.as_ref()) {
+            incoming.labels.extend(older.labels.iter().cloned());
+            if incoming.fleet.is_empty() {
+                incoming.fleet = older.fleet.clone();
+            }
+        }
+        incoming.labels.sort();
+        incoming.labels.dedup();
+        // The comments an issue already has: stored ones, and those planned from an earlier
+        // line with the same id. A new issue seen once needs no lookup at all.
+        let needs_set = stored.is_some() || slot.is_some() || incoming_comments.len() > 1;
+        if needs_set && !incoming_comments.is_empty() {
+            let seen = match seen_comments.entry(id.clone()) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    let mut set = HashSet::new();
+                    if stored.is_some() {
+                        set.extend(view.comments_of(&id)?.iter().map(comment_key));
+                    }
+                    if slot.is_some() {
+                        // A repeated line whose first one kept its comments without a set.
+                        set.extend(comments.iter().filter(|c| c.issue_id == id).map(comment_key));
+                    }
+                    entry.insert(set)
+                }
+            };
+            for comment in incoming_comments {
+                if seen.insert(comment_key(&comment)) {
+                    comments.push(comment);
+                } else {
+                    report.comments_duplicate += 1;
+                }
+            }
+        } else {
+            comments.extend(incoming_comments);
+        }
+        match slot {
+            Some(at) => {
+                issues[at].issue = incoming;
+                issues[at].deps.extend(deps);
+            }
+            None => {
+                index.insert(id, issues.len());
+                issues.push(Planned { issue: incoming, stored, deps });
+            }
+        }
+    }
+    report.comments_added = comments.len();
+    let deps = plan_deps(view, prefix, &mut issues, &index, &mut report)?;
+    let mut memories = Vec::new();
+    for (key, value) in batch.memories {
+        if !key.is_empty() && !value.is_empty() {
+            memories.push((key, value));
+        }
+    }
+    report.memories = memories.len();
+    for planned in &issues {
+        match &planned.stored {
+            None => report.created += 1,
+            Some(stored) if *stored == planned.issue => report.unchanged += 1,
+            Some(stored) => {
+                report.updated += 1;
+                report.labels_added += planned.issue.labels.len() - stored.labels.len();
+            }
+        }
+        if planned.stored.is_none() {
+            report.labels_added += planned.issue.labels.len();
+        }
+    }
+    report.dependencies_added = deps.len();
+    Ok(Plan { issues, deps, comments, memories, report })
+}
+
+fn comment_key(comment: &Comment) -> (String, Timestamp, String) {
+    (comment.author.clone(), comment.created_at, comment.text.clone())
+}
+
+/// Decides which of the batch's edges to add, in file order.
+fn plan_deps(
+    view: Known<'_>,
+    prefix: &str,
+    issues: &mut [Planned],
+    index: &HashMap<String, usize>,
+    report: &mut ImportReport,
+) -> Result<Vec<Dependency>, StoreError> {
+    let own_prefix = format!("{prefix}-");
+    let mut graphs = CycleGraphs::load(view)?;
+    let mut added: Vec<Dependency> = Vec::new();
+    // (issue, target) → position in `added`, for edges repeated within the batch.
+    let mut pairs: HashMap<(String, String), usize> = HashMap::new();
+    for at in 0..issues.len() {
+        let deps = std::mem::take(&mut issues[at].deps);
+        let source_type = issues[at].issue.issue_type.clone();
+        for dep in deps {
+            let from = dep.issue_id.as_str();
+            let to = dep.depends_on_id.as_str();
+            let mut skip = |reason: String| {
+                report.skipped_dependencies.push(SkippedDependency {
+                    issue_id: from.to_string(),
+                    depends_on_id: to.to_string(),
+                    kind: dep.kind.clone(),
+                    reason,
+                });
+            };
+            if let Err(error) = validate_dep_type(&dep.kind) {
+                skip(error.to_string());
+                continue;
+            }
+            if from == to {
+                skip("cannot depend on itself".into());
+                continue;
+            }
+            let target_type = match index.get(to) {
+                Some(&target) => Some(issues[target].issue.issue_type.clone()),
+                None => view.issue(to)?.map(|t| t.issue_type),
+            };
+            let foreign = to.starts_with("external:") || !to.starts_with(&own_prefix);
+            if target_type.is_none() && !foreign {
+                skip("target not found".into());
+                continue;
+            }
+            if let Some(&earlier) = pairs.get(&(from.to_string(), to.to_string())) {
+                if added[earlier].kind == dep.kind {
+                    added[earlier] = dep;
+                } else {
+                    skip(format!("{from} already depends on {to} as {}", added[earlier].kind));
+                }
+                continue;
+            }
+            if let Some(existing) = view.dep(from, to)? {
+                if existing.kind != dep.kind {
+                    skip(format!("{from} already depends on {to} as {}", existing.kind));
+                } else if existing.metadata != dep.metadata {
+                    pairs.insert((from.to_string(), to.to_string()), added.len());
+                    added.push(dep);
+                }
+                continue;
+            }
+            if dep.kind == dep_type::BLOCKS
+                && let Some(target_type) = &target_type
+            {
+                match (source_type == "epic", target_type == "epic") {
+                    (true, false) => {
+                        skip("epics can only block other epics, not tasks".into());
+                        continue;
+                    }
+                    (false, true) => {
+                        skip("tasks can only block other tasks, not epics".into());
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            if dep_type::is_cycle_checked(&dep.kind)
+                && target_type.is_some()
+                && !graphs.try_add(&dep.kind, from, to)
+            {
+                skip("would create a cycle".into());
+                continue;
+            }
+            pairs.insert((from.to_string(), to.to_string()), added.len());
+            added.push(dep);
+        }
+    }
+    Ok(added)
+}
+
+/// The two classes of edge that must stay acyclic, each as a graph that refuses an edge
+/// closing a cycle.
+struct CycleGraphs {
+    blocking: ClassGraph,
+    hierarchy: ClassGraph,
+}
+
+#[derive(Default)]
+struct ClassGraph {
+    graph: Acyclic<DiGraph<(), ()>>,
+    nodes: HashMap<String, NodeIndex>,
+}
+
+impl ClassGraph {
+    fn node(&mut self, id: &str) -> NodeIndex {
+        if let Some(&node) = self.nodes.get(id) {
+            return node;
+        }
+        let node = self.graph.add_node(());
+        self.nodes.insert(id.to_string(), node);
+        node
+    }
+
+    fn try_add(&mut self, from: &str, to: &str) -> bool {
+        let (a, b) = (self.node(from), self.node(to));
+        self.graph.try_add_edge(a, b, ()).is_ok()
+    }
+}
+
+impl CycleGraphs {
+    /// Starts from the stored edges (which fleet keeps acyclic per class).
+    fn load(view: Known<'_>) -> Result<CycleGraphs, StoreError> {
+        let mut graphs =
+            CycleGraphs { blocking: ClassGraph::default(), hierarchy: ClassGraph::default() };
+        if view.issue_count()? == 0 {
+            return Ok(graphs);
+        }
+        view.scan_deps(&mut |dep| {
+            if dep_type::is_cycle_checked(&dep.kind) {
+                // A stored cycle (from data older than this rule) stays; new edges are still
+                // checked against everything else.
+                graphs.try_add(&dep.kind, &dep.issue_id, &dep.depends_on_id);
+            }
+            true
+        })?;
+        Ok(graphs)
+    }
+
+    fn try_add(&mut self, kind: &str, from: &str, to: &str) -> bool {
+        let graph =
+            if kind == dep_type::PARENT_CHILD { &mut self.hierarchy } else { &mut self.blocking };
+        graph.try_add(from, to)
+    }
+}
+
+impl Plan {
+    fn report(mut self, dry_run: bool) -> ImportReport {
+        self.report.dry_run = dry_run;
+        self.report
+    }
+
+    /// Applies the plan inside the import's transaction: new issues in an order where the
+    /// batch's targets come first, each created with the edges whose targets exist by then
+    /// (one op instead of one per edge); then changed issues; then the remaining edges, the
+    /// comments and the memories.
+    fn apply(
+        self,
+        writer: &mut Writer<'_>,
+        progress: &dyn Progress,
+    ) -> Result<ImportReport, StoreError> {
+        let total = self.issues.len() + self.deps.len() + self.comments.len();
+        progress.start("importing", total as u64);
+        let mut done = 0u64;
+        let mut tick = || {
+            done += 1;
+            if done.is_multiple_of(4096) {
+                progress.advance(4096);
+            }
+        };
+        let (order, mut attached, later) = creation_order(&self.issues, self.deps);
+        let mut issues: Vec<Option<Planned>> = self.issues.into_iter().map(Some).collect();
+        for at in order {
+            let planned = issues[at].take().expect("each issue is created once");
+            let deps = std::mem::take(&mut attached[at]);
+            writer.apply(OpKind::Create { issue: Box::new(planned.issue), deps })?;
+            tick();
+        }
+        for planned in issues.into_iter().flatten() {
+            match planned.stored {
+                Some(stored) if stored == planned.issue => {}
+                _ => {
+                    writer.apply(OpKind::Put { issue: Box::new(planned.issue) })?;
+                }
+            }
+            tick();
+        }
+        for dep in later {
+            writer.apply(OpKind::DepAdd { dep })?;
+            tick();
+        }
+        for comment in self.comments {
+            writer.apply(OpKind::Comment { comment })?;
+            tick();
+        }
+        for (key, value) in &self.memories {
+            writer.set_config(&format!("{MEMORY_PREFIX}{key}"), Some(value))?;
+        }
+        progress.start("refreshing readiness", 0);
+        Ok(self.report)
+    }
+}
+
+/// Orders the new issues of a plan so that, as far as the edges allow, an issue comes after
+/// the batch issues it depends on (a depth-first post-order from the issues in id order; an
+/// edge that closes a cycle of non-blocking types simply waits). Returns the order (indices into `issues`), the edges
+/// each new issue can be created with, and the edges to add after every issue exists.
+fn creation_order(
+    issues: &[Planned],
+    deps: Vec<Dependency>,
+) -> (Vec<usize>, Vec<Vec<Dependency>>, Vec<Dependency>) {
+    let new: HashMap<&str, usize> = issues
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.stored.is_none())
+        .map(|(at, p)| (p.issue.id.as_str(), at))
+        .collect();
+    let mut targets: Vec<Vec<usize>> = vec![Vec::new(); issues.len()];
+    for dep in &deps {
+        if let (Some(&from), Some(&to)) =
+            (new.get(dep.issue_id.as_str()), new.get(dep.depends_on_id.as_str()))
+        {
+            targets[from].push(to);
+        }
+    }
+    // Iterative depth-first post-order, so long chains do not exhaust the stack.
+    const UNSEEN: usize = usize::MAX;
+    let mut rank = vec![UNSEEN; issues.len()];
+    let mut order = Vec::with_capacity(new.len());
+    let mut on_path = vec![false; issues.len()];
+    // Roots in id order: the issue, edge and label tables then fill mostly in key order,
+    // which redb does faster and packs tighter than random inserts.
+    let mut roots: Vec<usize> =
+        (0..issues.len()).filter(|&at| issues[at].stored.is_none()).collect();
+    roots.sort_unstable_by(|&a, &b| issues[a].issue.id.cmp(&issues[b].issue.id));
+    for root in roots {
+        if rank[root] != UNSEEN || on_path[root] {
+            continue;
+        }
+        let mut stack = vec![(root, 0usize)];
+        on_path[root] = true;
+        while let Some((node, next)) = stack.last_mut() {
+            let node = *node;
+            if let Some(&target) = targets[node].get(*next) {
+                *next += 1;
+                if rank[target] == UNSEEN && !on_path[target] {
+                    on_path[target] = true;
+                    stack.push((target, 0));
+                }
+            } else {
+                stack.pop();
+                on_path[node] = false;
+                rank[node] = order.len();
+                order.push(node);
+            }
+        }
+    }
+    let mut attached: Vec<Vec<Dependency>> = vec![Vec::new(); issues.len()];
+    let mut later = Vec::new();
+    for dep in deps {
+        let Some(&from) = new.get(dep.issue_id.as_str()) else {
+            later.push(dep);
+            continue;
+        };
+        let ready = match new.get(dep.depends_on_id.as_str()) {
+            Some(&to) => rank[to] < rank[from],
+            None => true,
+        };
+        if ready {
+            attached[from].push(dep);
+        } else {
+            later.push(dep);
+        }
+    }
+    (order, attached, later)
+}
+
+/// What the store holds, as the planner asks it; `None` is a workspace that does not exist
+/// yet (a dry run before the first import).
+#[derive(Clone, Copy)]
+struct Known<'a>(Option<&'a dyn View>);
+
+impl Known<'_> {
+    fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
+        self.0.map_or(Ok(None), |view| view.issue(id))
+    }
+
+    fn comments_of(&self, id: &str) -> Result<Vec<Comment>, StoreError> {
+        self.0.map_or(Ok(Vec::new()), |view| view.comments_of(id))
+    }
+
+    fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError> {
+        self.0.map_or(Ok(None), |view| view.dep(id, target))
+    }
+
+    fn issue_count(&self) -> Result<u64, StoreError> {
+        self.0.map_or(Ok(0), View::issue_count)
+    }
+
+    fn scan_deps(&self, visit: &mut dyn FnMut(Dependency) -> bool) -> Result<(), StoreError> {
+        self.0.map_or(Ok(()), |view| view.scan_deps(visit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_come_from_the_ids() {
+        let ids = ["bd-abc", "bd-wisp-x1", "bd-def.1"];
+        assert_eq!(prefix_of("bd-wisp-x1", ids.into_iter()).as_deref(), Some("bd"));
+        let ids = ["my-proj-a1", "my-proj-b2"];
+        assert_eq!(prefix_of("my-proj-a1", ids.into_iter()).as_deref(), Some("my-proj"));
+        assert_eq!(prefix_of("nohyphen", ["nohyphen"].into_iter()), None);
+    }
+
+    #[test]
+    fn jsonl_lines_keep_their_numbers() {
+        let text = b"{\"_schema\":\"x\"}\n\n{\"id\":\"a-1\",\"title\":\"t\"}\nnot json\n";
+        let batch = read_jsonl(text, Timestamp::UNIX_EPOCH, &super::super::NoProgress);
+        assert_eq!(batch.headers, 1);
+        assert_eq!(batch.records[0].0, 3);
+        assert_eq!(batch.bad_lines[0].line, 4);
+        assert_eq!(batch.lines, 4);
+    }
+}

@@ -1,0 +1,451 @@
+//! `fleet import` and `fleet export`: issues in and out of beads' own formats, plus the
+//! auto-export hook that runs after write commands.
+//!
+//! Import narrates on stderr what it found at the path, reads it (with a progress bar on a
+//! terminal for large inputs), creates the workspace if there is none (with the prefix of the
+//! imported ids), and applies everything in one transaction. The summary goes to stderr, or
+//! to stdout as JSON with `--json`.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use super::context::Context;
+use super::error::CliError;
+use crate::beads::{
+    self, Batch, BeadsError, Detected, ExportOptions, ImportOptions, ImportReport, Progress, Source,
+};
+use crate::store::{Store, StoreError};
+
+/// Inputs at least this large get a progress bar on a terminal.
+const PROGRESS_BYTES: usize = 2 << 20;
+/// At most this many skipped dependencies are listed in the human summary.
+const LISTED_SKIPS: usize = 50;
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// What to import: a beads JSONL file (`-` for stdin), a `.beads/` directory, a project
+    /// that holds one, a legacy SQLite `beads.db`, or a Python-fleet home (default: the
+    /// workspace's `.beads/issues.jsonl`).
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// The same as PATH (bd's older spelling).
+    #[arg(short = 'i', long = "input", value_name = "PATH", conflicts_with = "path", hide = true)]
+    pub input: Option<PathBuf>,
+    /// Report what would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Skip lines that cannot be read, reporting each, instead of importing nothing.
+    #[arg(long)]
+    pub skip_bad_lines: bool,
+    /// For a Dolt-backed beads workspace: run `bd export` there and import what it writes.
+    #[arg(long)]
+    pub via_bd: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Include infra types (agent, rig, role, message), templates and ephemeral issues.
+    #[arg(long)]
+    pub all: bool,
+    /// Leave out `bd remember` memories.
+    #[arg(long)]
+    pub no_memories: bool,
+}
+
+/// Turns a library error into one for the user, with the fix where there is one.
+fn cli_error(error: BeadsError) -> CliError {
+    match error {
+        BeadsError::Store(store) => store.into(),
+        BeadsError::Line { .. } => CliError::new(error.to_string()).with_hint(
+            "nothing was imported; fix the line, or pass --skip-bad-lines to import the others",
+        ),
+        BeadsError::Dolt { ref beads_dir, ref project_dir } => {
+            dolt_error(&error, beads_dir, project_dir)
+        }
+        BeadsError::NothingFound(_) | BeadsError::Missing(_) => CliError::new(error.to_string())
+            .with_hint("pass a beads JSONL file, a .beads directory, or a project that holds one"),
+        other => CliError::new(other.to_string()),
+    }
+}
+
+fn dolt_error(error: &BeadsError, beads_dir: &Path, project_dir: &Path) -> CliError {
+    let mut cli = CliError::new(error.to_string()).with_hint(format!(
+        "export it with bd, then import the file: cd {} && bd export -o issues.jsonl && fleet import issues.jsonl",
+        project_dir.display()
+    ));
+    if find_on_path("bd").is_some() {
+        cli = cli.with_hint(format!(
+            "or let fleet run that export: fleet import {} --via-bd",
+            beads_dir.display()
+        ));
+    }
+    let stale =
+        ["issues.jsonl", "beads.jsonl"].iter().map(|n| beads_dir.join(n)).find(|p| p.is_file());
+    if let Some(stale) = stale {
+        cli = cli.with_hint(format!(
+            "{} is an earlier export and may be out of date; import it only if you know it is current",
+            stale.display()
+        ));
+    }
+    cli
+}
+
+/// A progress bar on stderr, or nothing.
+struct Bar(Option<ProgressBar>);
+
+impl Bar {
+    fn new(show: bool) -> Bar {
+        Bar(show.then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar
+        }))
+    }
+}
+
+impl Progress for Bar {
+    fn start(&self, phase: &'static str, total: u64) {
+        let Some(bar) = &self.0 else { return };
+        bar.reset();
+        if total == 0 {
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        } else {
+            bar.set_style(
+                ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} ({per_sec})")
+                    .expect("a valid template")
+                    .progress_chars("=> "),
+            );
+            bar.set_length(total);
+        }
+        bar.set_message(phase);
+    }
+
+    fn advance(&self, steps: u64) {
+        if let Some(bar) = &self.0 {
+            bar.inc(steps);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
+    let target_dir = ctx.workspace_dir()?;
+    let path = match args.path.clone().or(args.input.clone()) {
+        Some(path) => path,
+        None => target_dir.join("issues.jsonl"),
+    };
+    let detected = beads::detect(&path).map_err(cli_error)?;
+    ctx.out.note(&format!("Found {}", detected.description));
+    let mut temp_export = None;
+    let source = match &detected.source {
+        Source::Dolt { beads_dir, project_dir, .. } => {
+            if !args.via_bd {
+                return Err(cli_error(BeadsError::Dolt {
+                    beads_dir: beads_dir.clone(),
+                    project_dir: project_dir.clone(),
+                }));
+            }
+            let file = export_with_bd(ctx, project_dir)?;
+            temp_export = Some(file.clone());
+            Source::Jsonl(Some(file))
+        }
+        other => other.clone(),
+    };
+    let result = import_source(ctx, &args, &detected, &source, &target_dir);
+    if let Some(file) = temp_export {
+        let _ = std::fs::remove_file(file);
+    }
+    result
+}
+
+fn import_source(
+    ctx: &Context,
+    args: &ImportArgs,
+    detected: &Detected,
+    source: &Source,
+    target_dir: &Path,
+) -> Result<(), CliError> {
+    let show_bar = std::io::stderr().is_terminal() && !ctx.out.json && !ctx.out.quiet;
+    let (mut batch, bar) = read_source(ctx, source, target_dir, show_bar)?;
+    if !args.skip_bad_lines
+        && let Some(error) = batch.first_error()
+    {
+        bar.finish();
+        return Err(cli_error(error));
+    }
+    let mut tasks = None;
+    if let Some(home) = &detected.fleet_home {
+        let found = beads::detect::read_tasks(home).map_err(cli_error)?;
+        tasks = Some(batch.apply_tasks(&found));
+    }
+    if batch.lines == 0 {
+        ctx.out.note(&format!("Empty file: {}", source.display()));
+    }
+    let options = ImportOptions { dry_run: args.dry_run };
+    let mut report = match Store::open(target_dir) {
+        Ok(store) => beads::import::run(&store, &ctx.actor, ctx.clock, batch, &options, &bar)
+            .map_err(cli_error)?,
+        Err(StoreError::NotInitialized(_)) => import_fresh(ctx, target_dir, batch, &options, &bar)?,
+        Err(error) => return Err(error.into()),
+    };
+    bar.finish();
+    report.source = source.display();
+    report.kind = source.kind().to_string();
+    report.found.clone_from(&detected.description);
+    if let Some((applied, unmatched)) = tasks {
+        report.tasks_applied = Some(applied);
+        report.tasks_unmatched = unmatched;
+    }
+    render_import(ctx, &report);
+    Ok(())
+}
+
+/// Imports into a workspace that does not exist yet, creating it with the batch's prefix.
+fn import_fresh(
+    ctx: &Context,
+    dir: &Path,
+    batch: Batch,
+    options: &ImportOptions,
+    bar: &Bar,
+) -> Result<ImportReport, CliError> {
+    if batch.records.is_empty() && batch.memories.is_empty() {
+        return Ok(ImportReport { dry_run: options.dry_run, ..ImportReport::default() });
+    }
+    let prefix = batch.detect_prefix().ok_or_else(|| {
+        CliError::new(format!(
+            "no workspace at {} and no id prefix to create it with",
+            dir.display()
+        ))
+        .with_hint("create it first: fleet init --prefix <prefix>")
+    })?;
+    if options.dry_run {
+        let mut report = beads::import::dry_run_fresh(&prefix, batch, bar).map_err(cli_error)?;
+        report.initialized_prefix = Some(prefix);
+        return Ok(report);
+    }
+    let store = super::init::init_workspace(dir, &prefix)?;
+    ctx.out.note(&format!("Created workspace {} with prefix {prefix}", dir.display()));
+    let mut report = beads::import::run(&store, &ctx.actor, ctx.clock, batch, options, bar)
+        .map_err(cli_error)?;
+    report.initialized_prefix = Some(prefix);
+    Ok(report)
+}
+
+fn read_source(
+    ctx: &Context,
+    source: &Source,
+    target_dir: &Path,
+    show_bar: bool,
+) -> Result<(Batch, Bar), CliError> {
+    let now = ctx.now();
+    match source {
+        Source::Jsonl(path) => {
+            let bytes = match path {
+                Some(path) => std::fs::read(path)
+                    .map_err(|e| CliError::new(format!("reading {}: {e}", path.display())))?,
+                None => {
+                    let mut bytes = Vec::new();
+                    std::io::stdin()
+                        .read_to_end(&mut bytes)
+                        .map_err(|e| CliError::new(format!("reading stdin: {e}")))?;
+                    bytes
+                }
+            };
+            let bar = Bar::new(show_bar && bytes.len() >= PROGRESS_BYTES);
+            let batch = beads::import::read_jsonl(&bytes, now, &bar);
+            Ok((batch, bar))
+        }
+        Source::Sqlite(path) => {
+            let batch = beads::sqlite::read_sqlite(path, now).map_err(cli_error)?;
+            let bar = Bar::new(show_bar && batch.lines >= 10_000);
+            Ok((batch, bar))
+        }
+        Source::FleetStore(dir) => {
+            if same_dir(dir, target_dir) {
+                return Err(cli_error(BeadsError::SelfImport(dir.clone())));
+            }
+            let other = Store::open(dir)?;
+            let reader = other.read()?;
+            let mut bytes = Vec::new();
+            let options = ExportOptions { all: true, memories: true };
+            beads::export::write_export(&reader, &options, &mut bytes).map_err(cli_error)?;
+            let bar = Bar::new(show_bar && bytes.len() >= PROGRESS_BYTES);
+            let batch = beads::import::read_jsonl(&bytes, now, &bar);
+            Ok((batch, bar))
+        }
+        Source::Dolt { beads_dir, project_dir, .. } => Err(cli_error(BeadsError::Dolt {
+            beads_dir: beads_dir.clone(),
+            project_dir: project_dir.clone(),
+        })),
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| {
+        use std::os::unix::fs::PermissionsExt;
+        candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Runs `bd export` in a Dolt-backed project and returns the file it wrote. Asks for
+/// everything (`--all`) first, and falls back to the plain form for a bd without that flag.
+fn export_with_bd(ctx: &Context, project_dir: &Path) -> Result<PathBuf, CliError> {
+    let bd = find_on_path("bd").ok_or_else(|| {
+        CliError::new("--via-bd needs the bd program, and there is none on PATH")
+            .with_hint(format!(
+                "install bd, or run `bd export -o issues.jsonl` in {} elsewhere and import that file",
+                project_dir.display()
+            ))
+    })?;
+    let file = std::env::temp_dir().join(format!(
+        "fleet-import-{}-{}.jsonl",
+        std::process::id(),
+        ulid::Ulid::generate()
+    ));
+    let file_arg = file.display().to_string();
+    let mut last_error = String::new();
+    for args in [vec!["export", "--all", "-o", &file_arg], vec!["export", "-o", &file_arg]] {
+        ctx.out.note(&format!("Running `bd {}` in {}", args.join(" "), project_dir.display()));
+        let output = std::process::Command::new(&bd)
+            .args(&args)
+            .current_dir(project_dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| CliError::new(format!("running {}: {e}", bd.display())))?;
+        if output.status.success() && file.is_file() {
+            return Ok(file);
+        }
+        last_error = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    }
+    let _ = std::fs::remove_file(&file);
+    Err(CliError::new(format!("bd export failed in {}: {last_error}", project_dir.display())))
+}
+
+fn render_import(ctx: &Context, report: &ImportReport) {
+    if ctx.out.json {
+        ctx.out.emit(report, String::new);
+        return;
+    }
+    if ctx.out.quiet {
+        return;
+    }
+    for bad in &report.bad_lines {
+        eprintln!("Skipped line {}: {}", bad.line, bad.error);
+    }
+    let issues = report.created + report.updated + report.unchanged;
+    let verb = if report.dry_run { "Would import" } else { "Imported" };
+    let memories = if report.memories > 0 {
+        format!(" and {} memories", report.memories)
+    } else {
+        String::new()
+    };
+    eprintln!("{verb} {issues} issues{memories} from {}", report.source);
+    eprintln!(
+        "  created: {}, updated: {}, unchanged: {}, stale skipped: {}, tombstones skipped: {}",
+        report.created,
+        report.updated,
+        report.unchanged,
+        report.stale_skipped,
+        report.tombstones_skipped
+    );
+    eprintln!(
+        "  dependencies: {} added, {} skipped; comments: {} added, {} already present; labels added: {}",
+        report.dependencies_added,
+        report.skipped_dependencies.len(),
+        report.comments_added,
+        report.comments_duplicate,
+        report.labels_added
+    );
+    if !report.stale_skipped_ids.is_empty() {
+        eprintln!("  stale (stored copy is newer): {}", report.stale_skipped_ids.join(", "));
+    }
+    if let Some(applied) = report.tasks_applied {
+        eprintln!("  task.json fields applied to {applied} issues");
+        if !report.tasks_unmatched.is_empty() {
+            eprintln!("  task.json without an issue: {}", report.tasks_unmatched.join(", "));
+        }
+    }
+    for skip in report.skipped_dependencies.iter().take(LISTED_SKIPS) {
+        eprintln!(
+            "Skipped dependency: {} -> {}: {}",
+            skip.issue_id, skip.depends_on_id, skip.reason
+        );
+    }
+    if report.skipped_dependencies.len() > LISTED_SKIPS {
+        eprintln!(
+            "… and {} more skipped dependencies (--json lists them all)",
+            report.skipped_dependencies.len() - LISTED_SKIPS
+        );
+    }
+    if report.dry_run {
+        eprintln!("Dry run: nothing was written");
+    }
+}
+
+#[derive(Serialize)]
+struct Exported<'a> {
+    #[serde(flatten)]
+    summary: &'a beads::ExportSummary,
+}
+
+pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let options = ExportOptions { all: args.all, memories: !args.no_memories };
+    let Some(path) = &args.output else {
+        let reader = store.read()?;
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+        return match beads::export::write_export(&reader, &options, &mut out) {
+            Ok(_) => Ok(()),
+            Err(BeadsError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::BrokenPipe =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(cli_error(error)),
+        };
+    };
+    let summary = beads::export_to_path(&store, &options, path).map_err(cli_error)?;
+    if ctx.out.json {
+        ctx.out.emit(&Exported { summary: &summary }, String::new);
+    } else if !ctx.out.quiet {
+        let memories = if summary.memories > 0 {
+            format!(" and {} memories", summary.memories)
+        } else {
+            String::new()
+        };
+        eprintln!("Exported {} issues{memories} to {}", summary.issues, path.display());
+    }
+    Ok(())
+}
+
+/// After a successful write command: exports to `.beads/issues.jsonl` when `export.auto` is
+/// on. The command already succeeded, so a failure here is a warning.
+pub fn auto_export(ctx: &Context) {
+    let Ok(store) = ctx.open_store() else { return };
+    if let Err(error) = beads::auto_export_if_enabled(&store) {
+        eprintln!("warning: auto-export failed: {error}");
+    }
+}

@@ -1,0 +1,791 @@
+//! `fleet import` and `fleet export`, run as a user runs them: the real binary in a throwaway
+//! FLEET_HOME with a cleared environment and a pinned clock.
+//!
+//! Covers both beads eras and fleet's own queue (tests/fixtures), the upsert rules of
+//! `bd import` (stale rows, label unions, comment dedupe, dependency checks), the
+//! all-or-nothing transaction, legacy SQLite databases, Dolt workspaces, Python-fleet homes,
+//! byte-stable round trips and auto-export.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+const NOW: &str = "2026-06-01T12:00:00Z";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// A FLEET_HOME, initialised or not.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    #[track_caller]
+    fn ok(self) -> Run {
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    fn fails(self) -> Run {
+        assert_eq!(
+            self.code, 1,
+            "expected exit 1\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        })
+    }
+}
+
+impl Home {
+    /// No workspace yet: the first import creates it.
+    fn empty() -> Home {
+        Home { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    fn initialised(prefix: &str) -> Home {
+        let home = Home::empty();
+        home.run(&["init", "--prefix", prefix]).ok();
+        home
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn beads(&self) -> PathBuf {
+        self.path().join(".beads")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleet"));
+        cmd.env_clear()
+            .env("FLEET_HOME", self.path())
+            .env("FLEET_ACTOR", "tester")
+            .env("FLEET_TEST_NOW", NOW)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .current_dir(self.path())
+            .args(args);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_with(self.command(args))
+    }
+
+    fn run_with(&self, mut cmd: Command) -> Run {
+        let output = cmd.output().expect("run fleet");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// `fleet import … --json`, which must succeed; returns the report.
+    #[track_caller]
+    fn import(&self, path: &Path, extra: &[&str]) -> Value {
+        let path = path.display().to_string();
+        let mut args = vec!["import", path.as_str(), "--json"];
+        args.extend_from_slice(extra);
+        self.run(&args).ok().json()
+    }
+
+    /// Writes `lines` to a file in the home and returns its path.
+    fn write(&self, name: &str, lines: &[Value]) -> PathBuf {
+        let path = self.path().join(name);
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).expect("write input");
+        path
+    }
+
+    /// `fleet export --all` to stdout.
+    fn export_all(&self) -> String {
+        self.run(&["export", "--all"]).ok().stdout
+    }
+
+    /// The exported issue lines keyed by id.
+    fn exported(&self) -> BTreeMap<String, Value> {
+        self.export_all()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("export line is JSON"))
+            .filter(|v| v["_type"] == "issue")
+            .map(|v| (v["id"].as_str().unwrap().to_string(), v))
+            .collect()
+    }
+
+    fn show(&self, id: &str) -> Value {
+        let shown = self.run(&["show", id, "--json"]).ok().json();
+        // `show` prints an array, as bd does; older builds printed the object.
+        if shown.is_array() { shown[0].clone() } else { shown }
+    }
+
+    fn issue_ids(&self) -> Vec<String> {
+        self.exported().into_keys().collect()
+    }
+}
+
+fn issue(id: &str, title: &str, updated: &str) -> Value {
+    json!({"id": id, "title": title, "status": "open", "priority": 2, "issue_type": "task",
+           "created_at": "2026-01-01T00:00:00Z", "updated_at": updated})
+}
+
+fn skipped(report: &Value) -> Vec<(String, String, String)> {
+    report["skipped_dependencies"]
+        .as_array()
+        .expect("skipped_dependencies")
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap().to_string();
+            (text("issue_id"), text("depends_on_id"), text("reason"))
+        })
+        .collect()
+}
+
+#[test]
+fn git_era_fixture_imports_into_a_new_workspace() {
+    let home = Home::empty();
+    let run = home.run(&["import", fixture("beads-git-era-sample.jsonl").to_str().unwrap()]).ok();
+    assert!(run.stderr.contains("Found a JSONL file"), "{}", run.stderr);
+    assert!(run.stderr.contains("Created workspace"), "{}", run.stderr);
+    assert!(run.stderr.contains("Imported 30 issues from"), "{}", run.stderr);
+    assert!(run.stderr.contains("tombstones skipped: 10"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Skipped dependency: bd-0088 -> bd-44d0: target not found"),
+        "{}",
+        run.stderr
+    );
+    let ids = home.issue_ids();
+    assert_eq!(ids.len(), 30);
+    // The prefix was taken from the first id, so a new issue gets it too.
+    let created = home.run(&["create", "new one", "--silent"]).ok();
+    assert!(created.stdout.starts_with("bd-"), "{}", created.stdout);
+    // Local-offset nanosecond times come back in UTC.
+    let first = &home.exported()["bd-0088"];
+    assert_eq!(first["created_at"], "2025-11-03T05:58:07.295058Z");
+}
+
+#[test]
+fn dolt_era_fixture_keeps_statuses_labels_and_legacy_keys() {
+    let home = Home::initialised("bd");
+    let report = home.import(&fixture("beads-dolt-era-sample.jsonl"), &[]);
+    assert_eq!(report["created"], 25);
+    assert_eq!(report["kind"], "jsonl");
+    let skips = skipped(&report);
+    assert!(skips.iter().all(|(_, _, reason)| reason == "target not found"), "{skips:?}");
+    // The external and cross-project edge is kept as a foreign reference.
+    assert!(!skips.iter().any(|(from, _, _)| from == "hq-cv-d46qe"));
+    let exported = home.exported();
+    assert_eq!(exported["bd-xmf"]["status"], "hooked");
+    assert_eq!(exported["bd-pr-sheriff"]["pinned"], true);
+    assert_eq!(
+        exported["hq-cv-d46qe"]["dependencies"][0]["depends_on_id"],
+        "external:gastown:gt-5kjn"
+    );
+    let labelled = &exported["bd-xq2"]["labels"];
+    assert_eq!(
+        labelled,
+        &json!(["plugin:rebuild-gt", "result:success", "rig:gastown", "type:plugin-run"])
+    );
+    let legacy =
+        exported.values().find(|v| v.get("agent_state").is_some()).expect("agent_state kept");
+    assert_eq!(legacy["agent_state"], "idle");
+    assert_eq!(legacy["last_activity"], "2026-02-28T00:41:05Z");
+    // Ephemeral issues are left out of a default export, as bd does.
+    let default_ids: Vec<String> = home
+        .run(&["export"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(default_ids.iter().all(|id| exported[id]["ephemeral"] != true));
+    assert!(default_ids.len() < exported.len());
+}
+
+#[test]
+fn fleet_own_issues_export_byte_for_byte_as_beads_wrote_them() {
+    let home = Home::empty();
+    let report = home.import(&fixture("fleet-own-issues.jsonl"), &[]);
+    assert_eq!(report["created"], 9);
+    assert_eq!(report["comments_added"], 62);
+    assert_eq!(report["initialized_prefix"], "fleet");
+    let exported: BTreeMap<String, String> = home
+        .run(&["export"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| {
+            (
+                serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_string(),
+                l.to_string(),
+            )
+        })
+        .collect();
+    let original = std::fs::read_to_string(fixture("fleet-own-issues.jsonl")).unwrap();
+    for line in original.lines() {
+        let id = serde_json::from_str::<Value>(line).unwrap()["id"].as_str().unwrap().to_string();
+        assert_eq!(exported[&id], line, "line of {id} differs");
+    }
+}
+
+#[test]
+fn reimport_is_idempotent_and_comments_are_not_duplicated() {
+    let home = Home::empty();
+    home.import(&fixture("fleet-own-issues.jsonl"), &[]);
+    let before = home.export_all();
+    let again = home.import(&fixture("fleet-own-issues.jsonl"), &[]);
+    assert_eq!(again["created"], 0);
+    assert_eq!(again["updated"], 0);
+    assert_eq!(again["unchanged"], 9);
+    assert_eq!(again["comments_added"], 0);
+    assert_eq!(again["comments_duplicate"], 62);
+    assert_eq!(home.export_all(), before);
+}
+
+#[test]
+fn stale_rows_are_skipped_and_labels_are_unioned() {
+    let home = Home::initialised("t");
+    let mut first = issue("t-1", "first title", "2026-02-01T00:00:00Z");
+    first["labels"] = json!(["alpha"]);
+    home.import(&home.write("a.jsonl", &[first]), &[]);
+
+    let mut stale = issue("t-1", "stale title", "2026-01-15T00:00:00Z");
+    stale["labels"] = json!(["stale-label"]);
+    let report = home.import(&home.write("b.jsonl", &[stale]), &[]);
+    assert_eq!(report["stale_skipped"], 1);
+    assert_eq!(report["stale_skipped_ids"], json!(["t-1"]));
+    assert_eq!(home.show("t-1")["title"], "first title");
+
+    let mut newer = issue("t-1", "newer title", "2026-03-01T00:00:00Z");
+    newer["labels"] = json!(["beta"]);
+    let report = home.import(&home.write("c.jsonl", &[newer]), &[]);
+    assert_eq!(report["updated"], 1);
+    let shown = home.show("t-1");
+    assert_eq!(shown["title"], "newer title");
+    assert_eq!(shown["labels"], json!(["alpha", "beta"]));
+}
+
+#[test]
+fn comments_are_deduplicated_by_author_time_and_text() {
+    let home = Home::initialised("t");
+    let comment = |id: Value, text: &str| json!({"id": id, "issue_id": "t-1", "author": "a", "text": text, "created_at": "2026-01-02T00:00:00-05:00"});
+    let mut line = issue("t-1", "x", "2026-02-01T00:00:00Z");
+    line["comments"] = json!([comment(json!(1), "one"), comment(json!("c-2"), "two")]);
+    assert_eq!(home.import(&home.write("a.jsonl", &[line.clone()]), &[])["comments_added"], 2);
+    // The same comments (even under other ids and another spelling of the time) plus one new.
+    line["comments"] = json!([
+        comment(json!(9), "one"),
+        json!({"id": "x", "author": "a", "text": "two", "created_at": "2026-01-02T05:00:00Z"}),
+        comment(json!(3), "three")
+    ]);
+    let report = home.import(&home.write("b.jsonl", &[line]), &[]);
+    assert_eq!(report["comments_added"], 1);
+    assert_eq!(report["comments_duplicate"], 2);
+    let exported = &home.exported()["t-1"];
+    assert_eq!(exported["comment_count"], 3);
+    let ids: Vec<&Value> =
+        exported["comments"].as_array().unwrap().iter().map(|c| &c["id"]).collect();
+    // Same time, so by id; integer ids stay integers, string ids strings.
+    assert_eq!(ids, [&json!(1), &json!(3), &json!("c-2")]);
+}
+
+#[test]
+fn dependencies_to_missing_targets_and_cycles_are_reported_and_skipped() {
+    let home = Home::initialised("t");
+    let dep = |from: &str, to: &str, kind: &str| json!({"issue_id": from, "depends_on_id": to, "type": kind, "created_at": "2026-01-01T00:00:00Z"});
+    let mut a = issue("t-a", "a", "2026-01-01T00:00:00Z");
+    a["dependencies"] = json!([dep("t-a", "t-b", "blocks"), dep("t-a", "t-gone", "blocks")]);
+    let mut b = issue("t-b", "b", "2026-01-01T00:00:00Z");
+    b["dependencies"] = json!([
+        dep("t-b", "t-c", "blocks"),
+        dep("t-b", "other-x1", "related"),
+        dep("t-b", "t-c", "related")
+    ]);
+    let mut c = issue("t-c", "c", "2026-01-01T00:00:00Z");
+    c["dependencies"] = json!([
+        dep("t-c", "t-a", "blocks"),
+        dep("t-c", "t-a", "related"),
+        dep("t-c", "external:proj:cap", "tracks")
+    ]);
+    let mut p = issue("t-p", "parent", "2026-01-01T00:00:00Z");
+    p["dependencies"] = json!([dep("t-p", "t-p.1", "parent-child")]);
+    let mut child = issue("t-p.1", "child", "2026-01-01T00:00:00Z");
+    child["dependencies"] = json!([dep("t-p.1", "t-p", "parent-child")]);
+    let report = home.import(&home.write("deps.jsonl", &[a, b, c, p, child]), &[]);
+    let skips = skipped(&report);
+    assert!(
+        skips.contains(&("t-a".into(), "t-gone".into(), "target not found".into())),
+        "{skips:?}"
+    );
+    assert!(
+        skips.contains(&("t-c".into(), "t-a".into(), "would create a cycle".into())),
+        "{skips:?}"
+    );
+    assert!(
+        skips.contains(&(
+            "t-b".into(),
+            "t-c".into(),
+            "t-b already depends on t-c as blocks".into()
+        )),
+        "{skips:?}"
+    );
+    assert!(
+        skips.contains(&("t-p.1".into(), "t-p".into(), "would create a cycle".into())),
+        "{skips:?}"
+    );
+    assert_eq!(skips.len(), 4, "{skips:?}");
+    // a→b, b→c, b→other-x1 (another project's id), c→a (related: never cycle-checked),
+    // c→external, p→p.1.
+    assert_eq!(report["dependencies_added"], 6);
+    let run = home.run(&["import", home.path().join("deps.jsonl").to_str().unwrap()]).ok();
+    assert!(
+        run.stderr.contains("Skipped dependency: t-a -> t-gone: target not found"),
+        "{}",
+        run.stderr
+    );
+    // Readiness saw the edges: t-b is blocked by t-c, t-a by t-b.
+    let blocked: Vec<String> = home
+        .run(&["blocked", "--json"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        blocked.contains(&"t-a".to_string()) && blocked.contains(&"t-b".to_string()),
+        "{blocked:?}"
+    );
+    assert!(!blocked.contains(&"t-c".to_string()), "{blocked:?}");
+    let exported = home.exported();
+    assert_eq!(exported["t-p"]["dependencies"][0]["depends_on_id"], "t-p.1");
+    assert_eq!(exported["t-p.1"]["dependent_count"], 1);
+    assert_eq!(exported["t-c"]["dependencies"][0]["depends_on_id"], "external:proj:cap");
+}
+
+#[test]
+fn memories_and_schema_headers() {
+    let home = Home::initialised("t");
+    let lines = [
+        json!({"_schema": "beads-jsonl/1", "_dolt_branch": "main"}),
+        json!({"_type": "memory", "key": "zeta", "value": "last"}),
+        issue("t-1", "x", "2026-01-01T00:00:00Z"),
+        json!({"_type": "memory", "key": "alpha", "value": "first"}),
+        json!({"_type": "memory", "key": "", "value": "ignored"}),
+    ];
+    let report = home.import(&home.write("m.jsonl", &lines), &[]);
+    assert_eq!(report["created"], 1);
+    assert_eq!(report["memories"], 2);
+    let export = home.export_all();
+    let tail: Vec<&str> = export.lines().skip(1).collect();
+    assert_eq!(
+        tail,
+        [
+            r#"{"_type":"memory","key":"alpha","value":"first"}"#,
+            r#"{"_type":"memory","key":"zeta","value":"last"}"#
+        ]
+    );
+    assert!(!home.run(&["export", "--no-memories"]).ok().stdout.contains("memory"));
+}
+
+#[test]
+fn a_malformed_line_imports_nothing() {
+    let home = Home::initialised("t");
+    home.import(&home.write("a.jsonl", &[issue("t-0", "kept", "2026-01-01T00:00:00Z")]), &[]);
+    let before = home.export_all();
+    let path = home.path().join("bad.jsonl");
+    let good = issue("t-1", "one", "2026-01-01T00:00:00Z").to_string();
+    std::fs::write(&path, format!("{good}\n{{\"_type\":\"memory\",\"key\":\"k\",\"value\":\"v\"}}\n{{\"id\":\"t-2\",\"title\":\n")).unwrap();
+    let run = home.run(&["import", path.to_str().unwrap()]).fails();
+    assert!(run.stderr.contains("error: line 3: invalid JSON"), "{}", run.stderr);
+    assert!(run.stderr.contains("--skip-bad-lines"), "{}", run.stderr);
+    assert_eq!(home.export_all(), before, "the store is unchanged");
+
+    let bad_priority = json!({"id": "t-3", "title": "x", "priority": 9});
+    let path =
+        home.write("bad2.jsonl", &[issue("t-1", "one", "2026-01-01T00:00:00Z"), bad_priority]);
+    let run = home.run(&["import", path.to_str().unwrap()]).fails();
+    assert!(
+        run.stderr.contains("line 2: priority must be between 0 and 4 (got 9)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(home.export_all(), before);
+
+    // Into a workspace that does not exist yet: none is created.
+    let fresh = Home::empty();
+    fresh.run(&["import", path.to_str().unwrap()]).fails();
+    assert!(!fresh.beads().exists());
+}
+
+#[test]
+fn skip_bad_lines_imports_the_rest_and_reports_each() {
+    let home = Home::initialised("t");
+    let path = home.path().join("mixed.jsonl");
+    let one = issue("t-1", "one", "2026-01-01T00:00:00Z");
+    let two = issue("t-2", "two", "2026-01-01T00:00:00Z");
+    std::fs::write(&path, format!("{one}\nnot json\n{two}\n{{\"title\":\"no id\"}}\n")).unwrap();
+    let run = home.run(&["import", path.to_str().unwrap(), "--skip-bad-lines"]).ok();
+    assert!(run.stderr.contains("Skipped line 2: invalid JSON"), "{}", run.stderr);
+    assert!(run.stderr.contains("Skipped line 4: missing \"id\""), "{}", run.stderr);
+    assert_eq!(home.issue_ids(), ["t-1", "t-2"]);
+    let report = home.import(&path, &["--skip-bad-lines"]);
+    assert_eq!(report["bad_lines"].as_array().unwrap().len(), 2);
+    assert_eq!(report["bad_lines"][0]["line"], 2);
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let fresh = Home::empty();
+    let report = fresh.import(&fixture("beads-git-era-sample.jsonl"), &["--dry-run"]);
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(report["created"], 30);
+    assert_eq!(report["initialized_prefix"], "bd");
+    assert!(!fresh.beads().exists(), "no workspace was created");
+
+    let home = Home::initialised("bd");
+    let run = home
+        .run(&["import", fixture("beads-git-era-sample.jsonl").to_str().unwrap(), "--dry-run"])
+        .ok();
+    assert!(run.stderr.contains("Would import 30 issues"), "{}", run.stderr);
+    assert!(run.stderr.contains("Dry run: nothing was written"), "{}", run.stderr);
+    assert!(home.issue_ids().is_empty());
+}
+
+#[test]
+fn stdin_is_read_with_a_dash() {
+    let home = Home::initialised("t");
+    let mut cmd = home.command(&["import", "-", "--json"]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{}", issue("t-9", "from stdin", "2026-01-01T00:00:00Z")).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["source"], "stdin");
+    assert_eq!(home.issue_ids(), ["t-9"]);
+}
+
+/// Builds a legacy SQLite beads.db the way beads ≤ 0.49 laid it out.
+fn legacy_database(path: &Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        r#"
+        CREATE TABLE issues (
+            id TEXT PRIMARY KEY, content_hash TEXT, title TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+            design TEXT NOT NULL DEFAULT '', acceptance_criteria TEXT NOT NULL DEFAULT '', notes TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'open', priority INTEGER NOT NULL DEFAULT 2, issue_type TEXT NOT NULL DEFAULT 'task',
+            assignee TEXT, estimated_minutes INTEGER, created_at DATETIME NOT NULL, updated_at DATETIME NOT NULL,
+            closed_at DATETIME, external_ref TEXT, compaction_level INTEGER DEFAULT 0, source_repo TEXT DEFAULT '.',
+            close_reason TEXT DEFAULT '', pinned INTEGER DEFAULT 0, ephemeral INTEGER DEFAULT 0, rig TEXT DEFAULT '');
+        CREATE TABLE dependencies (issue_id TEXT NOT NULL, depends_on_id TEXT NOT NULL, type TEXT NOT NULL DEFAULT 'blocks',
+            created_at DATETIME NOT NULL, created_by TEXT NOT NULL, PRIMARY KEY (issue_id, depends_on_id));
+        CREATE TABLE labels (issue_id TEXT NOT NULL, label TEXT NOT NULL, PRIMARY KEY (issue_id, label));
+        CREATE TABLE comments (id INTEGER PRIMARY KEY AUTOINCREMENT, issue_id TEXT NOT NULL, author TEXT NOT NULL,
+            text TEXT NOT NULL, created_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP);
+        CREATE TABLE config (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO config VALUES ('issue_prefix', 'lg');
+        INSERT INTO issues (id, content_hash, title, description, status, priority, issue_type, assignee, created_at, updated_at, closed_at, close_reason, pinned, rig)
+            VALUES ('lg-a1', 'h1', 'Parent epic', 'desc', 'open', 1, 'epic', 'ann', '2025-11-02 21:58:07.295058-08:00', '2025-11-02 22:00:00-08:00', NULL, '', 1, 'west');
+        INSERT INTO issues (id, content_hash, title, status, priority, issue_type, created_at, updated_at, closed_at, close_reason)
+            VALUES ('lg-a1.1', 'h2', 'Child', 'closed', 0, 'task', '2025-11-03T01:00:00Z', '2025-11-03T02:00:00Z', '2025-11-03 02:00:00', 'done');
+        INSERT INTO issues (id, title, status, priority, issue_type, created_at, updated_at)
+            VALUES ('lg-b2', 'Blocked one', 'open', 2, 'task', '2025-11-04 10:00:00', '2025-11-04 10:00:00');
+        INSERT INTO issues (id, title, status, priority, issue_type, created_at, updated_at)
+            VALUES ('lg-dead', 'Gone', 'tombstone', 2, 'task', '2025-11-04 10:00:00', '2025-11-04 10:00:00');
+        INSERT INTO dependencies VALUES ('lg-a1.1', 'lg-a1', 'parent-child', '2025-11-03 01:00:00', 'ann');
+        INSERT INTO dependencies VALUES ('lg-b2', 'lg-a1.1', 'blocks', '2025-11-04 10:00:00', 'bob');
+        INSERT INTO labels VALUES ('lg-a1', 'backend'), ('lg-a1', 'auth'), ('lg-b2', 'later');
+        INSERT INTO comments (issue_id, author, text, created_at) VALUES ('lg-a1', 'ann', 'first', '2025-11-02 22:01:00');
+        INSERT INTO comments (issue_id, author, text, created_at) VALUES ('lg-a1', 'bob', 'second', '2025-11-02 22:02:00');
+        "#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_legacy_sqlite_database_is_read_directly() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".beads")).unwrap();
+    legacy_database(&project.path().join(".beads/beads.db"));
+    let home = Home::empty();
+    let report = home.import(project.path(), &[]);
+    let found = report["found"].as_str().unwrap();
+    assert!(found.contains("legacy SQLite beads database"), "{found}");
+    assert_eq!(report["kind"], "sqlite");
+    assert_eq!(report["created"], 3);
+    assert_eq!(report["tombstones_skipped"], 1);
+    assert_eq!(report["initialized_prefix"], "lg", "the database's issue_prefix");
+    assert_eq!(report["comments_added"], 2);
+    assert_eq!(report["dependencies_added"], 2);
+    let exported = home.exported();
+    let epic = &exported["lg-a1"];
+    assert_eq!(epic["labels"], json!(["auth", "backend"]));
+    assert_eq!(epic["pinned"], true);
+    assert_eq!(epic["assignee"], "ann");
+    assert_eq!(epic["rig"], "west", "unmodelled columns are kept");
+    assert_eq!(epic["created_at"], "2025-11-03T05:58:07.295058Z");
+    assert_eq!(epic["comments"][0]["id"], 1);
+    assert_eq!(epic["comments"][1]["text"], "second");
+    assert!(epic.get("content_hash").is_none() && epic.get("source_repo").is_none());
+    assert!(epic.get("compaction_level").is_none(), "zero values are omitted as bd does");
+    let child = &exported["lg-a1.1"];
+    assert_eq!(child["closed_at"], "2025-11-03T02:00:00Z");
+    assert_eq!(child["priority"], 0);
+    assert_eq!(child["parent"], "lg-a1");
+    assert_eq!(exported["lg-b2"]["dependencies"][0]["created_by"], "bob");
+    // The store file named beads.db is told apart from SQLite by its header.
+    let again = home.run(&["import", home.beads().join("beads.db").to_str().unwrap()]).fails();
+    assert!(again.stderr.contains("into itself"), "{}", again.stderr);
+}
+
+#[test]
+fn a_dolt_workspace_gets_a_plain_explanation_and_the_fix() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".beads/dolt/beads")).unwrap();
+    let home = Home::initialised("t");
+    let mut cmd = home.command(&["import", project.path().to_str().unwrap()]);
+    cmd.env("PATH", "/nonexistent");
+    let run = home.run_with(cmd).fails();
+    assert!(run.stderr.contains("Dolt-backed beads workspace"), "{}", run.stderr);
+    assert!(run.stderr.contains("fleet cannot read Dolt's storage"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("bd export -o issues.jsonl && fleet import issues.jsonl"),
+        "{}",
+        run.stderr
+    );
+
+    // With a bd on PATH, --via-bd runs that export in the project and imports the result.
+    let bin = tempfile::tempdir().unwrap();
+    let bd = bin.path().join("bd");
+    let line = issue("t-7", "from dolt", "2026-01-01T00:00:00Z").to_string().replace('"', "\\\"");
+    std::fs::write(
+        &bd,
+        format!(
+            "#!/bin/sh\n[ -d .beads/dolt ] || exit 3\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\nprintf '%s\\n' \"{line}\" > \"$out\"\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bd, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let mut cmd = home.command(&["import", project.path().to_str().unwrap()]);
+    cmd.env("PATH", &path);
+    let run = home.run_with(cmd).fails();
+    assert!(run.stderr.contains("--via-bd"), "the hint names the flag: {}", run.stderr);
+    let mut cmd = home.command(&["import", project.path().to_str().unwrap(), "--via-bd"]);
+    cmd.env("PATH", &path);
+    let run = home.run_with(cmd).ok();
+    assert!(run.stderr.contains("Running `bd export"), "{}", run.stderr);
+    assert_eq!(home.issue_ids(), ["t-7"]);
+}
+
+#[test]
+fn a_python_fleet_home_brings_its_task_fields() {
+    let old = tempfile::tempdir().unwrap();
+    std::fs::create_dir(old.path().join(".beads")).unwrap();
+    std::fs::copy(fixture("fleet-own-issues.jsonl"), old.path().join(".beads/issues.jsonl"))
+        .unwrap();
+    let task = old.path().join("tasks/fleet-3cg");
+    std::fs::create_dir_all(&task).unwrap();
+    std::fs::write(
+        task.join("task.json"),
+        r#"{"id":"fleet-3cg","title":"t","status":"closed","cwd":"/home/user/demo","coder":"codex","model":"gpt-5"}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(old.path().join("tasks/fleet-nope")).unwrap();
+    std::fs::write(old.path().join("tasks/fleet-nope/task.json"), r#"{"cwd":"/x"}"#).unwrap();
+    let home = Home::empty();
+    let run = home.run(&["import", old.path().to_str().unwrap(), "--dry-run"]).ok();
+    assert!(run.stderr.contains("Found a Python-fleet home"), "{}", run.stderr);
+    let report = home.import(old.path(), &[]);
+    assert_eq!(report["tasks_applied"], 1);
+    assert_eq!(report["tasks_unmatched"], json!(["fleet-nope"]));
+    let exported = &home.exported()["fleet-3cg"];
+    assert_eq!(
+        exported["metadata"]["fleet"],
+        json!({"cwd": "/home/user/demo", "coder": "codex", "model": "gpt-5"})
+    );
+    // A beads file without fleet fields does not wipe them on re-import.
+    home.import(&fixture("fleet-own-issues.jsonl"), &[]);
+    assert_eq!(home.exported()["fleet-3cg"]["metadata"]["fleet"]["coder"], "codex");
+}
+
+#[test]
+fn round_trips_are_byte_identical() {
+    let first = Home::empty();
+    for name in
+        ["beads-git-era-sample.jsonl", "beads-dolt-era-sample.jsonl", "fleet-own-issues.jsonl"]
+    {
+        first.import(&fixture(name), &[]);
+    }
+    let mut fields = issue("bd-zz", "with <html> & fleet fields", "2026-01-01T00:00:00Z");
+    fields["metadata"] = json!({"team": "core", "fleet": {"cwd": "/w", "coder": "claude"}});
+    fields["future_key"] = json!({"nested": [1, 2]});
+    first.import(
+        &first.write("extra.jsonl", &[fields, json!({"_type":"memory","key":"k","value":"v"})]),
+        &[],
+    );
+    let a = first.path().join("a.jsonl");
+    first.run(&["export", "--all", "-o", a.to_str().unwrap()]).ok();
+
+    let second = Home::empty();
+    second.import(&a, &[]);
+    let b = second.path().join("b.jsonl");
+    second.run(&["export", "--all", "-o", b.to_str().unwrap()]).ok();
+    let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert!(a == b, "export → import → export changed the bytes");
+    let text = String::from_utf8(a).unwrap();
+    assert!(text.contains(r#""title":"with \u003chtml\u003e \u0026 fleet fields""#));
+    assert!(text.contains(r#""metadata":{"team":"core","fleet":{"cwd":"/w","coder":"claude"}}"#));
+    assert!(text.contains(r#""future_key":{"nested":[1,2]},"dependency_count""#));
+}
+
+/// Rewrites every timestamp-looking string to UTC, recursively.
+fn normalise(value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            if let Ok(at) = text.parse::<jiff::Timestamp>() {
+                *text = at.to_string();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalise),
+        Value::Object(map) => map.values_mut().for_each(normalise),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_field_beads_wrote_survives_import_and_export() {
+    for name in
+        ["beads-git-era-sample.jsonl", "beads-dolt-era-sample.jsonl", "fleet-own-issues.jsonl"]
+    {
+        let home = Home::empty();
+        let report = home.import(&fixture(name), &[]);
+        let skips = skipped(&report);
+        let exported = home.exported();
+        let original = std::fs::read_to_string(fixture(name)).unwrap();
+        let mut compared = 0;
+        for line in original.lines() {
+            let mut want: Value = serde_json::from_str(line).unwrap();
+            if want["status"] == "tombstone" {
+                continue;
+            }
+            let id = want["id"].as_str().unwrap().to_string();
+            let mut got =
+                exported.get(&id).unwrap_or_else(|| panic!("{name}: {id} missing")).clone();
+            for key in ["_type", "dependency_count", "dependent_count", "comment_count", "parent"] {
+                want.as_object_mut().unwrap().remove(key);
+                got.as_object_mut().unwrap().remove(key);
+            }
+            // Dependencies the import reported as skipped are the only ones allowed to go.
+            if let Some(deps) = want.get_mut("dependencies").and_then(Value::as_array_mut) {
+                deps.retain(|d| {
+                    !skips.iter().any(|(f, t, _)| {
+                        d["issue_id"] == f.as_str() && d["depends_on_id"] == t.as_str()
+                    })
+                });
+                if deps.is_empty() {
+                    want.as_object_mut().unwrap().remove("dependencies");
+                }
+            }
+            normalise(&mut want);
+            normalise(&mut got);
+            assert_eq!(got, want, "{name}: {id} lost or changed a field");
+            compared += 1;
+        }
+        assert!(compared > 0);
+    }
+}
+
+#[test]
+fn export_to_a_file_is_atomic_and_deterministic() {
+    let home = Home::empty();
+    home.import(&fixture("beads-dolt-era-sample.jsonl"), &[]);
+    let out = home.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let file = out.join("issues.jsonl");
+    std::fs::write(&file, "old contents\n").unwrap();
+    let run = home.run(&["export", "-o", file.to_str().unwrap()]).ok();
+    assert!(run.stdout.is_empty());
+    assert_eq!(run.stderr.trim(), format!("Exported 9 issues to {}", file.display()));
+    let first = std::fs::read(&file).unwrap();
+    home.run(&["export", "-o", file.to_str().unwrap()]).ok();
+    assert_eq!(std::fs::read(&file).unwrap(), first);
+    let names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["issues.jsonl"], "no temporary file is left behind");
+    // Sorted by id, `_type` first, UTC times.
+    let ids: Vec<String> = String::from_utf8(first.clone())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            assert!(l.starts_with(r#"{"_type":"issue","id":"#), "{l}");
+            serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+    // A failed export leaves the old file alone.
+    let missing = home.path().join("no-such-dir/x.jsonl");
+    home.run(&["export", "-o", missing.to_str().unwrap()]).fails();
+    assert_eq!(std::fs::read(&file).unwrap(), first);
+}
+
+#[test]
+fn auto_export_follows_write_commands_when_enabled() {
+    let home = Home::initialised("t");
+    home.run(&["create", "before", "--silent"]).ok();
+    assert!(!home.beads().join("issues.jsonl").exists(), "off by default");
+    assert!(!home.beads().join("export-state.json").exists());
+    {
+        let store = fleet::store::Store::open(&home.beads()).unwrap();
+        store
+            .write("tester", fleet::time::Clock::System, |w| {
+                w.set_config("export.auto", Some("true"))
+            })
+            .unwrap();
+    }
+    home.run(&["list"]).ok();
+    assert!(!home.beads().join("issues.jsonl").exists(), "read commands do not export");
+    let id = home.run(&["create", "after", "--silent"]).ok().stdout.trim().to_string();
+    let exported = std::fs::read_to_string(home.beads().join("issues.jsonl")).unwrap();
+    assert_eq!(exported.lines().count(), 2);
+    assert!(exported.contains(&format!(r#""id":"{id}""#)));
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.beads().join("export-state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["issues"], 2);
+    assert_eq!(state["path"], "issues.jsonl");
+    home.run(&["close", &id]).ok();
+    let after_close = std::fs::read_to_string(home.beads().join("issues.jsonl")).unwrap();
+    assert!(after_close.contains(r#""status":"closed""#), "{after_close}");
+}
