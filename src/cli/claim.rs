@@ -22,10 +22,11 @@ pub struct ReleaseArgs {
 pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let claimed = match &args.id {
-        Some(id) => Some(
-            claim::claim(&store, &ctx.actor, ctx.clock, id)
-                .map_err(|e| CliError::new(format!("Error claiming {id}: {e}")))?,
-        ),
+        Some(id) => Some(claim::claim(&store, &ctx.actor, ctx.clock, id).map_err(|e| {
+            let mut error = CliError::from(e);
+            error.message = format!("could not claim {id}: {}", error.message);
+            error
+        })?),
         None => claim::claim_next(&store, &ctx.actor, ctx.clock, &ReadyFilter::default())?,
     };
     let summary = match claimed {

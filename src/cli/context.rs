@@ -51,9 +51,11 @@ impl Context {
         Ok(fleet_home()?.join(".beads"))
     }
 
-    /// Opens the workspace's store.
+    /// Opens the workspace's store for this one command (see [`Store::skip_close_on_exit`]).
     pub fn open_store(&self) -> Result<Store, CliError> {
-        Ok(Store::open(&self.workspace_dir()?)?)
+        let mut store = Store::open(&self.workspace_dir()?)?;
+        store.skip_close_on_exit();
+        Ok(store)
     }
 }
 

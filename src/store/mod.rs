@@ -19,6 +19,7 @@ mod readiness;
 mod tables;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, Table, WriteTransaction};
 
@@ -130,7 +131,12 @@ from_redb!(
 
 /// An open queue.
 pub struct Store {
-    db: Database,
+    /// The handle reads go through until a write happens.
+    db: Db,
+    /// The writable handle, opened by the first write when `db` is read-only.
+    writer: OnceLock<Database>,
+    /// Leave `writer` unclosed on drop (short-lived processes).
+    skip_close: bool,
     dir: PathBuf,
     replica: String,
     prefix: String,
@@ -171,6 +177,45 @@ fn open_database(path: &Path) -> Result<Database, StoreError> {
         .create(path)?)
 }
 
+/// The store file in `dir`, checked to exist and to be a fleet store.
+fn store_path(dir: &Path) -> Result<PathBuf, StoreError> {
+    let path = dir.join(STORE_FILE);
+    if !path.is_file() {
+        return Err(StoreError::NotInitialized(dir.to_path_buf()));
+    }
+    if is_sqlite(&path) {
+        return Err(StoreError::LegacySqlite(path));
+    }
+    Ok(path)
+}
+
+impl Drop for Store {
+    /// With [`Store::skip_close_on_exit`], the lazily opened writer is left for the process exit
+    /// to release instead of being closed (see there).
+    fn drop(&mut self) {
+        if self.skip_close
+            && let Some(db) = self.writer.take()
+        {
+            std::mem::forget(db);
+        }
+    }
+}
+
+/// The open database: writable, or read-only for commands that only query.
+enum Db {
+    ReadWrite(Database),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::ReadWrite(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+}
+
 fn is_sqlite(path: &Path) -> bool {
     use std::io::Read;
     let mut header = [0u8; 16];
@@ -205,19 +250,38 @@ impl Store {
             txn.open_table(JOURNAL)?;
         }
         txn.commit()?;
-        Ok(Store { db, dir: dir.to_path_buf(), replica, prefix: prefix.to_string() })
+        Ok(Store {
+            db: Db::ReadWrite(db),
+            writer: OnceLock::new(),
+            skip_close: false,
+            dir: dir.to_path_buf(),
+            replica,
+            prefix: prefix.to_string(),
+        })
     }
 
     /// Opens the store in `dir` (a `.beads/` directory).
+    ///
+    /// The file is opened read-only first and for writing only when the first write
+    /// transaction begins: a read-only handle costs nothing on open and close, while a writable
+    /// one commits allocator state and a shutdown record, with several syncs, when it closes —
+    /// which would make every `fleet ready` pay for writes it never makes. A file that needs
+    /// recovery (a writer was killed) cannot be opened read-only; then it is opened writable at
+    /// once, which recovers it.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let path = dir.join(STORE_FILE);
-        if !path.is_file() {
-            return Err(StoreError::NotInitialized(dir.to_path_buf()));
-        }
-        if is_sqlite(&path) {
-            return Err(StoreError::LegacySqlite(path));
-        }
-        let db = open_database(&path)?;
+        let path = store_path(dir)?;
+        let read_only = redb::Builder::new()
+            .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
+            .set_cache_size(CACHE_BYTES)
+            .open_read_only(&path);
+        let db = match read_only {
+            Ok(db) => Db::ReadOnly(db),
+            Err(_) => Db::ReadWrite(open_database(&path)?),
+        };
+        Store::with_database(db, dir)
+    }
+
+    fn with_database(db: Db, dir: &Path) -> Result<Store, StoreError> {
         let (replica, prefix) = {
             let txn = db.begin_read()?;
             let meta_table = txn.open_table(META)?;
@@ -229,7 +293,46 @@ impl Store {
             };
             (read(meta::REPLICA)?, read(meta::PREFIX)?)
         };
-        Ok(Store { db, dir: dir.to_path_buf(), replica, prefix })
+        Ok(Store {
+            db,
+            writer: OnceLock::new(),
+            skip_close: false,
+            dir: dir.to_path_buf(),
+            replica,
+            prefix,
+        })
+    }
+
+    /// For a process that exits right after using the store (a CLI command): do not close the
+    /// writable handle when the store is dropped. Every commit is already durable, and in
+    /// redb's multi-writer mode every commit records the allocator state, so a close would only
+    /// add a maintenance commit and a clean-shutdown header — four of the seven syncs a
+    /// one-claim process makes. Skipping it is what a crash after the last commit does, which
+    /// the kill -9 tests cover. Long-lived processes keep the default (close on drop); the
+    /// process exit releases the file and its locks either way.
+    pub fn skip_close_on_exit(&mut self) {
+        self.skip_close = true;
+    }
+
+    /// The writable handle, opening it on first use.
+    fn writable(&self) -> Result<&Database, StoreError> {
+        if let Db::ReadWrite(db) = &self.db {
+            return Ok(db);
+        }
+        if let Some(db) = self.writer.get() {
+            return Ok(db);
+        }
+        let db = open_database(&self.dir.join(STORE_FILE))?;
+        Ok(self.writer.get_or_init(|| db))
+    }
+
+    /// Begins a read transaction on the freshest handle: after this process has written,
+    /// through the writer, so it sees its own commits.
+    fn begin_read(&self) -> Result<ReadTransaction, StoreError> {
+        Ok(match self.writer.get() {
+            Some(db) => db.begin_read()?,
+            None => self.db.begin_read()?,
+        })
     }
 
     /// The `.beads/` directory this store lives in.
@@ -249,7 +352,7 @@ impl Store {
 
     /// Starts a read transaction: a consistent snapshot of the queue.
     pub fn read(&self) -> Result<Reader, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let tables = open_read_tables(&txn)?;
         Ok(Reader { tables, prefix: self.prefix.clone() })
     }
@@ -262,7 +365,7 @@ impl Store {
         clock: Clock,
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
-        let txn = self.db.begin_write()?;
+        let txn = self.writable()?.begin_write()?;
         let (result, applied) = {
             let mut writer = Writer::begin(&txn, self, actor, clock)?;
             let result = body(&mut writer)?;
@@ -290,7 +393,7 @@ impl Store {
 
     /// The change counter: bumped by every commit that applied at least one op, by any process.
     pub fn changes(&self) -> Result<u64, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let meta_table = txn.open_table(META)?;
         Ok(meta_table
             .get(meta::CHANGES)?
@@ -300,7 +403,7 @@ impl Store {
 
     /// The journal from sequence `from` on, in apply order.
     pub fn journal(&self, from: u64) -> Result<Vec<(u64, Op)>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let table = txn.open_table(JOURNAL)?;
         let mut out = Vec::new();
         for entry in table.range(from..)? {
