@@ -10,7 +10,6 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
@@ -404,12 +403,6 @@ fn render_import(ctx: &Context, report: &ImportReport) {
     }
 }
 
-#[derive(Serialize)]
-struct Exported<'a> {
-    #[serde(flatten)]
-    summary: &'a beads::ExportSummary,
-}
-
 pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let options = ExportOptions { all: args.all, memories: !args.no_memories };
@@ -429,7 +422,7 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
     };
     let summary = beads::export_to_path(&store, &options, path).map_err(cli_error)?;
     if ctx.out.json {
-        ctx.out.emit(&Exported { summary: &summary }, String::new);
+        ctx.out.emit(&summary, String::new);
     } else if !ctx.out.quiet {
         let memories = if summary.memories > 0 {
             format!(" and {} memories", summary.memories)
