@@ -1,48 +1,66 @@
-//! `bd export` and `bd import`, and the auto-export after write commands.
-//!
-//! These delegate to `fleet export` / `fleet import` (`cli::transfer`), whose engine lives in
-//! `crate::beads`; until that lands they say so instead of half-working.
+//! `bd export` and `bd import`, and the auto-export after write commands: the same engine and
+//! messages as `fleet export` / `fleet import` (`cli::transfer`), which already print what bd
+//! prints (`Exported N issues to FILE`, `Imported N issues from SRC` on stderr).
 
 use std::path::{Path, PathBuf};
 
 use super::context::BdContext;
 use super::output::BdError;
+use crate::cli::transfer as fleet;
 
 #[derive(Debug, clap::Args)]
 #[group(id = "bd_export")]
 pub struct ExportArgs {
-    /// Write to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Include infra types, templates and ephemeral issues.
+    #[command(flatten)]
+    pub fleet: fleet::ExportArgs,
+    /// Include infra types (agent, rig, role, message); the same as --all here.
     #[arg(long)]
-    pub all: bool,
+    pub include_infra: bool,
+    /// Accepted for compatibility: memories are exported unless --no-memories.
+    #[arg(long, hide = true)]
+    pub include_memories: bool,
 }
 
 #[derive(Debug, clap::Args)]
 #[group(id = "bd_import")]
 pub struct ImportArgs {
-    /// A beads JSONL file (`-` for stdin).
-    #[arg(value_name = "PATH")]
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub fleet: fleet::ImportArgs,
+    /// Accepted for compatibility (ids are never renamed on import).
+    #[arg(long, hide = true)]
+    pub rename_on_import: bool,
 }
 
-fn unavailable(what: &str) -> BdError {
-    BdError::new(format!("{what} is not available in this build yet"))
+pub fn cmd_export(ctx: &BdContext, mut args: ExportArgs) -> Result<(), BdError> {
+    args.fleet.all |= args.include_infra;
+    fleet::cmd_export(ctx.fleet()?, args.fleet)?;
+    Ok(())
 }
 
-pub fn cmd_export(_ctx: &BdContext, _args: ExportArgs) -> Result<(), BdError> {
-    Err(unavailable("bd export"))
-}
-
-pub fn cmd_import(_ctx: &BdContext, _args: ImportArgs) -> Result<(), BdError> {
-    Err(unavailable("bd import"))
+pub fn cmd_import(ctx: &BdContext, args: ImportArgs) -> Result<(), BdError> {
+    // Importing into a directory without a store creates it, as `fleet import` does.
+    ctx.workspace_dir()?;
+    fleet::cmd_import(ctx.fleet_unchecked(), args.fleet)?;
+    Ok(())
 }
 
 /// Imports one file into the workspace (for `bd init --from-jsonl`).
-pub fn import_path(_ctx: &BdContext, _path: &Path, _dry_run: bool) -> Result<(), BdError> {
-    Err(unavailable("bd init --from-jsonl"))
+pub fn import_path(ctx: &BdContext, path: &Path, dry_run: bool) -> Result<(), BdError> {
+    let args = fleet::ImportArgs {
+        path: Some(PathBuf::from(path)),
+        input: None,
+        dry_run,
+        skip_bad_lines: false,
+        via_bd: false,
+    };
+    fleet::cmd_import(ctx.fleet()?, args)?;
+    Ok(())
 }
 
-/// After a write command: `.beads/issues.jsonl` when `export.auto` is on (not yet).
-pub fn auto_export(_ctx: &BdContext) {}
+/// After a write command: `.beads/issues.jsonl` and `export-state.json` when `export.auto` is
+/// on. A failure is a warning; the command itself already succeeded.
+pub fn auto_export(ctx: &BdContext) {
+    if let Ok(fctx) = ctx.fleet() {
+        fleet::auto_export(fctx);
+    }
+}
