@@ -16,8 +16,9 @@ use serde_json::{Map, Value};
 pub const MAX_TITLE_BYTES: usize = 500;
 
 /// The status of an issue. Custom statuses (config `status.custom`) are carried by name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
+    #[default]
     Open,
     InProgress,
     Blocked,
@@ -79,12 +80,6 @@ impl Status {
             "hooked" => Status::Hooked,
             other => Status::Custom(other.to_string()),
         }
-    }
-}
-
-impl Default for Status {
-    fn default() -> Self {
-        Status::Open
     }
 }
 

@@ -355,18 +355,38 @@ fn blockers(view: &dyn View, issue: &Issue) -> Result<Vec<String>, StoreError> {
     let mut parents = Vec::new();
     for dep in view.deps_of(&issue.id)? {
         let target = dep.depends_on_id.clone();
-        match dep.kind.as_str() {
+        let blocking = match dep.kind.as_str() {
             kind if dep_type::blocks_directly(kind) => {
-                if view.issue(&target)?.is_some_and(|t| !t.status.is_settled()) {
-                    direct.push(target);
-                }
+                view.issue(&target)?.is_some_and(|t| !t.status.is_settled())
             }
-            dep_type::WAITS_FOR => direct.push(target),
-            dep_type::PARENT_CHILD if view.is_blocked(&target)? => parents.push(target),
-            _ => {}
+            dep_type::WAITS_FOR => still_waiting(view, &target, dep.gate_is_any_children())?,
+            dep_type::PARENT_CHILD => {
+                if view.is_blocked(&target)? {
+                    parents.push(target);
+                }
+                false
+            }
+            _ => false,
+        };
+        if blocking {
+            direct.push(dep.depends_on_id);
         }
     }
     Ok(if direct.is_empty() { parents } else { direct })
+}
+
+/// Whether a waits-for edge to `spawner` still holds (spec §3.2 rule 3): some child is not
+/// settled, unless the gate is any-children and one child is closed.
+fn still_waiting(view: &dyn View, spawner: &str, any_child: bool) -> Result<bool, StoreError> {
+    let mut unsettled = false;
+    let mut closed = false;
+    for child in view.dependents_by(spawner, dep_type::PARENT_CHILD)? {
+        if let Some(child) = view.issue(&child)? {
+            unsettled |= !child.status.is_settled();
+            closed |= child.status == Status::Closed;
+        }
+    }
+    Ok(unsettled && !(any_child && closed))
 }
 
 pub(crate) fn blocked(
