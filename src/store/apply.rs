@@ -284,10 +284,7 @@ impl Writer<'_> {
             return Ok(None);
         }
         let mut issue = old.clone();
-        issue.status = Status::Open;
-        issue.closed_at = None;
-        issue.close_reason.clear();
-        issue.closed_by_session.clear();
+        set_status(&mut issue, Status::Open, at);
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
         Ok(Some(self.status_seeds(id)?))
@@ -573,6 +570,7 @@ fn set_status(issue: &mut Issue, status: Status, at: Timestamp) {
     } else if issue.status == Status::Closed {
         issue.closed_at = None;
         issue.close_reason.clear();
+        issue.closed_by_session.clear();
     }
     if status == Status::InProgress {
         issue.started_at.get_or_insert(at);

@@ -416,32 +416,30 @@ impl Store {
     }
 }
 
+/// Opens every table of [`TableSet`] in a read or a write transaction (their `open_table`
+/// methods differ in type, not in use).
+macro_rules! open_tables {
+    ($txn:expr) => {
+        Ok(TableSet {
+            issues: $txn.open_table(ISSUES)?,
+            deps: $txn.open_table(DEPS)?,
+            rdeps: $txn.open_table(RDEPS)?,
+            comments: $txn.open_table(COMMENTS)?,
+            labels: $txn.open_table(LABELS)?,
+            ready: $txn.open_table(READY)?,
+            ready_keys: $txn.open_table(READY_KEYS)?,
+            blocked: $txn.open_table(BLOCKED)?,
+            meta: $txn.open_table(META)?,
+        })
+    };
+}
+
 fn open_read_tables(txn: &ReadTransaction) -> Result<ReadSet, StoreError> {
-    Ok(TableSet {
-        issues: txn.open_table(ISSUES)?,
-        deps: txn.open_table(DEPS)?,
-        rdeps: txn.open_table(RDEPS)?,
-        comments: txn.open_table(COMMENTS)?,
-        labels: txn.open_table(LABELS)?,
-        ready: txn.open_table(READY)?,
-        ready_keys: txn.open_table(READY_KEYS)?,
-        blocked: txn.open_table(BLOCKED)?,
-        meta: txn.open_table(META)?,
-    })
+    open_tables!(txn)
 }
 
 fn open_write_tables(txn: &WriteTransaction) -> Result<WriteSet<'_>, StoreError> {
-    Ok(TableSet {
-        issues: txn.open_table(ISSUES)?,
-        deps: txn.open_table(DEPS)?,
-        rdeps: txn.open_table(RDEPS)?,
-        comments: txn.open_table(COMMENTS)?,
-        labels: txn.open_table(LABELS)?,
-        ready: txn.open_table(READY)?,
-        ready_keys: txn.open_table(READY_KEYS)?,
-        blocked: txn.open_table(BLOCKED)?,
-        meta: txn.open_table(META)?,
-    })
+    open_tables!(txn)
 }
 
 /// A read snapshot. Queries live in `query`.
