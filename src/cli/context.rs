@@ -60,7 +60,7 @@ impl Context {
 }
 
 /// `--db` may name the `.beads` directory or the store file inside it.
-fn beads_dir_of(path: &Path) -> PathBuf {
+pub(super) fn beads_dir_of(path: &Path) -> PathBuf {
     if path.file_name().is_some_and(|name| name == STORE_FILE) {
         path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     } else {
@@ -68,7 +68,8 @@ fn beads_dir_of(path: &Path) -> PathBuf {
     }
 }
 
-fn non_empty_env(name: &str) -> Option<String> {
+/// The variable `name`, unless it is unset or blank.
+pub(super) fn non_empty_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 

@@ -1,4 +1,5 @@
-//! `fleet dep`: add and remove dependency edges, show trees and lists, report cycles.
+//! `fleet dep`: add and remove dependency edges, show trees and lists, report cycles. The
+//! store side and much of the text are shared with `bd dep`.
 
 use serde::Serialize;
 
@@ -9,7 +10,7 @@ use super::output::status_marker;
 use crate::model::{dep_type, validate_dep_type};
 use crate::op::OpKind;
 use crate::resolver::{Direction, TreeNode};
-use crate::store::LinkedIssue;
+use crate::store::{LinkedIssue, Reader, Store, StoreError};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum DepCommand {
@@ -70,15 +71,34 @@ pub fn cmd_dep(ctx: &Context, command: DepCommand) -> Result<(), CliError> {
     }
 }
 
+impl EdgeResult {
+    /// The result of `dep add` for the edge `added` of type `kind`.
+    pub fn added(added: &AddedEdge, kind: &str) -> EdgeResult {
+        EdgeResult {
+            status: "added",
+            issue_id: added.from.id.clone(),
+            depends_on_id: added.to_id.clone(),
+            kind: kind.to_string(),
+        }
+    }
+
+    /// The result of `dep remove`: the ids and type [`remove_dependency`] returned.
+    pub fn removed((from, to, kind): (String, String, String)) -> EdgeResult {
+        EdgeResult { status: "removed", issue_id: from, depends_on_id: to, kind }
+    }
+
+    /// `✓ Removed dependency: A no longer depends on B`, as bd prints it.
+    pub fn removed_line(&self) -> String {
+        format!(
+            "✓ Removed dependency: {} no longer depends on {}",
+            self.issue_id, self.depends_on_id
+        )
+    }
+}
+
 fn cmd_dep_add(ctx: &Context, issue: &str, depends_on: &str, kind: &str) -> Result<(), CliError> {
     let added = add_dependency(ctx, issue, depends_on, kind)?;
-    let result = EdgeResult {
-        status: "added",
-        issue_id: added.from.id.clone(),
-        depends_on_id: added.to_id.clone(),
-        kind: kind.to_string(),
-    };
-    ctx.out.emit(&result, || added.added_line(kind));
+    ctx.out.emit(&EdgeResult::added(&added, kind), || added.added_line(kind));
     Ok(())
 }
 
@@ -133,10 +153,8 @@ pub(super) fn add_dependency(
 }
 
 fn cmd_dep_remove(ctx: &Context, issue: &str, depends_on: &str) -> Result<(), CliError> {
-    let (from, to, kind) = remove_dependency(ctx, issue, depends_on)?;
-    let result =
-        EdgeResult { status: "removed", issue_id: from.clone(), depends_on_id: to.clone(), kind };
-    ctx.out.emit(&result, || format!("✓ Removed dependency: {from} no longer depends on {to}"));
+    let result = EdgeResult::removed(remove_dependency(ctx, issue, depends_on)?);
+    ctx.out.emit(&result, || result.removed_line());
     Ok(())
 }
 
@@ -163,12 +181,52 @@ pub(super) fn remove_dependency(
     Ok((from, to, kind))
 }
 
+/// The trees `dep tree` shows: down (what the issue depends on), up (what depends on it), or
+/// both.
 #[derive(Serialize)]
-struct Trees {
+pub(super) struct Trees {
     #[serde(skip_serializing_if = "Option::is_none")]
-    down: Option<TreeNode>,
+    pub down: Option<TreeNode>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    up: Option<TreeNode>,
+    pub up: Option<TreeNode>,
+}
+
+impl Trees {
+    /// Resolves `id` and reads its trees in `direction` ("down", "up" or "both"). Returns the
+    /// resolved id with them.
+    pub fn read(
+        store: &Store,
+        id: &str,
+        direction: &str,
+        max_depth: usize,
+    ) -> Result<(String, Trees), StoreError> {
+        let reader = store.read()?;
+        let id = reader.resolve(id)?;
+        let tree = |d: &str, dir: Direction| -> Result<Option<TreeNode>, StoreError> {
+            let wanted = direction == d || direction == "both";
+            wanted.then(|| reader.tree(&id, dir, max_depth)).transpose()
+        };
+        let trees = Trees { down: tree("down", Direction::Down)?, up: tree("up", Direction::Up)? };
+        Ok((id, trees))
+    }
+
+    /// The trees as text, each under its heading (`headings` is down, up), with a blank line
+    /// under each heading when `gap`.
+    pub fn render(&self, headings: [&str; 2], gap: bool) -> String {
+        let mut lines = Vec::new();
+        for (tree, heading) in [&self.down, &self.up].into_iter().zip(headings) {
+            let Some(tree) = tree else { continue };
+            if !lines.is_empty() {
+                lines.push(String::new());
+            }
+            lines.push(heading.to_string());
+            if gap {
+                lines.push(String::new());
+            }
+            render_tree(tree, "", true, &mut lines);
+        }
+        lines.join("\n")
+    }
 }
 
 fn cmd_dep_tree(
@@ -177,28 +235,11 @@ fn cmd_dep_tree(
     direction: &str,
     max_depth: usize,
 ) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let want = |d: &str| direction == d || direction == "both";
-    let trees = Trees {
-        down: if want("down") { Some(reader.tree(&id, Direction::Down, max_depth)?) } else { None },
-        up: if want("up") { Some(reader.tree(&id, Direction::Up, max_depth)?) } else { None },
-    };
+    let (id, trees) = Trees::read(&ctx.open_store()?, id, direction, max_depth)?;
     ctx.out.emit(&trees, || {
-        let mut lines = Vec::new();
-        if let Some(down) = &trees.down {
-            lines.push(format!("🌲 Dependency tree for {id} (what it depends on):"));
-            render_tree(down, "", true, &mut lines);
-        }
-        if let Some(up) = &trees.up {
-            if !lines.is_empty() {
-                lines.push(String::new());
-            }
-            lines.push(format!("🌲 Dependents of {id} (what depends on it):"));
-            render_tree(up, "", true, &mut lines);
-        }
-        lines.join("\n")
+        let down = format!("🌲 Dependency tree for {id} (what it depends on):");
+        let up = format!("🌲 Dependents of {id} (what depends on it):");
+        trees.render([&down, &up], false)
     });
     Ok(())
 }
@@ -241,15 +282,7 @@ fn cmd_dep_list(
     direction: &str,
     kind: Option<&str>,
 ) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let detail = reader.detail(&id)?;
-    let mut items: Vec<LinkedIssue> =
-        if direction == "up" { detail.dependents } else { detail.dependencies };
-    if let Some(kind) = kind {
-        items.retain(|i| i.dependency_type == kind);
-    }
+    let (id, items) = linked_issues(&ctx.open_store()?, id, direction, kind)?;
     ctx.out.emit(&items, || {
         if items.is_empty() {
             return format!(
@@ -270,6 +303,24 @@ fn cmd_dep_list(
     Ok(())
 }
 
+/// The resolved id of `id` and its direct dependencies (`direction` "up": its dependents),
+/// only those of type `kind` when given; for `dep list` in both personalities.
+pub(super) fn linked_issues(
+    store: &Store,
+    id: &str,
+    direction: &str,
+    kind: Option<&str>,
+) -> Result<(String, Vec<LinkedIssue>), StoreError> {
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let detail = reader.detail(&id)?;
+    let mut items = if direction == "up" { detail.dependents } else { detail.dependencies };
+    if let Some(kind) = kind {
+        items.retain(|i| i.dependency_type == kind);
+    }
+    Ok((id, items))
+}
+
 #[derive(Serialize)]
 struct CycleReport {
     cycles: Vec<Vec<String>>,
@@ -279,19 +330,22 @@ fn cmd_dep_cycles(ctx: &Context) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let report = CycleReport { cycles: reader.cycles()? };
-    ctx.out.emit(&report, || {
-        if report.cycles.is_empty() {
-            return "✓ No dependency cycles detected".to_string();
-        }
-        let mut lines = vec![format!("⚠ Found {} dependency cycles:", report.cycles.len())];
-        for (n, cycle) in report.cycles.iter().enumerate() {
-            lines.push(format!("{}. Cycle involving:", n + 1));
-            for id in cycle {
-                let title = reader.issue(id).ok().flatten().map(|i| i.title).unwrap_or_default();
-                lines.push(format!("   - {id}: {title}"));
-            }
-        }
-        lines.join("\n")
-    });
+    ctx.out.emit(&report, || render_cycles(&reader, &report.cycles));
     Ok(())
+}
+
+/// `dep cycles` as text, the same in both personalities: each cycle with its issues' titles.
+pub(super) fn render_cycles(reader: &Reader, cycles: &[Vec<String>]) -> String {
+    if cycles.is_empty() {
+        return "✓ No dependency cycles detected".to_string();
+    }
+    let mut lines = vec![format!("⚠ Found {} dependency cycles:", cycles.len())];
+    for (n, cycle) in cycles.iter().enumerate() {
+        lines.push(format!("{}. Cycle involving:", n + 1));
+        for id in cycle {
+            let title = reader.issue(id).ok().flatten().map(|i| i.title).unwrap_or_default();
+            lines.push(format!("   - {id}: {title}"));
+        }
+    }
+    lines.join("\n")
 }

@@ -1,10 +1,12 @@
-//! `fleet label`: add, remove and list labels.
+//! `fleet label`: add, remove and list labels. The store side and the text of add, remove,
+//! list and list-all are shared with `bd label`.
 
 use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
 use crate::op::OpKind;
+use crate::store::{Store, StoreError};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum LabelCommand {
@@ -32,7 +34,7 @@ pub(super) struct LabelChange {
 }
 
 #[derive(Serialize)]
-struct LabelCount {
+pub(super) struct LabelCount {
     label: String,
     count: u64,
 }
@@ -49,19 +51,22 @@ pub fn cmd_label(ctx: &Context, command: LabelCommand) -> Result<(), CliError> {
 fn change_labels(ctx: &Context, mut args: Vec<String>, add: bool) -> Result<(), CliError> {
     let label = args.pop().unwrap_or_default();
     let changes = apply_label_change(ctx, &args, &label, add)?;
-    ctx.out.emit(&changes, || {
-        changes
-            .iter()
-            .map(|c| match (add, c.changed) {
-                (true, true) => format!("✓ Added label '{}' to {}", c.label, c.id),
-                (true, false) => format!("{} already has label '{}'", c.id, c.label),
-                (false, true) => format!("✓ Removed label '{}' from {}", c.label, c.id),
-                (false, false) => format!("{} does not have label '{}'", c.id, c.label),
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    ctx.out.emit(&changes, || render_changes(&changes, add));
     Ok(())
+}
+
+/// One line per label change, as both personalities print them.
+pub(super) fn render_changes(changes: &[LabelChange], add: bool) -> String {
+    changes
+        .iter()
+        .map(|c| match (add, c.changed) {
+            (true, true) => format!("✓ Added label '{}' to {}", c.label, c.id),
+            (true, false) => format!("{} already has label '{}'", c.id, c.label),
+            (false, true) => format!("✓ Removed label '{}' from {}", c.label, c.id),
+            (false, false) => format!("{} does not have label '{}'", c.id, c.label),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The store side of `label add`/`label remove`, shared by both personalities: adds (or
@@ -95,37 +100,53 @@ pub(super) fn apply_label_change(
 }
 
 fn list_labels(ctx: &Context, id: &str) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let labels = reader.issue(&id)?.map(|i| i.labels).unwrap_or_default();
-    ctx.out.emit(&labels, || {
-        if labels.is_empty() {
-            return format!("{id} has no labels");
-        }
-        let mut lines = vec![format!("🏷 Labels for {id}:")];
-        lines.extend(labels.iter().map(|l| format!("  - {l}")));
-        lines.join("\n")
-    });
+    let (id, labels) = issue_labels(&ctx.open_store()?, id)?;
+    ctx.out.emit(&labels, || render_labels(&id, &labels));
     Ok(())
 }
 
+/// The resolved id of `id` and its labels, for `label list` in both personalities.
+pub(super) fn issue_labels(store: &Store, id: &str) -> Result<(String, Vec<String>), StoreError> {
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let labels = reader.issue(&id)?.map(|i| i.labels).unwrap_or_default();
+    Ok((id, labels))
+}
+
+/// `label list` as text, the same in both personalities.
+pub(super) fn render_labels(id: &str, labels: &[String]) -> String {
+    if labels.is_empty() {
+        return format!("{id} has no labels");
+    }
+    let mut lines = vec![format!("🏷 Labels for {id}:")];
+    lines.extend(labels.iter().map(|l| format!("  - {l}")));
+    lines.join("\n")
+}
+
 fn list_all(ctx: &Context) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let counts: Vec<LabelCount> = store
+    let counts = label_counts(&ctx.open_store()?)?;
+    ctx.out.emit(&counts, || render_label_counts(&counts, "No labels in use"));
+    Ok(())
+}
+
+/// Every label in use with how many issues carry it, for `label list-all` in both
+/// personalities.
+pub(super) fn label_counts(store: &Store) -> Result<Vec<LabelCount>, StoreError> {
+    Ok(store
         .read()?
         .label_counts()?
         .into_iter()
         .map(|(label, count)| LabelCount { label, count })
-        .collect();
-    ctx.out.emit(&counts, || {
-        if counts.is_empty() {
-            return "No labels in use".to_string();
-        }
-        let width = counts.iter().map(|c| c.label.len()).max().unwrap_or(0);
-        let mut lines = vec![format!("🏷 All labels ({} unique):", counts.len())];
-        lines.extend(counts.iter().map(|c| format!("  {:width$}  ({} issues)", c.label, c.count)));
-        lines.join("\n")
-    });
-    Ok(())
+        .collect())
+}
+
+/// `label list-all` as text; `none` is the personality's line for a store without labels.
+pub(super) fn render_label_counts(counts: &[LabelCount], none: &str) -> String {
+    if counts.is_empty() {
+        return none.to_string();
+    }
+    let width = counts.iter().map(|c| c.label.len()).max().unwrap_or(0);
+    let mut lines = vec![format!("🏷 All labels ({} unique):", counts.len())];
+    lines.extend(counts.iter().map(|c| format!("  {:width$}  ({} issues)", c.label, c.count)));
+    lines.join("\n")
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use super::output::BdOutput;
 use super::{BdError, BdGlobal, Personality};
-use crate::cli::context::{Context, fleet_home};
+use crate::cli::context::{Context, beads_dir_of, fleet_home, non_empty_env};
 use crate::cli::{CliError, GlobalArgs};
 use crate::store::{STORE_FILE, Store};
 
@@ -156,19 +156,6 @@ impl BdContext {
     pub fn after_write(&self) {
         super::transfer::auto_export(self);
     }
-}
-
-/// `--db` may name the `.beads` directory or the store file inside it.
-fn beads_dir_of(path: &Path) -> PathBuf {
-    if path.file_name().is_some_and(|name| name == STORE_FILE) {
-        path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-    } else {
-        path.to_path_buf()
-    }
-}
-
-fn non_empty_env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 fn discover(db: Option<&Path>, personality: Personality) -> Option<PathBuf> {

@@ -1,13 +1,12 @@
 //! `bd dep add|remove|tree|list|cycles`, and the shorthand `bd dep <blocker> --blocks <blocked>`.
 
-use serde::Serialize;
-
 use super::context::BdContext;
 use super::output::BdError;
-use crate::cli::dep::{EdgeResult, add_dependency, remove_dependency, render_tree};
+use crate::cli::dep::{
+    EdgeResult, Trees, add_dependency, linked_issues, remove_dependency, render_cycles,
+};
 use crate::model::{dep_type, validate_dep_type};
-use crate::resolver::{Direction, TreeNode};
-use crate::store::LinkedIssue;
+use crate::resolver::TreeNode;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -100,16 +99,8 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), BdError> {
             add(ctx, &issue, &target, &kind)
         }
         DepCommand::Remove { issue, depends_on } => {
-            let (from, to, kind) = remove_dependency(ctx.fleet()?, &issue, &depends_on)?;
-            let result = EdgeResult {
-                status: "removed",
-                issue_id: from.clone(),
-                depends_on_id: to.clone(),
-                kind,
-            };
-            ctx.out.emit(&result, || {
-                format!("✓ Removed dependency: {from} no longer depends on {to}")
-            });
+            let result = EdgeResult::removed(remove_dependency(ctx.fleet()?, &issue, &depends_on)?);
+            ctx.out.emit(&result, || result.removed_line());
             Ok(())
         }
         DepCommand::Tree { id, direction, max_depth, format, .. } => {
@@ -123,22 +114,8 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), BdError> {
 fn add(ctx: &BdContext, issue: &str, depends_on: &str, kind: &str) -> Result<(), BdError> {
     validate_dep_type(kind)?;
     let added = add_dependency(ctx.fleet()?, issue, depends_on, kind)?;
-    let result = EdgeResult {
-        status: "added",
-        issue_id: added.from.id.clone(),
-        depends_on_id: added.to_id.clone(),
-        kind: kind.to_string(),
-    };
-    ctx.out.emit(&result, || added.added_line(kind));
+    ctx.out.emit(&EdgeResult::added(&added, kind), || added.added_line(kind));
     Ok(())
-}
-
-#[derive(Serialize)]
-struct Trees {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    down: Option<TreeNode>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    up: Option<TreeNode>,
 }
 
 fn tree(
@@ -148,14 +125,7 @@ fn tree(
     max_depth: usize,
     format: &str,
 ) -> Result<(), BdError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let want = |d: &str| direction == d || direction == "both";
-    let trees = Trees {
-        down: if want("down") { Some(reader.tree(&id, Direction::Down, max_depth)?) } else { None },
-        up: if want("up") { Some(reader.tree(&id, Direction::Up, max_depth)?) } else { None },
-    };
+    let (id, trees) = Trees::read(&ctx.open_store()?, id, direction, max_depth)?;
     if format == "mermaid" && !ctx.out.json {
         let mut lines = vec!["graph TD".to_string()];
         for (node, upward) in [(&trees.down, false), (&trees.up, true)] {
@@ -167,21 +137,9 @@ fn tree(
         return Ok(());
     }
     ctx.out.emit(&trees, || {
-        let mut lines = Vec::new();
-        if let Some(down) = &trees.down {
-            lines.push(format!("🌲 Dependency tree for {id}:"));
-            lines.push(String::new());
-            render_tree(down, "", true, &mut lines);
-        }
-        if let Some(up) = &trees.up {
-            if !lines.is_empty() {
-                lines.push(String::new());
-            }
-            lines.push(format!("🌲 Dependents of {id}:"));
-            lines.push(String::new());
-            render_tree(up, "", true, &mut lines);
-        }
-        lines.join("\n")
+        let (down, up) =
+            (format!("🌲 Dependency tree for {id}:"), format!("🌲 Dependents of {id}:"));
+        trees.render([&down, &up], true)
     });
     Ok(())
 }
@@ -204,15 +162,7 @@ fn mermaid_id(id: &str) -> String {
 }
 
 fn list(ctx: &BdContext, id: &str, direction: &str, kind: Option<&str>) -> Result<(), BdError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let detail = reader.detail(&id)?;
-    let mut items: Vec<LinkedIssue> =
-        if direction == "up" { detail.dependents } else { detail.dependencies };
-    if let Some(kind) = kind {
-        items.retain(|i| i.dependency_type == kind);
-    }
+    let (id, items) = linked_issues(&ctx.open_store()?, id, direction, kind)?;
     ctx.out.emit(&items, || {
         let noun = if direction == "up" { "dependents" } else { "dependencies" };
         if items.is_empty() {
@@ -231,28 +181,10 @@ fn list(ctx: &BdContext, id: &str, direction: &str, kind: Option<&str>) -> Resul
     Ok(())
 }
 
-#[derive(Serialize)]
-struct CycleReport {
-    cycles: Vec<Vec<String>>,
-}
-
 fn cycles(ctx: &BdContext) -> Result<(), BdError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
-    let report = CycleReport { cycles: reader.cycles()? };
-    ctx.out.emit(&report.cycles, || {
-        if report.cycles.is_empty() {
-            return "✓ No dependency cycles detected".to_string();
-        }
-        let mut lines = vec![format!("⚠ Found {} dependency cycles:", report.cycles.len())];
-        for (n, cycle) in report.cycles.iter().enumerate() {
-            lines.push(format!("{}. Cycle involving:", n + 1));
-            for id in cycle {
-                let title = reader.issue(id).ok().flatten().map(|i| i.title).unwrap_or_default();
-                lines.push(format!("   - {id}: {title}"));
-            }
-        }
-        lines.join("\n")
-    });
+    let cycles = reader.cycles()?;
+    ctx.out.emit(&cycles, || render_cycles(&reader, &cycles));
     Ok(())
 }

@@ -1,10 +1,11 @@
 //! `bd label add|remove|list|list-all|propagate`.
 
-use serde::Serialize;
-
 use super::context::BdContext;
 use super::output::BdError;
-use crate::cli::label::apply_label_change;
+use crate::cli::label::{
+    apply_label_change, issue_labels, label_counts, render_changes, render_label_counts,
+    render_labels,
+};
 use crate::model::dep_type;
 
 #[derive(Debug, clap::Subcommand)]
@@ -32,12 +33,6 @@ impl LabelCommand {
     pub fn writes(&self) -> bool {
         matches!(self, Self::Add { .. } | Self::Remove { .. } | Self::Propagate { .. })
     }
-}
-
-#[derive(Serialize)]
-struct LabelCount {
-    label: String,
-    count: u64,
 }
 
 pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), BdError> {
@@ -74,53 +69,18 @@ pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), BdError> 
 
 fn change(ctx: &BdContext, ids: &[String], label: &str, add: bool) -> Result<(), BdError> {
     let changes = apply_label_change(ctx.fleet()?, ids, label, add)?;
-    ctx.out.emit(&changes, || {
-        changes
-            .iter()
-            .map(|c| match (add, c.changed) {
-                (true, true) => format!("✓ Added label '{}' to {}", c.label, c.id),
-                (true, false) => format!("{} already has label '{}'", c.id, c.label),
-                (false, true) => format!("✓ Removed label '{}' from {}", c.label, c.id),
-                (false, false) => format!("{} does not have label '{}'", c.id, c.label),
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    ctx.out.emit(&changes, || render_changes(&changes, add));
     Ok(())
 }
 
 fn list(ctx: &BdContext, id: &str) -> Result<(), BdError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let labels = reader.issue(&id)?.map(|i| i.labels).unwrap_or_default();
-    ctx.out.emit(&labels, || {
-        if labels.is_empty() {
-            return format!("{id} has no labels");
-        }
-        let mut lines = vec![format!("🏷 Labels for {id}:")];
-        lines.extend(labels.iter().map(|l| format!("  - {l}")));
-        lines.join("\n")
-    });
+    let (id, labels) = issue_labels(&ctx.open_store()?, id)?;
+    ctx.out.emit(&labels, || render_labels(&id, &labels));
     Ok(())
 }
 
 fn list_all(ctx: &BdContext) -> Result<(), BdError> {
-    let store = ctx.open_store()?;
-    let counts: Vec<LabelCount> = store
-        .read()?
-        .label_counts()?
-        .into_iter()
-        .map(|(label, count)| LabelCount { label, count })
-        .collect();
-    ctx.out.emit(&counts, || {
-        if counts.is_empty() {
-            return "No labels found in database".to_string();
-        }
-        let width = counts.iter().map(|c| c.label.len()).max().unwrap_or(0);
-        let mut lines = vec![format!("🏷 All labels ({} unique):", counts.len())];
-        lines.extend(counts.iter().map(|c| format!("  {:width$}  ({} issues)", c.label, c.count)));
-        lines.join("\n")
-    });
+    let counts = label_counts(&ctx.open_store()?)?;
+    ctx.out.emit(&counts, || render_label_counts(&counts, "No labels found in database"));
     Ok(())
 }
