@@ -41,8 +41,7 @@ pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
 }
 
 pub fn cmd_release(ctx: &Context, args: ReleaseArgs) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let (released, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    let released = ctx.write(|writer| {
         let mut released = Vec::new();
         for input in &args.ids {
             let id = writer.resolve(input)?;

@@ -63,8 +63,7 @@ pub(super) fn write_comment(
     if text.trim().is_empty() {
         return Err(CliError::new("comment text is empty"));
     }
-    let store = ctx.open_store()?;
-    let ((comment, issue), _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    let (comment, issue) = ctx.write(|writer| {
         let id = writer.resolve(id)?;
         let comment = Comment {
             id: CommentId::Text(ulid::Ulid::generate().to_string()),

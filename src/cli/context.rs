@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use super::GlobalArgs;
 use super::error::CliError;
 use super::output::Output;
-use crate::store::{STORE_FILE, Store};
+use crate::store::{STORE_FILE, Store, StoreError, Writer};
 use crate::time::Clock;
 
 pub struct Context {
@@ -56,6 +56,16 @@ impl Context {
         let mut store = Store::open(&self.workspace_dir()?)?;
         store.skip_close_on_exit();
         Ok(store)
+    }
+
+    /// Opens the store and runs `body` as one write transaction as this command's actor,
+    /// returning what `body` returns (the applied ops are dropped).
+    pub fn write<R>(
+        &self,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
+    ) -> Result<R, CliError> {
+        let (result, _) = self.open_store()?.write(&self.actor, self.clock, body)?;
+        Ok(result)
     }
 }
 

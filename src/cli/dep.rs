@@ -131,9 +131,8 @@ pub(super) fn add_dependency(
     kind: &str,
 ) -> Result<AddedEdge, CliError> {
     validate_dep_type(kind)?;
-    let store = ctx.open_store()?;
     let now = ctx.now();
-    let ((from, to), _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    let (from, to) = ctx.write(|writer| {
         let from = writer.resolve(issue)?;
         let to = match writer.resolve(depends_on) {
             Ok(id) => id,
@@ -165,8 +164,7 @@ pub(super) fn remove_dependency(
     issue: &str,
     depends_on: &str,
 ) -> Result<(String, String, String), CliError> {
-    let store = ctx.open_store()?;
-    let ((from, to, kind), _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    let (from, to, kind) = ctx.write(|writer| {
         let from = writer.resolve(issue)?;
         let to = writer.resolve(depends_on).unwrap_or_else(|_| depends_on.to_string());
         let kind = writer

@@ -176,8 +176,7 @@ pub(in crate::cli) fn create_issue(
         model: args.model.clone().unwrap_or_default(),
         ..FleetFields::default()
     };
-    let store = ctx.open_store()?;
-    let (summary, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    ctx.write(|writer| {
         let parent = args.parent.as_deref().map(|p| writer.resolve(p)).transpose()?;
         let id = match &args.id {
             Some(id) => id.clone(),
@@ -215,8 +214,7 @@ pub(in crate::cli) fn create_issue(
         adjust(&mut issue);
         writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
         writer.detail(&id).map(|d| d.summary)
-    })?;
-    Ok(summary)
+    })
 }
 
 pub(super) fn new_dep(
@@ -420,10 +418,15 @@ fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError>
     })
 }
 
+impl UpdateArgs {
+    /// Whether any of fleet's task fields (`--cwd`, `--coder`, `--model`) is given.
+    fn changes_fleet_fields(&self) -> bool {
+        self.cwd.is_some() || self.coder.is_some() || self.model.is_some()
+    }
+}
+
 pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
-    let patch = build_patch(ctx, &args)?;
-    let fleet_change = args.cwd.is_some() || args.coder.is_some() || args.model.is_some();
-    if patch.is_empty() && !args.claim && !fleet_change {
+    if !update_requested(ctx, &args)? {
         return Err(CliError::new("No updates specified")
             .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
     }
@@ -442,7 +445,7 @@ pub(in crate::cli) fn update_issues(
     extra: impl Fn(&mut Writer<'_>, &str) -> Result<(), StoreError>,
 ) -> Result<Vec<IssueSummary>, CliError> {
     let mut patch = build_patch(ctx, args)?;
-    let fleet_change = args.cwd.is_some() || args.coder.is_some() || args.model.is_some();
+    let fleet_change = args.changes_fleet_fields();
     let store = ctx.open_store()?;
     let cwd = args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?;
     let (updated, _) = store.write(&ctx.actor, ctx.clock, |writer| {
@@ -474,8 +477,7 @@ pub(in crate::cli) fn update_issues(
 
 /// Whether `args` asks for any change at all (fields, a claim, or fleet's task fields).
 pub(in crate::cli) fn update_requested(ctx: &Context, args: &UpdateArgs) -> Result<bool, CliError> {
-    let fleet_change = args.cwd.is_some() || args.coder.is_some() || args.model.is_some();
-    Ok(!build_patch(ctx, args)?.is_empty() || args.claim || fleet_change)
+    Ok(!build_patch(ctx, args)?.is_empty() || args.claim || args.changes_fleet_fields())
 }
 
 fn emit_summaries(ctx: &Context, items: &[IssueSummary], line: impl Fn(&IssueSummary) -> String) {
@@ -580,8 +582,7 @@ pub(in crate::cli) fn close_issues(
     ctx: &Context,
     args: &CloseArgs,
 ) -> Result<CloseResult, CliError> {
-    let store = ctx.open_store()?;
-    let (result, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    ctx.write(|writer| {
         let mut result = CloseResult { closed: Vec::new(), refused: Vec::new() };
         for (n, input) in args.ids.iter().enumerate() {
             let refuse = |error: String| Refusal { id: input.clone(), error };
@@ -608,8 +609,7 @@ pub(in crate::cli) fn close_issues(
             result.closed.push(writer.detail(&id)?.summary);
         }
         Ok(result)
-    })?;
-    Ok(result)
+    })
 }
 
 #[derive(Debug, clap::Args)]
@@ -634,9 +634,8 @@ pub(in crate::cli) fn reopen_issues(
     ctx: &Context,
     args: &ReopenArgs,
 ) -> Result<Vec<IssueSummary>, CliError> {
-    let store = ctx.open_store()?;
     let now = ctx.now();
-    let (reopened, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    ctx.write(|writer| {
         let mut reopened = Vec::new();
         for input in &args.ids {
             let id = writer.resolve(input)?;
@@ -657,8 +656,7 @@ pub(in crate::cli) fn reopen_issues(
             reopened.push(writer.detail(&id)?.summary);
         }
         Ok(reopened)
-    })?;
-    Ok(reopened)
+    })
 }
 
 #[derive(Debug, clap::Args)]
@@ -694,7 +692,6 @@ pub(in crate::cli) fn delete_issues(
     ctx: &Context,
     args: &DeleteArgs,
 ) -> Result<DeleteResult, CliError> {
-    let store = ctx.open_store()?;
     let plan = |writer: &mut Writer<'_>| -> Result<DeleteResult, StoreError> {
         let mut result = DeleteResult {
             preview: !args.force,
@@ -720,8 +717,7 @@ pub(in crate::cli) fn delete_issues(
         }
         Ok(result)
     };
-    let (result, _) = store.write(&ctx.actor, ctx.clock, plan)?;
-    Ok(result)
+    ctx.write(plan)
 }
 
 pub(in crate::cli) fn render_delete(result: &DeleteResult) -> String {

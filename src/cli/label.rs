@@ -81,8 +81,7 @@ pub(super) fn apply_label_change(
     if label.trim().is_empty() {
         return Err(CliError::new("label is empty"));
     }
-    let store = ctx.open_store()?;
-    let (changes, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    ctx.write(|writer| {
         let mut changes = Vec::new();
         for input in ids {
             let id = writer.resolve(input)?;
@@ -95,8 +94,7 @@ pub(super) fn apply_label_change(
             changes.push(LabelChange { id, label: label.clone(), changed });
         }
         Ok(changes)
-    })?;
-    Ok(changes)
+    })
 }
 
 fn list_labels(ctx: &Context, id: &str) -> Result<(), CliError> {
