@@ -1,10 +1,12 @@
-//! `fleet comment` and `fleet comments`: add and list comments.
+//! `fleet comment` and `fleet comments`: add and list comments. Adding, its line of text and
+//! the read behind listing are shared with bd's `comment` and `comments`.
 
 use super::context::Context;
 use super::error::CliError;
 use super::output::id_title;
-use crate::model::{Comment, CommentId};
+use crate::model::{Comment, CommentId, Issue};
 use crate::op::OpKind;
+use crate::store::{Store, StoreError};
 
 #[derive(Debug, clap::Args)]
 pub struct CommentArgs {
@@ -45,11 +47,28 @@ fn add_comment(
     author: Option<String>,
 ) -> Result<(), CliError> {
     let (comment, issue) = write_comment(ctx, id, text, author)?;
-    ctx.out.emit(&comment, || match &issue {
+    ctx.out.emit(&comment, || added_line(&comment, issue.as_ref()));
+    Ok(())
+}
+
+/// `✓ Comment added to ID: title`, as both personalities print it (the bare id when the
+/// issue is not at hand).
+pub(super) fn added_line(comment: &Comment, issue: Option<&Issue>) -> String {
+    match issue {
         Some(issue) => format!("✓ Comment added to {}", id_title(issue)),
         None => format!("✓ Comment added to {}", comment.issue_id),
-    });
-    Ok(())
+    }
+}
+
+/// The resolved id of `id` and its comments, for listing them in both personalities.
+pub(super) fn issue_comments(
+    store: &Store,
+    id: &str,
+) -> Result<(String, Vec<Comment>), StoreError> {
+    let reader = store.read()?;
+    let id = reader.resolve(id)?;
+    let comments = reader.comments(&id)?;
+    Ok((id, comments))
 }
 
 /// The store side of adding a comment, shared by both personalities: returns the comment and
@@ -59,7 +78,7 @@ pub(super) fn write_comment(
     id: &str,
     text: &str,
     author: Option<String>,
-) -> Result<(Comment, Option<crate::model::Issue>), CliError> {
+) -> Result<(Comment, Option<Issue>), CliError> {
     if text.trim().is_empty() {
         return Err(CliError::new("comment text is empty"));
     }
@@ -79,10 +98,7 @@ pub(super) fn write_comment(
 }
 
 fn list_comments(ctx: &Context, id: &str) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let comments = reader.comments(&id)?;
+    let (id, comments) = issue_comments(&ctx.open_store()?, id)?;
     ctx.out.emit(&comments, || {
         if comments.is_empty() {
             return format!("{id} has no comments");

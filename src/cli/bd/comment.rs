@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use super::context::BdContext;
 use super::output::BdError;
-use crate::cli::comment::write_comment;
-use crate::cli::output::id_title;
+use crate::cli::comment::{added_line, issue_comments, write_comment};
 
 #[derive(Debug, clap::Args)]
 pub struct CommentArgs {
@@ -74,18 +73,12 @@ fn comment_text(text: Option<String>, file: Option<&std::path::Path>) -> Result<
 
 fn add(ctx: &BdContext, id: &str, text: &str, author: Option<String>) -> Result<(), BdError> {
     let (comment, issue) = write_comment(ctx.fleet()?, id, text, author)?;
-    ctx.out.emit(&comment, || match &issue {
-        Some(issue) => format!("✓ Comment added to {}", id_title(issue)),
-        None => format!("✓ Comment added to {}", comment.issue_id),
-    });
+    ctx.out.emit(&comment, || added_line(&comment, issue.as_ref()));
     Ok(())
 }
 
 fn list(ctx: &BdContext, id: &str) -> Result<(), BdError> {
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let id = reader.resolve(id)?;
-    let comments = reader.comments(&id)?;
+    let (id, comments) = issue_comments(&ctx.open_store()?, id)?;
     ctx.out.emit(&comments, || {
         if comments.is_empty() {
             return format!("No comments on {id}");
