@@ -2,21 +2,18 @@
 //! reload helper, and `fleet config show|set|unset` run as a user runs them — the real binary
 //! in a throwaway `FLEET_HOME` with a cleared environment.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::Run;
 use fleet::config::{ConfigErrorKind, ConfigWatcher, Reload, RuntimeConfig, file_stamp};
 use serde_json::Value;
 
 /// A temporary FLEET_HOME.
 struct Home {
     dir: tempfile::TempDir,
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
 }
 
 impl Home {
@@ -38,19 +35,15 @@ impl Home {
 
     /// Runs `fleet ARGS` with only FLEET_HOME, HOME and PATH set.
     fn fleet(&self, args: &[&str]) -> Run {
-        let output = Command::new(env!("CARGO_BIN_EXE_fleet"))
+        Command::new(common::fleet_bin())
             .args(args)
             .env_clear()
             .env("FLEET_HOME", self.dir.path())
             .env("HOME", self.dir.path())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .output()
-            .unwrap();
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-        }
+            .unwrap()
+            .into()
     }
 
     /// Names of the files in FLEET_HOME (to catch leftover temporary files).
@@ -61,24 +54,6 @@ impl Home {
             .collect();
         names.sort();
         names
-    }
-}
-
-impl Run {
-    #[track_caller]
-    fn ok(self) -> Run {
-        assert_eq!(self.code, 0, "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
-        self
-    }
-
-    #[track_caller]
-    fn fails(self) -> Run {
-        assert_eq!(self.code, 1, "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap()
     }
 }
 
@@ -132,7 +107,7 @@ fn an_unknown_key_is_an_error_naming_it_and_the_fix() {
     assert_eq!(error.line, Some(2));
     assert_eq!(error.key.as_deref(), Some("max_concurent"));
 
-    let run = home.fleet(&["config", "show"]).fails();
+    let run = home.fleet(&["config", "show"]).fails(1);
     assert_eq!(
         run.stderr,
         format!(
@@ -157,7 +132,7 @@ fn an_unknown_key_is_an_error_naming_it_and_the_fix() {
 fn a_wrong_type_or_range_names_the_line() {
     let home = Home::new();
     home.write("# limits\nmax_failures = 2\nmax_concurrent = \"4\"\n");
-    let run = home.fleet(&["config", "show"]).fails();
+    let run = home.fleet(&["config", "show"]).fails(1);
     assert!(
         run.stderr.starts_with(&format!(
             "error: {} line 3: max_concurrent must be an integer from 0 to 1024, found string \"4\"",
@@ -200,7 +175,7 @@ fn a_wrong_type_or_range_names_the_line() {
 fn coders_are_validated_when_the_config_loads() {
     let home = Home::new();
     home.write("max_concurrent = 2\ncoder = \"cladue\"\n");
-    let run = home.fleet(&["config", "show"]).fails();
+    let run = home.fleet(&["config", "show"]).fails(1);
     assert!(
         run.stderr.contains(
             "line 2: coder = \"cladue\": unknown coder \"cladue\" (did you mean \"claude\"?)"
@@ -333,13 +308,13 @@ fn an_invalid_set_writes_nothing() {
     ] {
         let mut full = vec!["config", "set"];
         full.extend(&args);
-        let run = home.fleet(&full).fails();
+        let run = home.fleet(&full).fails(1);
         assert!(run.stderr.starts_with(&format!("error: {message}")), "{args:?}: {}", run.stderr);
         assert!(run.stdout.is_empty());
         assert_eq!(home.read(), COMMENTED, "{args:?}: the file is unchanged");
         assert_eq!(file_stamp(&home.file()), stamp, "{args:?}: not even rewritten");
     }
-    let run = home.fleet(&["config", "set", "coder=nope"]).fails();
+    let run = home.fleet(&["config", "set", "coder=nope"]).fails(1);
     assert!(
         run.stderr.contains(&format!("{} is unchanged", home.file().display())),
         "{}",
@@ -388,7 +363,7 @@ fn set_defines_a_coder_and_unset_removes_it() {
     assert_eq!(bot.context_limit("other"), Some(200_000), "claude-format default");
 
     // Removing the coder while it is the default coder would break the config: refused.
-    let run = home.fleet(&["config", "unset", "coders.mybot"]).fails();
+    let run = home.fleet(&["config", "unset", "coders.mybot"]).fails(1);
     assert!(run.stderr.contains("unknown coder \"mybot\""), "{}", run.stderr);
     let run = home.fleet(&["config", "unset", "coder", "coders.mybot", "max_stalls"]).ok();
     assert!(run.stdout.contains("coder removed, coders.mybot removed"), "{}", run.stdout);
@@ -428,7 +403,7 @@ fn show_json_is_the_effective_config_and_the_coders() {
 fn the_file_path_follows_fleet_home() {
     let home = Home::new();
     let nested = home.dir.path().join("deeper/home");
-    let output = Command::new(env!("CARGO_BIN_EXE_fleet"))
+    let output = Command::new(common::fleet_bin())
         .args(["config", "set", "max_concurrent=1"])
         .env_clear()
         .env("FLEET_HOME", &nested)

@@ -6,10 +6,13 @@
 //! all-or-nothing transaction, legacy SQLite databases, Dolt workspaces, Python-fleet homes,
 //! byte-stable round trips and auto-export.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::{Run, Workspace};
 use serde_json::{Value, json};
 
 const NOW: &str = "2026-06-01T12:00:00Z";
@@ -18,50 +21,15 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
-/// A FLEET_HOME, initialised or not.
+/// A FLEET_HOME, initialised or not, whose commands run at the pinned time [`NOW`].
 struct Home {
-    dir: tempfile::TempDir,
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    #[track_caller]
-    fn ok(self) -> Run {
-        assert_eq!(
-            self.code, 0,
-            "expected success\nstdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-
-    #[track_caller]
-    fn fails(self) -> Run {
-        assert_eq!(
-            self.code, 1,
-            "expected exit 1\nstdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-
-    #[track_caller]
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!("not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
-        })
-    }
+    ws: Workspace,
 }
 
 impl Home {
     /// No workspace yet: the first import creates it.
     fn empty() -> Home {
-        Home { dir: tempfile::tempdir().expect("temp dir") }
+        Home { ws: Workspace::empty() }
     }
 
     fn initialised(prefix: &str) -> Home {
@@ -71,22 +39,16 @@ impl Home {
     }
 
     fn path(&self) -> &Path {
-        self.dir.path()
+        self.ws.home()
     }
 
     fn beads(&self) -> PathBuf {
-        self.path().join(".beads")
+        self.ws.beads_dir()
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleet"));
-        cmd.env_clear()
-            .env("FLEET_HOME", self.path())
-            .env("FLEET_ACTOR", "tester")
-            .env("FLEET_TEST_NOW", NOW)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .current_dir(self.path())
-            .args(args);
+        let mut cmd = self.ws.command(args);
+        cmd.env("FLEET_TEST_NOW", NOW);
         cmd
     }
 
@@ -95,12 +57,7 @@ impl Home {
     }
 
     fn run_with(&self, mut cmd: Command) -> Run {
-        let output = cmd.output().expect("run fleet");
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        cmd.output().expect("run fleet").into()
     }
 
     /// `fleet import … --json`, which must succeed; returns the report.
@@ -419,7 +376,7 @@ fn a_malformed_line_imports_nothing() {
     let path = home.path().join("bad.jsonl");
     let good = issue("t-1", "one", "2026-01-01T00:00:00Z").to_string();
     std::fs::write(&path, format!("{good}\n{{\"_type\":\"memory\",\"key\":\"k\",\"value\":\"v\"}}\n{{\"id\":\"t-2\",\"title\":\n")).unwrap();
-    let run = home.run(&["import", path.to_str().unwrap()]).fails();
+    let run = home.run(&["import", path.to_str().unwrap()]).fails(1);
     assert!(run.stderr.contains("error: line 3: invalid JSON"), "{}", run.stderr);
     assert!(run.stderr.contains("--skip-bad-lines"), "{}", run.stderr);
     assert_eq!(home.export_all(), before, "the store is unchanged");
@@ -427,7 +384,7 @@ fn a_malformed_line_imports_nothing() {
     let bad_priority = json!({"id": "t-3", "title": "x", "priority": 9});
     let path =
         home.write("bad2.jsonl", &[issue("t-1", "one", "2026-01-01T00:00:00Z"), bad_priority]);
-    let run = home.run(&["import", path.to_str().unwrap()]).fails();
+    let run = home.run(&["import", path.to_str().unwrap()]).fails(1);
     assert!(
         run.stderr.contains("line 2: priority must be between 0 and 4 (got 9)"),
         "{}",
@@ -437,7 +394,7 @@ fn a_malformed_line_imports_nothing() {
 
     // Into a workspace that does not exist yet: none is created.
     let fresh = Home::empty();
-    fresh.run(&["import", path.to_str().unwrap()]).fails();
+    fresh.run(&["import", path.to_str().unwrap()]).fails(1);
     assert!(!fresh.beads().exists());
 }
 
@@ -562,7 +519,7 @@ fn a_legacy_sqlite_database_is_read_directly() {
     assert_eq!(child["parent"], "lg-a1");
     assert_eq!(exported["lg-b2"]["dependencies"][0]["created_by"], "bob");
     // The store file named beads.db is told apart from SQLite by its header.
-    let again = home.run(&["import", home.beads().join("beads.db").to_str().unwrap()]).fails();
+    let again = home.run(&["import", home.beads().join("beads.db").to_str().unwrap()]).fails(1);
     assert!(again.stderr.contains("into itself"), "{}", again.stderr);
 }
 
@@ -573,7 +530,7 @@ fn a_dolt_workspace_gets_a_plain_explanation_and_the_fix() {
     let home = Home::initialised("t");
     let mut cmd = home.command(&["import", project.path().to_str().unwrap()]);
     cmd.env("PATH", "/nonexistent");
-    let run = home.run_with(cmd).fails();
+    let run = home.run_with(cmd).fails(1);
     assert!(run.stderr.contains("Dolt-backed beads workspace"), "{}", run.stderr);
     assert!(run.stderr.contains("fleet cannot read Dolt's storage"), "{}", run.stderr);
     assert!(
@@ -598,7 +555,7 @@ fn a_dolt_workspace_gets_a_plain_explanation_and_the_fix() {
     let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
     let mut cmd = home.command(&["import", project.path().to_str().unwrap()]);
     cmd.env("PATH", &path);
-    let run = home.run_with(cmd).fails();
+    let run = home.run_with(cmd).fails(1);
     assert!(run.stderr.contains("--via-bd"), "the hint names the flag: {}", run.stderr);
     let mut cmd = home.command(&["import", project.path().to_str().unwrap(), "--via-bd"]);
     cmd.env("PATH", &path);
@@ -755,7 +712,7 @@ fn export_to_a_file_is_atomic_and_deterministic() {
     assert_eq!(ids, sorted);
     // A failed export leaves the old file alone.
     let missing = home.path().join("no-such-dir/x.jsonl");
-    home.run(&["export", "-o", missing.to_str().unwrap()]).fails();
+    home.run(&["export", "-o", missing.to_str().unwrap()]).fails(1);
     assert_eq!(std::fs::read(&file).unwrap(), first);
 }
 
