@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use crate::harness::{Sandbox, Supervisor};
 use crate::mock::{Api, MockApi};
 use crate::{
-    DEADLINE, agent_cli, assert_no_leftovers, assert_released_uncharged, counter, diagnose,
-    events_of, runtime_toml, scenario,
+    DEADLINE, Scene, agent_cli, assert_closed_done, assert_no_leftovers, assert_released_uncharged,
+    counter, events_of, runtime_toml, scenario,
 };
 
 const MODEL: &str = "claude-sonnet-4-5";
@@ -24,57 +24,32 @@ const MODEL: &str = "claude-sonnet-4-5";
 const SUPERVISOR_ENV: [(&str, &str); 2] =
     [("ANTHROPIC_API_KEY", "sk-test"), ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")];
 
-/// One scenario's pieces: the sandbox with a task, the mock playing `script`, and a
-/// runtime.toml for claude with `overrides` and extra coder `env`.
-struct Scene {
-    sandbox: Sandbox,
-    mock: MockApi,
-    id: String,
+/// A scene for claude: the mock playing `script`, and a runtime.toml with `overrides` and
+/// extra coder `env`.
+fn new_scene(cli: &Path, script: &str, overrides: &[(&str, &str)], env: &[(&str, &str)]) -> Scene {
+    let sandbox = Sandbox::new();
+    let mock = MockApi::start(Api::Anthropic, scenario(script));
+    let mut coder_env = vec![("ANTHROPIC_BASE_URL", mock.base_url())];
+    coder_env.extend(env.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    sandbox.write_runtime(&runtime_toml("claude", MODEL, cli, &coder_env, overrides));
+    let id = sandbox.create_task(&format!("e2e {script}"));
+    Scene { sandbox, mock, id }
 }
 
-impl Scene {
-    fn new(cli: &Path, script: &str, overrides: &[(&str, &str)], env: &[(&str, &str)]) -> Scene {
-        let sandbox = Sandbox::new();
-        let mock = MockApi::start(Api::Anthropic, scenario(script));
-        let mut coder_env = vec![("ANTHROPIC_BASE_URL", mock.base_url())];
-        coder_env.extend(env.iter().map(|(k, v)| (*k, (*v).to_owned())));
-        sandbox.write_runtime(&runtime_toml("claude", MODEL, cli, &coder_env, overrides));
-        let id = sandbox.create_task(&format!("e2e {script}"));
-        Scene { sandbox, mock, id }
-    }
-
-    fn start(&self, until_idle: bool) -> Supervisor {
-        self.sandbox.start_supervisor(until_idle, &SUPERVISOR_ENV)
-    }
-
-    fn context<'a>(&'a self, supervisor: &'a Supervisor) -> impl Fn() -> String + 'a {
-        move || diagnose(&self.sandbox, supervisor, &self.mock, &self.id)
-    }
+/// Starts `fleet run` with claude's key in the supervisor's environment.
+fn start(scene: &Scene, until_idle: bool) -> Supervisor {
+    scene.start_with(until_idle, &SUPERVISOR_ENV)
 }
 
 #[test]
 fn claude_closes_its_task_with_bd_close() {
     let Some(cli) = agent_cli("claude") else { return };
-    let scene = Scene::new(&cli, "close", &[], &[]);
-    let mut supervisor = scene.start(true);
+    let scene = new_scene(&cli, "close", &[], &[]);
+    let mut supervisor = start(&scene, true);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "fleet run --until-idle exits 0 by itself{}",
-        context()
-    );
-
-    let issue = scene.sandbox.show(&scene.id);
-    assert_eq!(issue["status"], "closed", "{}", context());
-    assert_eq!(issue["close_reason"], "done", "{}", context());
+    let issue = assert_closed_done(&scene, status, &context);
     assert_eq!(counter(&issue, "attempts"), 1, "{}", context());
-    let comments = scene.sandbox.comments(&scene.id);
-    assert!(
-        comments.iter().any(|c| c == "[fleet] attempt 1: closed (done)"),
-        "{comments:?}{}",
-        context()
-    );
     let finished = supervisor.events_of("finished");
     assert_eq!(finished.len(), 1, "{}", context());
     assert_eq!(finished[0]["verdict"], "closed", "{}", context());
@@ -110,8 +85,8 @@ fn claude_closes_its_task_with_bd_close() {
 #[test]
 fn claude_agent_marks_its_task_blocked() {
     let Some(cli) = agent_cli("claude") else { return };
-    let scene = Scene::new(&cli, "blocked", &[], &[]);
-    let mut supervisor = scene.start(true);
+    let scene = new_scene(&cli, "blocked", &[], &[]);
+    let mut supervisor = start(&scene, true);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
     assert!(status.is_some_and(|s| s.success()), "{}", context());
@@ -131,8 +106,8 @@ fn claude_agent_marks_its_task_blocked() {
 #[test]
 fn claude_rate_limit_releases_uncharged_and_pauses_spawning() {
     let Some(cli) = agent_cli("claude") else { return };
-    let scene = Scene::new(&cli, "rate_limit", &[], &[("CLAUDE_CODE_MAX_RETRIES", "2")]);
-    let mut supervisor = scene.start(false);
+    let scene = new_scene(&cli, "rate_limit", &[], &[("CLAUDE_CODE_MAX_RETRIES", "2")]);
+    let mut supervisor = start(&scene, false);
     let finished = supervisor.wait_finished(&scene.id, "rate-limited", DEADLINE);
     let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
     let status = supervisor.terminate(DEADLINE);
@@ -160,8 +135,8 @@ fn claude_rate_limit_releases_uncharged_and_pauses_spawning() {
 #[test]
 fn claude_context_pressure_stops_the_agent_and_a_fresh_session_finishes() {
     let Some(cli) = agent_cli("claude") else { return };
-    let scene = Scene::new(&cli, "context_pressure", &[], &[]);
-    let mut supervisor = scene.start(true);
+    let scene = new_scene(&cli, "context_pressure", &[], &[]);
+    let mut supervisor = start(&scene, true);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
     assert!(status.is_some_and(|s| s.success()), "{}", context());
@@ -195,8 +170,8 @@ fn claude_context_pressure_stops_the_agent_and_a_fresh_session_finishes() {
 #[test]
 fn claude_stall_is_killed_released_and_counted() {
     let Some(cli) = agent_cli("claude") else { return };
-    let scene = Scene::new(&cli, "stall", &[("stall_timeout_secs", "8")], &[]);
-    let mut supervisor = scene.start(false);
+    let scene = new_scene(&cli, "stall", &[("stall_timeout_secs", "8")], &[]);
+    let mut supervisor = start(&scene, false);
     let finished = supervisor.wait_finished(&scene.id, "stall-requeued", DEADLINE);
     // The runner itself stopped the agent's whole process group, before any shutdown.
     let left_while_running =
@@ -226,8 +201,8 @@ fn claude_stall_is_killed_released_and_counted() {
 #[test]
 fn claude_exit_without_close_is_requeued() {
     let Some(cli) = agent_cli("claude") else { return };
-    let scene = Scene::new(&cli, "noclose", &[], &[]);
-    let mut supervisor = scene.start(false);
+    let scene = new_scene(&cli, "noclose", &[], &[]);
+    let mut supervisor = start(&scene, false);
     let finished = supervisor.wait_finished(&scene.id, "noclose-requeued", DEADLINE);
     let status = supervisor.terminate(DEADLINE);
     let context = scene.context(&supervisor);
@@ -254,8 +229,8 @@ fn claude_exit_without_close_is_requeued() {
 #[test]
 fn claude_sigterm_to_the_supervisor_stops_the_agent_and_releases_the_task() {
     let Some(cli) = agent_cli("claude") else { return };
-    let scene = Scene::new(&cli, "stall", &[], &[]);
-    let mut supervisor = scene.start(false);
+    let scene = new_scene(&cli, "stall", &[], &[]);
+    let mut supervisor = start(&scene, false);
     // Wait until the agent is mid-request (the mock never answers).
     let end = Instant::now() + DEADLINE;
     while scene.mock.model_requests().is_empty() && Instant::now() < end {

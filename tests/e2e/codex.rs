@@ -8,20 +8,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::harness::{Sandbox, Supervisor, toml_str};
+use crate::harness::{Sandbox, toml_str};
 use crate::mock::{Api, MockApi};
 use crate::{
-    DEADLINE, agent_cli, assert_no_leftovers, assert_released_uncharged, counter, diagnose,
-    events_of, runtime_toml, scenario,
+    DEADLINE, Scene, agent_cli, assert_closed_done, assert_no_leftovers, assert_released_uncharged,
+    counter, events_of, runtime_toml, scenario,
 };
 
 const MODEL: &str = "gpt-5.5";
-
-struct Scene {
-    sandbox: Sandbox,
-    mock: MockApi,
-    id: String,
-}
 
 /// `$CODEX_HOME/config.toml` for a provider served by `mock`.
 fn codex_config(mock: &MockApi) -> String {
@@ -34,27 +28,18 @@ fn codex_config(mock: &MockApi) -> String {
     )
 }
 
-impl Scene {
-    fn new(cli: &Path, script: &str) -> Scene {
-        let sandbox = Sandbox::new();
-        let mock = MockApi::start(Api::Responses, scenario(script));
-        let codex_home = sandbox.root().join("codexhome");
-        std::fs::create_dir_all(&codex_home).expect("create CODEX_HOME");
-        std::fs::write(codex_home.join("config.toml"), codex_config(&mock))
-            .expect("write codex config");
-        let env = [("CODEX_HOME", path_text(&codex_home)), ("MOCK_API_KEY", "sk-test".to_owned())];
-        sandbox.write_runtime(&runtime_toml("codex", MODEL, cli, &env, &[]));
-        let id = sandbox.create_task(&format!("e2e codex {script}"));
-        Scene { sandbox, mock, id }
-    }
-
-    fn start(&self, until_idle: bool) -> Supervisor {
-        self.sandbox.start_supervisor(until_idle, &[])
-    }
-
-    fn context<'a>(&'a self, supervisor: &'a Supervisor) -> impl Fn() -> String + 'a {
-        move || diagnose(&self.sandbox, supervisor, &self.mock, &self.id)
-    }
+/// A scene for codex: the mock playing `script`, and a runtime.toml pointing codex at it.
+fn new_scene(cli: &Path, script: &str) -> Scene {
+    let sandbox = Sandbox::new();
+    let mock = MockApi::start(Api::Responses, scenario(script));
+    let codex_home = sandbox.root().join("codexhome");
+    std::fs::create_dir_all(&codex_home).expect("create CODEX_HOME");
+    std::fs::write(codex_home.join("config.toml"), codex_config(&mock))
+        .expect("write codex config");
+    let env = [("CODEX_HOME", path_text(&codex_home)), ("MOCK_API_KEY", "sk-test".to_owned())];
+    sandbox.write_runtime(&runtime_toml("codex", MODEL, cli, &env, &[]));
+    let id = sandbox.create_task(&format!("e2e codex {script}"));
+    Scene { sandbox, mock, id }
 }
 
 fn path_text(path: &Path) -> String {
@@ -64,25 +49,11 @@ fn path_text(path: &Path) -> String {
 #[test]
 fn codex_closes_its_task_with_bd_close() {
     let Some(cli) = agent_cli("codex") else { return };
-    let scene = Scene::new(&cli, "close");
-    let mut supervisor = scene.start(true);
+    let scene = new_scene(&cli, "close");
+    let mut supervisor = scene.start_with(true, &[]);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "fleet run --until-idle exits 0 by itself{}",
-        context()
-    );
-
-    let issue = scene.sandbox.show(&scene.id);
-    assert_eq!(issue["status"], "closed", "{}", context());
-    assert_eq!(issue["close_reason"], "done", "{}", context());
-    let comments = scene.sandbox.comments(&scene.id);
-    assert!(
-        comments.iter().any(|c| c == "[fleet] attempt 1: closed (done)"),
-        "{comments:?}{}",
-        context()
-    );
+    assert_closed_done(&scene, status, &context);
 
     let results = events_of(&scene.sandbox, &scene.id, "tool_result");
     assert!(
@@ -101,8 +72,8 @@ fn codex_closes_its_task_with_bd_close() {
 #[test]
 fn codex_rate_limit_releases_uncharged_and_pauses_spawning() {
     let Some(cli) = agent_cli("codex") else { return };
-    let scene = Scene::new(&cli, "rate_limit");
-    let mut supervisor = scene.start(false);
+    let scene = new_scene(&cli, "rate_limit");
+    let mut supervisor = scene.start_with(false, &[]);
     let finished = supervisor.wait_finished(&scene.id, "rate-limited", DEADLINE);
     let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
     let status = supervisor.terminate(DEADLINE);
@@ -126,8 +97,8 @@ fn codex_rate_limit_releases_uncharged_and_pauses_spawning() {
 #[test]
 fn codex_server_error_is_a_charged_failure() {
     let Some(cli) = agent_cli("codex") else { return };
-    let scene = Scene::new(&cli, "server_error");
-    let mut supervisor = scene.start(false);
+    let scene = new_scene(&cli, "server_error");
+    let mut supervisor = scene.start_with(false, &[]);
     let finished = supervisor.wait_finished(&scene.id, "failure-retry", DEADLINE);
     let status = supervisor.terminate(DEADLINE);
     let context = scene.context(&supervisor);

@@ -31,6 +31,7 @@ mod harness;
 mod mock;
 
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -119,6 +120,51 @@ pub fn runtime_toml(
 /// means 0.
 pub fn counter(issue: &Value, name: &str) -> u64 {
     issue["fleet"][name].as_u64().unwrap_or(0)
+}
+
+/// One scenario's pieces: the sandbox with a task, and the mock playing its script. Each
+/// agent's module builds it with its own runtime.toml.
+pub struct Scene {
+    pub sandbox: Sandbox,
+    pub mock: MockApi,
+    pub id: String,
+}
+
+impl Scene {
+    /// Starts `fleet run` with `env` added to the supervisor's environment.
+    pub fn start_with(&self, until_idle: bool, env: &[(&str, &str)]) -> Supervisor {
+        self.sandbox.start_supervisor(until_idle, env)
+    }
+
+    /// The failure-message context of this scene under `supervisor`.
+    pub fn context<'a>(&'a self, supervisor: &'a Supervisor) -> impl Fn() -> String + 'a {
+        move || diagnose(&self.sandbox, supervisor, &self.mock, &self.id)
+    }
+}
+
+/// Asserts `fleet run --until-idle` exited 0 by itself after the agent closed its task as
+/// "done" on the first attempt; returns the task as `fleet show` reports it.
+#[track_caller]
+pub fn assert_closed_done(
+    scene: &Scene,
+    status: Option<ExitStatus>,
+    context: &dyn Fn() -> String,
+) -> Value {
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "fleet run --until-idle exits 0 by itself{}",
+        context()
+    );
+    let issue = scene.sandbox.show(&scene.id);
+    assert_eq!(issue["status"], "closed", "{}", context());
+    assert_eq!(issue["close_reason"], "done", "{}", context());
+    let comments = scene.sandbox.comments(&scene.id);
+    assert!(
+        comments.iter().any(|c| c == "[fleet] attempt 1: closed (done)"),
+        "{comments:?}{}",
+        context()
+    );
+    issue
 }
 
 /// Everything known about a scenario, for a failure message.
