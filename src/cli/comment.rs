@@ -18,6 +18,7 @@ pub struct CommentArgs {
     pub author: Option<String>,
 }
 
+/// The arguments of `comments`; bd's `comments` takes them too, and `--file`.
 #[derive(Debug, clap::Args)]
 pub struct CommentsArgs {
     /// An issue id, or `add` followed by an id and the text.

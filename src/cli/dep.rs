@@ -26,26 +26,34 @@ pub enum DepCommand {
     /// Remove the edge from ISSUE to DEPENDS_ON.
     Remove { issue: String, depends_on: String },
     /// Show the dependency tree of an issue.
-    Tree {
-        id: String,
-        /// down: what it depends on; up: what depends on it; both.
-        #[arg(long, default_value = "down", value_parser = ["down", "up", "both"])]
-        direction: String,
-        #[arg(short = 'd', long, default_value_t = 50)]
-        max_depth: usize,
-    },
+    Tree(TreeArgs),
     /// List the direct dependencies (or dependents) of an issue.
-    List {
-        id: String,
-        /// down: what it depends on; up: what depends on it.
-        #[arg(long, default_value = "down", value_parser = ["down", "up"])]
-        direction: String,
-        /// Only edges of this type.
-        #[arg(short = 't', long = "type")]
-        kind: Option<String>,
-    },
+    List(ListArgs),
     /// Report dependency cycles among blocking and parent-child edges.
     Cycles,
+}
+
+/// The arguments of `dep tree`, the same in both personalities.
+#[derive(Debug, clap::Args)]
+pub struct TreeArgs {
+    pub id: String,
+    /// down: what it depends on; up: what depends on it; both.
+    #[arg(long, default_value = "down", value_parser = ["down", "up", "both"])]
+    pub direction: String,
+    #[arg(short = 'd', long, default_value_t = 50)]
+    pub max_depth: usize,
+}
+
+/// The arguments of `dep list`, the same in both personalities.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    pub id: String,
+    /// down: what it depends on; up: what depends on it.
+    #[arg(long, default_value = "down", value_parser = ["down", "up"])]
+    pub direction: String,
+    /// Only edges of this type.
+    #[arg(short = 't', long = "type")]
+    pub kind: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -61,12 +69,8 @@ pub fn cmd_dep(ctx: &Context, command: DepCommand) -> Result<(), CliError> {
     match command {
         DepCommand::Add { issue, depends_on, kind } => cmd_dep_add(ctx, &issue, &depends_on, &kind),
         DepCommand::Remove { issue, depends_on } => cmd_dep_remove(ctx, &issue, &depends_on),
-        DepCommand::Tree { id, direction, max_depth } => {
-            cmd_dep_tree(ctx, &id, &direction, max_depth)
-        }
-        DepCommand::List { id, direction, kind } => {
-            cmd_dep_list(ctx, &id, &direction, kind.as_deref())
-        }
+        DepCommand::Tree(args) => cmd_dep_tree(ctx, &args),
+        DepCommand::List(args) => cmd_dep_list(ctx, &args),
         DepCommand::Cycles => cmd_dep_cycles(ctx),
     }
 }
@@ -190,19 +194,14 @@ pub(super) struct Trees {
 }
 
 impl Trees {
-    /// Resolves `id` and reads its trees in `direction` ("down", "up" or "both"). Returns the
-    /// resolved id with them.
-    pub fn read(
-        store: &Store,
-        id: &str,
-        direction: &str,
-        max_depth: usize,
-    ) -> Result<(String, Trees), StoreError> {
+    /// Resolves the issue of `args` and reads its trees in the direction asked for ("down",
+    /// "up" or "both"). Returns the resolved id with them.
+    pub fn read(store: &Store, args: &TreeArgs) -> Result<(String, Trees), StoreError> {
         let reader = store.read()?;
-        let id = reader.resolve(id)?;
+        let id = reader.resolve(&args.id)?;
         let tree = |d: &str, dir: Direction| -> Result<Option<TreeNode>, StoreError> {
-            let wanted = direction == d || direction == "both";
-            wanted.then(|| reader.tree(&id, dir, max_depth)).transpose()
+            let wanted = args.direction == d || args.direction == "both";
+            wanted.then(|| reader.tree(&id, dir, args.max_depth)).transpose()
         };
         let trees = Trees { down: tree("down", Direction::Down)?, up: tree("up", Direction::Up)? };
         Ok((id, trees))
@@ -227,13 +226,8 @@ impl Trees {
     }
 }
 
-fn cmd_dep_tree(
-    ctx: &Context,
-    id: &str,
-    direction: &str,
-    max_depth: usize,
-) -> Result<(), CliError> {
-    let (id, trees) = Trees::read(&ctx.open_store()?, id, direction, max_depth)?;
+fn cmd_dep_tree(ctx: &Context, args: &TreeArgs) -> Result<(), CliError> {
+    let (id, trees) = Trees::read(&ctx.open_store()?, args)?;
     ctx.out.emit(&trees, || {
         let down = format!("🌲 Dependency tree for {id} (what it depends on):");
         let up = format!("🌲 Dependents of {id} (what depends on it):");
@@ -274,13 +268,9 @@ pub(super) fn render_tree(node: &TreeNode, indent: &str, last: bool, lines: &mut
     }
 }
 
-fn cmd_dep_list(
-    ctx: &Context,
-    id: &str,
-    direction: &str,
-    kind: Option<&str>,
-) -> Result<(), CliError> {
-    let (id, items) = linked_issues(&ctx.open_store()?, id, direction, kind)?;
+fn cmd_dep_list(ctx: &Context, args: &ListArgs) -> Result<(), CliError> {
+    let (id, items) = linked_issues(&ctx.open_store()?, args)?;
+    let direction = args.direction.as_str();
     ctx.out.emit(&items, || {
         if items.is_empty() {
             return format!(
@@ -301,20 +291,18 @@ fn cmd_dep_list(
     Ok(())
 }
 
-/// The resolved id of `id` and its direct dependencies (`direction` "up": its dependents),
-/// only those of type `kind` when given; for `dep list` in both personalities.
+/// The resolved id of the issue of `args` and its direct dependencies (direction "up": its
+/// dependents), only those of the type asked for; for `dep list` in both personalities.
 pub(super) fn linked_issues(
     store: &Store,
-    id: &str,
-    direction: &str,
-    kind: Option<&str>,
+    args: &ListArgs,
 ) -> Result<(String, Vec<LinkedIssue>), StoreError> {
     let reader = store.read()?;
-    let id = reader.resolve(id)?;
+    let id = reader.resolve(&args.id)?;
     let detail = reader.detail(&id)?;
-    let mut items = if direction == "up" { detail.dependents } else { detail.dependencies };
-    if let Some(kind) = kind {
-        items.retain(|i| i.dependency_type == kind);
+    let mut items = if args.direction == "up" { detail.dependents } else { detail.dependencies };
+    if let Some(kind) = &args.kind {
+        items.retain(|i| i.dependency_type == *kind);
     }
     Ok((id, items))
 }

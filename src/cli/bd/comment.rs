@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::context::BdContext;
 use super::output::BdError;
-use crate::cli::comment::{added_line, issue_comments, write_comment};
+use crate::cli::comment::{self as fleet, added_line, issue_comments, write_comment};
 
 #[derive(Debug, clap::Args)]
 pub struct CommentArgs {
@@ -21,13 +21,10 @@ pub struct CommentArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[group(id = "BdCommentsArgs")] // clap's default, the type name, is taken by the flattened one
 pub struct CommentsArgs {
-    /// An issue id, or `add` followed by an id and the text.
-    #[arg(required = true, num_args = 1..=3)]
-    pub args: Vec<String>,
-    /// Author when adding (default: the actor).
-    #[arg(long)]
-    pub author: Option<String>,
+    #[command(flatten)]
+    pub comments: fleet::CommentsArgs,
     /// Read the text to add from a file ("-" for stdin).
     #[arg(short, long, value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -36,7 +33,7 @@ pub struct CommentsArgs {
 impl CommentsArgs {
     /// Whether this is `comments add …` (a write).
     pub fn adds(&self) -> bool {
-        self.args.first().is_some_and(|verb| verb == "add")
+        self.comments.args.first().is_some_and(|verb| verb == "add")
     }
 }
 
@@ -46,10 +43,10 @@ pub fn cmd_comment(ctx: &BdContext, args: CommentArgs) -> Result<(), BdError> {
 }
 
 pub fn cmd_comments(ctx: &BdContext, args: CommentsArgs) -> Result<(), BdError> {
-    match args.args.as_slice() {
+    match args.comments.args.as_slice() {
         [verb, id, rest @ ..] if verb == "add" => {
             let text = comment_text(rest.first().cloned(), args.file.as_deref())?;
-            add(ctx, id, &text, args.author)
+            add(ctx, id, &text, args.comments.author)
         }
         [id] => list(ctx, id),
         _ => Err(BdError::new("usage: bd comments <id> | bd comments add <id> \"text\"")),

@@ -3,7 +3,8 @@
 use super::context::BdContext;
 use super::output::BdError;
 use crate::cli::dep::{
-    EdgeResult, Trees, add_dependency, linked_issues, remove_dependency, render_cycles,
+    EdgeResult, ListArgs, TreeArgs, Trees, add_dependency, linked_issues, remove_dependency,
+    render_cycles,
 };
 use crate::model::{dep_type, validate_dep_type};
 use crate::resolver::TreeNode;
@@ -53,12 +54,8 @@ pub enum DepCommand {
     Remove { issue: String, depends_on: String },
     /// Show the dependency tree of an issue.
     Tree {
-        id: String,
-        /// down: what it depends on; up: what depends on it; both.
-        #[arg(long, default_value = "down", value_parser = ["down", "up", "both"])]
-        direction: String,
-        #[arg(short = 'd', long, default_value_t = 50)]
-        max_depth: usize,
+        #[command(flatten)]
+        tree: TreeArgs,
         /// Output format: text (default) or mermaid.
         #[arg(long, default_value = "text", value_parser = ["text", "mermaid"])]
         format: String,
@@ -67,15 +64,7 @@ pub enum DepCommand {
         show_all_paths: bool,
     },
     /// List the direct dependencies (or dependents) of an issue.
-    List {
-        id: String,
-        /// down: what it depends on; up: what depends on it.
-        #[arg(long, default_value = "down", value_parser = ["down", "up"])]
-        direction: String,
-        /// Only edges of this type.
-        #[arg(short = 't', long = "type")]
-        kind: Option<String>,
-    },
+    List(ListArgs),
     /// Report dependency cycles.
     Cycles,
 }
@@ -103,10 +92,8 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), BdError> {
             ctx.out.emit(&result, || result.removed_line());
             Ok(())
         }
-        DepCommand::Tree { id, direction, max_depth, format, .. } => {
-            tree(ctx, &id, &direction, max_depth, &format)
-        }
-        DepCommand::List { id, direction, kind } => list(ctx, &id, &direction, kind.as_deref()),
+        DepCommand::Tree { tree: args, format, .. } => tree(ctx, &args, &format),
+        DepCommand::List(args) => list(ctx, &args),
         DepCommand::Cycles => cycles(ctx),
     }
 }
@@ -118,14 +105,8 @@ fn add(ctx: &BdContext, issue: &str, depends_on: &str, kind: &str) -> Result<(),
     Ok(())
 }
 
-fn tree(
-    ctx: &BdContext,
-    id: &str,
-    direction: &str,
-    max_depth: usize,
-    format: &str,
-) -> Result<(), BdError> {
-    let (id, trees) = Trees::read(&ctx.open_store()?, id, direction, max_depth)?;
+fn tree(ctx: &BdContext, args: &TreeArgs, format: &str) -> Result<(), BdError> {
+    let (id, trees) = Trees::read(&ctx.open_store()?, args)?;
     if format == "mermaid" && !ctx.out.json {
         let mut lines = vec!["graph TD".to_string()];
         for (node, upward) in [(&trees.down, false), (&trees.up, true)] {
@@ -161,8 +142,9 @@ fn mermaid_id(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
 }
 
-fn list(ctx: &BdContext, id: &str, direction: &str, kind: Option<&str>) -> Result<(), BdError> {
-    let (id, items) = linked_issues(&ctx.open_store()?, id, direction, kind)?;
+fn list(ctx: &BdContext, args: &ListArgs) -> Result<(), BdError> {
+    let (id, items) = linked_issues(&ctx.open_store()?, args)?;
+    let direction = args.direction.as_str();
     ctx.out.emit(&items, || {
         let noun = if direction == "up" { "dependents" } else { "dependencies" };
         if items.is_empty() {
