@@ -249,7 +249,7 @@ fn run_sequence(steps: &[Step]) -> Result<(), TestCaseError> {
     prop_assert_eq!(&actual_blocked, &expected_blocked, "blocked sets differ");
     let filter = ReadyFilter { limit: 0, ..ReadyFilter::default() };
     let actual_ready: Vec<String> =
-        reader.ready(&filter, now()).unwrap().issues.into_iter().map(|s| s.issue.id).collect();
+        reader.ready(&filter, now()).unwrap().issues.into_iter().map(|i| i.id).collect();
     prop_assert_eq!(actual_ready, snapshot.ready_order(&expected_blocked), "ready order differs");
     Ok(())
 }

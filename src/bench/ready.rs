@@ -328,7 +328,7 @@ mod tests {
         let store = crate::store::Store::open(&fleet_store_dir(&fleet_dir)).unwrap();
         let filter = crate::store::ReadyFilter { limit: 0, ..Default::default() };
         let page = store.read().unwrap().ready(&filter, Timestamp::now()).unwrap();
-        let fleet: Vec<_> = page.issues.into_iter().map(|s| s.issue.id).collect();
+        let fleet: Vec<_> = page.issues.into_iter().map(|issue| issue.id).collect();
         let baseline = sqlite::ready(&sqlite::open(&sqlite_dir).unwrap(), 1000).unwrap();
         let baseline: Vec<_> = baseline.into_iter().map(|row| row.id).collect();
         assert!(!fleet.is_empty());

@@ -73,7 +73,7 @@ fn fleet_ready(workspace: &Path) -> Result<Vec<String>, BenchError> {
     let store = Store::open(&fleet_store_dir(workspace))?;
     let filter = ReadyFilter { limit: sqlite::READY_LIMIT, ..ReadyFilter::default() };
     let page = store.read()?.ready(&filter, Clock::System.now())?;
-    Ok(page.issues.into_iter().map(|summary| summary.issue.id).collect())
+    Ok(page.issues.into_iter().map(|issue| issue.id).collect())
 }
 
 /// The baseline's ready list, printed as `fleet ready` prints its own.

@@ -4,8 +4,8 @@ use super::context::Context;
 use super::error::CliError;
 use super::issue::split_csv;
 use super::output::{list_line, priority_badge};
-use crate::model::{SortOrder, Status, parse_issue_type, parse_priority};
-use crate::store::{BlockedIssue, IssueSummary, ListFilter, ListSort, ReadyFilter, Stats};
+use crate::model::{Issue, SortOrder, Status, parse_issue_type, parse_priority};
+use crate::store::{BlockedIssue, ListFilter, ListSort, ReadyFilter, Stats};
 
 /// Filters shared by `list` and `search`.
 #[derive(Debug, clap::Args)]
@@ -151,7 +151,8 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
         filter.parent = Some(reader.resolve(parent)?);
     }
     let page = reader.ready(&filter, ctx.now())?;
-    ctx.out.emit(&page.issues, || {
+    let summaries = if ctx.out.json { reader.summaries(&page.issues)? } else { Vec::new() };
+    ctx.out.emit(&summaries, || {
         if page.issues.is_empty() {
             let any_open = reader
                 .list(&ListFilter {
@@ -178,13 +179,12 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(super) fn render_ready(issues: &[IssueSummary]) -> String {
+pub(super) fn render_ready(issues: &[Issue]) -> String {
     let mut lines = vec![
         format!("📋 Ready work ({} issues with no active blockers):", issues.len()),
         String::new(),
     ];
-    for (n, summary) in issues.iter().enumerate() {
-        let issue = &summary.issue;
+    for (n, issue) in issues.iter().enumerate() {
         lines.push(format!(
             "{}. {} [{}] {}: {}",
             n + 1,

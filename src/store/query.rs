@@ -80,10 +80,12 @@ pub struct ReadyFilter {
     pub limit: usize,
 }
 
-/// A page of ready work.
+/// A page of ready work. The issues come without the computed counts of [`IssueSummary`]:
+/// printing ready work for people does not need them, and at 100 issues the three range
+/// scans each costs would be most of the query (see [`Reader::summaries`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadyPage {
-    pub issues: Vec<IssueSummary>,
+    pub issues: Vec<Issue>,
     /// More issues matched than the limit allowed.
     pub truncated: bool,
 }
@@ -284,8 +286,7 @@ pub(crate) fn ready(
     if filter.limit != 0 {
         found.truncate(filter.limit);
     }
-    let issues = found.into_iter().map(|i| summarize(view, i)).collect::<Result<_, _>>()?;
-    Ok(ReadyPage { issues, truncated })
+    Ok(ReadyPage { issues: found, truncated })
 }
 
 fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
@@ -550,6 +551,11 @@ impl Reader {
 
     pub fn summary(&self, issue: Issue) -> Result<IssueSummary, StoreError> {
         summarize(self.view(), issue)
+    }
+
+    /// The issues with their computed counts and parent, as `--json` prints them.
+    pub fn summaries(&self, issues: &[Issue]) -> Result<Vec<IssueSummary>, StoreError> {
+        issues.iter().map(|i| summarize(self.view(), i.clone())).collect()
     }
 
     pub fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<ReadyPage, StoreError> {

@@ -264,7 +264,8 @@ pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), BdError> {
         filter.parent = Some(reader.resolve(parent)?);
     }
     let page = reader.ready(&filter, ctx.fleet()?.now())?;
-    ctx.out.emit(&page.issues, || {
+    let summaries = if ctx.out.json { reader.summaries(&page.issues)? } else { Vec::new() };
+    ctx.out.emit(&summaries, || {
         if !page.issues.is_empty() {
             return format!("\n{}", fleet::render_ready(&page.issues));
         }
