@@ -41,7 +41,7 @@ impl Coder for AgyCoder {
     }
 
     fn default_model(&self) -> &str {
-        self.settings.default_model.as_deref().unwrap_or("")
+        self.settings.default_model_or("")
     }
 
     fn context_limit(&self, model: &str) -> Option<u64> {
@@ -50,12 +50,9 @@ impl Coder for AgyCoder {
 
     fn spawn_spec(&self, task: &TaskSpec) -> SpawnSpec {
         let mut args = vec!["-p".to_owned(), task.prompt.to_owned()];
-        match &self.settings.permission_args {
-            Some(custom) => args.extend(custom.iter().cloned()),
-            None => args.extend(DEFAULT_PERMISSION_ARGS.map(String::from)),
-        }
+        args.extend(self.settings.permission_args_or(&DEFAULT_PERMISSION_ARGS));
         SpawnSpec {
-            program: self.settings.program.clone().unwrap_or_else(|| "agy".to_owned()),
+            program: self.settings.program_or("agy"),
             args,
             env: merge_env(&[], &self.settings.env, task),
             cwd: task.cwd.to_path_buf(),

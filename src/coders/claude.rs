@@ -70,7 +70,7 @@ impl Coder for ClaudeCoder {
     }
 
     fn default_model(&self) -> &str {
-        self.settings.default_model.as_deref().unwrap_or(DEFAULT_MODEL)
+        self.settings.default_model_or(DEFAULT_MODEL)
     }
 
     fn context_limit(&self, model: &str) -> Option<u64> {
@@ -83,13 +83,10 @@ impl Coder for ClaudeCoder {
         if !task.model.is_empty() {
             args.extend(["--model".to_owned(), task.model.to_owned()]);
         }
-        match &self.settings.permission_args {
-            Some(custom) => args.extend(custom.iter().cloned()),
-            None => args.extend(DEFAULT_PERMISSION_ARGS.map(String::from)),
-        }
+        args.extend(self.settings.permission_args_or(&DEFAULT_PERMISSION_ARGS));
         args.push(task.prompt.to_owned());
         SpawnSpec {
-            program: self.settings.program.clone().unwrap_or_else(|| "claude".to_owned()),
+            program: self.settings.program_or("claude"),
             args,
             env: merge_env(&DEFAULT_ENV, &self.settings.env, task),
             cwd: task.cwd.to_path_buf(),

@@ -60,7 +60,7 @@ impl Coder for CodexCoder {
     }
 
     fn default_model(&self) -> &str {
-        self.settings.default_model.as_deref().unwrap_or("")
+        self.settings.default_model_or("")
     }
 
     fn context_limit(&self, model: &str) -> Option<u64> {
@@ -72,17 +72,14 @@ impl Coder for CodexCoder {
             ["exec", "--json", "--skip-git-repo-check", "-c", "allow_login_shell=false"]
                 .map(String::from)
                 .into();
-        match &self.settings.permission_args {
-            Some(custom) => args.extend(custom.iter().cloned()),
-            None => args.extend(DEFAULT_PERMISSION_ARGS.map(String::from)),
-        }
+        args.extend(self.settings.permission_args_or(&DEFAULT_PERMISSION_ARGS));
         if !task.model.is_empty() {
             args.extend(["--model".to_owned(), task.model.to_owned()]);
         }
         args.extend(["--cd".to_owned(), task.cwd.display().to_string()]);
         args.push(task.prompt.to_owned());
         SpawnSpec {
-            program: self.settings.program.clone().unwrap_or_else(|| "codex".to_owned()),
+            program: self.settings.program_or("codex"),
             args,
             env: merge_env(&[], &self.settings.env, task),
             cwd: task.cwd.to_path_buf(),

@@ -29,7 +29,7 @@ impl Coder for ExecCoder {
     }
 
     fn default_model(&self) -> &str {
-        self.settings.default_model.as_deref().unwrap_or("")
+        self.settings.default_model_or("")
     }
 
     fn context_limit(&self, model: &str) -> Option<u64> {
@@ -41,7 +41,7 @@ impl Coder for ExecCoder {
             if task.description.trim().is_empty() { task.title } else { task.description };
         let args = vec!["-c".to_owned(), command.to_owned()];
         SpawnSpec {
-            program: self.settings.program.clone().unwrap_or_else(|| "sh".to_owned()),
+            program: self.settings.program_or("sh"),
             args,
             env: merge_env(&[], &self.settings.env, task),
             cwd: task.cwd.to_path_buf(),

@@ -160,6 +160,26 @@ pub struct BuiltinSettings {
     pub limits: ContextLimits,
 }
 
+impl BuiltinSettings {
+    /// The configured program, else the built-in's.
+    pub fn program_or(&self, builtin: &str) -> String {
+        self.program.clone().unwrap_or_else(|| builtin.to_owned())
+    }
+
+    /// The configured default model, else the built-in's.
+    pub fn default_model_or<'a>(&'a self, builtin: &'a str) -> &'a str {
+        self.default_model.as_deref().unwrap_or(builtin)
+    }
+
+    /// The configured permission flags, else the built-in's.
+    pub fn permission_args_or(&self, builtin: &[&str]) -> Vec<String> {
+        match &self.permission_args {
+            Some(custom) => custom.clone(),
+            None => builtin.iter().map(|a| (*a).to_owned()).collect(),
+        }
+    }
+}
+
 /// The environment every coder sets for its agent: the task id and directories. These come
 /// last and cannot be overridden.
 pub fn task_env(task: &TaskSpec) -> Vec<(String, String)> {

@@ -49,7 +49,7 @@ impl Coder for OpencodeCoder {
     }
 
     fn default_model(&self) -> &str {
-        self.settings.default_model.as_deref().unwrap_or("")
+        self.settings.default_model_or("")
     }
 
     fn context_limit(&self, model: &str) -> Option<u64> {
@@ -61,13 +61,11 @@ impl Coder for OpencodeCoder {
         if !task.model.is_empty() {
             args.extend(["--model".to_owned(), task.model.to_owned()]);
         }
-        if let Some(custom) = &self.settings.permission_args {
-            args.extend(custom.iter().cloned());
-        }
+        args.extend(self.settings.permission_args_or(&[]));
         args.extend(["--dir".to_owned(), task.cwd.display().to_string()]);
         args.push(task.prompt.to_owned());
         SpawnSpec {
-            program: self.settings.program.clone().unwrap_or_else(|| "opencode".to_owned()),
+            program: self.settings.program_or("opencode"),
             args,
             env: merge_env(&[], &self.settings.env, task),
             cwd: task.cwd.to_path_buf(),
