@@ -60,6 +60,9 @@ pub struct RuntimeConfig {
     pub max_noclose: u32,
     /// Stalled attempts (no output for `stall_timeout_secs`) before the task is blocked.
     pub max_stalls: u32,
+    /// Context-pressure releases (not charged as failures) before the task is blocked: a task
+    /// too large for one context must not be restarted forever.
+    pub max_context_resets: u32,
     /// Backoff before a requeued task may be claimed again: this many seconds, doubling with
     /// each further retry ...
     pub retry_backoff_secs: u64,
@@ -88,6 +91,7 @@ impl Default for RuntimeConfig {
             max_failures: 3,
             max_noclose: 3,
             max_stalls: 2,
+            max_context_resets: 5,
             retry_backoff_secs: 30,
             retry_backoff_max_secs: 600,
             stall_timeout_secs: 600,
@@ -127,7 +131,7 @@ const DAY: i64 = 86_400;
 
 /// Every top-level key except the `[coders.*]` tables, in the order `fleet config show` lists
 /// them.
-pub const KEYS: [KeyInfo; 14] = [
+pub const KEYS: [KeyInfo; 15] = [
     KeyInfo {
         name: "max_concurrent",
         kind: int(0, 1024),
@@ -175,6 +179,12 @@ pub const KEYS: [KeyInfo; 14] = [
         kind: int(1, 1000),
         default: "2",
         doc: "stalled attempts before a task is blocked",
+    },
+    KeyInfo {
+        name: "max_context_resets",
+        kind: int(1, 1000),
+        default: "5",
+        doc: "context-pressure releases before a task is blocked (each run starts fresh)",
     },
     KeyInfo {
         name: "retry_backoff_secs",

@@ -323,6 +323,9 @@ pub struct FleetFields {
     /// Runs killed for silence, since the task was last blocked for that.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stalls: u32,
+    /// Runs stopped for context pressure, since the task was last blocked for that.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub context_resets: u32,
 }
 
 fn is_zero(value: &u32) -> bool {

@@ -508,6 +508,7 @@ fn task_record(issue: &Issue) -> TaskRecord<'_> {
         failures: issue.fleet.failures,
         noclose: issue.fleet.noclose,
         stalls: issue.fleet.stalls,
+        context_resets: issue.fleet.context_resets,
         updated_at: issue.updated_at,
     }
 }

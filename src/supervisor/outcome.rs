@@ -164,13 +164,28 @@ pub fn plan(
                 "stall-requeued",
             )
         }
-        Outcome::ContextPressure { peak_tokens, limit } => free_release(
-            fleet,
-            format!(
-                "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens); released, not charged — the next run starts fresh from the artifacts"
-            ),
-            "context-pressure",
-        ),
+        Outcome::ContextPressure { peak_tokens, limit } => {
+            fleet.context_resets += 1;
+            if fleet.context_resets >= config.max_context_resets {
+                let count = fleet.context_resets;
+                fleet.context_resets = 0;
+                return block(
+                    fleet,
+                    format!(
+                        "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens), {count} runs in a row; blocked — split the task, or set it open to try again."
+                    ),
+                    "context-pressure limit reached",
+                    "context-blocked",
+                );
+            }
+            free_release(
+                fleet,
+                format!(
+                    "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens); released, not charged — the next run starts fresh from the artifacts"
+                ),
+                "context-pressure",
+            )
+        }
         Outcome::RateLimited { resets_at, window } => {
             let default_until = after(now, config.rate_limit_default_pause());
             let until = resets_at.filter(|t| *t > now).unwrap_or(default_until);

@@ -39,6 +39,7 @@ pub struct TaskRecord<'a> {
     pub failures: u32,
     pub noclose: u32,
     pub stalls: u32,
+    pub context_resets: u32,
     pub updated_at: Timestamp,
 }
 

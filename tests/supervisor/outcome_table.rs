@@ -252,11 +252,25 @@ fn context_pressure_releases_without_charge_or_backoff() {
     let issue = held(FleetFields { failures: 1, noclose: 1, ..FleetFields::default() });
     let plan = decide(&Outcome::ContextPressure { peak_tokens: 181_000, limit: 200_000 }, &issue);
     assert_requeued(&plan, "context-pressure");
-    assert_eq!(fleet_of(&plan), issue.fleet, "no counter moves");
+    let counted = FleetFields { context_resets: 1, ..issue.fleet.clone() };
+    assert_eq!(fleet_of(&plan), counted, "only the context counter moves: not charged");
     assert_eq!(defer_of(&plan), None);
     assert!(
         plan.comment.contains("context pressure (181000 of 200000 tokens); released, not charged")
     );
+}
+
+#[test]
+fn context_pressure_blocks_at_its_limit_and_resets_the_count() {
+    let issue = held(FleetFields { context_resets: 4, failures: 1, ..FleetFields::default() });
+    let plan = decide(&Outcome::ContextPressure { peak_tokens: 190_000, limit: 200_000 }, &issue);
+    assert_eq!(plan.verdict, "context-blocked");
+    assert!(!plan.release);
+    let patch = plan.patch.as_ref().expect("a block patch");
+    assert_eq!(patch.status, Some(Status::Blocked));
+    let fleet = fleet_of(&plan);
+    assert_eq!((fleet.context_resets, fleet.failures), (0, 1), "count reset, failures untouched");
+    assert!(plan.comment.contains("5 runs in a row; blocked"), "{}", plan.comment);
 }
 
 #[test]
