@@ -13,6 +13,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use super::context::Context;
 use super::error::CliError;
+use super::output::write_stdout;
 use super::run::{event_line, summary_line, supervise};
 use crate::model::{Dependency, Issue, dep_type};
 use crate::op::OpKind;
@@ -76,11 +77,11 @@ fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
     crate::config::set_values(&config, &settings)
         .map_err(|e| CliError::new(format!("writing the demo config: {}", e.message)))?;
     let ids = fill_queue(&store, home)?;
-    println!(
+    write_stdout(&format!(
         "fleet demo: {} tasks in a dependency graph, run by the exec coder, 3 at a time (home: {})\n",
         ids.len(),
         home.display()
-    );
+    ));
     let started = Instant::now();
     let total = ids.len();
     let done = Arc::new(Mutex::new(0usize));
@@ -99,8 +100,8 @@ fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
     if json {
         return Ok(());
     }
-    println!("\n{}", final_table(&store)?);
-    println!("{} in {:.1}s", summary_line(&summary), started.elapsed().as_secs_f64());
+    write_stdout(&format!("\n{}", final_table(&store)?));
+    write_stdout(&format!("{} in {:.1}s", summary_line(&summary), started.elapsed().as_secs_f64()));
     Ok(())
 }
 
@@ -139,18 +140,18 @@ fn fill_queue(store: &Store, home: &std::path::Path) -> Result<Vec<String>, CliE
 fn live_view(event: &Event, started: Instant, total: usize, done: &Mutex<usize>, json: bool) {
     if json {
         if let Ok(line) = serde_json::to_string(event) {
-            println!("{line}");
+            write_stdout(&line);
         }
         return;
     }
     let Some(line) = event_line(event) else { return };
-    println!("[{:>5.1}s] {line}", started.elapsed().as_secs_f64());
+    write_stdout(&format!("[{:>5.1}s] {line}", started.elapsed().as_secs_f64()));
     if let Event::Finished { verdict, .. } = event
         && verdict == "closed"
     {
         let mut done = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         *done += 1;
-        println!("         progress: {}/{total} done", *done);
+        write_stdout(&format!("         progress: {}/{total} done", *done));
     }
 }
 

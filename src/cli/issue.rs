@@ -136,7 +136,7 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
     }
     let summary = create_issue(ctx, &args, |_| {})?;
     if args.silent && !ctx.out.json {
-        println!("{}", summary.issue.id);
+        super::output::write_stdout(&summary.issue.id);
         return Ok(());
     }
     ctx.out.emit(&summary, || {

@@ -41,7 +41,7 @@ impl Output {
     }
 }
 
-fn write_stdout(text: &str) {
+pub(super) fn write_stdout(text: &str) {
     let mut stdout = std::io::stdout().lock();
     // A reader that went away (a pipe into `head`) is fine; nothing else can fail here that a
     // user could act on.

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 
 use super::context::{Context, fleet_home};
 use super::error::CliError;
+use super::output::write_stdout;
 use crate::store::Store;
 use crate::supervisor::{Event, Options, Summary, Supervisor};
 
@@ -49,7 +50,7 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
     let json = ctx.out.json;
     let summary = supervise(store, options, stop_signal(), move |event| print_event(&event, json))?;
     if !json {
-        println!("{}", summary_line(&summary));
+        write_stdout(&summary_line(&summary));
     }
     Ok(())
 }
@@ -101,10 +102,10 @@ pub async fn stop_signal() {
 fn print_event(event: &Event, json: bool) {
     if json {
         if let Ok(line) = serde_json::to_string(event) {
-            println!("{line}");
+            write_stdout(&line);
         }
     } else if let Some(line) = event_line(event) {
-        println!("{line}");
+        write_stdout(&line);
     }
 }
 
