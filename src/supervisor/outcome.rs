@@ -100,10 +100,7 @@ pub fn plan(
     let mut fleet = issue.fleet.clone();
     match outcome {
         Outcome::Exited { code: Some(0), .. } => {
-            fleet.noclose += 1;
-            if fleet.noclose >= config.max_noclose {
-                let count = fleet.noclose;
-                fleet.noclose = 0;
+            if let Some(count) = count_toward_limit(&mut fleet.noclose, config.max_noclose) {
                 return block(
                     fleet,
                     format!(
@@ -135,10 +132,7 @@ pub fn plan(
             failure(fleet, attempt, &what, "", config, now)
         }
         Outcome::Stalled { silent_for } => {
-            fleet.stalls += 1;
-            if fleet.stalls >= config.max_stalls {
-                let count = fleet.stalls;
-                fleet.stalls = 0;
+            if let Some(count) = count_toward_limit(&mut fleet.stalls, config.max_stalls) {
                 return block(
                     fleet,
                     format!(
@@ -165,10 +159,9 @@ pub fn plan(
             )
         }
         Outcome::ContextPressure { peak_tokens, limit } => {
-            fleet.context_resets += 1;
-            if fleet.context_resets >= config.max_context_resets {
-                let count = fleet.context_resets;
-                fleet.context_resets = 0;
+            if let Some(count) =
+                count_toward_limit(&mut fleet.context_resets, config.max_context_resets)
+            {
                 return block(
                     fleet,
                     format!(
@@ -216,6 +209,13 @@ pub fn plan(
     }
 }
 
+/// Counts one more attempt of a limited kind in `counter`. At `limit` it returns the count and
+/// resets the counter, so a human who unblocks the task gives it a fresh set of tries.
+fn count_toward_limit(counter: &mut u32, limit: u32) -> Option<u32> {
+    *counter += 1;
+    (*counter >= limit).then(|| std::mem::take(counter))
+}
+
 /// A charged failure: retry with backoff, or block once the limit is reached.
 fn failure(
     mut fleet: crate::model::FleetFields,
@@ -225,15 +225,12 @@ fn failure(
     config: &RuntimeConfig,
     now: Timestamp,
 ) -> Plan {
-    fleet.failures += 1;
     let tail = if stderr_tail.trim().is_empty() {
         String::new()
     } else {
         format!("\nstderr tail:\n{}", stderr_tail.trim_end())
     };
-    if fleet.failures >= config.max_failures {
-        let count = fleet.failures;
-        fleet.failures = 0;
+    if let Some(count) = count_toward_limit(&mut fleet.failures, config.max_failures) {
         return block(
             fleet,
             format!(
