@@ -260,6 +260,9 @@ impl Supervisor {
         let released = self
             .blocking(move |store| -> Result<Vec<String>, StoreError> {
                 let held = held_by(store, &actor)?;
+                if held.is_empty() {
+                    return Ok(held);
+                }
                 let comment = "[fleet] released: the supervisor that held this task stopped without releasing it";
                 store.write(&actor, Clock::System, |w| {
                     for id in &held {
@@ -364,7 +367,7 @@ impl Supervisor {
         });
         self.running.insert(id.clone());
         let task_dir = TaskDir::new(&self.options.home, &id);
-        let _ = task_dir.prepare(&issue).and_then(|()| task_dir.write_record(&task_record(&issue)));
+        let _ = task_dir.write_record(&task_record(&issue));
         let coder = self.config.registry().get(&issue.fleet.coder);
         let cwd = if issue.fleet.cwd.is_empty() {
             self.options.home.clone()
@@ -522,7 +525,7 @@ fn record_outcome(
     home: &Path,
 ) -> Result<Option<outcome::Plan>, StoreError> {
     let id = finished.id.as_str();
-    let (plan, _) = store.write(actor, Clock::System, |w| {
+    let (recorded, _) = store.write(actor, Clock::System, |w| {
         let Some(mut issue) = w.issue(id)? else { return Ok(None) };
         let succeeded = matches!(finished.outcome, Outcome::Exited { code: Some(0), .. });
         if succeeded && finished.closes_on_exit_zero && issue.assignee == actor {
@@ -538,10 +541,13 @@ fn record_outcome(
             w.apply(OpKind::Update { id: id.to_string(), patch: Box::new(patch.clone()) })?;
         }
         w.apply(OpKind::Comment { comment: fleet_comment(id, actor, &plan.comment) })?;
-        if let Some(after) = w.issue(id)? {
-            let _ = TaskDir::new(home, id).write_record(&task_record(&after));
-        }
-        Ok(Some(plan))
+        Ok(Some((plan, w.issue(id)?)))
     })?;
-    Ok(plan)
+    let Some((plan, after)) = recorded else { return Ok(None) };
+    // task.json is written after the commit: a file write (with its sync) inside the
+    // transaction would hold the store's writer lock, which every other process waits on.
+    if let Some(after) = after {
+        let _ = TaskDir::new(home, id).write_record(&task_record(&after));
+    }
+    Ok(Some(plan))
 }

@@ -60,8 +60,10 @@ impl TaskDir {
         Ok(())
     }
 
-    /// Writes `task.json` atomically.
+    /// Writes `task.json` atomically (creating the directory if needed; the runner adds the
+    /// artifact stubs when it prepares the attempt).
     pub fn write_record(&self, record: &TaskRecord<'_>) -> io::Result<()> {
+        std::fs::create_dir_all(&self.root)?;
         let text = serde_json::to_string_pretty(record).map_err(io::Error::other)?;
         crate::fsutil::write_atomic(&self.root.join("task.json"), format!("{text}\n").as_bytes())
     }
