@@ -326,6 +326,41 @@ pub struct FleetFields {
     /// Runs stopped for context pressure, since the task was last blocked for that.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub context_resets: u32,
+    /// The supervisor running the task right now, while it is in progress under a supervisor.
+    /// Cleared whenever the task leaves `in_progress`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+}
+
+/// Who runs a task: the supervisor instance that claimed it, and the attempt.
+///
+/// Another process may release the task only when this owner is provably gone: on the same
+/// host (and boot) its pid is dead or belongs to a process with another start time; on
+/// another host its heartbeat (in the store's supervisor registry) is older than the lease
+/// TTL. See `supervisor::lease`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The supervisor's name (`fleet@host`, or `fleet run --as NAME`): the task's assignee.
+    pub owner: String,
+    /// The supervisor instance (a ULID, new for every `fleet run`).
+    pub instance: String,
+    pub host: String,
+    /// The kernel boot the owner runs in (`/proc/sys/kernel/random/boot_id`), so a pid from
+    /// before a reboot is never taken for a live one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub boot_id: String,
+    pub pid: u32,
+    /// The owner process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
+    #[serde(default)]
+    pub start_ticks: u64,
+    /// This attempt's id (a ULID), which the agent's processes carry in `FLEET_ATTEMPT`.
+    pub attempt: String,
+    /// The coder and model this attempt runs with.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub coder: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    pub since: Timestamp,
 }
 
 fn is_zero(value: &u32) -> bool {

@@ -94,18 +94,28 @@ pub fn group_has_live_members(pgid: i32) -> bool {
     processes().into_iter().any(|p| p.pgid == pgid && !p.zombie)
 }
 
-/// Stops group `pgid`: SIGTERM, up to `grace` for it to exit, then SIGKILL. Reaps the group's
-/// orphans (never `leader`, whose status its owner collects). Returns true if SIGKILL was
-/// needed.
-pub async fn terminate_group(pgid: i32, leader: i32, grace: Duration) -> bool {
+/// Stops group `pgid`: SIGTERM, up to `grace` for it to exit (cut short when `cut`
+/// resolves: a second Ctrl-C), then SIGKILL. Reaps the group's orphans (never `leader`, whose
+/// status its owner collects). Returns true if SIGKILL was needed.
+pub async fn terminate_group(
+    pgid: i32,
+    leader: i32,
+    grace: Duration,
+    cut: impl std::future::Future<Output = ()>,
+) -> bool {
     let _ = signal_group(pgid, libc::SIGTERM);
     let deadline = tokio::time::Instant::now() + grace;
-    while tokio::time::Instant::now() < deadline {
+    tokio::pin!(cut);
+    let mut cut_short = false;
+    while !cut_short && tokio::time::Instant::now() < deadline {
         reap_orphans(&HashSet::from([leader]));
         if !group_has_live_members(pgid) {
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(25)) => {}
+            () = &mut cut => cut_short = true,
+        }
     }
     let _ = signal_group(pgid, libc::SIGKILL);
     for _ in 0..200 {
@@ -172,31 +182,134 @@ pub struct ProcessInfo {
     pub ppid: i32,
     pub pgid: i32,
     pub zombie: bool,
+    /// When the process started, in clock ticks since boot: with the pid, it names one
+    /// process for good (pids are reused, start times are not).
+    pub start_ticks: u64,
 }
 
 /// Every process visible in `/proc` (empty where there is no `/proc`).
 pub fn processes() -> Vec<ProcessInfo> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
+    all_pids().filter_map(process).collect()
+}
+
+fn all_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            parse_stat(pid, &stat)
-        })
-        .collect()
+}
+
+/// One process, if it exists.
+pub fn process(pid: i32) -> Option<ProcessInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
 }
 
 /// Parses the fields after the command name, which may itself contain spaces and parentheses.
 fn parse_stat(pid: i32, stat: &str) -> Option<ProcessInfo> {
     let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgid = fields.next()?.parse().ok()?;
-    Some(ProcessInfo { pid, ppid, pgid, zombie: state == "Z" || state == "X" })
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = *fields.first()?;
+    let ppid = fields.get(1)?.parse().ok()?;
+    let pgid = fields.get(2)?.parse().ok()?;
+    // Field 22 of the whole line (starttime) is the 20th after the command name.
+    let start_ticks = fields.get(19).and_then(|f| f.parse().ok()).unwrap_or(0);
+    Some(ProcessInfo { pid, ppid, pgid, zombie: state == "Z" || state == "X", start_ticks })
+}
+
+/// This boot of the kernel, so that a pid and start time recorded before a reboot are never
+/// matched with a process of this one. Empty where the kernel does not say.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// This machine's host name (`localhost` if it has none).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer we own.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".to_string();
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let host = String::from_utf8_lossy(&buf[..end]).into_owned();
+    if host.is_empty() { "localhost".to_string() } else { host }
+}
+
+/// Whether the process `pid` that started at `start_ticks` is still alive (not a zombie).
+/// A recorded start time of 0 (unknown) matches any process with that pid.
+pub fn is_alive(pid: u32, start_ticks: u64) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    process(pid).is_some_and(|p| !p.zombie && (start_ticks == 0 || p.start_ticks == start_ticks))
+}
+
+/// Whether `/proc/<pid>/environ` holds exactly the entry `entry` (`NAME=value`).
+fn has_env_entry(pid: i32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|environ| environ.split(|b| *b == 0).any(|e| e == entry))
+}
+
+/// Processes (other than this one) whose environment holds `entry` (`NAME=value`), alive or
+/// zombie. Agents and everything they start inherit the supervisor's tags, even processes that
+/// left the agent's process group or session.
+pub fn tagged(entry: &str) -> Vec<ProcessInfo> {
+    let me = std::process::id() as i32;
+    all_pids()
+        .filter(|pid| *pid != me && has_env_entry(*pid, entry.as_bytes()))
+        .filter_map(process)
+        .collect()
+}
+
+/// SIGKILLs every live process tagged with `entry` (see [`tagged`]), repeating while new ones
+/// appear (a process may fork while it is being killed). Returns how many were killed.
+pub fn kill_tagged(entry: &str) -> usize {
+    let mut killed = 0;
+    for _ in 0..20 {
+        let live: Vec<ProcessInfo> = tagged(entry).into_iter().filter(|p| !p.zombie).collect();
+        if live.is_empty() {
+            break;
+        }
+        for process in &live {
+            // SAFETY: sends SIGKILL to one specific pid, never 0 or -1.
+            if process.pid > 1 && unsafe { libc::kill(process.pid, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    killed
+}
+
+/// Makes the child of `command` receive SIGKILL when this process dies, even by SIGKILL
+/// (Linux `PR_SET_PDEATHSIG`). If this process is already gone by the time the child sets it
+/// up, the child exits at once instead of running unsupervised.
+///
+/// The signal follows the thread that spawned the child: spawn from a thread that lives as
+/// long as the supervisor (the runtime's own thread), never from a short-lived worker.
+pub fn die_with_parent(command: &mut tokio::process::Command) {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the child between fork and exec and only calls the
+        // async-signal-safe functions prctl, getppid and _exit.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The parent may have died before the prctl: then nobody would signal us.
+                if libc::getppid() != parent {
+                    libc::_exit(137);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
 }
 
 #[cfg(test)]
@@ -205,10 +318,20 @@ mod tests {
 
     #[test]
     fn stat_lines_with_odd_names_parse() {
-        let info = parse_stat(42, "42 (a (weird) name) S 7 42 42 0 -1").unwrap();
+        let line = "42 (a (weird) name) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000";
+        let info = parse_stat(42, line).unwrap();
         assert_eq!((info.ppid, info.pgid, info.zombie), (7, 42, false));
+        assert_eq!(info.start_ticks, 98765);
         let zombie = parse_stat(43, "43 (sh) Z 7 40 40 0").unwrap();
         assert!(zombie.zombie);
+    }
+
+    #[test]
+    fn this_process_is_alive_with_its_own_start_time_only() {
+        let me = process(std::process::id() as i32).unwrap();
+        assert!(me.start_ticks > 0);
+        assert!(is_alive(std::process::id(), me.start_ticks));
+        assert!(!is_alive(std::process::id(), me.start_ticks + 1));
     }
 
     #[test]

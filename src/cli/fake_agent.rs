@@ -17,6 +17,12 @@
 //! | `fake: ignore-term` | ignores SIGTERM, starts two grandchildren that ignore it too, sleeps |
 //! | `fake: touch PATH` | creates a file (proof the agent ran in its working directory) |
 //! | `fake: say TEXT` | prints an assistant message with TEXT |
+//! | `fake: exclusive DIR` | takes an exclusive lock on `DIR/<task>.lock` for the rest of its life and appends `start <task> <pid>` to `DIR/runs.log` — or `OVERLAP <task> <pid>` when another agent holds the lock (two agents on one task) |
+//! | `fake: background SECS` | leaves `sleep SECS` running in its process group |
+//! | `fake: detach SECS` | leaves `sleep SECS` running in a new session (outside its process group) |
+//! | `fake: stderr TEXT` | writes TEXT to stderr |
+//! | `fake: authfail` | prints Claude Code's "Not logged in" result and exits 1 |
+//! | `fake: overloaded` | prints the CLI's retries of a 529 and a final "Overloaded" API error result, exits 1 |
 //! | `fake: once DIRECTIVE` | runs DIRECTIVE only on the task's first run (a marker file in `$FLEET_TASK_DIR` remembers it), so a script can hit a limit once and then finish |
 //!
 //! Without directives it greets, closes the task and exits 0.
@@ -95,6 +101,50 @@ fn sleep_forever() -> ! {
     }
 }
 
+/// Starts `sh -c COMMAND` and leaves it running; with `new_session` it leaves this agent's
+/// process group and session first (as `setsid` does).
+fn leave_running(command: &str, new_session: bool) {
+    let mut child = std::process::Command::new("sh");
+    child.args(["-c", command]).stdin(std::process::Stdio::null());
+    if new_session {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+        unsafe {
+            child.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+    }
+    let _ = child.spawn();
+}
+
+/// The overlap detector of the ownership tests: an exclusive lock per task, held until this
+/// process dies (the kernel releases it, however the process ends).
+fn hold_task_lock(dir: &std::path::Path) -> Result<(), CliError> {
+    use std::os::fd::AsRawFd;
+    let id = std::env::var("FLEET_TASK_ID").unwrap_or_default();
+    let fail = |e: std::io::Error| CliError::new(format!("fake agent: {}: {e}", dir.display()));
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(format!("{id}.lock")))
+        .map_err(fail)?;
+    // SAFETY: flock on a descriptor we own.
+    let taken = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    let word = if taken { "start" } else { "OVERLAP" };
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("runs.log"))
+        .map_err(fail)?;
+    writeln!(log, "{word} {id} {}", std::process::id()).map_err(fail)?;
+    // Held for the rest of the process's life.
+    std::mem::forget(lock);
+    Ok(())
+}
+
 pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
     let prompt = args.prompt.join(" ");
     emit(json!({"type": "system", "subtype": "init", "session_id": session(), "model": "fake",
@@ -170,6 +220,26 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
                 std::fs::write(rest, b"fake agent was here\n").map_err(|e| {
                     CliError::new(format!("fake agent could not write {rest}: {e}"))
                 })?;
+            }
+            "exclusive" => hold_task_lock(std::path::Path::new(rest))?,
+            "background" => leave_running(&format!("sleep {rest} &"), false),
+            "detach" => leave_running(&format!("sleep {rest}"), true),
+            "stderr" => eprintln!("{rest}"),
+            "authfail" => {
+                emit(json!({"type": "result", "subtype": "success", "is_error": true,
+                    "result": "Not logged in · Please run /login", "session_id": session()}));
+                std::process::exit(1);
+            }
+            "overloaded" => {
+                for attempt in 1..=2 {
+                    emit(json!({"type": "system", "subtype": "api_retry", "attempt": attempt,
+                        "max_retries": 2, "retry_delay_ms": 10, "error_status": 529, "error": "overloaded"}));
+                }
+                emit(json!({"type": "result", "subtype": "success", "is_error": true,
+                    "api_error_status": 529,
+                    "result": "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+                    "session_id": session()}));
+                std::process::exit(1);
             }
             other => return Err(CliError::new(format!("fake agent: unknown directive {other:?}"))),
         }

@@ -128,6 +128,9 @@ pub enum Command {
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
     #[command(hide = true)]
     FakeAgent(fake_agent::FakeAgentArgs),
+    /// The clean-up process `fleet run` starts for itself.
+    #[command(hide = true)]
+    Guard(run::GuardArgs),
 }
 
 impl Command {
@@ -218,6 +221,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Run(args) => run::cmd_run(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
+        Command::Guard(args) => run::cmd_guard(&ctx, args),
     };
     if result.is_ok() && may_write {
         transfer::auto_export(&ctx);

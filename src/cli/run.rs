@@ -2,40 +2,39 @@
 //! `--until-idle`, until the queue is drained). Progress is printed as it happens: one human
 //! line per event, or JSON Lines with `--json`.
 
-use std::future::Future;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::context::{Context, fleet_home};
 use super::error::CliError;
 use super::output::write_stdout;
 use crate::store::Store;
-use crate::supervisor::{Event, Options, Summary, Supervisor};
+use crate::supervisor::{Event, Options, Stop, Summary, Supervisor};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Stop once nothing is running and nothing is ready.
+    /// Stop once nothing is running and nothing more can start without a human.
     #[arg(long)]
     pub until_idle: bool,
-    /// Name this supervisor holds its tasks under (default: fleet@<hostname>). Tasks still held
-    /// under this name when it starts are released.
+    /// Name this supervisor holds its tasks under (default: fleet@<hostname>). Several
+    /// supervisors may share a name; each run is still its own instance.
     #[arg(long = "as", value_name = "NAME")]
     pub lease_name: Option<String>,
 }
 
+/// `fleet guard`: the process `fleet run` starts to clean up after it if it is killed (see
+/// `supervisor::guard`). Not for people.
+#[derive(Debug, clap::Args)]
+pub struct GuardArgs {
+    /// The supervisor instance to guard.
+    #[arg(long)]
+    pub instance: String,
+}
+
 /// `fleet@<hostname>`.
 pub fn default_supervisor_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer we own.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let host = if rc == 0 {
-        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "localhost".to_string()
-    };
-    format!("fleet@{host}")
+    format!("fleet@{}", crate::process::hostname())
 }
 
 pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
@@ -48,19 +47,33 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
         until_idle: args.until_idle,
     };
     let json = ctx.out.json;
-    let summary = supervise(store, options, stop_signal(), move |event| print_event(&event, json))?;
+    let summary = supervise(store, options, Signals::Listen, move |event| print_event(&event, json))?;
     if !json {
         write_stdout(&summary_line(&summary));
     }
     Ok(())
 }
 
-/// Builds the runtime, runs the supervisor until `shutdown`, and feeds its events to `on_event`
-/// as they happen.
+pub fn cmd_guard(ctx: &Context, args: GuardArgs) -> Result<(), CliError> {
+    let dir = ctx.workspace_dir()?;
+    crate::supervisor::guard::watch(&args.instance, &dir);
+    Ok(())
+}
+
+/// Whether the supervisor answers Ctrl-C, SIGTERM and SIGHUP (a foreground run) or runs until
+/// idle regardless.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signals {
+    Listen,
+    Ignore,
+}
+
+/// Builds the runtime, runs the supervisor until it is stopped, and feeds its events to
+/// `on_event` as they happen.
 pub fn supervise(
     store: Arc<Store>,
     options: Options,
-    shutdown: impl Future<Output = ()> + Send,
+    signals: Signals,
     mut on_event: impl FnMut(Event) + Send + 'static,
 ) -> Result<Summary, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -74,29 +87,48 @@ pub fn supervise(
                 on_event(event);
             }
         });
+        let (stop_tx, stop) = watch::channel(Stop::No);
+        let stop_tx = Arc::new(stop_tx);
+        if signals == Signals::Listen {
+            listen_for_stop_signals(Arc::clone(&stop_tx))
+                .map_err(|e| CliError::new(format!("installing signal handlers: {e}")))?;
+        }
         let supervisor = Supervisor::new(store, options, events).map_err(|e| {
             CliError::new(e).with_hint("fix runtime.toml (see `fleet config show`)")
         })?;
-        let summary = supervisor.run(shutdown).await.map_err(CliError::new)?;
+        let summary = supervisor.run(stop).await.map_err(CliError::new)?;
+        drop(stop_tx);
         let _ = printer.await;
         Ok(summary)
     })
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn stop_signal() {
+/// Installs the handlers before any agent starts (until then a signal would kill this
+/// process outright): the first SIGINT, SIGTERM or SIGHUP asks for a graceful stop, a second
+/// SIGINT or SIGTERM for an immediate one.
+fn listen_for_stop_signals(stop: Arc<watch::Sender<Stop>>) -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        loop {
+            let hung_up = tokio::select! {
+                _ = interrupt.recv() => false,
+                _ = terminate.recv() => false,
+                _ = hangup.recv() => true,
+            };
+            let level = *stop.borrow();
+            let next = match level {
+                Stop::No => Stop::Graceful,
+                // A hang-up after Ctrl-C (the terminal closing) does not cut the grace.
+                Stop::Graceful if !hung_up => Stop::Now,
+                other => other,
+            };
+            stop.send_replace(next);
         }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+    });
+    Ok(())
 }
 
 fn print_event(event: &Event, json: bool) {
@@ -112,7 +144,7 @@ fn print_event(event: &Event, json: bool) {
 /// One human line for an event (`None` for events not worth a line).
 pub fn event_line(event: &Event) -> Option<String> {
     Some(match event {
-        Event::Started { actor, max_concurrent } => {
+        Event::Started { actor, max_concurrent, .. } => {
             format!(
                 "fleet run: supervising as {actor}, up to {max_concurrent} agents at once (Ctrl-C stops)"
             )
@@ -121,21 +153,39 @@ pub fn event_line(event: &Event) -> Option<String> {
             let model = if model.is_empty() { String::new() } else { format!(", {model}") };
             format!("▶ {id} attempt {attempt} ({coder}{model}): {title}")
         }
-        Event::AgentStarted { .. } => return None,
+        Event::AgentStarted { .. } | Event::Stopped { .. } => return None,
         Event::Finished { id, verdict, comment } => {
             let mark = if verdict == "closed" { "✓" } else { "•" };
             let detail = comment.lines().next().unwrap_or_default();
             format!("{mark} {id} {verdict}: {detail}")
         }
-        Event::Paused { until } => format!("⏸ spawning paused until {until} (rate limit)"),
+        Event::Paused { coder, until, cause, detail, fix, news } => {
+            let head = format!("⏸ {coder} paused until {until} ({}): {detail}", cause.as_str());
+            if *news { format!("{head}\n  fix: {fix}") } else { head }
+        }
         Event::ConfigReloaded { max_concurrent } => {
             format!("⚙ runtime.toml reloaded (max_concurrent = {max_concurrent})")
         }
         Event::ConfigRejected { error } => {
             format!("⚠ runtime.toml is invalid, keeping the previous config: {error}")
         }
-        Event::Released { id } => format!("↩ {id} released (held by an earlier run)"),
-        Event::Stopped { .. } => return None,
+        Event::Released { id, why, survivors_killed } => {
+            let killed = match survivors_killed {
+                0 => String::new(),
+                n => format!("; killed {n} processes its agent left"),
+            };
+            format!("↩ {id} released: {why}{killed}")
+        }
+        Event::Revoked { id, reason } => format!("■ {id}: {reason}; stopping its agent"),
+        Event::Stopping { agents: 0, .. } => "stopping: no agents running".to_string(),
+        Event::Stopping { agents, grace_secs } => format!(
+            "stopping {agents} agent{}, grace {grace_secs} s; press Ctrl-C again to kill now",
+            if *agents == 1 { "" } else { "s" }
+        ),
+        Event::StoppingNow { agents } => format!("killing {agents} agents now"),
+        Event::Idle { paused } => {
+            format!("nothing more can run without help — paused: {}", paused.join("; "))
+        }
     })
 }
 

@@ -251,6 +251,7 @@ impl Writer<'_> {
         let mut issue = old.clone();
         issue.status = Status::Open;
         issue.assignee.clear();
+        issue.fleet.lease = None;
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
         Ok(Some(self.status_seeds(id)?))
@@ -273,6 +274,7 @@ impl Writer<'_> {
         issue.close_reason =
             if reason.is_empty() { "Closed".to_string() } else { reason.to_string() };
         session.clone_into(&mut issue.closed_by_session);
+        issue.fleet.lease = None;
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
         Ok(Some(self.status_seeds(id)?))
@@ -574,6 +576,8 @@ fn set_status(issue: &mut Issue, status: Status, at: Timestamp) {
     }
     if status == Status::InProgress {
         issue.started_at.get_or_insert(at);
+    } else {
+        issue.fleet.lease = None;
     }
     issue.status = status;
 }

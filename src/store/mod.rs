@@ -57,6 +57,9 @@ pub(crate) mod meta {
     /// Prefix of user configuration keys (`config set`); these are settings of this store,
     /// not queue state, so they are not ops and do not travel through sync.
     pub const CONFIG: &str = "config/";
+    /// Prefix of the supervisor registry (`supervisor/<instance>` → a registration with its
+    /// heartbeat). Runtime state of this store's machine, not queue state: not ops.
+    pub const SUPERVISOR: &str = "supervisor/";
 }
 
 /// Errors of the store, each naming the issue, edge or file it is about.
@@ -401,6 +404,16 @@ impl Store {
             .map_or(0, u64::from_be_bytes))
     }
 
+    /// The sequence number of the last journaled op (0 for an empty journal).
+    pub fn journal_head(&self) -> Result<u64, StoreError> {
+        let txn = self.begin_read()?;
+        let meta_table = txn.open_table(META)?;
+        Ok(meta_table
+            .get(meta::JOURNAL_SEQ)?
+            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+            .map_or(0, u64::from_be_bytes))
+    }
+
     /// The journal from sequence `from` on, in apply order.
     pub fn journal(&self, from: u64) -> Result<Vec<(u64, Op)>, StoreError> {
         let txn = self.begin_read()?;
@@ -466,6 +479,17 @@ impl Reader {
             let (key, value) = entry?;
             let Some(name) = key.value().strip_prefix(meta::CONFIG) else { break };
             out.push((name.to_string(), String::from_utf8_lossy(value.value()).into_owned()));
+        }
+        Ok(out)
+    }
+
+    /// Every entry of the supervisor registry: (instance, registration bytes).
+    pub fn supervisors(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.tables.meta.range(meta::SUPERVISOR..)? {
+            let (key, value) = entry?;
+            let Some(instance) = key.value().strip_prefix(meta::SUPERVISOR) else { break };
+            out.push((instance.to_string(), value.value().to_vec()));
         }
         Ok(out)
     }
@@ -547,6 +571,21 @@ impl<'t> Writer<'t> {
         let key = format!("{}{key}", meta::CONFIG);
         match value {
             Some(value) => self.tables.meta.insert(key.as_str(), value.as_bytes())?,
+            None => self.tables.meta.remove(key.as_str())?,
+        };
+        Ok(())
+    }
+
+    /// Writes (or with `None` removes) the registration of supervisor `instance`. Not an op:
+    /// heartbeats do not wake other supervisors or reach the journal.
+    pub fn set_supervisor(
+        &mut self,
+        instance: &str,
+        registration: Option<&[u8]>,
+    ) -> Result<(), StoreError> {
+        let key = format!("{}{instance}", meta::SUPERVISOR);
+        match registration {
+            Some(bytes) => self.tables.meta.insert(key.as_str(), bytes)?,
             None => self.tables.meta.remove(key.as_str())?,
         };
         Ok(())

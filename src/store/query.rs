@@ -320,12 +320,14 @@ fn sort_ready(issues: &mut [Issue], order: SortOrder, now: Timestamp) {
     }
 }
 
-/// The first ready issue this actor may claim: open, unblocked, and unassigned or its own.
+/// The first ready issue this actor may claim: open, unblocked, unassigned or its own, and
+/// accepted by `accept` (the supervisor skips tasks it still runs and paused coders).
 pub(crate) fn first_claimable(
     view: &dyn View,
     actor: &str,
     filter: &ReadyFilter,
     now: Timestamp,
+    accept: &dyn Fn(&Issue) -> bool,
 ) -> Result<Option<String>, StoreError> {
     let now_nanos = crate::time::nanos(now);
     let mut chosen = None;
@@ -340,7 +342,7 @@ pub(crate) fn first_claimable(
             return Ok(true);
         };
         let free = issue.assignee.is_empty() || issue.assignee == actor;
-        if free && ready_filter_matches(filter, &issue) {
+        if free && ready_filter_matches(filter, &issue) && accept(&issue) {
             chosen = Some(issue.id);
             return Ok(false);
         }
@@ -573,7 +575,18 @@ impl Reader {
         filter: &ReadyFilter,
         now: Timestamp,
     ) -> Result<Option<String>, StoreError> {
-        first_claimable(self.view(), actor, filter, now)
+        first_claimable(self.view(), actor, filter, now, &|_| true)
+    }
+
+    /// [`Reader::first_claimable`] among the issues `accept` takes.
+    pub fn first_claimable_where(
+        &self,
+        actor: &str,
+        filter: &ReadyFilter,
+        now: Timestamp,
+        accept: &dyn Fn(&Issue) -> bool,
+    ) -> Result<Option<String>, StoreError> {
+        first_claimable(self.view(), actor, filter, now, accept)
     }
 
     pub fn list(&self, filter: &ListFilter) -> Result<(Vec<IssueSummary>, usize), StoreError> {
@@ -653,7 +666,16 @@ impl Writer<'_> {
 
     /// The first ready issue the current actor may claim.
     pub fn first_claimable(&self, filter: &ReadyFilter) -> Result<Option<String>, StoreError> {
-        first_claimable(self.view(), &self.actor, filter, self.now())
+        first_claimable(self.view(), &self.actor, filter, self.now(), &|_| true)
+    }
+
+    /// [`Writer::first_claimable`] among the issues `accept` takes.
+    pub fn first_claimable_where(
+        &self,
+        filter: &ReadyFilter,
+        accept: &dyn Fn(&Issue) -> bool,
+    ) -> Result<Option<String>, StoreError> {
+        first_claimable(self.view(), &self.actor, filter, self.now(), accept)
     }
 
     /// Ids of the open children of `id` (for the close guard on epics).

@@ -1,59 +1,85 @@
-//! The supervisor behind `fleet run`: keeps up to `max_concurrent` agents busy on ready tasks.
+//! The supervisor behind `fleet run`: keeps up to `max_concurrent` agents busy on ready tasks,
+//! and never lets two agents work on one task.
 //!
 //! It is the dispatcher; [`runner`]s are the executors. The loop
-//! 1. claims ready work in-process, in the claim transaction also counting the attempt and
-//!    freezing the task's coder and model, whenever a slot is free, spawning is not paused,
-//!    and the queue changed (the store's change counter, read every [`POLL`]) or a second
-//!    passed (deferrals that expired make work ready without any write);
-//! 2. starts a runner per claimed task, holding the task's lease: assignee = this
-//!    supervisor's actor;
-//! 3. records each runner's [`Outcome`] as ops (see [`outcome::plan`]);
-//! 4. reloads `runtime.toml` when it changes, keeping the previous config if the new one is
+//! 1. claims ready work in-process whenever a slot is free, skipping tasks it still runs and
+//!    tasks of paused coders; the claim transaction counts the attempt and puts this
+//!    supervisor's [`lease`] on the task (instance, host, pid, start time, attempt id);
+//! 2. starts a runner per claimed task; the agent runs in its own process group, tagged with
+//!    the instance and attempt, and dies with the supervisor;
+//! 3. notices, through the store's change counter and the journal, when someone changes a
+//!    running task ([`revocation`]) and stops its agent within a poll;
+//! 4. records each runner's [`Outcome`] as ops (see [`outcome::plan`]); faults of the fleet
+//!    (missing CLI, no login, provider outage) and rate limits pause the coder ([`pause`])
+//!    instead of charging the task;
+//! 5. refreshes its registration (heartbeat) and takes back tasks of supervisors that died
+//!    ([`recovery`]), after killing what their agents left;
+//! 6. reloads `runtime.toml` when it changes, keeping the previous config if the new one is
 //!    invalid;
-//! 5. on shutdown, tells every runner to stop, records their outcomes (released, not
-//!    charged), releases whatever it still holds, and kills and reaps stray processes.
+//! 7. on shutdown (the [`Stop`] level rises), tells every runner to stop its agent (SIGTERM,
+//!    grace, SIGKILL; a second Ctrl-C cuts the grace), records their outcomes (released, not
+//!    charged), and kills and reaps whatever is left.
 //!
-//! The shutdown story: `run` takes a `shutdown` future. When it resolves, the `stopping`
-//! watch channel flips to true; every runner selects on it, stops its agent's process group
-//! (SIGTERM, grace, SIGKILL) and returns [`Outcome::Shutdown`]. `run` waits for all runner
-//! tasks, then returns the summary.
+//! A [`guard`] process started at the beginning cleans up if the supervisor itself is killed.
 
+pub mod guard;
+pub mod lease;
 pub mod outcome;
+pub mod pause;
 pub mod prompt;
+pub mod recovery;
+pub mod revocation;
 pub mod runner;
 pub mod taskdir;
 
-use std::collections::HashSet;
-use std::future::Future;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
-use crate::model::{Comment, CommentId, Issue};
+use crate::model::{FleetFields, Issue};
 use crate::op::{IssuePatch, OpKind};
+use crate::redact::Redactor;
 use crate::store::{ReadyFilter, Store, StoreError};
 use crate::time::Clock;
+use lease::{Identity, Registration};
 use outcome::Outcome;
-use runner::{Attempt, RunnerSettings, Signal};
+use pause::{PauseCause, Pauses};
+use recovery::{Reclaimed, Scan, fleet_comment};
+use revocation::Touch;
+use runner::{Attempt, Control, RunnerSettings, Signal};
 use taskdir::{TaskDir, TaskRecord};
 
 /// How often the store's change counter is read.
 pub const POLL: Duration = Duration::from_millis(20);
 /// How often the queue is re-checked when nothing changed (deferrals expire silently).
 const RECHECK: Duration = Duration::from_secs(1);
+/// An `--until-idle` run waits for a coder pause that ends within this long (a provider
+/// outage, a short rate limit); a longer one, or one that needs a human, ends the run.
+const IDLE_WAIT_FOR_PAUSE: Duration = Duration::from_secs(600);
+
+/// How far a shutdown has gone: the first Ctrl-C (or SIGTERM, SIGHUP) asks for a graceful
+/// stop, a second one for an immediate one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    No,
+    Graceful,
+    Now,
+}
 
 /// Where the supervisor lives and who it is.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// `$FLEET_HOME`: holds `runtime.toml`, `tasks/`, `bin/`.
+    /// `$FLEET_HOME`: holds `runtime.toml`, `tasks/`, `bin/`, `state/`.
     pub home: PathBuf,
-    /// The actor recorded as assignee of the tasks this supervisor holds.
+    /// The name tasks are assigned to while this supervisor runs them.
     pub actor: String,
     /// This program, linked as `bd` and `fleet` into the agents' PATH.
     pub exe: PathBuf,
@@ -65,14 +91,25 @@ pub struct Options {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
-    Started { actor: String, max_concurrent: usize },
+    Started { actor: String, instance: String, max_concurrent: usize },
     Claimed { id: String, title: String, coder: String, model: String, attempt: u32 },
     AgentStarted { id: String, pid: u32 },
     Finished { id: String, verdict: String, comment: String },
-    Paused { until: Timestamp },
+    /// No new task starts with `coder` until `until`. `news` is false when the same cause
+    /// repeats (the live view then prints a short line).
+    Paused { coder: String, until: Timestamp, cause: PauseCause, detail: String, fix: String, news: bool },
     ConfigReloaded { max_concurrent: usize },
     ConfigRejected { error: String },
-    Released { id: String },
+    /// A task of a supervisor that is gone was taken back.
+    Released { id: String, why: String, survivors_killed: usize },
+    /// A running task was changed by someone else: its agent is being stopped.
+    Revoked { id: String, reason: String },
+    /// Shutdown began: `agents` are being stopped with `grace_secs` to exit.
+    Stopping { agents: usize, grace_secs: u64 },
+    /// A second request: the agents are killed now.
+    StoppingNow { agents: usize },
+    /// `--until-idle`: nothing more can run without a human (the pauses say why).
+    Idle { paused: Vec<String> },
     Stopped { finished: usize },
 }
 
@@ -83,15 +120,25 @@ pub struct Summary {
     pub verdicts: std::collections::BTreeMap<String, usize>,
 }
 
+/// A task with a runner in flight.
+struct Running {
+    attempt: String,
+    coder: String,
+    control: watch::Sender<Control>,
+}
+
 pub struct Supervisor {
     store: Arc<Store>,
     options: Options,
+    me: Identity,
     /// The current `runtime.toml` and the coders it defines, re-read when the file changes.
     config: ConfigWatcher,
     events: mpsc::UnboundedSender<Event>,
-    /// Ids of the tasks with a runner in flight.
-    running: HashSet<String>,
-    paused_until: Option<Timestamp>,
+    running: HashMap<String, Running>,
+    pauses: Pauses,
+    /// The next journal sequence to read for changes to running tasks.
+    journal_next: u64,
+    started_at: Timestamp,
     summary: Summary,
 }
 
@@ -107,13 +154,18 @@ impl Supervisor {
         events: mpsc::UnboundedSender<Event>,
     ) -> Result<Supervisor, String> {
         let config = ConfigWatcher::new(&config_path(&options.home)).map_err(|e| e.to_string())?;
+        let me = Identity::current(&options.actor);
+        let pauses = Pauses::load(&options.home);
         Ok(Supervisor {
             store,
             options,
+            me,
             config,
             events,
-            running: HashSet::new(),
-            paused_until: None,
+            running: HashMap::new(),
+            pauses,
+            journal_next: 0,
+            started_at: Timestamp::now(),
             summary: Summary::default(),
         })
     }
@@ -130,48 +182,52 @@ impl Supervisor {
         let _ = self.events.send(event);
     }
 
-    /// Runs until `shutdown` resolves (or, with `until_idle`, until the queue is drained).
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<Summary, String> {
+    /// Runs until `stop` rises above [`Stop::No`] (or, with `until_idle`, until nothing more
+    /// can run).
+    pub async fn run(mut self, mut stop: watch::Receiver<Stop>) -> Result<Summary, String> {
         let _ = crate::process::become_subreaper();
         self.link_tools()
             .map_err(|e| format!("linking bd/fleet into {}: {e}", self.bin_dir().display()))?;
-        self.release_stale_leases().await?;
+        let guard = guard::spawn(&self.options.exe, &self.me.instance, self.store.dir())
+            .map_err(|e| format!("starting the guard process: {e}"))?;
+        self.register().await?;
+        self.journal_next = self.blocking(|s| s.journal_head()).await.map_err(|e| e.to_string())? + 1;
+        self.reclaim(Scan::Always).await;
         self.emit(Event::Started {
-            actor: self.options.actor.clone(),
+            actor: self.me.name.clone(),
+            instance: self.me.instance.clone(),
             max_concurrent: self.max_concurrent(),
         });
-        let (stopping_tx, stopping) = watch::channel(false);
+        self.announce_carried_over_pauses();
         let (signals_tx, mut signals) = mpsc::unbounded_channel();
         let mut runners: JoinSet<Finished> = JoinSet::new();
+        let mut children = child_exits();
         let mut last_changes = u64::MAX;
         let mut next_recheck = tokio::time::Instant::now();
-        tokio::pin!(shutdown);
-        // Poll `shutdown` once before any agent starts: a signal future installs its handlers
-        // when first polled, and until then SIGTERM or Ctrl-C would kill this process outright,
-        // leaving agents running and their tasks claimed.
-        let mut stopped = tokio::select! {
-            biased;
-            () = &mut shutdown => true,
-            () = std::future::ready(()) => false,
-        };
-        while !stopped {
+        let mut next_heartbeat = tokio::time::Instant::now() + lease::HEARTBEAT;
+        while *stop.borrow() == Stop::No {
             self.reload_config_if_changed();
+            let now = tokio::time::Instant::now();
+            if now >= next_heartbeat {
+                next_heartbeat = now + lease::HEARTBEAT;
+                self.heartbeat().await;
+                self.reclaim(Scan::IfSomeoneDied).await;
+            }
             let changes = self.changes().await;
-            let due = tokio::time::Instant::now() >= next_recheck;
-            if changes != last_changes || due {
+            if changes != last_changes {
+                self.check_running_tasks().await;
+            }
+            if changes != last_changes || now >= next_recheck {
                 last_changes = changes;
-                next_recheck = tokio::time::Instant::now() + RECHECK;
-                let started = self.fill_slots(&mut runners, &stopping, &signals_tx).await;
-                if self.options.until_idle
-                    && started == 0
-                    && runners.is_empty()
-                    && !self.work_pending().await
+                next_recheck = now + RECHECK;
+                let started = self.fill_slots(&mut runners, &stop, &signals_tx).await;
+                if self.options.until_idle && started == 0 && runners.is_empty() && self.idle().await
                 {
                     break;
                 }
             }
             tokio::select! {
-                () = &mut shutdown => stopped = true,
+                _ = stop.changed() => {}
                 Some(done) = runners.join_next() => {
                     if let Ok(finished) = done {
                         self.record(finished).await;
@@ -179,21 +235,49 @@ impl Supervisor {
                     next_recheck = tokio::time::Instant::now();
                 }
                 Some(signal) = signals.recv() => self.on_signal(signal),
+                _ = children.recv() => { crate::process::reap_orphans(&Default::default()); }
                 () = tokio::time::sleep(POLL) => {}
             }
         }
-        let _ = stopping_tx.send(true);
-        while let Some(done) = runners.join_next().await {
-            if let Ok(finished) = done {
-                self.record(finished).await;
+        self.shut_down(&mut runners, &mut stop).await;
+        drop(guard);
+        self.emit(Event::Stopped { finished: self.summary.attempts });
+        Ok(self.summary)
+    }
+
+    /// Stops every runner (they see the stop level), records their outcomes, deregisters, and
+    /// kills whatever is left.
+    async fn shut_down(&mut self, runners: &mut JoinSet<Finished>, stop: &mut watch::Receiver<Stop>) {
+        let agents = self.running.len();
+        if *stop.borrow() == Stop::Now {
+            self.emit(Event::StoppingNow { agents });
+        } else if agents > 0 || *stop.borrow() == Stop::Graceful {
+            self.emit(Event::Stopping { agents, grace_secs: self.cfg().shutdown_grace().as_secs() });
+        }
+        let mut told_now = *stop.borrow() == Stop::Now;
+        loop {
+            tokio::select! {
+                done = runners.join_next() => match done {
+                    Some(Ok(finished)) => self.record(finished).await,
+                    Some(Err(_)) => {}
+                    None => break,
+                },
+                _ = stop.changed(), if !told_now => {
+                    if *stop.borrow() == Stop::Now {
+                        told_now = true;
+                        self.emit(Event::StoppingNow { agents: self.running.len() });
+                    }
+                }
             }
         }
-        let strays = crate::process::kill_stray_children(&Default::default());
+        let instance = self.me.instance.clone();
+        let _ = self.blocking(move |s| s.write("", Clock::System, |w| lease::deregister(w, &instance))).await;
+        let tag = self.me.tag();
+        let strays = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag)).await.unwrap_or(0)
+            + crate::process::kill_stray_children(&Default::default());
         if strays > 0 {
             tracing::warn!(strays, "killed processes left behind by agents");
         }
-        self.emit(Event::Stopped { finished: self.summary.attempts });
-        Ok(self.summary)
     }
 
     fn bin_dir(&self) -> PathBuf {
@@ -216,6 +300,11 @@ impl Supervisor {
         Ok(())
     }
 
+    /// The actor the agents write as (`BD_ACTOR`).
+    fn agent_actor(&self) -> String {
+        format!("{}/agent", self.me.name)
+    }
+
     /// The environment every agent gets on top of the coder's own.
     fn agent_env(&self) -> Vec<(String, String)> {
         let path = std::env::var("PATH").unwrap_or_default();
@@ -223,7 +312,8 @@ impl Supervisor {
             ("FLEET_HOME".into(), self.options.home.display().to_string()),
             ("BEADS_DIR".into(), self.store.dir().display().to_string()),
             ("PATH".into(), format!("{}:{path}", self.bin_dir().display())),
-            ("BD_ACTOR".into(), format!("{}/agent", self.options.actor)),
+            ("BD_ACTOR".into(), self.agent_actor()),
+            (lease::INSTANCE_VAR.into(), self.me.instance.clone()),
         ]
     }
 
@@ -232,111 +322,189 @@ impl Supervisor {
         work: impl FnOnce(&Store) -> R + Send + 'static,
     ) -> R {
         let store = Arc::clone(&self.store);
-        tokio::task::spawn_blocking(move || work(&store)).await.expect("store work does not panic")
+        match tokio::task::spawn_blocking(move || work(&store)).await {
+            Ok(result) => result,
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        }
     }
 
     async fn changes(&self) -> u64 {
         self.blocking(|store| store.changes().unwrap_or(0)).await
     }
 
-    /// Whether anything could still become claimable without a human: ready work, including
-    /// tasks waiting out a retry backoff.
-    async fn work_pending(&self) -> bool {
-        let actor = self.options.actor.clone();
-        self.blocking(move |store| {
-            let filter = ReadyFilter { include_deferred: true, ..ReadyFilter::default() };
-            store
-                .read()
-                .and_then(|r| r.first_claimable(&actor, &filter, Timestamp::now()))
-                .map(|found| found.is_some())
-                .unwrap_or(false)
-        })
-        .await
+    fn registration(&self) -> Registration {
+        Registration {
+            identity: self.me.clone(),
+            started_at: self.started_at,
+            heartbeat: Timestamp::now(),
+            max_concurrent: self.max_concurrent(),
+        }
     }
 
-    /// Tasks still assigned to this actor from an earlier run that died: release them.
-    async fn release_stale_leases(&self) -> Result<(), String> {
-        let actor = self.options.actor.clone();
-        let released = self
-            .blocking(move |store| -> Result<Vec<String>, StoreError> {
-                let held = held_by(store, &actor)?;
-                if held.is_empty() {
-                    return Ok(held);
+    async fn register(&self) -> Result<(), String> {
+        let registration = self.registration();
+        self.blocking(move |s| s.write("", Clock::System, |w| lease::register(w, &registration)))
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("registering the supervisor: {e}"))
+    }
+
+    async fn heartbeat(&self) {
+        if let Err(error) = self.register().await {
+            tracing::error!(%error, "refreshing the supervisor's heartbeat failed");
+        }
+    }
+
+    /// Takes back tasks of supervisors that are gone.
+    async fn reclaim(&self, scan: Scan) {
+        let me = self.me.clone();
+        let home = self.options.home.clone();
+        let result = self.blocking(move |s| recovery::reclaim_abandoned(s, &me, &home, scan)).await;
+        match result {
+            Ok(reclaimed) => {
+                for Reclaimed { id, why, survivors_killed } in reclaimed {
+                    self.emit(Event::Released { id, why, survivors_killed });
                 }
-                let comment = "[fleet] released: the supervisor that held this task stopped without releasing it";
-                store.write(&actor, Clock::System, |w| {
-                    for id in &held {
-                        w.apply(OpKind::Release { id: id.clone() })?;
-                        w.apply(OpKind::Comment { comment: fleet_comment(id, &actor, comment) })?;
-                    }
-                    Ok(())
-                })?;
-                Ok(held)
+            }
+            Err(error) => tracing::error!(%error, "taking back tasks of stopped supervisors failed"),
+        }
+    }
+
+    /// Tells the runner of every running task that someone else changed what to do.
+    async fn check_running_tasks(&mut self) {
+        if self.running.is_empty() {
+            self.journal_next = self.blocking(|s| s.journal_head()).await.unwrap_or(0) + 1;
+            return;
+        }
+        let from = self.journal_next;
+        let ids: HashMap<String, ()> = self.running.keys().map(|id| (id.clone(), ())).collect();
+        let read = self
+            .blocking(move |s| -> Result<_, StoreError> {
+                let (next, touched) = revocation::touched_since(s, from, &ids)?;
+                let reader = s.read()?;
+                let mut issues = Vec::new();
+                for (id, touch) in touched {
+                    issues.push((reader.issue(&id)?, id, touch));
+                }
+                Ok((next, issues))
+            })
+            .await;
+        let (next, touched) = match read {
+            Ok(read) => read,
+            Err(error) => {
+                tracing::error!(%error, "reading the journal for changes to running tasks failed");
+                return;
+            }
+        };
+        self.journal_next = next;
+        for (issue, id, touch) in touched {
+            self.apply_control(&id, issue.as_ref(), &touch);
+        }
+    }
+
+    fn apply_control(&self, id: &str, issue: Option<&Issue>, touch: &Touch) {
+        let Some(running) = self.running.get(id) else { return };
+        let control =
+            revocation::decide(issue, &self.me, &running.attempt, touch, &self.agent_actor());
+        let changed = running.control.send_if_modified(|current| {
+            let escalate = *current == Control::Run || matches!(control, Control::Revoke(_));
+            if escalate && *current != control && !matches!(current, Control::Revoke(_)) {
+                *current = control.clone();
+                true
+            } else {
+                false
+            }
+        });
+        if changed && let Control::Revoke(reason) = control {
+            self.emit(Event::Revoked { id: id.to_string(), reason });
+        }
+    }
+
+    /// With `--until-idle`: whether the run should end — nothing can be claimed now, nothing
+    /// waits out a retry backoff, and no coder pause that ends soon by itself holds work back.
+    async fn idle(&self) -> bool {
+        let actor = self.me.name.clone();
+        let default_coder = self.cfg().coder.clone();
+        let pending = self
+            .blocking(move |store| -> Result<Vec<String>, StoreError> {
+                let filter = ReadyFilter { include_deferred: true, ..ReadyFilter::default() };
+                let mut coders = Vec::new();
+                let reader = store.read()?;
+                let now = Timestamp::now();
+                // Every coder with claimable work (deferred included), one scan per coder.
+                while let Some(id) = reader.first_claimable_where(&actor, &filter, now, &|i| {
+                    !coders.contains(&coder_of(i, &default_coder))
+                })? {
+                    let issue = reader.issue(&id)?;
+                    coders.push(issue.map_or_else(String::new, |i| coder_of(&i, &default_coder)));
+                }
+                Ok(coders)
             })
             .await
-            .map_err(|e| format!("releasing stale leases: {e}"))?;
-        for id in released {
-            self.emit(Event::Released { id });
+            .unwrap_or_default();
+        let now = Timestamp::now();
+        let soon = now + SignedDuration::try_from(IDLE_WAIT_FOR_PAUSE).unwrap_or_default();
+        let mut paused = Vec::new();
+        for coder in &pending {
+            match self.pauses.active(coder, now) {
+                None => return false,
+                Some(p) if !matches!(p.cause, PauseCause::Spawn | PauseCause::Auth) && p.until <= soon => {
+                    return false;
+                }
+                Some(p) => paused.push(format!("{coder}: {} until {}", p.cause.as_str(), p.until)),
+            }
         }
-        Ok(())
-    }
-
-    fn paused(&self) -> bool {
-        self.paused_until.is_some_and(|until| Timestamp::now() < until)
+        if !paused.is_empty() {
+            self.emit(Event::Idle { paused });
+        }
+        true
     }
 
     /// Claims and starts tasks while slots are free. Returns how many were started.
     async fn fill_slots(
         &mut self,
         runners: &mut JoinSet<Finished>,
-        stopping: &watch::Receiver<bool>,
+        stop: &watch::Receiver<Stop>,
         signals: &mpsc::UnboundedSender<Signal>,
     ) -> usize {
         let mut started = 0;
-        while self.running.len() < self.max_concurrent() && !self.paused() {
+        while self.running.len() < self.max_concurrent() {
             let Some(issue) = self.claim_next().await else { break };
             started += 1;
-            self.start(issue, runners, stopping, signals);
+            self.start(issue, runners, stop, signals);
         }
         started
     }
 
-    /// Claims the next ready task, counting the attempt and freezing its coder and model in
-    /// the same transaction. A read comes first so an idle queue costs no write.
+    /// Claims the next ready task that this supervisor does not already run and whose coder
+    /// is not paused; the same transaction counts the attempt and puts the lease on it. A read
+    /// comes first so an idle queue costs no write.
     async fn claim_next(&self) -> Option<Issue> {
-        let actor = self.options.actor.clone();
+        let me = self.me.clone();
         let config = self.cfg().clone();
         let registry = self.config.registry().clone();
+        let now = Timestamp::now();
+        let paused: Vec<String> = self.pauses.all_active(now).map(|(c, _)| c.to_string()).collect();
+        let running: Vec<String> = self.running.keys().cloned().collect();
         let result = self
             .blocking(move |store| -> Result<Option<Issue>, StoreError> {
+                let accept = |issue: &Issue| {
+                    !running.contains(&issue.id) && !paused.contains(&coder_of(issue, &config.coder))
+                };
                 let filter = ReadyFilter::default();
-                if store.read()?.first_claimable(&actor, &filter, Timestamp::now())?.is_none() {
+                let look = store.read()?.first_claimable_where(&me.name, &filter, now, &accept)?;
+                if look.is_none() {
                     return Ok(None);
                 }
-                let (claimed, _) = store.write(&actor, Clock::System, |w| {
-                    let Some(issue) = crate::claim::claim_next_in(w, &filter)? else {
+                let (claimed, _) = store.write(&me.name, Clock::System, |w| {
+                    let Some(id) = w.first_claimable_where(&filter, &accept)? else {
                         return Ok(None);
                     };
-                    let mut fleet = issue.fleet.clone();
-                    let first_spawn = fleet.attempts == 0;
-                    fleet.attempts += 1;
-                    // The effective coder and model are frozen at the first spawn, so later
-                    // config changes do not switch a task's agent between attempts. The model
-                    // is resolved only then: an empty one ("let the CLI choose", the default
-                    // of several coders) stays empty rather than picking up a `model` set in
-                    // runtime.toml later.
-                    if fleet.coder.is_empty() {
-                        fleet.coder.clone_from(&config.coder);
-                    }
-                    if fleet.model.is_empty()
-                        && first_spawn
-                        && let Ok(coder) = registry.get(&fleet.coder)
-                    {
-                        fleet.model = config.effective_model(coder.as_ref(), None);
-                    }
+                    let issue = crate::claim::claim_in(w, &id)?;
+                    let fleet = leased_fields(&issue, &me, &config, &registry, w.now());
                     let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
-                    w.apply(OpKind::Update { id: issue.id.clone(), patch: Box::new(patch) })?;
-                    w.issue(&issue.id)
+                    w.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch) })?;
+                    w.issue(&id)
                 })?;
                 Ok(claimed)
             })
@@ -354,21 +522,25 @@ impl Supervisor {
         &mut self,
         issue: Issue,
         runners: &mut JoinSet<Finished>,
-        stopping: &watch::Receiver<bool>,
+        stop: &watch::Receiver<Stop>,
         signals: &mpsc::UnboundedSender<Signal>,
     ) {
         let id = issue.id.clone();
+        let lease = issue.fleet.lease.clone().unwrap_or_default();
         self.emit(Event::Claimed {
             id: id.clone(),
             title: issue.title.clone(),
-            coder: issue.fleet.coder.clone(),
-            model: issue.fleet.model.clone(),
+            coder: lease.coder.clone(),
+            model: lease.model.clone(),
             attempt: issue.fleet.attempts,
         });
-        self.running.insert(id.clone());
+        let (control_tx, control) = watch::channel(Control::Run);
+        self.running.insert(
+            id.clone(),
+            Running { attempt: lease.attempt.clone(), coder: lease.coder.clone(), control: control_tx },
+        );
         let task_dir = TaskDir::new(&self.options.home, &id);
-        let _ = task_dir.write_record(&task_record(&issue));
-        let coder = self.config.registry().get(&issue.fleet.coder);
+        let coder = self.config.registry().get(&lease.coder);
         let cwd = if issue.fleet.cwd.is_empty() {
             self.options.home.clone()
         } else {
@@ -379,71 +551,131 @@ impl Supervisor {
             attempt_timeout: self.cfg().attempt_timeout(),
             grace: self.cfg().shutdown_grace(),
             context_threshold_pct: self.cfg().context_pressure_threshold_pct,
+            rate_limit_threshold_pct: self.cfg().rate_limit_threshold_pct,
         };
         let env = self.agent_env();
-        let shutdown = stopping.clone();
+        if let Ok(dir) = &task_dir {
+            let _ = dir.write_record(&task_record(&issue), &process_redactor());
+        }
+        let instance = self.me.instance.clone();
+        let stop = stop.clone();
         let signals = signals.clone();
         runners.spawn(async move {
             let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
-            let outcome = match coder {
-                Err(error) => Outcome::SpawnFailed { error: error.to_string() },
-                Ok(_) if !cwd.is_dir() => Outcome::SpawnFailed {
+            let attempt_id = lease.attempt.clone();
+            let outcome = match (coder, task_dir) {
+                (Err(error), _) => Outcome::SpawnFailed { error: error.to_string() },
+                (_, Err(error)) => Outcome::SpawnFailed { error: error.to_string() },
+                (Ok(_), Ok(_)) if !cwd.is_dir() => Outcome::SpawnFailed {
                     error: format!("working directory {} does not exist", cwd.display()),
                 },
-                Ok(coder) => {
-                    let model = issue.fleet.model.clone();
-                    let attempt =
-                        Attempt { issue, coder, model, cwd, task_dir, env, settings, shutdown };
+                (Ok(coder), Ok(task_dir)) => {
+                    let attempt = Attempt {
+                        issue,
+                        coder,
+                        model: lease.model.clone(),
+                        cwd,
+                        task_dir,
+                        env,
+                        attempt_id: lease.attempt.clone(),
+                        instance,
+                        settings,
+                        stop,
+                        control,
+                    };
                     runner::run(attempt, signals).await
                 }
             };
-            Finished { id, outcome, closes_on_exit_zero }
+            Finished { id, attempt: attempt_id, coder: lease.coder, outcome, closes_on_exit_zero }
         });
     }
 
     fn on_signal(&mut self, signal: Signal) {
         match signal {
             Signal::Started { task_id, pid } => self.emit(Event::AgentStarted { id: task_id, pid }),
-            Signal::RateLimited { resets_at, .. } => self.pause(resets_at),
-        }
-    }
-
-    fn pause(&mut self, resets_at: Option<Timestamp>) {
-        let now = Timestamp::now();
-        let default = self.cfg().rate_limit_default_pause();
-        let until = resets_at
-            .filter(|t| *t > now)
-            .unwrap_or_else(|| now + jiff::SignedDuration::try_from(default).unwrap_or_default());
-        // A pause is never shortened by a later, earlier reset time. Extending it by less than
-        // a second (the runner's signal, then the recorded outcome, for one rate limit) is not
-        // worth a second line.
-        if self.paused_until.is_none_or(|current| until > current) {
-            let noticeable = self.paused_until.is_none_or(|current| {
-                until.duration_since(current) >= jiff::SignedDuration::from_secs(1)
-            });
-            self.paused_until = Some(until);
-            if noticeable {
-                self.emit(Event::Paused { until });
+            Signal::RateLimited { coder, resets_at, window, near } => {
+                let detail = rate_limit_detail(window.as_deref(), near);
+                self.pause_for_rate_limit(&coder, resets_at, &detail);
             }
         }
     }
 
-    /// Writes an attempt's outcome to the queue.
+    fn pause_for_rate_limit(&mut self, coder: &str, resets_at: Option<Timestamp>, detail: &str) {
+        let now = Timestamp::now();
+        let default = self.cfg().rate_limit_default_pause();
+        let until = resets_at
+            .filter(|t| *t > now)
+            .unwrap_or_else(|| now + SignedDuration::try_from(default).unwrap_or_default());
+        if let Some(paused) = self.pauses.rate_limit(coder, until, detail) {
+            self.emit_pause(paused);
+        }
+    }
+
+    /// Pauses saved by an earlier run that are still in force.
+    fn announce_carried_over_pauses(&self) {
+        let now = Timestamp::now();
+        let carried: Vec<pause::Paused> = self
+            .pauses
+            .all_active(now)
+            .map(|(coder, pause)| pause::Paused {
+                coder: coder.to_string(),
+                pause: pause.clone(),
+                news: true,
+            })
+            .collect();
+        for paused in carried {
+            self.emit_pause(paused);
+        }
+    }
+
+    fn emit_pause(&self, paused: pause::Paused) {
+        let fix = Self::fix_for(&paused.coder, paused.pause.cause);
+        self.emit(Event::Paused {
+            coder: paused.coder,
+            until: paused.pause.until,
+            cause: paused.pause.cause,
+            detail: paused.pause.detail,
+            fix,
+            news: paused.news,
+        });
+    }
+
+    /// What a person can do about a paused coder.
+    fn fix_for(coder: &str, cause: PauseCause) -> String {
+        match cause {
+            PauseCause::RateLimit => {
+                "nothing to do: spawning resumes when the window resets".into()
+            }
+            PauseCause::Spawn => format!(
+                "install the {coder} CLI where fleet run finds it (its PATH), or name the program in runtime.toml: [coders.{coder}] program = \"/path/to/cli\""
+            ),
+            PauseCause::Auth => format!(
+                "log in to the {coder} CLI as the user fleet runs as, or give it an API key (in fleet's environment, or [coders.{coder}] env in runtime.toml)"
+            ),
+            PauseCause::Outage => {
+                "nothing to do: the provider is failing; fleet retries the coder with a backoff"
+                    .into()
+            }
+        }
+    }
+
+    /// Writes an attempt's outcome to the queue, and pauses or clears its coder.
     async fn record(&mut self, finished: Finished) {
         let id = finished.id.clone();
         self.running.remove(&id);
-        let actor = self.options.actor.clone();
+        self.note_coder_health(&finished);
+        let me = self.me.clone();
         let config = self.cfg().clone();
         let home = self.options.home.clone();
         let recorded = self
-            .blocking(move |store| record_outcome(store, &actor, &finished, &config, &home))
+            .blocking(move |store| record_outcome(store, &me, &finished, &config, &home))
             .await;
         match recorded {
             Ok(Some(plan)) => {
                 self.summary.attempts += 1;
                 *self.summary.verdicts.entry(plan.verdict.to_string()).or_default() += 1;
                 if let Some(until) = plan.pause_until {
-                    self.pause(Some(until));
+                    self.pause_for_rate_limit(&plan.coder, Some(until), "rate limited");
                 }
                 self.emit(Event::Finished {
                     id: id.clone(),
@@ -453,6 +685,21 @@ impl Supervisor {
             }
             Ok(None) => {}
             Err(error) => tracing::error!(%error, task = %id, "recording the outcome failed"),
+        }
+    }
+
+    /// A fault of the fleet pauses the coder; an attempt that ran without one clears its
+    /// fault history.
+    fn note_coder_health(&mut self, finished: &Finished) {
+        let now = Timestamp::now();
+        match &finished.outcome {
+            Outcome::CoderFault { cause, detail } => {
+                if let Some(paused) = self.pauses.fault(&finished.coder, *cause, detail, now) {
+                    self.emit_pause(paused);
+                }
+            }
+            Outcome::Shutdown | Outcome::Revoked { .. } | Outcome::SpawnFailed { .. } => {}
+            _ => self.pauses.succeeded(&finished.coder, now),
         }
     }
 
@@ -467,34 +714,102 @@ impl Supervisor {
     }
 }
 
+/// The redactor for what the supervisor writes itself: token shapes, and the values of the
+/// secret-looking variables of its own environment (which every agent inherits).
+pub fn process_redactor() -> Redactor {
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// A stream that yields when a child process of this one exits (SIGCHLD), so orphans the
+/// agents left are reaped at once instead of piling up as zombies.
+fn child_exits() -> mpsc::UnboundedReceiver<()> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    if let Ok(mut sigchld) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()) {
+        tokio::spawn(async move {
+            while sigchld.recv().await.is_some() {
+                if tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    rx
+}
+
+fn rate_limit_detail(window: Option<&str>, near: Option<f64>) -> String {
+    let window = window.map(|w| format!(" ({w} window)")).unwrap_or_default();
+    match near {
+        Some(pct) => format!("a rate-limit window{window} is {pct:.0}% used"),
+        None => format!("rate limited{window}"),
+    }
+}
+
+/// The coder a task runs with: its own, else the configured default.
+fn coder_of(issue: &Issue, default_coder: &str) -> String {
+    if issue.fleet.coder.is_empty() { default_coder.to_string() } else { issue.fleet.coder.clone() }
+}
+
+/// The fleet fields of a task just claimed: one more attempt, and this supervisor's lease
+/// naming the coder and model the attempt runs with. The coder and model are not frozen on the
+/// task here: that happens when the attempt ran (see [`freeze_coder`]), so a task whose spawn
+/// failed picks up a corrected config.
+fn leased_fields(
+    issue: &Issue,
+    me: &Identity,
+    config: &RuntimeConfig,
+    registry: &crate::coders::Registry,
+    now: Timestamp,
+) -> FleetFields {
+    let mut fleet = issue.fleet.clone();
+    let coder = coder_of(issue, &config.coder);
+    // The model is resolved only before the first attempt that ran: an empty one ("let the
+    // CLI choose", the default of several coders) stays empty rather than picking up a
+    // `model` set in runtime.toml later.
+    let model = if !fleet.model.is_empty() {
+        fleet.model.clone()
+    } else if fleet.attempts == 0 {
+        registry.get(&coder).map(|c| config.effective_model(c.as_ref(), None)).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    fleet.attempts += 1;
+    let attempt = ulid::Ulid::generate().to_string();
+    fleet.lease = Some(me.lease(&attempt, &coder, &model, now));
+    fleet
+}
+
+/// Freezes the coder and model an attempt ran with on the task, so later config changes do
+/// not switch its agent between attempts. Faults of the fleet do not freeze anything.
+fn freeze_coder(fleet: &mut FleetFields, outcome: &Outcome) {
+    if matches!(outcome, Outcome::CoderFault { .. } | Outcome::SpawnFailed { .. }) {
+        return;
+    }
+    let Some(lease) = &fleet.lease else { return };
+    if fleet.coder.is_empty() {
+        fleet.coder.clone_from(&lease.coder);
+        if fleet.model.is_empty() {
+            fleet.model.clone_from(&lease.model);
+        }
+    }
+}
+
 /// What a runner task hands back.
 struct Finished {
     id: String,
+    attempt: String,
+    coder: String,
     outcome: Outcome,
     /// The coder treats exit 0 as done (`exec`): the supervisor closes the task itself.
     closes_on_exit_zero: bool,
 }
 
-/// Ids of the in-progress tasks assigned to `actor`.
-fn held_by(store: &Store, actor: &str) -> Result<Vec<String>, StoreError> {
-    let mut held = Vec::new();
-    store.read()?.for_each_issue(&mut |issue| {
-        if issue.status == crate::model::Status::InProgress && issue.assignee == actor {
-            held.push(issue.id);
-        }
-        Ok(true)
-    })?;
-    Ok(held)
-}
-
-fn fleet_comment(id: &str, author: &str, text: &str) -> Comment {
-    Comment {
-        id: CommentId::Text(ulid::Ulid::generate().to_string()),
-        issue_id: id.to_string(),
-        author: author.to_string(),
-        text: text.to_string(),
-        created_at: Timestamp::now(),
-    }
+/// What was recorded for an attempt.
+struct Recorded {
+    verdict: &'static str,
+    comment: String,
+    pause_until: Option<Timestamp>,
+    coder: String,
 }
 
 fn task_record(issue: &Issue) -> TaskRecord<'_> {
@@ -516,38 +831,60 @@ fn task_record(issue: &Issue) -> TaskRecord<'_> {
     }
 }
 
+/// Whether `issue` is still in progress under this very attempt.
+fn held_by_attempt(issue: &Issue, me: &Identity, attempt: &str) -> bool {
+    me.holds(issue) && issue.fleet.lease.as_ref().is_some_and(|l| l.attempt == attempt)
+}
+
 /// Applies the plan for an attempt's outcome in one transaction; `None` if the task is gone.
 fn record_outcome(
     store: &Store,
-    actor: &str,
+    me: &Identity,
     finished: &Finished,
     config: &RuntimeConfig,
     home: &Path,
-) -> Result<Option<outcome::Plan>, StoreError> {
+) -> Result<Option<Recorded>, StoreError> {
     let id = finished.id.as_str();
-    let (recorded, _) = store.write(actor, Clock::System, |w| {
+    let (recorded, _) = store.write(&me.name, Clock::System, |w| {
         let Some(mut issue) = w.issue(id)? else { return Ok(None) };
         let succeeded = matches!(finished.outcome, Outcome::Exited { code: Some(0), .. });
-        if succeeded && finished.closes_on_exit_zero && issue.assignee == actor {
+        // A command's exit 0 closes its task only while the task is still in progress under
+        // this attempt: not when the command itself blocked it, or someone took it.
+        if succeeded && finished.closes_on_exit_zero && held_by_attempt(&issue, me, &finished.attempt)
+        {
             let reason = "command exited 0".to_string();
             w.apply(OpKind::Close { id: id.to_string(), reason, session: String::new() })?;
             issue = w.issue(id)?.unwrap_or(issue);
         }
-        let plan = outcome::plan(&finished.outcome, &issue, actor, config, w.now());
+        let held = held_by_attempt(&issue, me, &finished.attempt);
+        if held {
+            freeze_coder(&mut issue.fleet, &finished.outcome);
+        }
+        let plan = outcome::plan(&finished.outcome, &issue, held, config, w.now());
         if plan.release {
             w.apply(OpKind::Release { id: id.to_string() })?;
         }
         if let Some(patch) = &plan.patch {
-            w.apply(OpKind::Update { id: id.to_string(), patch: Box::new(patch.clone()) })?;
+            let mut patch = patch.clone();
+            if let Some(fleet) = &mut patch.fleet {
+                fleet.lease = None;
+            }
+            w.apply(OpKind::Update { id: id.to_string(), patch: Box::new(patch) })?;
         }
-        w.apply(OpKind::Comment { comment: fleet_comment(id, actor, &plan.comment) })?;
+        let comment = process_redactor().redact_text(&plan.comment).into_owned();
+        w.apply(OpKind::Comment { comment: fleet_comment(id, &me.name, &comment) })?;
         Ok(Some((plan, w.issue(id)?)))
     })?;
     let Some((plan, after)) = recorded else { return Ok(None) };
     // task.json is written after the commit: a file write (with its sync) inside the
     // transaction would hold the store's writer lock, which every other process waits on.
-    if let Some(after) = after {
-        let _ = TaskDir::new(home, id).write_record(&task_record(&after));
+    if let (Some(after), Ok(dir)) = (after, TaskDir::new(home, id)) {
+        let _ = dir.write_record(&task_record(&after), &process_redactor());
     }
-    Ok(Some(plan))
+    Ok(Some(Recorded {
+        verdict: plan.verdict,
+        comment: plan.comment,
+        pause_until: plan.pause_until,
+        coder: finished.coder.clone(),
+    }))
 }

@@ -15,15 +15,18 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
+use super::pause::PauseCause;
 use crate::config::RuntimeConfig;
-use crate::model::{Issue, Status};
+use crate::model::{FleetFields, Issue, Status};
 use crate::op::IssuePatch;
 
 /// How an attempt ended, as the runner saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// The process exited by itself with this code (0 = success) or was killed by a signal.
-    Exited { code: Option<i32>, stderr_tail: String },
+    /// `reason` is what went wrong in the CLI's words (its API error, or the last meaningful
+    /// stderr lines), redacted; empty when there is nothing to say.
+    Exited { code: Option<i32>, reason: String },
     /// Killed because the prompt reached the context-pressure threshold (or the CLI refused an
     /// overlong prompt).
     ContextPressure { peak_tokens: u64, limit: u64 },
@@ -35,8 +38,14 @@ pub enum Outcome {
     TimedOut { after: Duration },
     /// Stopped because the supervisor is shutting down.
     Shutdown,
-    /// Could not be started at all (unknown coder, missing program).
+    /// Could not be started at all (unknown coder, missing working directory).
     SpawnFailed { error: String },
+    /// A fault of the fleet, not of the task: the CLI is missing, not logged in, or its
+    /// provider is down. The coder is paused; the task is released and not charged.
+    CoderFault { cause: PauseCause, detail: String },
+    /// Someone else changed the task while its agent ran (released, closed, blocked, reopened,
+    /// deleted, took it over), so the agent was stopped. `reason` says what happened.
+    Revoked { reason: String },
 }
 
 /// What to write back for an attempt.
@@ -58,17 +67,22 @@ fn after(now: Timestamp, wait: Duration) -> Timestamp {
     now.checked_add(SignedDuration::try_from(wait).unwrap_or(SignedDuration::MAX)).unwrap_or(now)
 }
 
-/// Decides what to record for `outcome` on `issue` (as re-read after the
-/// agent stopped), as supervisor `actor`. `None` when the task is no longer ours to touch: the
-/// agent closed it, someone else holds it, or it was deleted (the caller handles deletion).
+/// Decides what to record for `outcome` on `issue` (as re-read after the agent stopped).
+/// `held` says whether the task is still in progress under this very attempt (the caller
+/// checks the lease); when it is not, the task is no longer ours to touch and only a comment
+/// is written.
 pub fn plan(
     outcome: &Outcome,
     issue: &Issue,
-    actor: &str,
+    held: bool,
     config: &RuntimeConfig,
     now: Timestamp,
 ) -> Plan {
     let attempt = issue.fleet.attempts;
+    // Checked first: whatever the task's state now, the comment says why the agent stopped.
+    if let Outcome::Revoked { reason } = outcome {
+        return stopped(attempt, reason);
+    }
     if issue.status == Status::Closed {
         return note(
             format!("[fleet] attempt {attempt}: closed ({})", issue.close_reason),
@@ -86,7 +100,7 @@ pub fn plan(
             verdict: "blocked-by-agent",
         };
     }
-    if issue.status != Status::InProgress || issue.assignee != actor {
+    if issue.status != Status::InProgress || !held {
         return note(
             format!(
                 "[fleet] attempt {attempt} ended ({}); the task is now {} and assigned to {:?}, so it is left as it is",
@@ -124,8 +138,8 @@ pub fn plan(
                 "noclose-requeued",
             )
         }
-        Outcome::Exited { code, stderr_tail } => {
-            failure(fleet, attempt, &exit_text(*code), stderr_tail, config, now)
+        Outcome::Exited { code, reason } => {
+            failure(fleet, attempt, &exit_text(*code), reason, config, now)
         }
         Outcome::TimedOut { after } => {
             let what = format!("ran past the attempt timeout of {}s", after.as_secs());
@@ -206,7 +220,27 @@ pub fn plan(
             &format!("could not start the agent: {error}"),
             "spawn-failed",
         ),
+        Outcome::CoderFault { cause, detail } => coder_fault(issue, *cause, detail),
+        Outcome::Revoked { reason } => stopped(attempt, reason),
     }
+}
+
+/// A fault of the fleet: the task goes back to the queue as if the attempt never happened
+/// (its attempt is not counted and its coder not frozen); the supervisor pauses the coder.
+fn coder_fault(issue: &Issue, cause: PauseCause, detail: &str) -> Plan {
+    let mut fleet = issue.fleet.clone();
+    fleet.attempts = fleet.attempts.saturating_sub(1);
+    fleet.lease = None;
+    let coder = issue.fleet.lease.as_ref().map_or(issue.fleet.coder.as_str(), |l| l.coder.as_str());
+    let detail = if detail.trim().is_empty() { "no details" } else { detail.trim() };
+    free_release(
+        fleet,
+        format!(
+            "[fleet] the {coder} coder could not work ({}): {detail}; released, not charged — the coder is paused and retried with a backoff",
+            cause.as_str()
+        ),
+        "coder-paused",
+    )
 }
 
 /// Counts one more attempt of a limited kind in `counter`. At `limit` it returns the count and
@@ -218,17 +252,17 @@ fn count_toward_limit(counter: &mut u32, limit: u32) -> Option<u32> {
 
 /// A charged failure: retry with backoff, or block once the limit is reached.
 fn failure(
-    mut fleet: crate::model::FleetFields,
+    mut fleet: FleetFields,
     attempt: u32,
     what: &str,
-    stderr_tail: &str,
+    reason: &str,
     config: &RuntimeConfig,
     now: Timestamp,
 ) -> Plan {
-    let tail = if stderr_tail.trim().is_empty() {
+    let tail = if reason.trim().is_empty() {
         String::new()
     } else {
-        format!("\nstderr tail:\n{}", stderr_tail.trim_end())
+        format!("\nreason:\n{}", reason.trim_end())
     };
     if let Some(count) = count_toward_limit(&mut fleet.failures, config.max_failures) {
         return block(
@@ -260,6 +294,8 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::TimedOut { .. } => "timed out".into(),
         Outcome::Shutdown => "supervisor shutdown".into(),
         Outcome::SpawnFailed { error } => format!("could not start: {error}"),
+        Outcome::CoderFault { cause, .. } => cause.as_str().to_string(),
+        Outcome::Revoked { reason } => reason.clone(),
     }
 }
 
@@ -270,20 +306,24 @@ fn exit_text(code: Option<i32>) -> String {
     }
 }
 
+fn stopped(attempt: u32, reason: &str) -> Plan {
+    note(format!("[fleet] attempt {attempt}: agent stopped: {reason}"), "stopped")
+}
+
 fn note(comment: String, verdict: &'static str) -> Plan {
     Plan { release: false, patch: None, comment, pause_until: None, verdict }
 }
 
-fn counters(fleet: crate::model::FleetFields) -> IssuePatch {
+fn counters(fleet: FleetFields) -> IssuePatch {
     IssuePatch { fleet: Some(fleet), ..IssuePatch::default() }
 }
 
-fn free_release(fleet: crate::model::FleetFields, comment: String, verdict: &'static str) -> Plan {
+fn free_release(fleet: FleetFields, comment: String, verdict: &'static str) -> Plan {
     Plan { release: true, patch: Some(counters(fleet)), comment, pause_until: None, verdict }
 }
 
 fn retry(
-    fleet: crate::model::FleetFields,
+    fleet: FleetFields,
     now: Timestamp,
     wait: Duration,
     comment: String,
@@ -297,7 +337,7 @@ fn retry(
 }
 
 fn block(
-    fleet: crate::model::FleetFields,
+    fleet: FleetFields,
     comment: String,
     notes: &str,
     verdict: &'static str,

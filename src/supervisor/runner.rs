@@ -1,11 +1,19 @@
 //! One attempt of one task: spawn the agent in its own process group, stream and log its
-//! events, watch for context pressure, rate limits, silence and the attempt deadline, stop it
-//! when needed, and return an [`Outcome`].
+//! events, watch for context pressure, rate limits, silence, the attempt deadline and the
+//! supervisor's orders, stop it when needed, clean up everything it left, and return an
+//! [`Outcome`].
 //!
 //! The runner never writes the queue: the supervisor records the outcome. It talks to the
-//! supervisor only through its return value and, for rate limits that should pause other
-//! spawns at once, a message on `signals`.
+//! supervisor through its return value and, for rate limits that should pause other spawns
+//! at once, a message on `signals`. The supervisor talks to it through two watch channels: the
+//! fleet-wide [`Stop`] level and this task's [`Control`] (the task was changed by someone).
+//!
+//! Every process of the attempt carries `FLEET_INSTANCE` and `FLEET_ATTEMPT` in its
+//! environment and the agent dies with the supervisor (`PR_SET_PDEATHSIG`), so when the
+//! attempt ends — or the supervisor is killed — whatever it started can be found and killed,
+//! even processes that left the agent's process group.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -17,13 +25,23 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use super::Stop;
+use super::lease::{ATTEMPT_VAR, AttemptRecord};
 use super::outcome::Outcome;
+use super::pause::PauseCause;
 use super::taskdir::{TaskDir, TaskLogs};
-use crate::coders::{AgentEvent, Coder, EventKind, RateLimitStatus, TaskSpec};
+use crate::coders::diagnose;
+use crate::coders::{AgentEvent, Coder, EventKind, Fault, RateLimitStatus, TaskSpec};
 use crate::model::Issue;
+use crate::redact::Redactor;
 
-/// Bytes of stderr quoted in a failure comment.
-const STDERR_TAIL_BYTES: usize = 2048;
+/// Lines of stderr kept in memory for the failure reason.
+const STDERR_TAIL_LINES: usize = 40;
+/// How long an agent that closed or blocked its own task may take to finish by itself.
+pub const WRAP_UP: Duration = Duration::from_secs(60);
+/// How long output is still read after the agent exited, while something it left running
+/// keeps its stdout open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
 /// Timing knobs of one attempt (from the runtime config at spawn time).
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +52,19 @@ pub struct RunnerSettings {
     pub attempt_timeout: Option<Duration>,
     pub grace: Duration,
     pub context_threshold_pct: u8,
+    /// Pause spawning once the CLI reports a rate-limit window this full.
+    pub rate_limit_threshold_pct: u8,
+}
+
+/// What the supervisor says about this task while its agent runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    Run,
+    /// The agent closed or blocked its own task: let it finish within [`WRAP_UP`].
+    WrapUp,
+    /// Someone else changed the task (released, closed, blocked, reopened, deleted, took it):
+    /// stop the agent now. The text says what happened.
+    Revoke(String),
 }
 
 /// Everything one attempt needs.
@@ -43,11 +74,17 @@ pub struct Attempt {
     pub model: String,
     pub cwd: PathBuf,
     pub task_dir: TaskDir,
-    /// Variables the supervisor adds (FLEET_HOME, BEADS_DIR, PATH, …).
+    /// Variables the supervisor adds (FLEET_HOME, BEADS_DIR, PATH, FLEET_INSTANCE…).
     pub env: Vec<(String, String)>,
+    /// This attempt's id (the lease's), exported as `FLEET_ATTEMPT`.
+    pub attempt_id: String,
+    /// The supervisor instance, recorded with the attempt's processes.
+    pub instance: String,
     pub settings: RunnerSettings,
-    /// Becomes true when the supervisor shuts down.
-    pub shutdown: watch::Receiver<bool>,
+    /// The fleet-wide stop level.
+    pub stop: watch::Receiver<Stop>,
+    /// This task's orders.
+    pub control: watch::Receiver<Control>,
 }
 
 /// Messages a runner sends while it runs.
@@ -55,25 +92,64 @@ pub struct Attempt {
 pub enum Signal {
     /// The agent started with this pid.
     Started { task_id: String, pid: u32 },
-    /// A rate limit was hit: stop spawning until then.
-    RateLimited { resets_at: Option<Timestamp>, window: Option<String> },
+    /// A rate limit was hit (`rejected`), or a window is above the configured threshold
+    /// (`near`): stop spawning this coder until then.
+    RateLimited {
+        coder: String,
+        resets_at: Option<Timestamp>,
+        window: Option<String>,
+        near: Option<f64>,
+    },
 }
 
 /// Why the runner stopped the agent itself.
-enum Stop {
+enum Halt {
     Pressure { peak: u64, limit: u64 },
     RateLimit { resets_at: Option<Timestamp>, window: Option<String> },
     Stall(Duration),
     Timeout(Duration),
     Shutdown,
+    Revoked(String),
+    WrapUpOver,
+}
+
+/// What the agent's own output said went wrong, gathered while it ran.
+#[derive(Debug, Default)]
+struct Diagnosis {
+    fault: Option<Fault>,
+    /// The CLI's last error message (an API error in its result, an error event).
+    error_text: Option<String>,
+}
+
+impl Diagnosis {
+    fn observe(&mut self, event: &AgentEvent) {
+        if let Some(fault) = event.fault {
+            self.fault = Some(fault);
+        }
+        let is_failure = event.kind == EventKind::Error
+            || (event.kind == EventKind::SessionEnded && event.is_error);
+        if is_failure && let Some(text) = event.text.as_deref().filter(|t| !t.trim().is_empty()) {
+            self.error_text = Some(text.to_string());
+        }
+    }
 }
 
 /// Runs one attempt to its end.
 pub async fn run(mut attempt: Attempt, signals: mpsc::UnboundedSender<Signal>) -> Outcome {
     match run_inner(&mut attempt, &signals).await {
         Ok(outcome) => outcome,
-        Err(error) => Outcome::SpawnFailed { error },
+        Err(error) => Outcome::SpawnFailed {
+            error: super::process_redactor().redact_text(&error).into_owned(),
+        },
     }
+}
+
+/// The redactor of one attempt: token shapes, and the values of every secret-looking variable
+/// the agent is given (inherited, the coder's own, the supervisor's).
+fn attempt_redactor(spec_env: &[(String, String)], added: &[(String, String)]) -> Redactor {
+    let inherited: Vec<(String, String)> = std::env::vars().collect();
+    let all = inherited.iter().chain(spec_env).chain(added);
+    Redactor::from_env(all.map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 async fn run_inner(
@@ -98,24 +174,32 @@ async fn run_inner(
         model: &attempt.model,
         prompt: &prompt,
     });
-    let stderr_offset = std::fs::metadata(dir.stderr_path()).map_or(0, |m| m.len());
-    let stderr = dir.stderr_file().map_err(|e| format!("opening log.stderr: {e}"))?;
-    let mut logs = dir.logs().map_err(|e| format!("opening task logs: {e}"))?;
+    let redactor = attempt_redactor(&spec.env, &attempt.env);
+    let mut logs = dir.logs(redactor.clone()).map_err(|e| format!("opening task logs: {e}"))?;
     let mut command = tokio::process::Command::new(&spec.program);
     command
         .args(&spec.args)
         .envs(spec.env.iter().cloned())
         .envs(attempt.env.iter().cloned())
+        .env(ATTEMPT_VAR, &attempt.attempt_id)
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr))
+        .stderr(Stdio::piped())
         .process_group(0);
+    crate::process::die_with_parent(&mut command);
     // Registered as owned until its status is collected below, so no other runner's orphan
     // reaping takes it.
-    let (mut child, _owned) = crate::process::spawn_owned(&mut command)
-        .map_err(|e| format!("could not run {:?}: {e}", spec.program))?;
+    let (mut child, _owned) = match crate::process::spawn_owned(&mut command) {
+        Ok(spawned) => spawned,
+        Err(error) => return Ok(spawn_error(&spec.program, &error)),
+    };
     let pid = child.id().unwrap_or(0);
+    let pgid = i32::try_from(pid).unwrap_or(0);
+    let record = AttemptRecord::of_child(&attempt.instance, &attempt.attempt_id, pid);
+    if let Err(error) = record.save(&dir.root) {
+        tracing::warn!(%error, task = %issue.id, "cannot record the attempt's process group");
+    }
     let _ = signals.send(Signal::Started { task_id: issue.id.clone(), pid });
     let shown_args: Vec<String> = spec
         .args
@@ -124,31 +208,28 @@ async fn run_inner(
         .collect();
     let _ = logs.runner(
         "attempt_started",
-        json!({ "attempt": issue.fleet.attempts, "pid": pid, "coder": attempt.coder.name(),
-                "model": attempt.model, "program": spec.program, "args": shown_args,
-                "cwd": spec.cwd }),
+        json!({ "attempt": issue.fleet.attempts, "attempt_id": attempt.attempt_id, "pid": pid,
+                "coder": attempt.coder.name(), "model": attempt.model, "program": spec.program,
+                "args": shown_args, "cwd": spec.cwd }),
         Timestamp::now(),
     );
+    let stderr = child.stderr.take().ok_or("the agent's stderr was not captured")?;
+    let stderr_log = dir
+        .stderr_writer(redactor.clone())
+        .map_err(|e| format!("opening log.stderr: {e}"))?;
+    let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log));
     let stdout = child.stdout.take().ok_or("the agent's stdout was not captured")?;
-    let stop = watch_output(attempt, &mut child, stdout, &mut logs, signals).await;
-    let pgid = i32::try_from(pid).unwrap_or(0);
-    // Stop whatever is left of the group: the agent if we are stopping it, or the background
-    // processes an agent that exited by itself left behind.
-    let forced =
-        pgid > 1 && crate::process::terminate_group(pgid, pgid, attempt.settings.grace).await;
+    let mut diagnosis = Diagnosis::default();
+    let stop = watch_output(attempt, &mut child, stdout, &mut logs, &mut diagnosis, signals).await;
+    let forced = stop_everything(attempt, pgid, stop.is_some()).await;
     let status = child.wait().await.map_err(|e| format!("waiting for the agent: {e}"))?;
+    let stderr_tail = match tokio::time::timeout(DRAIN_AFTER_EXIT, stderr_task).await {
+        Ok(Ok(tail)) => tail,
+        _ => String::new(),
+    };
     let outcome = match stop {
-        Some(Stop::Pressure { peak, limit }) => {
-            Outcome::ContextPressure { peak_tokens: peak, limit }
-        }
-        Some(Stop::RateLimit { resets_at, window }) => Outcome::RateLimited { resets_at, window },
-        Some(Stop::Stall(silent_for)) => Outcome::Stalled { silent_for },
-        Some(Stop::Timeout(after)) => Outcome::TimedOut { after },
-        Some(Stop::Shutdown) => Outcome::Shutdown,
-        None => Outcome::Exited {
-            code: status.code(),
-            stderr_tail: dir.stderr_tail(stderr_offset, STDERR_TAIL_BYTES),
-        },
+        Some(stop) => stopped_outcome(stop, status.code()),
+        None => exited_outcome(status.code(), &diagnosis, &stderr_tail, &redactor),
     };
     let _ = logs.runner(
         "attempt_finished",
@@ -159,9 +240,99 @@ async fn run_inner(
     Ok(outcome)
 }
 
-/// How long output is still read after the agent exited, while something it left running
-/// keeps its stdout open.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// A spawn that failed: a missing or unrunnable program is the fleet's fault (the coder is
+/// paused, the task is not charged); anything else is reported as a failed start.
+fn spawn_error(program: &str, error: &std::io::Error) -> Outcome {
+    use std::io::ErrorKind;
+    let detail = match error.kind() {
+        ErrorKind::NotFound => format!("the program {program:?} was not found"),
+        ErrorKind::PermissionDenied => format!("the program {program:?} is not executable"),
+        _ => return Outcome::SpawnFailed { error: format!("could not run {program:?}: {error}") },
+    };
+    Outcome::CoderFault { cause: PauseCause::Spawn, detail }
+}
+
+/// Stops the agent's process group (the agent itself when the runner is stopping it, or
+/// whatever an agent that exited by itself left in its group), then kills every other process
+/// of the attempt (those that left the group) and reaps. Returns true if SIGKILL was needed.
+async fn stop_everything(attempt: &Attempt, pgid: i32, stopping_agent: bool) -> bool {
+    let grace = if *attempt.stop.borrow() == Stop::Now || !stopping_agent {
+        Duration::ZERO
+    } else {
+        attempt.settings.grace
+    };
+    let mut stop = attempt.stop.clone();
+    let cut = async move {
+        let _ = stop.wait_for(|level| *level == Stop::Now).await;
+    };
+    let forced = pgid > 1 && crate::process::terminate_group(pgid, pgid, grace, cut).await;
+    let tag = format!("{ATTEMPT_VAR}={}", attempt.attempt_id);
+    let leftovers = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag))
+        .await
+        .unwrap_or(0);
+    if leftovers > 0 {
+        tracing::info!(leftovers, task = %attempt.issue.id, "killed processes the agent left");
+    }
+    crate::process::reap_orphans(&Default::default());
+    forced
+}
+
+fn stopped_outcome(stop: Halt, code: Option<i32>) -> Outcome {
+    match stop {
+        Halt::Pressure { peak, limit } => Outcome::ContextPressure { peak_tokens: peak, limit },
+        Halt::RateLimit { resets_at, window } => Outcome::RateLimited { resets_at, window },
+        Halt::Stall(silent_for) => Outcome::Stalled { silent_for },
+        Halt::Timeout(after) => Outcome::TimedOut { after },
+        Halt::Shutdown => Outcome::Shutdown,
+        Halt::Revoked(reason) => Outcome::Revoked { reason },
+        Halt::WrapUpOver => Outcome::Exited { code, reason: String::new() },
+    }
+}
+
+/// The outcome of an agent that exited by itself: a fault of the fleet when its output or its
+/// stderr says so (and it failed), else its exit with the best reason there is.
+fn exited_outcome(
+    code: Option<i32>,
+    diagnosis: &Diagnosis,
+    stderr_tail: &str,
+    redactor: &Redactor,
+) -> Outcome {
+    let reason = match &diagnosis.error_text {
+        Some(text) => diagnose::failure_reason(text),
+        None => diagnose::failure_reason(stderr_tail),
+    };
+    let reason = redactor.redact_text(&reason).into_owned();
+    if code == Some(0) {
+        return Outcome::Exited { code, reason };
+    }
+    let fault = diagnosis
+        .fault
+        .or_else(|| diagnosis.error_text.as_deref().and_then(diagnose::classify_text))
+        .or_else(|| diagnose::classify_text(stderr_tail));
+    match fault {
+        Some(Fault::Auth) => Outcome::CoderFault { cause: PauseCause::Auth, detail: reason },
+        Some(Fault::Outage) => Outcome::CoderFault { cause: PauseCause::Outage, detail: reason },
+        None => Outcome::Exited { code, reason },
+    }
+}
+
+/// Copies the agent's stderr, line by line and redacted, into `log.stderr`; returns the last
+/// lines (raw: the caller redacts what it quotes).
+async fn collect_stderr(
+    stderr: tokio::process::ChildStderr,
+    mut log: super::taskdir::StderrLog,
+) -> String {
+    let mut lines = BufReader::new(stderr).lines();
+    let mut tail: VecDeque<String> = VecDeque::with_capacity(STDERR_TAIL_LINES);
+    while let Ok(Some(line)) = lines.next_line().await {
+        let _ = log.write_line(&line);
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+    Vec::from(tail).join("\n")
+}
 
 /// Reads the agent's stdout until it closes (or the agent has exited and the drain period is
 /// over), or until a reason to stop it appears.
@@ -170,16 +341,22 @@ async fn watch_output(
     child: &mut tokio::process::Child,
     stdout: tokio::process::ChildStdout,
     logs: &mut TaskLogs,
+    diagnosis: &mut Diagnosis,
     signals: &mpsc::UnboundedSender<Signal>,
-) -> Option<Stop> {
+) -> Option<Halt> {
     let settings = attempt.settings;
+    let coder = attempt.coder.name().to_string();
     let mut pressure = Pressure::new(attempt.coder.context_limit(&attempt.model), settings);
     let mut parser = attempt.coder.parser();
     let mut lines = BufReader::new(stdout).lines();
     let started = Instant::now();
     let mut last_output = Instant::now();
     let mut exited_at: Option<Instant> = None;
+    let mut wrap_up_until: Option<Instant> = None;
     loop {
+        if let Some(stop) = standing_order(attempt, &mut wrap_up_until) {
+            return Some(stop);
+        }
         let stall_at = settings.stall_timeout.map(|t| last_output + t);
         let timeout_at = settings.attempt_timeout.map(|t| started + t);
         let drain_until = exited_at.map(|at| at + DRAIN_AFTER_EXIT);
@@ -191,25 +368,40 @@ async fn watch_output(
                 last_output = Instant::now();
                 for event in parser.parse_line(&line) {
                     let _ = logs.event(&event, Timestamp::now());
+                    diagnosis.observe(&event);
                     if let Some(model) = &event.model {
                         pressure.limit = attempt.coder.context_limit(model).or(pressure.limit);
                     }
-                    if let Some(stop) = judge(&event, &mut pressure, signals) {
+                    if let Some(stop) = judge(&event, &mut pressure, &coder, settings, signals) {
                         return Some(stop);
                     }
                 }
             }
-            () = sleep_until_opt(stall_at) => {
-                return Some(Stop::Stall(settings.stall_timeout.unwrap_or_default()));
+            () = sleep_until_opt(stall_at), if wrap_up_until.is_none() => {
+                return Some(Halt::Stall(settings.stall_timeout.unwrap_or_default()));
             }
             () = sleep_until_opt(timeout_at) => {
-                return Some(Stop::Timeout(settings.attempt_timeout.unwrap_or_default()));
+                return Some(Halt::Timeout(settings.attempt_timeout.unwrap_or_default()));
             }
-            changed = attempt.shutdown.changed() => {
-                if changed.is_err() || *attempt.shutdown.borrow() {
-                    return Some(Stop::Shutdown);
-                }
-            }
+            () = sleep_until_opt(wrap_up_until) => return Some(Halt::WrapUpOver),
+            _ = attempt.stop.changed() => {}
+            _ = attempt.control.changed() => {}
+        }
+    }
+}
+
+/// What the supervisor's channels say now: stop for shutdown or revocation, or start the
+/// wrap-up clock.
+fn standing_order(attempt: &Attempt, wrap_up_until: &mut Option<Instant>) -> Option<Halt> {
+    if *attempt.stop.borrow() != Stop::No {
+        return Some(Halt::Shutdown);
+    }
+    match &*attempt.control.borrow() {
+        Control::Run => None,
+        Control::Revoke(reason) => Some(Halt::Revoked(reason.clone())),
+        Control::WrapUp => {
+            wrap_up_until.get_or_insert_with(|| Instant::now() + WRAP_UP);
+            None
         }
     }
 }
@@ -221,7 +413,7 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-/// The context window of the running model and the largest prompt seen so far.
+/// The context window of the running model and the largest request seen so far.
 struct Pressure {
     limit: Option<u64>,
     threshold_pct: u8,
@@ -233,7 +425,8 @@ impl Pressure {
         Pressure { limit, threshold_pct: settings.context_threshold_pct, peak: 0 }
     }
 
-    /// Records a prompt size; true once it reaches the threshold share of the window.
+    /// Records the prompt size of one request; true once it reaches the threshold share of
+    /// the window.
     fn exceeded(&mut self, prompt_tokens: u64) -> bool {
         self.peak = self.peak.max(prompt_tokens);
         self.limit.is_some_and(|limit| {
@@ -242,30 +435,43 @@ impl Pressure {
     }
 }
 
-/// Whether an event means the agent must be stopped now.
+/// Whether an event means the agent must be stopped now; tells the supervisor about rate
+/// limits (stopping on a rejection, pausing early on a window above the threshold).
 fn judge(
     event: &AgentEvent,
     pressure: &mut Pressure,
+    coder: &str,
+    settings: RunnerSettings,
     signals: &mpsc::UnboundedSender<Signal>,
-) -> Option<Stop> {
+) -> Option<Halt> {
     let limit = pressure.limit.unwrap_or(0);
     if let Some(usage) = &event.usage
         && pressure.exceeded(usage.prompt_tokens())
     {
-        return Some(Stop::Pressure { peak: pressure.peak, limit });
+        return Some(Halt::Pressure { peak: pressure.peak, limit });
     }
     if event.kind == EventKind::ContextOverflow {
-        return Some(Stop::Pressure { peak: pressure.peak.max(limit), limit });
+        return Some(Halt::Pressure { peak: pressure.peak.max(limit), limit });
     }
+    let rate = event.rate_limit.as_ref()?;
     // An API retry that carries a 429 is informational: the CLI retries by itself and may
     // recover. Only a rate-limit event (or a final 429 result) stops the agent.
-    if let Some(rate) = &event.rate_limit
-        && rate.status == RateLimitStatus::Rejected
-        && event.kind != EventKind::ApiRetry
-    {
-        let _ = signals
-            .send(Signal::RateLimited { resets_at: rate.resets_at, window: rate.window.clone() });
-        return Some(Stop::RateLimit { resets_at: rate.resets_at, window: rate.window.clone() });
+    if rate.status == RateLimitStatus::Rejected && event.kind != EventKind::ApiRetry {
+        let _ = signals.send(Signal::RateLimited {
+            coder: coder.to_string(),
+            resets_at: rate.resets_at,
+            window: rate.window.clone(),
+            near: None,
+        });
+        return Some(Halt::RateLimit { resets_at: rate.resets_at, window: rate.window.clone() });
+    }
+    if rate.status != RateLimitStatus::Rejected && rate.above(settings.rate_limit_threshold_pct) {
+        let _ = signals.send(Signal::RateLimited {
+            coder: coder.to_string(),
+            resets_at: rate.resets_at,
+            window: rate.window.clone(),
+            near: rate.utilization_pct,
+        });
     }
     None
 }

@@ -258,3 +258,53 @@ fn claude_sigterm_to_the_supervisor_stops_the_agent_and_releases_the_task() {
     assert!(supervisor.finished(&scene.id, "shutdown"), "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
+
+#[test]
+fn claude_overloaded_api_pauses_the_coder_and_charges_nothing() {
+    let Some(cli) = agent_cli("claude") else { return };
+    let scene = new_scene(&cli, "overloaded", &[], &[("CLAUDE_CODE_MAX_RETRIES", "1")]);
+    let mut supervisor = start(&scene, false);
+    let finished = supervisor.wait_finished(&scene.id, "coder-paused", DEADLINE);
+    let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
+    let status = supervisor.terminate(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert!(finished.is_some(), "the attempt ends with the coder paused{}", context());
+    assert!(
+        paused.as_ref().is_some_and(|p| p["cause"] == "outage"),
+        "paused for an outage: {paused:?}{}",
+        context()
+    );
+    assert!(status.is_some_and(|s| s.success()), "{}", context());
+    let issue = scene.sandbox.show(&scene.id);
+    assert_released_uncharged(&issue, &context);
+    let comments = scene.sandbox.comments(&scene.id);
+    assert!(
+        comments.iter().any(|c| c.contains("provider outage") && c.contains("529")),
+        "the comment carries the API error, not just an exit code: {comments:?}{}",
+        context()
+    );
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}
+
+#[test]
+fn claude_without_credentials_pauses_the_coder_and_charges_nothing() {
+    let Some(cli) = agent_cli("claude") else { return };
+    let scene = new_scene(&cli, "close", &[], &[]);
+    // No API key anywhere and a HOME without a login: the CLI refuses to run.
+    let mut supervisor =
+        scene.start_with(true, &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")]);
+    let status = supervisor.wait_exit(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert!(status.is_some(), "--until-idle ends: the coder needs a human{}", context());
+    let paused = supervisor.events_of("paused");
+    assert!(
+        paused.iter().any(|p| p["cause"] == "auth" && p["coder"] == "claude"),
+        "paused for authentication: {paused:?}{}",
+        context()
+    );
+    let issue = scene.sandbox.show(&scene.id);
+    assert_released_uncharged(&issue, &context);
+    assert_eq!(counter(&issue, "attempts"), 0, "{}", context());
+    assert!(scene.mock.model_requests().is_empty(), "nothing reached the API{}", context());
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}

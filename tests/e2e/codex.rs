@@ -95,26 +95,28 @@ fn codex_rate_limit_releases_uncharged_and_pauses_spawning() {
 }
 
 #[test]
-fn codex_server_error_is_a_charged_failure() {
+fn codex_server_error_pauses_the_coder_and_charges_nothing() {
     let Some(cli) = agent_cli("codex") else { return };
     let scene = new_scene(&cli, "server_error");
     let mut supervisor = scene.start_with(false, &[]);
-    let finished = supervisor.wait_finished(&scene.id, "failure-retry", DEADLINE);
+    let finished = supervisor.wait_finished(&scene.id, "coder-paused", DEADLINE);
+    let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
     let status = supervisor.terminate(DEADLINE);
     let context = scene.context(&supervisor);
-    assert!(finished.is_some(), "the attempt ends as a failure{}", context());
+    assert!(finished.is_some(), "the attempt ends with the coder paused{}", context());
+    assert!(
+        paused.as_ref().is_some_and(|p| p["cause"] == "outage" && p["coder"] == "codex"),
+        "paused for an outage: {paused:?}{}",
+        context()
+    );
     assert!(status.is_some_and(|s| s.success()), "{}", context());
 
     let issue = scene.sandbox.show(&scene.id);
-    assert_eq!(issue["status"], "open", "{}", context());
-    assert_eq!(counter(&issue, "failures"), 1, "{}", context());
-    assert!(issue["defer_until"].is_string(), "retried after a backoff{}", context());
+    assert_released_uncharged(&issue, &context);
+    assert_eq!(counter(&issue, "attempts"), 0, "a fault of the fleet is no attempt{}", context());
     let comments = scene.sandbox.comments(&scene.id);
     assert!(
-        comments
-            .iter()
-            .any(|c| c
-                .starts_with("[fleet] attempt 1: the agent exited with code 1; failure 1 of 3")),
+        comments.iter().any(|c| c.contains("provider outage") && c.contains("not charged")),
         "{comments:?}{}",
         context()
     );

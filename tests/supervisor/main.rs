@@ -13,6 +13,7 @@ mod claiming;
 mod demo;
 mod limits;
 mod outcome_table;
+mod ownership;
 mod reload;
 mod run_output;
 mod shutdown;

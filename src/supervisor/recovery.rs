@@ -1,0 +1,148 @@
+//! Taking back tasks whose supervisor is gone.
+//!
+//! A task in progress under a lease whose owner is provably gone ([`lease::owner_state`]) is
+//! released with a comment saying why — but only after whatever its agent left on this machine
+//! has been killed, so the task can never run twice at once. Tasks in progress under this
+//! supervisor's name with no lease at all (written by an older fleet) count as abandoned when
+//! no live supervisor of that name is registered.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+
+use super::lease::{self, AttemptRecord, Identity, OwnerState, Registration};
+use super::taskdir::TaskDir;
+use crate::model::{Comment, CommentId, Issue, Status};
+use crate::op::OpKind;
+use crate::store::{Store, StoreError};
+use crate::time::Clock;
+
+/// When to look at every task for abandoned leases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    Always,
+    IfSomeoneDied,
+}
+
+/// A task taken back from a gone supervisor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reclaimed {
+    pub id: String,
+    /// Why its owner counts as gone.
+    pub why: String,
+    /// Processes of its last attempt that were still alive and were killed.
+    pub survivors_killed: usize,
+}
+
+/// Finds every task whose owner is gone, kills its survivors, and releases it. Removes the
+/// registrations of gone supervisors. Returns what was released.
+///
+/// Looking at every task costs a scan of the queue, so a running supervisor asks with
+/// `Scan::IfSomeoneDied`: the queue is scanned only when a registered supervisor is gone. At
+/// start (`Scan::Always`) it is scanned whatever the registry says.
+pub fn reclaim_abandoned(
+    store: &Store,
+    me: &Identity,
+    home: &Path,
+    scan: Scan,
+) -> Result<Vec<Reclaimed>, StoreError> {
+    let now = Timestamp::now();
+    let registry = lease::registry(store)?;
+    let gone: Vec<&Registration> = registry
+        .iter()
+        .filter(|r| r.identity.instance != me.instance && !lease::registration_alive(r, me, now))
+        .collect();
+    if scan == Scan::IfSomeoneDied && gone.is_empty() {
+        return Ok(Vec::new());
+    }
+    let abandoned = abandoned_tasks(store, me, &registry, now)?;
+    if abandoned.is_empty() && gone.is_empty() {
+        return Ok(Vec::new());
+    }
+    let reclaimed: Vec<Reclaimed> = abandoned
+        .into_iter()
+        .map(|(issue, why)| {
+            let survivors_killed = kill_survivors_of(&issue, me, home);
+            Reclaimed { id: issue.id, why, survivors_killed }
+        })
+        .collect();
+    store.write(&me.name, Clock::System, |w| {
+        for task in &reclaimed {
+            // Released only if still abandoned as seen inside this transaction.
+            let Some(issue) = w.issue(&task.id)? else { continue };
+            if issue.status != Status::InProgress {
+                continue;
+            }
+            w.apply(OpKind::Release { id: task.id.clone() })?;
+            let text = format!("[fleet] released: {}", task.why);
+            w.apply(OpKind::Comment { comment: fleet_comment(&task.id, &me.name, &text) })?;
+        }
+        for registration in &gone {
+            lease::deregister(w, &registration.identity.instance)?;
+        }
+        Ok(())
+    })?;
+    Ok(reclaimed)
+}
+
+/// In-progress tasks whose owner is gone, with the reason.
+fn abandoned_tasks(
+    store: &Store,
+    me: &Identity,
+    registry: &[Registration],
+    now: Timestamp,
+) -> Result<Vec<(Issue, String)>, StoreError> {
+    let name_is_live = registry.iter().any(|r| {
+        r.identity.name == me.name
+            && r.identity.instance != me.instance
+            && lease::registration_alive(r, me, now)
+    });
+    let mut found = Vec::new();
+    store.read()?.for_each_issue(&mut |issue| {
+        if issue.status != Status::InProgress {
+            return Ok(true);
+        }
+        let why = match &issue.fleet.lease {
+            Some(lease) if lease.owner == issue.assignee => {
+                match lease::owner_state(lease, me, registry, now) {
+                    OwnerState::Alive => None,
+                    OwnerState::Gone(why) => Some(why),
+                }
+            }
+            // A task handed to someone else by hand keeps its stale lease record; not ours.
+            Some(_) => None,
+            None if issue.assignee == me.name && !name_is_live => Some(format!(
+                "it was held by {} from a run that stopped without releasing it",
+                me.name
+            )),
+            None => None,
+        };
+        if let Some(why) = why {
+            found.push((issue, why));
+        }
+        Ok(true)
+    })?;
+    Ok(found)
+}
+
+/// Kills what is left on this machine of the task's last attempt. Leases from other hosts
+/// cannot be acted on here (their processes are there, and die with their supervisor).
+fn kill_survivors_of(issue: &Issue, me: &Identity, home: &Path) -> usize {
+    let Some(lease) = &issue.fleet.lease else { return 0 };
+    if lease.host != me.host {
+        return 0;
+    }
+    let record = TaskDir::new(home, &issue.id).ok().and_then(|dir| AttemptRecord::load(&dir.root));
+    lease::kill_survivors(&lease.attempt, record.as_ref())
+}
+
+/// A comment by the supervisor.
+pub fn fleet_comment(id: &str, author: &str, text: &str) -> Comment {
+    Comment {
+        id: CommentId::Text(ulid::Ulid::generate().to_string()),
+        issue_id: id.to_string(),
+        author: author.to_string(),
+        text: text.to_string(),
+        created_at: Timestamp::now(),
+    }
+}

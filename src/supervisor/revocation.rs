@@ -1,0 +1,145 @@
+//! Noticing that a running task was changed by someone else, and deciding what its agent
+//! must do.
+//!
+//! Whenever the store's change counter moves, the supervisor reads the journal ops written
+//! since it last looked. For each running task that an op touched, it re-reads the task: if the
+//! task is no longer in progress under this very attempt, the agent is stopped at once
+//! ([`Control::Revoke`], with who did what) — unless it was the agent itself that closed or
+//! blocked its task, which is how an agent finishes: then it gets [`runner::WRAP_UP`] to exit
+//! by itself ([`Control::WrapUp`]).
+//!
+//! [`runner::WRAP_UP`]: super::runner::WRAP_UP
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::lease::Identity;
+use super::runner::Control;
+use crate::model::{Issue, Status};
+use crate::op::OpKind;
+use crate::store::{Store, StoreError};
+
+/// The last op that may have changed a task's ownership, per task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Touch {
+    pub actor: String,
+    pub op: &'static str,
+}
+
+/// Ops journaled from `from` on that touch one of `running` (comments and labels aside).
+/// Returns the next sequence to read from and, per touched task, the latest such op.
+pub fn touched_since(
+    store: &Store,
+    from: u64,
+    running: &HashMap<String, impl Sized>,
+) -> Result<(u64, BTreeMap<String, Touch>), StoreError> {
+    let mut next = from;
+    let mut touched = BTreeMap::new();
+    for (seq, op) in store.journal(from)? {
+        next = seq + 1;
+        let kind = &op.kind;
+        if matches!(kind, OpKind::Comment { .. } | OpKind::LabelAdd { .. } | OpKind::LabelRemove { .. }) {
+            continue;
+        }
+        let subject = kind.subject();
+        if running.contains_key(subject) {
+            touched.insert(
+                subject.to_string(),
+                Touch { actor: op.meta.actor.clone(), op: kind.name() },
+            );
+        }
+    }
+    Ok((next, touched))
+}
+
+/// What the agent of `attempt` must do now that `touch` changed its task, which reads `issue`
+/// (`None`: deleted). `agent_actor` is the actor the supervisor's agents write as.
+pub fn decide(
+    issue: Option<&Issue>,
+    me: &Identity,
+    attempt: &str,
+    touch: &Touch,
+    agent_actor: &str,
+) -> Control {
+    let who = &touch.actor;
+    let Some(issue) = issue else {
+        return Control::Revoke(format!("{who} deleted the task"));
+    };
+    let held = me.holds(issue)
+        && issue.fleet.lease.as_ref().is_some_and(|lease| lease.attempt == attempt);
+    if held {
+        return Control::Run;
+    }
+    let by_agent = who == agent_actor;
+    match issue.status {
+        Status::Closed | Status::Blocked if by_agent => Control::WrapUp,
+        Status::Closed => Control::Revoke(format!("{who} closed the task")),
+        Status::Blocked => Control::Revoke(format!("{who} set the task to blocked")),
+        Status::Open if touch.op == "release" => Control::Revoke(format!("{who} released the task")),
+        Status::Open if touch.op == "reopen" => Control::Revoke(format!("{who} reopened the task")),
+        Status::InProgress if issue.assignee != me.name => Control::Revoke(format!(
+            "{who} gave the task to {}",
+            if issue.assignee.is_empty() { "nobody" } else { &issue.assignee }
+        )),
+        status => Control::Revoke(format!("{who} set the task to {status}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::Timestamp;
+
+    fn running_under(me: &Identity, attempt: &str) -> Issue {
+        let mut issue = Issue::new("t-1".into(), "x".into(), Timestamp::now());
+        issue.status = Status::InProgress;
+        issue.assignee = me.name.clone();
+        issue.fleet.lease = Some(me.lease(attempt, "claude", "", Timestamp::now()));
+        issue
+    }
+
+    fn touch(actor: &str, op: &'static str) -> Touch {
+        Touch { actor: actor.into(), op }
+    }
+
+    #[test]
+    fn changes_by_others_stop_the_agent_and_say_who() {
+        let me = Identity::current("fleet@test");
+        let mut issue = running_under(&me, "A1");
+        assert_eq!(decide(Some(&issue), &me, "A1", &touch("bob", "update"), "x/agent"), Control::Run);
+        issue.status = Status::Open;
+        issue.assignee.clear();
+        assert_eq!(
+            decide(Some(&issue), &me, "A1", &touch("bob", "release"), "x/agent"),
+            Control::Revoke("bob released the task".into())
+        );
+        issue.status = Status::Closed;
+        assert_eq!(
+            decide(Some(&issue), &me, "A1", &touch("bob", "close"), "x/agent"),
+            Control::Revoke("bob closed the task".into())
+        );
+        assert_eq!(
+            decide(Some(&issue), &me, "A1", &touch("x/agent", "close"), "x/agent"),
+            Control::WrapUp
+        );
+        assert_eq!(
+            decide(None, &me, "A1", &touch("bob", "delete"), "x/agent"),
+            Control::Revoke("bob deleted the task".into())
+        );
+    }
+
+    #[test]
+    fn another_attempt_or_instance_of_the_same_name_is_not_ours() {
+        let me = Identity::current("fleet@test");
+        let issue = running_under(&me, "A2");
+        assert!(matches!(
+            decide(Some(&issue), &me, "A1", &touch("fleet@test", "update"), "x/agent"),
+            Control::Revoke(_)
+        ));
+        let twin = Identity::current("fleet@test");
+        let theirs = running_under(&twin, "A1");
+        assert!(matches!(
+            decide(Some(&theirs), &me, "A1", &touch("fleet@test", "claim"), "x/agent"),
+            Control::Revoke(_)
+        ));
+    }
+}
