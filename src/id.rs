@@ -1,7 +1,75 @@
 //! Issue ids as beads makes them (spec/beads.md §5): `<prefix>-<hash>` with a length that grows
-//! with the number of issues, and `<parent>.<n>` for children.
+//! with the number of issues, and `<parent>.<n>` for children; and the one grammar every id
+//! must satisfy before it is stored as an issue ([`check_id`]).
 
 use sha2::{Digest, Sha256};
+
+/// Longest issue id accepted, in bytes. Generated ids are far shorter (`<prefix>-<8 chars>`
+/// plus at most three `.n` suffixes); this only keeps absurd input out.
+pub const MAX_ID_LEN: usize = 128;
+
+/// The shape an id must have, quoted by every [`IdError`] as the fix.
+const ID_RULE: &str = "ids may contain only letters, digits, '-', '_' and '.' \
+     (like \"web-3kf\" or \"web-3kf.1\")";
+
+/// Why a string cannot be the id of an issue. Each message names the id (escaped, so control
+/// characters show as `\n`, `\0`…), says what is wrong and shows the shape ids have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error("invalid issue id \"\": an id cannot be empty; {ID_RULE}")]
+    Empty,
+    #[error("invalid issue id {shown:?}: an id may be at most {MAX_ID_LEN} bytes long (this one has {len}); {ID_RULE}", shown = shorten(id))]
+    TooLong { id: String, len: usize },
+    #[error("invalid issue id {id:?}: {found:?} is not allowed; {ID_RULE}")]
+    BadCharacter { id: String, found: char },
+    #[error("invalid issue id {id:?}: an id cannot start with {first:?}; {ID_RULE}")]
+    BadStart { id: String, first: char },
+    #[error(
+        "invalid issue id {id:?}: '.' only separates child numbers, so it cannot end an id or follow another '.'; {ID_RULE}"
+    )]
+    EmptySegment { id: String },
+}
+
+/// Checks that `id` may be the id of a stored issue. Ids name directories
+/// (`$FLEET_HOME/tasks/<id>/`), so the grammar is beads' id alphabet kept to one safe path
+/// component: ASCII letters, digits, `-`, `_` and `.`; not starting with `-` (an option) or
+/// `.` (`.`, `..`, hidden files); no empty `.`-separated part (so no `..` anywhere); at most
+/// [`MAX_ID_LEN`] bytes. That admits every id beads makes — `bd-a1f`, `my-proj-x9.1.2`,
+/// `bd-wisp-0a7v6`, counter ids `bd-12` — and explicit ids of other shapes (`bd create --id …
+/// --force`). References that are not stored issues (`external:proj:cap` dependency targets)
+/// are not ids and are not checked here.
+pub fn check_id(id: &str) -> Result<(), IdError> {
+    if id.is_empty() {
+        return Err(IdError::Empty);
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(IdError::TooLong { id: id.to_string(), len: id.len() });
+    }
+    if let Some(found) = id.chars().find(|&c| !is_id_char(c)) {
+        return Err(IdError::BadCharacter { id: id.to_string(), found });
+    }
+    if let Some(first) = id.chars().next().filter(|&c| c == '-' || c == '.') {
+        return Err(IdError::BadStart { id: id.to_string(), first });
+    }
+    if id.split('.').any(str::is_empty) {
+        return Err(IdError::EmptySegment { id: id.to_string() });
+    }
+    Ok(())
+}
+
+/// The characters ids are made of.
+fn is_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+/// The beginning of an over-long id, for an error message that stays readable.
+fn shorten(id: &str) -> String {
+    const SHOWN: usize = 40;
+    match id.char_indices().nth(SHOWN) {
+        Some((at, _)) => format!("{}…", &id[..at]),
+        None => id.to_string(),
+    }
+}
 
 /// Shortest and longest hash suffix.
 pub const MIN_HASH_LEN: usize = 3;
@@ -146,5 +214,115 @@ mod tests {
         assert_eq!(child_depth("my-proj-abc.1.2"), 2);
         assert_eq!(child_number("p-abc", "p-abc.12"), Some(12));
         assert_eq!(child_number("p-abc", "p-abc.1.2"), None);
+    }
+
+    #[test]
+    fn ids_beads_makes_are_accepted() {
+        for id in [
+            "bd-a1f",
+            "bd-a1f.1",
+            "my-proj-x9.1.2.3",
+            "bd-wisp-0a7v6",
+            "bd-12",
+            "Web_2-ABC",
+            "_scratch-1",
+            "x",
+            &format!("p-{}", "a".repeat(MAX_ID_LEN - 2)),
+        ] {
+            assert_eq!(check_id(id), Ok(()), "{id}");
+        }
+    }
+
+    #[test]
+    fn ids_that_are_not_one_safe_path_component_are_refused() {
+        let refused = [
+            "",
+            "/abs/dir",
+            "../x",
+            "a/b",
+            "a\\b",
+            ".",
+            "..",
+            ".hidden",
+            "-rf",
+            "a..b",
+            "p-abc.",
+            "a b",
+            "a\nb",
+            " t-1",
+            "t-1\0",
+            "t-\u{7f}",
+            "C:x",
+            "external:proj:cap",
+            "t-é",
+        ];
+        for id in refused {
+            assert!(check_id(id).is_err(), "{id:?} is refused");
+        }
+        assert!(check_id(&"a".repeat(MAX_ID_LEN + 1)).is_err());
+    }
+
+    #[test]
+    fn errors_name_the_id_the_problem_and_the_fix() {
+        let rule = "ids may contain only letters, digits, '-', '_' and '.' (like \"web-3kf\" or \"web-3kf.1\")";
+        let message = |id: &str| check_id(id).unwrap_err().to_string();
+        assert_eq!(
+            message("../x"),
+            format!("invalid issue id \"../x\": '/' is not allowed; {rule}")
+        );
+        assert_eq!(
+            message("-rf"),
+            format!("invalid issue id \"-rf\": an id cannot start with '-'; {rule}")
+        );
+        assert_eq!(
+            message(".."),
+            format!("invalid issue id \"..\": an id cannot start with '.'; {rule}")
+        );
+        assert_eq!(
+            message("t-1\0"),
+            format!("invalid issue id \"t-1\\0\": '\\0' is not allowed; {rule}")
+        );
+        assert_eq!(
+            message("a\nb"),
+            format!("invalid issue id \"a\\nb\": '\\n' is not allowed; {rule}")
+        );
+        assert_eq!(message(""), format!("invalid issue id \"\": an id cannot be empty; {rule}"));
+        assert!(message("a..b").starts_with("invalid issue id \"a..b\": '.' only separates"));
+        let long = message(&"a".repeat(1000));
+        assert!(long.contains("at most 128 bytes long (this one has 1000)"), "{long}");
+        assert!(long.len() < 300, "a long id is shortened: {long}");
+    }
+
+    /// Every id in the real data of tests/fixtures (copies of /work/shared/fixtures): the
+    /// records' ids, their parents, and both ends of their dependencies and comments.
+    #[test]
+    fn every_id_in_the_fixtures_is_accepted() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut checked = 0;
+        for name in
+            ["beads-git-era-sample.jsonl", "beads-dolt-era-sample.jsonl", "fleet-own-issues.jsonl"]
+        {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let record: serde_json::Value = serde_json::from_str(line).unwrap();
+                for id in fixture_ids(&record) {
+                    assert_eq!(check_id(id), Ok(()), "{name}: {id}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100, "only {checked} ids found");
+    }
+
+    fn fixture_ids(record: &serde_json::Value) -> Vec<&str> {
+        let mut ids: Vec<&str> =
+            ["id", "parent"].iter().filter_map(|k| record[*k].as_str()).collect();
+        for key in ["dependencies", "comments"] {
+            for item in record[key].as_array().into_iter().flatten() {
+                ids.extend(item["issue_id"].as_str());
+                ids.extend(item["depends_on_id"].as_str().filter(|t| !t.starts_with("external:")));
+            }
+        }
+        ids
     }
 }

@@ -414,6 +414,120 @@ fn skip_bad_lines_imports_the_rest_and_reports_each() {
     assert_eq!(report["bad_lines"][0]["line"], 2);
 }
 
+/// Ids an import must refuse: path-like, option-like, control characters, whitespace.
+const BAD_IDS: &[&str] = &[
+    "/abs/dir",
+    "../x",
+    "a/b",
+    "..",
+    ".",
+    "-rf",
+    "a b",
+    "a\nb",
+    "t-1\0",
+    "t-\u{7}",
+    "t-\u{1b}[2J",
+    "a..b",
+];
+
+#[test]
+fn an_id_outside_the_grammar_imports_nothing_and_names_the_line() {
+    let home = Home::initialised("t");
+    home.import(&home.write("a.jsonl", &[issue("t-0", "kept", "2026-01-01T00:00:00Z")]), &[]);
+    let before = home.export_all();
+    for id in BAD_IDS {
+        let lines = [
+            issue("t-1", "one", "2026-01-01T00:00:00Z"),
+            issue("t-2", "two", "2026-01-01T00:00:00Z"),
+            issue(id, "bad", "2026-01-01T00:00:00Z"),
+        ];
+        let path = home.write("bad-id.jsonl", &lines);
+        let run = home.run(&["import", path.to_str().unwrap()]).fails(1);
+        let expected = format!("error: line 3: invalid issue id {id:?}: ");
+        assert!(run.stderr.contains(&expected), "{id:?}: {}", run.stderr);
+        assert!(run.stderr.contains("ids may contain only letters"), "{}", run.stderr);
+        assert!(run.stderr.contains("--skip-bad-lines"), "{}", run.stderr);
+        let run = home.run(&["import", path.to_str().unwrap(), "--json"]).fails(1);
+        let error: Value = serde_json::from_str(&run.stderr).unwrap();
+        let message = error["error"].as_str().unwrap();
+        assert!(message.starts_with(&format!("line 3: invalid issue id {id:?}: ")), "{message}");
+        assert_eq!(home.export_all(), before, "{id:?}: the store is unchanged");
+    }
+    // Into a workspace that does not exist yet: none is created.
+    let fresh = Home::empty();
+    let path = home.write("bad-id.jsonl", &[issue("../x", "bad", "2026-01-01T00:00:00Z")]);
+    fresh.run(&["import", path.to_str().unwrap()]).fails(1);
+    assert!(!fresh.beads().exists());
+    assert!(!fresh.path().join("tasks").exists());
+}
+
+#[test]
+fn skip_bad_lines_skips_an_id_outside_the_grammar() {
+    let home = Home::initialised("t");
+    let lines = [
+        issue("t-1", "one", "2026-01-01T00:00:00Z"),
+        issue("../x", "bad", "2026-01-01T00:00:00Z"),
+        issue("t-\u{0}", "bad", "2026-01-01T00:00:00Z"),
+        issue("t-2", "two", "2026-01-01T00:00:00Z"),
+    ];
+    let path = home.write("mixed.jsonl", &lines);
+    let run = home.run(&["import", path.to_str().unwrap(), "--skip-bad-lines"]).ok();
+    assert!(run.stderr.contains("Skipped line 2: invalid issue id \"../x\": "), "{}", run.stderr);
+    assert!(run.stderr.contains("Skipped line 3: invalid issue id \"t-\\0\": "), "{}", run.stderr);
+    assert_eq!(home.issue_ids(), ["t-1", "t-2"]);
+    let report = home.import(&path, &["--skip-bad-lines"]);
+    assert_eq!(report["bad_lines"][0]["line"], 2);
+    assert_eq!(report["bad_lines"][1]["line"], 3);
+}
+
+#[test]
+fn a_legacy_database_with_an_id_outside_the_grammar_imports_nothing() {
+    for id in ["../x", "/abs/dir", "lg-\n1", "-rf"] {
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir(project.path().join(".beads")).unwrap();
+        let db = project.path().join(".beads/beads.db");
+        legacy_database(&db);
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute(
+            "INSERT INTO issues (id, title, created_at, updated_at) VALUES (?1, 'Bad', '2025-11-04 10:00:00', '2025-11-04 10:00:00')",
+            [id],
+        )
+        .unwrap();
+        drop(conn);
+        let home = Home::empty();
+        let run = home.run(&["import", project.path().to_str().unwrap()]).fails(1);
+        let expected = format!(": issue row: invalid issue id {id:?}: ");
+        assert!(run.stderr.contains("error: line "), "{}", run.stderr);
+        assert!(run.stderr.contains(&expected), "{id:?}: {}", run.stderr);
+        assert!(!home.beads().exists(), "no workspace was created");
+        // Skipping the row imports the others.
+        let report = home.import(project.path(), &["--skip-bad-lines"]);
+        assert_eq!(report["created"], 3);
+        assert!(!home.issue_ids().iter().any(|i| i == id));
+    }
+}
+
+#[test]
+fn a_python_fleet_home_with_an_id_outside_the_grammar_imports_nothing() {
+    let old = tempfile::tempdir().unwrap();
+    std::fs::create_dir(old.path().join(".beads")).unwrap();
+    let mut text = std::fs::read_to_string(fixture("fleet-own-issues.jsonl")).unwrap();
+    let lines = text.lines().count();
+    text.push_str(&format!("{}\n", issue("../../escape", "bad", "2026-01-01T00:00:00Z")));
+    std::fs::write(old.path().join(".beads/issues.jsonl"), text).unwrap();
+    let task = old.path().join("tasks/fleet-3cg");
+    std::fs::create_dir_all(&task).unwrap();
+    std::fs::write(task.join("task.json"), r#"{"id":"fleet-3cg","cwd":"/home/user/demo"}"#)
+        .unwrap();
+    let home = Home::empty();
+    let run = home.run(&["import", old.path().to_str().unwrap()]).fails(1);
+    let expected = format!("error: line {}: invalid issue id \"../../escape\": ", lines + 1);
+    assert!(run.stderr.contains(&expected), "{}", run.stderr);
+    assert!(!home.beads().exists(), "no workspace was created");
+    assert!(!home.path().join("tasks").exists());
+    assert!(!old.path().join("escape").exists());
+}
+
 #[test]
 fn dry_run_writes_nothing() {
     let fresh = Home::empty();

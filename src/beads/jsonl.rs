@@ -249,6 +249,9 @@ pub fn parse_object(map: Map<String, Value>, now: Timestamp) -> Result<Line, Str
         Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
         _ => return Err("missing \"id\"".into()),
     };
+    // The id becomes a key and a directory name; refuse it here so the line is reported as
+    // bad (and can be skipped) instead of failing the whole import later.
+    crate::id::check_id(&id).map_err(|e| e.to_string())?;
     match map.get("title") {
         Some(Value::String(title)) => {
             crate::model::validate_title(title).map_err(|e| format!("title: {e}"))?;
@@ -617,6 +620,12 @@ mod tests {
         assert_eq!(err("[1]"), "expected a JSON object, found an array");
         assert_eq!(err(r#"{"title":"x"}"#), "missing \"id\"");
         assert_eq!(err(r#"{"id":"a-1"}"#), "a-1: missing \"title\"");
+        assert!(
+            err(r#"{"id":"../x","title":"x"}"#).starts_with(
+                "invalid issue id \"../x\": '/' is not allowed; ids may contain only letters"
+            ),
+            "an id outside the grammar is a bad line"
+        );
         assert_eq!(
             err(r#"{"id":"a-1","title":"x","priority":"high"}"#),
             "priority: expected an integer, found a string"

@@ -78,6 +78,12 @@ impl From<crate::model::ModelError> for CliError {
     }
 }
 
+impl From<crate::id::IdError> for CliError {
+    fn from(error: crate::id::IdError) -> CliError {
+        CliError::new(error.to_string())
+    }
+}
+
 impl From<crate::time::DateError> for CliError {
     fn from(error: crate::time::DateError) -> CliError {
         CliError::new(error.to_string())

@@ -161,6 +161,7 @@ pub(in crate::cli) fn create_issue(
 ) -> Result<IssueSummary, CliError> {
     let title = args.title.clone().or(args.title_arg.clone()).unwrap_or_default();
     crate::model::validate_title(&title)?;
+    check_explicit_id(args.id.as_deref())?;
     let priority = parse_priority(&args.priority)?;
     let issue_type = parse_issue_type(&args.issue_type)?;
     let now = ctx.now();
@@ -214,6 +215,15 @@ pub(in crate::cli) fn create_issue(
         adjust(&mut issue);
         writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
         writer.detail(&id).map(|d| d.summary)
+    })
+}
+
+/// Refuses an `--id` outside the id grammar before anything is opened or written (the store
+/// would refuse it too; this gives the fix).
+fn check_explicit_id(id: Option<&str>) -> Result<(), CliError> {
+    let Some(id) = id else { return Ok(()) };
+    crate::id::check_id(id).map_err(|error| {
+        CliError::from(error).with_hint("leave out --id and a fresh id is generated")
     })
 }
 

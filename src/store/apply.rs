@@ -124,6 +124,7 @@ impl Writer<'_> {
     }
 
     fn create(&mut self, issue: &Issue, deps: &[Dependency]) -> Result<Seeds, StoreError> {
+        id::check_id(&issue.id)?;
         if self.tables.contains(&issue.id)? {
             return Err(StoreError::AlreadyExists(issue.id.clone()));
         }
@@ -171,9 +172,14 @@ impl Writer<'_> {
         }
     }
 
+    /// Writes an issue as given. A new row's id must satisfy the id grammar; a stored row
+    /// (which may predate the grammar) can still be rewritten under its own id.
     fn put(&mut self, issue: &Issue) -> Result<Seeds, StoreError> {
         validate_fields(issue)?;
         let old = self.tables.issue(&issue.id)?;
+        if old.is_none() {
+            id::check_id(&issue.id)?;
+        }
         let mut issue = issue.clone();
         issue.labels.sort();
         issue.labels.dedup();

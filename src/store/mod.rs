@@ -99,6 +99,9 @@ pub enum StoreError {
     IdSpaceExhausted,
     #[error(transparent)]
     Invalid(#[from] ModelError),
+    /// An op would store an issue under an id outside the id grammar ([`crate::id::check_id`]).
+    #[error(transparent)]
+    InvalidId(#[from] crate::id::IdError),
     #[error("no fleet workspace at {0}; run `fleet init` (or `bd init`) first")]
     NotInitialized(PathBuf),
     #[error(

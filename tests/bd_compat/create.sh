@@ -137,3 +137,36 @@ expect_err 'invalid --defer format'
 run bd create "Bad parent" --parent test-nope
 expect_fail
 expect_err 'no issue found'
+
+# --id outside the id grammar (ids name task directories): refused with the id named, exit 1,
+# nothing created — also with --force (which only skips prefix checks) and --dry-run
+run bd count
+BEFORE=$OUT
+for BAD in /abs/dir ../x a/b .. . -rf "a b" ""; do
+    run bd create "Bad id" "--id=$BAD"
+    expect_rc 1
+    expect_out_empty
+    printf '%s\n' "$ERR" | grep -Fq -- "Error: invalid issue id \"$BAD\": "
+    _check "stderr naming the id \"$BAD\"" $?
+done
+run bd create "Bad id" --id "$(printf 'a\nb')"
+expect_rc 1
+expect_err '^Error: invalid issue id "a\\nb": .\\n. is not allowed'
+run bd create "Bad id" --id ../x --force
+expect_rc 1
+expect_err "^Error: invalid issue id \"\\.\\./x\": '/' is not allowed; ids may contain only letters, digits"
+run bd create "Bad id" --id ../x --dry-run
+expect_rc 1
+expect_out_empty
+expect_err 'invalid issue id "\.\./x"'
+run bd create "Bad id" --id ../x --json
+expect_rc 1
+expect_out_empty
+expect_err '"error": "invalid issue id \\"\.\./x\\": '
+expect_err '"schema_version": 1'
+run bd count
+expect_same "$OUT" "$BEFORE"
+expect_no_file "$FLEET_HOME/tasks"
+run bd create "Good id" --id test-mine.1 --silent
+expect_ok
+expect_same "$OUT" "test-mine.1"

@@ -420,3 +420,79 @@ fn a_failing_command_leaves_nothing_half_done() {
     expected.sort();
     assert_eq!(all, expected, "no issue was created or deleted");
 }
+
+/// Ids that are not one safe path component (the supervisor names `tasks/<id>/` after them),
+/// as they can be typed on a command line. `--id=…` so clap takes `-rf` as the value.
+const BAD_IDS: &[&str] = &["/abs/dir", "../x", "a/b", "..", ".", "-rf", "a b", "a\nb", "", "a..b"];
+
+/// The names in the workspace home and its `.beads/`, to show a refused command created none.
+fn entries(ws: &Workspace) -> Vec<String> {
+    let mut names = Vec::new();
+    for dir in [ws.home().to_path_buf(), ws.beads_dir()] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            names.push(entry.unwrap().path().display().to_string());
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn create_refuses_an_id_that_is_not_one_path_component() {
+    let ws = Workspace::new();
+    let before = entries(&ws);
+    for id in BAD_IDS {
+        let flag = format!("--id={id}");
+        let run =
+            assert_error(ws.run(&["create", "T", &flag]), &format!("invalid issue id {id:?}"));
+        assert!(
+            run.stderr.contains("ids may contain only letters, digits, '-', '_' and '.'"),
+            "{id:?}: the fix is named: {}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("hint: leave out --id"), "{id:?}: {}", run.stderr);
+        // The same refusal as JSON on stderr with --json.
+        let run = ws.run(&["create", "T", &flag, "--json"]).fails(1);
+        assert_eq!(run.stdout, "");
+        let error: Value = serde_json::from_str(&run.stderr).unwrap();
+        assert!(
+            error["error"].as_str().unwrap().starts_with(&format!("invalid issue id {id:?}: ")),
+            "{error}"
+        );
+    }
+    assert_eq!(ws.json(&["list", "--all"]), Value::Array(Vec::new()), "nothing was created");
+    assert_eq!(entries(&ws), before, "no file or directory was created");
+    assert!(!std::path::Path::new("/abs/dir").exists());
+    // Ids of the beads shapes are still taken as given.
+    for id in ["t-mine", "t-mine.1", "other-proj-x9", "t_under-1"] {
+        assert_eq!(ws.create("T", &["--id", id]), id);
+    }
+}
+
+#[test]
+fn the_store_refuses_ops_that_would_store_a_bad_id() {
+    use fleet::model::Issue;
+    use fleet::op::OpKind;
+    use fleet::store::StoreError;
+    use fleet::time::Clock;
+
+    let ws = Workspace::new();
+    let now: jiff::Timestamp = crate::NOW.parse().unwrap();
+    let issue = |id: &str| Box::new(Issue::new(id.to_string(), "T".to_string(), now));
+    for id in ["../x", "/abs/dir", "t-1\0", "-rf"] {
+        for op in [
+            OpKind::Create { issue: issue(id), deps: Vec::new() },
+            OpKind::Put { issue: issue(id) },
+        ] {
+            let good = OpKind::Create { issue: issue("t-good"), deps: Vec::new() };
+            let error = ws.store().apply("tester", Clock::Fixed(now), vec![good, op]).unwrap_err();
+            assert!(matches!(error, StoreError::InvalidId(_)), "{id:?}: {error:?}");
+            assert!(error.to_string().starts_with(&format!("invalid issue id {id:?}")), "{error}");
+        }
+    }
+    assert_eq!(
+        ws.json(&["list", "--all"]),
+        Value::Array(Vec::new()),
+        "the batch was refused whole"
+    );
+}

@@ -206,6 +206,10 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), BdError> {
             "invalid --waits-for-gate {gate:?}: expected all-children or any-children"
         )));
     }
+    if let Some(id) = &args.id {
+        // Before --dry-run too: a preview of an id that cannot be stored would mislead.
+        crate::id::check_id(id)?;
+    }
     let preview = draft.preview()?;
     validate_on_create(ctx, &args, &preview)?;
     if let Some(due) = &args.due {

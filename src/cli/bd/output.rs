@@ -163,6 +163,12 @@ impl From<crate::model::ModelError> for BdError {
     }
 }
 
+impl From<crate::id::IdError> for BdError {
+    fn from(error: crate::id::IdError) -> BdError {
+        BdError::new(error.to_string())
+    }
+}
+
 impl From<crate::time::DateError> for BdError {
     fn from(error: crate::time::DateError) -> BdError {
         BdError::new(error.to_string())
