@@ -37,6 +37,7 @@ use tokio::task::JoinSet;
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
 use crate::model::{Comment, CommentId, Issue};
 use crate::op::{IssuePatch, OpKind};
+use crate::redact::Redactor;
 use crate::store::{ReadyFilter, Store, StoreError};
 use crate::time::Clock;
 use outcome::Outcome;
@@ -366,8 +367,15 @@ impl Supervisor {
             attempt: issue.fleet.attempts,
         });
         self.running.insert(id.clone());
-        let task_dir = TaskDir::new(&self.options.home, &id);
-        let _ = task_dir.write_record(&task_record(&issue));
+        let task_dir = match TaskDir::new(&self.options.home, &id) {
+            Ok(task_dir) => task_dir,
+            Err(error) => {
+                let outcome = Outcome::SpawnFailed { error: error.to_string() };
+                runners.spawn(async move { Finished { id, outcome, closes_on_exit_zero: false } });
+                return;
+            }
+        };
+        let _ = task_dir.write_record(&task_record(&issue), &Redactor::default());
         let coder = self.config.registry().get(&issue.fleet.coder);
         let cwd = if issue.fleet.cwd.is_empty() {
             self.options.home.clone()
@@ -547,7 +555,8 @@ fn record_outcome(
     // task.json is written after the commit: a file write (with its sync) inside the
     // transaction would hold the store's writer lock, which every other process waits on.
     if let Some(after) = after {
-        let _ = TaskDir::new(home, id).write_record(&task_record(&after));
+        let _ = TaskDir::new(home, id)
+            .and_then(|dir| dir.write_record(&task_record(&after), &Redactor::default()));
     }
     Ok(Some(plan))
 }

@@ -21,6 +21,7 @@ use super::outcome::Outcome;
 use super::taskdir::{TaskDir, TaskLogs};
 use crate::coders::{AgentEvent, Coder, EventKind, RateLimitStatus, TaskSpec};
 use crate::model::Issue;
+use crate::redact::Redactor;
 
 /// Bytes of stderr quoted in a failure comment.
 const STDERR_TAIL_BYTES: usize = 2048;
@@ -100,7 +101,10 @@ async fn run_inner(
     });
     let stderr_offset = std::fs::metadata(dir.stderr_path()).map_or(0, |m| m.len());
     let stderr = dir.stderr_file().map_err(|e| format!("opening log.stderr: {e}"))?;
-    let mut logs = dir.logs().map_err(|e| format!("opening task logs: {e}"))?;
+    let redactor = Redactor::from_env(
+        spec.env.iter().chain(&attempt.env).map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    let mut logs = dir.logs(redactor).map_err(|e| format!("opening task logs: {e}"))?;
     let mut command = tokio::process::Command::new(&spec.program);
     command
         .args(&spec.args)
