@@ -19,7 +19,9 @@
 //! Writing is [`set_values`] / [`unset_keys`] (behind `fleet config set|unset`): edits go
 //! through `toml_edit`, so the user's comments and layout survive; the result is validated as a
 //! whole before anything is written, and written atomically (temporary file + rename). A file
-//! created this way starts with a comment header ([`header`]) explaining every key.
+//! created this way starts with a comment header ([`header`]) explaining every key. A file that
+//! holds coder `env` values (often API keys) is written with mode 0600, as is one the user had
+//! already made private; the values are never echoed back (`<redacted>`).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -31,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use toml_edit::{Item, TableLike};
 
 use crate::coders::{Coder, CoderConfig, CoderConfigError, EventFormat, Registry};
+use crate::redact::REDACTED;
 
 /// The file name under `FLEET_HOME`.
 pub const FILE_NAME: &str = "runtime.toml";
@@ -351,6 +354,24 @@ impl RuntimeConfig {
             .key("retry_backoff_max_secs"));
         }
         Ok(())
+    }
+
+    /// This config with every coder `env` value replaced by `<redacted>`, the names kept:
+    /// what `fleet config show` prints, since env values are often API keys.
+    pub fn with_env_values_masked(&self) -> RuntimeConfig {
+        let mut shown = self.clone();
+        for coder in shown.coders.values_mut() {
+            for value in coder.env.values_mut() {
+                *value = REDACTED.to_owned();
+            }
+        }
+        shown
+    }
+
+    /// Whether any coder has `env` values (then the file is written readable by its owner
+    /// only).
+    pub fn has_env_values(&self) -> bool {
+        self.coders.values().any(|coder| !coder.env.is_empty())
     }
 
     /// The coders: built-ins adjusted by, plus those defined in, the `[coders.*]` tables.
@@ -817,7 +838,8 @@ pub struct ConfigChange {
     pub path: PathBuf,
     /// The file did not exist and was created (with the [`header`]).
     pub created: bool,
-    /// The keys set, with their new values (as JSON), in the order given.
+    /// The keys set, with their new values (as JSON), in the order given; coder `env` values
+    /// appear as `"<redacted>"`.
     pub set: Vec<(String, serde_json::Value)>,
     /// The keys removed (back to their defaults).
     pub unset: Vec<String>,
@@ -954,7 +976,7 @@ pub fn set_values(path: &Path, assignments: &[String]) -> Result<ConfigChange, S
     edit(path, |document| {
         let mut set = Vec::new();
         for (key, target, value) in &parsed {
-            let json = toml_to_json(value);
+            let json = shown_value(target, toml_to_json(value));
             let slot = slot_for(document, target);
             let mut value = value.clone();
             if let Some(old) = slot.as_value() {
@@ -1001,6 +1023,18 @@ pub fn unset_keys(path: &Path, keys: &[String]) -> Result<ConfigChange, SetError
     })
 }
 
+/// The value of a set key as reported back: coder `env` values masked, names kept.
+fn shown_value(target: &Target, value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match (target, value) {
+        (Target::CoderField(_, "env"), Json::Object(env)) => {
+            Json::Object(env.into_iter().map(|(name, _)| (name, Json::from(REDACTED))).collect())
+        }
+        (Target::CoderField(_, "env") | Target::CoderEntry(_, "env", _), _) => Json::from(REDACTED),
+        (_, value) => value,
+    }
+}
+
 type Edits = (Vec<(String, serde_json::Value)>, Vec<String>);
 
 /// Reads the file (or starts a new one), applies `change`, validates, writes atomically.
@@ -1039,8 +1073,13 @@ fn edit(
         std::fs::create_dir_all(dir)
             .map_err(|e| SetError::new(format!("cannot create {}: {e}", dir.display())))?;
     }
-    crate::fsutil::write_atomic(path, new_text.as_bytes())
-        .map_err(|e| SetError::new(format!("cannot write {}: {e}", path.display())))?;
+    let private = config.has_env_values() || crate::fsutil::is_private(path);
+    let written = if private {
+        crate::fsutil::write_atomic_private(path, new_text.as_bytes())
+    } else {
+        crate::fsutil::write_atomic(path, new_text.as_bytes())
+    };
+    written.map_err(|e| SetError::new(format!("cannot write {}: {e}", path.display())))?;
     Ok(ConfigChange { path: path.to_path_buf(), created, set, unset, config })
 }
 

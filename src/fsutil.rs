@@ -1,16 +1,42 @@
 //! Small filesystem helpers shared by everything that writes user-visible files.
 
 use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over the target. Readers see the old file or the new one, never a part.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with_mode(path, bytes, None)
+}
+
+/// [`write_atomic`] for a file that may hold secrets: the result has mode 0600 (readable and
+/// writable by its owner only), set on the temporary file before anything is written to it.
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with_mode(path, bytes, Some(0o600))
+}
+
+/// Whether the file at `path` exists and is closed to group and others (mode `0?00`).
+pub fn is_private(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o077 == 0)
+}
+
+fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        if let Some(mode) = mode {
+            options.mode(mode);
+        }
+        let mut file = options.open(&temp)?;
+        if let Some(mode) = mode {
+            // `mode` above applies only when the file is new; a leftover temporary file keeps
+            // its old mode unless set here.
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&temp, path)
@@ -31,5 +57,18 @@ mod tests {
         super::write_atomic(&path, b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_private_write_leaves_the_file_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secrets.toml");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(!super::is_private(&path));
+        super::write_atomic_private(&path, b"key = 1").unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(super::is_private(&path));
     }
 }

@@ -29,6 +29,8 @@
 //! - [`supervisor`]: `fleet run` — claims ready tasks in-process, runs each through a coder
 //!   in its own process group, and records every outcome as ops;
 //! - [`process`]: process groups, graceful termination and orphan reaping;
+//! - [`redact`]: the one redactor for everything that leaves an agent or reaches the queue:
+//!   known token shapes and the values of secret-looking environment variables;
 //! - [`fsutil`]: atomic writes of user-visible files;
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
@@ -45,6 +47,7 @@ pub mod id;
 pub mod model;
 pub mod op;
 pub mod process;
+pub mod redact;
 pub mod resolver;
 pub mod store;
 pub mod supervisor;

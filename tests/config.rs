@@ -258,7 +258,7 @@ fn set_keeps_comments_and_layout() {
     assert_eq!(
         run.stdout,
         format!(
-            "Updated {}: max_concurrent = 5, coder = \"codex\", coders.claude.env.IS_SANDBOX = \"0\"\n",
+            "Updated {}: max_concurrent = 5, coder = \"codex\", coders.claude.env.IS_SANDBOX = \"<redacted>\"\n",
             home.file().display()
         )
     );
@@ -397,6 +397,83 @@ fn show_json_is_the_effective_config_and_the_coders() {
     let defaults = Home::new().fleet(&["--json", "config", "show"]).ok().json();
     assert_eq!(defaults["exists"], false);
     assert_eq!(defaults["config"]["max_concurrent"], 3);
+}
+
+// --- secrets in coder env tables -----------------------------------------------------------
+
+const ENV_SECRET: &str = "sk-live-do-not-print-0123456789";
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn show_masks_coder_env_values_but_keeps_their_names() {
+    let home = Home::new();
+    home.write(&format!(
+        "[coders.claude]\nenv = {{ MY_API_KEY = \"{ENV_SECRET}\", MODE = \"fast-and-loose\" }}\n\n\
+         [coders.job]\nargv = [\"make\"]\n\n[coders.job.env]\nJOB_TOKEN = \"{ENV_SECRET}\"\n"
+    ));
+
+    let human = home.fleet(&["config", "show"]).ok();
+    for value in [ENV_SECRET, "fast-and-loose"] {
+        assert!(!human.stdout.contains(value), "show prints {value}:\n{}", human.stdout);
+    }
+    for line in
+        ["MY_API_KEY = \"<redacted>\"", "MODE = \"<redacted>\"", "JOB_TOKEN = \"<redacted>\""]
+    {
+        assert!(human.stdout.contains(line), "show lacks {line}:\n{}", human.stdout);
+    }
+
+    let json = home.fleet(&["--json", "config", "show"]).ok();
+    assert!(!json.stdout.contains(ENV_SECRET), "{}", json.stdout);
+    assert!(!json.stdout.contains("fast-and-loose"), "{}", json.stdout);
+    let json = json.json();
+    assert_eq!(
+        json["config"]["coders"]["claude"]["env"],
+        serde_json::json!({"MODE": "<redacted>", "MY_API_KEY": "<redacted>"})
+    );
+    assert_eq!(
+        json["config"]["coders"]["job"]["env"],
+        serde_json::json!({"JOB_TOKEN": "<redacted>"})
+    );
+    assert!(home.read().contains(ENV_SECRET), "showing never rewrites the file");
+}
+
+#[test]
+fn a_file_holding_env_values_is_written_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    // Written by hand, world-readable, with an env table: the next `set` makes it private.
+    let home = Home::new();
+    home.write(&format!("[coders.claude.env]\nMY_API_KEY = \"{ENV_SECRET}\"\n"));
+    std::fs::set_permissions(home.file(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    home.fleet(&["config", "set", "max_concurrent=2"]).ok();
+    assert_eq!(mode_of(&home.file()), 0o600);
+    assert!(home.read().contains(ENV_SECRET));
+
+    // Created by `set` with an env value: private from the start, and the value is not echoed.
+    let fresh = Home::new();
+    let assignment = format!("coders.claude.env.MY_API_KEY={ENV_SECRET}");
+    let run = fresh.fleet(&["config", "set", &assignment]).ok();
+    assert!(!run.stdout.contains(ENV_SECRET), "{}", run.stdout);
+    assert!(run.stdout.contains("coders.claude.env.MY_API_KEY = \"<redacted>\""), "{}", run.stdout);
+    assert_eq!(mode_of(&fresh.file()), 0o600);
+
+    let table = format!("coders.codex.env={{ OPENAI_API_KEY = \"{ENV_SECRET}\" }}");
+    let run = fresh.fleet(&["--json", "config", "set", &table]).ok();
+    assert!(!run.stdout.contains(ENV_SECRET), "{}", run.stdout);
+    assert_eq!(
+        run.json()["set"],
+        serde_json::json!({"coders.codex.env": {"OPENAI_API_KEY": "<redacted>"}})
+    );
+    assert_eq!(mode_of(&fresh.file()), 0o600);
+
+    // Removing the env tables does not loosen a file that is private already.
+    fresh.fleet(&["config", "unset", "coders.claude.env", "coders.codex.env"]).ok();
+    assert!(!fresh.read().contains(ENV_SECRET));
+    assert_eq!(mode_of(&fresh.file()), 0o600);
+    assert_eq!(fresh.entries(), ["runtime.toml"], "no temporary file left behind");
 }
 
 #[test]

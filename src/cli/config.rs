@@ -1,9 +1,11 @@
 //! `fleet config show|set|unset`: read and change `$FLEET_HOME/runtime.toml`.
 //!
 //! `show` prints the effective configuration (the defaults when the file does not exist, and
-//! says so) and the coders it makes available. `set` and `unset` edit the file in place,
-//! keeping comments and layout, validate the result as a whole, and write it atomically — or
-//! write nothing and exit 1. A running supervisor picks the change up by itself.
+//! says so) and the coders it makes available; coder `env` values print as `<redacted>`, as
+//! they do in what `set` reports. `set` and `unset` edit the file in place, keeping comments
+//! and layout, validate the result as a whole, and write it atomically (mode 0600 when it holds
+//! env values) — or write nothing and exit 1. A running supervisor picks the change up by
+//! itself.
 
 use serde::Serialize;
 
@@ -15,7 +17,7 @@ use crate::config::{self, ConfigChange, ConfigError, RuntimeConfig, SetError};
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
     /// Print the effective configuration and the available coders (the defaults when
-    /// runtime.toml does not exist).
+    /// runtime.toml does not exist). Coder env values are shown as <redacted>.
     Show,
     /// Set keys: `fleet config set max_concurrent=5 coder=codex coders.claude.program=/opt/claude`.
     /// Strings need no quotes; arrays and tables are TOML (`'coders.x.argv=["x", "{prompt}"]'`).
@@ -70,6 +72,7 @@ fn cmd_config_show(ctx: &Context, path: &std::path::Path) -> Result<(), CliError
     let exists = path.exists();
     let config = RuntimeConfig::load(path).map_err(config_error)?;
     let registry = config.registry().map_err(|e| CliError::new(e.to_string()))?;
+    let config = config.with_env_values_masked();
     let shown = Shown { path: path.display().to_string(), exists, coders: registry.list(), config };
     ctx.out.emit(&shown, || render_show(&shown));
     Ok(())

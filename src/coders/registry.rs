@@ -355,7 +355,12 @@ fn configured_coder(name: &str, table: &CoderConfig) -> Result<ConfiguredCoder, 
     let env = table
         .env
         .iter()
-        .map(|(key, value)| Ok((key.clone(), Template::parse(value)?)))
+        .map(|(key, value)| {
+            // The message quotes the template; an env value may be a secret, so name it instead.
+            let parsed = Template::parse(value)
+                .map_err(|message| message.replace(&format!("{value:?}"), &format!("${key}")))?;
+            Ok((key.clone(), parsed))
+        })
         .collect::<Result<Vec<_>, String>>()
         .map_err(|message| error(Some("env"), message))?;
     Ok(ConfiguredCoder {
@@ -442,6 +447,14 @@ mod tests {
         let error =
             Registry::from_config(&table("[mybot]\nargv = [\"x\", \"{promt}\"]\n")).err().unwrap();
         assert!(error.to_string().contains("unknown placeholder {promt}"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_env_template_is_reported_without_its_value() {
+        let config = "[mybot]\nargv = [\"x\"]\nenv = { API_TOKEN = \"s3cret{oops\" }\n";
+        let error = Registry::from_config(&table(config)).err().unwrap().to_string();
+        assert!(error.contains("unclosed { in $API_TOKEN"), "{error}");
+        assert!(!error.contains("s3cret"), "{error}");
     }
 
     #[test]

@@ -3,10 +3,15 @@
 //!
 //! - `task.json`: the task as the supervisor ran it (id, title, cwd, coder, model, counters);
 //! - `log.jsonl`: the runner's own lines (`attempt_started`, `attempt_finished`, …);
-//! - `log.stderr`: the agent's raw stderr, appended across attempts;
+//! - `log.stderr`: the agent's stderr, appended across attempts — redacted when written line
+//!   by line through [`StderrLog`], raw when the agent writes into [`TaskDir::stderr_file`];
 //! - `events.jsonl`: the agent's normalised events, redacted;
 //! - `artifacts/PLAN_AND_STATUS.md` and `artifacts/KNOWLEDGE.md`: stubs written once and never
 //!   overwritten — the agent's memory between fresh runs.
+//!
+//! Everything written here except the artifact stubs goes through a [`Redactor`]: `task.json`'s
+//! strings, every line of `events.jsonl` and `log.jsonl`, and every line of `log.stderr` written
+//! through [`TaskDir::stderr_writer`].
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -17,6 +22,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::Issue;
+use crate::redact::Redactor;
 
 /// Paths of one task's directory.
 #[derive(Debug, Clone)]
@@ -44,8 +50,12 @@ pub struct TaskRecord<'a> {
 }
 
 impl TaskDir {
-    pub fn new(home: &Path, id: &str) -> TaskDir {
-        TaskDir { root: home.join("tasks").join(id) }
+    /// The directory of task `id` under `home`. The id must be one safe path component: not
+    /// empty, `.` or `..`, without `/` or NUL, and not starting with `-`; anything else is
+    /// refused (`InvalidInput`) rather than letting an id point outside `tasks/`.
+    pub fn new(home: &Path, id: &str) -> io::Result<TaskDir> {
+        check_task_id(id)?;
+        Ok(TaskDir { root: home.join("tasks").join(id) })
     }
 
     pub fn artifacts(&self) -> PathBuf {
@@ -60,28 +70,39 @@ impl TaskDir {
         Ok(())
     }
 
-    /// Writes `task.json` atomically (creating the directory if needed; the runner adds the
-    /// artifact stubs when it prepares the attempt).
-    pub fn write_record(&self, record: &TaskRecord<'_>) -> io::Result<()> {
+    /// Writes `task.json` atomically, its strings redacted (a title or description may quote a
+    /// secret), creating the directory if needed; the runner adds the artifact stubs when it
+    /// prepares the attempt.
+    pub fn write_record(&self, record: &TaskRecord<'_>, redactor: &Redactor) -> io::Result<()> {
         std::fs::create_dir_all(&self.root)?;
-        let text = serde_json::to_string_pretty(record).map_err(io::Error::other)?;
+        let mut value = serde_json::to_value(record).map_err(io::Error::other)?;
+        redactor.redact_json(&mut value);
+        let text = serde_json::to_string_pretty(&value).map_err(io::Error::other)?;
         crate::fsutil::write_atomic(&self.root.join("task.json"), format!("{text}\n").as_bytes())
     }
 
-    /// Opens `log.stderr` for appending (the agent's stderr goes straight into it).
+    /// Opens `log.stderr` for appending, unredacted (the agent's stderr goes straight into it).
+    /// Prefer [`TaskDir::stderr_writer`], which redacts each line.
     pub fn stderr_file(&self) -> io::Result<File> {
         append(&self.root.join("log.stderr"))
+    }
+
+    /// Opens `log.stderr` for appending redacted lines: the supervisor pipes the agent's stderr
+    /// and feeds it here line by line.
+    pub fn stderr_writer(&self, redactor: Redactor) -> io::Result<StderrLog> {
+        Ok(StderrLog { file: append(&self.stderr_path())?, redactor })
     }
 
     pub fn stderr_path(&self) -> PathBuf {
         self.root.join("log.stderr")
     }
 
-    /// Opens the event and runner logs for one attempt.
-    pub fn logs(&self) -> io::Result<TaskLogs> {
+    /// Opens the event and runner logs for one attempt; every line is redacted by `redactor`.
+    pub fn logs(&self, redactor: Redactor) -> io::Result<TaskLogs> {
         Ok(TaskLogs {
             events: append(&self.root.join("events.jsonl"))?,
             runner: append(&self.root.join("log.jsonl"))?,
+            redactor,
         })
     }
 
@@ -97,10 +118,33 @@ impl TaskDir {
     }
 }
 
+/// Refuses a task id that is not one safe path component.
+fn check_task_id(id: &str) -> io::Result<()> {
+    let unsafe_reason = if id.is_empty() {
+        Some("it is empty")
+    } else if id == "." || id == ".." {
+        Some("it names a directory itself")
+    } else if id.contains('/') || id.contains('\0') {
+        Some("it contains '/' or a NUL byte")
+    } else if id.starts_with('-') {
+        Some("it starts with '-'")
+    } else {
+        None
+    };
+    match unsafe_reason {
+        None => Ok(()),
+        Some(reason) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("task id {id:?} cannot name a task directory: {reason}"),
+        )),
+    }
+}
+
 /// The open logs of one attempt.
 pub struct TaskLogs {
     events: File,
     runner: File,
+    redactor: Redactor,
 }
 
 impl TaskLogs {
@@ -110,7 +154,7 @@ impl TaskLogs {
         if let Value::Object(map) = &mut value {
             map.insert("ts".into(), Value::String(at.to_string()));
         }
-        redact(&mut value);
+        self.redactor.redact_json(&mut value);
         writeln!(self.events, "{value}")
     }
 
@@ -120,8 +164,26 @@ impl TaskLogs {
         if let (Value::Object(line), Value::Object(fields)) = (&mut line, fields) {
             line.extend(fields);
         }
-        redact(&mut line);
+        self.redactor.redact_json(&mut line);
         writeln!(self.runner, "{line}")
+    }
+}
+
+/// `log.stderr` opened for redacted lines (see [`TaskDir::stderr_writer`]).
+pub struct StderrLog {
+    file: File,
+    redactor: Redactor,
+}
+
+impl StderrLog {
+    /// Appends one line of the agent's stderr, redacted. A trailing newline in `line` is
+    /// optional; exactly one is written.
+    pub fn write_line(&mut self, line: &str) -> io::Result<()> {
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let mut text = self.redactor.redact_text(line).into_owned();
+        text.push('\n');
+        // One write per line: with O_APPEND, concurrent readers never see half a line.
+        self.file.write_all(text.as_bytes())
     }
 }
 
@@ -158,95 +220,111 @@ fn knowledge_stub(issue: &Issue) -> String {
     )
 }
 
-/// Keys whose values are secrets, compared case-insensitively.
-fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    key.contains("password")
-        || key.contains("secret")
-        || key.contains("api_key")
-        || key.contains("apikey")
-        || key == "authorization"
-        || (key.contains("token") && !key.contains("tokens"))
-}
-
-/// Replaces secrets in a JSON document: values under secret-looking keys, and API-key or
-/// bearer-token shapes inside any string — in objects and arrays at any depth.
-pub fn redact(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, inner) in map.iter_mut() {
-                if is_secret_key(key) && !inner.is_null() && !inner.is_number() {
-                    *inner = Value::String("<redacted>".into());
-                } else {
-                    redact(inner);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(redact),
-        Value::String(text) => {
-            if let Some(clean) = redact_text(text) {
-                *text = clean;
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Masks `sk-…`/`sk-ant-…` keys and `Bearer …` tokens in free text. `None` if nothing changed.
-fn redact_text(text: &str) -> Option<String> {
-    if !text.contains("sk-") && !text.contains("Bearer ") {
-        return None;
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut changed = false;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let next = [rest.find("sk-"), rest.find("Bearer ")].into_iter().flatten().min();
-        let Some(at) = next else {
-            out.push_str(rest);
-            break;
-        };
-        out.push_str(&rest[..at]);
-        let marker = if rest[at..].starts_with("sk-") { "sk-" } else { "Bearer " };
-        let body = &rest[at + marker.len()..];
-        let len = body
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
-            .unwrap_or(body.len());
-        if len >= 8 {
-            out.push_str(marker);
-            out.push_str("<redacted>");
-            changed = true;
-        } else {
-            out.push_str(&rest[at..at + marker.len() + len]);
-        }
-        rest = &body[len..];
-    }
-    changed.then_some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn secrets_are_redacted_at_any_depth_but_usage_survives() {
-        let mut doc = serde_json::json!({
-            "usage": {"input_tokens": 5, "cache_read_input_tokens": 2},
-            "env": [{"OPENAI_API_KEY": "abc"}, {"auth_token": "xyz"}],
-            "message": {"content": [{"text": "key sk-ant-abcdefghijklmnop and Bearer abcdefghijk ok"}]}
-        });
-        redact(&mut doc);
-        assert_eq!(doc["usage"]["input_tokens"], 5);
-        assert_eq!(doc["env"][0]["OPENAI_API_KEY"], "<redacted>");
-        assert_eq!(doc["env"][1]["auth_token"], "<redacted>");
-        assert_eq!(
-            doc["message"]["content"][0]["text"],
-            "key sk-<redacted> and Bearer <redacted> ok"
-        );
+    const GITHUB: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+    const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
+    const SLACK: &str = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp";
+    const ENV_SECRET: &str = "correct-horse-battery-staple";
+
+    fn redactor() -> Redactor {
+        Redactor::from_env([("DEPLOY_TOKEN", ENV_SECRET), ("HOME", "/home/someone")])
+    }
+
+    /// A line quoting every kind of secret the tests look for.
+    fn leaky() -> String {
+        format!("push with {GITHUB} as {AWS}, tell {SLACK}, deploy {ENV_SECRET}")
+    }
+
+    fn assert_masked(file: &str, text: &str) {
+        for secret in [GITHUB, AWS, SLACK, ENV_SECRET] {
+            assert!(!text.contains(secret), "{file} leaks {secret}:\n{text}");
+        }
+        for marker in
+            ["ghp_<redacted>", "AKIA<redacted>", "xoxb-<redacted>", "<redacted:DEPLOY_TOKEN>"]
+        {
+            assert!(text.contains(marker), "{file} lacks {marker}:\n{text}");
+        }
+    }
+
+    fn record<'a>(title: &'a str, description: &'a str) -> TaskRecord<'a> {
+        TaskRecord {
+            id: "fl-1",
+            title,
+            description,
+            status: "open",
+            priority: 2,
+            cwd: "/home/someone/project",
+            coder: "claude",
+            model: "",
+            attempts: 1,
+            failures: 0,
+            noclose: 0,
+            stalls: 0,
+            context_resets: 0,
+            updated_at: Timestamp::UNIX_EPOCH,
+        }
     }
 
     #[test]
-    fn short_lookalikes_are_left_alone() {
-        assert_eq!(redact_text("task-sk-12 done"), None);
+    fn every_task_file_comes_out_masked() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = TaskDir::new(home.path(), "fl-1").unwrap();
+        let leaky = leaky();
+
+        dir.write_record(&record("Rotate keys", &leaky), &redactor()).unwrap();
+        let mut logs = dir.logs(redactor()).unwrap();
+        let event = serde_json::json!({ "kind": "assistant_text", "text": leaky });
+        logs.event(&event, Timestamp::UNIX_EPOCH).unwrap();
+        logs.runner(
+            "attempt_started",
+            serde_json::json!({ "args": [leaky] }),
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
+        let mut stderr = dir.stderr_writer(redactor()).unwrap();
+        stderr.write_line(&format!("{leaky}\n")).unwrap();
+        stderr.write_line("plain line").unwrap();
+
+        for file in ["task.json", "events.jsonl", "log.jsonl", "log.stderr"] {
+            let text = std::fs::read_to_string(dir.root.join(file)).unwrap();
+            assert_masked(file, &text);
+        }
+        let record: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.root.join("task.json")).unwrap())
+                .unwrap();
+        assert_eq!(record["title"], "Rotate keys");
+        assert_eq!(record["cwd"], "/home/someone/project", "non-secret values stay");
+        let stderr = std::fs::read_to_string(dir.stderr_path()).unwrap();
+        assert!(stderr.ends_with("deploy <redacted:DEPLOY_TOKEN>\nplain line\n"), "{stderr}");
+    }
+
+    #[test]
+    fn the_stderr_tail_reads_what_the_redacting_writer_wrote() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = TaskDir::new(home.path(), "fl-2").unwrap();
+        std::fs::create_dir_all(&dir.root).unwrap();
+        let mut stderr = dir.stderr_writer(redactor()).unwrap();
+        stderr.write_line("attempt 1").unwrap();
+        let offset = std::fs::metadata(dir.stderr_path()).unwrap().len();
+        stderr.write_line(&format!("error: bad token {GITHUB}")).unwrap();
+        assert_eq!(dir.stderr_tail(offset, 1000), "error: bad token ghp_<redacted>\n");
+        assert_eq!(dir.stderr_tail(offset, 6), "cted>\n");
+    }
+
+    #[test]
+    fn ids_that_are_not_one_safe_path_component_are_refused() {
+        let home = Path::new("/fleet-home");
+        for id in ["", ".", "..", "a/b", "../etc", "a\0b", "-rf"] {
+            let error = TaskDir::new(home, id).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{id:?}");
+            assert!(error.to_string().contains(&format!("{id:?}")), "{error}");
+        }
+        for id in ["fl-1", "bd-a3f8.1", "fl-3k2.2.1", "x..y"] {
+            let dir = TaskDir::new(home, id).unwrap();
+            assert_eq!(dir.root, home.join("tasks").join(id));
+        }
     }
 }

@@ -55,10 +55,47 @@ fn task_dir_holds_the_record_the_logs_and_redacted_events() {
     assert!(events.iter().all(|e| e["ts"].is_string()), "every event is stamped");
     assert_eq!(events[2]["tool_name"], "Bash");
     let said = events[1].to_string();
-    assert!(said.contains("the old key was sk-<redacted>, now gone"), "{said}");
+    assert!(said.contains("the old key was sk-ant-<redacted>, now gone"), "{said}");
     for file in ["events.jsonl", "log.jsonl"] {
         let text = std::fs::read_to_string(fleet.task_file(&id, file)).unwrap();
         assert!(!text.contains("XXXXXXXX"), "{file} leaks the key:\n{text}");
+    }
+}
+
+#[test]
+fn token_shapes_and_the_coders_env_secrets_never_reach_the_task_files() {
+    const GITHUB: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+    const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
+    const SLACK: &str = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp";
+    const ENV_SECRET: &str = "correct-horse-battery-staple";
+    let fleet = Fleet::new(&[]);
+    fleet.configure_with(&[], &format!("\n[coders.fake.env]\nDEPLOY_TOKEN = \"{ENV_SECRET}\"\n"));
+    let id = fleet.task(
+        "Rotate keys",
+        &[&format!("say push with {GITHUB} as {AWS}, tell {SLACK}, deploy {ENV_SECRET}"), "close"],
+    );
+
+    fleet.run_until_idle(&[]).ok();
+
+    let events = std::fs::read_to_string(fleet.task_file(&id, "events.jsonl")).unwrap();
+    assert!(
+        events.contains(
+            "push with ghp_<redacted> as AKIA<redacted>, tell xoxb-<redacted>, deploy \
+             <redacted:DEPLOY_TOKEN>"
+        ),
+        "{events}"
+    );
+    let record = std::fs::read_to_string(fleet.task_file(&id, "task.json")).unwrap();
+    assert!(record.contains("push with ghp_<redacted> as AKIA<redacted>"), "{record}");
+    for file in ["events.jsonl", "log.jsonl", "task.json"] {
+        let text = std::fs::read_to_string(fleet.task_file(&id, file)).unwrap();
+        for secret in [GITHUB, AWS, SLACK] {
+            assert!(!text.contains(secret), "{file} leaks {secret}:\n{text}");
+        }
+    }
+    for file in ["events.jsonl", "log.jsonl"] {
+        let text = std::fs::read_to_string(fleet.task_file(&id, file)).unwrap();
+        assert!(!text.contains(ENV_SECRET), "{file} leaks the env secret:\n{text}");
     }
 }
 

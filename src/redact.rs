@@ -1,0 +1,684 @@
+//! The one redactor for everything that leaves an agent or reaches the queue: task files
+//! (`task.json`, `events.jsonl`, `log.jsonl`, `log.stderr`), and the comments and notes the
+//! supervisor writes.
+//!
+//! A [`Redactor`] masks two kinds of secret:
+//!
+//! - **known token shapes**, found anywhere in text: Anthropic (`sk-ant-…`) and OpenAI
+//!   (`sk-…`, `sk-proj-…`) keys, GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`,
+//!   `github_pat_`), AWS access key ids (`AKIA`/`ASIA`), Slack tokens (`xoxb-` …), Google API
+//!   keys (`AIza…`), JWTs, and the credentials of `Bearer` and `Basic` authorization;
+//! - **configured values**: the exact values of environment variables whose names look secret
+//!   ([`is_secret_name`]), or any values given to [`Redactor::new`].
+//!
+//! Each secret becomes a marker that keeps its kind visible and nothing of the secret beyond
+//! its public prefix: `ghp_<redacted>`, `Bearer <redacted>`, `<redacted:jwt>`,
+//! `<redacted:OPENAI_API_KEY>`. Token shapes start at a word boundary and have minimum lengths
+//! (and, for the looser shapes, a digit), so ordinary words, ids and paths (`task-1`,
+//! `skeleton`, `sk-learn`) are left alone. Scanning is one pass over the text per configured
+//! value plus one for the shapes; there is no regex engine.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// What replaces the value of a secret-looking JSON key.
+pub const REDACTED: &str = "<redacted>";
+
+/// Configured values shorter than this are not masked: `1` or `true` would otherwise vanish
+/// from every line.
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// Masks secrets in text and JSON. Cheap to clone (the configured values are shared), and
+/// `Send + Sync`. [`Redactor::default`] masks token shapes only.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    /// Longest first, so a value containing another is masked whole.
+    secrets: Arc<[Secret]>,
+}
+
+/// One configured value and its marker.
+struct Secret {
+    value: String,
+    marker: String,
+}
+
+impl fmt::Debug for Redactor {
+    /// Never prints the values themselves.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor").field("secret_values", &self.secrets.len()).finish()
+    }
+}
+
+impl Redactor {
+    /// A redactor for these exact values (each becomes `<redacted>`), plus the token shapes.
+    /// Values shorter than [`MIN_SECRET_LEN`] are ignored.
+    pub fn new(secret_values: impl IntoIterator<Item = String>) -> Redactor {
+        Redactor::from_secrets(
+            secret_values.into_iter().map(|value| Secret { value, marker: REDACTED.to_owned() }),
+        )
+    }
+
+    /// A redactor for the values of the variables whose names look secret
+    /// ([`is_secret_name`]); each becomes `<redacted:NAME>`. Values shorter than
+    /// [`MIN_SECRET_LEN`] are ignored.
+    pub fn from_env<'a>(env: impl IntoIterator<Item = (&'a str, &'a str)>) -> Redactor {
+        Redactor::from_secrets(env.into_iter().filter(|(name, _)| is_secret_name(name)).map(
+            |(name, value)| Secret {
+                value: value.to_owned(),
+                marker: format!("<redacted:{name}>"),
+            },
+        ))
+    }
+
+    fn from_secrets(secrets: impl Iterator<Item = Secret>) -> Redactor {
+        let mut secrets: Vec<Secret> =
+            secrets.filter(|secret| secret.value.len() >= MIN_SECRET_LEN).collect();
+        // Longest first; among equal values the first given keeps its marker.
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.value.len()));
+        let mut seen = std::collections::HashSet::new();
+        secrets.retain(|secret| seen.insert(secret.value.clone()));
+        Redactor { secrets: secrets.into() }
+    }
+
+    /// How many configured values this redactor masks (besides the token shapes).
+    pub fn secret_count(&self) -> usize {
+        self.secrets.len()
+    }
+
+    /// `text` with every configured value and every known token shape masked; borrowed when
+    /// there was nothing to mask.
+    pub fn redact_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let masked = self.mask_values(text);
+        match mask_token_shapes(&masked) {
+            Some(clean) => Cow::Owned(clean),
+            None => masked,
+        }
+    }
+
+    /// Redacts a JSON document in place, in objects and arrays at any depth: the value under a
+    /// secret-looking key ([`is_secret_name`]) becomes `"<redacted>"` unless it is a number or
+    /// null (token counts stay readable), and every other string goes through
+    /// [`Redactor::redact_text`].
+    pub fn redact_json(&self, value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map.iter_mut() {
+                    if is_secret_name(key) && !inner.is_null() && !inner.is_number() {
+                        *inner = Value::String(REDACTED.to_owned());
+                    } else {
+                        self.redact_json(inner);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
+            Value::String(text) => {
+                if let Cow::Owned(clean) = self.redact_text(text) {
+                    *text = clean;
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// Replaces every occurrence of a configured value. Overlapping matches are merged, so no
+    /// part of either value survives.
+    fn mask_values<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut found: Vec<(usize, usize, &str)> = Vec::new();
+        for secret in self.secrets.iter() {
+            for (start, _) in text.match_indices(secret.value.as_str()) {
+                found.push((start, start + secret.value.len(), secret.marker.as_str()));
+            }
+        }
+        if found.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        // Stable: at one start the longer value (listed first) wins.
+        found.sort_by_key(|&(start, _, _)| start);
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut matches = found.into_iter().peekable();
+        while let Some((start, mut end, marker)) = matches.next() {
+            while let Some(&(next_start, next_end, _)) = matches.peek() {
+                if next_start >= end {
+                    break;
+                }
+                end = end.max(next_end);
+                matches.next();
+            }
+            out.push_str(&text[copied..start]);
+            out.push_str(marker);
+            copied = end;
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+}
+
+// --- secret names ---------------------------------------------------------------------------
+
+/// Whole words that make a name secret.
+const SECRET_WORDS: [&str; 13] = [
+    "key",
+    "token",
+    "secret",
+    "secrets",
+    "password",
+    "passwords",
+    "passwd",
+    "passphrase",
+    "credential",
+    "credentials",
+    "auth",
+    "authorization",
+    "authn",
+];
+
+/// Endings that make a run-together word secret (`apikey`, `accesstoken`, `clientsecret`).
+const SECRET_ENDINGS: [&str; 9] = [
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "authkey",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+];
+
+/// Words that say the value is where a secret lives, not the secret (`SSH_AUTH_SOCK`,
+/// `KEY_FILE`).
+const LOCATION_WORDS: [&str; 6] = ["sock", "socket", "path", "file", "dir", "directory"];
+
+/// Whether a variable or JSON key names a secret, case-insensitively.
+///
+/// The name is split into words at `_`, `-`, `.` and other punctuation, and where a lower-case
+/// letter or digit meets an upper-case one (`apiKey`). It is secret when one word is `key`,
+/// `token`, `secret(s)`, `password(s)`, `passwd`, `passphrase`, `credential(s)`, `auth`,
+/// `authorization` or `authn`, or ends in `token`, `secret`, `password`, `passwd`, `apikey`,
+/// `accesskey`, `secretkey`, `privatekey` or `authkey` — and no word is `sock`, `socket`,
+/// `path`, `file`, `dir` or `directory`. So `OPENAI_API_KEY`, `GITHUB_TOKEN`, `apiKey`,
+/// `x-api-key`, `Authorization` and `DB_PASSWORD` are secret; `AUTHOR`, `GIT_AUTHOR_NAME`,
+/// `KEYBOARD`, `MONKEY`, `input_tokens`, `SSH_AUTH_SOCK` and `KEY_FILE` are not.
+pub fn is_secret_name(name: &str) -> bool {
+    let words = name_words(name);
+    let secret = words.iter().any(|word| {
+        SECRET_WORDS.contains(&word.as_str())
+            || SECRET_ENDINGS.iter().any(|ending| word.ends_with(ending))
+    });
+    secret && !words.iter().any(|word| LOCATION_WORDS.contains(&word.as_str()))
+}
+
+/// The lower-cased words of a name: split at non-alphanumerics and at lower→upper case changes.
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower_or_digit = false;
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() {
+            words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
+            previous_lower_or_digit = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && previous_lower_or_digit {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower_or_digit = c.is_ascii_lowercase() || c.is_ascii_digit();
+        word.push(c.to_ascii_lowercase());
+    }
+    words.extend((!word.is_empty()).then_some(word));
+    words
+}
+
+// --- token shapes ---------------------------------------------------------------------------
+
+/// A token shape found at some position: where it ends and what replaces it.
+struct Found {
+    end: usize,
+    replacement: String,
+}
+
+/// Masks every token shape in `text`; `None` if there was none.
+///
+/// Tokens start only at a word start (an ASCII letter or digit not preceded by a letter,
+/// digit, `_` or `-`). Where no token starts, the scan jumps past the word, so each byte is
+/// looked at a bounded number of times.
+fn mask_token_shapes(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if !starts_word(bytes, at) {
+            at += 1;
+            continue;
+        }
+        match token_at(text, at) {
+            Some(found) => {
+                let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                out.push_str(&text[copied..at]);
+                out.push_str(&found.replacement);
+                copied = found.end;
+                at = found.end;
+            }
+            None => at += run(bytes, at, is_word_byte).max(1),
+        }
+    }
+    out.map(|mut out| {
+        out.push_str(&text[copied..]);
+        out
+    })
+}
+
+/// The token shape starting at `at`, if any (the checks are cheap prefix tests first).
+fn token_at(text: &str, at: usize) -> Option<Found> {
+    let bytes = text.as_bytes();
+    openai_or_anthropic_key(bytes, at)
+        .or_else(|| github_token(bytes, at))
+        .or_else(|| aws_access_key_id(bytes, at))
+        .or_else(|| google_api_key(bytes, at))
+        .or_else(|| slack_token(bytes, at))
+        .or_else(|| jwt(bytes, at))
+        .or_else(|| authorization_credentials(text, at))
+}
+
+/// `sk-ant-…` and `sk-proj-…` (16+ characters after the prefix), or `sk-…` (20+ characters
+/// with at least one digit, so `sk-learn-compatible-estimators` is prose).
+fn openai_or_anthropic_key(bytes: &[u8], at: usize) -> Option<Found> {
+    const SHAPES: [(&str, usize, bool); 3] =
+        [("sk-ant-", 16, false), ("sk-proj-", 16, false), ("sk-", 20, true)];
+    SHAPES.iter().find_map(|&(prefix, min, needs_digit)| {
+        let body = at + prefix_len(bytes, at, prefix)?;
+        let len = run(bytes, body, is_base64url_byte);
+        let digits_ok = !needs_digit || bytes[body..body + len].iter().any(u8::is_ascii_digit);
+        (len >= min && digits_ok).then(|| marked(body + len, prefix))
+    })
+}
+
+/// `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` + 20+ letters and digits; `github_pat_` + 20+
+/// letters, digits and underscores.
+fn github_token(bytes: &[u8], at: usize) -> Option<Found> {
+    if let Some(skip) = prefix_len(bytes, at, "github_pat_") {
+        let len = run(bytes, at + skip, |b| b.is_ascii_alphanumeric() || b == b'_');
+        return (len >= 20).then(|| marked(at + skip + len, "github_pat_"));
+    }
+    let prefix = ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]
+        .into_iter()
+        .find(|prefix| prefix_len(bytes, at, prefix).is_some())?;
+    let len = run(bytes, at + prefix.len(), |b| b.is_ascii_alphanumeric());
+    (len >= 20).then(|| marked(at + prefix.len() + len, prefix))
+}
+
+/// `AKIA`/`ASIA` + exactly 16 upper-case letters and digits, then a word end.
+fn aws_access_key_id(bytes: &[u8], at: usize) -> Option<Found> {
+    let prefix = ["AKIA", "ASIA"].into_iter().find(|p| prefix_len(bytes, at, p).is_some())?;
+    let body = at + prefix.len();
+    let len = run(bytes, body, |b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    (len == 16 && ends_word(bytes, body + len)).then(|| marked(body + len, prefix))
+}
+
+/// `AIza` + exactly 35 of `[A-Za-z0-9_-]`, then a word end.
+fn google_api_key(bytes: &[u8], at: usize) -> Option<Found> {
+    let body = at + prefix_len(bytes, at, "AIza")?;
+    let len = run(bytes, body, is_base64url_byte);
+    (len == 35 && ends_word(bytes, body + len)).then(|| marked(body + len, "AIza"))
+}
+
+/// `xoxb-`, `xoxp-`, `xoxa-`, `xoxr-`, `xoxs-` + 10+ letters, digits and dashes, with a digit
+/// (Slack tokens are dash-separated numbers and a random part).
+fn slack_token(bytes: &[u8], at: usize) -> Option<Found> {
+    let prefix = ["xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-"]
+        .into_iter()
+        .find(|prefix| prefix_len(bytes, at, prefix).is_some())?;
+    let body = at + prefix.len();
+    let len = run(bytes, body, |b| b.is_ascii_alphanumeric() || b == b'-');
+    let has_digit = bytes[body..body + len].iter().any(u8::is_ascii_digit);
+    (len >= 10 && has_digit).then(|| marked(body + len, prefix))
+}
+
+/// A JSON Web Token: `eyJ…` `.` `eyJ…` `.` signature — a base64url header and payload of
+/// 10+ characters each (both JSON objects, hence `eyJ`), and a possibly empty signature.
+fn jwt(bytes: &[u8], at: usize) -> Option<Found> {
+    let segment = |from: usize| {
+        prefix_len(bytes, from, "eyJ")?;
+        let len = run(bytes, from, is_base64url_byte);
+        (len >= 10 && bytes.get(from + len) == Some(&b'.')).then_some(from + len + 1)
+    };
+    let payload = segment(at)?;
+    let signature = segment(payload)?;
+    let end = signature + run(bytes, signature, is_base64url_byte);
+    Some(Found { end, replacement: "<redacted:jwt>".to_owned() })
+}
+
+/// `Bearer <token>` or `Basic <base64>`, the scheme in any case (as in an `Authorization:`
+/// header). The scheme and its spacing stay; the credentials become `<redacted>`.
+///
+/// A bearer token needs 8+ characters and a digit (or 20+ characters mixing upper and lower
+/// case), so "Bearer authentication" is prose. Basic credentials must be padded base64 that
+/// decodes to `user:password`.
+fn authorization_credentials(text: &str, at: usize) -> Option<Found> {
+    let bytes = text.as_bytes();
+    let scheme_len = run(bytes, at, |b| b.is_ascii_alphabetic());
+    let scheme = &text[at..at + scheme_len];
+    let is_bearer = scheme.eq_ignore_ascii_case("bearer");
+    if !is_bearer && !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let spaces = run(bytes, at + scheme_len, |b| b == b' ' || b == b'\t');
+    if spaces == 0 {
+        return None;
+    }
+    let token_at = at + scheme_len + spaces;
+    let token_len = if is_bearer {
+        bearer_token_len(bytes, token_at)?
+    } else {
+        basic_credentials_len(bytes, token_at)?
+    };
+    let replacement = format!("{}{REDACTED}", &text[at..token_at]);
+    Some(Found { end: token_at + token_len, replacement })
+}
+
+/// The length of a plausible bearer token (RFC 6750 `b64token`) at `at`.
+fn bearer_token_len(bytes: &[u8], at: usize) -> Option<usize> {
+    let is_token_byte = |b: u8| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b);
+    let mut len = run(bytes, at, is_token_byte);
+    // A full stop after the token ends the sentence; it is not part of the token.
+    while len > 0 && bytes[at + len - 1] == b'.' {
+        len -= 1;
+    }
+    let token = &bytes[at..at + len];
+    let has = |test: fn(&u8) -> bool| token.iter().any(test);
+    let plausible = has(u8::is_ascii_digit)
+        || (len >= 20 && has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase));
+    if len < 8 || !plausible {
+        return None;
+    }
+    Some(len + run(bytes, at + len, |b| b == b'='))
+}
+
+/// The length of `Basic` credentials at `at`: padded base64 of `user:password`.
+fn basic_credentials_len(bytes: &[u8], at: usize) -> Option<usize> {
+    let body = run(bytes, at, |b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
+    let padding = run(bytes, at + body, |b| b == b'=').min(2);
+    let len = body + padding;
+    if len < 8 || len % 4 != 0 {
+        return None;
+    }
+    let decoded = decode_base64(&bytes[at..at + len])?;
+    let text = std::str::from_utf8(&decoded).ok()?;
+    let looks_like_credentials = text.contains(':') && !text.chars().any(char::is_control);
+    looks_like_credentials.then_some(len)
+}
+
+/// Decodes padded standard base64; `None` if it is not.
+fn decode_base64(encoded: &[u8]) -> Option<Vec<u8>> {
+    fn sextet(b: u8) -> Option<u32> {
+        let value = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        Some(u32::from(value))
+    }
+    let mut out = Vec::with_capacity(encoded.len() / 4 * 3);
+    for chunk in encoded.chunks(4) {
+        let padding = chunk.iter().rev().take_while(|&&b| b == b'=').count();
+        let mut group = 0u32;
+        for &b in &chunk[..chunk.len() - padding] {
+            group = (group << 6) | sextet(b)?;
+        }
+        group <<= 6 * padding;
+        let [_, a, b, c] = group.to_be_bytes();
+        out.extend_from_slice(&[a, b, c][..3 - padding]);
+    }
+    Some(out)
+}
+
+/// A replacement that keeps the public prefix: `ghp_<redacted>`.
+fn marked(end: usize, prefix: &str) -> Found {
+    Found { end, replacement: format!("{prefix}{REDACTED}") }
+}
+
+/// `Some(prefix.len())` if `bytes` has `prefix` at `at`.
+fn prefix_len(bytes: &[u8], at: usize, prefix: &str) -> Option<usize> {
+    bytes[at..].starts_with(prefix.as_bytes()).then_some(prefix.len())
+}
+
+/// How many bytes from `from` on satisfy `test`.
+fn run(bytes: &[u8], from: usize, test: impl Fn(u8) -> bool) -> usize {
+    bytes.get(from..).map_or(0, |rest| rest.iter().take_while(|&&b| test(b)).count())
+}
+
+/// Bytes that continue a word (so a token cannot start right after one).
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+fn is_base64url_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+fn starts_word(bytes: &[u8], at: usize) -> bool {
+    bytes[at].is_ascii_alphanumeric() && (at == 0 || !is_word_byte(bytes[at - 1]))
+}
+
+fn ends_word(bytes: &[u8], at: usize) -> bool {
+    bytes.get(at).is_none_or(|&b| !is_word_byte(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shapes(text: &str) -> String {
+        Redactor::default().redact_text(text).into_owned()
+    }
+
+    fn unchanged(text: &str) {
+        let redacted = Redactor::default().redact_text(text);
+        assert!(matches!(redacted, Cow::Borrowed(_)), "{text:?} became {redacted:?}");
+    }
+
+    const GHP: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+
+    #[test]
+    fn anthropic_and_openai_keys_keep_only_their_prefix() {
+        assert_eq!(
+            shapes("key=sk-ant-api03-AbCdEf0123456789_xyz-QQ done"),
+            "key=sk-ant-<redacted> done"
+        );
+        assert_eq!(shapes("sk-proj-AbCdEfGhIjKlMnOpQrSt"), "sk-proj-<redacted>");
+        assert_eq!(shapes("\"sk-AbCdEfGh1jKlMnOpQrStUvWx\""), "\"sk-<redacted>\"");
+    }
+
+    #[test]
+    fn github_tokens_are_masked() {
+        assert_eq!(shapes(&format!("token {GHP}.")), "token ghp_<redacted>.");
+        for prefix in ["gho_", "ghu_", "ghs_", "ghr_"] {
+            let token = format!("{prefix}{}", &GHP[4..]);
+            assert_eq!(shapes(&token), format!("{prefix}<redacted>"));
+        }
+        let pat = "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ";
+        assert_eq!(shapes(&format!("({pat})")), "(github_pat_<redacted>)");
+    }
+
+    #[test]
+    fn aws_access_key_ids_are_masked() {
+        assert_eq!(shapes("id: AKIAIOSFODNN7EXAMPLE,"), "id: AKIA<redacted>,");
+        assert_eq!(shapes("ASIAY34FZKBOKMUTVV7A"), "ASIA<redacted>");
+        unchanged("AKIAIOSFODNN7EXAMPLEXX");
+    }
+
+    #[test]
+    fn slack_and_google_tokens_are_masked() {
+        assert_eq!(
+            shapes("SLACK=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp"),
+            "SLACK=xoxb-<redacted>"
+        );
+        for prefix in ["xoxp-", "xoxa-", "xoxr-", "xoxs-"] {
+            assert_eq!(shapes(&format!("{prefix}1234567890-abc")), format!("{prefix}<redacted>"));
+        }
+        assert_eq!(
+            shapes("key=AIzaSyA1b2C3d4E5f6G7h8I9j0K_l-M2n3O4p5Q end"),
+            "key=AIza<redacted> end"
+        );
+    }
+
+    #[test]
+    fn jwts_are_masked_whole() {
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        assert_eq!(shapes(&format!("cookie={jwt}; path=/")), "cookie=<redacted:jwt>; path=/");
+    }
+
+    #[test]
+    fn bearer_and_basic_credentials_are_masked_in_any_case() {
+        assert_eq!(
+            shapes("Authorization: Bearer abc123DEF456ghi789"),
+            "Authorization: Bearer <redacted>"
+        );
+        assert_eq!(
+            shapes("authorization: bearer 0123456789abcdef."),
+            "authorization: bearer <redacted>."
+        );
+        // base64("aladdin:opensesame")
+        assert_eq!(
+            shapes("Authorization: BASIC YWxhZGRpbjpvcGVuc2VzYW1l"),
+            "Authorization: BASIC <redacted>"
+        );
+    }
+
+    #[test]
+    fn configured_values_are_masked_anywhere_with_their_name() {
+        let redactor = Redactor::from_env([
+            ("MY_SERVICE_TOKEN", "hunter2hunter2"),
+            ("DB_PASSWORD", "correct horse battery"),
+            ("HOME", "/home/someone"),
+            ("SHORT_SECRET", "1234567"),
+        ]);
+        assert_eq!(redactor.secret_count(), 2);
+        assert_eq!(
+            redactor
+                .redact_text("login xhunter2hunter2x with correct horse battery at /home/someone"),
+            "login x<redacted:MY_SERVICE_TOKEN>x with <redacted:DB_PASSWORD> at /home/someone"
+        );
+        assert_eq!(redactor.redact_text("1234567 stays"), "1234567 stays");
+    }
+
+    #[test]
+    fn overlapping_values_leave_nothing_behind() {
+        let redactor = Redactor::new(["AAAABBBBCC".to_owned(), "BBBBCCCCDD".to_owned()]);
+        assert_eq!(redactor.redact_text("x AAAABBBBCCCCDD y"), "x <redacted> y");
+        assert_eq!(redactor.redact_text("AAAABBBBCC"), "<redacted>");
+    }
+
+    #[test]
+    fn debug_output_never_shows_values() {
+        let redactor = Redactor::new(["supersecretvalue".to_owned()]);
+        assert!(!format!("{redactor:?}").contains("supersecret"));
+    }
+
+    #[test]
+    fn ordinary_prose_ids_and_paths_are_left_alone() {
+        for text in [
+            "task-1 and fl-3k2 are done; sk-1 is short",
+            "the skeleton of sk-learn-compatible-estimators",
+            "/home/user/projects/ghp_notes/README.md",
+            "Bearer authentication uses a bearer token. Basic usage: basic question",
+            "AKIA is a prefix; ASIAN markets; AIza alone",
+            "xoxb- and xoxbot-something, eyJ alone, e.g. eyJhbGciOiJ",
+            "input_tokens=12345 max_tokens=8192 cache_read_input_tokens=0",
+            "sha 3f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b6a5f4e3d and uuid 123e4567-e89b-12d3-a456-426614174000",
+            "",
+            "unicode ✓ — naïve café ghp_ short",
+        ] {
+            unchanged(text);
+        }
+        // Mid-word look-alikes do not start a token.
+        unchanged("mask-sk-AbCdEfGh1jKlMnOpQrStUvWx xAKIAIOSFODNN7EXAMPLE");
+    }
+
+    #[test]
+    fn secret_names_follow_the_documented_rule() {
+        for name in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "DB_PASSWORD",
+            "MYSQL_PASSWD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "NPM_AUTH",
+            "api_key",
+            "apiKey",
+            "x-api-key",
+            "Authorization",
+            "access_token",
+            "accessToken",
+            "client_secret",
+            "APIKEY",
+            "auth_token",
+        ] {
+            assert!(is_secret_name(name), "{name} should be secret");
+        }
+        for name in [
+            "AUTHOR",
+            "GIT_AUTHOR_NAME",
+            "KEYBOARD",
+            "MONKEY",
+            "input_tokens",
+            "max_tokens",
+            "SSH_AUTH_SOCK",
+            "KEY_FILE",
+            "PATH",
+            "PWD",
+            "HOME",
+            "",
+        ] {
+            assert!(!is_secret_name(name), "{name} should not be secret");
+        }
+    }
+
+    #[test]
+    fn json_keys_and_strings_are_redacted_at_any_depth_but_counts_survive() {
+        let redactor = Redactor::from_env([("SERVICE_TOKEN", "s3cr3t-value-here")]);
+        let mut doc = serde_json::json!({
+            "usage": {"input_tokens": 5, "token_count": 7, "cache_read_input_tokens": 2},
+            "env": [{"OPENAI_API_KEY": "abc"}, {"auth_token": "xyz"}, {"password": null}],
+            "headers": {"Authorization": "Bearer abcdefgh12345678"},
+            "message": {"content": [{"text": format!("use {GHP} and s3cr3t-value-here")}]}
+        });
+        redactor.redact_json(&mut doc);
+        assert_eq!(doc["usage"]["input_tokens"], 5);
+        assert_eq!(doc["usage"]["token_count"], 7);
+        assert_eq!(doc["env"][0]["OPENAI_API_KEY"], REDACTED);
+        assert_eq!(doc["env"][1]["auth_token"], REDACTED);
+        assert!(doc["env"][2]["password"].is_null());
+        assert_eq!(doc["headers"]["Authorization"], REDACTED);
+        assert_eq!(
+            doc["message"]["content"][0]["text"],
+            "use ghp_<redacted> and <redacted:SERVICE_TOKEN>"
+        );
+    }
+
+    #[test]
+    fn long_runs_of_token_lookalikes_are_skipped_word_by_word() {
+        // Worst cases for a naive scanner: many token-like starts that never complete. With
+        // a rescan at every byte this would take minutes; here each word is looked at once.
+        let text =
+            "eyJ-".repeat(50_000) + " " + &"sk-".repeat(50_000) + " " + &"xoxb-".repeat(20_000);
+        let redacted = Redactor::new(["not-in-the-text".to_owned()]).redact_text(&text);
+        assert!(matches!(redacted, Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn redactors_are_cheap_to_share_across_threads() {
+        fn assert_send_sync<T: Send + Sync + Clone>() {}
+        assert_send_sync::<Redactor>();
+    }
+}
