@@ -70,7 +70,7 @@ pub fn decide(
         return Control::Run;
     }
     let by_agent = who == agent_actor;
-    match issue.status {
+    match &issue.status {
         Status::Closed | Status::Blocked if by_agent => Control::WrapUp,
         Status::Closed => Control::Revoke(format!("{who} closed the task")),
         Status::Blocked => Control::Revoke(format!("{who} set the task to blocked")),
