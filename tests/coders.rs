@@ -8,7 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use fleet::coders::{AgentEvent, EventKind, RateLimitStatus, Registry, SpawnSpec, TaskSpec, Usage};
+use fleet::coders::diagnose::{classify_text, failure_reason};
+use fleet::coders::{
+    AgentEvent, EventKind, Fault, RateLimitStatus, Registry, SpawnSpec, TaskSpec, Usage,
+};
 use fleet::config::RuntimeConfig;
 
 fn fixture_dir(format: &str) -> PathBuf {
@@ -283,16 +286,36 @@ fn codex_hello_and_commands() {
 }
 
 #[test]
-fn codex_turn_usage_is_the_context_size() {
+fn codex_turn_totals_are_never_the_context_size() {
+    // turn.completed reports 975000: the sum of the turn's five requests (190k … 200k), over
+    // seven times the 128k window. It is not a context size and must not read as pressure.
     let events = parse_case("codex", "context_pressure");
-    assert_eq!(context_sizes(&events), [975_000]);
     let end = events.last().unwrap();
     assert_eq!(end.kind, EventKind::SessionEnded);
-    let codex = Registry::builtin().get("codex").unwrap();
-    let limit = codex.context_limit(codex.default_model()).unwrap();
-    assert_eq!(limit, 128_000);
-    assert!(end.usage.unwrap().prompt_tokens() >= limit * 90 / 100);
-    assert_eq!(context_sizes(&parse_case("codex", "hello")), [1200]);
+    assert_eq!(end.raw["usage"]["input_tokens"], 975_000, "kept in raw for the records");
+    for case in cases("codex") {
+        assert!(context_sizes(&parse_case("codex", &case)).is_empty(), "{case}");
+    }
+}
+
+#[test]
+fn codex_per_request_usage_of_four_40k_requests_is_40k() {
+    // The first codex `exec --json` (2025) printed one token_count per request: each is seen.
+    let mut parser = Registry::builtin().get("codex").unwrap().parser();
+    let mut events = parser.parse_line(r#"{"id":"0","msg":{"type":"session_configured"}}"#);
+    for n in 1..=4u64 {
+        let line = format!(
+            r#"{{"id":"1","msg":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{}}},"last_token_usage":{{"input_tokens":40000,"cached_input_tokens":30000,"output_tokens":100}}}}}}}}"#,
+            40_000 * n,
+            30_000 * n,
+            100 * n
+        );
+        events.extend(parser.parse_line(&line));
+    }
+    events.extend(parser.parse_line(
+        r#"{"type":"turn.completed","usage":{"input_tokens":160000,"cached_input_tokens":120000,"output_tokens":400}}"#,
+    ));
+    assert_eq!(context_sizes(&events), [40_000; 4], "never 160000");
 }
 
 #[test]
@@ -320,6 +343,136 @@ fn codex_429_is_a_rejected_rate_limit_and_500_an_error() {
     );
     assert!(events.iter().all(|e| e.rate_limit.is_none()));
     assert!(events[2].text.as_deref().unwrap().contains("high demand"));
+}
+
+// --- faults of the fleet ----------------------------------------------------------------
+
+/// The kind and fault of the events of a case that have a fault, in order.
+fn faults(events: &[AgentEvent]) -> Vec<(EventKind, Fault)> {
+    events.iter().filter_map(|e| e.fault.map(|f| (e.kind, f))).collect()
+}
+
+#[test]
+fn provider_outages_are_faults_once_the_cli_gave_up() {
+    for (coder, case) in [
+        ("claude", "overloaded_maxretries2"),
+        ("claude", "error500"),
+        ("claude", "error500_maxretries2"),
+        ("claude", "stall_apitimeout"),
+        ("codex", "error500"),
+    ] {
+        let events = parse_case(coder, case);
+        assert_eq!(
+            faults(&events),
+            [(EventKind::Error, Fault::Outage), (EventKind::SessionEnded, Fault::Outage)],
+            "{coder}/{case}"
+        );
+        assert!(
+            events.iter().filter(|e| e.kind == EventKind::ApiRetry).all(|e| e.fault.is_none()),
+            "{coder}/{case}: the CLI was still retrying"
+        );
+    }
+    // The API error is the session end's text: claude prints it in `result`, not on stderr.
+    let end = parse_case("claude", "overloaded_maxretries2").pop().unwrap();
+    assert!(end.text.as_deref().unwrap().starts_with("API Error: 529 Overloaded"), "{end:?}");
+    assert_eq!(end.http_status, Some(529));
+    let end = parse_case("codex", "error500").pop().unwrap();
+    assert!(end.text.as_deref().unwrap().contains("high demand"));
+}
+
+#[test]
+fn rate_limits_overflows_and_successes_are_not_faults() {
+    for (coder, case) in [
+        ("claude", "rate_limit"),
+        ("claude", "rate_limit_maxretries2"),
+        ("claude", "rate_limit_unified"),
+        ("claude", "rate_limit_then_ok"),
+        ("claude", "prompt_too_long"),
+        ("claude", "hello"),
+        ("claude", "bash_denied"),
+        ("claude", "context_pressure"),
+        ("codex", "rate_limit"),
+        ("codex", "hello"),
+        ("codex", "bash_write_default_sandbox"),
+    ] {
+        assert!(faults(&parse_case(coder, case)).is_empty(), "{coder}/{case}");
+    }
+}
+
+#[test]
+fn login_failures_are_auth_faults() {
+    let mut parser = Registry::builtin().get("claude").unwrap().parser();
+    let events: Vec<AgentEvent> = [
+        r#"{"type":"system","subtype":"init","session_id":"s1","model":"claude-sonnet-4-5"}"#,
+        r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"result":"Not logged in · Please run /login","session_id":"s1"}"#,
+    ]
+    .iter()
+    .flat_map(|line| parser.parse_line(line))
+    .collect();
+    assert_eq!(
+        faults(&events),
+        [(EventKind::Error, Fault::Auth), (EventKind::SessionEnded, Fault::Auth)]
+    );
+    assert_eq!(events.last().unwrap().text.as_deref(), Some("Not logged in · Please run /login"));
+
+    let mut parser = Registry::builtin().get("codex").unwrap().parser();
+    let events: Vec<AgentEvent> = [
+        r#"{"type":"thread.started","thread_id":"t1"}"#,
+        r#"{"type":"turn.started"}"#,
+        r#"{"type":"error","message":"Reconnecting... 1/5 (unexpected status 401 Unauthorized: Invalid API key)"}"#,
+        r#"{"type":"error","message":"unexpected status 401 Unauthorized: Invalid API key, url: http://localhost/v1/responses"}"#,
+        r#"{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: Invalid API key, url: http://localhost/v1/responses"}}"#,
+    ]
+    .iter()
+    .flat_map(|line| parser.parse_line(line))
+    .collect();
+    assert_eq!(
+        faults(&events),
+        [(EventKind::Error, Fault::Auth), (EventKind::SessionEnded, Fault::Auth)]
+    );
+}
+
+#[test]
+fn stderr_tails_explain_themselves() {
+    // codex's real start-up lines (see the fixture README), then the failure.
+    let stderr = "Reading additional input from stdin...\n\
+        WARNING: proceeding, even though we could not create PATH aliases: Refusing to create \
+        helper binaries under temporary dir \"/tmp\"\n\
+        \u{1b}[31mERROR\u{1b}[0m: exceeded retry limit, last status: 401 Unauthorized\n";
+    assert_eq!(
+        failure_reason(stderr),
+        "ERROR: exceeded retry limit, last status: 401 Unauthorized"
+    );
+    assert_eq!(classify_text(stderr), Some(Fault::Auth));
+    let root = "--dangerously-skip-permissions cannot be used with root/sudo privileges";
+    assert_eq!(classify_text(root), None, "a setup error of the task's command line");
+}
+
+#[test]
+fn no_line_makes_a_parser_fail() {
+    let lines = [
+        "",
+        "\u{1b}[31mcoloured\u{1b}[0m",
+        "{",
+        "[1,2]",
+        "null",
+        r#"{"type":42}"#,
+        r#"{"type":"result","is_error":true,"result":null,"errors":[1,null],"api_error_status":70000}"#,
+        r#"{"type":"turn.failed","error":"not an object"}"#,
+        r#"{"type":"turn.completed","usage":[],"last_usage":"x"}"#,
+        r#"{"type":"error","error":{"name":7,"data":{"statusCode":-1}}}"#,
+        r#"{"msg":{"type":"token_count","info":{"total_token_usage":"x","last_token_usage":null}}}"#,
+        r#"{"msg":{"type":"token_count","rate_limits":{"primary":{"used_percent":-5,"resets_in_seconds":1e300,"resets_at":"soon"},"secondary":7}}}"#,
+        r#"{"type":"rate_limit_event","rate_limit_info":{"utilization":"high","resetsAt":-1e308}}"#,
+    ];
+    for coder in ["claude", "codex", "opencode", "agy", "exec"] {
+        let mut parser = Registry::builtin().get(coder).unwrap().parser();
+        for line in lines {
+            for event in parser.parse_line(line) {
+                serde_json::to_string(&event).unwrap();
+            }
+        }
+    }
 }
 
 // --- command lines and environment ----------------------------------------------------------

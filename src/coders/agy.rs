@@ -7,15 +7,16 @@
 //! agy prints plain text, or JSON lines in a claude-like or gemini-like shape depending on
 //! version and flags, so the parser takes what it recognises and keeps everything else as
 //! text: `init`/`system:init` → session started, `assistant`/`message` → assistant text (with
-//! `message.usage` as the context size), `tool_use`/`tool_result`, `error`, `result` →
-//! session ended, any other JSON object → assistant text, a non-JSON line → output.
+//! `message.usage`, one message's own usage, as the context size), `tool_use`/`tool_result`,
+//! `error` (with its [`fault`](AgentEvent::fault)), `result` → session ended (with the fault of
+//! a failed one), any other JSON object → assistant text, a non-JSON line → output.
 
 use serde_json::Value;
 
+use super::diagnose::classify_text;
 use super::event::json;
 use super::{
-    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, SpawnSpec, TaskSpec, Usage,
-    merge_env,
+    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, SpawnSpec, TaskSpec, merge_env,
 };
 
 /// The flags that let agy run tools unattended.
@@ -106,13 +107,21 @@ impl EventParser for AgyParser {
             "error" => {
                 let text = json::string_at(&value, "message")
                     .or_else(|| value.get("error").and_then(|e| json::string_at(e, "message")));
-                AgentEvent::new(EventKind::Error, value).with_text(text).with_error(true)
+                let fault = text.as_deref().and_then(classify_text);
+                AgentEvent::new(EventKind::Error, value)
+                    .with_text(text)
+                    .with_fault(fault)
+                    .with_error(true)
             }
             "result" => {
                 let failed = json::bool_at(&value, "is_error")
                     || json::str_at(&value, "status") == Some("error");
                 let text = json::string_at(&value, "result");
-                AgentEvent::new(EventKind::SessionEnded, value).with_text(text).with_error(failed)
+                let fault = text.as_deref().filter(|_| failed).and_then(classify_text);
+                AgentEvent::new(EventKind::SessionEnded, value)
+                    .with_text(text)
+                    .with_fault(fault)
+                    .with_error(failed)
             }
             _ => {
                 // assistant / message / anything else: text, with the message's usage.
@@ -122,12 +131,8 @@ impl EventParser for AgyParser {
                     .and_then(json::content_text)
                     .or_else(|| value.get("content").and_then(json::content_text))
                     .or_else(|| json::string_at(&value, "text"));
-                let usage = message.get("usage").filter(|u| u.is_object()).map(|raw| Usage {
-                    input_tokens: json::count_at(raw, "input_tokens"),
-                    output_tokens: json::count_at(raw, "output_tokens"),
-                    cache_creation_input_tokens: json::count_at(raw, "cache_creation_input_tokens"),
-                    cache_read_input_tokens: json::count_at(raw, "cache_read_input_tokens"),
-                });
+                let usage =
+                    message.get("usage").filter(|u| u.is_object()).map(json::anthropic_usage);
                 AgentEvent::new(EventKind::AssistantText, value).with_text(text).with_usage(usage)
             }
         };

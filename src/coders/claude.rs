@@ -22,21 +22,30 @@
 //! - `result` (always last) → [`EventKind::SessionEnded`], preceded on failure by
 //!   [`EventKind::RateLimit`] (HTTP 429), [`EventKind::ContextOverflow`]
 //!   (`terminal_reason: prompt_too_long`) or [`EventKind::Error`] (anything else). Its usage
-//!   is a sum over turns, so it is not reported as the context size;
+//!   is a sum over turns, so it is not reported as the context size. On failure both events
+//!   carry the API error as their text — claude prints it in `result` (`API Error: 529 …`,
+//!   `Not logged in · Please run /login`), never on stderr; a result without one falls back to
+//!   its `errors` list, then to the CLI's synthetic `API Error` message — and the
+//!   [`fault`](AgentEvent::fault) it shows (401/403 and login prompts → auth; 5xx, 529,
+//!   `Connection error`, `Request timed out` → outage). A login prompt is a failure even when
+//!   the CLI forgets to set `is_error`. Retries (`api_retry`) never carry a fault;
 //! - `rate_limit_event` (subscription logins) → one [`EventKind::RateLimit`] per window it
 //!   describes: the one named by `rateLimitType` and any in `unifiedWindows` (`five_hour`,
-//!   `seven_day`);
+//!   `seven_day`). Their `utilization` is a fraction (0.83 = 83 %, next to
+//!   `surpassedThreshold: 0.75` in real captures) and becomes
+//!   [`RateLimit::utilization_pct`] (0–100), which the supervisor compares with
+//!   `rate_limit_threshold_pct` ([`RateLimit::above`]);
 //! - `stream_event` and `system:status` (only with `--include-partial-messages`) → nothing.
 
 use std::collections::{HashMap, HashSet};
 
-use jiff::Timestamp;
 use serde_json::Value;
 
+use super::diagnose::{classify_failure, classify_text};
 use super::event::json;
 use super::{
     AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, RateLimitStatus,
-    SpawnSpec, TaskSpec, Usage, merge_env, tool_input_summary,
+    SpawnSpec, TaskSpec, merge_env, tool_input_summary,
 };
 
 /// The model used when the config names none.
@@ -105,6 +114,9 @@ pub struct ClaudeParser {
     counted_messages: HashSet<String>,
     /// Tool-call id → tool name, so a result can say which tool it answers.
     tool_names: HashMap<String, String>,
+    /// The text of the CLI's last synthetic `API Error: …` message, for a failed result that
+    /// does not repeat it.
+    last_api_error: Option<String>,
 }
 
 impl EventParser for ClaudeParser {
@@ -116,7 +128,7 @@ impl EventParser for ClaudeParser {
             "system" => system_line(value),
             "assistant" => self.assistant_line(value),
             "user" => self.user_line(value),
-            "result" => result_line(value),
+            "result" => self.result_line(value),
             "rate_limit_event" => rate_limit_event(value),
             // Older or synthetic streams put tool calls at the top level.
             "tool_use" => {
@@ -136,7 +148,7 @@ impl EventParser for ClaudeParser {
                 || json::str_at(&value, "error") == Some("rate_limit") =>
             {
                 let mut limit = RateLimit::http_429();
-                limit.resets_at = value.get("resetsAt").and_then(epoch_timestamp);
+                limit.resets_at = value.get("resetsAt").and_then(json::epoch_timestamp);
                 let session = json::string_at(&value, "session_id");
                 vec![
                     AgentEvent::new(EventKind::RateLimit, value)
@@ -167,7 +179,7 @@ impl ClaudeParser {
             if let Some(raw) = message.get("usage").filter(|u| u.is_object())
                 && (id.is_empty() || self.counted_messages.insert(id))
             {
-                usage = Some(usage_of(raw));
+                usage = Some(json::anthropic_usage(raw));
             }
         }
 
@@ -193,6 +205,10 @@ impl ClaudeParser {
             };
             events.push(event.with_session(session.clone()).with_error(is_error));
         }
+        if synthetic && is_error {
+            self.last_api_error =
+                json::content_text(message.get("content").unwrap_or(&Value::Null));
+        }
         if events.is_empty() && usage.is_some() {
             // A message with no block we show still reports the context size.
             events.push(
@@ -202,6 +218,43 @@ impl ClaudeParser {
         }
         if let Some(first) = events.first_mut() {
             first.usage = usage;
+        }
+        events
+    }
+
+    /// The final `result`: a failure event when it failed, then the session end.
+    fn result_line(&mut self, value: Value) -> Vec<AgentEvent> {
+        let session = json::string_at(&value, "session_id");
+        let status = json::status_at(&value, "api_error_status");
+        let flagged = json::bool_at(&value, "is_error")
+            || json::str_at(&value, "subtype").is_some_and(|s| s.starts_with("error"));
+        let mut text = json::string_at(&value, "result").filter(|t| !t.trim().is_empty());
+        if flagged && text.is_none() {
+            text = error_list(&value).or_else(|| self.last_api_error.take());
+        }
+        let is_error = flagged || text.as_deref().is_some_and(is_login_prompt);
+        let overflow = json::str_at(&value, "terminal_reason") == Some("prompt_too_long");
+        let fault = (is_error && !overflow)
+            .then(|| classify_failure(status, text.as_deref().unwrap_or("")))
+            .flatten();
+        let mut events = Vec::new();
+        if overflow {
+            events.push(AgentEvent::new(EventKind::ContextOverflow, value.clone()));
+        } else if is_error && status == Some(429) {
+            events.push(
+                AgentEvent::new(EventKind::RateLimit, value.clone())
+                    .with_rate_limit(Some(RateLimit::http_429())),
+            );
+        } else if is_error {
+            events.push(AgentEvent::new(EventKind::Error, value.clone()).with_fault(fault));
+        }
+        events.push(AgentEvent::new(EventKind::SessionEnded, value).with_fault(fault));
+        let failure_count = events.len() - 1;
+        for (at, event) in events.iter_mut().enumerate() {
+            event.session_id.clone_from(&session);
+            event.text.clone_from(&text);
+            event.http_status = status;
+            event.is_error = is_error || at < failure_count;
         }
         events
     }
@@ -265,57 +318,17 @@ fn system_line(value: Value) -> Vec<AgentEvent> {
         "error" => {
             let text =
                 json::string_at(&value, "error").or_else(|| json::string_at(&value, "message"));
+            let fault = text.as_deref().and_then(classify_text);
             vec![
                 AgentEvent::new(EventKind::Error, value)
                     .with_session(session)
                     .with_text(text)
+                    .with_fault(fault)
                     .with_error(true),
             ]
         }
         _ => Vec::new(),
     }
-}
-
-fn result_line(value: Value) -> Vec<AgentEvent> {
-    let session = json::string_at(&value, "session_id");
-    let is_error = json::bool_at(&value, "is_error")
-        || json::str_at(&value, "subtype").is_some_and(|s| s.starts_with("error"));
-    let status = json::status_at(&value, "api_error_status");
-    let text = json::string_at(&value, "result");
-    let mut events = Vec::new();
-    if json::str_at(&value, "terminal_reason") == Some("prompt_too_long") {
-        events.push(
-            AgentEvent::new(EventKind::ContextOverflow, value.clone())
-                .with_text(text.clone())
-                .with_http_status(status)
-                .with_error(true),
-        );
-    } else if is_error && status == Some(429) {
-        events.push(
-            AgentEvent::new(EventKind::RateLimit, value.clone())
-                .with_text(text.clone())
-                .with_rate_limit(Some(RateLimit::http_429()))
-                .with_http_status(status)
-                .with_error(true),
-        );
-    } else if is_error {
-        events.push(
-            AgentEvent::new(EventKind::Error, value.clone())
-                .with_text(text.clone())
-                .with_http_status(status)
-                .with_error(true),
-        );
-    }
-    events.push(
-        AgentEvent::new(EventKind::SessionEnded, value)
-            .with_text(text)
-            .with_http_status(status)
-            .with_error(is_error),
-    );
-    for event in &mut events {
-        event.session_id.clone_from(&session);
-    }
-    events
 }
 
 /// A `rate_limit_event`: one event per window it reports.
@@ -365,42 +378,47 @@ fn window_limit(
     window: Option<String>,
     fallback: Option<RateLimitStatus>,
 ) -> RateLimit {
+    // A fraction of the window (0.83), reported as a percentage.
     let utilization_pct = info.get("utilization").and_then(Value::as_f64).map(|u| u * 100.0);
     let status = match json::str_at(info, "status") {
         Some("allowed") => RateLimitStatus::Allowed,
         Some("allowed_warning") => RateLimitStatus::AllowedWarning,
         Some("rejected") => RateLimitStatus::Rejected,
-        _ if utilization_pct.is_some_and(|pct| pct >= 100.0) => RateLimitStatus::Rejected,
-        _ => fallback.unwrap_or(RateLimitStatus::Allowed),
+        _ => RateLimitStatus::from_utilization(
+            utilization_pct,
+            fallback.unwrap_or(RateLimitStatus::Allowed),
+        ),
     };
     RateLimit {
         window,
         status,
-        resets_at: info.get("resetsAt").and_then(epoch_timestamp),
+        resets_at: info.get("resetsAt").and_then(json::epoch_timestamp),
         utilization_pct,
         http_status: None,
     }
 }
 
-/// An epoch time in seconds (or milliseconds, when it is too large to be seconds).
-pub(crate) fn epoch_timestamp(value: &Value) -> Option<Timestamp> {
-    let number = value.as_f64()?;
-    let seconds = if number > 1e11 { number / 1000.0 } else { number };
-    Timestamp::from_second(seconds as i64).ok()
+/// A failed result's `errors` (a list of messages), joined one per line.
+fn error_list(value: &Value) -> Option<String> {
+    let errors = value.get("errors")?.as_array()?;
+    let messages: Vec<&str> = errors.iter().filter_map(Value::as_str).collect();
+    (!messages.is_empty()).then(|| messages.join("\n"))
 }
 
-fn usage_of(raw: &Value) -> Usage {
-    Usage {
-        input_tokens: json::count_at(raw, "input_tokens"),
-        output_tokens: json::count_at(raw, "output_tokens"),
-        cache_creation_input_tokens: json::count_at(raw, "cache_creation_input_tokens"),
-        cache_read_input_tokens: json::count_at(raw, "cache_read_input_tokens"),
-    }
+/// Claude Code's own "log in first" answer (`Not logged in · Please run /login`, `Invalid API
+/// key · Please run /login`), which some versions print as a result without `is_error`.
+fn is_login_prompt(text: &str) -> bool {
+    let text = text.trim_start();
+    (text.starts_with("Not logged in") || text.starts_with("Invalid API key"))
+        && text.contains("/login")
 }
 
 #[cfg(test)]
 mod tests {
+    use jiff::Timestamp;
+
     use super::*;
+    use crate::coders::Fault;
 
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
         let mut parser = ClaudeParser::default();
@@ -443,6 +461,77 @@ mod tests {
             r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1784283600,"rateLimitType":"five_hour","overageStatus":"allowed","isUsingOverage":true}}"#,
         ]);
         assert_eq!(events[0].rate_limit.as_ref().unwrap().status, RateLimitStatus::AllowedWarning);
+    }
+
+    fn result(fields: &str) -> String {
+        format!(r#"{{"type":"result","subtype":"success","session_id":"s1",{fields}}}"#)
+    }
+
+    #[test]
+    fn login_failures_are_auth_faults_with_the_message_as_text() {
+        for line in [
+            result(
+                r#""is_error":true,"api_error_status":null,"result":"Not logged in · Please run /login""#,
+            ),
+            result(r#""is_error":false,"result":"Invalid API key · Please run /login""#),
+            result(
+                r#""is_error":true,"api_error_status":401,"result":"API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}""#,
+            ),
+        ] {
+            let events = parse(&[&line]);
+            let kinds: Vec<_> = events.iter().map(|e| e.kind).collect();
+            assert_eq!(kinds, [EventKind::Error, EventKind::SessionEnded], "{line}");
+            for event in &events {
+                assert_eq!(event.fault, Some(Fault::Auth), "{line}");
+                assert!(event.is_error);
+                assert!(event.text.as_deref().is_some_and(|t| !t.is_empty()));
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_result_without_text_takes_the_synthetic_api_error() {
+        let events = parse(&[
+            r#"{"type":"assistant","message":{"id":"m1","model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}]},"error":"server_error","session_id":"s1"}"#,
+            &result(r#""is_error":true,"api_error_status":529"#),
+        ]);
+        let end = events.last().unwrap();
+        assert_eq!(end.kind, EventKind::SessionEnded);
+        assert!(end.text.as_deref().unwrap().starts_with("API Error: 529"));
+        assert_eq!(end.fault, Some(Fault::Outage));
+        let events = parse(&[&result(
+            r#""subtype":"error_during_execution","is_error":true,"errors":["Connection error."]"#,
+        )]);
+        assert_eq!(events.last().unwrap().text.as_deref(), Some("Connection error."));
+        assert_eq!(events.last().unwrap().fault, Some(Fault::Outage));
+    }
+
+    #[test]
+    fn retries_and_successes_never_carry_a_fault() {
+        let events = parse(&[
+            r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"error_status":529,"error":"overloaded","session_id":"s1"}"#,
+            r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"error_status":401,"error":"authentication_failed","session_id":"s1"}"#,
+            // A model answer that talks about API keys is not a login failure.
+            &result(
+                r#""is_error":false,"result":"Fixed: an invalid API key now shows a 401 Unauthorized page.""#,
+            ),
+        ]);
+        assert!(events.iter().all(|e| e.fault.is_none() && !e.is_error));
+    }
+
+    #[test]
+    fn utilization_is_a_fraction_and_drives_the_threshold() {
+        let events = parse(&[
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","rateLimitType":"seven_day","utilization":0.83,"surpassedThreshold":0.75,"resetsAt":1790856000,"unifiedWindows":{"five_hour":{"utilization":0.67,"resetsAt":1790425800},"seven_day":{"utilization":0.83,"resetsAt":1790856000}}}}"#,
+        ]);
+        let limits: Vec<&RateLimit> = events.iter().filter_map(|e| e.rate_limit.as_ref()).collect();
+        assert_eq!(limits.len(), 2);
+        assert_eq!(limits[0].window.as_deref(), Some("seven_day"));
+        assert!((limits[0].utilization_pct.unwrap() - 83.0).abs() < 1e-9);
+        assert!(limits[0].above(80) && !limits[0].above(90));
+        assert_eq!(limits[1].window.as_deref(), Some("five_hour"));
+        assert!((limits[1].utilization_pct.unwrap() - 67.0).abs() < 1e-9);
+        assert!(!limits[1].above(80));
     }
 
     #[test]

@@ -19,22 +19,42 @@
 //!   `mcp_tool_call`, `web_search` → [`EventKind::ToolUse`] / [`EventKind::ToolResult`] (an
 //!   item seen only completed yields both); a failed command or a non-zero exit code is an
 //!   error result;
-//! - `turn.completed` → [`EventKind::SessionEnded`] with the turn's usage as the context size.
-//!   Codex reports usage only per turn, summed over the turn's requests, and `exec` runs one
-//!   turn, so this is an upper bound that arrives at the end; it still lets context pressure
-//!   be noticed and recorded for codex;
-//! - `error` "Reconnecting… n/m (…)" → [`EventKind::ApiRetry`]; any other `error`, and
-//!   `turn.failed`, → [`EventKind::RateLimit`] (rejected) when the message shows a 429, a rate
-//!   limit or a usage limit, else [`EventKind::Error`]. `turn.failed` then ends the session.
+//! - `turn.completed` → [`EventKind::SessionEnded`]. Its `usage` is **not** a context size:
+//!   `exec --json` (since openai/codex#4525, Sept. 2025, up to 0.169 at least) fills it from
+//!   the thread's `total_token_usage`, summed over every model request of the session (four
+//!   requests of 40k read as 160k; the `context_pressure` fixture's 975k is five requests of
+//!   190k–200k), and the stream has no per-request figure (openai/codex#17539 asks for one, as
+//!   `last_usage`). The difference between two totals does not help either: `exec` runs one
+//!   turn, so it is the same sum. So the usage is left unset, unless the line carries a
+//!   per-request `last_usage`/`last_token_usage`, taken as is. A prompt that outgrows the
+//!   window still shows: codex compacts by itself, and when it cannot it fails with "ran out of
+//!   room in the model's context window" → [`EventKind::ContextOverflow`];
+//! - `token_count` protocol events, which the first `exec --json` (July–Sept. 2025, until
+//!   openai/codex#4525) printed as `{"id":…,"msg":{"type":"token_count",…}}` once per model
+//!   request → [`EventKind::StepFinished`] with that request's usage (`info.last_token_usage`;
+//!   else the growth of `info.total_token_usage` since the previous event; else, in the oldest
+//!   shape, the event's own counts) and one [`EventKind::RateLimit`] per window of
+//!   `rate_limits` (`primary`, `secondary`: `used_percent` 0–100, `window_minutes`, `resets_at`
+//!   or `resets_in_seconds`);
+//! - `error` "Reconnecting… n/m (…)" → [`EventKind::ApiRetry`] (never a fault: codex is still
+//!   retrying); any other `error`, and `turn.failed`, → [`EventKind::RateLimit`] (rejected) when
+//!   the message shows a 429, a rate limit or a usage limit, [`EventKind::ContextOverflow`] when
+//!   it says the context window is full, else [`EventKind::Error`] with its
+//!   [`fault`](AgentEvent::fault) when the message shows one. `turn.failed` then ends the
+//!   session, with the message as its text and the same fault.
 
 use std::collections::HashSet;
 
+use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
+pub(crate) use super::diagnose::{
+    classify_failure, http_status_in, is_context_overflow_text, is_rate_limit_text,
+};
 use super::event::json;
 use super::{
-    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, SpawnSpec, TaskSpec,
-    Usage, merge_env,
+    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, RateLimitStatus,
+    SpawnSpec, TaskSpec, Usage, merge_env,
 };
 
 /// The flags that let codex write files and run commands unattended.
@@ -103,6 +123,9 @@ pub struct CodexParser {
     started: HashSet<String>,
     /// A fatal `error` line was already turned into an event for this turn.
     failure_reported: bool,
+    /// The session total of the last `token_count` event, to tell a new request from a repeat
+    /// and to turn a bare total into the latest request's usage.
+    last_total: Option<Usage>,
 }
 
 impl EventParser for CodexParser {
@@ -114,7 +137,21 @@ impl EventParser for CodexParser {
                 vec![AgentEvent::output(line)]
             };
         };
-        let mut events = match json::str_at(&value, "type").unwrap_or("") {
+        let mut events = match value.get("msg").filter(|m| m.is_object()).cloned() {
+            Some(msg) => self.legacy_line(&msg, value),
+            None => self.thread_line(value),
+        };
+        for event in &mut events {
+            event.session_id.clone_from(&self.thread_id);
+        }
+        events
+    }
+}
+
+impl CodexParser {
+    /// A line of the `thread.*` / `turn.*` / `item.*` stream (codex since Sept. 2025).
+    fn thread_line(&mut self, value: Value) -> Vec<AgentEvent> {
+        match json::str_at(&value, "type").unwrap_or("") {
             "thread.started" => {
                 self.thread_id = json::string_at(&value, "thread_id");
                 vec![AgentEvent::new(EventKind::SessionStarted, value)]
@@ -126,51 +163,95 @@ impl EventParser for CodexParser {
             "item.started" => self.item(value, false),
             "item.completed" => self.item(value, true),
             "turn.completed" => {
-                let usage = value.get("usage").map(turn_usage);
+                // Only a per-request figure is a context size; `usage` is a session sum.
+                let usage = ["last_usage", "last_token_usage"]
+                    .iter()
+                    .find_map(|key| value.get(*key).filter(|u| u.is_object()))
+                    .map(openai_usage);
                 vec![AgentEvent::new(EventKind::SessionEnded, value).with_usage(usage)]
             }
-            "turn.failed" => {
-                let message = value
-                    .get("error")
-                    .and_then(|e| json::string_at(e, "message"))
-                    .unwrap_or_default();
-                let mut events = Vec::new();
-                if !self.failure_reported {
-                    events.push(failure_event(&message, value.clone()));
-                }
-                events.push(
-                    AgentEvent::new(EventKind::SessionEnded, value)
-                        .with_text(Some(message))
-                        .with_error(true),
-                );
-                events
-            }
+            "token_count" => self.token_count(&value.clone(), value),
+            "turn.failed" => self.turn_failed(value),
             "error" => {
                 let message = json::string_at(&value, "message").unwrap_or_default();
                 if message.starts_with("Reconnecting") {
-                    let status = http_status_in(&message);
-                    let rate_limit = is_rate_limit_text(&message).then(RateLimit::http_429);
-                    vec![
-                        AgentEvent::new(EventKind::ApiRetry, value)
-                            .with_text(Some(message))
-                            .with_http_status(status)
-                            .with_rate_limit(rate_limit),
-                    ]
+                    vec![retry_event(message, value)]
                 } else {
                     self.failure_reported = true;
                     vec![failure_event(&message, value)]
                 }
             }
             _ => Vec::new(),
-        };
-        for event in &mut events {
-            event.session_id.clone_from(&self.thread_id);
+        }
+    }
+
+    /// A protocol event as the first `exec --json` printed it, `{"id":…,"msg":{…}}`: only its
+    /// token counts are read (that format is not otherwise supported).
+    fn legacy_line(&mut self, msg: &Value, raw: Value) -> Vec<AgentEvent> {
+        if json::str_at(msg, "type") == Some("token_count") {
+            self.token_count(msg, raw)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// `turn.failed`: the failure (unless an `error` line already reported it), then the end.
+    fn turn_failed(&mut self, value: Value) -> Vec<AgentEvent> {
+        let message =
+            value.get("error").and_then(|e| json::string_at(e, "message")).unwrap_or_default();
+        let mut events = Vec::new();
+        if !self.failure_reported {
+            events.push(failure_event(&message, value.clone()));
+        }
+        let fault = classify_failure(None, &message);
+        events.push(
+            AgentEvent::new(EventKind::SessionEnded, value)
+                .with_text(Some(message))
+                .with_fault(fault)
+                .with_error(true),
+        );
+        events
+    }
+
+    /// A `token_count` protocol event: the request's usage, then one rate-limit observation
+    /// per window it reports.
+    fn token_count(&mut self, msg: &Value, raw: Value) -> Vec<AgentEvent> {
+        let mut events = Vec::new();
+        if let Some(usage) = self.request_usage(msg) {
+            events.push(
+                AgentEvent::new(EventKind::StepFinished, raw.clone()).with_usage(Some(usage)),
+            );
+        }
+        for limit in rate_limit_windows(msg) {
+            events.push(
+                AgentEvent::new(EventKind::RateLimit, raw.clone()).with_rate_limit(Some(limit)),
+            );
         }
         events
     }
-}
 
-impl CodexParser {
+    /// The latest request's usage in a `token_count` event: `info.last_token_usage`; else how
+    /// much `info.total_token_usage` grew since the previous event (the first total of a fresh
+    /// session is its first request); else the event's own counts (the oldest shape, one event
+    /// per request). `None` when the total did not move: the event repeats the last request.
+    fn request_usage(&mut self, msg: &Value) -> Option<Usage> {
+        let Some(info) = msg.get("info").filter(|i| i.is_object()) else {
+            return msg.get("input_tokens").is_some().then(|| openai_usage(msg));
+        };
+        let total = info.get("total_token_usage").filter(|t| t.is_object()).map(openai_usage);
+        let previous = match total {
+            Some(total) => self.last_total.replace(total),
+            None => None,
+        };
+        if total.is_some() && total == previous {
+            return None;
+        }
+        if let Some(last) = info.get("last_token_usage").filter(|l| l.is_object()) {
+            return Some(openai_usage(last));
+        }
+        total.map(|total| growth(total, previous.unwrap_or_default()))
+    }
+
     fn item(&mut self, value: Value, completed: bool) -> Vec<AgentEvent> {
         let item = value.get("item").cloned().unwrap_or(Value::Null);
         let item_type = json::str_at(&item, "type").unwrap_or("");
@@ -235,7 +316,18 @@ fn tool_summary(item: &Value) -> Option<String> {
     json::string_at(item, "query")
 }
 
-/// A fatal failure message: a rejected rate limit if it says so, else an error.
+/// A `Reconnecting… n/m (reason)` line: codex retries by itself, so never a fault.
+fn retry_event(message: String, raw: Value) -> AgentEvent {
+    let status = http_status_in(&message);
+    let rate_limit = is_rate_limit_text(&message).then(RateLimit::http_429);
+    AgentEvent::new(EventKind::ApiRetry, raw)
+        .with_text(Some(message))
+        .with_http_status(status)
+        .with_rate_limit(rate_limit)
+}
+
+/// A fatal failure message: a rejected rate limit if it says so, a context overflow if the
+/// prompt no longer fits, else an error with the fault the message shows.
 fn failure_event(message: &str, raw: Value) -> AgentEvent {
     let status = http_status_in(message);
     let event = if is_rate_limit_text(message) {
@@ -243,94 +335,227 @@ fn failure_event(message: &str, raw: Value) -> AgentEvent {
             http_status: status.or(Some(429)),
             ..RateLimit::http_429()
         }))
+    } else if is_context_overflow_text(message) {
+        AgentEvent::new(EventKind::ContextOverflow, raw)
     } else {
-        AgentEvent::new(EventKind::Error, raw)
+        AgentEvent::new(EventKind::Error, raw).with_fault(classify_failure(status, message))
     };
     event.with_text(Some(message.to_owned())).with_http_status(status).with_error(true)
 }
 
-/// `turn.completed.usage`: `input_tokens` counts the whole prompt, cached part included (the
-/// OpenAI convention), so the cached tokens are moved out of it and into the cache fields;
-/// [`Usage::prompt_tokens`] is then the prompt size codex reported.
-fn turn_usage(raw: &Value) -> Usage {
-    let input = json::count_at(raw, "input_tokens");
-    let cached = json::count_at(raw, "cached_input_tokens").min(input);
-    let written = json::count_at(raw, "cache_write_input_tokens").min(input - cached);
+/// The rate-limit windows of a `token_count` event (`rate_limits`, or `info.rate_limits` in
+/// some versions): `primary` and `secondary`, each `{used_percent, window_minutes, resets_at |
+/// resets_in_seconds}`, `used_percent` being 0–100.
+fn rate_limit_windows(msg: &Value) -> Vec<RateLimit> {
+    let limits = msg
+        .get("rate_limits")
+        .or_else(|| msg.get("info").and_then(|info| info.get("rate_limits")))
+        .filter(|l| l.is_object());
+    let Some(limits) = limits else {
+        return Vec::new();
+    };
+    ["primary", "secondary"]
+        .iter()
+        .filter_map(|key| {
+            let window = limits.get(*key).filter(|w| w.is_object())?;
+            let utilization_pct = window.get("used_percent").and_then(Value::as_f64);
+            Some(RateLimit {
+                window: Some(window_name(key, window)),
+                status: RateLimitStatus::from_utilization(
+                    utilization_pct,
+                    RateLimitStatus::Allowed,
+                ),
+                resets_at: window.get("resets_at").and_then(json::epoch_timestamp).or_else(|| {
+                    let seconds = window.get("resets_in_seconds")?.as_f64()?;
+                    Timestamp::now().checked_add(SignedDuration::from_secs(seconds as i64)).ok()
+                }),
+                utilization_pct,
+                http_status: None,
+            })
+        })
+        .collect()
+}
+
+/// A window's name as claude spells it when its length is one of claude's (`five_hour`,
+/// `seven_day`), else codex's key (`primary`, `secondary`).
+fn window_name(key: &str, window: &Value) -> String {
+    match json::count_at(window, "window_minutes") {
+        300 => "five_hour".to_owned(),
+        10_080 => "seven_day".to_owned(),
+        _ => key.to_owned(),
+    }
+}
+
+/// OpenAI-style usage (`turn.completed.usage`, the usages of `token_count`): `input_tokens` is
+/// the whole prompt, cached part included.
+fn openai_usage(raw: &Value) -> Usage {
+    split_prompt(
+        json::count_at(raw, "input_tokens"),
+        json::count_at(raw, "cached_input_tokens"),
+        json::count_at(raw, "cache_write_input_tokens"),
+        json::count_at(raw, "output_tokens"),
+    )
+}
+
+/// A [`Usage`] from OpenAI-style counts: the cached and cache-written tokens are moved out of
+/// the prompt into the cache fields, so [`Usage::prompt_tokens`] is the prompt size codex
+/// reported.
+fn split_prompt(prompt: u64, cached: u64, written: u64, output: u64) -> Usage {
+    let cached = cached.min(prompt);
+    let written = written.min(prompt - cached);
     Usage {
-        input_tokens: input - cached - written,
-        output_tokens: json::count_at(raw, "output_tokens"),
+        input_tokens: prompt - cached - written,
+        output_tokens: output,
         cache_creation_input_tokens: written,
         cache_read_input_tokens: cached,
     }
 }
 
-/// Whether an error message describes a rate or usage limit (HTTP 429, "rate limit", "Too Many
-/// Requests", "usage limit", an exhausted quota).
-pub(crate) fn is_rate_limit_text(message: &str) -> bool {
-    let lower = message.to_ascii_lowercase();
-    http_status_in(message) == Some(429)
-        || ["rate limit", "rate_limit", "ratelimit", "too many requests", "usage limit", "quota"]
-            .iter()
-            .any(|needle| lower.contains(needle))
-}
-
-/// The HTTP status an error message mentions: a standalone 4xx or 5xx number following
-/// "status" or followed by its reason phrase ("429 Too Many Requests").
-pub(crate) fn http_status_in(message: &str) -> Option<u16> {
-    let bytes = message.as_bytes();
-    let mut found = None;
-    let mut i = 0;
-    while i + 3 <= bytes.len() {
-        let standalone = bytes[i..i + 3].iter().all(u8::is_ascii_digit)
-            && (i == 0 || !bytes[i - 1].is_ascii_digit())
-            && bytes.get(i + 3).is_none_or(|b| !b.is_ascii_digit());
-        if standalone {
-            let code: u16 = message[i..i + 3].parse().unwrap_or(0);
-            let before = message[..i].to_ascii_lowercase();
-            let after = &message[i + 3..];
-            let named = before.trim_end().ends_with("status:")
-                || before.trim_end().ends_with("status")
-                || before.trim_end().ends_with("status code")
-                || after.starts_with(" Too Many Requests")
-                || after.starts_with(" Internal Server Error")
-                || after.starts_with(" Service Unavailable")
-                || after.starts_with(" Bad Gateway")
-                || after.starts_with(" Gateway Timeout");
-            if (400..600).contains(&code) && named {
-                found = Some(code);
-                break;
-            }
-            i += 3;
-        } else {
-            i += 1;
-        }
-    }
-    found
+/// How much a session total grew: the usage of the requests in between.
+fn growth(total: Usage, previous: Usage) -> Usage {
+    split_prompt(
+        total.prompt_tokens().saturating_sub(previous.prompt_tokens()),
+        total.cache_read_input_tokens.saturating_sub(previous.cache_read_input_tokens),
+        total.cache_creation_input_tokens.saturating_sub(previous.cache_creation_input_tokens),
+        total.output_tokens.saturating_sub(previous.output_tokens),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coders::Fault;
 
-    #[test]
-    fn finds_http_statuses_in_messages() {
-        assert_eq!(
-            http_status_in("exceeded retry limit, last status: 429 Too Many Requests"),
-            Some(429)
-        );
-        assert_eq!(http_status_in("unexpected status 503 Service Unavailable: busy"), Some(503));
-        assert_eq!(http_status_in("500 Internal Server Error"), Some(500));
-        assert_eq!(http_status_in("item 4290 of 429"), None);
-        assert_eq!(http_status_in("We’re currently experiencing high demand"), None);
+    fn parse(lines: &[&str]) -> Vec<AgentEvent> {
+        let mut parser = CodexParser::default();
+        lines.iter().flat_map(|line| parser.parse_line(line)).collect()
+    }
+
+    fn sizes(events: &[AgentEvent]) -> Vec<u64> {
+        events.iter().filter_map(|e| e.usage).map(|u| u.prompt_tokens()).collect()
     }
 
     #[test]
-    fn recognises_rate_limit_messages() {
-        assert!(is_rate_limit_text("exceeded retry limit, last status: 429 Too Many Requests"));
-        assert!(is_rate_limit_text("You've hit your usage limit. Try again at 3:04 PM."));
-        assert!(!is_rate_limit_text(
-            "We’re currently experiencing high demand, which may cause temporary errors."
-        ));
+    fn a_session_total_is_never_a_context_size() {
+        // Four requests of 40k, as codex 0.169 reports them: one summed total at the end.
+        let events = parse(&[
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":160000,"cached_input_tokens":120000,"output_tokens":400}}"#,
+        ]);
+        assert_eq!(events.last().unwrap().kind, EventKind::SessionEnded);
+        assert!(sizes(&events).is_empty(), "160000 is a sum over requests, not a context size");
+        // A per-request figure next to it (openai/codex#17539) is taken as is.
+        let events = parse(&[
+            r#"{"type":"turn.completed","usage":{"input_tokens":160000},"last_usage":{"input_tokens":40000,"cached_input_tokens":39000,"output_tokens":100}}"#,
+        ]);
+        assert_eq!(sizes(&events), [40_000]);
+    }
+
+    #[test]
+    fn token_counts_report_each_request() {
+        // codex 0.3x: `info` with the last request and the running total; a repeat adds nothing.
+        let line = |last: u64, total: u64| {
+            format!(
+                r#"{{"id":"1","msg":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{total},"cached_input_tokens":0,"output_tokens":10}},"last_token_usage":{{"input_tokens":{last},"cached_input_tokens":0,"output_tokens":10}},"model_context_window":128000}}}}}}"#
+            )
+        };
+        let lines = [
+            line(40_000, 40_000),
+            line(40_000, 80_000),
+            line(40_000, 80_000),
+            line(40_000, 120_000),
+            line(40_000, 160_000),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let events = parse(&refs);
+        assert_eq!(sizes(&events), [40_000; 4]);
+        assert!(events.iter().all(|e| e.kind == EventKind::StepFinished));
+
+        // Only running totals: each request is the growth since the previous one.
+        let total = |n: u64, cached: u64| {
+            format!(
+                r#"{{"msg":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{n},"cached_input_tokens":{cached},"output_tokens":5}}}}}}}}"#
+            )
+        };
+        let lines = [
+            total(40_000, 0),
+            total(80_000, 30_000),
+            total(120_000, 60_000),
+            total(160_000, 90_000),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let events = parse(&refs);
+        assert_eq!(sizes(&events), [40_000; 4]);
+        assert_eq!(events[1].usage.unwrap().cache_read_input_tokens, 30_000);
+
+        // The oldest shape: flat counts, one event per request.
+        let events = parse(&[
+            r#"{"id":"0","msg":{"type":"token_count","input_tokens":3804,"cached_input_tokens":0,"output_tokens":95,"total_tokens":3899}}"#,
+        ]);
+        assert_eq!(sizes(&events), [3804]);
+    }
+
+    #[test]
+    fn token_counts_carry_rate_limit_windows() {
+        let events = parse(&[
+            r#"{"id":"1","msg":{"type":"token_count","info":null,"rate_limits":{"primary":{"used_percent":93.5,"window_minutes":300,"resets_at":1763483205},"secondary":{"used_percent":100.0,"window_minutes":10080,"resets_in_seconds":3600}}}}"#,
+        ]);
+        let limits: Vec<&RateLimit> = events.iter().filter_map(|e| e.rate_limit.as_ref()).collect();
+        assert_eq!(limits.len(), 2);
+        assert_eq!(limits[0].window.as_deref(), Some("five_hour"));
+        assert_eq!(limits[0].utilization_pct, Some(93.5));
+        assert_eq!(limits[0].status, RateLimitStatus::Allowed);
+        assert_eq!(limits[0].resets_at, Some(jiff::Timestamp::from_second(1_763_483_205).unwrap()));
+        assert!(limits[0].above(90) && !limits[0].above(95));
+        assert_eq!(limits[1].window.as_deref(), Some("seven_day"));
+        assert_eq!(limits[1].status, RateLimitStatus::Rejected);
+        assert!(limits[1].resets_at.is_some_and(|at| at > jiff::Timestamp::now()));
+        assert!(sizes(&events).is_empty());
+        let nested = parse(&[
+            r#"{"msg":{"type":"token_count","info":{"rate_limits":{"primary":{"used_percent":12,"window_minutes":60}}}}}"#,
+        ]);
+        assert_eq!(nested[0].rate_limit.as_ref().unwrap().window.as_deref(), Some("primary"));
+    }
+
+    #[test]
+    fn final_errors_carry_their_fault_and_retries_do_not() {
+        let events = parse(&[
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"type":"error","message":"Reconnecting... 1/5 (exceeded retry limit, last status: 401 Unauthorized)"}"#,
+            r#"{"type":"error","message":"exceeded retry limit, last status: 401 Unauthorized, request id: 9a4a"}"#,
+            r#"{"type":"turn.failed","error":{"message":"exceeded retry limit, last status: 401 Unauthorized, request id: 9a4a"}}"#,
+        ]);
+        let kinds: Vec<_> = events.iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                EventKind::SessionStarted,
+                EventKind::ApiRetry,
+                EventKind::Error,
+                EventKind::SessionEnded
+            ]
+        );
+        assert_eq!(events[1].fault, None, "still retrying");
+        assert_eq!(events[2].fault, Some(Fault::Auth));
+        assert_eq!(events[3].fault, Some(Fault::Auth));
+        assert!(events[3].text.as_deref().unwrap().contains("401 Unauthorized"));
+
+        let missing = parse(&[
+            r#"{"type":"turn.failed","error":{"message":"Missing environment variable: `OPENAI_API_KEY`."}}"#,
+        ]);
+        assert!(missing.iter().all(|e| e.fault == Some(Fault::Auth)));
+        let cut = parse(&[
+            r#"{"type":"turn.failed","error":{"message":"stream disconnected before completion: error sending request"}}"#,
+        ]);
+        assert!(cut.iter().all(|e| e.fault == Some(Fault::Outage)));
+        let full = parse(&[
+            r#"{"type":"turn.failed","error":{"message":"Codex ran out of room in the model's context window. Start a new thread or clear earlier history before retrying."}}"#,
+        ]);
+        assert_eq!(full[0].kind, EventKind::ContextOverflow);
+        assert!(full.iter().all(|e| e.fault.is_none()));
+        let task = parse(&[r#"{"type":"turn.failed","error":{"message":"turn failed"}}"#]);
+        assert!(task.iter().all(|e| e.fault.is_none() && e.is_error));
     }
 
     #[test]
@@ -344,7 +569,7 @@ mod tests {
 
     #[test]
     fn cached_input_is_part_of_the_prompt() {
-        let usage = turn_usage(
+        let usage = openai_usage(
             &serde_json::json!({"input_tokens": 1000, "cached_input_tokens": 600, "output_tokens": 5}),
         );
         assert_eq!(usage.prompt_tokens(), 1000);

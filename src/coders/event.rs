@@ -8,14 +8,19 @@
 //! (the event plus a `ts`).
 //!
 //! Two fields carry the signals the supervisor acts on:
-//! - [`AgentEvent::usage`] is set only when the line reports the **current** context size
-//!   (one assistant message, one turn, one step) — never a session total — so the supervisor
-//!   can compare [`Usage::prompt_tokens`] with the coder's context limit on every event that
-//!   has it, whatever its kind;
+//! - [`AgentEvent::usage`] is set only when the line reports the **current** context size: the
+//!   prompt of the latest model request (one assistant message, one step). Never a sum over a
+//!   turn's requests nor a session total — a stream that only reports those leaves it unset —
+//!   so the supervisor can compare [`Usage::prompt_tokens`] with the coder's context limit on
+//!   every event that has it, whatever its kind;
 //! - [`AgentEvent::rate_limit`] is set when the line says something about a rate-limit window.
 //!   Only an event of kind [`EventKind::RateLimit`] with status
 //!   [`RateLimitStatus::Rejected`] means "this run cannot continue"; the same info on an
-//!   [`EventKind::ApiRetry`] means the CLI is retrying by itself.
+//!   [`EventKind::ApiRetry`] means the CLI is retrying by itself;
+//! - [`AgentEvent::fault`] is set on a final error (after the CLI's own retries) that is the
+//!   fleet's fault rather than the task's: the CLI is not logged in ([`Fault::Auth`]) or the
+//!   provider is down ([`Fault::Outage`]). The supervisor pauses the coder instead of charging
+//!   the task. The wording rules live in [`diagnose`](super::diagnose).
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -56,6 +61,18 @@ pub enum RateLimitStatus {
     Rejected,
 }
 
+impl RateLimitStatus {
+    /// The status of a window whose provider stated none: rejected once fully used (100 % or
+    /// more), else `otherwise`.
+    pub fn from_utilization(utilization_pct: Option<f64>, otherwise: RateLimitStatus) -> Self {
+        if utilization_pct.is_some_and(|pct| pct >= 100.0) {
+            RateLimitStatus::Rejected
+        } else {
+            otherwise
+        }
+    }
+}
+
 /// One rate-limit observation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateLimit {
@@ -76,6 +93,15 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// Whether this observation says the window is at or over `threshold_pct` percent
+    /// (`rate_limit_threshold_pct` in the config): its utilization reached the threshold, or
+    /// the provider rejected requests. An observation without a utilization is above only when
+    /// rejected.
+    pub fn above(&self, threshold_pct: u8) -> bool {
+        self.status == RateLimitStatus::Rejected
+            || self.utilization_pct.is_some_and(|pct| pct >= f64::from(threshold_pct))
+    }
+
     /// A bare "the request got a 429" observation: rejected, no window, no reset time.
     pub fn http_429() -> RateLimit {
         RateLimit {
@@ -86,6 +112,20 @@ impl RateLimit {
             http_status: Some(429),
         }
     }
+}
+
+/// A failure that is the fleet's fault, not the task's: every task on this coder would fail the
+/// same way until someone acts (logs in) or the provider recovers. Set only on final events,
+/// after the CLI's own retries; never for a 429 (that is a [`RateLimit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// The CLI is not logged in, or its key or token is missing, expired or rejected (HTTP
+    /// 401/403).
+    Auth,
+    /// The provider is down or unreachable: HTTP 5xx/529, overloaded, connection refused,
+    /// stream cut, request timed out.
+    Outage,
 }
 
 /// What kind of thing happened.
@@ -155,6 +195,9 @@ pub struct AgentEvent {
     /// The CLI marked this as a failure: a failed tool call, an error, an errored session end.
     #[serde(default)]
     pub is_error: bool,
+    /// Why a final failure is the fleet's fault (not logged in, provider down), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
     pub raw: Value,
 }
 
@@ -171,6 +214,7 @@ impl AgentEvent {
             rate_limit: None,
             http_status: None,
             is_error: false,
+            fault: None,
             raw,
         }
     }
@@ -216,6 +260,11 @@ impl AgentEvent {
         self
     }
 
+    pub fn with_fault(mut self, fault: Option<Fault>) -> AgentEvent {
+        self.fault = fault;
+        self
+    }
+
     /// True for a rate-limit event that means the run cannot go on.
     pub fn is_rate_limit_rejection(&self) -> bool {
         self.kind == EventKind::RateLimit
@@ -236,6 +285,8 @@ pub struct EventLine {
 /// as `None`/0: a CLI adding or changing a field must never break parsing.
 pub(crate) mod json {
     use serde_json::Value;
+
+    use super::Usage;
 
     pub fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
         value.get(key).and_then(Value::as_str)
@@ -263,6 +314,24 @@ pub(crate) mod json {
 
     pub fn bool_at(value: &Value, key: &str) -> bool {
         value.get(key).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// Anthropic-style usage (`input_tokens` without the cached part, `cache_creation_input_tokens`,
+    /// `cache_read_input_tokens`, `output_tokens`), as claude and agy report it per message.
+    pub fn anthropic_usage(raw: &Value) -> Usage {
+        Usage {
+            input_tokens: count_at(raw, "input_tokens"),
+            output_tokens: count_at(raw, "output_tokens"),
+            cache_creation_input_tokens: count_at(raw, "cache_creation_input_tokens"),
+            cache_read_input_tokens: count_at(raw, "cache_read_input_tokens"),
+        }
+    }
+
+    /// An epoch time in seconds (or milliseconds, when it is too large to be seconds).
+    pub fn epoch_timestamp(value: &Value) -> Option<jiff::Timestamp> {
+        let number = value.as_f64()?;
+        let seconds = if number > 1e11 { number / 1000.0 } else { number };
+        jiff::Timestamp::from_second(seconds as i64).ok()
     }
 
     /// Parses one stdout line as a JSON object; `None` for anything else.
@@ -301,6 +370,36 @@ mod tests {
             cache_read_input_tokens: 30,
         };
         assert_eq!(usage.prompt_tokens(), 60);
+    }
+
+    #[test]
+    fn a_window_is_above_the_threshold_when_used_that_much_or_rejected() {
+        let limit = |status, utilization_pct| RateLimit {
+            window: Some("five_hour".to_owned()),
+            status,
+            resets_at: None,
+            utilization_pct,
+            http_status: None,
+        };
+        assert!(limit(RateLimitStatus::AllowedWarning, Some(90.0)).above(90));
+        assert!(!limit(RateLimitStatus::AllowedWarning, Some(89.9)).above(90));
+        assert!(!limit(RateLimitStatus::Allowed, None).above(0), "no utilization, not rejected");
+        assert!(limit(RateLimitStatus::Rejected, None).above(100));
+        assert!(RateLimit::http_429().above(90));
+        assert_eq!(
+            RateLimitStatus::from_utilization(Some(100.0), RateLimitStatus::Allowed),
+            RateLimitStatus::Rejected
+        );
+    }
+
+    #[test]
+    fn faults_serialise_in_snake_case_and_only_when_set() {
+        let event = AgentEvent::new(EventKind::Error, serde_json::json!({}))
+            .with_fault(Some(Fault::Outage));
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["fault"], "outage");
+        assert_eq!(serde_json::from_value::<AgentEvent>(json).unwrap(), event);
+        assert_eq!(serde_json::to_value(Fault::Auth).unwrap(), "auth");
     }
 
     #[test]

@@ -17,12 +17,15 @@
 //! `tests/fixtures/codex-stream/`, which correct several assumptions of the Python fleet:
 //! claude's tool calls arrive as content blocks inside assistant and user messages, its usage
 //! repeats on every content-block line of a message, its API failures end in a `result` with
-//! `is_error`, and codex reports its usage once per turn.
+//! `is_error` (and the API error as its text, not on stderr), and codex reports only a session
+//! total of its usage, which is never a context size. Failures that are the fleet's rather
+//! than the task's (no login, provider down) are recognised in one place, [`diagnose`].
 
 pub mod agy;
 pub mod claude;
 pub mod codex;
 pub mod custom;
+pub mod diagnose;
 mod event;
 pub mod exec;
 pub mod opencode;
@@ -31,7 +34,7 @@ mod registry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use event::{AgentEvent, EventKind, EventLine, RateLimit, RateLimitStatus, Usage};
+pub use event::{AgentEvent, EventKind, EventLine, Fault, RateLimit, RateLimitStatus, Usage};
 pub(crate) use registry::closest_word;
 pub use registry::{
     BUILTIN_CODERS, CoderConfig, CoderConfigError, CoderInfo, EventFormat, Registry, UnknownCoder,

@@ -13,15 +13,21 @@
 //!   both);
 //! - `step_finish` → the step's usage as the context size, on **every** step (the Python fleet
 //!   read it only at the final `stop`, too late for context pressure): reason `stop` →
-//!   [`EventKind::SessionEnded`], any other reason → [`EventKind::StepFinished`];
-//! - `error` → [`EventKind::RateLimit`] (rejected) for a 429 or a rate-limit message, else
-//!   [`EventKind::Error`].
+//!   [`EventKind::SessionEnded`], any other reason → [`EventKind::StepFinished`]. A step is one
+//!   model request and its tokens are that request's own (not a running total), so they are
+//!   the current context size as they stand;
+//! - `error` (opencode prints it once its own retries are done) → [`EventKind::RateLimit`]
+//!   (rejected) for a 429 or a rate-limit message, [`EventKind::ContextOverflow`] when the
+//!   prompt no longer fits, else [`EventKind::Error`] with its [`fault`](AgentEvent::fault)
+//!   (`ProviderAuthError`, a 401/403 → auth; a 5xx, `fetch failed`, `ECONNREFUSED` → outage).
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::codex::{http_status_in, is_rate_limit_text};
+use super::diagnose::{
+    classify_failure, http_status_in, is_context_overflow_text, is_rate_limit_text,
+};
 use super::event::json;
 use super::{
     AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, SpawnSpec, TaskSpec,
@@ -168,7 +174,7 @@ impl OpencodeParser {
 }
 
 /// `{"type":"error","error":{"name":…,"data":{"message":…,"statusCode":429}}}`, or a bare
-/// message.
+/// message. The error's name (`ProviderAuthError`, `APIError`, …) is part of what is classified.
 fn error_event(value: Value) -> AgentEvent {
     let error = value.get("error").cloned().unwrap_or(Value::Null);
     let data = error.get("data").cloned().unwrap_or(Value::Null);
@@ -183,8 +189,14 @@ fn error_event(value: Value) -> AgentEvent {
             http_status: status.or(Some(429)),
             ..RateLimit::http_429()
         }))
+    } else if is_context_overflow_text(&message) {
+        AgentEvent::new(EventKind::ContextOverflow, value)
     } else {
-        AgentEvent::new(EventKind::Error, value)
+        let named = match json::str_at(&error, "name") {
+            Some(name) => format!("{name}: {message}"),
+            None => message.clone(),
+        };
+        AgentEvent::new(EventKind::Error, value).with_fault(classify_failure(status, &named))
     };
     event.with_text(Some(message)).with_http_status(status).with_error(true)
 }
@@ -204,6 +216,7 @@ fn step_usage(tokens: &Value) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coders::Fault;
 
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
         let mut parser = OpencodeParser::default();
@@ -250,5 +263,28 @@ mod tests {
         ]);
         assert_eq!(events[0].kind, EventKind::Error);
         assert_eq!(events[0].http_status, Some(500));
+        assert_eq!(events[0].fault, Some(Fault::Outage));
+        assert_eq!(events[0].text.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn auth_and_connection_errors_are_faults() {
+        let auth = parse(&[
+            r#"{"type":"error","error":{"name":"ProviderAuthError","data":{"providerID":"anthropic","message":"Anthropic API key is missing."}}}"#,
+            r#"{"type":"error","error":{"name":"APIError","data":{"message":"Unauthorized","statusCode":401,"isRetryable":false}}}"#,
+        ]);
+        assert!(auth.iter().all(|e| e.kind == EventKind::Error && e.fault == Some(Fault::Auth)));
+        let down = parse(&[
+            r#"{"type":"error","error":{"name":"UnknownError","data":{"message":"TypeError: fetch failed"}}}"#,
+        ]);
+        assert_eq!(down[0].fault, Some(Fault::Outage));
+        let task = parse(&[
+            r#"{"type":"error","error":{"name":"UnknownError","data":{"message":"tool crashed"}}}"#,
+        ]);
+        assert_eq!(task[0].fault, None);
+        let rate = parse(&[
+            r#"{"type":"error","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":429}}}"#,
+        ]);
+        assert!(rate[0].is_rate_limit_rejection() && rate[0].fault.is_none());
     }
 }
