@@ -318,7 +318,8 @@ mod tests {
 
     #[test]
     fn stat_lines_with_odd_names_parse() {
-        let line = "42 (a (weird) name) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000";
+        let line =
+            "42 (a (weird) name) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000";
         let info = parse_stat(42, line).unwrap();
         assert_eq!((info.ppid, info.pgid, info.zombie), (7, 42, false));
         assert_eq!(info.start_ticks, 98765);

@@ -14,7 +14,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use super::context::Context;
 use super::error::CliError;
 use super::output::write_stdout;
-use super::run::{Signals, event_line, summary_line, supervise};
+use super::run::{event_line, summary_line, supervise};
 use crate::model::{Dependency, Issue, dep_type};
 use crate::op::OpKind;
 use crate::store::{ListFilter, Store};
@@ -94,7 +94,7 @@ fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
         until_idle: true,
     };
     let store = Arc::new(store);
-    let summary = supervise(Arc::clone(&store), options, Signals::Listen, move |event| {
+    let summary = supervise(Arc::clone(&store), options, move |event| {
         live_view(&event, started, total, &done_in_view, json);
     })?;
     if json {

@@ -47,7 +47,7 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
         until_idle: args.until_idle,
     };
     let json = ctx.out.json;
-    let summary = supervise(store, options, Signals::Listen, move |event| print_event(&event, json))?;
+    let summary = supervise(store, options, move |event| print_event(&event, json))?;
     if !json {
         write_stdout(&summary_line(&summary));
     }
@@ -60,20 +60,11 @@ pub fn cmd_guard(ctx: &Context, args: GuardArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Whether the supervisor answers Ctrl-C, SIGTERM and SIGHUP (a foreground run) or runs until
-/// idle regardless.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signals {
-    Listen,
-    Ignore,
-}
-
-/// Builds the runtime, runs the supervisor until it is stopped, and feeds its events to
-/// `on_event` as they happen.
+/// Builds the runtime, runs the supervisor until it is stopped (Ctrl-C, SIGTERM, SIGHUP, or
+/// `--until-idle`), and feeds its events to `on_event` as they happen.
 pub fn supervise(
     store: Arc<Store>,
     options: Options,
-    signals: Signals,
     mut on_event: impl FnMut(Event) + Send + 'static,
 ) -> Result<Summary, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -89,10 +80,8 @@ pub fn supervise(
         });
         let (stop_tx, stop) = watch::channel(Stop::No);
         let stop_tx = Arc::new(stop_tx);
-        if signals == Signals::Listen {
-            listen_for_stop_signals(Arc::clone(&stop_tx))
-                .map_err(|e| CliError::new(format!("installing signal handlers: {e}")))?;
-        }
+        listen_for_stop_signals(Arc::clone(&stop_tx))
+            .map_err(|e| CliError::new(format!("installing signal handlers: {e}")))?;
         let supervisor = Supervisor::new(store, options, events).map_err(|e| {
             CliError::new(e).with_hint("fix runtime.toml (see `fleet config show`)")
         })?;

@@ -162,6 +162,10 @@ impl Coder for ConfiguredCoder {
     fn closes_on_exit_zero(&self) -> bool {
         self.closes_on_exit_zero
     }
+
+    fn reports_provider_faults(&self) -> bool {
+        self.events != EventFormat::Lines && !self.closes_on_exit_zero
+    }
 }
 
 #[cfg(test)]

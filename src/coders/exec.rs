@@ -55,4 +55,8 @@ impl Coder for ExecCoder {
     fn closes_on_exit_zero(&self) -> bool {
         true
     }
+
+    fn reports_provider_faults(&self) -> bool {
+        false
+    }
 }

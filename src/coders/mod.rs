@@ -120,6 +120,14 @@ pub trait Coder: Send + Sync {
         false
     }
 
+    /// Whether a failure's wording (an error line, stderr) may be read as a fault of the fleet
+    /// — not logged in, provider down — rather than of the task. True for agent CLIs; false for
+    /// plain commands (`exec`, `events = "lines"`), whose "connection refused" is the task's
+    /// own failure. Structured faults the parser reports always count.
+    fn reports_provider_faults(&self) -> bool {
+        true
+    }
+
     /// Gets `project` ready before a spawn. The built-ins write nothing into the user's
     /// project (the Python fleet's hooks and settings merges were never cleaned up), so the
     /// default does nothing.

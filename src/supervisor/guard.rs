@@ -43,7 +43,9 @@ pub fn watch(instance: &str, beads_dir: &Path) {
     while matches!(pipe.read(&mut buf), Ok(n) if n > 0) {}
     let killed = crate::process::kill_tagged(&format!("{INSTANCE_VAR}={instance}"));
     if killed > 0 {
-        eprintln!("fleet guard: the supervisor {instance} is gone; killed {killed} of its processes");
+        eprintln!(
+            "fleet guard: the supervisor {instance} is gone; killed {killed} of its processes"
+        );
     }
     if let Err(error) = release_leases(instance, beads_dir) {
         eprintln!("fleet guard: releasing the tasks of supervisor {instance}: {error}");

@@ -147,10 +147,8 @@ pub fn owner_state(
 /// Another host's supervisor: alive while its heartbeat is fresh.
 fn remote_owner_state(lease: &Lease, registry: &[Registration], now: Timestamp) -> OwnerState {
     let ttl = SignedDuration::try_from(LEASE_TTL).unwrap_or(SignedDuration::MAX);
-    let heartbeat = registry
-        .iter()
-        .find(|r| r.identity.instance == lease.instance)
-        .map(|r| r.heartbeat);
+    let heartbeat =
+        registry.iter().find(|r| r.identity.instance == lease.instance).map(|r| r.heartbeat);
     match heartbeat {
         Some(beat) if now.duration_since(beat) <= ttl => OwnerState::Alive,
         Some(beat) => OwnerState::Gone(format!(
@@ -265,7 +263,8 @@ impl AttemptRecord {
 /// every process tagged with the attempt id, and its recorded process group. Returns how many
 /// processes were found alive.
 pub fn kill_survivors(attempt: &str, record: Option<&AttemptRecord>) -> usize {
-    let group_killed = record.filter(|r| r.attempt == attempt).is_some_and(AttemptRecord::kill_group);
+    let group_killed =
+        record.filter(|r| r.attempt == attempt).is_some_and(AttemptRecord::kill_group);
     let tagged = if attempt.is_empty() {
         0
     } else {
@@ -329,7 +328,7 @@ mod tests {
             heartbeat: now - SignedDuration::from_secs(10),
             max_concurrent: 2,
         };
-        assert_eq!(owner_state(&lease, &me, &[fresh.clone()], now), OwnerState::Alive);
+        assert_eq!(owner_state(&lease, &me, std::slice::from_ref(&fresh), now), OwnerState::Alive);
         let stale = Registration { heartbeat: now - SignedDuration::from_secs(600), ..fresh };
         assert!(matches!(owner_state(&lease, &me, &[stale], now), OwnerState::Gone(_)));
         assert!(matches!(owner_state(&lease, &me, &[], now), OwnerState::Gone(_)));

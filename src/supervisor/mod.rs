@@ -43,7 +43,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
-use crate::model::{FleetFields, Issue};
+use crate::model::{FleetFields, Issue, Status};
 use crate::op::{IssuePatch, OpKind};
 use crate::redact::Redactor;
 use crate::store::{ReadyFilter, Store, StoreError};
@@ -91,26 +91,70 @@ pub struct Options {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
-    Started { actor: String, instance: String, max_concurrent: usize },
-    Claimed { id: String, title: String, coder: String, model: String, attempt: u32 },
-    AgentStarted { id: String, pid: u32 },
-    Finished { id: String, verdict: String, comment: String },
+    Started {
+        actor: String,
+        instance: String,
+        max_concurrent: usize,
+    },
+    Claimed {
+        id: String,
+        title: String,
+        coder: String,
+        model: String,
+        attempt: u32,
+    },
+    AgentStarted {
+        id: String,
+        pid: u32,
+    },
+    Finished {
+        id: String,
+        verdict: String,
+        comment: String,
+    },
     /// No new task starts with `coder` until `until`. `news` is false when the same cause
     /// repeats (the live view then prints a short line).
-    Paused { coder: String, until: Timestamp, cause: PauseCause, detail: String, fix: String, news: bool },
-    ConfigReloaded { max_concurrent: usize },
-    ConfigRejected { error: String },
+    Paused {
+        coder: String,
+        until: Timestamp,
+        cause: PauseCause,
+        detail: String,
+        fix: String,
+        news: bool,
+    },
+    ConfigReloaded {
+        max_concurrent: usize,
+    },
+    ConfigRejected {
+        error: String,
+    },
     /// A task of a supervisor that is gone was taken back.
-    Released { id: String, why: String, survivors_killed: usize },
+    Released {
+        id: String,
+        why: String,
+        survivors_killed: usize,
+    },
     /// A running task was changed by someone else: its agent is being stopped.
-    Revoked { id: String, reason: String },
+    Revoked {
+        id: String,
+        reason: String,
+    },
     /// Shutdown began: `agents` are being stopped with `grace_secs` to exit.
-    Stopping { agents: usize, grace_secs: u64 },
+    Stopping {
+        agents: usize,
+        grace_secs: u64,
+    },
     /// A second request: the agents are killed now.
-    StoppingNow { agents: usize },
+    StoppingNow {
+        agents: usize,
+    },
     /// `--until-idle`: nothing more can run without a human (the pauses say why).
-    Idle { paused: Vec<String> },
-    Stopped { finished: usize },
+    Idle {
+        paused: Vec<String>,
+    },
+    Stopped {
+        finished: usize,
+    },
 }
 
 /// Counts for the final summary.
@@ -123,7 +167,6 @@ pub struct Summary {
 /// A task with a runner in flight.
 struct Running {
     attempt: String,
-    coder: String,
     control: watch::Sender<Control>,
 }
 
@@ -191,7 +234,8 @@ impl Supervisor {
         let guard = guard::spawn(&self.options.exe, &self.me.instance, self.store.dir())
             .map_err(|e| format!("starting the guard process: {e}"))?;
         self.register().await?;
-        self.journal_next = self.blocking(|s| s.journal_head()).await.map_err(|e| e.to_string())? + 1;
+        self.journal_next =
+            self.blocking(|s| s.journal_head()).await.map_err(|e| e.to_string())? + 1;
         self.reclaim(Scan::Always).await;
         self.emit(Event::Started {
             actor: self.me.name.clone(),
@@ -221,7 +265,10 @@ impl Supervisor {
                 last_changes = changes;
                 next_recheck = now + RECHECK;
                 let started = self.fill_slots(&mut runners, &stop, &signals_tx).await;
-                if self.options.until_idle && started == 0 && runners.is_empty() && self.idle().await
+                if self.options.until_idle
+                    && started == 0
+                    && runners.is_empty()
+                    && self.idle().await
                 {
                     break;
                 }
@@ -247,12 +294,19 @@ impl Supervisor {
 
     /// Stops every runner (they see the stop level), records their outcomes, deregisters, and
     /// kills whatever is left.
-    async fn shut_down(&mut self, runners: &mut JoinSet<Finished>, stop: &mut watch::Receiver<Stop>) {
+    async fn shut_down(
+        &mut self,
+        runners: &mut JoinSet<Finished>,
+        stop: &mut watch::Receiver<Stop>,
+    ) {
         let agents = self.running.len();
         if *stop.borrow() == Stop::Now {
             self.emit(Event::StoppingNow { agents });
         } else if agents > 0 || *stop.borrow() == Stop::Graceful {
-            self.emit(Event::Stopping { agents, grace_secs: self.cfg().shutdown_grace().as_secs() });
+            self.emit(Event::Stopping {
+                agents,
+                grace_secs: self.cfg().shutdown_grace().as_secs(),
+            });
         }
         let mut told_now = *stop.borrow() == Stop::Now;
         loop {
@@ -271,9 +325,13 @@ impl Supervisor {
             }
         }
         let instance = self.me.instance.clone();
-        let _ = self.blocking(move |s| s.write("", Clock::System, |w| lease::deregister(w, &instance))).await;
+        let _ = self
+            .blocking(move |s| s.write("", Clock::System, |w| lease::deregister(w, &instance)))
+            .await;
         let tag = self.me.tag();
-        let strays = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag)).await.unwrap_or(0)
+        let strays = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag))
+            .await
+            .unwrap_or(0)
             + crate::process::kill_stray_children(&Default::default());
         if strays > 0 {
             tracing::warn!(strays, "killed processes left behind by agents");
@@ -366,7 +424,9 @@ impl Supervisor {
                     self.emit(Event::Released { id, why, survivors_killed });
                 }
             }
-            Err(error) => tracing::error!(%error, "taking back tasks of stopped supervisors failed"),
+            Err(error) => {
+                tracing::error!(%error, "taking back tasks of stopped supervisors failed")
+            }
         }
     }
 
@@ -448,7 +508,10 @@ impl Supervisor {
         for coder in &pending {
             match self.pauses.active(coder, now) {
                 None => return false,
-                Some(p) if !matches!(p.cause, PauseCause::Spawn | PauseCause::Auth) && p.until <= soon => {
+                Some(p)
+                    if !matches!(p.cause, PauseCause::Spawn | PauseCause::Auth)
+                        && p.until <= soon =>
+                {
                     return false;
                 }
                 Some(p) => paused.push(format!("{coder}: {} until {}", p.cause.as_str(), p.until)),
@@ -489,7 +552,8 @@ impl Supervisor {
         let result = self
             .blocking(move |store| -> Result<Option<Issue>, StoreError> {
                 let accept = |issue: &Issue| {
-                    !running.contains(&issue.id) && !paused.contains(&coder_of(issue, &config.coder))
+                    !running.contains(&issue.id)
+                        && !paused.contains(&coder_of(issue, &config.coder))
                 };
                 let filter = ReadyFilter::default();
                 let look = store.read()?.first_claimable_where(&me.name, &filter, now, &accept)?;
@@ -535,10 +599,8 @@ impl Supervisor {
             attempt: issue.fleet.attempts,
         });
         let (control_tx, control) = watch::channel(Control::Run);
-        self.running.insert(
-            id.clone(),
-            Running { attempt: lease.attempt.clone(), coder: lease.coder.clone(), control: control_tx },
-        );
+        self.running
+            .insert(id.clone(), Running { attempt: lease.attempt.clone(), control: control_tx });
         let task_dir = TaskDir::new(&self.options.home, &id);
         let coder = self.config.registry().get(&lease.coder);
         let cwd = if issue.fleet.cwd.is_empty() {
@@ -586,7 +648,14 @@ impl Supervisor {
                     runner::run(attempt, signals).await
                 }
             };
-            Finished { id, attempt: attempt_id, coder: lease.coder, outcome, closes_on_exit_zero }
+            Finished {
+                id,
+                attempt: attempt_id,
+                coder: lease.coder,
+                model: lease.model,
+                outcome,
+                closes_on_exit_zero,
+            }
         });
     }
 
@@ -667,9 +736,8 @@ impl Supervisor {
         let me = self.me.clone();
         let config = self.cfg().clone();
         let home = self.options.home.clone();
-        let recorded = self
-            .blocking(move |store| record_outcome(store, &me, &finished, &config, &home))
-            .await;
+        let recorded =
+            self.blocking(move |store| record_outcome(store, &me, &finished, &config, &home)).await;
         match recorded {
             Ok(Some(plan)) => {
                 self.summary.attempts += 1;
@@ -779,19 +847,21 @@ fn leased_fields(
     fleet
 }
 
-/// Freezes the coder and model an attempt ran with on the task, so later config changes do
-/// not switch its agent between attempts. Faults of the fleet do not freeze anything.
-fn freeze_coder(fleet: &mut FleetFields, outcome: &Outcome) {
-    if matches!(outcome, Outcome::CoderFault { .. } | Outcome::SpawnFailed { .. }) {
-        return;
+/// Freezes the coder and model an attempt ran with on the task (when it has none of its own),
+/// so later config changes do not switch its agent between attempts. Only an attempt that
+/// really ran counts — faults of the fleet freeze nothing — and only while the task is still
+/// this attempt's, or was closed or blocked by it. Returns whether anything changed.
+fn freeze_coder(issue: &mut Issue, finished: &Finished, held: bool) -> bool {
+    let ran = !matches!(finished.outcome, Outcome::CoderFault { .. } | Outcome::SpawnFailed { .. });
+    let settled_by_agent = matches!(issue.status, Status::Closed | Status::Blocked);
+    if !ran || !(held || settled_by_agent) || !issue.fleet.coder.is_empty() {
+        return false;
     }
-    let Some(lease) = &fleet.lease else { return };
-    if fleet.coder.is_empty() {
-        fleet.coder.clone_from(&lease.coder);
-        if fleet.model.is_empty() {
-            fleet.model.clone_from(&lease.model);
-        }
+    issue.fleet.coder.clone_from(&finished.coder);
+    if issue.fleet.model.is_empty() {
+        issue.fleet.model.clone_from(&finished.model);
     }
+    true
 }
 
 /// What a runner task hands back.
@@ -799,6 +869,7 @@ struct Finished {
     id: String,
     attempt: String,
     coder: String,
+    model: String,
     outcome: Outcome,
     /// The coder treats exit 0 as done (`exec`): the supervisor closes the task itself.
     closes_on_exit_zero: bool,
@@ -812,7 +883,9 @@ struct Recorded {
     coder: String,
 }
 
+/// `task.json`: the task as it runs, with the coder and model of its current attempt.
 fn task_record(issue: &Issue) -> TaskRecord<'_> {
+    let lease = issue.fleet.lease.as_ref();
     TaskRecord {
         id: &issue.id,
         title: &issue.title,
@@ -820,8 +893,8 @@ fn task_record(issue: &Issue) -> TaskRecord<'_> {
         status: issue.status.as_str(),
         priority: issue.priority,
         cwd: &issue.fleet.cwd,
-        coder: &issue.fleet.coder,
-        model: &issue.fleet.model,
+        coder: lease.map_or(issue.fleet.coder.as_str(), |l| l.coder.as_str()),
+        model: lease.map_or(issue.fleet.model.as_str(), |l| l.model.as_str()),
         attempts: issue.fleet.attempts,
         failures: issue.fleet.failures,
         noclose: issue.fleet.noclose,
@@ -850,22 +923,27 @@ fn record_outcome(
         let succeeded = matches!(finished.outcome, Outcome::Exited { code: Some(0), .. });
         // A command's exit 0 closes its task only while the task is still in progress under
         // this attempt: not when the command itself blocked it, or someone took it.
-        if succeeded && finished.closes_on_exit_zero && held_by_attempt(&issue, me, &finished.attempt)
+        if succeeded
+            && finished.closes_on_exit_zero
+            && held_by_attempt(&issue, me, &finished.attempt)
         {
             let reason = "command exited 0".to_string();
             w.apply(OpKind::Close { id: id.to_string(), reason, session: String::new() })?;
             issue = w.issue(id)?.unwrap_or(issue);
         }
         let held = held_by_attempt(&issue, me, &finished.attempt);
-        if held {
-            freeze_coder(&mut issue.fleet, &finished.outcome);
-        }
+        let frozen = freeze_coder(&mut issue, finished, held);
         let plan = outcome::plan(&finished.outcome, &issue, held, config, w.now());
         if plan.release {
             w.apply(OpKind::Release { id: id.to_string() })?;
         }
-        if let Some(patch) = &plan.patch {
-            let mut patch = patch.clone();
+        let mut patch = plan.patch.clone();
+        if frozen && patch.as_ref().is_none_or(|p| p.fleet.is_none()) {
+            let mut with_coder = patch.unwrap_or_default();
+            with_coder.fleet = Some(issue.fleet.clone());
+            patch = Some(with_coder);
+        }
+        if let Some(mut patch) = patch {
             if let Some(fleet) = &mut patch.fleet {
                 fleet.lease = None;
             }

@@ -336,12 +336,7 @@ fn retry(
     Plan { release: true, patch: Some(patch), comment, pause_until: None, verdict }
 }
 
-fn block(
-    fleet: FleetFields,
-    comment: String,
-    notes: &str,
-    verdict: &'static str,
-) -> Plan {
+fn block(fleet: FleetFields, comment: String, notes: &str, verdict: &'static str) -> Plan {
     let patch = IssuePatch {
         status: Some(Status::Blocked),
         assignee: Some(String::new()),

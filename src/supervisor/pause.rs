@@ -108,7 +108,8 @@ impl Pauses {
     }
 
     /// Pauses `coder` for a rate limit until `until`. A pause is never shortened. `None` when
-    /// nothing changed worth telling.
+    /// nothing changed worth telling (the same limit, extended by under a second: the
+    /// runner's signal and then the recorded outcome of one rate limit).
     pub fn rate_limit(&mut self, coder: &str, until: Timestamp, detail: &str) -> Option<Paused> {
         let current = self.by_coder.get(coder);
         if current.is_some_and(|p| p.until >= until) {
@@ -119,11 +120,15 @@ impl Pauses {
                 || until.duration_since(p.until) >= SignedDuration::from_secs(1)
         });
         let faults_in_row = current.map_or(0, |p| p.faults_in_row);
-        let pause = Pause { cause: PauseCause::RateLimit, until, detail: detail.into(), faults_in_row };
-        self.set(coder, pause, news)
+        let pause =
+            Pause { cause: PauseCause::RateLimit, until, detail: detail.into(), faults_in_row };
+        self.set(coder, pause.clone());
+        news.then(|| Paused { coder: coder.to_string(), pause, news })
     }
 
-    /// Pauses `coder` for a fault of the fleet, backing off while the faults repeat.
+    /// Pauses `coder` for a fault of the fleet, backing off while the faults repeat. Faults of
+    /// attempts that were already running when the coder was paused belong to the same
+    /// episode: they neither lengthen the backoff nor make news (`None`).
     pub fn fault(
         &mut self,
         coder: &str,
@@ -132,6 +137,9 @@ impl Pauses {
         now: Timestamp,
     ) -> Option<Paused> {
         let previous = self.by_coder.get(coder);
+        if previous.is_some_and(|p| p.cause == cause && p.until > now) {
+            return None;
+        }
         let faults_in_row = previous.map_or(0, |p| p.faults_in_row) + 1;
         let news = previous.is_none_or(|p| p.cause != cause);
         let wait = fault_backoff(faults_in_row);
@@ -140,7 +148,8 @@ impl Pauses {
             .unwrap_or(now);
         let until = previous.map_or(until, |p| p.until.max(until));
         let pause = Pause { cause, until, detail: detail.into(), faults_in_row };
-        self.set(coder, pause, news)
+        self.set(coder, pause.clone());
+        Some(Paused { coder: coder.to_string(), pause, news })
     }
 
     /// An attempt of `coder` ran without a fault: forget its fault history (a rate-limit
@@ -160,10 +169,9 @@ impl Pauses {
         self.save();
     }
 
-    fn set(&mut self, coder: &str, pause: Pause, news: bool) -> Option<Paused> {
-        self.by_coder.insert(coder.to_string(), pause.clone());
+    fn set(&mut self, coder: &str, pause: Pause) {
+        self.by_coder.insert(coder.to_string(), pause);
         self.save();
-        Some(Paused { coder: coder.to_string(), pause, news })
     }
 
     /// Writes the file (best effort: a pause that cannot be saved still holds in this run).
@@ -205,9 +213,14 @@ mod tests {
         let mut pauses = Pauses::load(dir.path());
         let first = pauses.fault("claude", PauseCause::Auth, "Not logged in", now).unwrap();
         assert!(first.news);
-        let again = pauses.fault("claude", PauseCause::Auth, "Not logged in", now).unwrap();
+        // Another attempt failing the same way while paused: the same episode.
+        assert!(pauses.fault("claude", PauseCause::Auth, "Not logged in", now).is_none());
+        // After the pause, the retry fails again: a longer wait, not news.
+        let later = first.pause.until + SignedDuration::from_secs(1);
+        let again = pauses.fault("claude", PauseCause::Auth, "Not logged in", later).unwrap();
         assert!(!again.news);
         assert_eq!(again.pause.faults_in_row, 2);
+        assert_eq!(again.pause.until, later + SignedDuration::from_secs(60));
         let reloaded = Pauses::load(dir.path());
         assert_eq!(reloaded.active("claude", now).map(|p| p.cause), Some(PauseCause::Auth));
         assert!(reloaded.active("codex", now).is_none());

@@ -37,7 +37,10 @@ pub fn touched_since(
     for (seq, op) in store.journal(from)? {
         next = seq + 1;
         let kind = &op.kind;
-        if matches!(kind, OpKind::Comment { .. } | OpKind::LabelAdd { .. } | OpKind::LabelRemove { .. }) {
+        if matches!(
+            kind,
+            OpKind::Comment { .. } | OpKind::LabelAdd { .. } | OpKind::LabelRemove { .. }
+        ) {
             continue;
         }
         let subject = kind.subject();
@@ -64,8 +67,8 @@ pub fn decide(
     let Some(issue) = issue else {
         return Control::Revoke(format!("{who} deleted the task"));
     };
-    let held = me.holds(issue)
-        && issue.fleet.lease.as_ref().is_some_and(|lease| lease.attempt == attempt);
+    let held =
+        me.holds(issue) && issue.fleet.lease.as_ref().is_some_and(|lease| lease.attempt == attempt);
     if held {
         return Control::Run;
     }
@@ -74,7 +77,9 @@ pub fn decide(
         Status::Closed | Status::Blocked if by_agent => Control::WrapUp,
         Status::Closed => Control::Revoke(format!("{who} closed the task")),
         Status::Blocked => Control::Revoke(format!("{who} set the task to blocked")),
-        Status::Open if touch.op == "release" => Control::Revoke(format!("{who} released the task")),
+        Status::Open if touch.op == "release" => {
+            Control::Revoke(format!("{who} released the task"))
+        }
         Status::Open if touch.op == "reopen" => Control::Revoke(format!("{who} reopened the task")),
         Status::InProgress if issue.assignee != me.name => Control::Revoke(format!(
             "{who} gave the task to {}",
@@ -105,7 +110,10 @@ mod tests {
     fn changes_by_others_stop_the_agent_and_say_who() {
         let me = Identity::current("fleet@test");
         let mut issue = running_under(&me, "A1");
-        assert_eq!(decide(Some(&issue), &me, "A1", &touch("bob", "update"), "x/agent"), Control::Run);
+        assert_eq!(
+            decide(Some(&issue), &me, "A1", &touch("bob", "update"), "x/agent"),
+            Control::Run
+        );
         issue.status = Status::Open;
         issue.assignee.clear();
         assert_eq!(

@@ -39,9 +39,12 @@ use crate::redact::Redactor;
 const STDERR_TAIL_LINES: usize = 40;
 /// How long an agent that closed or blocked its own task may take to finish by itself.
 pub const WRAP_UP: Duration = Duration::from_secs(60);
-/// How long output is still read after the agent exited, while something it left running
-/// keeps its stdout open.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// After the agent exited, output is still read until its stdout closes or this long passes
+/// without a line (something it left running may keep the pipe open; what the agent wrote
+/// before it exited is already in the pipe and is read at once).
+const DRAIN_IDLE: Duration = Duration::from_millis(200);
+/// How long the stderr copy may take to finish once everything of the attempt was stopped.
+const STDERR_FINISH: Duration = Duration::from_secs(2);
 
 /// Timing knobs of one attempt (from the runtime config at spawn time).
 #[derive(Debug, Clone, Copy)]
@@ -214,22 +217,24 @@ async fn run_inner(
         Timestamp::now(),
     );
     let stderr = child.stderr.take().ok_or("the agent's stderr was not captured")?;
-    let stderr_log = dir
-        .stderr_writer(redactor.clone())
-        .map_err(|e| format!("opening log.stderr: {e}"))?;
+    let stderr_log =
+        dir.stderr_writer(redactor.clone()).map_err(|e| format!("opening log.stderr: {e}"))?;
     let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log));
     let stdout = child.stdout.take().ok_or("the agent's stdout was not captured")?;
     let mut diagnosis = Diagnosis::default();
     let stop = watch_output(attempt, &mut child, stdout, &mut logs, &mut diagnosis, signals).await;
     let forced = stop_everything(attempt, pgid, stop.is_some()).await;
     let status = child.wait().await.map_err(|e| format!("waiting for the agent: {e}"))?;
-    let stderr_tail = match tokio::time::timeout(DRAIN_AFTER_EXIT, stderr_task).await {
+    let stderr_tail = match tokio::time::timeout(STDERR_FINISH, stderr_task).await {
         Ok(Ok(tail)) => tail,
         _ => String::new(),
     };
     let outcome = match stop {
         Some(stop) => stopped_outcome(stop, status.code()),
-        None => exited_outcome(status.code(), &diagnosis, &stderr_tail, &redactor),
+        None => {
+            let reports_faults = attempt.coder.reports_provider_faults();
+            exited_outcome(status.code(), reports_faults, &diagnosis, &stderr_tail, &redactor)
+        }
     };
     let _ = logs.runner(
         "attempt_finished",
@@ -267,9 +272,8 @@ async fn stop_everything(attempt: &Attempt, pgid: i32, stopping_agent: bool) -> 
     };
     let forced = pgid > 1 && crate::process::terminate_group(pgid, pgid, grace, cut).await;
     let tag = format!("{ATTEMPT_VAR}={}", attempt.attempt_id);
-    let leftovers = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag))
-        .await
-        .unwrap_or(0);
+    let leftovers =
+        tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag)).await.unwrap_or(0);
     if leftovers > 0 {
         tracing::info!(leftovers, task = %attempt.issue.id, "killed processes the agent left");
     }
@@ -289,10 +293,12 @@ fn stopped_outcome(stop: Halt, code: Option<i32>) -> Outcome {
     }
 }
 
-/// The outcome of an agent that exited by itself: a fault of the fleet when its output or its
-/// stderr says so (and it failed), else its exit with the best reason there is.
+/// The outcome of an agent that exited by itself: a fault of the fleet when its output or (for
+/// coders that talk to a model provider) its stderr says so, and it failed; else its exit with
+/// the best reason there is.
 fn exited_outcome(
     code: Option<i32>,
+    reports_faults: bool,
     diagnosis: &Diagnosis,
     stderr_tail: &str,
     redactor: &Redactor,
@@ -305,10 +311,16 @@ fn exited_outcome(
     if code == Some(0) {
         return Outcome::Exited { code, reason };
     }
-    let fault = diagnosis
-        .fault
-        .or_else(|| diagnosis.error_text.as_deref().and_then(diagnose::classify_text))
-        .or_else(|| diagnose::classify_text(stderr_tail));
+    let fault = diagnosis.fault.or_else(|| {
+        if !reports_faults {
+            return None;
+        }
+        diagnosis
+            .error_text
+            .as_deref()
+            .and_then(diagnose::classify_text)
+            .or_else(|| diagnose::classify_text(stderr_tail))
+    });
     match fault {
         Some(Fault::Auth) => Outcome::CoderFault { cause: PauseCause::Auth, detail: reason },
         Some(Fault::Outage) => Outcome::CoderFault { cause: PauseCause::Outage, detail: reason },
@@ -359,7 +371,7 @@ async fn watch_output(
         }
         let stall_at = settings.stall_timeout.map(|t| last_output + t);
         let timeout_at = settings.attempt_timeout.map(|t| started + t);
-        let drain_until = exited_at.map(|at| at + DRAIN_AFTER_EXIT);
+        let drain_until = exited_at.map(|at| at.max(last_output) + DRAIN_IDLE);
         tokio::select! {
             _ = child.wait(), if exited_at.is_none() => exited_at = Some(Instant::now()),
             () = sleep_until_opt(drain_until) => return None,

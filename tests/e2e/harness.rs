@@ -223,6 +223,13 @@ fn processes_with_home(home: &Path, except: Option<u32>) -> Vec<(i32, String)> {
         }
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // The supervisor's guard lives exactly as long as the supervisor does.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        let guard = except.is_some_and(|e| ppid == Some(e.to_string().as_str()))
+            && cmdline.contains(" guard --instance ");
+        if guard {
+            continue;
+        }
         found.push((pid, cmdline.chars().take(200).collect()));
     }
     found

@@ -65,12 +65,12 @@ fn crash_is_retried_with_backoff_then_blocked_with_the_stderr_tail() {
     assert_eq!(
         comments[0],
         "[fleet] attempt 1: the agent exited with code 3; failure 1 of 2, retrying after 1s.\n\
-         stderr tail:\nfake agent: exiting with 3"
+         reason:\nfake agent: exiting with 3"
     );
     assert_eq!(
         comments[1],
         "[fleet] attempt 2: the agent exited with code 3; failure 2 of 2 — retry limit reached, \
-         blocked.\nstderr tail:\nfake agent: exiting with 3"
+         blocked.\nreason:\nfake agent: exiting with 3"
     );
     assert_eq!(
         run.lines.last().unwrap(),
@@ -168,14 +168,13 @@ fn agent_that_cannot_start_blocks_its_task_with_the_reason() {
     let fleet = Fleet::new(&[]);
     fleet.configure_with(&[], "\n[coders.ghost]\nargv = [\"/nonexistent/agent\", \"{prompt}\"]\n");
     let unknown = fleet.task_with("Unknown coder", &["close"], &["--coder", "nope"]);
-    let missing = fleet.task_with("Missing program", &["close"], &["--coder", "ghost"]);
     let nowhere = fleet.task_with("Missing cwd", &["close"], &["--cwd", "/nonexistent/dir"]);
+    let missing = fleet.task_with("Missing program", &["close"], &["--coder", "ghost"]);
 
     let run = fleet.run_until_idle(&[]).ok();
 
     for (id, reason) in [
         (&unknown, "unknown coder \"nope\""),
-        (&missing, "could not run \"/nonexistent/agent\": No such file or directory"),
         (&nowhere, "working directory /nonexistent/dir does not exist"),
     ] {
         let issue = fleet.show(id);
@@ -188,5 +187,12 @@ fn agent_that_cannot_start_blocks_its_task_with_the_reason() {
         );
         assert!(fleet.comments(id)[0].contains(reason), "{id}");
     }
-    assert_eq!(run.lines.last().unwrap(), "fleet run: 3 attempts — spawn-failed 3");
+    // A missing program is the fleet's fault, not the task's: the coder is paused instead.
+    let issue = fleet.show(&missing);
+    assert_eq!(issue["status"], "open");
+    assert_eq!(counter(&issue, "attempts"), 0);
+    assert!(
+        fleet.comments(&missing)[0].contains("the program \"/nonexistent/agent\" was not found")
+    );
+    assert_eq!(run.lines.last().unwrap(), "fleet run: 3 attempts — coder-paused 1, spawn-failed 2");
 }

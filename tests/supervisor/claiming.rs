@@ -39,7 +39,9 @@ fn stale_lease_of_this_supervisor_is_released_at_start() {
 
     assert_eq!(
         run.starting("↩ "),
-        [format!("↩ {stale} released (held by an earlier run)")],
+        [format!(
+            "↩ {stale} released: it was held by sup-a from a run that stopped without releasing it"
+        )],
         "{}",
         run.stdout()
     );
@@ -50,7 +52,7 @@ fn stale_lease_of_this_supervisor_is_released_at_start() {
     let comments = fleet.comments(&stale);
     assert_eq!(
         comments[0],
-        "[fleet] released: the supervisor that held this task stopped without releasing it"
+        "[fleet] released: it was held by sup-a from a run that stopped without releasing it"
     );
     // Another supervisor's lease is not ours to break.
     let other = fleet.show(&foreign);

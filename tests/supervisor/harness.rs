@@ -160,7 +160,8 @@ impl Fleet {
 
     /// Processes (not zombies) that belong to this home: their environment names it as
     /// `FLEET_HOME` or their command line mentions it. Agents, and everything they start,
-    /// inherit `FLEET_HOME` from the supervisor; `except` leaves out the supervisor itself.
+    /// inherit `FLEET_HOME` from the supervisor; `except` leaves out the supervisor itself and
+    /// its guard process (which lives exactly as long as it does).
     pub fn processes(&self, except: Option<u32>) -> Vec<String> {
         let home = self.home().display().to_string();
         let env_marker = format!("FLEET_HOME={home}");
@@ -180,6 +181,9 @@ impl Fleet {
                 continue;
             }
             let cmdline = String::from_utf8_lossy(&read("cmdline")).replace('\0', " ");
+            if except.is_some_and(|supervisor| is_guard_of(&stat, &cmdline, supervisor)) {
+                continue;
+            }
             let environ = String::from_utf8_lossy(&read("environ")).into_owned();
             if cmdline.contains(&home) || environ.split('\0').any(|var| var == env_marker) {
                 found.push(format!("{pid}: {}", cmdline.chars().take(120).collect::<String>()));
@@ -206,6 +210,13 @@ impl Fleet {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Whether the process with this `stat` line and command line is the `fleet guard` child of
+/// `supervisor`.
+pub fn is_guard_of(stat: &str, cmdline: &str, supervisor: u32) -> bool {
+    let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+    ppid == Some(supervisor.to_string().as_str()) && cmdline.contains(" guard --instance ")
 }
 
 /// How a `fleet run` ended.

@@ -1,4 +1,4 @@
-//! Limits the supervisor enforces on an agent: rate limits (which pause all spawning), stalls
+//! Limits the supervisor enforces on an agent: rate limits (which pause spawning with that coder), stalls
 //! (no output for `stall_timeout_secs`) and the attempt timeout.
 
 use std::time::Duration;
@@ -7,9 +7,9 @@ use jiff::{SignedDuration, Timestamp};
 
 use crate::harness::{Fleet, counter};
 
-/// The time in a `⏸ spawning paused until <time> (rate limit)` line.
+/// The time in a `⏸ fake paused until <time> (rate limit): …` line.
 fn pause_end(line: &str) -> Timestamp {
-    let rest = line.strip_prefix("⏸ spawning paused until ").expect("a pause line");
+    let rest = line.strip_prefix("⏸ fake paused until ").expect("a pause line");
     rest.split_whitespace().next().unwrap().parse().expect("a timestamp")
 }
 
@@ -34,7 +34,7 @@ fn rate_limit_window_pauses_spawning(window: &str) {
         )),
         "{finished}"
     );
-    let pause = supervisor.wait_for("the pause", |l| l.starts_with("⏸ spawning paused until "));
+    let pause = supervisor.wait_for("the pause", |l| l.starts_with("⏸ fake paused until "));
     // The fake agent's limit resets in an hour: the pause lasts until then.
     let until = pause_end(&pause);
     assert!(until > Timestamp::now() + SignedDuration::from_mins(50), "{pause}");
@@ -83,7 +83,7 @@ fn http_429_pauses_spawning_for_the_default_pause_then_work_resumes() {
 
     let run = fleet.run_until_idle(&[]).ok();
 
-    let pauses = run.starting("⏸ spawning paused until ");
+    let pauses = run.starting("⏸ fake paused until ");
     assert_eq!(pauses.len(), 1, "one pause, one line:\n{}", run.stdout());
     let until = pause_end(pauses[0]);
     let first = fleet.show(&limited);

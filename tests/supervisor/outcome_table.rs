@@ -41,12 +41,17 @@ fn fresh() -> Issue {
     held(FleetFields::default())
 }
 
+/// Whether the task is still in progress under this supervisor (the caller's lease check).
+fn is_mine(issue: &Issue) -> bool {
+    issue.status == Status::InProgress && issue.assignee == ME
+}
+
 fn decide(outcome: &Outcome, issue: &Issue) -> Plan {
-    plan(outcome, issue, ME, &config(), now())
+    plan(outcome, issue, is_mine(issue), &config(), now())
 }
 
 fn exit(code: i32, stderr: &str) -> Outcome {
-    Outcome::Exited { code: Some(code), stderr_tail: stderr.into() }
+    Outcome::Exited { code: Some(code), reason: stderr.into() }
 }
 
 fn fleet_of(plan: &Plan) -> FleetFields {
@@ -161,7 +166,7 @@ fn a_crash_is_charged_and_retried_with_the_stderr_tail() {
     assert_eq!(
         plan.comment,
         "[fleet] attempt 2: the agent exited with code 2; failure 1 of 3, retrying after 30s.\n\
-         stderr tail:\nTraceback …\nValueError: bad"
+         reason:\nTraceback …\nValueError: bad"
     );
 }
 
@@ -172,7 +177,7 @@ fn backoff_doubles_and_is_capped() {
     let mut generous = config();
     generous.max_failures = 10;
     let sixth = held(FleetFields { failures: 5, ..Default::default() });
-    let plan = plan(&exit(1, ""), &sixth, ME, &generous, now());
+    let plan = plan(&exit(1, ""), &sixth, true, &generous, now());
     assert_eq!(defer_of(&plan), Some(now() + secs(100)), "capped at retry_backoff_max_secs");
 }
 
@@ -180,7 +185,7 @@ fn backoff_doubles_and_is_capped() {
 fn zero_backoff_requeues_without_a_deferral() {
     let mut config = config();
     config.retry_backoff_secs = 0;
-    let plan = plan(&exit(1, ""), &fresh(), ME, &config, now());
+    let plan = plan(&exit(1, ""), &fresh(), true, &config, now());
     assert_requeued(&plan, "failure-retry");
     assert_eq!(defer_of(&plan), None);
 }
@@ -197,15 +202,15 @@ fn a_crash_at_the_limit_blocks_with_the_stderr_tail_and_resets_the_count() {
     let fleet = fleet_of(&plan);
     assert_eq!((fleet.failures, fleet.noclose), (0, 1), "only the failure count resets");
     assert!(plan.comment.contains("failure 3 of 3 — retry limit reached, blocked."));
-    assert!(plan.comment.ends_with("stderr tail:\ndisk full"), "{}", plan.comment);
+    assert!(plan.comment.ends_with("reason:\ndisk full"), "{}", plan.comment);
 }
 
 #[test]
 fn killed_by_a_signal_is_a_failure_and_empty_stderr_is_not_quoted() {
-    let plan = decide(&Outcome::Exited { code: None, stderr_tail: "  \n".into() }, &fresh());
+    let plan = decide(&Outcome::Exited { code: None, reason: "  \n".into() }, &fresh());
     assert_requeued(&plan, "failure-retry");
     assert!(plan.comment.contains("the agent was killed by a signal; failure 1 of 3"));
-    assert!(!plan.comment.contains("stderr tail"), "{}", plan.comment);
+    assert!(!plan.comment.contains("reason:"), "{}", plan.comment);
 }
 
 #[test]

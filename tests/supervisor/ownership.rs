@@ -85,8 +85,9 @@ fn two_supervisors_on_one_home_run_every_task_exactly_once() {
     let fleet = Fleet::new(&[("max_concurrent", "2")]);
     let dir = runs_dir(&fleet);
     let script = format!("exclusive {}", dir.display());
-    let ids: Vec<String> =
-        (1..=6).map(|n| fleet.task(&format!("Job {n}"), &[&script, "sleep 0.5", "close"])).collect();
+    let ids: Vec<String> = (1..=6)
+        .map(|n| fleet.task(&format!("Job {n}"), &[&script, "sleep 0.5", "close"]))
+        .collect();
 
     let first = fleet.start(&["--until-idle"]);
     wait_for_starts(&first, &dir, 1);
@@ -99,7 +100,12 @@ fn two_supervisors_on_one_home_run_every_task_exactly_once() {
         assert_eq!(fleet.show(id)["status"], "closed", "{id}");
     }
     // Neither run took the other's tasks back as "stale".
-    assert!(a.starting("↩").is_empty() && b.starting("↩").is_empty(), "{}\n{}", a.stdout(), b.stdout());
+    assert!(
+        a.starting("↩").is_empty() && b.starting("↩").is_empty(),
+        "{}\n{}",
+        a.stdout(),
+        b.stdout()
+    );
 }
 
 #[test]
@@ -183,14 +189,21 @@ fn change_stops_the_agent(command: &[&str], says: &str) -> (Fleet, Supervisor, S
     args.insert(1, &id);
     let changed = Instant::now();
     fleet.ws.run(&args).ok();
-    supervisor.wait_until("the agent to stop", || (agent_processes(&fleet, &id) == 0).then_some(()));
+    supervisor
+        .wait_until("the agent to stop", || (agent_processes(&fleet, &id) == 0).then_some(()));
     let took = changed.elapsed();
-    assert!(took <= Duration::from_secs(1), "the agent stopped {took:?} after `{}`", args.join(" "));
+    assert!(
+        took <= Duration::from_secs(1),
+        "the agent stopped {took:?} after `{}`",
+        args.join(" ")
+    );
     supervisor.wait_for("the revocation line", |l| l.starts_with(&format!("■ {id}: ")));
     supervisor.wait_finished(&id, 1);
     let comments = fleet.comments(&id);
     assert!(
-        comments.iter().any(|c| c.starts_with("[fleet] attempt 1: agent stopped: ") && c.contains(says)),
+        comments
+            .iter()
+            .any(|c| c.starts_with("[fleet] attempt 1: agent stopped: ") && c.contains(says)),
         "{comments:?}"
     );
     (fleet, supervisor, id, dir)
@@ -209,7 +222,8 @@ fn releasing_a_running_task_stops_its_agent_and_never_yields_a_second_one() {
 
 #[test]
 fn closing_a_running_task_stops_its_agent() {
-    let (fleet, supervisor, id, _) = change_stops_the_agent(&["close", "--reason", "not needed"], "closed the task");
+    let (fleet, supervisor, id, _) =
+        change_stops_the_agent(&["close", "--reason", "not needed"], "closed the task");
     assert_eq!(fleet.show(&id)["status"], "closed");
     assert_eq!(fleet.show(&id)["close_reason"], "not needed");
     supervisor.stop().ok();
@@ -230,7 +244,13 @@ fn sighup_releases_uncharged_and_leaves_no_process() {
     let (supervisor, id) = running_task(&fleet, &dir);
     supervisor.signal(libc::SIGHUP);
     let run = supervisor.wait().ok();
-    assert!(run.lines.iter().any(|l| l == "stopping 1 agent, grace 1 s; press Ctrl-C again to kill now"), "{}", run.stdout());
+    assert!(
+        run.lines
+            .iter()
+            .any(|l| l == "stopping 1 agent, grace 1 s; press Ctrl-C again to kill now"),
+        "{}",
+        run.stdout()
+    );
     let issue = fleet.show(&id);
     assert_eq!(issue["status"], "open");
     assert_eq!(counter(&issue, "failures"), 0);
@@ -300,7 +320,7 @@ fn two_hundred_attempts_leaving_background_children_leave_no_zombie_and_no_lefto
 fn a_missing_coder_binary_pauses_the_coder_and_charges_no_task() {
     let fleet = Fleet::new(&[]);
     fleet.configure_with(
-        &[("coder", "\"ghost\"")],
+        &[("coder", "\"ghost\""), ("max_concurrent", "3")],
         "\n[coders.ghost]\nargv = [\"/nonexistent/ghost-agent\", \"{prompt}\"]\n",
     );
     let ids: Vec<String> = (1..=3).map(|n| fleet.task(&format!("Job {n}"), &[])).collect();
@@ -342,13 +362,17 @@ fn a_cli_that_is_not_logged_in_pauses_its_coder_while_other_coders_work_on() {
     assert_eq!(issue["status"], "open", "{}", run.stdout());
     assert_eq!(counter(&issue, "failures"), 0);
     let comments = fleet.comments(&locked_out);
-    assert!(comments.iter().any(|c| c.contains("not logged in") && c.contains("not charged")), "{comments:?}");
+    assert!(
+        comments.iter().any(|c| c.contains("not logged in") && c.contains("not charged")),
+        "{comments:?}"
+    );
 }
 
 #[test]
 fn a_provider_outage_pauses_the_coder_and_charges_no_task() {
-    let fleet = Fleet::new(&[]);
-    let ids: Vec<String> = (1..=3).map(|n| fleet.task(&format!("Job {n}"), &["overloaded"])).collect();
+    let fleet = Fleet::new(&[("max_concurrent", "1")]);
+    let ids: Vec<String> =
+        (1..=3).map(|n| fleet.task(&format!("Job {n}"), &["overloaded"])).collect();
     let supervisor = fleet.start(&[]);
     let pause = supervisor.wait_for("the pause", |l| l.starts_with("⏸ fake paused until "));
     assert!(pause.contains("(provider outage)") && pause.contains("529"), "{pause}");
@@ -385,7 +409,12 @@ fn an_exec_command_that_blocks_its_own_task_is_not_closed_on_exit_zero() {
     let fleet = Fleet::new(&[]);
     let id = fleet.ws.create(
         "Ask a human",
-        &["--coder", "exec", "-d", "bd update $FLEET_TASK_ID --status blocked --notes 'QUESTION: which database?'"],
+        &[
+            "--coder",
+            "exec",
+            "-d",
+            "bd update $FLEET_TASK_ID --status blocked --notes 'QUESTION: which database?'",
+        ],
     );
     let run = fleet.run_until_idle(&[]).ok();
     let issue = fleet.show(&id);
