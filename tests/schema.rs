@@ -553,7 +553,8 @@ fn the_validator_rejects_wrong_documents() {
         &json!([with(&|d| d["created_at"] = json!("yesterday"))]),
         "/0/created_at",
     );
-    schemas.rejects("list", &json!([with(&|d| d["fleet"]["lease"] = json!(1))]), "/0/fleet");
+    schemas.rejects("list", &json!([with(&|d| d["fleet"]["lease"] = json!(1))]), "/0/fleet/lease");
+    schemas.rejects("list", &json!([with(&|d| d["fleet"]["bogus"] = json!(1))]), "/0/fleet");
     schemas.rejects("list", &json!([with(&|d| d["labels"] = json!([]))]), "/0/labels");
     schemas.rejects("list", &json!([with(&|d| d["pinned"] = json!(false))]), "/0/pinned");
     schemas.rejects(
