@@ -12,6 +12,7 @@
 //! | `fake: sleep SECS` | sleeps (prints nothing meanwhile) |
 //! | `fake: context PCT` | reports assistant usage growing to PCT % of a 200k window |
 //! | `fake: ratelimit WINDOW` | prints a rejected `rate_limit_event` for WINDOW (five_hour, seven_day) |
+//! | `fake: nearlimit PCT` | prints an `allowed_warning` `rate_limit_event`: the five-hour window is PCT % used |
 //! | `fake: 429` | prints the CLI's retries and a final 429 error result, exits 1 |
 //! | `fake: stall` | goes silent forever |
 //! | `fake: ignore-term` | ignores SIGTERM, starts two grandchildren that ignore it too, sleeps |
@@ -21,6 +22,7 @@
 //! | `fake: background SECS` | leaves `sleep SECS` running in its process group |
 //! | `fake: detach SECS` | leaves `sleep SECS` running in a new session (outside its process group) |
 //! | `fake: stderr TEXT` | writes TEXT to stderr |
+//! | `fake: leak VAR…` | writes `VAR=<value>` of each variable to stderr and says them as assistant text (a careless agent) |
 //! | `fake: authfail` | prints Claude Code's "Not logged in" result and exits 1 |
 //! | `fake: overloaded` | prints the CLI's retries of a 529 and a final "Overloaded" API error result, exits 1 |
 //! | `fake: once DIRECTIVE` | runs DIRECTIVE only on the task's first run (a marker file in `$FLEET_TASK_DIR` remembers it), so a script can hit a limit once and then finish |
@@ -196,6 +198,13 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
                     "resetsAt": resets, "rateLimitType": rest, "utilization": 1}, "session_id": session()}));
                 std::thread::sleep(Duration::from_secs(30));
             }
+            "nearlimit" => {
+                let used: f64 = rest.parse().unwrap_or(95.0);
+                let resets = jiff::Timestamp::now().as_second() + 3600;
+                emit(json!({"type": "rate_limit_event", "rate_limit_info": {
+                    "status": "allowed_warning", "resetsAt": resets, "rateLimitType": "five_hour",
+                    "utilization": used / 100.0, "surpassedThreshold": 0.75}, "session_id": session()}));
+            }
             "429" => {
                 for attempt in 1..=2 {
                     emit(json!({"type": "system", "subtype": "api_retry", "attempt": attempt,
@@ -225,6 +234,14 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
             "background" => leave_running(&format!("sleep {rest} &"), false),
             "detach" => leave_running(&format!("sleep {rest}"), true),
             "stderr" => eprintln!("{rest}"),
+            "leak" => {
+                let shown: Vec<String> = rest
+                    .split_whitespace()
+                    .map(|name| format!("{name}={}", std::env::var(name).unwrap_or_default()))
+                    .collect();
+                eprintln!("deploy failed: {}", shown.join(" "));
+                assistant(&format!("my environment: {}", shown.join(" ")), 100);
+            }
             "authfail" => {
                 emit(json!({"type": "result", "subtype": "success", "is_error": true,
                     "result": "Not logged in · Please run /login", "session_id": session()}));

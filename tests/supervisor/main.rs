@@ -16,5 +16,6 @@ mod outcome_table;
 mod ownership;
 mod reload;
 mod run_output;
+mod secrets;
 mod shutdown;
 mod taskdir;

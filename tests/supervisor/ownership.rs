@@ -421,3 +421,89 @@ fn an_exec_command_that_blocks_its_own_task_is_not_closed_on_exit_zero() {
     assert_eq!(issue["status"], "blocked", "{}", run.stdout());
     assert!(issue["notes"].as_str().unwrap_or_default().contains("QUESTION: which database?"));
 }
+
+#[test]
+fn a_window_above_the_threshold_pauses_new_spawns_but_lets_the_agent_finish() {
+    let fleet = Fleet::new(&[("max_concurrent", "1"), ("rate_limit_threshold_pct", "90")]);
+    let busy = fleet.task_with("Uses the window", &["nearlimit 95", "close"], &["--priority", "0"]);
+    let next = fleet.task_with("Would start next", &["close"], &["--priority", "2"]);
+    let supervisor = fleet.start(&[]);
+    let pause = supervisor.wait_for("the early pause", |l| l.starts_with("⏸ fake paused until "));
+    assert!(pause.contains("95% used"), "{pause}");
+    supervisor.wait_finished(&busy, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    let run = supervisor.stop().ok();
+    assert_eq!(
+        fleet.show(&busy)["status"],
+        "closed",
+        "the running agent went on\n{}",
+        run.stdout()
+    );
+    assert_eq!(fleet.show(&next)["status"], "open", "no new spawn\n{}", run.stdout());
+    assert_eq!(run.starting("▶ ").len(), 1, "{}", run.stdout());
+}
+
+#[test]
+fn a_window_below_the_threshold_pauses_nothing() {
+    let fleet = Fleet::new(&[("max_concurrent", "1"), ("rate_limit_threshold_pct", "90")]);
+    let first = fleet.task_with("Uses some", &["nearlimit 80", "close"], &["--priority", "0"]);
+    let second = fleet.task_with("Runs next", &["close"], &["--priority", "2"]);
+    let run = fleet.run_until_idle(&[]).ok();
+    assert!(run.starting("⏸").is_empty(), "{}", run.stdout());
+    for id in [&first, &second] {
+        assert_eq!(fleet.show(id)["status"], "closed");
+    }
+}
+
+/// The pid of the `fleet guard` child of `supervisor`.
+fn guard_of(supervisor: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        crate::harness::is_guard_of(&stat, &cmdline, supervisor).then_some(pid)
+    })
+}
+
+#[test]
+fn when_the_guard_dies_too_the_restarted_run_kills_the_survivors_before_rerunning() {
+    let fleet = Fleet::new(&[("max_concurrent", "2")]);
+    let dir = runs_dir(&fleet);
+    let script = format!("exclusive {}", dir.display());
+    let ids: Vec<String> = (1..=2)
+        .map(|n| {
+            fleet.task(
+                &format!("Job {n}"),
+                &[&script, "background 300", "detach 300", "sleep 2", "close"],
+            )
+        })
+        .collect();
+    let doomed = fleet.start(&[]);
+    wait_for_starts(&doomed, &dir, 2);
+    std::thread::sleep(Duration::from_millis(300));
+    let guard = guard_of(doomed.pid()).expect("fleet run starts a guard");
+    kill9(guard);
+    kill9(doomed.pid());
+    let _ = doomed.wait();
+    // The agents died with their supervisor; what they started lives on, unsupervised.
+    std::thread::sleep(Duration::from_millis(300));
+    let orphans = fleet.processes(None);
+    assert!(!orphans.is_empty(), "the background jobs outlive a supervisor killed with its guard");
+    for id in &ids {
+        assert_eq!(fleet.show(id)["status"], "in_progress", "{id}: nobody released it yet");
+    }
+
+    let restarted = fleet.start(&["--until-idle"]).wait().ok();
+    let released = restarted.starting("↩ ");
+    assert_eq!(released.len(), 2, "{}", restarted.stdout());
+    assert!(
+        released.iter().all(|l| l.contains("is no longer running") && l.contains("killed")),
+        "{released:?}"
+    );
+    assert_no_overlap(&dir);
+    for id in &ids {
+        assert_eq!(fleet.show(id)["status"], "closed", "{id}\n{}", restarted.stdout());
+    }
+    fleet.assert_no_processes_left(None);
+}
