@@ -1,4 +1,5 @@
-//! Claiming work: the compare-and-set of [`OpKind::Claim`] wrapped for callers.
+//! Claiming work: the claim request of the [`tracker`] (a compare-and-set in the store)
+//! wrapped for callers, one claim per transaction or many in one.
 //!
 //! A claim is decided inside one write transaction — open and unassigned (or already the
 //! claimer's) becomes in_progress with the claimer as assignee — so exactly one of any number
@@ -15,15 +16,13 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 use crate::model::Issue;
-use crate::op::OpKind;
 use crate::store::{ReadyFilter, Store, StoreError, Writer};
 use crate::time::Clock;
+use crate::tracker;
 
 /// Claims `id` for the writer's actor. Returns the claimed issue.
 pub fn claim_in(writer: &mut Writer<'_>, id: &str) -> Result<Issue, StoreError> {
-    let id = writer.resolve(id)?;
-    writer.apply(OpKind::Claim { id: id.clone() })?;
-    writer.issue(&id)?.ok_or(StoreError::NotFound(id))
+    Ok(tracker::claim(writer, id)?)
 }
 
 /// Claims the first ready issue (in ready order) that the writer's actor may take.
@@ -31,10 +30,7 @@ pub fn claim_next_in(
     writer: &mut Writer<'_>,
     filter: &ReadyFilter,
 ) -> Result<Option<Issue>, StoreError> {
-    match writer.first_claimable(filter)? {
-        Some(id) => claim_in(writer, &id).map(Some),
-        None => Ok(None),
-    }
+    Ok(tracker::claim_next(writer, filter, &|_| true)?)
 }
 
 /// Claims `id` for `actor` in its own transaction.

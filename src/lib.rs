@@ -3,7 +3,10 @@
 //! Every change is an op, applied in one redb transaction and journaled:
 //!
 //! ```text
-//! CLI / supervisor / importer
+//! CLI (fleet, bd) / supervisor / importer
+//!         │  typed requests (create, update, close, claim, dep add…)
+//!         ▼
+//!   tracker ── every rule of a request; refusals as a typed enum
 //!         │  OpKind (op.rs)
 //!         ▼
 //!   store::Writer::apply ── validate → mutate tables → refresh blocked flags and the
@@ -16,6 +19,8 @@
 //! - [`model`]: issues, statuses, types, priorities, edges, comments, fleet's task fields;
 //! - [`op`]: the op record and its metadata (ULID, actor, replica, hybrid logical clock);
 //! - [`store`]: the redb tables, `apply`, readiness maintenance and read queries;
+//! - [`tracker`]: the one layer every front end changes the queue through: requests with
+//!   their rules (close guards, edge rules, foreign ids), turned into ops;
 //! - [`resolver`]: cycle refusal, dependency trees, cycle reports (petgraph);
 //! - [`claim`]: claiming, one at a time or grouped into shared transactions;
 //! - [`beads`]: beads' own formats: importing JSONL (both eras), legacy SQLite databases and
@@ -52,3 +57,4 @@ pub mod resolver;
 pub mod store;
 pub mod supervisor;
 pub mod time;
+pub mod tracker;

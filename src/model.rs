@@ -299,6 +299,14 @@ pub struct Comment {
     pub created_at: Timestamp,
 }
 
+/// Whether `id` names an issue of another project, which may legitimately be missing from this
+/// store: `external:<project>:<capability>`, or an id with another prefix (`other-3kf`). A
+/// word without a prefix is not foreign: it is a mistyped id of this project. The one
+/// definition for `dep add`, `--deps`, imports and the store.
+pub fn is_foreign_ref(id: &str, prefix: &str) -> bool {
+    id.starts_with("external:") || (id.contains('-') && !id.starts_with(&format!("{prefix}-")))
+}
+
 /// Fleet's own per-task fields. They travel through beads JSONL under `metadata.fleet`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetFields {

@@ -860,3 +860,32 @@ fn auto_export_follows_write_commands_when_enabled() {
     let after_close = std::fs::read_to_string(home.beads().join("issues.jsonl")).unwrap();
     assert!(after_close.contains(r#""status":"closed""#), "{after_close}");
 }
+
+#[test]
+fn edges_that_break_the_epic_rule_are_kept_as_beads_keeps_them() {
+    let t = Home::initialised("bd");
+    let mut epic = issue("bd-ep1", "Old epic", "2026-01-02T00:00:00Z");
+    epic["issue_type"] = json!("epic");
+    let mut task = issue("bd-t1", "Task blocked by the epic", "2026-01-02T00:00:00Z");
+    task["dependencies"] = json!([{"issue_id": "bd-t1", "depends_on_id": "bd-ep1",
+        "type": "blocks", "created_at": "2026-01-01T00:00:00Z", "created_by": "ann"}]);
+    let mut other = issue("bd-t2", "Task blocking an epic", "2026-01-02T00:00:00Z");
+    other["issue_type"] = json!("task");
+    let mut epic2 = issue("bd-ep2", "Epic blocked by a task", "2026-01-02T00:00:00Z");
+    epic2["issue_type"] = json!("epic");
+    epic2["dependencies"] = json!([{"issue_id": "bd-ep2", "depends_on_id": "bd-t2",
+        "type": "blocks", "created_at": "2026-01-01T00:00:00Z", "created_by": "ann"}]);
+    let path = t.write("old.jsonl", &[epic, task, other, epic2]);
+    let report = t.import(&path, &[]);
+    assert!(skipped(&report).is_empty(), "no edge is dropped: {report}");
+    let blocked = t.run(&["blocked", "--json"]).ok().json();
+    let ids: Vec<&str> =
+        blocked.as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"bd-t1") && ids.contains(&"bd-ep2"), "both are blocked: {blocked}");
+    let ready = t.run(&["ready", "--json"]).ok().json();
+    let ready_ids: Vec<&str> =
+        ready.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert!(!ready_ids.contains(&"bd-t1"), "an open epic blocks the task: {ready}");
+    // A new request still obeys the rule.
+    t.run(&["dep", "add", "bd-t2", "bd-ep1"]).fails(1);
+}

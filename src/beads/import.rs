@@ -30,9 +30,9 @@ use serde::Serialize;
 use super::jsonl::{BadLine, Line, Record, parse_line};
 use super::{BeadsError, Progress};
 use crate::model::{Comment, Dependency, FleetFields, Issue, dep_type, validate_dep_type};
-use crate::op::OpKind;
 use crate::store::{Store, StoreError, View, Writer};
 use crate::time::Clock;
+use crate::tracker;
 
 /// Configuration key prefix of imported memories (`bd remember`).
 pub const MEMORY_PREFIX: &str = "kv.memory.";
@@ -382,14 +382,12 @@ fn plan_deps(
     index: &HashMap<String, usize>,
     report: &mut ImportReport,
 ) -> Result<Vec<Dependency>, StoreError> {
-    let own_prefix = format!("{prefix}-");
     let mut graphs = CycleGraphs::load(view)?;
     let mut added: Vec<Dependency> = Vec::new();
     // (issue, target) → position in `added`, for edges repeated within the batch.
     let mut pairs: HashMap<(String, String), usize> = HashMap::new();
     for at in 0..issues.len() {
         let deps = std::mem::take(&mut issues[at].deps);
-        let source_type = issues[at].issue.issue_type.clone();
         for dep in deps {
             let from = dep.issue_id.as_str();
             let to = dep.depends_on_id.as_str();
@@ -413,7 +411,7 @@ fn plan_deps(
                 Some(&target) => Some(issues[target].issue.issue_type.clone()),
                 None => view.issue(to)?.map(|t| t.issue_type),
             };
-            let foreign = to.starts_with("external:") || !to.starts_with(&own_prefix);
+            let foreign = crate::model::is_foreign_ref(to, prefix);
             if target_type.is_none() && !foreign {
                 skip("target not found".into());
                 continue;
@@ -435,21 +433,8 @@ fn plan_deps(
                 }
                 continue;
             }
-            if dep.kind == dep_type::BLOCKS
-                && let Some(target_type) = &target_type
-            {
-                match (source_type == "epic", target_type == "epic") {
-                    (true, false) => {
-                        skip("epics can only block other epics, not tasks".into());
-                        continue;
-                    }
-                    (false, true) => {
-                        skip("tasks can only block other tasks, not epics".into());
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
+            // Beads' epic rule is a rule of `dep add` requests (see tracker::deps): edges
+            // from before it, which beads keeps, are kept here too.
             if dep_type::is_cycle_checked(&dep.kind)
                 && target_type.is_some()
                 && !graphs.try_add(&dep.kind, from, to)
@@ -548,24 +533,24 @@ impl Plan {
         for at in order {
             let planned = issues[at].take().expect("each issue is created once");
             let deps = std::mem::take(&mut attached[at]);
-            writer.apply(OpKind::Create { issue: Box::new(planned.issue), deps })?;
+            tracker::import_new(writer, planned.issue, deps)?;
             tick();
         }
         for planned in issues.into_iter().flatten() {
             match planned.stored {
                 Some(stored) if stored == planned.issue => {}
                 _ => {
-                    writer.apply(OpKind::Put { issue: Box::new(planned.issue) })?;
+                    tracker::put_record(writer, planned.issue)?;
                 }
             }
             tick();
         }
         for dep in later {
-            writer.apply(OpKind::DepAdd { dep })?;
+            tracker::import_edge(writer, dep)?;
             tick();
         }
         for comment in self.comments {
-            writer.apply(OpKind::Comment { comment })?;
+            tracker::import_comment(writer, comment)?;
             tick();
         }
         for (key, value) in &self.memories {

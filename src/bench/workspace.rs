@@ -11,7 +11,6 @@ use jiff::Timestamp;
 
 use super::{BenchError, io_error};
 use crate::model::{Dependency, Issue, Status};
-use crate::op::OpKind;
 use crate::store::{Store, StoreError, Writer};
 use crate::time::Clock;
 
@@ -91,7 +90,7 @@ pub fn fill_fleet(workspace: &Path, plan: &[PlannedIssue]) -> Result<Vec<String>
                 .map(|&(target, kind)| dependency(&issue, &ids[target], kind))
                 .collect();
             ids.push(issue.id.clone());
-            writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
+            crate::tracker::import_new(writer, issue, deps)?;
         }
         Ok(ids)
     })?;

@@ -4,7 +4,6 @@ use super::context::Context;
 use super::error::CliError;
 use super::output::id_title;
 use crate::claim;
-use crate::op::OpKind;
 use crate::store::ReadyFilter;
 
 #[derive(Debug, clap::Args)]
@@ -44,8 +43,7 @@ pub fn cmd_release(ctx: &Context, args: ReleaseArgs) -> Result<(), CliError> {
     let released = ctx.write(|writer| {
         let mut released = Vec::new();
         for input in &args.ids {
-            let id = writer.resolve(input)?;
-            writer.apply(OpKind::Release { id: id.clone() })?;
+            let id = crate::tracker::release(writer, input)?;
             released.push(writer.detail(&id)?.summary);
         }
         Ok(released)

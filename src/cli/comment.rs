@@ -4,8 +4,7 @@
 use super::context::Context;
 use super::error::CliError;
 use super::output::id_title;
-use crate::model::{Comment, CommentId, Issue};
-use crate::op::OpKind;
+use crate::model::{Comment, Issue};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, clap::Args)]
@@ -85,14 +84,8 @@ pub(super) fn write_comment(
     }
     let (comment, issue) = ctx.write(|writer| {
         let id = writer.resolve(id)?;
-        let comment = Comment {
-            id: CommentId::Text(ulid::Ulid::generate().to_string()),
-            issue_id: id.clone(),
-            author: author.unwrap_or_else(|| ctx.actor.clone()),
-            text: text.to_string(),
-            created_at: ctx.now(),
-        };
-        writer.apply(OpKind::Comment { comment: comment.clone() })?;
+        let author = author.unwrap_or_else(|| ctx.actor.clone());
+        let comment = crate::tracker::comment(writer, &id, &author, text)?;
         Ok((comment, writer.issue(&id)?))
     })?;
     Ok((comment, issue))

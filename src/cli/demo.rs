@@ -16,7 +16,6 @@ use super::error::CliError;
 use super::output::write_stdout;
 use super::run::{event_line, summary_line, supervise};
 use crate::model::{Dependency, Issue, dep_type};
-use crate::op::OpKind;
 use crate::store::{ListFilter, Store};
 use crate::supervisor::{Event, Options};
 use crate::time::Clock;
@@ -129,7 +128,7 @@ fn fill_queue(store: &Store, home: &std::path::Path) -> Result<Vec<String>, CliE
                     thread_id: String::new(),
                 })
                 .collect();
-            w.apply(OpKind::Create { issue: Box::new(issue), deps })?;
+            crate::tracker::import_new(w, issue, deps)?;
             ids.push((key, id));
         }
         Ok(ids.into_iter().map(|(_, id)| id).collect())

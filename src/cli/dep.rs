@@ -5,10 +5,8 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use super::issue::new_dep;
 use super::output::status_marker;
-use crate::model::{dep_type, validate_dep_type};
-use crate::op::OpKind;
+use crate::model::dep_type;
 use crate::resolver::{Direction, TreeNode};
 use crate::store::{LinkedIssue, Reader, Store, StoreError};
 
@@ -134,20 +132,8 @@ pub(super) fn add_dependency(
     depends_on: &str,
     kind: &str,
 ) -> Result<AddedEdge, CliError> {
-    validate_dep_type(kind)?;
-    let now = ctx.now();
     let (from, to) = ctx.write(|writer| {
-        let from = writer.resolve(issue)?;
-        let to = match writer.resolve(depends_on) {
-            Ok(id) => id,
-            Err(crate::store::StoreError::NotFound(_)) if depends_on != from => {
-                // A foreign reference (external:… or another project's id) is kept as typed;
-                // apply refuses it if it looks like one of ours.
-                depends_on.to_string()
-            }
-            Err(error) => return Err(error),
-        };
-        writer.apply(OpKind::DepAdd { dep: new_dep(&from, &to, kind, &ctx.actor, now) })?;
+        let (from, to) = crate::tracker::add_dependency(writer, issue, depends_on, kind)?;
         Ok((writer.issue(&from)?, (to.clone(), writer.issue(&to)?)))
     })?;
     let from = from.ok_or_else(|| CliError::new("issue vanished during the change"))?;
@@ -168,19 +154,7 @@ pub(super) fn remove_dependency(
     issue: &str,
     depends_on: &str,
 ) -> Result<(String, String, String), CliError> {
-    let (from, to, kind) = ctx.write(|writer| {
-        let from = writer.resolve(issue)?;
-        let to = writer.resolve(depends_on).unwrap_or_else(|_| depends_on.to_string());
-        let kind = writer
-            .detail(&from)?
-            .dependencies
-            .into_iter()
-            .find(|d| d.id == to)
-            .map(|d| d.dependency_type);
-        writer.apply(OpKind::DepRemove { issue_id: from.clone(), depends_on_id: to.clone() })?;
-        Ok((from, to, kind.unwrap_or_default()))
-    })?;
-    Ok((from, to, kind))
+    ctx.write(|writer| Ok(crate::tracker::remove_dependency(writer, issue, depends_on)?))
 }
 
 /// The trees `dep tree` shows: down (what the issue depends on), up (what depends on it), or

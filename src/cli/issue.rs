@@ -7,13 +7,11 @@ use serde::Serialize;
 use super::context::Context;
 use super::error::CliError;
 use super::output::{id_title, priority_badge, status_marker};
-use crate::model::{
-    Comment, CommentId, Dependency, FleetFields, Issue, Status, dep_type, parse_issue_type,
-    parse_priority,
-};
-use crate::op::{IssuePatch, OpKind};
+use crate::model::{FleetFields, Issue, Status, parse_issue_type, parse_priority};
+use crate::op::IssuePatch;
 use crate::store::{IssueDetail, IssueSummary, StoreError, Writer};
 use crate::time::parse_user_date;
+use crate::tracker::{self, CloseRequest, CreateRequest, DepSpec, Refusal, UpdateRequest};
 
 /// Splits comma-separated values from repeated flags, dropping empty pieces.
 pub(super) fn split_csv(values: &[String]) -> Vec<String> {
@@ -91,35 +89,6 @@ pub struct CreateArgs {
     pub silent: bool,
 }
 
-/// A dependency typed on the command line: `id` or `type:id`.
-fn parse_dep_spec(spec: &str) -> (String, String) {
-    if let Some((kind, target)) = spec.split_once(':')
-        && kind != "external"
-    {
-        let kind = match kind {
-            "blocked-by" | "depends-on" => dep_type::BLOCKS,
-            other => other,
-        };
-        return (kind.to_string(), target.to_string());
-    }
-    (dep_type::BLOCKS.to_string(), spec.to_string())
-}
-
-/// Resolves a dependency target: an issue here (partial ids allowed) or a foreign reference.
-fn resolve_target(writer: &Writer<'_>, target: &str) -> Result<String, StoreError> {
-    match writer.resolve(target) {
-        Ok(id) => Ok(id),
-        Err(StoreError::NotFound(_))
-            if target.starts_with("external:")
-                || !target.starts_with(&format!("{}-", writer.prefix()))
-                    && target.contains('-') =>
-        {
-            Ok(target.to_string())
-        }
-        Err(error) => Err(error),
-    }
-}
-
 fn current_dir_text(cwd: Option<PathBuf>) -> Result<String, CliError> {
     let dir = match cwd {
         Some(dir) => dir,
@@ -171,49 +140,33 @@ pub(in crate::cli) fn create_issue(
     if args.estimate.is_some_and(|e| e < 0) {
         return Err(CliError::new("estimate must be a non-negative number of minutes"));
     }
-    let fleet = FleetFields {
-        cwd: current_dir_text(args.cwd.clone())?,
-        coder: args.coder.clone().unwrap_or_default(),
-        model: args.model.clone().unwrap_or_default(),
-        ..FleetFields::default()
+    let request = CreateRequest {
+        id: args.id.clone(),
+        title,
+        description: args.description.clone(),
+        design: args.design.clone(),
+        acceptance_criteria: args.acceptance.clone(),
+        notes: args.notes.clone(),
+        priority,
+        issue_type,
+        assignee: args.assignee.clone().unwrap_or_default(),
+        labels: split_csv(&args.labels),
+        parent: args.parent.clone(),
+        inherit_labels: !args.no_inherit_labels,
+        deps: split_csv(&args.deps).iter().map(|spec| DepSpec::parse(spec)).collect(),
+        estimated_minutes: args.estimate,
+        due_at,
+        defer_until,
+        external_ref: args.external_ref.clone().unwrap_or_default(),
+        fleet: FleetFields {
+            cwd: current_dir_text(args.cwd.clone())?,
+            coder: args.coder.clone().unwrap_or_default(),
+            model: args.model.clone().unwrap_or_default(),
+            ..FleetFields::default()
+        },
     };
     ctx.write(|writer| {
-        let parent = args.parent.as_deref().map(|p| writer.resolve(p)).transpose()?;
-        let id = match &args.id {
-            Some(id) => id.clone(),
-            None => writer.new_issue_id(&title, &args.description, parent.as_deref())?,
-        };
-        let mut issue = Issue::new(id.clone(), title.clone(), now);
-        issue.description.clone_from(&args.description);
-        issue.design.clone_from(&args.design);
-        issue.acceptance_criteria.clone_from(&args.acceptance);
-        issue.notes.clone_from(&args.notes);
-        issue.priority = priority;
-        issue.issue_type.clone_from(&issue_type);
-        issue.assignee = args.assignee.clone().unwrap_or_default();
-        issue.created_by.clone_from(&ctx.actor);
-        issue.estimated_minutes = args.estimate;
-        issue.due_at = due_at;
-        issue.defer_until = defer_until;
-        issue.external_ref = args.external_ref.clone().unwrap_or_default();
-        issue.fleet = fleet.clone();
-        issue.labels = split_csv(&args.labels);
-        let mut deps = Vec::new();
-        if let Some(parent) = &parent {
-            if !args.no_inherit_labels
-                && let Some(parent_issue) = writer.issue(parent)?
-            {
-                issue.labels.extend(parent_issue.labels);
-            }
-            deps.push(new_dep(&id, parent, dep_type::PARENT_CHILD, &ctx.actor, now));
-        }
-        for spec in split_csv(&args.deps) {
-            let (kind, target) = parse_dep_spec(&spec);
-            let target = resolve_target(writer, &target)?;
-            deps.push(new_dep(&id, &target, &kind, &ctx.actor, now));
-        }
-        adjust(&mut issue);
-        writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
+        let id = tracker::create(writer, &request, adjust)?;
         writer.detail(&id).map(|d| d.summary)
     })
 }
@@ -225,24 +178,6 @@ fn check_explicit_id(id: Option<&str>) -> Result<(), CliError> {
     crate::id::check_id(id).map_err(|error| {
         CliError::from(error).with_hint("leave out --id and a fresh id is generated")
     })
-}
-
-pub(super) fn new_dep(
-    from: &str,
-    to: &str,
-    kind: &str,
-    actor: &str,
-    now: jiff::Timestamp,
-) -> Dependency {
-    Dependency {
-        issue_id: from.to_string(),
-        depends_on_id: to.to_string(),
-        kind: kind.to_string(),
-        created_at: now,
-        created_by: actor.to_string(),
-        metadata: String::new(),
-        thread_id: String::new(),
-    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -382,6 +317,13 @@ pub struct UpdateArgs {
     /// Claim the issue: in_progress and assigned to you, if it is open and unassigned.
     #[arg(long)]
     pub claim: bool,
+    /// With `--status closed`: close even if the issue is pinned, an epic with open
+    /// children, or blocked (as `close --force`).
+    #[arg(long)]
+    pub force: bool,
+    /// The agent session, recorded when `--status closed` closes the issue.
+    #[arg(skip)]
+    pub session: String,
     /// Due date ("" clears).
     #[arg(long)]
     pub due: Option<String>,
@@ -454,35 +396,26 @@ pub(in crate::cli) fn update_issues(
     args: &UpdateArgs,
     extra: impl Fn(&mut Writer<'_>, &str) -> Result<(), StoreError>,
 ) -> Result<Vec<IssueSummary>, CliError> {
-    let mut patch = build_patch(ctx, args)?;
-    let fleet_change = args.changes_fleet_fields();
-    let store = ctx.open_store()?;
-    let cwd = args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?;
-    let (updated, _) = store.write(&ctx.actor, ctx.clock, |writer| {
+    let request = UpdateRequest {
+        patch: build_patch(ctx, args)?,
+        claim: args.claim,
+        cwd: args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?,
+        coder: args.coder.clone(),
+        model: args.model.clone(),
+        session: args.session.clone(),
+        force: args.force,
+        ..UpdateRequest::default()
+    };
+    ctx.write(|writer| {
         let mut updated = Vec::new();
         for input in &args.ids {
-            let id = writer.resolve(input)?;
-            if args.claim {
-                writer.apply(OpKind::Claim { id: id.clone() })?;
-            }
-            if fleet_change {
-                let current = writer.issue(&id)?.map(|i| i.fleet).unwrap_or_default();
-                patch.fleet = Some(FleetFields {
-                    cwd: cwd.clone().unwrap_or(current.cwd),
-                    coder: args.coder.clone().unwrap_or(current.coder),
-                    model: args.model.clone().unwrap_or(current.model.clone()),
-                    ..current
-                });
-            }
-            if !patch.is_empty() {
-                writer.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch.clone()) })?;
-            }
+            let one = UpdateRequest { id: input.clone(), ..request.clone() };
+            let id = tracker::update(writer, &one)?;
             extra(writer, &id)?;
             updated.push(writer.detail(&id)?.summary);
         }
         Ok(updated)
-    })?;
-    Ok(updated)
+    })
 }
 
 /// Whether `args` asks for any change at all (fields, a claim, or fleet's task fields).
@@ -510,43 +443,33 @@ pub struct CloseArgs {
     pub session: String,
 }
 
-/// Why `close` refuses an issue without `--force` (spec §7).
-fn close_guard(writer: &Writer<'_>, issue: &Issue) -> Result<Option<String>, StoreError> {
-    if issue.status == Status::Pinned || issue.pinned {
-        return Ok(Some(format!("cannot close {}: issue is pinned", issue.id)));
-    }
-    if issue.issue_type == "epic" {
-        let open = writer.open_children(&issue.id)?;
-        if !open.is_empty() {
-            return Ok(Some(format!(
-                "cannot close {}: epic has {} open children [{}]",
-                issue.id,
-                open.len(),
-                open.join(", ")
-            )));
-        }
-    }
-    let blockers = writer.open_blockers(&issue.id)?;
-    if !blockers.is_empty() {
-        return Ok(Some(format!(
-            "cannot close {}: blocked by open issues [{}]",
-            issue.id,
-            blockers.join(", ")
-        )));
-    }
-    Ok(None)
-}
-
 #[derive(Serialize)]
 pub(in crate::cli) struct CloseResult {
     pub closed: Vec<IssueSummary>,
-    pub refused: Vec<Refusal>,
+    pub refused: Vec<Refused>,
 }
 
 #[derive(Serialize)]
-pub(in crate::cli) struct Refusal {
+pub(in crate::cli) struct Refused {
     pub id: String,
     pub error: String,
+    /// A close guard refused it (`--force` overrides).
+    #[serde(skip)]
+    pub guarded: bool,
+    /// The id did not resolve.
+    #[serde(skip)]
+    pub unresolved: bool,
+}
+
+impl Refused {
+    fn of(id: &str, refusal: &Refusal) -> Refused {
+        Refused {
+            id: id.to_string(),
+            error: refusal.to_string(),
+            guarded: refusal.is_close_guard(),
+            unresolved: refusal.is_unresolved(),
+        }
+    }
 }
 
 pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
@@ -577,7 +500,7 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
             [only] => only.error.clone(),
             _ => "no issues were closed".to_string(),
         });
-        if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
+        if result.refused.iter().any(|r| r.guarded) {
             error = error.with_hint("pass --force to close it anyway");
         }
         return Err(error);
@@ -595,28 +518,17 @@ pub(in crate::cli) fn close_issues(
     ctx.write(|writer| {
         let mut result = CloseResult { closed: Vec::new(), refused: Vec::new() };
         for (n, input) in args.ids.iter().enumerate() {
-            let refuse = |error: String| Refusal { id: input.clone(), error };
-            let id = match writer.resolve(input) {
-                Ok(id) => id,
-                Err(error) => {
-                    result.refused.push(refuse(error.to_string()));
-                    continue;
-                }
-            };
-            let issue = writer.issue(&id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
-            if !args.force
-                && let Some(reason) = close_guard(writer, &issue)?
-            {
-                result.refused.push(refuse(reason));
-                continue;
-            }
-            let reason = args.reason.get(n).or(args.reason.first()).cloned().unwrap_or_default();
-            writer.apply(OpKind::Close {
-                id: id.clone(),
-                reason,
+            let request = CloseRequest {
+                id: input.clone(),
+                reason: args.reason.get(n).or(args.reason.first()).cloned().unwrap_or_default(),
                 session: args.session.clone(),
-            })?;
-            result.closed.push(writer.detail(&id)?.summary);
+                force: args.force,
+            };
+            match tracker::close(writer, &request) {
+                Ok(id) => result.closed.push(writer.detail(&id)?.summary),
+                Err(refusal) if refusal.is_fatal() => return Err(refusal.into()),
+                Err(refusal) => result.refused.push(Refused::of(input, &refusal)),
+            }
         }
         Ok(result)
     })
@@ -644,25 +556,10 @@ pub(in crate::cli) fn reopen_issues(
     ctx: &Context,
     args: &ReopenArgs,
 ) -> Result<Vec<IssueSummary>, CliError> {
-    let now = ctx.now();
     ctx.write(|writer| {
         let mut reopened = Vec::new();
         for input in &args.ids {
-            let id = writer.resolve(input)?;
-            writer.apply(OpKind::Reopen {
-                id: id.clone(),
-                reason: args.reason.clone().unwrap_or_default(),
-            })?;
-            if let Some(reason) = &args.reason {
-                let comment = Comment {
-                    id: CommentId::Text(ulid::Ulid::generate().to_string()),
-                    issue_id: id.clone(),
-                    author: ctx.actor.clone(),
-                    text: format!("Reopened: {reason}"),
-                    created_at: now,
-                };
-                writer.apply(OpKind::Comment { comment })?;
-            }
+            let id = tracker::reopen(writer, input, args.reason.as_deref())?;
             reopened.push(writer.detail(&id)?.summary);
         }
         Ok(reopened)
@@ -722,7 +619,7 @@ pub(in crate::cli) fn delete_issues(
         }
         if args.force {
             for id in ids {
-                writer.apply(OpKind::Delete { id })?;
+                tracker::delete(writer, &id)?;
             }
         }
         Ok(result)

@@ -5,7 +5,6 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use crate::op::OpKind;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, clap::Subcommand)]
@@ -85,12 +84,11 @@ pub(super) fn apply_label_change(
         let mut changes = Vec::new();
         for input in ids {
             let id = writer.resolve(input)?;
-            let kind = if add {
-                OpKind::LabelAdd { id: id.clone(), label: label.clone() }
+            let changed = if add {
+                crate::tracker::label_add(writer, &id, &label)?
             } else {
-                OpKind::LabelRemove { id: id.clone(), label: label.clone() }
+                crate::tracker::label_remove(writer, &id, &label)?
             };
-            let changed = writer.apply(kind)?;
             changes.push(LabelChange { id, label: label.clone(), changed });
         }
         Ok(changes)

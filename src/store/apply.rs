@@ -132,7 +132,7 @@ impl Writer<'_> {
         let deps: Vec<Dependency> =
             deps.iter().map(|d| Dependency { issue_id: issue.id.clone(), ..d.clone() }).collect();
         for dep in &deps {
-            self.check_edge(dep, Some(&issue.issue_type))?;
+            self.check_edge(dep)?;
         }
         let sorted;
         let issue = if issue.labels.windows(2).all(|pair| pair[0] < pair[1]) {
@@ -327,10 +327,10 @@ impl Writer<'_> {
     }
 
     fn dep_add(&mut self, dep: &Dependency) -> Result<Seeds, StoreError> {
-        let source_type = self
-            .issue_type_of(&dep.issue_id)?
-            .ok_or_else(|| StoreError::NotFound(dep.issue_id.clone()))?;
-        match self.check_edge(dep, Some(&source_type))? {
+        if self.issue_type_of(&dep.issue_id)?.is_none() {
+            return Err(StoreError::NotFound(dep.issue_id.clone()));
+        }
+        match self.check_edge(dep)? {
             EdgePlan::Replace { unchanged: true } => return Ok(None),
             EdgePlan::Replace { unchanged: false } | EdgePlan::Insert => {}
         }
@@ -405,13 +405,9 @@ impl Writer<'_> {
         }
     }
 
-    /// Validates a new edge from an issue of type `source_type` and says whether it is new or
-    /// replaces the same edge.
-    fn check_edge(
-        &self,
-        dep: &Dependency,
-        source_type: Option<&str>,
-    ) -> Result<EdgePlan, StoreError> {
+    /// Validates a new edge against the store's invariants (request rules such as beads' epic
+    /// rule live in the tracker) and says whether it is new or replaces the same edge.
+    fn check_edge(&self, dep: &Dependency) -> Result<EdgePlan, StoreError> {
         validate_dep_type(&dep.kind)?;
         let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         if from == to {
@@ -435,23 +431,6 @@ impl Writer<'_> {
                 wanted: dep.kind.clone(),
             });
         }
-        if dep.kind == dep_type::BLOCKS
-            && let (Some(source), Some(target)) = (source_type, &target)
-        {
-            match (source == "epic", target == "epic") {
-                (true, false) => {
-                    return Err(StoreError::EpicMismatch(
-                        "epics can only block other epics, not tasks",
-                    ));
-                }
-                (false, true) => {
-                    return Err(StoreError::EpicMismatch(
-                        "tasks can only block other tasks, not epics",
-                    ));
-                }
-                _ => {}
-            }
-        }
         if dep_type::is_cycle_checked(&dep.kind)
             && !self.bulk_acyclic
             && resolver::reaches(&self.tables, to, from, &dep.kind)?
@@ -465,9 +444,9 @@ impl Writer<'_> {
         Ok(EdgePlan::Insert)
     }
 
-    /// A target that may legitimately be missing: `external:…` or another project's prefix.
+    /// A target that may legitimately be missing: `external:…` or another project's id.
     fn is_foreign_ref(&self, target: &str) -> bool {
-        target.starts_with("external:") || !target.starts_with(&format!("{}-", self.prefix))
+        crate::model::is_foreign_ref(target, &self.prefix)
     }
 
     fn insert_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {

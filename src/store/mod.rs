@@ -114,6 +114,10 @@ pub enum StoreError {
     InvalidPrefix(String),
     #[error("store is damaged: {0}")]
     Corrupt(String),
+    /// A request the tracker refused (a close guard, an edge rule), carried through a
+    /// transaction body; its text is the refusal's.
+    #[error("{0}")]
+    Refused(String),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
     #[error("database error: {0}")]

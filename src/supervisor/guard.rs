@@ -15,11 +15,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use super::lease::INSTANCE_VAR;
-use super::recovery::fleet_comment;
 use crate::model::Status;
-use crate::op::OpKind;
 use crate::store::Store;
 use crate::time::Clock;
+use crate::tracker;
 
 /// Starts the guardian of supervisor `instance`. Keep the returned child (its stdin is the
 /// pipe) for as long as the supervisor runs.
@@ -83,11 +82,11 @@ fn release_leases(instance: &str, beads_dir: &Path) -> Result<(), crate::store::
             if !still_leased {
                 continue;
             }
-            w.apply(OpKind::Release { id: id.clone() })?;
+            tracker::release(w, id)?;
             let text = format!(
                 "[fleet] released: its supervisor {owner} stopped without releasing it; its agent was killed"
             );
-            w.apply(OpKind::Comment { comment: fleet_comment(id, owner, &text) })?;
+            tracker::comment(w, id, owner, &text)?;
         }
         super::lease::deregister(w, instance)
     })?;

@@ -44,14 +44,15 @@ use tokio::task::JoinSet;
 
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
 use crate::model::{FleetFields, Issue, Status};
-use crate::op::{IssuePatch, OpKind};
+use crate::op::IssuePatch;
 use crate::redact::Redactor;
 use crate::store::{ReadyFilter, Store, StoreError};
 use crate::time::Clock;
+use crate::tracker::{self, CloseRequest, UpdateRequest};
 use lease::{Identity, Registration};
 use outcome::Outcome;
 use pause::{PauseCause, Pauses};
-use recovery::{Reclaimed, Scan, fleet_comment};
+use recovery::{Reclaimed, Scan};
 use revocation::Touch;
 use runner::{Attempt, Control, RunnerSettings, Signal};
 use taskdir::{TaskDir, TaskRecord};
@@ -561,13 +562,12 @@ impl Supervisor {
                     return Ok(None);
                 }
                 let (claimed, _) = store.write(&me.name, Clock::System, |w| {
-                    let Some(id) = w.first_claimable_where(&filter, &accept)? else {
+                    let Some(issue) = tracker::claim_next(w, &filter, &accept)? else {
                         return Ok(None);
                     };
-                    let issue = crate::claim::claim_in(w, &id)?;
                     let fleet = leased_fields(&issue, &me, &config, &registry, w.now());
                     let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
-                    w.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch) })?;
+                    let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
                     w.issue(&id)
                 })?;
                 Ok(claimed)
@@ -927,15 +927,20 @@ fn record_outcome(
             && finished.closes_on_exit_zero
             && held_by_attempt(&issue, me, &finished.attempt)
         {
-            let reason = "command exited 0".to_string();
-            w.apply(OpKind::Close { id: id.to_string(), reason, session: String::new() })?;
+            let close = CloseRequest {
+                id: id.to_string(),
+                reason: "command exited 0".to_string(),
+                force: true,
+                ..CloseRequest::default()
+            };
+            tracker::close(w, &close)?;
             issue = w.issue(id)?.unwrap_or(issue);
         }
         let held = held_by_attempt(&issue, me, &finished.attempt);
         let frozen = freeze_coder(&mut issue, finished, held);
         let plan = outcome::plan(&finished.outcome, &issue, held, config, w.now());
         if plan.release {
-            w.apply(OpKind::Release { id: id.to_string() })?;
+            tracker::release(w, id)?;
         }
         let mut patch = plan.patch.clone();
         if frozen && patch.as_ref().is_none_or(|p| p.fleet.is_none()) {
@@ -947,10 +952,10 @@ fn record_outcome(
             if let Some(fleet) = &mut patch.fleet {
                 fleet.lease = None;
             }
-            w.apply(OpKind::Update { id: id.to_string(), patch: Box::new(patch) })?;
+            tracker::update(w, &UpdateRequest::edit(id, patch))?;
         }
         let comment = process_redactor().redact_text(&plan.comment).into_owned();
-        w.apply(OpKind::Comment { comment: fleet_comment(id, &me.name, &comment) })?;
+        tracker::comment(w, id, &me.name, &comment)?;
         Ok(Some((plan, w.issue(id)?)))
     })?;
     let Some((plan, after)) = recorded else { return Ok(None) };

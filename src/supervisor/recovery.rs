@@ -12,10 +12,10 @@ use jiff::Timestamp;
 
 use super::lease::{self, AttemptRecord, Identity, OwnerState, Registration};
 use super::taskdir::TaskDir;
-use crate::model::{Comment, CommentId, Issue, Status};
-use crate::op::OpKind;
+use crate::model::{Issue, Status};
 use crate::store::{Store, StoreError};
 use crate::time::Clock;
+use crate::tracker;
 
 /// When to look at every task for abandoned leases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +73,8 @@ pub fn reclaim_abandoned(
             if issue.status != Status::InProgress {
                 continue;
             }
-            w.apply(OpKind::Release { id: task.id.clone() })?;
-            let text = format!("[fleet] released: {}", task.why);
-            w.apply(OpKind::Comment { comment: fleet_comment(&task.id, &me.name, &text) })?;
+            tracker::release(w, &task.id)?;
+            tracker::comment(w, &task.id, &me.name, &format!("[fleet] released: {}", task.why))?;
         }
         for registration in &gone {
             lease::deregister(w, &registration.identity.instance)?;
@@ -134,15 +133,4 @@ fn kill_survivors_of(issue: &Issue, me: &Identity, home: &Path) -> usize {
     }
     let record = TaskDir::new(home, &issue.id).ok().and_then(|dir| AttemptRecord::load(&dir.root));
     lease::kill_survivors(&lease.attempt, record.as_ref())
-}
-
-/// A comment by the supervisor.
-pub fn fleet_comment(id: &str, author: &str, text: &str) -> Comment {
-    Comment {
-        id: CommentId::Text(ulid::Ulid::generate().to_string()),
-        issue_id: id.to_string(),
-        author: author.to_string(),
-        text: text.to_string(),
-        created_at: Timestamp::now(),
-    }
 }

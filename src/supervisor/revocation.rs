@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, HashMap};
 use super::lease::Identity;
 use super::runner::Control;
 use crate::model::{Issue, Status};
-use crate::op::OpKind;
 use crate::store::{Store, StoreError};
 
 /// The last op that may have changed a task's ownership, per task.
@@ -37,10 +36,8 @@ pub fn touched_since(
     for (seq, op) in store.journal(from)? {
         next = seq + 1;
         let kind = &op.kind;
-        if matches!(
-            kind,
-            OpKind::Comment { .. } | OpKind::LabelAdd { .. } | OpKind::LabelRemove { .. }
-        ) {
+        // Comments and labels never change who holds a task.
+        if matches!(kind.name(), "comment" | "label_add" | "label_remove") {
             continue;
         }
         let subject = kind.subject();

@@ -18,6 +18,7 @@ mod errors;
 mod lifecycle;
 mod other;
 mod readiness;
+mod tracker;
 
 use std::path::Path;
 

@@ -305,14 +305,26 @@ impl Supervisor {
 
     /// Polls `check` until it returns `Some`; on timeout, fails showing the output so far.
     #[track_caller]
-    pub fn wait_until<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    pub fn wait_until<T>(&self, what: &str, check: impl FnMut() -> Option<T>) -> T {
+        self.wait_until_within(DEADLINE, what, check)
+    }
+
+    /// [`Supervisor::wait_until`] with a deadline of its own, for the few waits on a long run
+    /// of work (hundreds of attempts on a loaded 2-core machine).
+    #[track_caller]
+    pub fn wait_until_within<T>(
+        &self,
+        deadline: Duration,
+        what: &str,
+        mut check: impl FnMut() -> Option<T>,
+    ) -> T {
         let start = Instant::now();
         loop {
             if let Some(value) = check() {
                 return value;
             }
             assert!(
-                start.elapsed() < DEADLINE,
+                start.elapsed() < deadline,
                 "timed out waiting for {what}\nstdout so far:\n{}\nstderr:\n{}",
                 self.lines().join("\n"),
                 self.stderr.lock().unwrap()

@@ -11,8 +11,7 @@ use super::output::BdError;
 use crate::cli::issue as fleet;
 use crate::cli::output::id_title;
 use crate::model::{Issue, dep_type};
-use crate::op::OpKind;
-use crate::store::{IssueSummary, StoreError};
+use crate::store::IssueSummary;
 use crate::time::parse_user_date;
 
 #[derive(Debug, clap::Args)]
@@ -287,18 +286,10 @@ fn create_draft(
         issue.ephemeral = ephemeral;
     })?;
     if let Some(gate @ "any-children") = gate {
-        // The gate lives in the waits-for edge's metadata; re-adding the same edge with new
-        // metadata updates it in place.
         let store = ctx.open_store()?;
         let id = summary.issue.id.clone();
         store.write(ctx.actor(), ctx.fleet()?.clock, |writer| {
-            let edge = writer
-                .dependencies(&id)?
-                .into_iter()
-                .find(|d| d.kind == dep_type::WAITS_FOR)
-                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
-            let metadata = serde_json::json!({ "gate": gate }).to_string();
-            writer.apply(OpKind::DepAdd { dep: crate::model::Dependency { metadata, ..edge } })
+            Ok(crate::tracker::set_wait_gate(writer, &id, gate)?)
         })?;
     }
     Ok(summary)

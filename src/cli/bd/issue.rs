@@ -12,9 +12,10 @@ use super::output::BdError;
 use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, list_line};
 use crate::model::{Issue, Status, dep_type};
-use crate::op::{IssuePatch, OpKind};
+use crate::op::IssuePatch;
 use crate::store::{IssueSummary, ReadyFilter, Store, StoreError, Writer};
 use crate::time::parse_user_date;
+use crate::tracker::{self, UpdateRequest};
 
 /// Parses `--estimate`, refusing negative and non-numeric values as bd does.
 pub(super) fn parse_estimate(text: Option<&str>) -> Result<Option<i64>, BdError> {
@@ -242,6 +243,8 @@ impl UpdateArgs {
             cwd: self.cwd.clone(),
             coder: self.coder.clone(),
             model: self.model.clone(),
+            force: false,
+            session: self.session.clone().unwrap_or_else(session_from_env),
         })
     }
 
@@ -267,28 +270,16 @@ fn apply_extra(
     if !args.set_labels.is_empty() {
         let wanted = fleet::split_csv(&args.set_labels);
         for label in issue.labels.iter().filter(|l| !wanted.contains(l)) {
-            writer.apply(OpKind::LabelRemove { id: id.to_string(), label: label.clone() })?;
+            tracker::label_remove(writer, id, label)?;
         }
         for label in wanted.iter().filter(|l| !issue.labels.contains(l)) {
-            writer.apply(OpKind::LabelAdd { id: id.to_string(), label: label.clone() })?;
+            tracker::label_add(writer, id, label)?;
         }
     }
     if let Some(parent) = &args.parent {
         let new_parent =
             if parent.trim().is_empty() { None } else { Some(writer.resolve(parent)?) };
-        for dep in writer.dependencies(id)? {
-            if dep.kind == dep_type::PARENT_CHILD && Some(&dep.depends_on_id) != new_parent.as_ref()
-            {
-                writer.apply(OpKind::DepRemove {
-                    issue_id: id.to_string(),
-                    depends_on_id: dep.depends_on_id,
-                })?;
-            }
-        }
-        if let Some(parent) = new_parent {
-            let dep = fleet::new_dep(id, &parent, dep_type::PARENT_CHILD, writer.actor(), now);
-            writer.apply(OpKind::DepAdd { dep })?;
-        }
+        tracker::set_parent(writer, id, new_parent.as_deref())?;
     }
     if args.metadata.is_some() || !args.set_metadata.is_empty() || !args.unset_metadata.is_empty() {
         let issue = writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
@@ -311,7 +302,7 @@ fn apply_extra(
         let mut updated = issue;
         updated.metadata = Some(doc);
         updated.updated_at = now;
-        writer.apply(OpKind::Put { issue: Box::new(updated) })?;
+        tracker::put_record(writer, updated)?;
     }
     Ok(())
 }
@@ -331,22 +322,11 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), BdError> {
     let mut failed = 0;
     for input in &ids {
         let Some(id) = resolve_or_report(ctx, &store, input)? else { continue };
-        let mut one = args.fleet_args(&id)?;
-        if args.status.as_deref() == Some("closed") {
-            one.status = None;
-        }
+        let one = args.fleet_args(&id)?;
         let now = fctx.now();
+        // A status of closed is a close, with the close guards (the tracker sees to it).
         let result = fleet::update_issues(fctx, &one, |writer, id| {
-            apply_extra(writer, id, &args, metadata.as_ref(), now)?;
-            if args.status.as_deref() == Some("closed") {
-                let session = args.session.clone().unwrap_or_else(session_from_env);
-                writer.apply(OpKind::Close {
-                    id: id.to_string(),
-                    reason: String::new(),
-                    session,
-                })?;
-            }
-            Ok(())
+            apply_extra(writer, id, &args, metadata.as_ref(), now)
         });
         match result {
             Ok(mut summaries) => updated.append(&mut summaries),
@@ -507,8 +487,7 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
     };
     let result = fleet::close_issues(ctx.fleet()?, &fleet_args)?;
     for refusal in &result.refused {
-        if refusal.error.starts_with("no issue found") || refusal.error.contains("matches several")
-        {
+        if refusal.unresolved {
             ctx.out.warn(&format!("Error resolving {}: {}", refusal.id, refusal.error));
         } else {
             ctx.out.warn(&refusal.error);
@@ -518,7 +497,7 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
         ctx.touch(&first.issue.id);
     }
     if result.closed.is_empty() {
-        if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
+        if result.refused.iter().any(|r| r.guarded) {
             ctx.out.note("Hint: pass --force to close it anyway");
         }
         return Err(items_failed(ctx, "no issues were closed".to_string()));
@@ -732,8 +711,12 @@ fn patch_each(
     let (changed, _) = store.write(ctx.actor(), ctx.fleet()?.clock, |writer| {
         let mut changed = Vec::new();
         for input in ids {
-            let id = writer.resolve(input)?;
-            writer.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch.clone()) })?;
+            let request = UpdateRequest {
+                id: input.clone(),
+                patch: patch.clone(),
+                ..UpdateRequest::default()
+            };
+            let id = tracker::update(writer, &request)?;
             changed.push(writer.detail(&id)?.summary);
         }
         Ok(changed)

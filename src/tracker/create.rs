@@ -1,0 +1,113 @@
+//! Creating an issue: its id (generated, or given and checked), the parent edge and inherited
+//! labels, and the `--deps` edges, under the same rules as `dep add`.
+
+use jiff::Timestamp;
+
+use super::Refusal;
+use super::deps::{check_epic_rule, new_edge, resolve_target};
+use crate::model::{FleetFields, Issue, dep_type};
+use crate::op::OpKind;
+use crate::store::Writer;
+
+/// A dependency as typed with `--deps`: `id`, or `type:id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepSpec {
+    pub kind: String,
+    pub target: String,
+}
+
+impl DepSpec {
+    /// Parses `id` (a `blocks` edge) or `type:id`; `blocked-by:` and `depends-on:` mean
+    /// `blocks`, and `external:…` is a target, not a type.
+    pub fn parse(spec: &str) -> DepSpec {
+        if let Some((kind, target)) = spec.split_once(':')
+            && kind != "external"
+        {
+            let kind = match kind {
+                "blocked-by" | "depends-on" => dep_type::BLOCKS,
+                other => other,
+            };
+            return DepSpec { kind: kind.to_string(), target: target.to_string() };
+        }
+        DepSpec { kind: dep_type::BLOCKS.to_string(), target: spec.to_string() }
+    }
+}
+
+/// A new issue.
+#[derive(Debug, Clone, Default)]
+pub struct CreateRequest {
+    /// An id of the caller's choosing (checked against the id grammar by the store); `None`
+    /// generates one.
+    pub id: Option<String>,
+    pub title: String,
+    pub description: String,
+    pub design: String,
+    pub acceptance_criteria: String,
+    pub notes: String,
+    pub priority: u8,
+    pub issue_type: String,
+    pub assignee: String,
+    pub labels: Vec<String>,
+    /// The parent, as typed: the new issue gets a child id and a parent-child edge.
+    pub parent: Option<String>,
+    /// Copy the parent's labels onto the new issue.
+    pub inherit_labels: bool,
+    pub deps: Vec<DepSpec>,
+    pub estimated_minutes: Option<i64>,
+    pub due_at: Option<Timestamp>,
+    pub defer_until: Option<Timestamp>,
+    pub external_ref: String,
+    pub fleet: FleetFields,
+}
+
+/// Creates the issue in one op with its edges; `adjust` may set fields no request field
+/// covers (bd's `--metadata`, `--ephemeral`) before it is applied. Returns the new id.
+pub fn create(
+    writer: &mut Writer<'_>,
+    request: &CreateRequest,
+    adjust: impl FnOnce(&mut Issue),
+) -> Result<String, Refusal> {
+    let parent = request.parent.as_deref().map(|p| writer.resolve(p)).transpose()?;
+    let id = match &request.id {
+        Some(id) => id.clone(),
+        None => writer.new_issue_id(&request.title, &request.description, parent.as_deref())?,
+    };
+    let mut issue = issue_of(request, &id, writer.now());
+    issue.created_by = writer.actor().to_string();
+    let mut deps = Vec::new();
+    if let Some(parent) = &parent {
+        if request.inherit_labels
+            && let Some(parent_issue) = writer.issue(parent)?
+        {
+            issue.labels.extend(parent_issue.labels);
+        }
+        deps.push(new_edge(writer, &id, parent, dep_type::PARENT_CHILD));
+    }
+    for spec in &request.deps {
+        let target = resolve_target(writer, &spec.target)?;
+        let target_type = writer.issue(&target)?.map(|t| t.issue_type);
+        check_epic_rule(&spec.kind, &issue.issue_type, target_type.as_deref())?;
+        deps.push(new_edge(writer, &id, &target, &spec.kind));
+    }
+    adjust(&mut issue);
+    writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
+    Ok(id)
+}
+
+fn issue_of(request: &CreateRequest, id: &str, now: Timestamp) -> Issue {
+    let mut issue = Issue::new(id.to_string(), request.title.clone(), now);
+    issue.description.clone_from(&request.description);
+    issue.design.clone_from(&request.design);
+    issue.acceptance_criteria.clone_from(&request.acceptance_criteria);
+    issue.notes.clone_from(&request.notes);
+    issue.priority = request.priority;
+    issue.issue_type.clone_from(&request.issue_type);
+    issue.assignee.clone_from(&request.assignee);
+    issue.estimated_minutes = request.estimated_minutes;
+    issue.due_at = request.due_at;
+    issue.defer_until = request.defer_until;
+    issue.external_ref.clone_from(&request.external_ref);
+    issue.fleet = request.fleet.clone();
+    issue.labels.clone_from(&request.labels);
+    issue
+}

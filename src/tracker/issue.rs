@@ -1,0 +1,159 @@
+//! Requests on one existing issue: update (a status of closed is a close, with its guards),
+//! claim and release, reopen, delete, comments and labels, and the record upsert of an import.
+
+use super::Refusal;
+use super::close::{CloseRequest, close};
+use crate::model::{Comment, CommentId, FleetFields, Issue, Status};
+use crate::op::{IssuePatch, OpKind};
+use crate::store::{ReadyFilter, StoreError, Writer};
+
+/// Edit one issue's fields, optionally claiming it first.
+#[derive(Debug, Clone, Default)]
+pub struct UpdateRequest {
+    pub id: String,
+    pub patch: IssuePatch,
+    /// Claim the issue (compare-and-set) before the edit.
+    pub claim: bool,
+    /// Fleet's task fields to change (`None`: leave each as it is).
+    pub cwd: Option<String>,
+    pub coder: Option<String>,
+    pub model: Option<String>,
+    /// When the patch sets the status to closed: the agent session, and whether the close
+    /// guards are overridden.
+    pub session: String,
+    pub force: bool,
+}
+
+impl UpdateRequest {
+    /// A plain field edit of `id`.
+    pub fn edit(id: &str, patch: IssuePatch) -> UpdateRequest {
+        UpdateRequest { id: id.to_string(), patch, ..UpdateRequest::default() }
+    }
+
+    fn changes_fleet_fields(&self) -> bool {
+        self.cwd.is_some() || self.coder.is_some() || self.model.is_some()
+    }
+
+    /// Whether the request asks for anything at all.
+    pub fn is_empty(&self) -> bool {
+        self.patch.is_empty() && !self.claim && !self.changes_fleet_fields()
+    }
+}
+
+/// Applies `request`. Setting the status to closed is a close: the rest of the patch is
+/// applied, then the issue is closed through the close guards. Returns the issue's id.
+pub fn update(writer: &mut Writer<'_>, request: &UpdateRequest) -> Result<String, Refusal> {
+    let id = writer.resolve(&request.id)?;
+    if request.claim {
+        writer.apply(OpKind::Claim { id: id.clone() })?;
+    }
+    let mut patch = request.patch.clone();
+    let closing = patch.status == Some(Status::Closed);
+    if closing {
+        patch.status = None;
+    }
+    if request.changes_fleet_fields() {
+        let current = writer.issue(&id)?.map(|i| i.fleet).unwrap_or_default();
+        patch.fleet = Some(FleetFields {
+            cwd: request.cwd.clone().unwrap_or(current.cwd.clone()),
+            coder: request.coder.clone().unwrap_or(current.coder.clone()),
+            model: request.model.clone().unwrap_or(current.model.clone()),
+            ..current
+        });
+    }
+    if !patch.is_empty() {
+        writer.apply(OpKind::Update { id: id.clone(), patch: Box::new(patch) })?;
+    }
+    if closing {
+        let close_request = CloseRequest {
+            id: id.clone(),
+            reason: String::new(),
+            session: request.session.clone(),
+            force: request.force,
+        };
+        close(writer, &close_request)?;
+    }
+    Ok(id)
+}
+
+/// Claims `id` for the writer's actor: open and unassigned (or already the actor's) becomes
+/// in_progress. Returns the claimed issue.
+pub fn claim(writer: &mut Writer<'_>, id: &str) -> Result<Issue, Refusal> {
+    let id = writer.resolve(id)?;
+    writer.apply(OpKind::Claim { id: id.clone() })?;
+    Ok(writer.issue(&id)?.ok_or(StoreError::NotFound(id))?)
+}
+
+/// Claims the first ready issue (in ready order) that the writer's actor may take and
+/// `accept` takes.
+pub fn claim_next(
+    writer: &mut Writer<'_>,
+    filter: &ReadyFilter,
+    accept: &dyn Fn(&Issue) -> bool,
+) -> Result<Option<Issue>, Refusal> {
+    match writer.first_claimable_where(filter, accept)? {
+        Some(id) => claim(writer, &id).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Puts a claimed issue back: open and unassigned.
+pub fn release(writer: &mut Writer<'_>, id: &str) -> Result<String, Refusal> {
+    let id = writer.resolve(id)?;
+    writer.apply(OpKind::Release { id: id.clone() })?;
+    Ok(id)
+}
+
+/// Reopens a closed issue; a reason is also recorded as a comment by the writer's actor.
+pub fn reopen(writer: &mut Writer<'_>, id: &str, reason: Option<&str>) -> Result<String, Refusal> {
+    let id = writer.resolve(id)?;
+    let reason_text = reason.unwrap_or_default().to_string();
+    writer.apply(OpKind::Reopen { id: id.clone(), reason: reason_text })?;
+    if let Some(reason) = reason {
+        let author = writer.actor().to_string();
+        comment(writer, &id, &author, &format!("Reopened: {reason}"))?;
+    }
+    Ok(id)
+}
+
+/// Deletes an issue with its comments and every edge touching it.
+pub fn delete(writer: &mut Writer<'_>, id: &str) -> Result<String, Refusal> {
+    let id = writer.resolve(id)?;
+    writer.apply(OpKind::Delete { id: id.clone() })?;
+    Ok(id)
+}
+
+/// Adds a comment by `author` to the issue `id` (already resolved). Returns the comment.
+pub fn comment(
+    writer: &mut Writer<'_>,
+    id: &str,
+    author: &str,
+    text: &str,
+) -> Result<Comment, Refusal> {
+    let comment = Comment {
+        id: CommentId::Text(ulid::Ulid::generate().to_string()),
+        issue_id: id.to_string(),
+        author: author.to_string(),
+        text: text.to_string(),
+        created_at: writer.now(),
+    };
+    writer.apply(OpKind::Comment { comment: comment.clone() })?;
+    Ok(comment)
+}
+
+/// Adds `label` to issue `id` (already resolved). Returns whether it was new.
+pub fn label_add(writer: &mut Writer<'_>, id: &str, label: &str) -> Result<bool, Refusal> {
+    Ok(writer.apply(OpKind::LabelAdd { id: id.to_string(), label: label.to_string() })?)
+}
+
+/// Removes `label` from issue `id` (already resolved). Returns whether it was there.
+pub fn label_remove(writer: &mut Writer<'_>, id: &str, label: &str) -> Result<bool, Refusal> {
+    Ok(writer.apply(OpKind::LabelRemove { id: id.to_string(), label: label.to_string() })?)
+}
+
+/// Writes an issue record as given, creating or replacing it (an import's upsert, or a
+/// front end setting fields no request covers, such as bd's metadata).
+pub fn put_record(writer: &mut Writer<'_>, issue: Issue) -> Result<(), Refusal> {
+    writer.apply(OpKind::Put { issue: Box::new(issue) })?;
+    Ok(())
+}
