@@ -334,6 +334,11 @@ pub struct FleetFields {
     /// Runs stopped for context pressure, since the task was last blocked for that.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub context_resets: u32,
+    /// Not before then will a supervisor start the task again: the backoff after a failure or
+    /// an early exit. Apart from `defer_until`, which is a person's: `ready` still lists the
+    /// task, and `fleet run --until-idle` waits for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<Timestamp>,
     /// The supervisor running the task right now, while it is in progress under a supervisor.
     /// Cleared whenever the task leaves `in_progress`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -482,13 +482,14 @@ impl Supervisor {
     }
 
     /// With `--until-idle`: whether the run should end — nothing can be claimed now, nothing
-    /// waits out a retry backoff, and no coder pause that ends soon by itself holds work back.
+    /// waits out the supervisor's own retry backoff, and no coder pause that ends soon by itself
+    /// holds work back. Work a person deferred (`defer_until`) does not keep the run going.
     async fn idle(&self) -> bool {
         let actor = self.me.name.clone();
         let default_coder = self.cfg().coder.clone();
         let pending = self
             .blocking(move |store| -> Result<Vec<String>, StoreError> {
-                let filter = ReadyFilter { include_deferred: true, ..ReadyFilter::default() };
+                let filter = ReadyFilter::default();
                 let mut coders = Vec::new();
                 let reader = store.read()?;
                 let now = Timestamp::now();
@@ -554,6 +555,7 @@ impl Supervisor {
             .blocking(move |store| -> Result<Option<Issue>, StoreError> {
                 let accept = |issue: &Issue| {
                     !running.contains(&issue.id)
+                        && issue.fleet.retry_after.is_none_or(|at| at <= now)
                         && !paused.contains(&coder_of(issue, &config.coder))
                 };
                 let filter = ReadyFilter::default();
@@ -842,6 +844,7 @@ fn leased_fields(
         String::new()
     };
     fleet.attempts += 1;
+    fleet.retry_after = None;
     let attempt = ulid::Ulid::generate().to_string();
     fleet.lease = Some(me.lease(&attempt, &coder, &model, now));
     fleet

@@ -329,10 +329,9 @@ fn retry(
     comment: String,
     verdict: &'static str,
 ) -> Plan {
-    let mut patch = counters(fleet);
-    if !wait.is_zero() {
-        patch.defer_until = Some(Some(after(now, wait)));
-    }
+    let mut fleet = fleet;
+    fleet.retry_after = (!wait.is_zero()).then(|| after(now, wait));
+    let patch = counters(fleet);
     Plan { release: true, patch: Some(patch), comment, pause_until: None, verdict }
 }
 

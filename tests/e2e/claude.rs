@@ -185,7 +185,7 @@ fn claude_stall_is_killed_released_and_counted() {
     let issue = scene.sandbox.show(&scene.id);
     assert_released_uncharged(&issue, &context);
     assert_eq!(counter(&issue, "stalls"), 1, "{}", context());
-    assert!(issue["defer_until"].is_string(), "requeued with a backoff{}", context());
+    assert!(issue["fleet"]["retry_after"].is_string(), "requeued with a backoff{}", context());
     let comments = scene.sandbox.comments(&scene.id);
     assert!(
         comments
@@ -212,7 +212,7 @@ fn claude_exit_without_close_is_requeued() {
     let issue = scene.sandbox.show(&scene.id);
     assert_released_uncharged(&issue, &context);
     assert_eq!(counter(&issue, "noclose"), 1, "{}", context());
-    assert!(issue["defer_until"].is_string(), "requeued with a backoff{}", context());
+    assert!(issue["fleet"]["retry_after"].is_string(), "requeued with a backoff{}", context());
     let comments = scene.sandbox.comments(&scene.id);
     assert!(
         comments.iter().any(|c| c.starts_with(

@@ -136,7 +136,9 @@ fn silent_agent_is_killed_as_a_stall_and_counted_apart_from_failures() {
     assert_eq!(issue["assignee"], serde_json::Value::Null);
     assert_eq!(counter(&issue, "stalls"), 1);
     assert_eq!(counter(&issue, "failures"), 0, "a stall is not a failure");
-    let deferred: Timestamp = issue["defer_until"].as_str().expect("backoff").parse().unwrap();
+    assert_eq!(issue["defer_until"], serde_json::Value::Null, "a backoff is not a deferral");
+    let deferred: Timestamp =
+        issue["fleet"]["retry_after"].as_str().expect("backoff").parse().unwrap();
     assert!(deferred > Timestamp::now() + SignedDuration::from_mins(5));
     fleet.assert_no_processes_left(Some(supervisor.pid()));
     supervisor.stop().ok();
@@ -163,4 +165,21 @@ fn attempt_running_past_the_timeout_is_killed_and_charged() {
     );
     assert_eq!(run.lines.last().unwrap(), "fleet run: 1 attempts — failure-blocked 1");
     fleet.assert_no_processes_left(None);
+}
+
+#[test]
+fn until_idle_waits_for_its_own_backoff_but_not_for_work_a_person_deferred() {
+    let fleet = Fleet::new(&[("retry_backoff_secs", "1"), ("retry_backoff_max_secs", "1")]);
+    let flaky = fleet.task("Fails once", &["once exit 1", "close"]);
+    let later = fleet.task_with("Deferred by a person", &["close"], &["--defer", "+1d"]);
+
+    let run = fleet.run_until_idle(&[]).ok();
+
+    let issue = fleet.show(&flaky);
+    assert_eq!(issue["status"], "closed", "the run waited out its backoff\n{}", run.stdout());
+    assert_eq!(counter(&issue, "attempts"), 2);
+    assert_eq!(issue["defer_until"], serde_json::Value::Null, "a backoff is not a deferral");
+    let deferred = fleet.show(&later);
+    assert_eq!(deferred["status"], "open", "a person's deferral is left alone");
+    assert_eq!(counter(&deferred, "attempts"), 0);
 }

@@ -58,8 +58,11 @@ fn fleet_of(plan: &Plan) -> FleetFields {
     plan.patch.as_ref().and_then(|p| p.fleet.clone()).expect("the plan writes the counters")
 }
 
+/// The supervisor's retry backoff the plan writes (never the person's `defer_until`).
 fn defer_of(plan: &Plan) -> Option<Timestamp> {
-    plan.patch.as_ref().and_then(|p| p.defer_until).flatten()
+    let patch = plan.patch.as_ref()?;
+    assert_eq!(patch.defer_until, None, "a backoff never touches defer_until");
+    patch.fleet.as_ref().and_then(|f| f.retry_after)
 }
 
 fn secs(n: i64) -> SignedDuration {

@@ -21,7 +21,7 @@ fn assert_released_uncharged(fleet: &Fleet, id: &str) {
     assert_eq!(issue["status"], "open", "{id}");
     assert_eq!(issue["assignee"], serde_json::Value::Null, "{id}");
     assert_eq!(counter(&issue, "failures"), 0, "{id}: a shutdown is not charged");
-    assert_eq!(issue["defer_until"], serde_json::Value::Null, "{id}: no backoff either");
+    assert_eq!(issue["fleet"]["retry_after"], serde_json::Value::Null, "{id}: no backoff either");
     assert_eq!(
         fleet.comments(id),
         ["[fleet] attempt 1: supervisor shutting down; released, not charged"],
