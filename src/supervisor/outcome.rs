@@ -78,19 +78,26 @@ pub fn plan(
     config: &RuntimeConfig,
     now: Timestamp,
 ) -> Plan {
+    match settled_elsewhere(outcome, issue, held) {
+        Some(plan) => plan,
+        None => plan_held(outcome, issue, config, now),
+    }
+}
+
+/// The plan when the task is no longer the attempt's to judge: the agent was stopped because
+/// someone changed the task, the agent closed or blocked it, or someone else holds it now.
+fn settled_elsewhere(outcome: &Outcome, issue: &Issue, held: bool) -> Option<Plan> {
     let attempt = issue.fleet.attempts;
     // Checked first: whatever the task's state now, the comment says why the agent stopped.
     if let Outcome::Revoked { reason } = outcome {
-        return stopped(attempt, reason);
+        return Some(stopped(attempt, reason));
     }
-    if issue.status == Status::Closed {
-        return note(
+    match issue.status {
+        Status::Closed => Some(note(
             format!("[fleet] attempt {attempt}: closed ({})", issue.close_reason),
             "closed",
-        );
-    }
-    if issue.status == Status::Blocked {
-        return Plan {
+        )),
+        Status::Blocked => Some(Plan {
             release: false,
             patch: Some(IssuePatch { assignee: Some(String::new()), ..IssuePatch::default() }),
             comment: format!(
@@ -98,10 +105,9 @@ pub fn plan(
             ),
             pause_until: None,
             verdict: "blocked-by-agent",
-        };
-    }
-    if issue.status != Status::InProgress || !held {
-        return note(
+        }),
+        Status::InProgress if held => None,
+        _ => Some(note(
             format!(
                 "[fleet] attempt {attempt} ended ({}); the task is now {} and assigned to {:?}, so it is left as it is",
                 describe(outcome),
@@ -109,34 +115,17 @@ pub fn plan(
                 issue.assignee
             ),
             "taken-over",
-        );
+        )),
     }
-    let mut fleet = issue.fleet.clone();
+}
+
+/// The plan for a task still in progress under the attempt: the outcome table proper.
+fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Timestamp) -> Plan {
+    let attempt = issue.fleet.attempts;
+    let fleet = issue.fleet.clone();
     match outcome {
         Outcome::Exited { code: Some(0), .. } => {
-            if let Some(count) = count_toward_limit(&mut fleet.noclose, config.max_noclose) {
-                return block(
-                    fleet,
-                    format!(
-                        "[fleet] attempt {attempt}: the agent exited 0 without closing the task, {count} times in a row; blocked so it does not loop. Set it open to try again."
-                    ),
-                    "noclose limit reached",
-                    "noclose-blocked",
-                );
-            }
-            let wait = config.retry_backoff(fleet.noclose);
-            retry(
-                fleet,
-                now,
-                wait,
-                format!(
-                    "[fleet] attempt {attempt}: the agent exited 0 without closing the task ({} of {} allowed); requeued after {}s",
-                    issue.fleet.noclose + 1,
-                    config.max_noclose,
-                    wait.as_secs()
-                ),
-                "noclose-requeued",
-            )
+            exited_without_closing(fleet, attempt, config, now)
         }
         Outcome::Exited { code, reason } => {
             failure(fleet, attempt, &exit_text(*code), reason, config, now)
@@ -145,67 +134,12 @@ pub fn plan(
             let what = format!("ran past the attempt timeout of {}s", after.as_secs());
             failure(fleet, attempt, &what, "", config, now)
         }
-        Outcome::Stalled { silent_for } => {
-            if let Some(count) = count_toward_limit(&mut fleet.stalls, config.max_stalls) {
-                return block(
-                    fleet,
-                    format!(
-                        "[fleet] attempt {attempt}: no output for {}s, killed; {count} stalls in a row — blocked.",
-                        silent_for.as_secs()
-                    ),
-                    "stall limit reached",
-                    "stall-blocked",
-                );
-            }
-            let wait = config.retry_backoff(fleet.stalls);
-            retry(
-                fleet.clone(),
-                now,
-                wait,
-                format!(
-                    "[fleet] attempt {attempt}: no output for {}s, killed (stall {} of {}); requeued after {}s",
-                    silent_for.as_secs(),
-                    fleet.stalls,
-                    config.max_stalls,
-                    wait.as_secs()
-                ),
-                "stall-requeued",
-            )
-        }
+        Outcome::Stalled { silent_for } => stalled(fleet, attempt, *silent_for, config, now),
         Outcome::ContextPressure { peak_tokens, limit } => {
-            if let Some(count) =
-                count_toward_limit(&mut fleet.context_resets, config.max_context_resets)
-            {
-                return block(
-                    fleet,
-                    format!(
-                        "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens), {count} runs in a row; blocked — split the task, or set it open to try again."
-                    ),
-                    "context-pressure limit reached",
-                    "context-blocked",
-                );
-            }
-            free_release(
-                fleet,
-                format!(
-                    "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens); released, not charged — the next run starts fresh from the artifacts"
-                ),
-                "context-pressure",
-            )
+            context_pressure(fleet, attempt, *peak_tokens, *limit, config)
         }
         Outcome::RateLimited { resets_at, window } => {
-            let default_until = after(now, config.rate_limit_default_pause());
-            let until = resets_at.filter(|t| *t > now).unwrap_or(default_until);
-            let window = window.as_deref().map(|w| format!(" ({w} window)")).unwrap_or_default();
-            let mut plan = free_release(
-                fleet,
-                format!(
-                    "[fleet] attempt {attempt}: rate limited{window}; released, not charged; spawning paused until {until}"
-                ),
-                "rate-limited",
-            );
-            plan.pause_until = Some(until);
-            plan
+            rate_limited(fleet, attempt, *resets_at, window.as_deref(), config, now)
         }
         Outcome::Shutdown => free_release(
             fleet,
@@ -223,6 +157,114 @@ pub fn plan(
         Outcome::CoderFault { cause, detail } => coder_fault(issue, *cause, detail),
         Outcome::Revoked { reason } => stopped(attempt, reason),
     }
+}
+
+/// Exit 0 without a close: requeued with backoff, blocked after `max_noclose` in a row.
+fn exited_without_closing(
+    mut fleet: FleetFields,
+    attempt: u32,
+    config: &RuntimeConfig,
+    now: Timestamp,
+) -> Plan {
+    let before = fleet.noclose;
+    if let Some(count) = count_toward_limit(&mut fleet.noclose, config.max_noclose) {
+        return block(
+            fleet,
+            format!(
+                "[fleet] attempt {attempt}: the agent exited 0 without closing the task, {count} times in a row; blocked so it does not loop. Set it open to try again."
+            ),
+            "noclose limit reached",
+            "noclose-blocked",
+        );
+    }
+    let wait = config.retry_backoff(fleet.noclose);
+    let comment = format!(
+        "[fleet] attempt {attempt}: the agent exited 0 without closing the task ({} of {} allowed); requeued after {}s",
+        before + 1,
+        config.max_noclose,
+        wait.as_secs()
+    );
+    retry(fleet, now, wait, comment, "noclose-requeued")
+}
+
+/// No output for the stall timeout: killed, requeued, blocked after `max_stalls` in a row.
+fn stalled(
+    mut fleet: FleetFields,
+    attempt: u32,
+    silent_for: Duration,
+    config: &RuntimeConfig,
+    now: Timestamp,
+) -> Plan {
+    let silent = silent_for.as_secs();
+    if let Some(count) = count_toward_limit(&mut fleet.stalls, config.max_stalls) {
+        return block(
+            fleet,
+            format!(
+                "[fleet] attempt {attempt}: no output for {silent}s, killed; {count} stalls in a row — blocked."
+            ),
+            "stall limit reached",
+            "stall-blocked",
+        );
+    }
+    let wait = config.retry_backoff(fleet.stalls);
+    let comment = format!(
+        "[fleet] attempt {attempt}: no output for {silent}s, killed (stall {} of {}); requeued after {}s",
+        fleet.stalls,
+        config.max_stalls,
+        wait.as_secs()
+    );
+    retry(fleet, now, wait, comment, "stall-requeued")
+}
+
+/// The context window filled up: released without charge (a fresh session goes on from the
+/// artifacts), blocked after `max_context_resets` in a row.
+fn context_pressure(
+    mut fleet: FleetFields,
+    attempt: u32,
+    peak_tokens: u64,
+    limit: u64,
+    config: &RuntimeConfig,
+) -> Plan {
+    if let Some(count) = count_toward_limit(&mut fleet.context_resets, config.max_context_resets) {
+        return block(
+            fleet,
+            format!(
+                "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens), {count} runs in a row; blocked — split the task, or set it open to try again."
+            ),
+            "context-pressure limit reached",
+            "context-blocked",
+        );
+    }
+    free_release(
+        fleet,
+        format!(
+            "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens); released, not charged — the next run starts fresh from the artifacts"
+        ),
+        "context-pressure",
+    )
+}
+
+/// A rate limit: released without charge; spawning with the coder pauses until the reset.
+fn rate_limited(
+    fleet: FleetFields,
+    attempt: u32,
+    resets_at: Option<Timestamp>,
+    window: Option<&str>,
+    config: &RuntimeConfig,
+    now: Timestamp,
+) -> Plan {
+    let default_until = after(now, config.rate_limit_default_pause());
+    let until = resets_at.filter(|t| *t > now).unwrap_or(default_until);
+    let window = window.map(|w| format!(" ({w} window)")).unwrap_or_default();
+    let mut plan = free_release(
+        fleet,
+        format!(
+            "[fleet] attempt {attempt}: rate limited{window}; released, not charged; spawning paused until {until}"
+        ),
+        "rate-limited",
+    );
+    plan.pause_until = Some(until);
+    plan
 }
 
 /// A fault of the fleet: the task goes back to the queue as if the attempt never happened
