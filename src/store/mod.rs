@@ -403,20 +403,20 @@ impl Store {
 
     /// The change counter: bumped by every commit that applied at least one op, by any process.
     pub fn changes(&self) -> Result<u64, StoreError> {
-        let txn = self.begin_read()?;
-        let meta_table = txn.open_table(META)?;
-        Ok(meta_table
-            .get(meta::CHANGES)?
-            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-            .map_or(0, u64::from_be_bytes))
+        self.meta_counter(meta::CHANGES)
     }
 
     /// The sequence number of the last journaled op (0 for an empty journal).
     pub fn journal_head(&self) -> Result<u64, StoreError> {
+        self.meta_counter(meta::JOURNAL_SEQ)
+    }
+
+    /// A counter of the meta table, read in a transaction of its own (0 when absent).
+    fn meta_counter(&self, key: &str) -> Result<u64, StoreError> {
         let txn = self.begin_read()?;
         let meta_table = txn.open_table(META)?;
         Ok(meta_table
-            .get(meta::JOURNAL_SEQ)?
+            .get(key)?
             .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
             .map_or(0, u64::from_be_bytes))
     }

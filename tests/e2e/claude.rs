@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use crate::harness::{Sandbox, Supervisor};
 use crate::mock::{Api, MockApi};
 use crate::{
-    DEADLINE, Scene, agent_cli, assert_closed_done, assert_no_leftovers, assert_released_uncharged,
-    counter, events_of, runtime_toml, scenario,
+    DEADLINE, Scene, agent_cli, assert_closed_done, assert_no_leftovers,
+    assert_outage_pauses_uncharged, assert_released_uncharged, counter, events_of, runtime_toml,
+    scenario,
 };
 
 const MODEL: &str = "claude-sonnet-4-5";
@@ -264,26 +265,7 @@ fn claude_overloaded_api_pauses_the_coder_and_charges_nothing() {
     let Some(cli) = agent_cli("claude") else { return };
     let scene = new_scene(&cli, "overloaded", &[], &[("CLAUDE_CODE_MAX_RETRIES", "1")]);
     let mut supervisor = start(&scene, false);
-    let finished = supervisor.wait_finished(&scene.id, "coder-paused", DEADLINE);
-    let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
-    let status = supervisor.terminate(DEADLINE);
-    let context = scene.context(&supervisor);
-    assert!(finished.is_some(), "the attempt ends with the coder paused{}", context());
-    assert!(
-        paused.as_ref().is_some_and(|p| p["cause"] == "outage"),
-        "paused for an outage: {paused:?}{}",
-        context()
-    );
-    assert!(status.is_some_and(|s| s.success()), "{}", context());
-    let issue = scene.sandbox.show(&scene.id);
-    assert_released_uncharged(&issue, &context);
-    let comments = scene.sandbox.comments(&scene.id);
-    assert!(
-        comments.iter().any(|c| c.contains("provider outage") && c.contains("529")),
-        "the comment carries the API error, not just an exit code: {comments:?}{}",
-        context()
-    );
-    assert_no_leftovers(&scene.sandbox, None, &context);
+    assert_outage_pauses_uncharged(&scene, &mut supervisor, "claude", &["529", "not charged"]);
 }
 
 #[test]

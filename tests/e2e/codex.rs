@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::harness::{Sandbox, toml_str};
 use crate::mock::{Api, MockApi};
 use crate::{
-    DEADLINE, Scene, agent_cli, assert_closed_done, assert_no_leftovers, assert_released_uncharged,
-    counter, events_of, runtime_toml, scenario,
+    DEADLINE, Scene, agent_cli, assert_closed_done, assert_no_leftovers,
+    assert_outage_pauses_uncharged, assert_released_uncharged, events_of, runtime_toml, scenario,
 };
 
 const MODEL: &str = "gpt-5.5";
@@ -99,28 +99,7 @@ fn codex_server_error_pauses_the_coder_and_charges_nothing() {
     let Some(cli) = agent_cli("codex") else { return };
     let scene = new_scene(&cli, "server_error");
     let mut supervisor = scene.start_with(false, &[]);
-    let finished = supervisor.wait_finished(&scene.id, "coder-paused", DEADLINE);
-    let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
-    let status = supervisor.terminate(DEADLINE);
-    let context = scene.context(&supervisor);
-    assert!(finished.is_some(), "the attempt ends with the coder paused{}", context());
-    assert!(
-        paused.as_ref().is_some_and(|p| p["cause"] == "outage" && p["coder"] == "codex"),
-        "paused for an outage: {paused:?}{}",
-        context()
-    );
-    assert!(status.is_some_and(|s| s.success()), "{}", context());
-
-    let issue = scene.sandbox.show(&scene.id);
-    assert_released_uncharged(&issue, &context);
-    assert_eq!(counter(&issue, "attempts"), 0, "a fault of the fleet is no attempt{}", context());
-    let comments = scene.sandbox.comments(&scene.id);
-    assert!(
-        comments.iter().any(|c| c.contains("provider outage") && c.contains("not charged")),
-        "{comments:?}{}",
-        context()
-    );
-    let errors = events_of(&scene.sandbox, &scene.id, "error");
-    assert!(!errors.is_empty(), "the CLI's error is recorded{}", context());
-    assert_no_leftovers(&scene.sandbox, None, &context);
+    let errors = || events_of(&scene.sandbox, &scene.id, "error");
+    assert_outage_pauses_uncharged(&scene, &mut supervisor, "codex", &["not charged"]);
+    assert!(!errors().is_empty(), "the CLI's error is recorded in events.jsonl");
 }

@@ -202,3 +202,38 @@ pub fn assert_no_leftovers(sandbox: &Sandbox, except: Option<u32>, context: &dyn
     let left = sandbox.wait_no_processes(except, Duration::from_secs(10));
     assert!(left.is_empty(), "processes left behind: {left:?}{}", context());
 }
+
+/// Waits for the attempt of `scene` to end with `coder` paused for a provider outage, stops
+/// the supervisor, and asserts the task went back uncharged (the attempt not even counted),
+/// with a comment that contains each of `says`.
+#[track_caller]
+pub fn assert_outage_pauses_uncharged(
+    scene: &Scene,
+    supervisor: &mut Supervisor,
+    coder: &str,
+    says: &[&str],
+) {
+    let finished = supervisor.wait_finished(&scene.id, "coder-paused", DEADLINE);
+    let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
+    let status = supervisor.terminate(DEADLINE);
+    let context = scene.context(supervisor);
+    assert!(finished.is_some(), "the attempt ends with the coder paused{}", context());
+    assert!(
+        paused.as_ref().is_some_and(|p| p["cause"] == "outage" && p["coder"] == coder),
+        "{coder} paused for an outage: {paused:?}{}",
+        context()
+    );
+    assert!(status.is_some_and(|s| s.success()), "{}", context());
+    let issue = scene.sandbox.show(&scene.id);
+    assert_released_uncharged(&issue, &context);
+    assert_eq!(counter(&issue, "attempts"), 0, "a fault of the fleet is no attempt{}", context());
+    let comments = scene.sandbox.comments(&scene.id);
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.contains("provider outage") && says.iter().all(|s| c.contains(s))),
+        "the comment names the outage and the API's words {says:?}: {comments:?}{}",
+        context()
+    );
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}

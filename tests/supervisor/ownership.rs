@@ -108,20 +108,21 @@ fn two_supervisors_on_one_home_run_every_task_exactly_once() {
     );
 }
 
-#[test]
-fn kill_9_of_a_supervisor_leaves_no_process_and_a_restart_never_doubles_an_agent() {
+/// A home with `n` tasks whose agents leave a background job in their group and another in a
+/// new session, run two at a time; returns it with the overlap detector's directory and the
+/// task ids.
+fn tasks_leaving_jobs_behind(n: usize) -> (Fleet, PathBuf, Vec<String>) {
     let fleet = Fleet::new(&[("max_concurrent", "2")]);
     let dir = runs_dir(&fleet);
     let script = format!("exclusive {}", dir.display());
-    let ids: Vec<String> = (1..=3)
-        .map(|n| {
-            fleet.task(
-                &format!("Job {n}"),
-                &[&script, "background 300", "detach 300", "sleep 2", "close"],
-            )
-        })
-        .collect();
+    let steps = [script.as_str(), "background 300", "detach 300", "sleep 2", "close"];
+    let ids = (1..=n).map(|k| fleet.task(&format!("Job {k}"), &steps)).collect();
+    (fleet, dir, ids)
+}
 
+#[test]
+fn kill_9_of_a_supervisor_leaves_no_process_and_a_restart_never_doubles_an_agent() {
+    let (fleet, dir, ids) = tasks_leaving_jobs_behind(3);
     let doomed = fleet.start(&[]);
     wait_for_starts(&doomed, &dir, 2);
     std::thread::sleep(Duration::from_millis(200));
@@ -468,17 +469,7 @@ fn guard_of(supervisor: u32) -> Option<u32> {
 
 #[test]
 fn when_the_guard_dies_too_the_restarted_run_kills_the_survivors_before_rerunning() {
-    let fleet = Fleet::new(&[("max_concurrent", "2")]);
-    let dir = runs_dir(&fleet);
-    let script = format!("exclusive {}", dir.display());
-    let ids: Vec<String> = (1..=2)
-        .map(|n| {
-            fleet.task(
-                &format!("Job {n}"),
-                &[&script, "background 300", "detach 300", "sleep 2", "close"],
-            )
-        })
-        .collect();
+    let (fleet, dir, ids) = tasks_leaving_jobs_behind(2);
     let doomed = fleet.start(&[]);
     wait_for_starts(&doomed, &dir, 2);
     std::thread::sleep(Duration::from_millis(300));
