@@ -86,7 +86,11 @@ impl From<crate::id::IdError> for CliError {
 
 impl From<crate::time::DateError> for CliError {
     fn from(error: crate::time::DateError) -> CliError {
-        CliError::new(error.to_string())
+        let cli = CliError::new(error.to_string());
+        match error.hint() {
+            Some(hint) => cli.with_hint(hint),
+            None => cli,
+        }
     }
 }
 

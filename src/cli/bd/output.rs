@@ -171,7 +171,11 @@ impl From<crate::id::IdError> for BdError {
 
 impl From<crate::time::DateError> for BdError {
     fn from(error: crate::time::DateError) -> BdError {
-        BdError::new(error.to_string())
+        let cli = BdError::new(error.to_string());
+        match error.hint() {
+            Some(hint) => cli.with_hint(hint),
+            None => cli,
+        }
     }
 }
 
