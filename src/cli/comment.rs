@@ -37,7 +37,7 @@ pub fn cmd_comments(ctx: &Context, args: CommentsArgs) -> Result<(), CliError> {
     match args.args.as_slice() {
         [verb, id, text] if verb == "add" => add_comment(ctx, id, text, args.author),
         [id] => list_comments(ctx, id),
-        _ => Err(CliError::new("expected `comments ID` or `comments add ID TEXT`")),
+        _ => Err(CliError::usage("expected `comments ID` or `comments add ID TEXT`")),
     }
 }
 

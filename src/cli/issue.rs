@@ -130,9 +130,14 @@ fn current_dir_text(cwd: Option<PathBuf>) -> Result<String, CliError> {
 }
 
 pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
-    let title = args.title.clone().or(args.title_arg.clone()).unwrap_or_default();
-    if title.trim().is_empty() {
-        return Err(CliError::new("title required").with_hint("fleet create \"Fix the login bug\""));
+    let title = args.title.clone().or(args.title_arg.clone());
+    let hint = "fleet create \"Fix the login bug\"";
+    match title {
+        None => return Err(CliError::usage("title required").with_hint(hint)),
+        Some(title) if title.trim().is_empty() => {
+            return Err(CliError::new("title required").with_hint(hint));
+        }
+        Some(_) => {}
     }
     let summary = create_issue(ctx, &args, |_| {})?;
     if args.silent && !ctx.out.json {
@@ -253,7 +258,7 @@ pub struct ShowArgs {
 
 pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
     if args.ids.is_empty() {
-        return Err(CliError::new("issue ID is required").with_hint("fleet show <id>"));
+        return Err(CliError::usage("issue ID is required").with_hint("fleet show <id>"));
     }
     let store = ctx.open_store()?;
     let reader = store.read()?;
@@ -437,7 +442,7 @@ impl UpdateArgs {
 
 pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
     if !update_requested(ctx, &args)? {
-        return Err(CliError::new("No updates specified")
+        return Err(CliError::usage("No updates specified")
             .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
     }
     let updated = update_issues(ctx, &args, |_, _| Ok(()))?;
@@ -551,19 +556,13 @@ pub(in crate::cli) struct Refusal {
 
 pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
     if args.reason.len() > 1 && args.reason.len() != args.ids.len() {
-        return Err(CliError::new(format!(
+        return Err(CliError::usage(format!(
             "{} reasons for {} issues: give one reason, or one per issue",
             args.reason.len(),
             args.ids.len()
         )));
     }
     let result = close_issues(ctx, &args)?;
-    // A lone refusal is the command's error below: report it once, not also as a note.
-    if !(result.closed.is_empty() && result.refused.len() == 1) {
-        for refusal in &result.refused {
-            ctx.out.note(&format!("error: {}", refusal.error));
-        }
-    }
     ctx.out.emit(&result.closed, || {
         result
             .closed
@@ -572,17 +571,29 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
             .collect::<Vec<_>>()
             .join("\n")
     });
-    if result.closed.is_empty() {
-        let mut error = CliError::new(match result.refused.as_slice() {
-            [only] => only.error.clone(),
-            _ => "no issues were closed".to_string(),
-        });
-        if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
-            error = error.with_hint("pass --force to close it anyway");
-        }
-        return Err(error);
+    if result.refused.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    Err(refusals_error(&result, args.ids.len()))
+}
+
+/// The error of a `close` that refused some ids (exit 1): each refusal on its own line, and
+/// `--force` suggested when a guard refused.
+fn refusals_error(result: &CloseResult, asked: usize) -> CliError {
+    let summary = match result.refused.as_slice() {
+        [only] if asked == 1 => only.error.clone(),
+        refused => format!("{} of {asked} issues could not be closed", refused.len()),
+    };
+    let items = result
+        .refused
+        .iter()
+        .map(|r| super::error::ItemError { id: r.id.clone(), error: r.error.clone() })
+        .collect();
+    let error = CliError::for_items(summary, items);
+    if result.refused.iter().any(|r| r.error.starts_with("cannot close")) {
+        return error.with_hint("pass --force to close it anyway");
+    }
+    error
 }
 
 /// The store side of `close`, shared by `fleet close` and `bd close`: in one transaction,
@@ -689,7 +700,9 @@ pub(in crate::cli) struct DeleteResult {
 
 pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
     if args.ids.is_empty() {
-        return Err(CliError::new("no issue IDs provided").with_hint("fleet delete <id>… --force"));
+        return Err(
+            CliError::usage("no issue IDs provided").with_hint("fleet delete <id>… --force")
+        );
     }
     let result = delete_issues(ctx, &args)?;
     ctx.out.emit(&result, || render_delete(&result));

@@ -246,9 +246,14 @@ pub struct SearchArgs {
 }
 
 pub fn cmd_search(ctx: &Context, args: SearchArgs) -> Result<(), CliError> {
-    let query = args.query.clone().filter(|q| !q.trim().is_empty()).ok_or_else(|| {
-        CliError::new("search query is required").with_hint("fleet search \"login\"")
-    })?;
+    let hint = "fleet search \"login\"";
+    let query = match args.query.clone() {
+        None => return Err(CliError::usage("search query is required").with_hint(hint)),
+        Some(query) if query.trim().is_empty() => {
+            return Err(CliError::new("search query is required").with_hint(hint));
+        }
+        Some(query) => query,
+    };
     let filter = args.filter.to_filter(Some(query.clone()))?;
     emit_list(ctx, &filter, &format!("No issues found matching {query:?}"))
 }

@@ -58,3 +58,86 @@ fn a_byte_order_mark_on_runtime_toml_is_skipped() {
     let run = ws.run(&["config", "show"]).ok();
     assert!(run.stdout.contains("max_concurrent = 7"), "{}", run.stdout);
 }
+
+// Exit codes, one test per row of README.md's table.
+
+#[test]
+fn exit_code_0_when_every_item_succeeds() {
+    let ws = Workspace::new();
+    let a = ws.create("A", &[]);
+    let b = ws.create("B", &[]);
+    let run = ws.run(&["close", &a, &b]).ok();
+    assert_eq!(run.stderr, "");
+    ws.run(&["reopen", &a, &b]).ok();
+    ws.run(&["label", "add", &a, &b, "x"]).ok();
+    ws.run(&["show", &a, &b]).ok();
+}
+
+#[test]
+fn exit_code_1_when_any_item_fails_and_each_failure_is_reported() {
+    let ws = Workspace::new();
+    let good = ws.create("Good", &[]);
+    // close: the good id closes, `nosuch` fails, and says so, in text and in JSON.
+    let run = ws.run(&["close", &good, "nosuch"]).fails(1);
+    assert!(run.stdout.contains(&format!("✓ Closed {good}")), "{}", run.stdout);
+    assert!(run.stderr.contains("error: no issue found matching \"nosuch\""), "{}", run.stderr);
+    assert_eq!(ws.show(&good)["status"], "closed");
+    ws.run(&["reopen", &good]).ok();
+    let run = ws.run(&["close", &good, "nosuch", "--json"]).fails(1);
+    let closed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(closed[0]["id"], good.as_str(), "{}", run.stdout);
+    let error: serde_json::Value = serde_json::from_str(&run.stderr)
+        .unwrap_or_else(|e| panic!("stderr is not one JSON error ({e}): {}", run.stderr));
+    assert_eq!(
+        error["errors"],
+        serde_json::json!([{"id": "nosuch", "error": "no issue found matching \"nosuch\""}])
+    );
+    ws.run(&["reopen", &good]).ok();
+    // The other multi-id commands: one transaction, so nothing changes, and exit 1.
+    let commands: &[&[&str]] = &[
+        &["update", &good, "nosuch", "-p", "0"],
+        &["reopen", &good, "nosuch"],
+        &["delete", &good, "nosuch", "--force"],
+        &["show", &good, "nosuch"],
+        &["label", "add", &good, "nosuch", "x"],
+        &["label", "remove", &good, "nosuch", "x"],
+    ];
+    for args in commands {
+        let run = ws.run(args).fails(1);
+        assert!(
+            run.stderr.contains("error: no issue found matching \"nosuch\""),
+            "{args:?}: {}",
+            run.stderr
+        );
+        let mut json = args.to_vec();
+        json.push("--json");
+        let run = ws.run(&json).fails(1);
+        let error: serde_json::Value = serde_json::from_str(&run.stderr).unwrap();
+        assert!(error["error"].as_str().unwrap().contains("nosuch"), "{args:?}: {error}");
+    }
+    let issue = ws.show(&good);
+    assert_eq!((issue["status"].as_str(), issue["priority"].as_i64()), (Some("open"), Some(2)));
+    assert!(issue.get("labels").is_none(), "{issue}");
+}
+
+#[test]
+fn exit_code_2_for_every_usage_error_however_it_is_checked() {
+    let ws = Workspace::new();
+    let id = ws.create("Real", &[]);
+    let commands: &[&[&str]] = &[
+        &["close"],
+        &["show"],
+        &["create"],
+        &["delete"],
+        &["update", &id],
+        &["search"],
+        &["comments", "add", &id],
+        &["close", &id, "-r", "a", "-r", "b", "-r", "c"],
+    ];
+    for args in commands {
+        let run = ws.run(args).fails(2);
+        assert!(run.stderr.starts_with("error: "), "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+    }
+    assert_eq!(ws.show(&id)["status"], "open");
+}
