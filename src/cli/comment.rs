@@ -107,7 +107,8 @@ fn list_comments(ctx: &Context, id: &str) -> Result<(), CliError> {
         let mut lines = vec![format!("💬 Comments on {id} ({}):", comments.len())];
         for comment in &comments {
             lines.push(String::new());
-            lines.push(format!("[{}] {}:", comment.author, comment.created_at));
+            let author = super::output::printable(&comment.author);
+            lines.push(format!("[{author}] {}:", comment.created_at));
             lines.extend(comment.text.lines().map(|l| format!("  {l}")));
         }
         lines.join("\n")

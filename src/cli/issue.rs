@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use super::output::{id_title, priority_badge, status_marker};
+use super::output::{id_title, printable, printable_block, priority_badge, status_marker};
 use crate::model::{
     Comment, CommentId, Dependency, FleetFields, Issue, Status, dep_type, parse_issue_type,
     parse_priority,
@@ -274,14 +274,14 @@ pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
 pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
     let issue = &detail.summary.issue;
     let mut lines = vec![
-        format!("{}: {}", issue.id, issue.title),
-        format!("Status: {}", issue.status),
+        format!("{}: {}", issue.id, printable(&issue.title)),
+        format!("Status: {}", printable(&issue.status.to_string())),
         format!("Priority: P{}", issue.priority),
-        format!("Type: {}", issue.issue_type),
+        format!("Type: {}", printable(&issue.issue_type)),
     ];
     let mut field = |name: &str, value: &str| {
         if !value.is_empty() {
-            lines.push(format!("{name}: {value}"));
+            lines.push(format!("{name}: {}", printable(value)));
         }
     };
     field("Assignee", &issue.assignee);
@@ -311,7 +311,7 @@ pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
         if !text.is_empty() {
             lines.push(String::new());
             lines.push(format!("{heading}:"));
-            lines.extend(text.lines().map(|l| format!("  {l}")));
+            lines.extend(text.lines().map(|l| format!("  {}", printable_block(l))));
         }
     }
     let linked = |heading: &str, arrow: &str, items: &[crate::store::LinkedIssue]| {
@@ -323,7 +323,7 @@ pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
                 format!(
                     "  {arrow} {}: {} {} {} ({})",
                     item.id,
-                    item.title,
+                    printable(&item.title),
                     status_marker(&item.status),
                     item.status,
                     item.dependency_type
@@ -340,8 +340,8 @@ pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
         lines.push(String::new());
         lines.push(format!("Comments ({}):", detail.comments.len()));
         for comment in &detail.comments {
-            lines.push(format!("  [{}] {}:", comment.author, comment.created_at));
-            lines.extend(comment.text.lines().map(|l| format!("    {l}")));
+            lines.push(format!("  [{}] {}:", printable(&comment.author), comment.created_at));
+            lines.extend(comment.text.lines().map(|l| format!("    {}", printable_block(l))));
         }
     }
     lines.join("\n")
@@ -567,7 +567,9 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
         result
             .closed
             .iter()
-            .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), s.issue.close_reason))
+            .map(|s| {
+                format!("✓ Closed {}: {}", id_title(&s.issue), printable(&s.issue.close_reason))
+            })
             .collect::<Vec<_>>()
             .join("\n")
     });
@@ -757,7 +759,7 @@ pub(in crate::cli) fn render_delete(result: &DeleteResult) -> String {
                 "  {} {} {}",
                 issue.id,
                 priority_badge(issue.priority),
-                issue.title
+                printable(&issue.title)
             ));
         } else {
             lines.push(format!("✓ Deleted {}", id_title(issue)));

@@ -141,3 +141,46 @@ fn exit_code_2_for_every_usage_error_however_it_is_checked() {
     }
     assert_eq!(ws.show(&id)["status"], "open");
 }
+
+#[test]
+fn control_characters_in_stored_text_are_escaped_in_human_output_only() {
+    let ws = Workspace::new();
+    let nasty = "Fix\nfake-1 [● P0] [task] open - Injected\u{1b}[31m red\u{7}";
+    let escaped = "Fix\\nfake-1 [● P0] [task] open - Injected\\e[31m red\\x07";
+    let id = ws.create(nasty, &["--assignee", "eve\r\nmallory", "-l", "a\u{1b}b"]);
+    let blocker = ws.create("Blocker", &[]);
+    let blocked = ws.create(nasty, &["--deps", &blocker]);
+    let views: Vec<Vec<&str>> = vec![
+        vec!["list"],
+        vec!["ready"],
+        vec!["show", &id],
+        vec!["blocked"],
+        vec!["search", "Fix"],
+        vec!["dep", "tree", &blocked],
+        vec!["label", "list", &id],
+        vec!["bd", "list"],
+        vec!["bd", "ready"],
+        vec!["bd", "show", &id],
+        vec!["bd", "blocked"],
+        vec!["bd", "search", "Fix"],
+    ];
+    for args in &views {
+        let run = ws.run(args).ok();
+        let out = format!("{}{}", run.stdout, run.stderr);
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\r'),
+            "{args:?}: {out:?}"
+        );
+        assert!(!out.lines().any(|l| l.starts_with("fake-1")), "{args:?}: a fake line:\n{out}");
+        if !args.contains(&"label") {
+            assert!(out.contains(escaped), "{args:?}: expected {escaped:?} in:\n{out}");
+        }
+    }
+    let shown = ws.run(&["show", &id]).ok().stdout;
+    assert!(shown.contains("Assignee: eve\\r\\nmallory"), "{shown}");
+    let labels = ws.run(&["label", "list", &id]).ok().stdout;
+    assert!(labels.contains("a\\eb"), "{labels}");
+    // JSON is unchanged: the stored text, escaped the JSON way.
+    assert_eq!(ws.show(&id)["title"], nasty);
+    assert_eq!(ws.show(&id)["assignee"], "eve\r\nmallory");
+}

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::context::BdContext;
 use super::output::BdError;
 use crate::cli::issue::split_csv;
-use crate::cli::output::{id_title, list_line};
+use crate::cli::output::{id_title, list_line, printable};
 use crate::cli::query::{self as fleet, ListFilterArgs};
 use crate::model::{Issue, Status, dep_type, parse_priority};
 use crate::store::{IssueSummary, ListFilter, ListSort, Reader};
@@ -227,7 +227,7 @@ fn long_entry(summary: &IssueSummary) -> String {
     let issue = &summary.issue;
     let mut lines = vec![list_line(issue)];
     if !issue.labels.is_empty() {
-        lines.push(format!("  Labels: {}", issue.labels.join(", ")));
+        lines.push(format!("  Labels: {}", printable(&issue.labels.join(", "))));
     }
     if let Some(parent) = &summary.parent {
         lines.push(format!("  Parent: {parent}"));
