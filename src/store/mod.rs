@@ -222,6 +222,64 @@ impl Db {
     }
 }
 
+/// The error for an init where a store file is already in place.
+fn existing_store(dir: &Path, path: &Path) -> StoreError {
+    if is_sqlite(path) {
+        return StoreError::LegacySqlite(path.to_path_buf());
+    }
+    StoreError::AlreadyInitialized(dir.to_path_buf())
+}
+
+/// A file removed when dropped (the scratch copy of a store being initialised).
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Writes a complete, empty store at `path`: the tables, the prefix, the replica id and the
+/// layout version, in one committed transaction; the handle is closed on return.
+fn write_new_store(path: &Path, prefix: &str, replica: &str) -> Result<(), StoreError> {
+    let db = open_database(path)?;
+    let txn = db.begin_write()?;
+    {
+        let tables = open_write_tables(&txn)?;
+        let mut meta = tables.meta;
+        meta.insert(meta::PREFIX, prefix.as_bytes())?;
+        meta.insert(meta::REPLICA, replica.as_bytes())?;
+        meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
+        txn.open_table(JOURNAL)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+/// Puts the finished store `temp` at `path` only if nothing is there: a hard link, which
+/// the file system refuses when `path` exists. Where hard links are not supported, an
+/// exclusive create (`O_EXCL`) of `path` claims the name and the store is renamed over it.
+fn publish(temp: &Path, path: &Path, dir: &Path) -> Result<(), StoreError> {
+    let linked = std::fs::hard_link(temp, path);
+    let error = match linked {
+        Ok(()) => return Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(existing_store(dir, path));
+        }
+        Err(error) => error,
+    };
+    tracing::debug!("hard link into {} failed ({error}); claiming the name instead", dir.display());
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(existing_store(dir, path));
+        }
+        Err(error) => return Err(io_error(format!("creating {}", path.display()))(error)),
+    }
+    std::fs::rename(temp, path)
+        .map_err(io_error(format!("moving the new store into place at {}", path.display())))
+}
+
 fn is_sqlite(path: &Path) -> bool {
     use std::io::Read;
     let mut header = [0u8; 16];
@@ -234,30 +292,25 @@ fn is_sqlite(path: &Path) -> bool {
 impl Store {
     /// Creates a new store in `dir` (a `.beads/` directory, created if missing) with the given
     /// id prefix. Refuses a directory that already holds a store.
+    ///
+    /// Atomic: the store is built in a temporary file beside its final name and hard-linked
+    /// into place, which fails if the name exists. Of several processes initialising one
+    /// directory at once, exactly one wins; the others get
+    /// [`StoreError::AlreadyInitialized`], and nobody ever sees a half-made store.
     pub fn init(dir: &Path, prefix: &str) -> Result<Store, StoreError> {
         crate::id::validate_prefix(prefix).map_err(StoreError::InvalidPrefix)?;
         let path = dir.join(STORE_FILE);
         if path.exists() {
-            if is_sqlite(&path) {
-                return Err(StoreError::LegacySqlite(path));
-            }
-            return Err(StoreError::AlreadyInitialized(dir.to_path_buf()));
+            return Err(existing_store(dir, &path));
         }
         std::fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
-        let db = open_database(&path)?;
         let replica = ulid::Ulid::generate().to_string().to_lowercase();
-        let txn = db.begin_write()?;
-        {
-            let tables = open_write_tables(&txn)?;
-            let mut meta = tables.meta;
-            meta.insert(meta::PREFIX, prefix.as_bytes())?;
-            meta.insert(meta::REPLICA, replica.as_bytes())?;
-            meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
-            txn.open_table(JOURNAL)?;
-        }
-        txn.commit()?;
+        let temp = TempFile(dir.join(format!(".{STORE_FILE}.init-{replica}")));
+        write_new_store(&temp.0, prefix, &replica)?;
+        publish(&temp.0, &path, dir)?;
+        drop(temp);
         Ok(Store {
-            db: Db::ReadWrite(db),
+            db: Db::ReadWrite(open_database(&path)?),
             writer: OnceLock::new(),
             skip_close: false,
             dir: dir.to_path_buf(),

@@ -184,3 +184,59 @@ fn control_characters_in_stored_text_are_escaped_in_human_output_only() {
     assert_eq!(ws.show(&id)["title"], nasty);
     assert_eq!(ws.show(&id)["assignee"], "eve\r\nmallory");
 }
+
+/// Races `processes` inits of one fresh workspace, each with its own prefix, `rounds` times;
+/// asserts exactly one winner per round, a clear error for every loser, and the winner's
+/// prefix in the store.
+fn race_inits(bd: bool, processes: usize, rounds: usize) {
+    for round in 0..rounds {
+        let ws = Workspace::empty();
+        let children: Vec<_> = (0..processes)
+            .map(|n| {
+                let prefix = format!("p{round}x{n}");
+                let mut args = vec!["init", "--prefix", prefix.as_str()];
+                if bd {
+                    args.insert(0, "bd");
+                }
+                let mut cmd = ws.command(&args);
+                cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+                (prefix, cmd.spawn().expect("spawn fleet init"))
+            })
+            .collect();
+        let runs: Vec<(String, Run)> = children
+            .into_iter()
+            .map(|(prefix, child)| (prefix, child.wait_with_output().expect("wait").into()))
+            .collect();
+        let winners: Vec<&String> =
+            runs.iter().filter(|(_, run)| run.code == 0).map(|(prefix, _)| prefix).collect();
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let dir = ws.beads_dir().display().to_string();
+        for (prefix, run) in runs.iter().filter(|(_, run)| run.code != 0) {
+            assert_eq!(run.code, 1, "{prefix}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(&format!("workspace at {dir} already exists")),
+                "{prefix}: {}",
+                run.stderr
+            );
+        }
+        assert_eq!(ws.store().prefix(), winners[0].as_str(), "round {round}");
+        let id = ws.create("After the race", &[]);
+        assert!(id.starts_with(&format!("{}-", winners[0])), "{id}");
+        let leftovers: Vec<_> = std::fs::read_dir(ws.beads_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains("init-"))
+            .collect();
+        assert!(leftovers.is_empty(), "scratch files left: {leftovers:?}");
+    }
+}
+
+#[test]
+fn racing_inits_have_exactly_one_winner() {
+    race_inits(false, 8, 6);
+}
+
+#[test]
+fn racing_bd_inits_have_exactly_one_winner() {
+    race_inits(true, 8, 3);
+}
