@@ -100,7 +100,12 @@ impl From<StoreError> for CliError {
                 Some("run `fleet claim` with no id to take the next ready issue")
             }
             StoreError::Cycle { .. } => Some("run `fleet dep tree <id>` to see the existing chain"),
-            StoreError::Io { .. } => Some("check the path and its permissions"),
+            _ if error.is_access_denied() => Some(
+                "reading needs read access to the store file; changing it needs write access to the file and its directory",
+            ),
+            StoreError::Io { .. } | StoreError::DatabaseAt { .. } => {
+                Some("check the path and its permissions")
+            }
             _ => None,
         };
         let cli = CliError::new(error.to_string());

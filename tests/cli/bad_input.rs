@@ -240,3 +240,85 @@ fn racing_inits_have_exactly_one_winner() {
 fn racing_bd_inits_have_exactly_one_winner() {
     race_inits(true, 8, 3);
 }
+
+/// Runs the binary in `ws` as a user who may read the store but not write it: as root (which
+/// permission bits do not stop), as `nobody` through `setpriv`; as anyone else, as is. `None`
+/// (with the reason printed) where neither is possible.
+fn run_as_reader(ws: &Workspace, args: &[&str]) -> Option<Run> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+        else {
+            eprintln!("skipped: running as root and no setpriv to drop to an unprivileged user");
+            return None;
+        };
+        let mut cmd = std::process::Command::new(setpriv);
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(crate::common::fleet_bin());
+        cmd
+    } else {
+        std::process::Command::new(crate::common::fleet_bin())
+    };
+    cmd.env_clear()
+        .env("FLEET_HOME", ws.home())
+        .env("FLEET_ACTOR", "reader")
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .current_dir(ws.home())
+        .args(args);
+    let run: Run = cmd.output().expect("run fleet").into();
+    if root && run.code != 0 && run.stderr.contains("setpriv") {
+        eprintln!("skipped: setpriv cannot drop privileges here: {}", run.stderr);
+        return None;
+    }
+    Some(run)
+}
+
+/// Sets the permission bits of everything under `dir` (and `dir`) with `chmod`.
+fn chmod_tree(dir: &std::path::Path, mode: &str) {
+    let status = std::process::Command::new("chmod").args(["-R", mode]).arg(dir).status().unwrap();
+    assert!(status.success(), "chmod -R {mode} {}", dir.display());
+}
+
+#[test]
+fn reads_work_on_a_store_that_may_only_be_read_and_write_errors_name_the_file() {
+    let ws = Workspace::new();
+    let id = ws.create("Readable", &[]);
+    // The last command wrote: the file is as a CLI write leaves it (not closed).
+    ws.run(&["update", &id, "-p", "1"]).ok();
+    let before = std::fs::read(ws.beads_dir().join("beads.db")).unwrap();
+    chmod_tree(ws.home(), "a-w");
+    chmod_tree(ws.home(), "a+rX");
+    let reads: &[&[&str]] = &[
+        &["list"],
+        &["ready"],
+        &["show", &id],
+        &["export"],
+        &["blocked"],
+        &["stats"],
+        &["bd", "list"],
+        &["bd", "show", &id],
+    ];
+    let mut checked = true;
+    for args in reads {
+        let Some(run) = run_as_reader(&ws, args) else {
+            checked = false;
+            break;
+        };
+        let run = run.ok();
+        if !matches!(args[0], "blocked" | "stats") {
+            assert!(run.stdout.contains(&id), "{args:?}: {}", run.stdout);
+        }
+    }
+    if checked {
+        let run = run_as_reader(&ws, &["create", "Nope"]).unwrap().fails(1);
+        let store = ws.beads_dir().join("beads.db").display().to_string();
+        assert!(run.stderr.contains(&store), "the error names the file: {}", run.stderr);
+        assert!(run.stderr.contains("Permission denied"), "{}", run.stderr);
+        assert!(run.stderr.contains("hint: "), "{}", run.stderr);
+    }
+    chmod_tree(ws.home(), "u+w");
+    assert_eq!(std::fs::read(ws.beads_dir().join("beads.db")).unwrap(), before, "reads wrote");
+}
