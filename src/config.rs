@@ -308,8 +308,10 @@ impl RuntimeConfig {
         }
     }
 
-    /// Parses and validates the text of a config file; `path` only labels errors.
+    /// Parses and validates the text of a config file; `path` only labels errors. A leading
+    /// byte order mark (which TOML does not allow, but Windows editors write) is skipped.
     pub fn parse(text: &str, path: &Path) -> Result<RuntimeConfig, ConfigError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let document = toml_edit::Document::parse(text).map_err(|error| {
             ConfigError::new(path, ConfigErrorKind::Syntax, error.message().trim().to_owned())
                 .at(error.span().map(|span| line_of(text, &span)))
@@ -1043,7 +1045,8 @@ fn edit(
     change: impl FnOnce(&mut toml_edit::DocumentMut) -> Edits,
 ) -> Result<ConfigChange, SetError> {
     let (text, created) = match std::fs::read_to_string(path) {
-        Ok(text) => (text, false),
+        // A byte order mark is dropped: TOML does not allow one.
+        Ok(text) => (text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text), false),
         Err(error) if error.kind() == io::ErrorKind::NotFound => (String::new(), true),
         Err(error) => {
             return Err(SetError::new(format!("cannot read {}: {error}", path.display())));

@@ -104,7 +104,9 @@ pub async fn terminate_group(
     cut: impl std::future::Future<Output = ()>,
 ) -> bool {
     let _ = signal_group(pgid, libc::SIGTERM);
-    let deadline = tokio::time::Instant::now() + grace;
+    // The grace may come from configuration: saturate at a day rather than overflow the clock.
+    let now = tokio::time::Instant::now();
+    let deadline = now.checked_add(grace).unwrap_or_else(|| now + Duration::from_secs(86_400));
     tokio::pin!(cut);
     let mut cut_short = false;
     while !cut_short && tokio::time::Instant::now() < deadline {

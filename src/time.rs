@@ -24,14 +24,35 @@ impl Clock {
     }
 }
 
+/// The date forms `--due` and `--defer` accept, for hints.
+pub const DATE_FORMS: &str =
+    "+6h, +1d, +2w, tomorrow, next monday, 2025-01-15, 2025-01-15T10:00:00Z";
+
 /// Error for a date a user typed.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "invalid --{flag} format {value:?}. Examples: +6h, +1d, +2w, tomorrow, next monday, 2025-01-15, 2025-01-15T10:00:00Z"
-)]
-pub struct DateError {
-    pub flag: &'static str,
-    pub value: String,
+pub enum DateError {
+    /// The text is none of the accepted forms.
+    #[error(
+        "invalid --{flag} format {value:?}. Examples: +6h, +1d, +2w, tomorrow, next monday, 2025-01-15, 2025-01-15T10:00:00Z"
+    )]
+    Invalid { flag: &'static str, value: String },
+    /// The text is well formed, but the date it names is outside the representable range
+    /// (years -9999 to 9999), e.g. `+99999999d`.
+    #[error("--{flag} {value:?}: the date is out of range")]
+    OutOfRange { flag: &'static str, value: String },
+}
+
+impl DateError {
+    /// How to fix it, where the message does not already say (an invalid form lists the
+    /// accepted ones itself).
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            DateError::Invalid { .. } => None,
+            DateError::OutOfRange { .. } => {
+                Some(format!("give a date before the year 9999; accepted forms: {DATE_FORMS}"))
+            }
+        }
+    }
 }
 
 /// Parses the `--due`/`--defer` forms of beads: `+6h`, `+1d`, `+2w`, `+30m`, `tomorrow`,
@@ -46,12 +67,19 @@ pub fn parse_user_date(
     if text.is_empty() {
         return Ok(None);
     }
-    let fail = || DateError { flag, value: value.to_string() };
+    let fail = || DateError::Invalid { flag, value: value.to_string() };
+    let out_of_range = || DateError::OutOfRange { flag, value: value.to_string() };
     let zone = TimeZone::try_system().unwrap_or(TimeZone::UTC);
     let local_now = now.to_zoned(zone.clone());
     if let Some(rest) = text.strip_prefix('+') {
-        let span = parse_offset(rest).ok_or_else(fail)?;
-        return local_now.checked_add(span).map(|z| Some(z.timestamp())).map_err(|_| fail());
+        let span = match parse_offset(rest).ok_or_else(fail)? {
+            Offset::InRange(span) => span,
+            Offset::OutOfRange => return Err(out_of_range()),
+        };
+        return local_now
+            .checked_add(span)
+            .map(|z| Some(z.timestamp()))
+            .map_err(|_| out_of_range());
     }
     if let Ok(at) = text.parse::<Timestamp>() {
         return Ok(Some(at));
@@ -61,26 +89,42 @@ pub fn parse_user_date(
     }
     let date = match text.as_str() {
         "today" => local_now.date(),
-        "tomorrow" => local_now.date().tomorrow().map_err(|_| fail())?,
+        "tomorrow" => local_now.date().tomorrow().map_err(|_| out_of_range())?,
         other => match other.strip_prefix("next ").unwrap_or(other).parse::<WeekdayName>() {
-            Ok(WeekdayName(day)) => next_weekday(&local_now, day).ok_or_else(fail)?,
+            Ok(WeekdayName(day)) => next_weekday(&local_now, day).ok_or_else(out_of_range)?,
             Err(()) => other.parse::<Date>().map_err(|_| fail())?,
         },
     };
-    start_of_day(date, &zone).map(Some).ok_or_else(fail)
+    start_of_day(date, &zone).map(Some).ok_or_else(out_of_range)
 }
 
-fn parse_offset(text: &str) -> Option<Span> {
+/// A relative offset (`6h`, `2w`) as parsed: a span, or a well-formed amount too large for
+/// one.
+enum Offset {
+    InRange(Span),
+    OutOfRange,
+}
+
+/// Parses the part of `+6h` after the `+`. `None` when it is not an offset at all. Every
+/// conversion is checked: jiff's `ToSpan` helpers panic on amounts past their unit's limit,
+/// so the fallible `try_*` setters are used, and an amount with more digits than an `i64`
+/// holds is out of range, not malformed.
+fn parse_offset(text: &str) -> Option<Offset> {
     let unit_at = text.find(|c: char| !c.is_ascii_digit())?;
-    let amount: i64 = text[..unit_at].parse().ok()?;
-    let span = match &text[unit_at..] {
-        "m" | "min" | "mins" => amount.minutes(),
-        "h" | "hr" | "hrs" | "hour" | "hours" => amount.hours(),
-        "d" | "day" | "days" => amount.days(),
-        "w" | "week" | "weeks" => amount.weeks(),
+    let digits = &text[..unit_at];
+    if digits.is_empty() {
+        return None;
+    }
+    let unit = &text[unit_at..];
+    let set: fn(Span, i64) -> Result<Span, jiff::Error> = match unit {
+        "m" | "min" | "mins" => Span::try_minutes,
+        "h" | "hr" | "hrs" | "hour" | "hours" => Span::try_hours,
+        "d" | "day" | "days" => Span::try_days,
+        "w" | "week" | "weeks" => Span::try_weeks,
         _ => return None,
     };
-    Some(span)
+    let Ok(amount) = digits.parse::<i64>() else { return Some(Offset::OutOfRange) };
+    Some(set(Span::new(), amount).map_or(Offset::OutOfRange, Offset::InRange))
 }
 
 struct WeekdayName(jiff::civil::Weekday);
@@ -153,5 +197,19 @@ mod tests {
         assert!(parse_user_date("due", "next monday", now()).unwrap().unwrap() > now());
         let err = parse_user_date("due", "someday", now()).unwrap_err();
         assert!(err.to_string().starts_with("invalid --due format \"someday\""));
+    }
+
+    #[test]
+    fn offsets_past_the_calendar_are_out_of_range_not_panics() {
+        for (flag, value) in [
+            ("due", "+99999999d"),
+            ("defer", "+99999999w"),
+            ("due", "+999999999999h"),
+            ("due", "+99999999999999999999999m"),
+            ("due", "+3000000d"),
+        ] {
+            let err = parse_user_date(flag, value, now()).unwrap_err();
+            assert_eq!(err.to_string(), format!("--{flag} {value:?}: the date is out of range"));
+        }
     }
 }

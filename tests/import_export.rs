@@ -889,3 +889,64 @@ fn edges_that_break_the_epic_rule_are_kept_as_beads_keeps_them() {
     // A new request still obeys the rule.
     t.run(&["dep", "add", "bd-t2", "bd-ep1"]).fails(1);
 }
+
+#[test]
+fn a_byte_order_mark_before_the_first_line_is_skipped() {
+    let home = Home::initialised("t");
+    let path = home.path().join("bom.jsonl");
+    let lines = [
+        issue("t-1", "one", "2026-01-01T00:00:00Z").to_string(),
+        issue("t-2", "two", "2026-01-01T00:00:00Z").to_string(),
+    ];
+    std::fs::write(&path, format!("\u{feff}{}\n{}\n", lines[0], lines[1])).unwrap();
+    let report = home.import(&path, &[]);
+    assert_eq!(report["created"], 2, "{report}");
+    assert_eq!(home.issue_ids(), ["t-1", "t-2"]);
+    // From stdin, and with `bd import`, too.
+    let fresh = Home::initialised("t");
+    let mut cmd = fresh.command(&["bd", "import", "-"]);
+    cmd.stdin(std::fs::File::open(&path).unwrap());
+    fresh.run_with(cmd).ok();
+    assert_eq!(fresh.issue_ids(), ["t-1", "t-2"]);
+}
+
+#[test]
+fn duplicate_ids_in_one_import_are_reported_with_both_lines() {
+    let home = Home::initialised("t");
+    let path = home.write(
+        "dups.jsonl",
+        &[
+            issue("t-1", "first", "2026-01-01T00:00:00Z"),
+            issue("t-2", "other", "2026-01-01T00:00:00Z"),
+            issue("t-1", "second", "2026-01-02T00:00:00Z"),
+            issue("t-2", "older", "2025-01-01T00:00:00Z"),
+        ],
+    );
+    let text = path.to_str().unwrap();
+    let dry = home.run(&["import", text, "--dry-run"]).ok();
+    assert!(
+        dry.stderr.contains("duplicate id t-1 on lines 1 and 3: the later line wins"),
+        "{}",
+        dry.stderr
+    );
+    assert!(
+        dry.stderr.contains("duplicate id t-2 on lines 2 and 4: the earlier line wins"),
+        "{}",
+        dry.stderr
+    );
+    let report = home.import(&path, &[]);
+    assert_eq!(
+        report["duplicate_ids"],
+        json!([
+            {"id": "t-1", "first_line": 1, "line": 3, "kept_line": 3},
+            {"id": "t-2", "first_line": 2, "line": 4, "kept_line": 2},
+        ]),
+        "{report}"
+    );
+    // Last wins (unless older), as before.
+    assert_eq!(home.show("t-1")["title"], "second");
+    assert_eq!(home.show("t-2")["title"], "other");
+    // A file without repeats has no such key.
+    let clean = home.write("clean.jsonl", &[issue("t-3", "x", "2026-01-01T00:00:00Z")]);
+    assert!(home.import(&clean, &[]).get("duplicate_ids").is_none());
+}

@@ -275,6 +275,10 @@ fn scenario(schemas: &Schemas) -> Workspace {
     }
     let (error, _) = s.fail(&["close", &login]);
     assert!(error["error"].as_str().unwrap().contains("blocked by open issues"), "{error}");
+    // Some ids closed, some not: the closed ones on stdout, each failure under `errors`.
+    let (error, stdout) = s.fail(&["close", &login, "sc-nope"]);
+    schemas.check("close", &serde_json::from_str(&stdout).unwrap());
+    assert_eq!(error["errors"].as_array().map(Vec::len), Some(2), "{error}");
     let closed =
         s.out("close", &["close", &child, "--reason", "Shipped in v2", "--session", "sess-1"]);
     assert_eq!(closed[0]["close_reason"], "Shipped in v2");
@@ -371,7 +375,7 @@ fn scenario(schemas: &Schemas) -> Workspace {
     // Failures report a JSON error on stderr and nothing on stdout.
     for args in [
         &["show", "sc-nope"][..],
-        &["update", &login],
+        &["update", "sc-nope", "-p", "1"],
         &["dep", "add", &login, &login],
         &["create", ""],
         &["comment", &login, " "],

@@ -109,9 +109,20 @@ fn prefix_of<'a>(first: &str, ids: impl Iterator<Item = &'a str> + Clone) -> Opt
     crate::id::validate_prefix(&chosen).is_ok().then_some(chosen)
 }
 
+/// The UTF-8 byte order mark some editors (and PowerShell's `Out-File`) put at the start of
+/// a text file.
+pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `text` without a leading UTF-8 byte order mark.
+pub fn without_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(UTF8_BOM).unwrap_or(text)
+}
+
 /// Reads beads JSONL (`text` is the whole input). Lines are parsed on every core; records
 /// keep their line numbers. Unreadable lines are collected, not fatal: the caller decides.
+/// A byte order mark at the very start is skipped.
 pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch {
+    let text = without_bom(text);
     let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
     let lines = match lines.last() {
         Some([]) => &lines[..lines.len() - 1],
@@ -174,6 +185,66 @@ pub struct SkippedDependency {
     pub reason: String,
 }
 
+/// An id that appears on more than one line of one import, and which record was kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DuplicateId {
+    pub id: String,
+    /// The line that held the id before.
+    pub first_line: usize,
+    /// The line that repeats it.
+    pub line: usize,
+    /// The line whose record is imported: the later one, unless an earlier line is newer (by
+    /// `updated_at`), as with a stored row; `null` when the stored issue is newer than all.
+    pub kept_line: Option<usize>,
+}
+
+impl DuplicateId {
+    /// `duplicate id bd-12 on lines 3 and 9: the later line wins`.
+    pub fn describe(&self) -> String {
+        let outcome = match self.kept_line {
+            Some(kept) if kept == self.line => "the later line wins".to_string(),
+            Some(kept) if kept == self.first_line => {
+                "the earlier line wins (its updated_at is newer)".to_string()
+            }
+            Some(kept) => format!("line {kept} wins (its updated_at is newer)"),
+            None => "the stored issue wins (its updated_at is newer than both)".to_string(),
+        };
+        format!(
+            "duplicate id {} on lines {} and {}: {outcome}",
+            self.id, self.first_line, self.line
+        )
+    }
+}
+
+/// The lines of one import that gave each id: the last one seen, and the one kept (if any).
+#[derive(Default)]
+struct IdLines(HashMap<String, (usize, Option<usize>)>);
+
+impl IdLines {
+    /// Notes that `line` gives `id` (and is kept unless `stale`); a repeat of an id seen on an
+    /// earlier line comes back as a [`DuplicateId`].
+    fn note(&mut self, id: &str, line: usize, stale: bool) -> Option<DuplicateId> {
+        let taken = (!stale).then_some(line);
+        match self.0.get_mut(id) {
+            Some((last, kept)) => {
+                let duplicate = DuplicateId {
+                    id: id.to_string(),
+                    first_line: *last,
+                    line,
+                    kept_line: taken.or(*kept),
+                };
+                *last = line;
+                *kept = duplicate.kept_line;
+                Some(duplicate)
+            }
+            None => {
+                self.0.insert(id.to_string(), (line, taken));
+                None
+            }
+        }
+    }
+}
+
 /// What an import did (or, in a dry run, would do).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ImportReport {
@@ -200,6 +271,9 @@ pub struct ImportReport {
     pub comments_duplicate: usize,
     pub dependencies_added: usize,
     pub skipped_dependencies: Vec<SkippedDependency>,
+    /// Ids given on more than one line, in the order the repeats appear.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicate_ids: Vec<DuplicateId>,
     /// Lines skipped with `--skip-bad-lines`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bad_lines: Vec<BadLine>,
@@ -279,7 +353,8 @@ fn plan(
     let mut index: HashMap<String, usize> = HashMap::with_capacity(batch.records.len());
     let mut comments: Vec<Comment> = Vec::new();
     let mut seen_comments: HashMap<String, HashSet<(String, Timestamp, String)>> = HashMap::new();
-    for (_, record) in batch.records {
+    let mut id_lines = IdLines::default();
+    for (line, record) in batch.records {
         let Record { issue: mut incoming, deps, comments: incoming_comments } = record;
         let id = incoming.id.clone();
         let slot = index.get(&id).copied();
@@ -290,9 +365,11 @@ fn plan(
                 (None, stored)
             }
         };
-        if let Some(older) = previous.or(stored.as_ref())
-            && incoming.updated_at < older.updated_at
-        {
+        let stale = previous
+            .or(stored.as_ref())
+            .is_some_and(|older| incoming.updated_at < older.updated_at);
+        report.duplicate_ids.extend(id_lines.note(&id, line, stale));
+        if stale {
             report.stale_skipped += 1;
             report.stale_skipped_ids.push(id);
             continue;

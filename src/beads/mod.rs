@@ -38,7 +38,7 @@ use crate::store::StoreError;
 
 pub use detect::{Detected, Source, detect};
 pub use export::{ExportOptions, ExportSummary, auto_export_if_enabled, export_to_path};
-pub use import::{Batch, ImportOptions, ImportReport, SkippedDependency};
+pub use import::{Batch, DuplicateId, ImportOptions, ImportReport, SkippedDependency};
 pub use jsonl::{BadLine, Line, Record};
 
 /// Errors of reading, importing and exporting beads data, each naming the line, file or

@@ -36,7 +36,7 @@ pub fn cmd_comments(ctx: &Context, args: CommentsArgs) -> Result<(), CliError> {
     match args.args.as_slice() {
         [verb, id, text] if verb == "add" => add_comment(ctx, id, text, args.author),
         [id] => list_comments(ctx, id),
-        _ => Err(CliError::new("expected `comments ID` or `comments add ID TEXT`")),
+        _ => Err(CliError::usage("expected `comments ID` or `comments add ID TEXT`")),
     }
 }
 
@@ -100,7 +100,8 @@ fn list_comments(ctx: &Context, id: &str) -> Result<(), CliError> {
         let mut lines = vec![format!("💬 Comments on {id} ({}):", comments.len())];
         for comment in &comments {
             lines.push(String::new());
-            lines.push(format!("[{}] {}:", comment.author, comment.created_at));
+            let author = super::output::printable(&comment.author);
+            lines.push(format!("[{author}] {}:", comment.created_at));
             lines.extend(comment.text.lines().map(|l| format!("  {l}")));
         }
         lines.join("\n")

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use super::output::status_marker;
+use super::output::{printable, status_marker};
 use crate::model::dep_type;
 use crate::resolver::{Direction, TreeNode};
 use crate::store::{LinkedIssue, Reader, Store, StoreError};
@@ -119,7 +119,10 @@ impl AddedEdge {
             self.to.as_ref().map_or_else(|| "not in this workspace".into(), |t| t.title.clone());
         format!(
             "✓ Added dependency: {} ({}) depends on {} ({}) ({kind})",
-            self.from.id, self.from.title, self.to_id, to_title
+            self.from.id,
+            printable(&self.from.title),
+            self.to_id,
+            printable(&to_title)
         )
     }
 }
@@ -223,7 +226,7 @@ pub(super) fn render_tree(node: &TreeNode, indent: &str, last: bool, lines: &mut
         let mut text = format!(
             "{}: {} [P{}] {} {}{edge}",
             node.id,
-            node.title,
+            printable(&node.title),
             node.priority,
             status_marker(&node.status),
             node.status
@@ -257,7 +260,10 @@ fn cmd_dep_list(ctx: &Context, args: &ListArgs) -> Result<(), CliError> {
         for item in &items {
             lines.push(format!(
                 "  {}: {} [{}] ({})",
-                item.id, item.title, item.status, item.dependency_type
+                item.id,
+                printable(&item.title),
+                item.status,
+                item.dependency_type
             ));
         }
         lines.join("\n")
@@ -304,7 +310,7 @@ pub(super) fn render_cycles(reader: &Reader, cycles: &[Vec<String>]) -> String {
         lines.push(format!("{}. Cycle involving:", n + 1));
         for id in cycle {
             let title = reader.issue(id).ok().flatten().map(|i| i.title).unwrap_or_default();
-            lines.push(format!("   - {id}: {title}"));
+            lines.push(format!("   - {id}: {}", printable(&title)));
         }
     }
     lines.join("\n")

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use crate::store::{STORE_FILE, Store};
+use crate::store::{STORE_FILE, Store, StoreError};
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
@@ -46,9 +46,15 @@ pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
 /// `metadata.json`, and the legacy `.gitignore` unless one is there. Creates no
 /// `issues.jsonl` or `export-state.json`.
 pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Store, CliError> {
-    let store = Store::init(dir, prefix)?;
+    // `Store::init` is the atomic step: of racing inits, only its winner gets here.
+    let store = Store::init(dir, prefix).map_err(|error| match error {
+        StoreError::AlreadyInitialized(_) => CliError::from(error).with_hint(
+            "use the workspace as it is, or point --db / BEADS_DIR at another directory",
+        ),
+        other => other.into(),
+    })?;
     let write = |name: &str, text: String| {
-        std::fs::write(dir.join(name), text)
+        crate::fsutil::write_atomic(&dir.join(name), text.as_bytes())
             .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
     };
     let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use super::output::{id_title, priority_badge, status_marker};
+use super::output::{id_title, printable, printable_block, priority_badge, status_marker};
 use crate::model::{FleetFields, Issue, Status, parse_issue_type, parse_priority};
 use crate::op::IssuePatch;
 use crate::store::{IssueDetail, IssueSummary, StoreError, Writer};
@@ -99,9 +99,14 @@ fn current_dir_text(cwd: Option<PathBuf>) -> Result<String, CliError> {
 }
 
 pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
-    let title = args.title.clone().or(args.title_arg.clone()).unwrap_or_default();
-    if title.trim().is_empty() {
-        return Err(CliError::new("title required").with_hint("fleet create \"Fix the login bug\""));
+    let title = args.title.clone().or(args.title_arg.clone());
+    let hint = "fleet create \"Fix the login bug\"";
+    match title {
+        None => return Err(CliError::usage("title required").with_hint(hint)),
+        Some(title) if title.trim().is_empty() => {
+            return Err(CliError::new("title required").with_hint(hint));
+        }
+        Some(_) => {}
     }
     let summary = create_issue(ctx, &args, |_| {})?;
     if args.silent && !ctx.out.json {
@@ -188,7 +193,7 @@ pub struct ShowArgs {
 
 pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
     if args.ids.is_empty() {
-        return Err(CliError::new("issue ID is required").with_hint("fleet show <id>"));
+        return Err(CliError::usage("issue ID is required").with_hint("fleet show <id>"));
     }
     let store = ctx.open_store()?;
     let reader = store.read()?;
@@ -204,14 +209,14 @@ pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
 pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
     let issue = &detail.summary.issue;
     let mut lines = vec![
-        format!("{}: {}", issue.id, issue.title),
-        format!("Status: {}", issue.status),
+        format!("{}: {}", issue.id, printable(&issue.title)),
+        format!("Status: {}", printable(&issue.status.to_string())),
         format!("Priority: P{}", issue.priority),
-        format!("Type: {}", issue.issue_type),
+        format!("Type: {}", printable(&issue.issue_type)),
     ];
     let mut field = |name: &str, value: &str| {
         if !value.is_empty() {
-            lines.push(format!("{name}: {value}"));
+            lines.push(format!("{name}: {}", printable(value)));
         }
     };
     field("Assignee", &issue.assignee);
@@ -241,7 +246,7 @@ pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
         if !text.is_empty() {
             lines.push(String::new());
             lines.push(format!("{heading}:"));
-            lines.extend(text.lines().map(|l| format!("  {l}")));
+            lines.extend(text.lines().map(|l| format!("  {}", printable_block(l))));
         }
     }
     let linked = |heading: &str, arrow: &str, items: &[crate::store::LinkedIssue]| {
@@ -253,7 +258,7 @@ pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
                 format!(
                     "  {arrow} {}: {} {} {} ({})",
                     item.id,
-                    item.title,
+                    printable(&item.title),
                     status_marker(&item.status),
                     item.status,
                     item.dependency_type
@@ -270,8 +275,8 @@ pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
         lines.push(String::new());
         lines.push(format!("Comments ({}):", detail.comments.len()));
         for comment in &detail.comments {
-            lines.push(format!("  [{}] {}:", comment.author, comment.created_at));
-            lines.extend(comment.text.lines().map(|l| format!("    {l}")));
+            lines.push(format!("  [{}] {}:", printable(&comment.author), comment.created_at));
+            lines.extend(comment.text.lines().map(|l| format!("    {}", printable_block(l))));
         }
     }
     lines.join("\n")
@@ -379,7 +384,7 @@ impl UpdateArgs {
 
 pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
     if !update_requested(ctx, &args)? {
-        return Err(CliError::new("No updates specified")
+        return Err(CliError::usage("No updates specified")
             .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
     }
     let updated = update_issues(ctx, &args, |_, _| Ok(()))?;
@@ -474,38 +479,46 @@ impl Refused {
 
 pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
     if args.reason.len() > 1 && args.reason.len() != args.ids.len() {
-        return Err(CliError::new(format!(
+        return Err(CliError::usage(format!(
             "{} reasons for {} issues: give one reason, or one per issue",
             args.reason.len(),
             args.ids.len()
         )));
     }
     let result = close_issues(ctx, &args)?;
-    // A lone refusal is the command's error below: report it once, not also as a note.
-    if !(result.closed.is_empty() && result.refused.len() == 1) {
-        for refusal in &result.refused {
-            ctx.out.note(&format!("error: {}", refusal.error));
-        }
-    }
     ctx.out.emit(&result.closed, || {
         result
             .closed
             .iter()
-            .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), s.issue.close_reason))
+            .map(|s| {
+                format!("✓ Closed {}: {}", id_title(&s.issue), printable(&s.issue.close_reason))
+            })
             .collect::<Vec<_>>()
             .join("\n")
     });
-    if result.closed.is_empty() {
-        let mut error = CliError::new(match result.refused.as_slice() {
-            [only] => only.error.clone(),
-            _ => "no issues were closed".to_string(),
-        });
-        if result.refused.iter().any(|r| r.guarded) {
-            error = error.with_hint("pass --force to close it anyway");
-        }
-        return Err(error);
+    if result.refused.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    Err(refusals_error(&result, args.ids.len()))
+}
+
+/// The error of a `close` that refused some ids (exit 1): each refusal on its own line, and
+/// `--force` suggested when a guard refused.
+fn refusals_error(result: &CloseResult, asked: usize) -> CliError {
+    let summary = match result.refused.as_slice() {
+        [only] if asked == 1 => only.error.clone(),
+        refused => format!("{} of {asked} issues could not be closed", refused.len()),
+    };
+    let items = result
+        .refused
+        .iter()
+        .map(|r| super::error::ItemError { id: r.id.clone(), error: r.error.clone() })
+        .collect();
+    let error = CliError::for_items(summary, items);
+    if result.refused.iter().any(|r| r.guarded) {
+        return error.with_hint("pass --force to close it anyway");
+    }
+    error
 }
 
 /// The store side of `close`, shared by `fleet close` and `bd close`: in one transaction,
@@ -586,7 +599,9 @@ pub(in crate::cli) struct DeleteResult {
 
 pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
     if args.ids.is_empty() {
-        return Err(CliError::new("no issue IDs provided").with_hint("fleet delete <id>… --force"));
+        return Err(
+            CliError::usage("no issue IDs provided").with_hint("fleet delete <id>… --force")
+        );
     }
     let result = delete_issues(ctx, &args)?;
     ctx.out.emit(&result, || render_delete(&result));
@@ -641,7 +656,7 @@ pub(in crate::cli) fn render_delete(result: &DeleteResult) -> String {
                 "  {} {} {}",
                 issue.id,
                 priority_badge(issue.priority),
-                issue.title
+                printable(&issue.title)
             ));
         } else {
             lines.push(format!("✓ Deleted {}", id_title(issue)));

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
+use super::output::printable;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, clap::Subcommand)]
@@ -58,11 +59,12 @@ fn change_labels(ctx: &Context, mut args: Vec<String>, add: bool) -> Result<(), 
 pub(super) fn render_changes(changes: &[LabelChange], add: bool) -> String {
     changes
         .iter()
-        .map(|c| match (add, c.changed) {
-            (true, true) => format!("✓ Added label '{}' to {}", c.label, c.id),
-            (true, false) => format!("{} already has label '{}'", c.id, c.label),
-            (false, true) => format!("✓ Removed label '{}' from {}", c.label, c.id),
-            (false, false) => format!("{} does not have label '{}'", c.id, c.label),
+        .map(|c| (c, printable(&c.label)))
+        .map(|(c, label)| match (add, c.changed) {
+            (true, true) => format!("✓ Added label '{label}' to {}", c.id),
+            (true, false) => format!("{} already has label '{label}'", c.id),
+            (false, true) => format!("✓ Removed label '{label}' from {}", c.id),
+            (false, false) => format!("{} does not have label '{label}'", c.id),
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -115,7 +117,7 @@ pub(super) fn render_labels(id: &str, labels: &[String]) -> String {
         return format!("{id} has no labels");
     }
     let mut lines = vec![format!("🏷 Labels for {id}:")];
-    lines.extend(labels.iter().map(|l| format!("  - {l}")));
+    lines.extend(labels.iter().map(|l| format!("  - {}", printable(l))));
     lines.join("\n")
 }
 
@@ -143,6 +145,8 @@ pub(super) fn render_label_counts(counts: &[LabelCount], none: &str) -> String {
     }
     let width = counts.iter().map(|c| c.label.len()).max().unwrap_or(0);
     let mut lines = vec![format!("🏷 All labels ({} unique):", counts.len())];
-    lines.extend(counts.iter().map(|c| format!("  {:width$}  ({} issues)", c.label, c.count)));
+    lines.extend(
+        counts.iter().map(|c| format!("  {:width$}  ({} issues)", printable(&c.label), c.count)),
+    );
     lines.join("\n")
 }

@@ -3,7 +3,7 @@
 use super::context::Context;
 use super::error::CliError;
 use super::issue::split_csv;
-use super::output::{list_line, priority_badge};
+use super::output::{list_line, printable, priority_badge};
 use crate::model::{Issue, SortOrder, Status, parse_issue_type, parse_priority};
 use crate::store::{BlockedIssue, ListFilter, ListSort, ReadyFilter, Stats};
 
@@ -189,15 +189,15 @@ pub(super) fn render_ready(issues: &[Issue]) -> String {
             "{}. {} [{}] {}: {}",
             n + 1,
             priority_badge(issue.priority),
-            issue.issue_type,
+            printable(&issue.issue_type),
             issue.id,
-            issue.title
+            printable(&issue.title)
         ));
         if let Some(minutes) = issue.estimated_minutes {
             lines.push(format!("   Estimate: {minutes} min"));
         }
         if !issue.assignee.is_empty() {
-            lines.push(format!("   Assignee: {}", issue.assignee));
+            lines.push(format!("   Assignee: {}", printable(&issue.assignee)));
         }
     }
     lines.join("\n")
@@ -227,7 +227,8 @@ pub(super) fn render_blocked(blocked: &[BlockedIssue]) -> String {
     let mut lines = vec![format!("🚫 Blocked issues ({}):", blocked.len()), String::new()];
     for entry in blocked {
         let issue = &entry.summary.issue;
-        lines.push(format!("{} {}: {}", priority_badge(issue.priority), issue.id, issue.title));
+        let title = printable(&issue.title);
+        lines.push(format!("{} {}: {title}", priority_badge(issue.priority), issue.id));
         lines.push(format!(
             "  Blocked by {} open dependencies: [{}]",
             entry.blocked_by_count,
@@ -246,9 +247,14 @@ pub struct SearchArgs {
 }
 
 pub fn cmd_search(ctx: &Context, args: SearchArgs) -> Result<(), CliError> {
-    let query = args.query.clone().filter(|q| !q.trim().is_empty()).ok_or_else(|| {
-        CliError::new("search query is required").with_hint("fleet search \"login\"")
-    })?;
+    let hint = "fleet search \"login\"";
+    let query = match args.query.clone() {
+        None => return Err(CliError::usage("search query is required").with_hint(hint)),
+        Some(query) if query.trim().is_empty() => {
+            return Err(CliError::new("search query is required").with_hint(hint));
+        }
+        Some(query) => query,
+    };
     let filter = args.filter.to_filter(Some(query.clone()))?;
     emit_list(ctx, &filter, &format!("No issues found matching {query:?}"))
 }

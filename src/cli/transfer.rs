@@ -380,6 +380,15 @@ fn render_import(ctx: &Context, report: &ImportReport) {
     if !report.stale_skipped_ids.is_empty() {
         eprintln!("  stale (stored copy is newer): {}", report.stale_skipped_ids.join(", "));
     }
+    for duplicate in report.duplicate_ids.iter().take(LISTED_SKIPS) {
+        eprintln!("  {}", duplicate.describe());
+    }
+    if report.duplicate_ids.len() > LISTED_SKIPS {
+        eprintln!(
+            "  … and {} more duplicate ids (--json lists them all)",
+            report.duplicate_ids.len() - LISTED_SKIPS
+        );
+    }
     if let Some(applied) = report.tasks_applied {
         eprintln!("  task.json fields applied to {applied} issues");
         if !report.tasks_unmatched.is_empty() {

@@ -122,6 +122,36 @@ pub enum StoreError {
     Io { context: String, source: std::io::Error },
     #[error("database error: {0}")]
     Database(#[from] redb::Error),
+    /// A database error of the store file at `path`: [`StoreError::Database`] with the file
+    /// named, as every error of an open [`Store`] is reported.
+    #[error("{}: {source}", path.display())]
+    DatabaseAt { path: PathBuf, source: redb::Error },
+}
+
+impl StoreError {
+    /// Names `path` in a database error that does not name a file yet.
+    fn at(self, path: &Path) -> StoreError {
+        match self {
+            StoreError::Database(source) => {
+                StoreError::DatabaseAt { path: path.to_path_buf(), source }
+            }
+            other => other,
+        }
+    }
+
+    /// Whether this is the operating system refusing access: permissions, a read-only mount.
+    pub fn is_access_denied(&self) -> bool {
+        let io = match self {
+            StoreError::Database(redb::Error::Io(io))
+            | StoreError::DatabaseAt { source: redb::Error::Io(io), .. }
+            | StoreError::Io { source: io, .. } => io,
+            _ => return false,
+        };
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        )
+    }
 }
 
 macro_rules! from_redb {
@@ -150,6 +180,9 @@ pub struct Store {
     dir: PathBuf,
     replica: String,
     prefix: String,
+    /// The private copy `db` reads from when the store file could be neither opened
+    /// read-only nor repaired in place (see [`Store::open`]); removed on drop, after `db`.
+    _snapshot: Option<TempFile>,
 }
 
 type ReadSet = TableSet<
@@ -180,11 +213,21 @@ fn io_error(context: String) -> impl FnOnce(std::io::Error) -> StoreError {
     move |source| StoreError::Io { context, source }
 }
 
+/// The builder every handle on a store file is opened with.
+fn builder() -> redb::Builder {
+    let mut builder = redb::Builder::new();
+    builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter).set_cache_size(CACHE_BYTES);
+    builder
+}
+
+/// Creates a new database file at `path` (init only).
+fn create_database(path: &Path) -> Result<Database, StoreError> {
+    builder().create(path).map_err(|e| StoreError::from(e).at(path))
+}
+
+/// Opens the existing database file at `path` for writing; never creates one.
 fn open_database(path: &Path) -> Result<Database, StoreError> {
-    Ok(redb::Builder::new()
-        .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
-        .set_cache_size(CACHE_BYTES)
-        .create(path)?)
+    builder().open(path).map_err(|e| StoreError::from(e).at(path))
 }
 
 /// The store file in `dir`, checked to exist and to be a fleet store.
@@ -215,15 +258,92 @@ impl Drop for Store {
 enum Db {
     ReadWrite(Database),
     ReadOnly(redb::ReadOnlyDatabase),
+    /// A private copy of a store this process may not write (see [`Store::open`]): reads
+    /// only; writes open the real file.
+    Snapshot(Database),
 }
 
 impl Db {
     fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
         match self {
-            Db::ReadWrite(db) => db.begin_read(),
+            Db::ReadWrite(db) | Db::Snapshot(db) => db.begin_read(),
             Db::ReadOnly(db) => db.begin_read(),
         }
     }
+}
+
+/// The error for an init where a store file is already in place.
+fn existing_store(dir: &Path, path: &Path) -> StoreError {
+    if is_sqlite(path) {
+        return StoreError::LegacySqlite(path.to_path_buf());
+    }
+    StoreError::AlreadyInitialized(dir.to_path_buf())
+}
+
+/// Copies the store file at `path` (which this process may read but not write) to a private
+/// temporary file and opens the copy writable, which recovers it. The copy is only read.
+fn open_snapshot(path: &Path) -> Result<(Database, TempFile), StoreError> {
+    let name = format!("fleet-snapshot-{}.db", ulid::Ulid::generate().to_string().to_lowercase());
+    let copy = TempFile(std::env::temp_dir().join(name));
+    std::fs::copy(path, &copy.0)
+        .map_err(io_error(format!("copying {} to read it", path.display())))?;
+    let db = open_database(&copy.0).map_err(|e| match e {
+        StoreError::DatabaseAt { source, .. } => {
+            StoreError::DatabaseAt { path: path.to_path_buf(), source }
+        }
+        other => other,
+    })?;
+    Ok((db, copy))
+}
+
+/// A file removed when dropped (the scratch copy of a store being initialised, a snapshot).
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Writes a complete, empty store at `path`: the tables, the prefix, the replica id and the
+/// layout version, in one committed transaction; the handle is closed on return.
+fn write_new_store(path: &Path, prefix: &str, replica: &str) -> Result<(), StoreError> {
+    let db = create_database(path)?;
+    let txn = db.begin_write()?;
+    {
+        let tables = open_write_tables(&txn)?;
+        let mut meta = tables.meta;
+        meta.insert(meta::PREFIX, prefix.as_bytes())?;
+        meta.insert(meta::REPLICA, replica.as_bytes())?;
+        meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
+        txn.open_table(JOURNAL)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+/// Puts the finished store `temp` at `path` only if nothing is there: a hard link, which
+/// the file system refuses when `path` exists. Where hard links are not supported, an
+/// exclusive create (`O_EXCL`) of `path` claims the name and the store is renamed over it.
+fn publish(temp: &Path, path: &Path, dir: &Path) -> Result<(), StoreError> {
+    let linked = std::fs::hard_link(temp, path);
+    let error = match linked {
+        Ok(()) => return Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(existing_store(dir, path));
+        }
+        Err(error) => error,
+    };
+    tracing::debug!("hard link into {} failed ({error}); claiming the name instead", dir.display());
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(existing_store(dir, path));
+        }
+        Err(error) => return Err(io_error(format!("creating {}", path.display()))(error)),
+    }
+    std::fs::rename(temp, path)
+        .map_err(io_error(format!("moving the new store into place at {}", path.display())))
 }
 
 fn is_sqlite(path: &Path) -> bool {
@@ -238,35 +358,31 @@ fn is_sqlite(path: &Path) -> bool {
 impl Store {
     /// Creates a new store in `dir` (a `.beads/` directory, created if missing) with the given
     /// id prefix. Refuses a directory that already holds a store.
+    ///
+    /// Atomic: the store is built in a temporary file beside its final name and hard-linked
+    /// into place, which fails if the name exists. Of several processes initialising one
+    /// directory at once, exactly one wins; the others get
+    /// [`StoreError::AlreadyInitialized`], and nobody ever sees a half-made store.
     pub fn init(dir: &Path, prefix: &str) -> Result<Store, StoreError> {
         crate::id::validate_prefix(prefix).map_err(StoreError::InvalidPrefix)?;
         let path = dir.join(STORE_FILE);
         if path.exists() {
-            if is_sqlite(&path) {
-                return Err(StoreError::LegacySqlite(path));
-            }
-            return Err(StoreError::AlreadyInitialized(dir.to_path_buf()));
+            return Err(existing_store(dir, &path));
         }
         std::fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
-        let db = open_database(&path)?;
         let replica = ulid::Ulid::generate().to_string().to_lowercase();
-        let txn = db.begin_write()?;
-        {
-            let tables = open_write_tables(&txn)?;
-            let mut meta = tables.meta;
-            meta.insert(meta::PREFIX, prefix.as_bytes())?;
-            meta.insert(meta::REPLICA, replica.as_bytes())?;
-            meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
-            txn.open_table(JOURNAL)?;
-        }
-        txn.commit()?;
+        let temp = TempFile(dir.join(format!(".{STORE_FILE}.init-{replica}")));
+        write_new_store(&temp.0, prefix, &replica)?;
+        publish(&temp.0, &path, dir)?;
+        drop(temp);
         Ok(Store {
-            db: Db::ReadWrite(db),
+            db: Db::ReadWrite(open_database(&path)?),
             writer: OnceLock::new(),
             skip_close: false,
             dir: dir.to_path_buf(),
             replica,
             prefix: prefix.to_string(),
+            _snapshot: None,
         })
     }
 
@@ -276,19 +392,27 @@ impl Store {
     /// transaction begins: a read-only handle costs nothing on open and close, while a writable
     /// one commits allocator state and a shutdown record, with several syncs, when it closes —
     /// which would make every `fleet ready` pay for writes it never makes. A file that needs
-    /// recovery (a writer was killed) cannot be opened read-only; then it is opened writable at
-    /// once, which recovers it.
+    /// recovery (its last writer exited without closing it, as CLI writes do — see
+    /// [`Store::skip_close_on_exit`]) cannot be opened read-only; then it is opened writable at
+    /// once, which recovers it. Where that is not allowed (a read-only mount, a user who may
+    /// only read the file), the store is read from a private recovered copy instead, so reads
+    /// work wherever the file can be read, and never write to it.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let path = store_path(dir)?;
-        let read_only = redb::Builder::new()
-            .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
-            .set_cache_size(CACHE_BYTES)
-            .open_read_only(&path);
-        let db = match read_only {
-            Ok(db) => Db::ReadOnly(db),
-            Err(_) => Db::ReadWrite(open_database(&path)?),
+        let (db, snapshot) = match builder().open_read_only(&path) {
+            Ok(db) => (Db::ReadOnly(db), None),
+            Err(_) => match open_database(&path) {
+                Ok(db) => (Db::ReadWrite(db), None),
+                Err(error) if error.is_access_denied() => {
+                    let (db, copy) = open_snapshot(&path)?;
+                    (Db::Snapshot(db), Some(copy))
+                }
+                Err(error) => return Err(error),
+            },
         };
-        Store::with_database(db, dir)
+        let mut store = Store::with_database(db, dir).map_err(|e| e.at(&path))?;
+        store._snapshot = snapshot;
+        Ok(store)
     }
 
     fn with_database(db: Db, dir: &Path) -> Result<Store, StoreError> {
@@ -310,6 +434,7 @@ impl Store {
             dir: dir.to_path_buf(),
             replica,
             prefix,
+            _snapshot: None,
         })
     }
 
@@ -332,17 +457,23 @@ impl Store {
         if let Some(db) = self.writer.get() {
             return Ok(db);
         }
-        let db = open_database(&self.dir.join(STORE_FILE))?;
+        let db = open_database(&self.path())?;
         Ok(self.writer.get_or_init(|| db))
+    }
+
+    /// The store file.
+    fn path(&self) -> PathBuf {
+        self.dir.join(STORE_FILE)
     }
 
     /// Begins a read transaction on the freshest handle: after this process has written,
     /// through the writer, so it sees its own commits.
     fn begin_read(&self) -> Result<ReadTransaction, StoreError> {
-        Ok(match self.writer.get() {
-            Some(db) => db.begin_read()?,
-            None => self.db.begin_read()?,
-        })
+        let txn = match self.writer.get() {
+            Some(db) => db.begin_read(),
+            None => self.db.begin_read(),
+        };
+        txn.map_err(|e| StoreError::from(e).at(&self.path()))
     }
 
     /// The `.beads/` directory this store lives in.
@@ -363,13 +494,23 @@ impl Store {
     /// Starts a read transaction: a consistent snapshot of the queue.
     pub fn read(&self) -> Result<Reader, StoreError> {
         let txn = self.begin_read()?;
-        let tables = open_read_tables(&txn)?;
+        let tables = open_read_tables(&txn).map_err(|e| e.at(&self.path()))?;
         Ok(Reader { tables, prefix: self.prefix.clone() })
     }
 
     /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.
     /// Everything `body` applies is journaled; if it fails, nothing is written.
     pub fn write<R>(
+        &self,
+        actor: &str,
+        clock: Clock,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
+    ) -> Result<(R, Vec<Op>), StoreError> {
+        self.write_unnamed(actor, clock, body).map_err(|e| e.at(&self.path()))
+    }
+
+    /// [`Store::write`] with database errors not yet naming the file.
+    fn write_unnamed<R>(
         &self,
         actor: &str,
         clock: Clock,

@@ -674,9 +674,11 @@ impl Supervisor {
     fn pause_for_rate_limit(&mut self, coder: &str, resets_at: Option<Timestamp>, detail: &str) {
         let now = Timestamp::now();
         let default = self.cfg().rate_limit_default_pause();
-        let until = resets_at
-            .filter(|t| *t > now)
-            .unwrap_or_else(|| now + SignedDuration::try_from(default).unwrap_or_default());
+        let until = resets_at.filter(|t| *t > now).unwrap_or_else(|| {
+            // The default pause comes from runtime.toml: saturate rather than overflow.
+            let pause = SignedDuration::try_from(default).unwrap_or(SignedDuration::MAX);
+            now.checked_add(pause).unwrap_or(Timestamp::MAX)
+        });
         if let Some(paused) = self.pauses.rate_limit(coder, until, detail) {
             self.emit_pause(paused);
         }

@@ -369,8 +369,9 @@ async fn watch_output(
         if let Some(stop) = standing_order(attempt, &mut wrap_up_until) {
             return Some(stop);
         }
-        let stall_at = settings.stall_timeout.map(|t| last_output + t);
-        let timeout_at = settings.attempt_timeout.map(|t| started + t);
+        // Timeouts come from runtime.toml: one past the end of the clock is no deadline.
+        let stall_at = settings.stall_timeout.and_then(|t| last_output.checked_add(t));
+        let timeout_at = settings.attempt_timeout.and_then(|t| started.checked_add(t));
         let drain_until = exited_at.map(|at| at.max(last_output) + DRAIN_IDLE);
         tokio::select! {
             _ = child.wait(), if exited_at.is_none() => exited_at = Some(Instant::now()),

@@ -103,10 +103,25 @@ fn bad_types_and_statuses_are_refused() {
     assert_eq!(ws.show(&id)["issue_type"], "task");
 }
 
+/// Asserts exit 2 (a usage error) with `message` on the first stderr line, nothing on stdout.
+#[track_caller]
+fn assert_usage_error(run: Run, message: &str) -> Run {
+    let run = run.fails(2);
+    let first = run.stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("error: ") && first.contains(message),
+        "expected a usage error containing {message:?}, got stderr:\n{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "", "stdout of a usage error");
+    run
+}
+
 #[test]
 fn titles_are_required() {
     let ws = Workspace::new();
-    let run = assert_error(ws.run(&["create"]), "title required");
+    // No title at all is a usage error; a blank one is refused input.
+    let run = assert_usage_error(ws.run(&["create"]), "title required");
     assert!(run.stderr.contains("hint: fleet create \"Fix the login bug\""), "{}", run.stderr);
     assert_error(ws.run(&["create", "   "]), "title required");
     assert_error(ws.run(&["create", "--title", ""]), "title required");
@@ -121,13 +136,16 @@ fn titles_are_required() {
 fn missing_arguments_have_their_own_messages() {
     let ws = Workspace::new();
     let id = ws.create("Real", &[]);
-    let run = assert_error(ws.run(&["update", &id]), "No updates specified");
+    // A missing argument is a usage error (exit 2), however it is checked.
+    let run = assert_usage_error(ws.run(&["update", &id]), "No updates specified");
     assert!(run.stderr.contains("hint: pass a field to change"), "{}", run.stderr);
-    assert_error(ws.run(&["search"]), "search query is required");
+    assert_usage_error(ws.run(&["search"]), "search query is required");
+    assert_usage_error(ws.run(&["show"]), "issue ID is required");
+    assert_usage_error(ws.run(&["delete"]), "no issue IDs provided");
+    assert_usage_error(ws.run(&["delete", "--force"]), "no issue IDs provided");
+    assert_usage_error(ws.run(&["comments", "add", &id]), "expected `comments ID`");
+    // A blank value given is refused input (exit 1).
     assert_error(ws.run(&["search", "  "]), "search query is required");
-    assert_error(ws.run(&["show"]), "issue ID is required");
-    assert_error(ws.run(&["delete"]), "no issue IDs provided");
-    assert_error(ws.run(&["delete", "--force"]), "no issue IDs provided");
     assert_error(ws.run(&["comment", &id, " "]), "comment text is empty");
     assert_error(ws.run(&["label", "add", &id, " "]), "label is empty");
 }
@@ -221,42 +239,43 @@ fn close_refuses_a_pinned_issue() {
 }
 
 #[test]
-fn close_of_several_ids_closes_what_it_can() {
+fn close_of_several_ids_closes_what_it_can_and_fails_for_the_rest() {
     let ws = Workspace::new();
     let blocker = ws.create("Blocker", &[]);
     let blocked = ws.create("Blocked", &["--deps", &blocker]);
     let free = ws.create("Free", &[]);
-    let run = ws.run(&["close", &blocked, &free, "nope"]).ok();
+    // What closed is on stdout; each id that did not is an error, and the exit code is 1.
+    let run = ws.run(&["close", &blocked, &free, "nope"]).fails(1);
     assert_eq!(run.stdout, format!("✓ Closed {free} — Free: Closed\n"));
     assert_eq!(
         lines(&run.stderr),
         [
-            format!("error: cannot close {blocked}: blocked by open issues [{blocker}]"),
-            "error: no issue found matching \"nope\"".to_string(),
+            format!("error: cannot close {blocked}: blocked by open issues [{blocker}]").as_str(),
+            "error: no issue found matching \"nope\"",
+            "hint: pass --force to close it anyway",
         ]
     );
+    assert_eq!(ws.show(&free)["status"], "closed");
     assert_eq!(ws.show(&blocked)["status"], "open");
-    // When none can be closed, the command fails after naming each refusal.
+    // When none can be closed, the same: each refusal named, exit 1.
     let run = ws.run(&["close", &blocked, "nope"]).fails(1);
     assert_eq!(
         lines(&run.stderr),
         [
             format!("error: cannot close {blocked}: blocked by open issues [{blocker}]").as_str(),
             "error: no issue found matching \"nope\"",
-            "error: no issues were closed",
             "hint: pass --force to close it anyway",
         ]
     );
     assert_eq!(run.stdout, "");
     let run = ws.run(&["close", &blocked, "nope", "--json"]).fails(1);
     let error: Value = serde_json::from_str(&run.stderr).unwrap();
-    assert_eq!(error["error"], "no issues were closed");
-    // A reason count that fits neither rule is refused before anything closes.
+    assert_eq!(error["error"], "2 of 2 issues could not be closed");
+    assert_eq!(error["errors"][1]["id"], "nope");
+    // A reason count that fits neither rule is a usage error, before anything closes.
     let other = ws.create("Other", &[]);
-    assert_error(
-        ws.run(&["close", &blocker, &other, "nope", "-r", "a", "-r", "b"]),
-        "2 reasons for 3 issues",
-    );
+    let run = ws.run(&["close", &blocker, &other, "nope", "-r", "a", "-r", "b"]).fails(2);
+    assert!(run.stderr.starts_with("error: 2 reasons for 3 issues"), "{}", run.stderr);
     assert_eq!(ws.show(&other)["status"], "open");
 }
 
@@ -324,7 +343,10 @@ fn json_errors_are_json_on_stderr() {
     for (args, message) in [
         (vec!["show", "nope", "--json"], "no issue found matching \"nope\"".to_string()),
         (vec!["--json", "create", "T", "-t", "bogus"], "invalid issue type: bogus".to_string()),
-        (vec!["update", &id, "--json"], "No updates specified".to_string()),
+        (
+            vec!["update", &id, "nope", "-p", "1", "--json"],
+            "no issue found matching \"nope\"".to_string(),
+        ),
         (
             vec!["dep", "add", &id, &id, "--json"],
             format!("cannot add self-dependency: {id} cannot depend on itself"),
@@ -337,6 +359,10 @@ fn json_errors_are_json_on_stderr() {
         assert_eq!(error["error"], message.as_str(), "{args:?}");
         assert!(error["hints"].is_array(), "{error}");
     }
+    // A usage error fleet finds itself is JSON too, with exit 2.
+    let run = ws.run(&["update", &id, "--json"]).fails(2);
+    let error: Value = serde_json::from_str(&run.stderr).unwrap();
+    assert_eq!(error["error"], "No updates specified");
     let run = ws.run(&["show", "nope", "--json"]).fails(1);
     let error: Value = serde_json::from_str(&run.stderr).unwrap();
     assert_eq!(strings(&error["hints"]), ["run `fleet list --all` to see issue ids"]);

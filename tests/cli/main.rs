@@ -12,6 +12,7 @@
 #[allow(clippy::new_without_default)]
 mod common;
 
+mod bad_input;
 mod claims;
 mod deps;
 mod errors;

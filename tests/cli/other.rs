@@ -45,7 +45,7 @@ fn comments_are_added_and_listed_in_order() {
     let added = ws.json(&["comment", &id, "Third"]);
     assert_eq!(added["text"], "Third");
     assert_eq!(added["author"], "tester");
-    let run = ws.run(&["comments", "add", &id]).fails(1);
+    let run = ws.run(&["comments", "add", &id]).fails(2);
     assert!(
         run.stderr.contains("expected `comments ID` or `comments add ID TEXT`"),
         "{}",

@@ -85,7 +85,7 @@ fn list(ctx: &BdContext, id: &str) -> Result<(), BdError> {
             lines.push(String::new());
             lines.push(format!(
                 "  [{}] {}",
-                comment.author,
+                crate::cli::output::printable(&comment.author),
                 comment.created_at.strftime("%Y-%m-%d %H:%M")
             ));
             lines.extend(comment.text.lines().map(|l| format!("    {l}")));

@@ -9,7 +9,7 @@ use super::issue::{parse_estimate, parse_metadata, read_stdin, read_text_file};
 use super::lint::missing_sections;
 use super::output::BdError;
 use crate::cli::issue as fleet;
-use crate::cli::output::id_title;
+use crate::cli::output::{id_title, printable};
 use crate::model::{Issue, dep_type};
 use crate::store::IssueSummary;
 use crate::time::parse_user_date;
@@ -221,7 +221,9 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), BdError> {
         ctx.out.emit(&preview, || {
             format!(
                 "Dry run: would create issue: {}\n  Priority: P{}\n  Type: {}\n  Status: open",
-                preview.title, preview.priority, preview.issue_type
+                printable(&preview.title),
+                preview.priority,
+                printable(&preview.issue_type)
             )
         });
         return Ok(());
@@ -316,7 +318,9 @@ fn create_from_markdown(
         let previews = drafts.iter().map(Draft::preview).collect::<Result<Vec<_>, _>>()?;
         ctx.out.emit(&previews, || {
             let mut lines = vec![format!("Dry run: would create {} issues:", previews.len())];
-            lines.extend(previews.iter().map(|p| format!("  [P{}] {}", p.priority, p.title)));
+            lines.extend(
+                previews.iter().map(|p| format!("  [P{}] {}", p.priority, printable(&p.title))),
+            );
             lines.join("\n")
         });
         return Ok(());

@@ -6,6 +6,7 @@ use crate::cli::dep::{
     EdgeResult, ListArgs, TreeArgs, Trees, add_dependency, linked_issues, remove_dependency,
     render_cycles,
 };
+use crate::cli::output::printable;
 use crate::model::{dep_type, validate_dep_type};
 use crate::resolver::TreeNode;
 
@@ -127,7 +128,8 @@ fn tree(ctx: &BdContext, args: &TreeArgs, format: &str) -> Result<(), BdError> {
 
 fn mermaid(node: &TreeNode, upward: bool, lines: &mut Vec<String>) {
     let label = |n: &TreeNode| {
-        format!("{}[\"{}: {}\"]", mermaid_id(&n.id), n.id, n.title.replace('"', "'"))
+        let title = printable(&n.title).replace('"', "'");
+        format!("{}[\"{}: {title}\"]", mermaid_id(&n.id), n.id)
     };
     for child in &node.children {
         let (from, to) = if upward { (child, node) } else { (node, child) };
@@ -155,7 +157,11 @@ fn list(ctx: &BdContext, args: &ListArgs) -> Result<(), BdError> {
         for item in &items {
             lines.push(format!(
                 "  {}: {} [P{}] ({}) via {}",
-                item.id, item.title, item.priority, item.status, item.dependency_type
+                item.id,
+                printable(&item.title),
+                item.priority,
+                item.status,
+                item.dependency_type
             ));
         }
         lines.join("\n")

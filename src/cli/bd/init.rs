@@ -78,7 +78,7 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
 /// The prefix of the first issue id in a JSONL file (`bd-a1f.2` → `bd`).
 fn prefix_from_jsonl(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|line| {
+    text.trim_start_matches('\u{feff}').lines().find_map(|line| {
         let value: serde_json::Value = serde_json::from_str(line).ok()?;
         let id = value.get("id")?.as_str()?;
         let top = id.split('.').next()?;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use super::context::BdContext;
 use super::output::BdError;
 use crate::cli::issue as fleet;
-use crate::cli::output::{id_title, list_line};
+use crate::cli::output::{id_title, list_line, printable};
 use crate::model::{Issue, Status, dep_type};
 use crate::op::IssuePatch;
 use crate::store::{IssueSummary, ReadyFilter, Store, StoreError, Writer};
@@ -127,7 +127,15 @@ pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), BdError> {
             }
             linked
                 .iter()
-                .map(|l| format!("{}: {} [{}] ({})", l.id, l.title, l.status, l.dependency_type))
+                .map(|l| {
+                    format!(
+                        "{}: {} [{}] ({})",
+                        l.id,
+                        printable(&l.title),
+                        l.status,
+                        l.dependency_type
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         });
@@ -506,7 +514,9 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
         result
             .closed
             .iter()
-            .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), s.issue.close_reason))
+            .map(|s| {
+                format!("✓ Closed {}: {}", id_title(&s.issue), printable(&s.issue.close_reason))
+            })
             .collect::<Vec<_>>()
             .join("\n")
     });

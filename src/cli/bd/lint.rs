@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::context::BdContext;
 use super::output::BdError;
+use crate::cli::output::printable;
 use crate::model::{Issue, Status};
 use crate::store::ListFilter;
 
@@ -129,7 +130,8 @@ pub fn cmd_lint(ctx: &BdContext, args: LintArgs) -> Result<(), BdError> {
             String::new(),
         ];
         for result in &report.results {
-            lines.push(format!("{} [{}]: {}", result.id, result.issue_type, result.title));
+            let (kind, title) = (printable(&result.issue_type), printable(&result.title));
+            lines.push(format!("{} [{kind}]: {title}", result.id));
             lines.extend(result.missing.iter().map(|m| format!("  ⚠ Missing: {m}")));
             lines.push(String::new());
         }

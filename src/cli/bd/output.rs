@@ -98,11 +98,13 @@ fn sorted(value: Value) -> Value {
 }
 
 /// Writes `text` and a newline to stdout; an empty text writes nothing. A reader that went
-/// away (`bd list | head`) is not an error.
+/// away (`bd list | head`) is not an error. Control characters other than newlines and tabs
+/// are escaped (see [`printable_block`]; a no-op for JSON).
 fn write_stdout(text: &str) {
     if text.is_empty() {
         return;
     }
+    let text = crate::cli::output::printable_block(text);
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{}", text.trim_end_matches('\n')).and_then(|()| stdout.flush());
 }
@@ -171,7 +173,11 @@ impl From<crate::id::IdError> for BdError {
 
 impl From<crate::time::DateError> for BdError {
     fn from(error: crate::time::DateError) -> BdError {
-        BdError::new(error.to_string())
+        let cli = BdError::new(error.to_string());
+        match error.hint() {
+            Some(hint) => cli.with_hint(hint),
+            None => cli,
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::context::BdContext;
 use super::output::BdError;
 use crate::cli::issue::split_csv;
-use crate::cli::output::{id_title, list_line};
+use crate::cli::output::{id_title, list_line, printable};
 use crate::cli::query::{self as fleet, ListFilterArgs};
 use crate::model::{Issue, Status, dep_type, parse_priority};
 use crate::store::{IssueSummary, ListFilter, ListSort, Reader};
@@ -227,7 +227,7 @@ fn long_entry(summary: &IssueSummary) -> String {
     let issue = &summary.issue;
     let mut lines = vec![list_line(issue)];
     if !issue.labels.is_empty() {
-        lines.push(format!("  Labels: {}", issue.labels.join(", ")));
+        lines.push(format!("  Labels: {}", printable(&issue.labels.join(", "))));
     }
     if let Some(parent) = &summary.parent {
         lines.push(format!("  Parent: {parent}"));
@@ -501,9 +501,16 @@ pub struct StaleArgs {
     pub limit: usize,
 }
 
+/// `days` days before `now`, saturating at the ends of time: `--days` is user input, and a
+/// cutoff before the earliest instant means nothing is stale (and after the last, everything).
+fn stale_cutoff(now: Timestamp, days: i64) -> Timestamp {
+    let span = jiff::SignedDuration::from_secs(days.saturating_mul(24 * 60 * 60));
+    now.checked_sub(span).unwrap_or(if days > 0 { Timestamp::MIN } else { Timestamp::MAX })
+}
+
 pub fn cmd_stale(ctx: &BdContext, args: StaleArgs) -> Result<(), BdError> {
     let now = ctx.fleet()?.now();
-    let cutoff = now - jiff::SignedDuration::from_hours(args.days.saturating_mul(24));
+    let cutoff = stale_cutoff(now, args.days);
     let statuses = args.status.as_deref().map(Status::parse_user).transpose()?;
     let filter = ListFilter {
         statuses: statuses.into_iter().collect(),
