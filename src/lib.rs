@@ -3,11 +3,12 @@
 //! Every change is an op, applied in one redb transaction and journaled:
 //!
 //! ```text
-//! CLI / supervisor / importer
-//!         │  OpKind (op.rs)
-//!         ▼
-//!   store::Writer::apply ── validate → mutate tables → refresh blocked flags and the
-//!         │                 ready index → append the op to the journal table
+//! CLI / supervisor / importer                  ops made on other machines (Store::replay)
+//!         │  OpKind (op.rs)                            │  Op, sorted by (stamp, replica, id)
+//!         ▼                                            ▼
+//!   Writer::stamp ── Op ──▶ Writer::apply_op(op, Local | Remote)
+//!         │                   validate → mutate tables → refresh blocked flags and the
+//!         │                   ready index → append the op to the journal table
 //!         ▼
 //!   redb file (.beads/beads.db) ◀── read transactions: ready, blocked, list, show
 //! ```
