@@ -157,9 +157,22 @@ pub fn child_depth(id: &str) -> usize {
     id.rsplit_once('-').map_or(0, |(_, suffix)| suffix.matches('.').count())
 }
 
-/// The number of a direct child id of `parent` (`p-abc.7` → 7).
+/// The number of a direct child id of `parent` (`p-abc.7` → 7, `p-abc.7_k3m9qx` → 7).
 pub fn child_number(parent: &str, child: &str) -> Option<u64> {
-    child.strip_prefix(parent)?.strip_prefix('.')?.parse().ok()
+    child_segment_number(child.strip_prefix(parent)?.strip_prefix('.')?)
+}
+
+/// The number in the last segment of a child id: `7`, or `7_<tag>` for a child made away from
+/// its parent's home replica (see `store::apply`, "Child ids").
+pub fn child_segment_number(segment: &str) -> Option<u64> {
+    if segment.contains('.') {
+        return None;
+    }
+    let digits = segment.split_once('_').map_or(segment, |(digits, _)| digits);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// Checks a prefix given to `init`: lowercase letters, digits and hyphens, starting with a
@@ -214,6 +227,11 @@ mod tests {
         assert_eq!(child_depth("my-proj-abc.1.2"), 2);
         assert_eq!(child_number("p-abc", "p-abc.12"), Some(12));
         assert_eq!(child_number("p-abc", "p-abc.1.2"), None);
+        assert_eq!(child_number("p-abc", "p-abc.7_k3m9qx"), Some(7));
+        assert_eq!(child_number("p-abc", "p-abc.7_k3.2"), None);
+        assert_eq!(child_number("p-abc", "p-abc._x"), None);
+        assert_eq!(child_number("p-abc", "p-abc.+3"), None);
+        assert_eq!(child_depth("p-abc.7_k3m9qx.2"), 2);
     }
 
     #[test]

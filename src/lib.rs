@@ -3,14 +3,14 @@
 //! Every change is an op, applied in one redb transaction and journaled:
 //!
 //! ```text
-//! CLI (fleet, bd) / supervisor / importer
-//!         │  typed requests (create, update, close, claim, dep add…)
-//!         ▼
-//!   tracker ── every rule of a request; refusals as a typed enum
-//!         │  OpKind (op.rs)
-//!         ▼
-//!   store::Writer::apply ── validate → mutate tables → refresh blocked flags and the
-//!         │                 ready index → append the op to the journal table
+//! CLI (fleet, bd) / supervisor / importer      ops made on other machines (Store::replay)
+//!         │  typed requests (create, close, claim, dep add…)   │  Op, sorted by
+//!         ▼                                                  │  (stamp, replica, id)
+//!   tracker ── every rule of a request; typed refusals         │
+//!         │  OpKind (op.rs)                                   ▼
+//!   Writer::stamp ── Op ──▶ Writer::apply_op(op, Local | Remote)
+//!         │                   validate → mutate tables → refresh blocked flags and the
+//!         │                   ready index → append the op to the journal table
 //!         ▼
 //!   redb file (.beads/beads.db) ◀── read transactions: ready, blocked, list, show
 //! ```

@@ -5,6 +5,26 @@
 //! it and a hybrid-logical-clock stamp) and an [`OpKind`] saying what changes. `store::apply`
 //! is the only code that turns ops into state, and it appends each applied op to the journal in
 //! the same transaction. The JSON Schema of the record is `schema/op.schema.json`.
+//!
+//! # Stamps and the total order
+//!
+//! An op is *stamped* once, by the store that makes it (`Writer::stamp`), and keeps its meta
+//! forever: every store that applies it — the one that made it, or another machine replaying
+//! it — writes the same id, actor, replica and stamp to its journal and the same `meta.at` into
+//! the timestamps.
+//!
+//! Stamps come from a hybrid logical clock ([`Hlc`]): wall-clock milliseconds plus a counter.
+//! Making an op *ticks* the clock ([`Hlc::tick`]); applying an op made elsewhere *receives* its
+//! stamp ([`Hlc::receive`]), so every op a store makes afterwards stamps after every op it has
+//! seen, whatever the machines' wall clocks say. Stamps compare wall time first, then the
+//! counter.
+//!
+//! Ops are totally ordered by [`OrderKey`] — `(stamp, replica, op id)`: the stamp orders ops
+//! causally (an op made after seeing another stamps after it); two ops with the same stamp can
+//! only come from different replicas (one replica never repeats a stamp), and the replica id
+//! breaks the tie; the op id makes the order total even for ops that claim the same replica
+//! and stamp (a copied store). Replaying the same set of ops in this order gives the same
+//! state on every store.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -33,6 +53,37 @@ impl Hlc {
             Hlc { wall_ms: self.wall_ms, logical: self.logical.saturating_add(1) }
         }
     }
+
+    /// The clock after receiving `remote`, a stamp made on another machine, at wall-clock time
+    /// `now_ms` (the receive rule of hybrid logical clocks, Kulkarni et al. 2014):
+    ///
+    /// - wall = max(local wall, remote wall, now);
+    /// - logical = max(local, remote) + 1 if wall equals both walls; local + 1 if it equals
+    ///   only the local wall; remote + 1 if it equals only the remote wall; 0 if `now` is ahead
+    ///   of both.
+    ///
+    /// The result is greater than both `self` and `remote`, so the next [`tick`](Hlc::tick)
+    /// stamps after every op seen. (The counter saturates at `u32::MAX` rather than overflow; a
+    /// stamp from a clock far in the future drags this clock along, as in every HLC.)
+    pub fn receive(self, remote: Hlc, now_ms: u64) -> Hlc {
+        let wall_ms = self.wall_ms.max(remote.wall_ms).max(now_ms);
+        let logical = match (wall_ms == self.wall_ms, wall_ms == remote.wall_ms) {
+            (true, true) => self.logical.max(remote.logical).saturating_add(1),
+            (true, false) => self.logical.saturating_add(1),
+            (false, true) => remote.logical.saturating_add(1),
+            (false, false) => 0,
+        };
+        Hlc { wall_ms, logical }
+    }
+}
+
+/// The position of an op in the total order of all ops: stamp (wall time, then counter), then
+/// replica id, then op id, compared in that order (the derived `Ord` follows field order).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OrderKey {
+    pub stamp: Hlc,
+    pub replica: String,
+    pub id: ulid::Ulid,
 }
 
 /// Who made an op, where and when.
@@ -44,7 +95,7 @@ pub struct OpMeta {
     pub actor: String,
     /// The store (machine) that made the op.
     pub replica: String,
-    /// Orders ops across replicas; assigned when the op is applied.
+    /// Orders ops across replicas; assigned when the op is made ([`Hlc`]).
     pub stamp: Hlc,
     /// Wall-clock time of the change; the timestamps the op writes (updated_at, closed_at…).
     pub at: Timestamp,
@@ -58,6 +109,13 @@ pub struct Op {
     pub meta: OpMeta,
     #[serde(flatten)]
     pub kind: OpKind,
+}
+
+impl Op {
+    /// The op's place in the total order of ops ([`OrderKey`]).
+    pub fn order_key(&self) -> OrderKey {
+        OrderKey { stamp: self.meta.stamp, replica: self.meta.replica.clone(), id: self.meta.id }
+    }
 }
 
 /// What an op changes.
@@ -246,6 +304,66 @@ mod tests {
         assert_eq!(stamp.tick(50), Hlc { wall_ms: 100, logical: 5 });
         assert_eq!(stamp.tick(100), Hlc { wall_ms: 100, logical: 5 });
         assert_eq!(stamp.tick(101), Hlc { wall_ms: 101, logical: 0 });
+    }
+
+    #[test]
+    fn receive_moves_past_both_stamps() {
+        let local = Hlc { wall_ms: 100, logical: 4 };
+        // The remote clock is ahead: adopt its wall time, count past its counter.
+        assert_eq!(
+            local.receive(Hlc { wall_ms: 200, logical: 7 }, 150),
+            Hlc { wall_ms: 200, logical: 8 }
+        );
+        // Same wall time on both: past the larger counter.
+        assert_eq!(
+            local.receive(Hlc { wall_ms: 100, logical: 9 }, 50),
+            Hlc { wall_ms: 100, logical: 10 }
+        );
+        // The remote stamp is behind: the local clock still moves on.
+        assert_eq!(
+            local.receive(Hlc { wall_ms: 10, logical: 99 }, 50),
+            Hlc { wall_ms: 100, logical: 5 }
+        );
+        // The wall clock is ahead of both: a fresh millisecond.
+        assert_eq!(
+            local.receive(Hlc { wall_ms: 120, logical: 3 }, 300),
+            Hlc { wall_ms: 300, logical: 0 }
+        );
+        // Saturates instead of overflowing.
+        let top = Hlc { wall_ms: u64::MAX, logical: u32::MAX };
+        assert_eq!(local.receive(top, 0), top);
+        // The next local stamp comes after the received one.
+        let received = local.receive(Hlc { wall_ms: 200, logical: 7 }, 150);
+        assert!(received.tick(150) > Hlc { wall_ms: 200, logical: 7 });
+    }
+
+    #[test]
+    fn order_is_stamp_then_replica_then_id() {
+        let key = |wall_ms, logical, replica: &str, id: u128| OrderKey {
+            stamp: Hlc { wall_ms, logical },
+            replica: replica.to_string(),
+            id: ulid::Ulid(id),
+        };
+        let mut keys = vec![
+            key(2, 0, "a", 1),
+            key(1, 5, "z", 9),
+            key(1, 5, "a", 9),
+            key(1, 5, "a", 3),
+            key(1, 10, "a", 0),
+            key(1, 2, "z", 0),
+        ];
+        keys.sort();
+        assert_eq!(
+            keys,
+            vec![
+                key(1, 2, "z", 0),
+                key(1, 5, "a", 3),
+                key(1, 5, "a", 9),
+                key(1, 5, "z", 9),
+                key(1, 10, "a", 0),
+                key(2, 0, "a", 1),
+            ]
+        );
     }
 
     #[test]

@@ -2,8 +2,57 @@
 //! op to the journal. Nothing else writes the issue, edge, comment, label or journal tables.
 //!
 //! Every op is validated completely before its first write, so an op that fails leaves the
-//! transaction as it was; a batch that keeps going after one refused op (a group of claims) is
-//! therefore still consistent.
+//! transaction as it was; a batch that keeps going after one refused op (a group of claims, a
+//! replay) is therefore still consistent.
+//!
+//! # Making an op and applying it
+//!
+//! [`Writer::stamp`] makes an op: a new ULID, the writer's actor and replica, `at` = the
+//! writer's clock now, and the next tick of the hybrid logical clock. [`Writer::apply_op`]
+//! applies exactly the op it is given: `meta.at` is the time written into `updated_at`,
+//! `closed_at`, `started_at`; a claim assigns `meta.actor`; the meta goes to the journal
+//! unchanged. [`Writer::apply`] is the two in a row, for ops made here.
+//!
+//! # Ops from other machines ([`Origin::Remote`])
+//!
+//! - The clock *receives* the op's stamp ([`crate::op::Hlc::receive`]) before anything else,
+//!   even if the op is then skipped or refused: later ops made here stamp after it.
+//! - An op the rules refuse (its issue was deleted by an op earlier in the total order, a claim
+//!   lost to an earlier claim, an edge would close a cycle…) is [`Outcome::Rejected`] with the
+//!   reason: nothing changes and nothing is journaled, and the batch goes on. Only a failure of
+//!   the store itself (I/O, database) is an `Err`.
+//! - An op this store has seen before is skipped ([`Outcome::Duplicate`]): replaying a batch
+//!   twice, or receiving one's own ops back, changes nothing. The `op_ids` table maps the id of
+//!   every op applied here (local ones too) to its journal sequence, and the id of every remote
+//!   op that was refused or changed nothing to 0: such an op had its one chance at its place in
+//!   the total order, and trying it again later, at another place, could give another result.
+//! - A newer op format than this build reads is refused, not guessed at.
+//!
+//! Applied in the total order ([`crate::op::OrderKey`]), the same set of ops gives the same
+//! state on every store: nothing applied depends on the applying store's clock, actor or
+//! replica.
+//!
+//! # Child ids
+//!
+//! Children are numbered under their parent: `p.1`, `p.2`… (beads, spec §5). The number is one
+//! more than the highest of the parent's child counter and its existing children; the counter
+//! is advanced by every create of a child id (`p.7` or `p.7_tag`) this store applies, its own or
+//! a replayed one, so numbers only grow. Two machines apart could still both pick `p.3`, so the
+//! *form* of the id depends on who numbers:
+//!
+//! - the replica that made the parent (its *home*, recorded from the parent's create op) numbers
+//!   plainly: `p.3`. Only one replica is home to a parent, and its counter never repeats, so
+//!   plain children never collide;
+//! - any other replica appends its tag — the last six characters of its replica id, a ULID's
+//!   random part (30 bits): `p.3_k7q2mx`. Its numbers never repeat either, so tagged children
+//!   collide only if two replicas share a tag (about one pair in a billion), and never with plain
+//!   ones.
+//!
+//! On a single machine every parent is home, so ids read as they always have. An issue written
+//! by an import (`Put`) is home to the replica that imported it: two machines that import the
+//! same file separately are both home to its issues — import on one machine and sync instead.
+//! Should two children still collide, the create later in the total order is refused
+//! (`AlreadyExists`) on every store alike and reported, never silently merged.
 
 use std::collections::BTreeSet;
 
@@ -14,11 +63,51 @@ use super::tables::View;
 use super::{StoreError, Writer, meta};
 use crate::id;
 use crate::model::{Comment, Dependency, Issue, ModelError, Status, dep_type, validate_dep_type};
-use crate::op::{IssuePatch, OP_FORMAT_VERSION, Op, OpKind, OpMeta};
+use crate::op::{IssuePatch, OP_FORMAT_VERSION, Op, OpKind, OpMeta, OrderKey};
 use crate::resolver;
 
 /// Issues whose readiness an op may have changed; `None` when the op changed nothing.
 type Seeds = Option<BTreeSet<String>>;
+
+/// The journal sequence the op-id index records for a remote op that was seen but refused or
+/// changed nothing (journal sequences start at 1).
+const NOT_JOURNALED: u64 = 0;
+
+/// Length of the replica tag in child ids made away from the parent's home replica.
+const REPLICA_TAG_LEN: usize = 6;
+
+/// Where an op given to [`Writer::apply_op`] was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Made here ([`Writer::stamp`]); a refusal is an error for the caller to report.
+    Local,
+    /// Made on another machine and replayed here: the clock receives its stamp, and a refusal
+    /// is an [`Outcome::Rejected`], not an error.
+    Remote,
+}
+
+/// What became of an op given to [`Writer::apply_op`].
+#[derive(Debug)]
+pub enum Outcome {
+    /// Applied and journaled.
+    Applied,
+    /// Valid, but it changed nothing (re-claiming one's own issue, closing a closed one); not
+    /// journaled.
+    Unchanged,
+    /// Already applied (its id is in the journal); skipped.
+    Duplicate,
+    /// Refused by the rules (remote ops only); nothing was written.
+    Rejected(StoreError),
+}
+
+/// One op of a [`super::Store::replay`], in the order it was applied.
+#[derive(Debug)]
+pub struct Replayed {
+    pub key: OrderKey,
+    /// The op's name (`create`, `close`…).
+    pub kind: &'static str,
+    pub outcome: Outcome,
+}
 
 /// What adding an edge would do.
 enum EdgePlan {
@@ -29,16 +118,89 @@ enum EdgePlan {
     },
 }
 
+fn millis(at: Timestamp) -> u64 {
+    u64::try_from(at.as_millisecond()).unwrap_or(0)
+}
+
 impl Writer<'_> {
-    /// Applies one op as the current actor. Returns whether it changed anything (a no-op, such
-    /// as re-claiming one's own issue, is not journaled).
+    /// Applies one op made here as the current actor ([`Writer::stamp`], then
+    /// [`Writer::apply_op`] as [`Origin::Local`]). Returns whether it changed anything (a no-op,
+    /// such as re-claiming one's own issue, is not journaled).
     pub fn apply(&mut self, kind: OpKind) -> Result<bool, StoreError> {
+        let op = self.stamp(kind);
+        Ok(matches!(self.apply_owned(op, Origin::Local)?, Outcome::Applied))
+    }
+
+    /// Makes an op of `kind`: a new id, this writer's actor and replica, `at` = the clock's now,
+    /// and the next stamp of the hybrid logical clock. Nothing is applied.
+    pub fn stamp(&mut self, kind: OpKind) -> Op {
         let at = self.clock.now();
-        let seeds = match &kind {
-            OpKind::Create { issue, deps } => self.create(issue, deps)?,
-            OpKind::Put { issue } => self.put(issue)?,
+        self.hlc = self.hlc.tick(millis(at));
+        Op {
+            v: OP_FORMAT_VERSION,
+            meta: OpMeta {
+                id: ulid::Ulid::generate(),
+                actor: self.actor.clone(),
+                replica: self.replica.clone(),
+                stamp: self.hlc,
+                at,
+            },
+            kind,
+        }
+    }
+
+    /// Applies `op` exactly as given (see the module docs). A local op the rules refuse is an
+    /// `Err`; a remote one is [`Outcome::Rejected`], so a batch can go on past it.
+    pub fn apply_op(&mut self, op: &Op, origin: Origin) -> Result<Outcome, StoreError> {
+        self.apply_owned(op.clone(), origin)
+    }
+
+    fn apply_owned(&mut self, op: Op, origin: Origin) -> Result<Outcome, StoreError> {
+        if origin == Origin::Remote {
+            self.hlc = self.hlc.receive(op.meta.stamp, millis(self.clock.now()));
+            self.clock_received = true;
+        }
+        if self.op_ids.get(op.meta.id.0)?.is_some() {
+            return Ok(Outcome::Duplicate);
+        }
+        let seeds = match self.mutate(&op) {
+            Ok(seeds) => seeds,
+            Err(error) if origin == Origin::Remote && error.is_refusal() => {
+                self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
+                return Ok(Outcome::Rejected(error));
+            }
+            Err(error) => return Err(error),
+        };
+        let Some(seeds) = seeds else {
+            if origin == Origin::Remote {
+                self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
+            }
+            return Ok(Outcome::Unchanged);
+        };
+        match &mut self.deferred_seeds {
+            Some(pending) => pending.extend(seeds),
+            None => self.refresh(seeds)?,
+        }
+        self.journal(op)?;
+        Ok(Outcome::Applied)
+    }
+
+    /// Validates and applies the change of `op`; nothing is written if it fails.
+    fn mutate(&mut self, op: &Op) -> Result<Seeds, StoreError> {
+        if op.v > OP_FORMAT_VERSION {
+            return Err(StoreError::OpVersion {
+                id: op.meta.id.to_string(),
+                version: op.v,
+                supported: OP_FORMAT_VERSION,
+            });
+        }
+        let at = op.meta.at;
+        let replica = op.meta.replica.as_str();
+        Ok(match &op.kind {
+            OpKind::Create { issue, deps } => self.create(issue, deps, replica)?,
+            OpKind::Put { issue } => self.put(issue, replica)?,
             OpKind::Update { id, patch } => self.update(id, patch, at)?,
-            OpKind::Claim { id } => self.claim(id, at)?,
+            OpKind::Claim { id } => self.claim(id, &op.meta.actor, at)?,
             OpKind::Release { id } => self.release(id, at)?,
             OpKind::Close { id, reason, session } => self.close(id, reason, session, at)?,
             OpKind::Reopen { id, .. } => self.reopen(id, at)?,
@@ -50,35 +212,14 @@ impl Writer<'_> {
             OpKind::Comment { comment } => self.comment(comment)?,
             OpKind::LabelAdd { id, label } => self.relabel(id, at, |i| i.add_label(label))?,
             OpKind::LabelRemove { id, label } => self.relabel(id, at, |i| i.remove_label(label))?,
-        };
-        let Some(seeds) = seeds else {
-            return Ok(false);
-        };
-        match &mut self.deferred_seeds {
-            Some(pending) => pending.extend(seeds),
-            None => self.refresh(seeds)?,
-        }
-        self.journal(kind, at)?;
-        Ok(true)
+        })
     }
 
-    fn journal(&mut self, kind: OpKind, at: Timestamp) -> Result<(), StoreError> {
-        let now_ms = u64::try_from(at.as_millisecond()).unwrap_or(0);
-        self.hlc = self.hlc.tick(now_ms);
-        let op = Op {
-            v: OP_FORMAT_VERSION,
-            meta: OpMeta {
-                id: ulid::Ulid::generate(),
-                actor: self.actor.clone(),
-                replica: self.replica.clone(),
-                stamp: self.hlc,
-                at,
-            },
-            kind,
-        };
+    fn journal(&mut self, op: Op) -> Result<(), StoreError> {
         self.journal_seq += 1;
         let row = serde_json::to_vec(&op).expect("an op serialises");
         self.journal.insert(self.journal_seq, row.as_slice())?;
+        self.op_ids.insert(op.meta.id.0, self.journal_seq)?;
         self.applied.push(op);
         Ok(())
     }
@@ -106,6 +247,8 @@ impl Writer<'_> {
             .ok_or(StoreError::IdSpaceExhausted)
     }
 
+    /// The next child id of `parent`: `<parent>.<n>` on the parent's home replica,
+    /// `<parent>.<n>_<tag>` elsewhere (module docs, "Child ids").
     fn next_child_id(&self, parent: &str) -> Result<String, StoreError> {
         if !self.tables.contains(parent)? {
             return Err(StoreError::NotFound(parent.to_string()));
@@ -116,14 +259,26 @@ impl Writer<'_> {
         for child in self.tables.dependents_by(parent, dep_type::PARENT_CHILD)? {
             highest = highest.max(id::child_number(parent, &child).unwrap_or(0));
         }
-        let child = format!("{parent}.{}", highest + 1);
+        let number = highest.saturating_add(1);
+        let home = self.tables.meta_bytes(&format!("{}{parent}", meta::ORIGIN))?;
+        let child = match home {
+            Some(home) if home != self.replica.as_bytes() => {
+                format!("{parent}.{number}_{}", replica_tag(&self.replica))
+            }
+            _ => format!("{parent}.{number}"),
+        };
         if candidate_depth > id::MAX_CHILD_DEPTH {
             return Err(StoreError::TooDeep(child));
         }
         Ok(child)
     }
 
-    fn create(&mut self, issue: &Issue, deps: &[Dependency]) -> Result<Seeds, StoreError> {
+    fn create(
+        &mut self,
+        issue: &Issue,
+        deps: &[Dependency],
+        replica: &str,
+    ) -> Result<Seeds, StoreError> {
         id::check_id(&issue.id)?;
         if self.tables.contains(&issue.id)? {
             return Err(StoreError::AlreadyExists(issue.id.clone()));
@@ -148,17 +303,23 @@ impl Writer<'_> {
         for dep in &deps {
             self.insert_edge(dep)?;
         }
-        self.count_new_id(&issue.id)?;
+        self.count_new_id(&issue.id, replica)?;
         let parents = deps.iter().filter(|d| d.kind == dep_type::PARENT_CHILD);
         Ok(Some(
             self.status_seeds_with_parents(&issue.id, parents.map(|d| d.depends_on_id.as_str()))?,
         ))
     }
 
-    fn count_new_id(&mut self, new_id: &str) -> Result<(), StoreError> {
+    /// Book-keeping of a new issue made on `replica`: its home (if not this replica), and the
+    /// child counter of its parent or the count of top-level ids.
+    fn count_new_id(&mut self, new_id: &str, replica: &str) -> Result<(), StoreError> {
+        if replica != self.replica {
+            let key = format!("{}{new_id}", meta::ORIGIN);
+            self.tables.meta.insert(key.as_str(), replica.as_bytes())?;
+        }
         let parent_and_number = new_id
             .rsplit_once('.')
-            .and_then(|(parent, n)| Some((parent.to_string(), n.parse::<u64>().ok()?)));
+            .and_then(|(parent, n)| Some((parent.to_string(), id::child_segment_number(n)?)));
         match parent_and_number {
             Some((parent, number)) => {
                 let key = format!("{}{parent}", meta::CHILD_COUNTER);
@@ -174,7 +335,7 @@ impl Writer<'_> {
 
     /// Writes an issue as given. A new row's id must satisfy the id grammar; a stored row
     /// (which may predate the grammar) can still be rewritten under its own id.
-    fn put(&mut self, issue: &Issue) -> Result<Seeds, StoreError> {
+    fn put(&mut self, issue: &Issue, replica: &str) -> Result<Seeds, StoreError> {
         validate_fields(issue)?;
         let old = self.tables.issue(&issue.id)?;
         if old.is_none() {
@@ -186,7 +347,7 @@ impl Writer<'_> {
         self.put_issue(old.as_ref(), &issue)?;
         let mut seeds = self.status_seeds(&issue.id)?;
         match old {
-            None => self.count_new_id(&issue.id)?,
+            None => self.count_new_id(&issue.id, replica)?,
             Some(old) if old.defer_until != issue.defer_until => {
                 seeds.extend(self.tables.dependents_by(&issue.id, dep_type::PARENT_CHILD)?);
             }
@@ -215,13 +376,13 @@ impl Writer<'_> {
         Ok(Some(seeds))
     }
 
-    fn claim(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {
+    fn claim(&mut self, id: &str, actor: &str, at: Timestamp) -> Result<Seeds, StoreError> {
         let old = self.existing(id)?;
-        let mine = old.assignee.is_empty() || old.assignee == self.actor;
+        let mine = old.assignee.is_empty() || old.assignee == actor;
         match old.status {
             Status::Open if mine => {}
-            Status::InProgress if old.assignee == self.actor => return Ok(None),
-            _ if !old.assignee.is_empty() && old.assignee != self.actor => {
+            Status::InProgress if old.assignee == actor => return Ok(None),
+            _ if !old.assignee.is_empty() && old.assignee != actor => {
                 return Err(StoreError::AlreadyClaimed {
                     id: id.to_string(),
                     by: old.assignee.clone(),
@@ -236,7 +397,7 @@ impl Writer<'_> {
         }
         let mut issue = old.clone();
         issue.status = Status::InProgress;
-        issue.assignee.clone_from(&self.actor);
+        actor.clone_into(&mut issue.assignee);
         issue.started_at.get_or_insert(at);
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
@@ -323,6 +484,7 @@ impl Writer<'_> {
             self.tables.labels.remove((label.as_str(), id))?;
         }
         self.tables.issues.remove(id)?;
+        self.tables.meta.remove(format!("{}{id}", meta::ORIGIN).as_str())?;
         Ok(Some(seeds))
     }
 
@@ -478,6 +640,18 @@ impl Writer<'_> {
         self.tables.issues.insert(issue.id.as_str(), row.as_slice())?;
         Ok(())
     }
+}
+
+/// The tag a replica puts on child ids it makes away from the parent's home: the end of its
+/// replica id (a ULID's random part), kept to id characters.
+fn replica_tag(replica: &str) -> String {
+    let chars: Vec<char> = replica
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let tag: String = chars[chars.len().saturating_sub(REPLICA_TAG_LEN)..].iter().collect();
+    if tag.is_empty() { "r".to_string() } else { tag }
 }
 
 fn validate_fields(issue: &Issue) -> Result<(), ModelError> {

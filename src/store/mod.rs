@@ -3,8 +3,11 @@
 //! Layout of the module:
 //! - `tables`: the table definitions and the read primitives ([`View`]) shared by read and
 //!   write transactions;
-//! - `apply`: the only code that changes state — one [`OpKind`] at a time inside a [`Writer`],
-//!   validate first, then mutate, then journal;
+//! - `apply`: the only code that changes state — one [`Op`] at a time inside a [`Writer`],
+//!   validate first, then mutate, then journal. Ops are made (stamped) by [`Writer::stamp`] and
+//!   applied as given by [`Writer::apply_op`], so an op made on another machine replays with
+//!   its own id, actor, replica, stamp and time ([`Store::replay`]); the rules of remote ops,
+//!   duplicates and child ids are in that module's docs;
 //! - `readiness`: keeps the blocked flag and the ready index right after every op;
 //! - `query`: ready, blocked, list, search, stats and issue details.
 //!
@@ -29,11 +32,14 @@ pub use query::{
 };
 pub(crate) use tables::View;
 
+pub use apply::{Origin, Outcome, Replayed};
+
 use crate::model::ModelError;
 use crate::op::{Hlc, Op, OpKind};
 use crate::time::Clock;
 use tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, RDEPS, READY, READY_KEYS, TableSet,
+    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, RDEPS, READY, READY_KEYS,
+    TableSet,
 };
 
 /// The database file inside `.beads/`.
@@ -54,6 +60,12 @@ pub(crate) mod meta {
     pub const COMMENT_SEQ: &str = "comment_seq";
     pub const TOP_LEVEL_COUNT: &str = "top_level_count";
     pub const CHILD_COUNTER: &str = "child_counter/";
+    /// Set once every journaled op is in the op-id index (stores made before the index
+    /// existed are indexed by their first writer).
+    pub const OP_IDS_COMPLETE: &str = "op_ids_complete";
+    /// Prefix of `origin/<issue>` → the replica that made the issue, recorded only when that
+    /// is another replica (absent: this one). Picks the form of child ids (see `apply`).
+    pub const ORIGIN: &str = "origin/";
     /// Prefix of user configuration keys (`config set`); these are settings of this store,
     /// not queue state, so they are not ops and do not travel through sync.
     pub const CONFIG: &str = "config/";
@@ -112,6 +124,10 @@ pub enum StoreError {
     AlreadyInitialized(PathBuf),
     #[error("{0}")]
     InvalidPrefix(String),
+    #[error(
+        "op {id} has format version {version}, newer than this fleet reads ({supported}); upgrade fleet"
+    )]
+    OpVersion { id: String, version: u32, supported: u32 },
     #[error("store is damaged: {0}")]
     Corrupt(String),
     /// A request the tracker refused (a close guard, an edge rule), carried through a
@@ -150,6 +166,23 @@ impl StoreError {
         matches!(
             io.kind(),
             std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        )
+    }
+}
+
+impl StoreError {
+    /// Whether the error is a refusal of the op by the rules of the queue (missing issue,
+    /// taken claim, cycle…), as opposed to a failure of the store itself (I/O, database,
+    /// damaged rows). A refused op changed nothing, so a batch may carry on past it.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(
+            self,
+            StoreError::Io { .. }
+                | StoreError::Database(_)
+                | StoreError::Corrupt(_)
+                | StoreError::NotInitialized(_)
+                | StoreError::LegacySqlite(_)
+                | StoreError::AlreadyInitialized(_)
         )
     }
 }
@@ -316,7 +349,9 @@ fn write_new_store(path: &Path, prefix: &str, replica: &str) -> Result<(), Store
         meta.insert(meta::PREFIX, prefix.as_bytes())?;
         meta.insert(meta::REPLICA, replica.as_bytes())?;
         meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
+        meta.insert(meta::OP_IDS_COMPLETE, [1u8].as_slice())?;
         txn.open_table(JOURNAL)?;
+        txn.open_table(OP_IDS)?;
     }
     txn.commit()?;
     Ok(())
@@ -542,6 +577,26 @@ impl Store {
         .map(|((), ops)| ops)
     }
 
+    /// Applies ops made on other machines ([`Origin::Remote`]) in one transaction, in the total
+    /// order of [`Op::order_key`] whatever order they arrive in, and says what became of each:
+    /// applied, unchanged, skipped as already applied, or refused (with the reason). A refused
+    /// op does not stop the batch; only a failure of the store itself does, and then nothing
+    /// is written. `clock` is this machine's clock, which the stamps of the ops advance.
+    pub fn replay(&self, clock: Clock, mut ops: Vec<Op>) -> Result<Vec<Replayed>, StoreError> {
+        ops.sort_by_cached_key(Op::order_key);
+        let actor = self.replica.clone();
+        self.write(&actor, clock, |writer| {
+            let mut report = Vec::with_capacity(ops.len());
+            for op in ops {
+                let key = op.order_key();
+                let outcome = writer.apply_op(&op, Origin::Remote)?;
+                report.push(Replayed { key, kind: op.kind.name(), outcome });
+            }
+            Ok(report)
+        })
+        .map(|(report, _)| report)
+    }
+
     /// The change counter: bumped by every commit that applied at least one op, by any process.
     pub fn changes(&self) -> Result<u64, StoreError> {
         self.meta_counter(meta::CHANGES)
@@ -643,10 +698,13 @@ impl Reader {
     }
 }
 
-/// A write transaction in progress: reads see its own changes; [`Writer::apply`] changes state.
+/// A write transaction in progress: reads see its own changes; [`Writer::apply`] (ops made
+/// here) and [`Writer::apply_op`] (ops as given, from here or elsewhere) change state.
 pub struct Writer<'t> {
     tables: WriteSet<'t>,
     journal: Table<'t, u64, &'static [u8]>,
+    /// Op id → journal sequence ([`tables::OP_IDS`]).
+    op_ids: Table<'t, u128, u64>,
     actor: String,
     replica: String,
     prefix: String,
@@ -654,6 +712,8 @@ pub struct Writer<'t> {
     hlc: Hlc,
     journal_seq: u64,
     applied: Vec<Op>,
+    /// A remote stamp moved the clock, so it is saved even if no op was applied.
+    clock_received: bool,
     /// In bulk mode, the readiness seeds gathered so far; refreshed once at the end.
     deferred_seeds: Option<std::collections::BTreeSet<String>>,
     /// In bulk mode, the caller has already refused edges that would close a cycle.
@@ -667,8 +727,13 @@ impl<'t> Writer<'t> {
         actor: &str,
         clock: Clock,
     ) -> Result<Writer<'t>, StoreError> {
-        let tables = open_write_tables(txn)?;
+        let mut tables = open_write_tables(txn)?;
         let journal = txn.open_table(JOURNAL)?;
+        let mut op_ids = txn.open_table(OP_IDS)?;
+        if tables.meta_bytes(meta::OP_IDS_COMPLETE)?.is_none() {
+            index_journal(&journal, &mut op_ids)?;
+            tables.meta.insert(meta::OP_IDS_COMPLETE, [1u8].as_slice())?;
+        }
         let hlc = tables
             .meta_bytes(meta::CLOCK)?
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -677,6 +742,7 @@ impl<'t> Writer<'t> {
         Ok(Writer {
             tables,
             journal,
+            op_ids,
             actor: actor.to_string(),
             replica: store.replica.clone(),
             prefix: store.prefix.clone(),
@@ -684,6 +750,7 @@ impl<'t> Writer<'t> {
             hlc,
             journal_seq,
             applied: Vec::new(),
+            clock_received: false,
             deferred_seeds: None,
             bulk_acyclic: false,
         })
@@ -761,9 +828,69 @@ impl<'t> Writer<'t> {
             let changes = self.tables.meta_u64(meta::CHANGES)? + 1;
             self.put_meta_u64(meta::CHANGES, changes)?;
             self.put_meta_u64(meta::JOURNAL_SEQ, self.journal_seq)?;
+        }
+        if !self.applied.is_empty() || self.clock_received {
             let clock = serde_json::to_vec(&self.hlc).expect("a clock stamp serialises");
             self.tables.meta.insert(meta::CLOCK, clock.as_slice())?;
         }
         Ok(self.applied)
+    }
+}
+
+/// Fills the op-id index from the journal of a store made before the index existed. A row
+/// that does not decode is left out (it could not be matched anyway) rather than making every
+/// later write fail.
+fn index_journal(
+    journal: &Table<'_, u64, &'static [u8]>,
+    op_ids: &mut Table<'_, u128, u64>,
+) -> Result<(), StoreError> {
+    use redb::ReadableTable;
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        meta: MetaId,
+    }
+    #[derive(serde::Deserialize)]
+    struct MetaId {
+        id: ulid::Ulid,
+    }
+    let mut found = Vec::new();
+    for entry in journal.iter()? {
+        let (seq, row) = entry?;
+        if let Ok(op) = serde_json::from_slice::<IdOnly>(row.value()) {
+            found.push((op.meta.id.0, seq.value()));
+        }
+    }
+    for (id, seq) in found {
+        op_ids.insert(id, seq)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Issue;
+
+    /// A store made before the op-id index existed gets its journal indexed by the first
+    /// writer, so its own ops coming back through a replay are recognised.
+    #[test]
+    fn the_op_index_is_filled_for_an_older_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let now = jiff::Timestamp::now();
+        let create = |id: &str| OpKind::Create {
+            issue: Box::new(Issue::new(id.into(), "x".into(), now)),
+            deps: Vec::new(),
+        };
+        let made = store.apply("a", Clock::System, vec![create("t-1"), create("t-2")]).unwrap();
+        // Make it look like an older store: no index, no marker.
+        let txn = store.writable().unwrap().begin_write().unwrap();
+        txn.delete_table(OP_IDS).unwrap();
+        txn.open_table(META).unwrap().remove(meta::OP_IDS_COMPLETE).unwrap();
+        txn.commit().unwrap();
+
+        let report = store.replay(Clock::System, made).unwrap();
+        assert!(report.iter().all(|r| matches!(r.outcome, Outcome::Duplicate)), "{report:?}");
+        assert_eq!(store.journal_head().unwrap(), 2);
     }
 }

@@ -27,6 +27,9 @@ pub(crate) const READY_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new
 pub(crate) const BLOCKED: TableDefinition<&str, ()> = TableDefinition::new("blocked");
 /// Sequence → op as JSON: every applied op, in the order it was applied.
 pub(crate) const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("journal");
+/// Op id (a ULID as its 128-bit value) → journal sequence: which ops this store has applied, so
+/// an op replayed a second time is recognised and skipped. Only writers touch it.
+pub(crate) const OP_IDS: TableDefinition<u128, u64> = TableDefinition::new("op_ids");
 /// Store-wide values: prefix, replica id, clock, counters, config.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
