@@ -215,7 +215,7 @@ mod tests {
     fn the_run_log_rotates_once_full_and_redacts() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(RUN_LOG_FILE);
-        let mut log = RunLog::open(path.clone(), 64).unwrap();
+        let mut log = RunLog::open(path.clone(), 48).unwrap();
         let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
         log.append(&format!("first {token}\n")).unwrap();
         let first = std::fs::read_to_string(&path).unwrap();
