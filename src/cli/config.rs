@@ -85,14 +85,8 @@ fn render_show(shown: &Shown) -> String {
     } else {
         format!("# {} does not exist: these are the defaults\n", shown.path)
     };
-    let values = serde_json::to_value(&shown.config).unwrap_or_default();
-    for key in &config::KEYS {
-        let value = match &values[key.name] {
-            serde_json::Value::String(s) => toml_edit::Value::from(s.as_str()),
-            serde_json::Value::Number(n) => toml_edit::Value::from(n.as_i64().unwrap_or(0)),
-            other => toml_edit::Value::from(other.to_string()),
-        };
-        text.push_str(&format!("{} = {value}\n", key.name));
+    for key in config::KEYS {
+        text.push_str(&format!("{} = {}\n", key.name, key.value(&shown.config)));
     }
     if !shown.config.coders.is_empty() {
         let mut tables = toml::Table::new();

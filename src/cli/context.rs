@@ -28,12 +28,9 @@ impl Context {
             })?),
             Err(_) => Clock::System,
         };
-        Ok(Context {
-            out: Output::new(global.json, global.quiet),
-            actor: resolve_actor(global.actor),
-            clock,
-            db: global.db,
-        })
+        let actor = resolve_actor(global.actor);
+        tracing::debug!(%actor, ?clock, "acting");
+        Ok(Context { out: Output::new(global.json, global.quiet), actor, clock, db: global.db })
     }
 
     pub fn now(&self) -> Timestamp {
@@ -53,7 +50,9 @@ impl Context {
 
     /// Opens the workspace's store for this one command (see [`Store::skip_close_on_exit`]).
     pub fn open_store(&self) -> Result<Store, CliError> {
-        let mut store = Store::open(&self.workspace_dir()?)?;
+        let dir = self.workspace_dir()?;
+        tracing::debug!(workspace = %dir.display(), "opening the store");
+        let mut store = Store::open(&dir)?;
         store.skip_close_on_exit();
         Ok(store)
     }

@@ -17,6 +17,7 @@ mod fake_agent;
 mod init;
 mod issue;
 mod label;
+mod logging;
 mod output;
 mod query;
 mod run;
@@ -165,9 +166,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         .and_then(|arg0| std::path::Path::new(arg0).file_name())
         .is_some_and(|name| name == "bd");
     if invoked_as_bd {
+        logging::init(logging::Flavor::Bd);
         return bd::run(args, bd::Personality::Bd);
     }
     if args.get(1).is_some_and(|arg| arg == "bd") {
+        logging::init(logging::Flavor::Bd);
         let bd_args = std::iter::once(OsString::from("bd")).chain(args[2..].iter().cloned());
         return bd::run(bd_args.collect(), bd::Personality::FleetBd);
     }
@@ -180,8 +183,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
     if let Command::Bd { args } = cli.command {
+        logging::init(logging::Flavor::Bd);
         return bd::run(bd::args_after_fleet_globals(&cli.global, args), bd::Personality::FleetBd);
     }
+    logging::init(logging::Flavor::Fleet);
     let json = cli.global.json;
     match dispatch(cli) {
         Ok(()) => exit_code::SUCCESS,

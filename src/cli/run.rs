@@ -1,6 +1,7 @@
 //! `fleet run`: the supervisor in the foreground, until Ctrl-C or SIGTERM (or, with
 //! `--until-idle`, until the queue is drained). Progress is printed as it happens: one human
-//! line per event, or JSON Lines with `--json`.
+//! line per event, or JSON Lines with `--json`; every event is also logged at info, so it reaches
+//! the run log (`$FLEET_HOME/logs/fleet-run.log`, see `cli::logging`).
 
 use std::sync::Arc;
 
@@ -47,7 +48,14 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
         until_idle: args.until_idle,
     };
     let json = ctx.out.json;
-    let summary = supervise(store, options, move |event| print_event(&event, json))?;
+    if let Err(error) = super::logging::open_run_log(&options.home) {
+        let dir = options.home.join(super::logging::LOG_DIR);
+        tracing::warn!(%error, dir = %dir.display(), "cannot open the run log; logging to stderr only");
+    }
+    let summary = supervise(store, options, move |event| {
+        log_event(&event);
+        print_event(&event, json);
+    })?;
     if !json {
         write_stdout(&summary_line(&summary));
     }
@@ -127,6 +135,16 @@ fn print_event(event: &Event, json: bool) {
         }
     } else if let Some(line) = event_line(event) {
         write_stdout(&line);
+    }
+}
+
+/// Logs an event at info, one line: its human line, or its JSON when it has none.
+fn log_event(event: &Event) {
+    let json = serde_json::to_value(event).unwrap_or_default();
+    let kind = json["type"].as_str().unwrap_or("event");
+    match event_line(event) {
+        Some(line) => tracing::info!(event = kind, "{}", line.replace('\n', " ")),
+        None => tracing::info!(event = kind, "{json}"),
     }
 }
 

@@ -33,6 +33,13 @@ pub fn spawn(exe: &Path, instance: &str, beads_dir: &Path) -> std::io::Result<Ch
         .spawn()
 }
 
+/// Ends the guard of a supervisor that finished its own cleanup: kills and reaps it (its
+/// cleanup would find nothing left to do).
+pub fn stop(mut guard: Child) {
+    let _ = guard.kill();
+    let _ = guard.wait();
+}
+
 /// The guardian's life: wait for the supervisor to go, then clean up after it.
 pub fn watch(instance: &str, beads_dir: &Path) {
     ignore_stop_signals();

@@ -57,6 +57,10 @@ use revocation::Touch;
 use runner::{Attempt, Control, RunnerSettings, Signal};
 use taskdir::{TaskDir, TaskRecord};
 
+/// The variable holding fleet's log filter. Agents do not inherit it: the supervisor's log
+/// level is not theirs, and their `bd` calls keep beads' quiet stderr.
+pub const LOG_FILTER_VAR: &str = "FLEET_LOG";
+
 /// How often the store's change counter is read.
 pub const POLL: Duration = Duration::from_millis(20);
 /// How often the queue is re-checked when nothing changed (deferrals expire silently).
@@ -287,18 +291,19 @@ impl Supervisor {
                 () = tokio::time::sleep(POLL) => {}
             }
         }
-        self.shut_down(&mut runners, &mut stop).await;
-        drop(guard);
+        self.shut_down(&mut runners, &mut stop, guard.id()).await;
+        guard::stop(guard);
         self.emit(Event::Stopped { finished: self.summary.attempts });
         Ok(self.summary)
     }
 
     /// Stops every runner (they see the stop level), records their outcomes, deregisters, and
-    /// kills whatever is left.
+    /// kills whatever is left except the guard process (`guard_pid`), which is no stray.
     async fn shut_down(
         &mut self,
         runners: &mut JoinSet<Finished>,
         stop: &mut watch::Receiver<Stop>,
+        guard_pid: u32,
     ) {
         let agents = self.running.len();
         if *stop.borrow() == Stop::Now {
@@ -333,7 +338,7 @@ impl Supervisor {
         let strays = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag))
             .await
             .unwrap_or(0)
-            + crate::process::kill_stray_children(&Default::default());
+            + crate::process::kill_stray_children(&i32::try_from(guard_pid).into_iter().collect());
         if strays > 0 {
             tracing::warn!(strays, "killed processes left behind by agents");
         }
@@ -410,7 +415,8 @@ impl Supervisor {
 
     async fn heartbeat(&self) {
         if let Err(error) = self.register().await {
-            tracing::error!(%error, "refreshing the supervisor's heartbeat failed");
+            let instance = &self.me.instance;
+            tracing::error!(%error, %instance, "refreshing the supervisor's heartbeat failed");
         }
     }
 
@@ -426,7 +432,7 @@ impl Supervisor {
                 }
             }
             Err(error) => {
-                tracing::error!(%error, "taking back tasks of stopped supervisors failed")
+                tracing::error!(%error, "taking back the tasks of stopped supervisors failed")
             }
         }
     }
@@ -453,7 +459,12 @@ impl Supervisor {
         let (next, touched) = match read {
             Ok(read) => read,
             Err(error) => {
-                tracing::error!(%error, "reading the journal for changes to running tasks failed");
+                let tasks = self.running.keys().cloned().collect::<Vec<_>>().join(",");
+                tracing::error!(
+                    %error,
+                    %tasks,
+                    "reading the journal for changes to running tasks failed"
+                );
                 return;
             }
         };
@@ -552,18 +563,23 @@ impl Supervisor {
         let paused: Vec<String> = self.pauses.all_active(now).map(|(c, _)| c.to_string()).collect();
         let running: Vec<String> = self.running.keys().cloned().collect();
         let result = self
-            .blocking(move |store| -> Result<Option<Issue>, StoreError> {
+            .blocking(move |store| -> Result<Option<Issue>, (Option<String>, StoreError)> {
                 let accept = |issue: &Issue| {
                     !running.contains(&issue.id)
                         && issue.fleet.retry_after.is_none_or(|at| at <= now)
                         && !paused.contains(&coder_of(issue, &config.coder))
                 };
                 let filter = ReadyFilter::default();
-                let look = store.read()?.first_claimable_where(&me.name, &filter, now, &accept)?;
-                if look.is_none() {
+                let look = store
+                    .read()
+                    .and_then(|reader| {
+                        reader.first_claimable_where(&me.name, &filter, now, &accept)
+                    })
+                    .map_err(|error| (None, error))?;
+                let Some(candidate) = look else {
                     return Ok(None);
-                }
-                let (claimed, _) = store.write(&me.name, Clock::System, |w| {
+                };
+                let written = store.write(&me.name, Clock::System, |w| {
                     let Some(issue) = tracker::claim_next(w, &filter, &accept)? else {
                         return Ok(None);
                     };
@@ -571,14 +587,18 @@ impl Supervisor {
                     let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
                     let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
                     w.issue(&id)
-                })?;
-                Ok(claimed)
+                });
+                written.map(|(claimed, _)| claimed).map_err(|error| (Some(candidate), error))
             })
             .await;
         match result {
             Ok(issue) => issue,
-            Err(error) => {
-                tracing::error!(%error, "claiming failed");
+            Err((Some(task), error)) => {
+                tracing::error!(%error, %task, "claiming the task failed");
+                None
+            }
+            Err((None, error)) => {
+                tracing::error!(%error, "looking for a ready task to claim failed");
                 None
             }
         }
@@ -756,7 +776,9 @@ impl Supervisor {
                 });
             }
             Ok(None) => {}
-            Err(error) => tracing::error!(%error, task = %id, "recording the outcome failed"),
+            Err(error) => {
+                tracing::error!(%error, task = %id, "recording the attempt's outcome failed");
+            }
         }
     }
 

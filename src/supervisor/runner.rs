@@ -25,6 +25,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use super::LOG_FILTER_VAR;
 use super::Stop;
 use super::lease::{ATTEMPT_VAR, AttemptRecord};
 use super::outcome::Outcome;
@@ -182,6 +183,8 @@ async fn run_inner(
     let mut command = tokio::process::Command::new(&spec.program);
     command
         .args(&spec.args)
+        // The supervisor's log filter is not the agent's: its `bd` calls stay quiet.
+        .env_remove(LOG_FILTER_VAR)
         .envs(spec.env.iter().cloned())
         .envs(attempt.env.iter().cloned())
         .env(ATTEMPT_VAR, &attempt.attempt_id)

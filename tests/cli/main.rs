@@ -17,6 +17,7 @@ mod claims;
 mod deps;
 mod errors;
 mod lifecycle;
+mod logging;
 mod other;
 mod readiness;
 mod tracker;

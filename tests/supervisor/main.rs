@@ -12,6 +12,7 @@ mod agents;
 mod claiming;
 mod demo;
 mod limits;
+mod logging;
 mod outcome_table;
 mod ownership;
 mod reload;

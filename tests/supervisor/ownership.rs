@@ -51,19 +51,31 @@ fn kill9(pid: u32) {
     assert_eq!(rc, 0);
 }
 
-/// Processes whose environment carries `FLEET_TASK_ID=<id>`: the task's agent and what it
-/// started.
-fn agent_processes(fleet: &Fleet, id: &str) -> usize {
+/// Pids of the processes whose environment carries `FLEET_TASK_ID=<id>`: the task's agent and
+/// what it started.
+fn agent_pids(fleet: &Fleet, id: &str) -> Vec<i32> {
     let marker = format!("FLEET_TASK_ID={id}");
     fleet
         .processes(None)
         .iter()
-        .filter(|p| {
-            let pid: i32 = p.split(':').next().unwrap().parse().unwrap();
+        .filter_map(|p| p.split(':').next()?.parse::<i32>().ok())
+        .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
         })
-        .count()
+        .collect()
+}
+
+/// How many processes of the task's agents are running.
+fn agent_processes(fleet: &Fleet, id: &str) -> usize {
+    agent_pids(fleet, id).len()
+}
+
+/// Whether process `pid` is alive (not gone, not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
 }
 
 /// Waits up to `limit` for no process of the home to be left; returns how long it took.

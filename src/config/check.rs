@@ -1,0 +1,347 @@
+//! Reading a parsed `runtime.toml` into a [`RuntimeConfig`], key by key, strictly.
+//!
+//! In: the root table of a `toml_edit` document (parsed once by the caller) and the text it
+//! came from, for line numbers (empty for a document edited in memory, which has no spans).
+//! Out: the typed config, or a [`ConfigError`] naming the key, its line and the fix. Top-level
+//! keys are checked against their [`KeyKind`] and set through the [`KEYS`] table;
+//! `[coders.*]` tables are checked field by field, then read as [`CoderConfig`]s. Nothing here
+//! reads or writes files.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::IntoDeserializer;
+use toml_edit::{Item, TableLike};
+
+use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, RETIRED_KEYS, RuntimeConfig};
+use super::{ConfigError, ConfigErrorKind};
+use crate::coders::{CoderConfig, CoderConfigError, EventFormat};
+
+/// Where a document came from: the file (labels errors) and its text (gives line numbers).
+#[derive(Clone, Copy)]
+pub(super) struct Source<'a> {
+    pub text: &'a str,
+    pub path: &'a Path,
+}
+
+/// Checks every key of `root` and builds the config it describes over the defaults. Checks
+/// that need the whole config (coders, backoff order) are [`RuntimeConfig::validate`]'s.
+pub(super) fn read_document(
+    root: &toml_edit::Table,
+    source: Source,
+) -> Result<RuntimeConfig, ConfigError> {
+    let mut config = RuntimeConfig::default();
+    for (name, item) in root.iter() {
+        let (key, _) = root.get_key_value(name).expect("iterated keys exist");
+        if name == "coders" {
+            config.coders = read_coders(source, key, item)?;
+            continue;
+        }
+        let Some(info) = KeyInfo::find(name) else {
+            return Err(unknown_top_level_key(source, name, key, item));
+        };
+        let value = check_value(source, name, info.kind, key, item)?;
+        info.set(&mut config, value).map_err(|value| {
+            ConfigError::new(
+                source.path,
+                ConfigErrorKind::Invalid,
+                format!("{name} cannot hold {value}"),
+            )
+            .at(value_line(source, key, item))
+            .key(name)
+        })?;
+    }
+    Ok(config)
+}
+
+fn unknown_top_level_key(
+    source: Source,
+    name: &str,
+    key: &toml_edit::Key,
+    item: &Item,
+) -> ConfigError {
+    let hint = if let Some((_, fix)) = RETIRED_KEYS.iter().find(|(k, _)| *k == name) {
+        (*fix).to_owned()
+    } else if CoderConfig::KEYS.contains(&name) {
+        format!("{name} is a per-coder key: put it in a [coders.NAME] table")
+    } else {
+        "remove it or fix its spelling; `fleet config show` lists every key".to_owned()
+    };
+    let top_level: Vec<&str> =
+        KEYS.iter().map(|k| k.name).chain(std::iter::once("coders")).collect();
+    unknown(source, name, name, &top_level, key_line(source, key, item), hint)
+}
+
+/// The checked value of a top-level key of `kind`.
+fn check_value(
+    source: Source,
+    dotted: &str,
+    kind: KeyKind,
+    key: &toml_edit::Key,
+    item: &Item,
+) -> Result<KeyValue, ConfigError> {
+    let line = value_line(source, key, item);
+    match kind {
+        KeyKind::Text => match item.as_str() {
+            Some(text) => Ok(KeyValue::Text(text.to_owned())),
+            None => Err(wrong_type(source, dotted, "a string", item, line)),
+        },
+        KeyKind::Integer { min, max } => {
+            let Some(value) = item.as_integer() else {
+                let expected = format!("an integer from {min} to {max}");
+                return Err(wrong_type(source, dotted, &expected, item, line));
+            };
+            if !(min..=max).contains(&value) {
+                return Err(ConfigError::new(
+                    source.path,
+                    ConfigErrorKind::Invalid,
+                    format!("{dotted} must be from {min} to {max}, found {value}"),
+                )
+                .at(line)
+                .key(dotted));
+            }
+            Ok(KeyValue::Integer(value))
+        }
+    }
+}
+
+/// Checks the `[coders.*]` tables, then reads them.
+fn read_coders(
+    source: Source,
+    key: &toml_edit::Key,
+    item: &Item,
+) -> Result<BTreeMap<String, CoderConfig>, ConfigError> {
+    check_coders(source, key, item)?;
+    let value = item.clone().into_value().map_err(|item| {
+        wrong_type(source, "coders", "a table", &item, value_line(source, key, &item))
+    })?;
+    // The checks above cover every key and type, so this is a backstop.
+    BTreeMap::<String, CoderConfig>::deserialize(value.into_deserializer()).map_err(|error| {
+        ConfigError::new(source.path, ConfigErrorKind::Type, error.message().trim().to_owned())
+            .at(value_line(source, key, item))
+            .key("coders")
+    })
+}
+
+fn check_coders(source: Source, key: &toml_edit::Key, item: &Item) -> Result<(), ConfigError> {
+    let Some(coders) = item.as_table_like() else {
+        return Err(wrong_type(
+            source,
+            "coders",
+            "a table of [coders.NAME] tables",
+            item,
+            value_line(source, key, item),
+        ));
+    };
+    for (name, table_item) in coders.iter() {
+        let (name_key, _) = coders.get_key_value(name).expect("iterated keys exist");
+        let dotted = format!("coders.{name}");
+        let Some(table) = table_item.as_table_like() else {
+            return Err(wrong_type(
+                source,
+                &dotted,
+                "a table ([coders.NAME] with keys under it)",
+                table_item,
+                value_line(source, name_key, table_item),
+            ));
+        };
+        for (field, value) in table.iter() {
+            let (field_key, _) = table.get_key_value(field).expect("iterated keys exist");
+            let dotted = format!("coders.{name}.{field}");
+            if !CoderConfig::KEYS.contains(&field) {
+                return Err(unknown(
+                    source,
+                    &dotted,
+                    field,
+                    &CoderConfig::KEYS,
+                    key_line(source, field_key, value),
+                    format!("a [coders.NAME] table takes: {}", CoderConfig::KEYS.join(", ")),
+                ));
+            }
+            let line = value_line(source, field_key, value);
+            check_coder_value(source, &dotted, field, value, line)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_coder_value(
+    source: Source,
+    dotted: &str,
+    field: &str,
+    value: &Item,
+    line: Option<usize>,
+) -> Result<(), ConfigError> {
+    let strings = |item: &Item| {
+        item.as_array().is_some_and(|array| array.iter().all(|v| v.as_str().is_some()))
+    };
+    match field {
+        "program" | "default_model" => {
+            if value.as_str().is_none() {
+                return Err(wrong_type(source, dotted, "a string", value, line));
+            }
+        }
+        "events" => match value.as_str() {
+            Some(name) if EventFormat::parse(name).is_some() => {}
+            Some(name) => {
+                return Err(ConfigError::new(
+                    source.path,
+                    ConfigErrorKind::Invalid,
+                    format!(
+                        "{dotted} must be one of {}, found {name:?}",
+                        EventFormat::NAMES.map(|n| format!("{n:?}")).join(", ")
+                    ),
+                )
+                .at(line)
+                .key(dotted));
+            }
+            None => return Err(wrong_type(source, dotted, "a string", value, line)),
+        },
+        "argv" | "permission_args" => {
+            if !strings(value) {
+                return Err(wrong_type(source, dotted, "an array of strings", value, line));
+            }
+        }
+        "close_on_exit_zero" => {
+            if value.as_bool().is_none() {
+                return Err(wrong_type(source, dotted, "true or false", value, line));
+            }
+        }
+        "context_limit" => {
+            if value.as_integer().is_none_or(|n| n < 0) {
+                let expected = "a number of tokens (0: no limit)";
+                return Err(wrong_type(source, dotted, expected, value, line));
+            }
+        }
+        "env" | "model_context_limits" => check_coder_map(source, dotted, field, value, line)?,
+        other => unreachable!("{other} is listed in CoderConfig::KEYS but not checked"),
+    }
+    Ok(())
+}
+
+/// `env` (strings) or `model_context_limits` (token counts): a table of entries.
+fn check_coder_map(
+    source: Source,
+    dotted: &str,
+    field: &str,
+    value: &Item,
+    line: Option<usize>,
+) -> Result<(), ConfigError> {
+    let Some(table) = value.as_table_like() else {
+        return Err(wrong_type(source, dotted, "a table", value, line));
+    };
+    for (name, entry) in table.iter() {
+        let ok = if field == "env" {
+            entry.as_str().is_some()
+        } else {
+            entry.as_integer().is_some_and(|n| n >= 0)
+        };
+        if !ok {
+            let expected = if field == "env" { "a string" } else { "a number of tokens" };
+            return Err(wrong_type(
+                source,
+                &format!("{dotted}.{name}"),
+                expected,
+                entry,
+                entry.span().map(|span| line_of(source.text, &span)).or(line),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The config error of a `[coders.*]` table that does not build.
+pub(super) fn coder_error(path: &Path, error: &CoderConfigError) -> ConfigError {
+    let key = match error.key {
+        Some(key) => format!("coders.{}.{key}", error.coder),
+        None => format!("coders.{}", error.coder),
+    };
+    ConfigError::new(path, ConfigErrorKind::Invalid, error.to_string()).key(key)
+}
+
+// --- errors and lines -----------------------------------------------------------------------
+
+fn unknown(
+    source: Source,
+    dotted: &str,
+    word: &str,
+    known: &[&str],
+    line: Option<usize>,
+    hint: String,
+) -> ConfigError {
+    let mut message = format!("unknown key {dotted:?}");
+    if let Some(close) = crate::coders::closest_word(word, known.iter().copied()) {
+        message.push_str(&format!(" (did you mean {close:?}?)"));
+    }
+    ConfigError::new(source.path, ConfigErrorKind::UnknownKey, message)
+        .at(line)
+        .key(dotted)
+        .hint(hint)
+}
+
+fn wrong_type(
+    source: Source,
+    dotted: &str,
+    expected: &str,
+    item: &Item,
+    line: Option<usize>,
+) -> ConfigError {
+    ConfigError::new(
+        source.path,
+        ConfigErrorKind::Type,
+        format!("{dotted} must be {expected}, found {}", describe(item)),
+    )
+    .at(line)
+    .key(dotted)
+}
+
+/// A short description of a TOML item for error messages: `string "3"`, `an array`, ….
+fn describe(item: &Item) -> String {
+    match item {
+        Item::Value(toml_edit::Value::String(s)) => format!("string {:?}", s.value()),
+        Item::Value(toml_edit::Value::Integer(i)) => format!("integer {}", i.value()),
+        Item::Value(toml_edit::Value::Float(f)) => format!("float {}", f.value()),
+        Item::Value(toml_edit::Value::Boolean(b)) => format!("boolean {}", b.value()),
+        Item::Value(toml_edit::Value::Datetime(d)) => format!("date-time {}", d.value()),
+        Item::Value(toml_edit::Value::Array(_)) => "an array".to_owned(),
+        Item::Value(toml_edit::Value::InlineTable(_)) | Item::Table(_) => "a table".to_owned(),
+        Item::ArrayOfTables(_) => "an array of tables".to_owned(),
+        Item::None => "nothing".to_owned(),
+    }
+}
+
+/// The line of a key (for unknown keys): where the key is written.
+fn key_line(source: Source, key: &toml_edit::Key, item: &Item) -> Option<usize> {
+    key.span().or_else(|| item.span()).map(|span| line_of(source.text, &span))
+}
+
+/// The line of a value (for wrong values): where the value is written.
+fn value_line(source: Source, key: &toml_edit::Key, item: &Item) -> Option<usize> {
+    item.span().or_else(|| key.span()).map(|span| line_of(source.text, &span))
+}
+
+/// The 1-based line of byte offset `span.start` in `text`.
+pub(super) fn line_of(text: &str, span: &Range<usize>) -> usize {
+    let end = span.start.min(text.len());
+    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+/// The line where the dotted `key` is written, or where the nearest enclosing table is (a
+/// missing `argv` points at its `[coders.NAME]` header). `None` for a document without spans.
+pub(super) fn line_of_key(root: &toml_edit::Table, text: &str, key: &str) -> Option<usize> {
+    let mut table: &dyn TableLike = root;
+    let mut line = None;
+    for part in key.split('.') {
+        let Some((found_key, item)) = table.get_key_value(part) else {
+            break;
+        };
+        line = found_key.span().or_else(|| item.span()).map(|span| line_of(text, &span)).or(line);
+        match item.as_table_like() {
+            Some(inner) => table = inner,
+            None => break,
+        }
+    }
+    line
+}

@@ -1,0 +1,385 @@
+//! Writing `runtime.toml`: `fleet config set|unset`, keeping the user's comments and layout.
+//!
+//! Edits go through `toml_edit`: the file is parsed once into a document, changed in memory,
+//! read into a [`RuntimeConfig`] and validated as a whole before anything is written, then
+//! written atomically (temporary file + rename). A file created this way starts with a comment
+//! header ([`header`]) generated from the key table. A file that holds coder `env` values
+//! (often API keys) is written with mode 0600, as is one the user had already made private;
+//! the values are never echoed back (`<redacted>`).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use toml_edit::{Item, TableLike};
+
+use super::RuntimeConfig;
+use super::check::Source;
+use super::keys::{KEYS, KeyInfo, KeyKind};
+use crate::coders::CoderConfig;
+use crate::redact::REDACTED;
+
+/// The comment block a new `runtime.toml` starts with: what the file does, every key with its
+/// default, and how coders are configured.
+pub fn header() -> String {
+    let mut text = String::from(
+        "# fleet runtime configuration ($FLEET_HOME/runtime.toml).\n\
+         #\n\
+         # `fleet run` re-reads this file when it changes: new values apply from the next claim\n\
+         # and the next spawn, and a change never stops a running agent. If the file becomes\n\
+         # invalid, the supervisor keeps its previous settings and logs why. Edit it by hand or\n\
+         # with `fleet config set key=value` (checked before anything is written); see the\n\
+         # effective values with `fleet config show`. Unknown keys are errors, so a typo never\n\
+         # goes unnoticed.\n\
+         #\n\
+         # Keys and their defaults:\n",
+    );
+    for key in KEYS {
+        let assignment = format!("{} = {}", key.name, key.default_value());
+        text.push_str(&format!("#   {assignment:<38} {}\n", key.doc));
+    }
+    text.push_str(
+        "#\n\
+         # Coders: a [coders.NAME] table adjusts a built-in (claude, codex, agy, opencode, exec)\n\
+         # or defines a new coder. For a built-in:\n\
+         #   [coders.claude]\n\
+         #   program = \"/opt/bin/claude\"              # the CLI binary\n\
+         #   permission_args = [\"--allowedTools\", \"Bash,Edit,Write\"]  # replaces the defaults\n\
+         #   env = { IS_SANDBOX = \"1\" }               # extra environment for the agent\n\
+         #   default_model = \"opus\"                   # \"\" lets the CLI choose\n\
+         #   context_limit = 200000                   # tokens, every model (0: no limit)\n\
+         #   model_context_limits = { \"opus[1m]\" = 1000000 }\n\
+         # A coder fleet does not know, described entirely here:\n\
+         #   [coders.mybot]\n\
+         #   argv = [\"mybot\", \"--json\", \"--model\", \"{model}\", \"{prompt}\"]\n\
+         #   events = \"claude\"                        # claude, codex, opencode, agy or lines\n\
+         #   context_limit = 128000\n\
+         # Placeholders in argv and env: {prompt} {model} {cwd} {task_id} {task_dir}\n\
+         # {artifact_dir} {title} {description}.\n",
+    );
+    text
+}
+
+/// What [`set_values`] or [`unset_keys`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigChange {
+    pub path: PathBuf,
+    /// The file did not exist and was created (with the [`header`]).
+    pub created: bool,
+    /// The keys set, with their new values (as JSON), in the order given; coder `env` values
+    /// appear as `"<redacted>"`.
+    pub set: Vec<(String, serde_json::Value)>,
+    /// The keys removed (back to their defaults).
+    pub unset: Vec<String>,
+    /// The config now in effect.
+    pub config: RuntimeConfig,
+}
+
+/// A `key=value` argument that cannot be applied, or a result that would be invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SetError {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl SetError {
+    fn new(message: impl Into<String>) -> SetError {
+        SetError { message: message.into(), hint: None }
+    }
+
+    fn hint(mut self, hint: impl Into<String>) -> SetError {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// What a dotted key addresses.
+#[derive(Debug, Clone)]
+enum Target {
+    /// A top-level key.
+    Top(&'static KeyInfo),
+    /// `coders.NAME` (unset only: the whole table).
+    CoderTable(String),
+    /// `coders.NAME.FIELD`.
+    CoderField(String, &'static str),
+    /// `coders.NAME.env.VAR` or `coders.NAME.model_context_limits.MODEL`.
+    CoderEntry(String, &'static str, String),
+}
+
+fn parse_target(key: &str) -> Result<Target, SetError> {
+    if let Some(info) = KeyInfo::find(key) {
+        return Ok(Target::Top(info));
+    }
+    let mut parts = key.splitn(4, '.');
+    let first = parts.next().unwrap_or("");
+    if first != "coders" {
+        let known: Vec<&str> =
+            KEYS.iter().map(|k| k.name).chain(std::iter::once("coders.NAME.KEY")).collect();
+        let mut message = format!("unknown key {key:?}");
+        if let Some(close) = crate::coders::closest_word(key, known.iter().copied()) {
+            message.push_str(&format!(" (did you mean {close:?}?)"));
+        }
+        return Err(SetError::new(message).hint(format!(
+            "keys: {}, and coders.NAME.KEY for a coder",
+            KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let name = parts.next().filter(|n| !n.is_empty()).ok_or_else(|| {
+        SetError::new(format!("{key:?} names no coder")).hint("write coders.NAME.KEY=value")
+    })?;
+    let Some(field) = parts.next() else {
+        return Ok(Target::CoderTable(name.to_owned()));
+    };
+    let Some(field) = CoderConfig::KEYS.iter().find(|k| **k == field) else {
+        let mut message = format!("unknown key \"coders.{name}.{field}\"");
+        if let Some(close) = crate::coders::closest_word(field, CoderConfig::KEYS.into_iter()) {
+            message.push_str(&format!(" (did you mean {close:?}?)"));
+        }
+        return Err(
+            SetError::new(message).hint(format!("a coder takes: {}", CoderConfig::KEYS.join(", ")))
+        );
+    };
+    match (parts.next(), *field) {
+        (None, field) => Ok(Target::CoderField(name.to_owned(), field)),
+        (Some(entry), field @ ("env" | "model_context_limits")) if !entry.is_empty() => {
+            Ok(Target::CoderEntry(name.to_owned(), field, entry.to_owned()))
+        }
+        (Some(_), field) => {
+            Err(SetError::new(format!("{key:?}: coders.{name}.{field} has no sub-keys")))
+        }
+    }
+}
+
+/// Whether the value of `target` is a string (so `model=gpt-5.5` needs no quotes).
+fn expects_string(target: &Target) -> bool {
+    match target {
+        Target::Top(info) => info.kind == KeyKind::Text,
+        Target::CoderField(_, field) => matches!(*field, "program" | "default_model" | "events"),
+        Target::CoderEntry(_, field, _) => *field == "env",
+        Target::CoderTable(_) => false,
+    }
+}
+
+/// Reads a value typed on the command line: TOML (`5`, `true`, `["a", "b"]`, `"quoted"`),
+/// or — for string keys — the bare text.
+fn parse_value(target: &Target, text: &str) -> toml_edit::Value {
+    let text = text.trim();
+    let parsed = text.parse::<toml_edit::Value>().ok();
+    let mut value = match parsed {
+        Some(value @ toml_edit::Value::String(_)) => value,
+        _ if expects_string(target) => toml_edit::Value::from(text),
+        Some(value) => value,
+        None => toml_edit::Value::from(text),
+    };
+    // Written the way toml_edit writes new values (`["a", "b"]`, `{ A = "b" }`).
+    value.decor_mut().clear();
+    match &mut value {
+        toml_edit::Value::Array(array) => array.fmt(),
+        toml_edit::Value::InlineTable(table) => table.fmt(),
+        _ => {}
+    }
+    value
+}
+
+/// Sets `key=value` pairs in the file at `path` (created with the [`header`] if missing),
+/// keeping its comments and layout. The result is validated first; when it is invalid nothing
+/// is written.
+pub fn set_values(path: &Path, assignments: &[String]) -> Result<ConfigChange, SetError> {
+    let mut parsed = Vec::new();
+    for assignment in assignments {
+        let Some((key, value)) = assignment.split_once('=') else {
+            return Err(SetError::new(format!("{assignment:?} is not key=value"))
+                .hint("for example: fleet config set max_concurrent=5 coder=codex"));
+        };
+        let key = key.trim();
+        let target = parse_target(key)?;
+        if let Target::CoderTable(name) = &target {
+            return Err(SetError::new(format!("cannot set the whole table coders.{name}"))
+                .hint(format!("set its keys one by one: coders.{name}.KEY=value")));
+        }
+        let value = parse_value(&target, value);
+        parsed.push((key.to_owned(), target, value));
+    }
+    edit(path, |document| {
+        let mut set = Vec::new();
+        for (key, target, value) in &parsed {
+            let json = shown_value(target, toml_to_json(value));
+            let slot = slot_for(document, target);
+            let mut value = value.clone();
+            if let Some(old) = slot.as_value() {
+                // Keep the spacing and the trailing comment of the line being changed.
+                *value.decor_mut() = old.decor().clone();
+            }
+            *slot = Item::Value(value);
+            set.push((key.clone(), json));
+        }
+        (set, Vec::new())
+    })
+}
+
+/// Removes keys from the file at `path` (they go back to their defaults); `coders.NAME`
+/// removes a whole coder table. Validated like [`set_values`]; keys not in the file are
+/// ignored.
+pub fn unset_keys(path: &Path, keys: &[String]) -> Result<ConfigChange, SetError> {
+    let targets = keys
+        .iter()
+        .map(|key| Ok((key.trim().to_owned(), parse_target(key.trim())?)))
+        .collect::<Result<Vec<_>, SetError>>()?;
+    edit(path, |document| {
+        let mut unset = Vec::new();
+        for (key, target) in &targets {
+            let removed = match target {
+                Target::Top(info) => document.remove(info.name).is_some(),
+                Target::CoderTable(name) => {
+                    coders_table(document).and_then(|coders| coders.remove(name)).is_some()
+                }
+                Target::CoderField(name, field) => {
+                    coder_table(document, name).and_then(|table| table.remove(field)).is_some()
+                }
+                Target::CoderEntry(name, field, entry) => coder_table(document, name)
+                    .and_then(|table| table.get_mut(field))
+                    .and_then(Item::as_table_like_mut)
+                    .and_then(|table| table.remove(entry))
+                    .is_some(),
+            };
+            if removed {
+                unset.push(key.clone());
+            }
+        }
+        (Vec::new(), unset)
+    })
+}
+
+/// The value of a set key as reported back: coder `env` values masked, names kept.
+fn shown_value(target: &Target, value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match (target, value) {
+        (Target::CoderField(_, "env"), Json::Object(env)) => {
+            Json::Object(env.into_iter().map(|(name, _)| (name, Json::from(REDACTED))).collect())
+        }
+        (Target::CoderField(_, "env") | Target::CoderEntry(_, "env", _), _) => Json::from(REDACTED),
+        (_, value) => value,
+    }
+}
+
+type Edits = (Vec<(String, serde_json::Value)>, Vec<String>);
+
+/// Reads the file (or starts a new one), applies `change`, validates, writes atomically.
+fn edit(
+    path: &Path,
+    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Edits,
+) -> Result<ConfigChange, SetError> {
+    let (text, created) = match std::fs::read_to_string(path) {
+        // A byte order mark is dropped: TOML does not allow one.
+        Ok(text) => (text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text), false),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => (String::new(), true),
+        Err(error) => {
+            return Err(SetError::new(format!("cannot read {}: {error}", path.display())));
+        }
+    };
+    let mut document = text.parse::<toml_edit::DocumentMut>().map_err(|error| {
+        SetError::new(format!("{} is not valid TOML: {}", path.display(), error.message().trim()))
+            .hint("fix the file by hand first; nothing was written")
+    })?;
+    let (set, unset) = change(&mut document);
+    let config = checked_edit(&document, path)?;
+    let mut new_text = document.to_string();
+    if created {
+        new_text = format!("{}\n{new_text}", header());
+    }
+    write_file(path, &new_text, config.has_env_values())?;
+    Ok(ConfigChange { path: path.to_path_buf(), created, set, unset, config })
+}
+
+/// Writes the file atomically, creating its directory; private (0600) when it holds env values
+/// or the user had made it private already.
+fn write_file(path: &Path, text: &str, holds_env_values: bool) -> Result<(), SetError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| SetError::new(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let written = if holds_env_values || crate::fsutil::is_private(path) {
+        crate::fsutil::write_atomic_private(path, text.as_bytes())
+    } else {
+        crate::fsutil::write_atomic(path, text.as_bytes())
+    };
+    written.map_err(|e| SetError::new(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The config an edited document describes, checked as a load checks it (the header a new file
+/// gets is comments only, so it changes nothing).
+fn checked_edit(document: &toml_edit::DocumentMut, path: &Path) -> Result<RuntimeConfig, SetError> {
+    // An edited document has no spans, so errors carry no line: a line number of text never
+    // written would only confuse.
+    let source = Source { text: "", path };
+    RuntimeConfig::from_document(document.as_table(), source).map_err(|error| {
+        let message = format!("not saved: {}", error.message);
+        let hint = error.hint.unwrap_or_default();
+        let hint = if hint.is_empty() {
+            format!("{} is unchanged", path.display())
+        } else {
+            format!("{hint}; {} is unchanged", path.display())
+        };
+        SetError::new(message).hint(hint)
+    })
+}
+
+fn coders_table(document: &mut toml_edit::DocumentMut) -> Option<&mut dyn TableLike> {
+    document.get_mut("coders").and_then(Item::as_table_like_mut)
+}
+
+fn coder_table<'a>(
+    document: &'a mut toml_edit::DocumentMut,
+    name: &str,
+) -> Option<&'a mut dyn TableLike> {
+    coders_table(document).and_then(|c| c.get_mut(name)).and_then(Item::as_table_like_mut)
+}
+
+/// The item `target` addresses, creating the `[coders.NAME]` table (and an inline `env` /
+/// `model_context_limits` table) on the way when needed.
+fn slot_for<'a>(document: &'a mut toml_edit::DocumentMut, target: &Target) -> &'a mut Item {
+    let (name, field, entry) = match target {
+        Target::Top(info) => return document.entry(info.name).or_insert(Item::None),
+        Target::CoderField(name, field) => (name, *field, None),
+        Target::CoderEntry(name, field, entry) => (name, *field, Some(entry)),
+        Target::CoderTable(_) => unreachable!("whole tables are refused before editing"),
+    };
+    let coders = document.entry("coders").or_insert_with(|| {
+        let mut table = toml_edit::Table::new();
+        table.set_implicit(true);
+        Item::Table(table)
+    });
+    if coders.as_table_like().is_none() {
+        *coders = Item::Table(toml_edit::Table::new());
+    }
+    let coders = coders.as_table_like_mut().expect("just made a table");
+    let table = coders.entry(name).or_insert(Item::Table(toml_edit::Table::new()));
+    if table.as_table_like().is_none() {
+        *table = Item::Table(toml_edit::Table::new());
+    }
+    let table = table.as_table_like_mut().expect("just made a table");
+    let slot = table.entry(field).or_insert(Item::None);
+    let Some(entry) = entry else {
+        return slot;
+    };
+    if slot.as_table_like().is_none() {
+        *slot = Item::Value(toml_edit::Value::InlineTable(toml_edit::InlineTable::new()));
+    }
+    slot.as_table_like_mut().expect("just made a table").entry(entry).or_insert(Item::None)
+}
+
+fn toml_to_json(value: &toml_edit::Value) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match value {
+        toml_edit::Value::String(s) => Json::from(s.value().clone()),
+        toml_edit::Value::Integer(i) => Json::from(*i.value()),
+        toml_edit::Value::Float(f) => Json::from(*f.value()),
+        toml_edit::Value::Boolean(b) => Json::from(*b.value()),
+        toml_edit::Value::Datetime(d) => Json::from(d.value().to_string()),
+        toml_edit::Value::Array(a) => Json::Array(a.iter().map(toml_to_json).collect()),
+        toml_edit::Value::InlineTable(t) => {
+            Json::Object(t.iter().map(|(k, v)| (k.to_owned(), toml_to_json(v))).collect())
+        }
+    }
+}

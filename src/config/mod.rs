@@ -1,0 +1,319 @@
+//! The runtime configuration: `$FLEET_HOME/runtime.toml`.
+//!
+//! [`RuntimeConfig`] holds what the supervisor reads on every claim and spawn: how many agents
+//! run at once, which coder and model tasks use by default, when to stop an agent (context
+//! pressure, stalls, a wall-clock limit), how failures are retried and backed off, how long to
+//! pause for rate limits, and the `[coders.*]` tables that adjust the built-in coders or define
+//! new ones ([`CoderConfig`](crate::coders::CoderConfig)).
+//!
+//! The module tree:
+//! - [`keys`]: the one key table — each top-level key's field, default, kind and range, and
+//!   summary, declared once; it generates the struct, its defaults and [`KEYS`];
+//! - `check`: reading a parsed document into a config, strictly (unknown keys, types, ranges,
+//!   with line numbers);
+//! - `edit`: the comment-keeping edits behind `fleet config set|unset`, and the [`header`] of a
+//!   new file;
+//! - `watch`: hot reload ([`ConfigWatcher`]).
+//!
+//! Loading ([`RuntimeConfig::load`]) is pure: it reads the file and never writes it. A missing
+//! file means the defaults. The text is parsed once, by `toml_edit`, and the typed config is
+//! read from that document. Everything is checked strictly, because a value silently ignored is
+//! worse than a refused one: an unknown key (a typo) is an error that names the key, its line
+//! and the likely intended key; a value of the wrong type or out of range names the line and
+//! the allowed range; a coder that does not exist or cannot be run names its table.
+
+mod check;
+mod edit;
+pub mod keys;
+mod watch;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use check::Source;
+pub use edit::{ConfigChange, SetError, header, set_values, unset_keys};
+pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, RuntimeConfig};
+pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
+
+use crate::coders::{Coder, CoderConfigError, Registry};
+use crate::redact::REDACTED;
+
+/// The file name under `FLEET_HOME`.
+pub const FILE_NAME: &str = "runtime.toml";
+
+/// What went wrong with a config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigErrorKind {
+    /// The file could not be read (or written).
+    Io,
+    /// Not valid TOML.
+    Syntax,
+    /// A key fleet does not know.
+    UnknownKey,
+    /// A value of the wrong type.
+    Type,
+    /// A value out of its range, or inconsistent with another.
+    Invalid,
+}
+
+/// A config file that cannot be used: where, what, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub path: PathBuf,
+    /// 1-based line of the offending key or value, when there is one.
+    pub line: Option<usize>,
+    /// The dotted key at fault (`max_concurrent`, `coders.claude.env`), when there is one.
+    pub key: Option<String>,
+    pub kind: ConfigErrorKind,
+    /// What is wrong, naming the key (no location: [`Display`](std::fmt::Display) adds it).
+    pub message: String,
+    /// How to fix it, when there is more to say than the message.
+    pub hint: Option<String>,
+}
+
+impl ConfigError {
+    pub(crate) fn new(
+        path: &Path,
+        kind: ConfigErrorKind,
+        message: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError {
+            path: path.to_path_buf(),
+            line: None,
+            key: None,
+            kind,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub(crate) fn at(mut self, line: Option<usize>) -> ConfigError {
+        self.line = line;
+        self
+    }
+
+    pub(crate) fn key(mut self, key: impl Into<String>) -> ConfigError {
+        self.key = Some(key.into());
+        self
+    }
+
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> ConfigError {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl RuntimeConfig {
+    /// Reads `path`. A missing file gives the defaults; anything unusable is an error. Never
+    /// writes.
+    pub fn load(path: &Path) -> Result<RuntimeConfig, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => RuntimeConfig::parse(&text, path),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(RuntimeConfig::default()),
+            Err(error) => Err(ConfigError::new(
+                path,
+                ConfigErrorKind::Io,
+                format!("cannot read the file: {error}"),
+            )),
+        }
+    }
+
+    /// Parses and validates the text of a config file; `path` only labels errors.
+    ///
+    /// A leading byte order mark (which TOML does not allow, but Windows editors write) is
+    /// skipped.
+    pub fn parse(text: &str, path: &Path) -> Result<RuntimeConfig, ConfigError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let document = toml_edit::Document::parse(text).map_err(|error| {
+            ConfigError::new(path, ConfigErrorKind::Syntax, error.message().trim().to_owned())
+                .at(error.span().map(|span| check::line_of(text, &span)))
+                .hint("fix the TOML syntax; `fleet config show` checks the file")
+        })?;
+        RuntimeConfig::from_document(document.as_table(), Source { text, path })
+    }
+
+    /// The config a parsed document describes, checked key by key and then as a whole; errors
+    /// point at the lines of `source.text` when the document has spans.
+    fn from_document(
+        root: &toml_edit::Table,
+        source: Source,
+    ) -> Result<RuntimeConfig, ConfigError> {
+        let config = check::read_document(root, source)?;
+        config.validate().map_err(|error| {
+            let line =
+                error.key.as_deref().and_then(|key| check::line_of_key(root, source.text, key));
+            ConfigError { path: source.path.to_path_buf(), line, ..error }
+        })?;
+        Ok(config)
+    }
+
+    /// Checks what the per-key checks cannot: that the coders build and the default coder
+    /// exists, and that the backoff range is ordered. (Errors carry an empty path.)
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let nowhere = Path::new("");
+        let registry = self.registry().map_err(|error| check::coder_error(nowhere, &error))?;
+        if let Err(unknown) = registry.get(&self.coder) {
+            return Err(ConfigError::new(
+                nowhere,
+                ConfigErrorKind::Invalid,
+                format!("coder = {:?}: {unknown}", self.coder),
+            )
+            .key("coder")
+            .hint("use a built-in coder, or define it in a [coders.NAME] table with argv"));
+        }
+        if self.retry_backoff_max_secs < self.retry_backoff_secs {
+            return Err(ConfigError::new(
+                nowhere,
+                ConfigErrorKind::Invalid,
+                format!(
+                    "retry_backoff_max_secs ({}) is less than retry_backoff_secs ({})",
+                    self.retry_backoff_max_secs, self.retry_backoff_secs
+                ),
+            )
+            .key("retry_backoff_max_secs"));
+        }
+        Ok(())
+    }
+
+    /// This config with every coder `env` value replaced by `<redacted>`, the names kept:
+    /// what `fleet config show` prints, since env values are often API keys.
+    pub fn with_env_values_masked(&self) -> RuntimeConfig {
+        let mut shown = self.clone();
+        for coder in shown.coders.values_mut() {
+            for value in coder.env.values_mut() {
+                *value = REDACTED.to_owned();
+            }
+        }
+        shown
+    }
+
+    /// Whether any coder has `env` values (then the file is written readable by its owner
+    /// only).
+    pub fn has_env_values(&self) -> bool {
+        self.coders.values().any(|coder| !coder.env.is_empty())
+    }
+
+    /// The coders: built-ins adjusted by, plus those defined in, the `[coders.*]` tables.
+    pub fn registry(&self) -> Result<Registry, CoderConfigError> {
+        Registry::from_config(&self.coders)
+    }
+
+    /// The model an attempt of `coder` runs: the task's own, else `model` when `coder` is the
+    /// default coder, else the coder's default. Empty means "let the CLI choose".
+    pub fn effective_model(&self, coder: &dyn Coder, task_model: Option<&str>) -> String {
+        if let Some(model) = task_model.filter(|m| !m.trim().is_empty()) {
+            return model.to_owned();
+        }
+        if coder.name() == self.coder && !self.model.is_empty() {
+            return self.model.clone();
+        }
+        coder.default_model().to_owned()
+    }
+
+    /// The wait before retry number `retry` (1 for the first): `retry_backoff_secs` doubled
+    /// each time, capped at `retry_backoff_max_secs`.
+    pub fn retry_backoff(&self, retry: u32) -> Duration {
+        let factor = 1u64.checked_shl(retry.saturating_sub(1)).unwrap_or(u64::MAX);
+        let secs = self.retry_backoff_secs.saturating_mul(factor).min(self.retry_backoff_max_secs);
+        Duration::from_secs(secs)
+    }
+
+    /// `stall_timeout_secs`, `None` when disabled.
+    pub fn stall_timeout(&self) -> Option<Duration> {
+        (self.stall_timeout_secs > 0).then(|| Duration::from_secs(self.stall_timeout_secs))
+    }
+
+    /// `attempt_timeout_secs`, `None` when disabled.
+    pub fn attempt_timeout(&self) -> Option<Duration> {
+        (self.attempt_timeout_secs > 0).then(|| Duration::from_secs(self.attempt_timeout_secs))
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+
+    pub fn rate_limit_default_pause(&self) -> Duration {
+        Duration::from_secs(self.rate_limit_default_pause_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<RuntimeConfig, ConfigError> {
+        RuntimeConfig::parse(text, Path::new("runtime.toml"))
+    }
+
+    #[test]
+    fn every_key_reads_back_its_default() {
+        for key in KEYS {
+            let parsed = parse(&format!("{} = {}", key.name, key.default_value())).unwrap();
+            assert_eq!(parsed, RuntimeConfig::default(), "default of {}", key.name);
+        }
+    }
+
+    #[test]
+    fn the_header_is_comments_and_parses_as_the_defaults() {
+        let header = header();
+        assert!(header.lines().all(|line| line.starts_with('#')));
+        assert_eq!(parse(&header).unwrap(), RuntimeConfig::default());
+    }
+
+    #[test]
+    fn errors_carry_the_line_and_key() {
+        let error = parse("coder = \"claude\"\n\nmax_concurent = 4\n").unwrap_err();
+        assert_eq!(error.kind, ConfigErrorKind::UnknownKey);
+        assert_eq!(error.line, Some(3));
+        assert_eq!(
+            error.to_string(),
+            "runtime.toml line 3: unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)"
+        );
+        let error = parse("max_concurrent = \"4\"\n").unwrap_err();
+        assert_eq!(error.kind, ConfigErrorKind::Type);
+        assert_eq!(
+            error.message,
+            "max_concurrent must be an integer from 0 to 1024, found string \"4\""
+        );
+        let error = parse("x = 1\n[coders.claude]\nenv = { A = 1 }\n").unwrap_err();
+        assert_eq!(error.key.as_deref(), Some("x"));
+        let error = parse("[coders.claude]\nenv = { A = 1 }\n").unwrap_err();
+        assert_eq!(error.key.as_deref(), Some("coders.claude.env.A"));
+        assert_eq!(error.line, Some(2));
+    }
+
+    #[test]
+    fn semantic_errors_point_at_their_key() {
+        let error = parse("max_failures = 2\ncoder = \"cladue\"\n").unwrap_err();
+        assert_eq!(error.line, Some(2));
+        assert!(error.message.contains("did you mean \"claude\""), "{}", error.message);
+        let error = parse("retry_backoff_secs = 100\nretry_backoff_max_secs = 10\n").unwrap_err();
+        assert_eq!(error.line, Some(2));
+        let error = parse("[coders.mybot]\nevents = \"claude\"\n").unwrap_err();
+        assert_eq!(error.key.as_deref(), Some("coders.mybot.argv"));
+        assert_eq!(error.line, Some(1));
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let config = RuntimeConfig::default();
+        let secs: Vec<u64> = (1..=7).map(|n| config.retry_backoff(n).as_secs()).collect();
+        assert_eq!(secs, [30, 60, 120, 240, 480, 600, 600]);
+        assert_eq!(config.retry_backoff(200).as_secs(), 600);
+    }
+
+    #[test]
+    fn the_default_model_applies_only_to_the_default_coder() {
+        let config = RuntimeConfig { model: "opus".to_owned(), ..RuntimeConfig::default() };
+        let registry = config.registry().unwrap();
+        let claude = registry.get("claude").unwrap();
+        let codex = registry.get("codex").unwrap();
+        assert_eq!(config.effective_model(claude.as_ref(), None), "opus");
+        assert_eq!(config.effective_model(codex.as_ref(), None), "");
+        assert_eq!(config.effective_model(codex.as_ref(), Some("gpt-5.5")), "gpt-5.5");
+        let plain = RuntimeConfig::default();
+        assert_eq!(plain.effective_model(claude.as_ref(), Some("")), "sonnet");
+    }
+}

@@ -1,0 +1,105 @@
+//! Hot reload: noticing that `runtime.toml` changed and re-reading it.
+//!
+//! [`file_stamp`] tells whether the file changed (time, size, inode), and [`ConfigWatcher`]
+//! wraps the loop every supervisor needs — re-read on change, keep the previous config when
+//! the new one is invalid, report the error once. Reading goes through [`RuntimeConfig::load`],
+//! so a reload checks exactly what a first load checks.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::check::coder_error;
+use super::{ConfigError, RuntimeConfig};
+use crate::coders::Registry;
+
+/// What identifies one version of a file: modification time, size and inode. An atomic
+/// replace (rename) changes the inode even within one timestamp tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub modified: Option<SystemTime>,
+    pub len: u64,
+    pub inode: u64,
+}
+
+/// The stamp of `path`, `None` when it does not exist (or cannot be read).
+pub fn file_stamp(path: &Path) -> Option<FileStamp> {
+    let metadata = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&metadata);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(FileStamp { modified: metadata.modified().ok(), len: metadata.len(), inode })
+}
+
+/// What [`ConfigWatcher::poll`] found.
+#[derive(Debug)]
+pub enum Reload {
+    /// The file has not changed since the last poll.
+    Unchanged,
+    /// The file changed (or appeared, or went away: back to defaults) and is valid; the new
+    /// config is current.
+    Reloaded,
+    /// The file changed but is invalid; the previous config stays current. Reported once per
+    /// change of the file.
+    Invalid(ConfigError),
+}
+
+/// Keeps the current config of one `runtime.toml`, re-reading it when it changes.
+///
+/// The supervisor calls [`poll`](ConfigWatcher::poll) every few seconds (or on a file
+/// notification) and reads [`config`](ConfigWatcher::config) and
+/// [`registry`](ConfigWatcher::registry) when it claims and spawns. An invalid edit never
+/// takes the supervisor down or loses the working settings.
+#[derive(Debug)]
+pub struct ConfigWatcher {
+    path: PathBuf,
+    stamp: Option<FileStamp>,
+    config: RuntimeConfig,
+    registry: Registry,
+}
+
+impl ConfigWatcher {
+    /// Loads `path` for the first time; an invalid file is an error here (there is no previous
+    /// config to keep).
+    pub fn new(path: &Path) -> Result<ConfigWatcher, ConfigError> {
+        let stamp = file_stamp(path);
+        let config = RuntimeConfig::load(path)?;
+        let registry = config.registry().map_err(|e| coder_error(path, &e))?;
+        Ok(ConfigWatcher { path: path.to_path_buf(), stamp, config, registry })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The current config.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// The coders of the current config.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Re-reads the file if its stamp changed.
+    pub fn poll(&mut self) -> Reload {
+        let stamp = file_stamp(&self.path);
+        if stamp == self.stamp {
+            return Reload::Unchanged;
+        }
+        self.stamp = stamp;
+        let loaded = RuntimeConfig::load(&self.path).and_then(|config| {
+            let registry = config.registry().map_err(|e| coder_error(&self.path, &e))?;
+            Ok((config, registry))
+        });
+        match loaded {
+            Ok((config, registry)) => {
+                self.config = config;
+                self.registry = registry;
+                Reload::Reloaded
+            }
+            Err(error) => Reload::Invalid(error),
+        }
+    }
+}
