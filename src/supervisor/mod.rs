@@ -563,7 +563,7 @@ impl Supervisor {
         let paused: Vec<String> = self.pauses.all_active(now).map(|(c, _)| c.to_string()).collect();
         let running: Vec<String> = self.running.keys().cloned().collect();
         let result = self
-            .blocking(move |store| -> Result<Option<Issue>, (Option<String>, StoreError)> {
+            .blocking(move |store| -> Result<Option<Issue>, (Option<String>, String)> {
                 let accept = |issue: &Issue| {
                     !running.contains(&issue.id)
                         && issue.fleet.retry_after.is_none_or(|at| at <= now)
@@ -575,7 +575,7 @@ impl Supervisor {
                     .and_then(|reader| {
                         reader.first_claimable_where(&me.name, &filter, now, &accept)
                     })
-                    .map_err(|error| (None, error))?;
+                    .map_err(|error| (None, error.to_string()))?;
                 let Some(candidate) = look else {
                     return Ok(None);
                 };
@@ -588,7 +588,9 @@ impl Supervisor {
                     let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
                     w.issue(&id)
                 });
-                written.map(|(claimed, _)| claimed).map_err(|error| (Some(candidate), error))
+                written
+                    .map(|(claimed, _)| claimed)
+                    .map_err(|error| (Some(candidate), error.to_string()))
             })
             .await;
         match result {
