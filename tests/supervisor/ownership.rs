@@ -200,10 +200,13 @@ fn change_stops_the_agent(command: &[&str], says: &str) -> (Fleet, Supervisor, S
     let (supervisor, id) = running_task(&fleet, &dir);
     let mut args: Vec<&str> = command.to_vec();
     args.insert(1, &id);
+    let first_agent = agent_pids(&fleet, &id);
+    assert!(!first_agent.is_empty(), "the agent runs");
     let changed = Instant::now();
     fleet.ws.run(&args).ok();
-    supervisor
-        .wait_until("the agent to stop", || (agent_processes(&fleet, &id) == 0).then_some(()));
+    supervisor.wait_until("the agent to stop", || {
+        first_agent.iter().all(|pid| !alive(*pid)).then_some(())
+    });
     let took = changed.elapsed();
     assert!(
         took <= Duration::from_secs(1),
