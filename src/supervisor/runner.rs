@@ -32,7 +32,7 @@ use super::outcome::Outcome;
 use super::pause::PauseCause;
 use super::taskdir::{TaskDir, TaskLogs};
 use crate::coders::diagnose;
-use crate::coders::{AgentEvent, Coder, EventKind, Fault, RateLimitStatus, TaskSpec};
+use crate::coders::{AgentEvent, Coder, EventKind, Fault, RateLimitStatus, SpawnSpec, TaskSpec};
 use crate::model::Issue;
 use crate::redact::Redactor;
 
@@ -160,8 +160,52 @@ async fn run_inner(
     attempt: &mut Attempt,
     signals: &mpsc::UnboundedSender<Signal>,
 ) -> Result<Outcome, String> {
-    let issue = &attempt.issue.clone();
-    let dir = &attempt.task_dir.clone();
+    let (spec, prompt) = prepare(attempt)?;
+    let redactor = attempt_redactor(&spec.env, &attempt.env);
+    let dir = attempt.task_dir.clone();
+    let mut logs = dir.logs(redactor.clone()).map_err(|e| format!("opening task logs: {e}"))?;
+    let mut child = match spawn_agent(attempt, &spec) {
+        Ok(child) => child,
+        Err(error) => return Ok(spawn_error(&spec.program, &error)),
+    };
+    let pid = child.child.id().unwrap_or(0);
+    record_start(attempt, &spec, &prompt, pid, &mut logs, signals);
+    let stderr = child.child.stderr.take().ok_or("the agent's stderr was not captured")?;
+    let stderr_log =
+        dir.stderr_writer(redactor.clone()).map_err(|e| format!("opening log.stderr: {e}"))?;
+    let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log));
+    let stdout = child.child.stdout.take().ok_or("the agent's stdout was not captured")?;
+    let mut diagnosis = Diagnosis::default();
+    let stop =
+        watch_output(attempt, &mut child.child, stdout, &mut logs, &mut diagnosis, signals).await;
+    let pgid = i32::try_from(pid).unwrap_or(0);
+    let forced = stop_everything(attempt, pgid, stop.is_some()).await;
+    let status = child.child.wait().await.map_err(|e| format!("waiting for the agent: {e}"))?;
+    let stderr_tail = match tokio::time::timeout(STDERR_FINISH, stderr_task).await {
+        Ok(Ok(tail)) => tail,
+        _ => String::new(),
+    };
+    let outcome = match stop {
+        Some(stop) => stopped_outcome(stop, status.code()),
+        None => {
+            let reports_faults = attempt.coder.reports_provider_faults();
+            exited_outcome(status.code(), reports_faults, &diagnosis, &stderr_tail, &redactor)
+        }
+    };
+    let _ = logs.runner(
+        "attempt_finished",
+        json!({ "attempt": attempt.issue.fleet.attempts, "exit_code": status.code(),
+                "forced_kill": forced, "outcome": format!("{outcome:?}") }),
+        Timestamp::now(),
+    );
+    Ok(outcome)
+}
+
+/// Gets the task directory and the project ready, and builds the prompt and the command
+/// line. Returns the spawn spec and the prompt.
+fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
+    let issue = &attempt.issue;
+    let dir = &attempt.task_dir;
     dir.prepare(issue).map_err(|e| format!("preparing {}: {e}", dir.root.display()))?;
     attempt.coder.prepare(&attempt.cwd).map_err(|e| {
         format!("preparing {} for {}: {e}", attempt.cwd.display(), attempt.coder.name())
@@ -178,8 +222,19 @@ async fn run_inner(
         model: &attempt.model,
         prompt: &prompt,
     });
-    let redactor = attempt_redactor(&spec.env, &attempt.env);
-    let mut logs = dir.logs(redactor.clone()).map_err(|e| format!("opening task logs: {e}"))?;
+    Ok((spec, prompt))
+}
+
+/// A spawned agent, registered as owned until its status has been collected, so no other
+/// runner's orphan reaping takes it.
+struct SpawnedAgent {
+    child: tokio::process::Child,
+    _owned: crate::process::OwnedChild,
+}
+
+/// Starts the agent as the leader of its own process group, tagged with the attempt, dying
+/// with the supervisor.
+fn spawn_agent(attempt: &Attempt, spec: &SpawnSpec) -> std::io::Result<SpawnedAgent> {
     let mut command = tokio::process::Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -194,23 +249,30 @@ async fn run_inner(
         .stderr(Stdio::piped())
         .process_group(0);
     crate::process::die_with_parent(&mut command);
-    // Registered as owned until its status is collected below, so no other runner's orphan
-    // reaping takes it.
-    let (mut child, _owned) = match crate::process::spawn_owned(&mut command) {
-        Ok(spawned) => spawned,
-        Err(error) => return Ok(spawn_error(&spec.program, &error)),
-    };
-    let pid = child.id().unwrap_or(0);
-    let pgid = i32::try_from(pid).unwrap_or(0);
+    let (child, owned) = crate::process::spawn_owned(&mut command)?;
+    Ok(SpawnedAgent { child, _owned: owned })
+}
+
+/// Records the started agent: its process group for a later run (`attempt.json`), the
+/// supervisor's live view, and `log.jsonl` (with the prompt shown by its size only).
+fn record_start(
+    attempt: &Attempt,
+    spec: &SpawnSpec,
+    prompt: &str,
+    pid: u32,
+    logs: &mut TaskLogs,
+    signals: &mpsc::UnboundedSender<Signal>,
+) {
+    let issue = &attempt.issue;
     let record = AttemptRecord::of_child(&attempt.instance, &attempt.attempt_id, pid);
-    if let Err(error) = record.save(&dir.root) {
+    if let Err(error) = record.save(&attempt.task_dir.root) {
         tracing::warn!(%error, task = %issue.id, "cannot record the attempt's process group");
     }
     let _ = signals.send(Signal::Started { task_id: issue.id.clone(), pid });
     let shown_args: Vec<String> = spec
         .args
         .iter()
-        .map(|a| if *a == prompt { format!("<prompt: {} bytes>", a.len()) } else { a.clone() })
+        .map(|a| if a == prompt { format!("<prompt: {} bytes>", a.len()) } else { a.clone() })
         .collect();
     let _ = logs.runner(
         "attempt_started",
@@ -219,33 +281,6 @@ async fn run_inner(
                 "args": shown_args, "cwd": spec.cwd }),
         Timestamp::now(),
     );
-    let stderr = child.stderr.take().ok_or("the agent's stderr was not captured")?;
-    let stderr_log =
-        dir.stderr_writer(redactor.clone()).map_err(|e| format!("opening log.stderr: {e}"))?;
-    let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log));
-    let stdout = child.stdout.take().ok_or("the agent's stdout was not captured")?;
-    let mut diagnosis = Diagnosis::default();
-    let stop = watch_output(attempt, &mut child, stdout, &mut logs, &mut diagnosis, signals).await;
-    let forced = stop_everything(attempt, pgid, stop.is_some()).await;
-    let status = child.wait().await.map_err(|e| format!("waiting for the agent: {e}"))?;
-    let stderr_tail = match tokio::time::timeout(STDERR_FINISH, stderr_task).await {
-        Ok(Ok(tail)) => tail,
-        _ => String::new(),
-    };
-    let outcome = match stop {
-        Some(stop) => stopped_outcome(stop, status.code()),
-        None => {
-            let reports_faults = attempt.coder.reports_provider_faults();
-            exited_outcome(status.code(), reports_faults, &diagnosis, &stderr_tail, &redactor)
-        }
-    };
-    let _ = logs.runner(
-        "attempt_finished",
-        json!({ "attempt": issue.fleet.attempts, "exit_code": status.code(),
-                "forced_kill": forced, "outcome": format!("{outcome:?}") }),
-        Timestamp::now(),
-    );
-    Ok(outcome)
 }
 
 /// A spawn that failed: a missing or unrunnable program is the fleet's fault (the coder is
