@@ -344,107 +344,155 @@ fn plan(
     progress: &dyn Progress,
 ) -> Result<Plan, StoreError> {
     progress.start("planning", batch.records.len() as u64);
-    let mut report = ImportReport {
+    let report = ImportReport {
         tombstones_skipped: batch.tombstones,
         bad_lines: batch.bad_lines,
         ..ImportReport::default()
     };
-    let mut issues: Vec<Planned> = Vec::with_capacity(batch.records.len());
-    let mut index: HashMap<String, usize> = HashMap::with_capacity(batch.records.len());
-    let mut comments: Vec<Comment> = Vec::new();
-    let mut seen_comments: HashMap<String, HashSet<(String, Timestamp, String)>> = HashMap::new();
-    let mut id_lines = IdLines::default();
+    let mut planner = Planner::new(view, report, batch.records.len());
     for (line, record) in batch.records {
-        let Record { issue: mut incoming, deps, comments: incoming_comments } = record;
-        let id = incoming.id.clone();
-        let slot = index.get(&id).copied();
-        let (previous, stored) = match slot {
-            Some(at) => (Some(&issues[at].issue), None),
-            None => {
-                let stored = view.issue(&id)?;
-                (None, stored)
-            }
-        };
-        let stale = previous
-            .or(stored.as_ref())
-            .is_some_and(|older| incoming.updated_at < older.updated_at);
-        report.duplicate_ids.extend(id_lines.note(&id, line, stale));
-        if stale {
-            report.stale_skipped += 1;
-            report.stale_skipped_ids.push(id);
-            continue;
+        planner.add(line, record)?;
+    }
+    let Planner { mut issues, index, comments, mut report, .. } = planner;
+    report.comments_added = comments.len();
+    let deps = plan_deps(view, prefix, &mut issues, &index, &mut report)?;
+    let memories: Vec<(String, String)> = batch
+        .memories
+        .into_iter()
+        .filter(|(key, value)| !key.is_empty() && !value.is_empty())
+        .collect();
+    report.memories = memories.len();
+    count_changes(&mut report, &issues);
+    report.dependencies_added = deps.len();
+    Ok(Plan { issues, deps, comments, memories, report })
+}
+
+/// The issues and comments of a batch as they are planned, line by line.
+struct Planner<'v> {
+    view: Known<'v>,
+    issues: Vec<Planned>,
+    /// Issue id → its position in `issues`.
+    index: HashMap<String, usize>,
+    comments: Vec<Comment>,
+    /// Per issue, the comments it has or will have (only for issues that need the check).
+    seen_comments: HashMap<String, HashSet<(String, Timestamp, String)>>,
+    id_lines: IdLines,
+    report: ImportReport,
+}
+
+impl<'v> Planner<'v> {
+    fn new(view: Known<'v>, report: ImportReport, capacity: usize) -> Planner<'v> {
+        Planner {
+            view,
+            issues: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity(capacity),
+            comments: Vec::new(),
+            seen_comments: HashMap::new(),
+            id_lines: IdLines::default(),
+            report,
         }
-        if let Some(older) = previous.or(stored.as_ref()) {
-            incoming.labels.extend(older.labels.iter().cloned());
-            if incoming.fleet.is_empty() {
-                incoming.fleet = older.fleet.clone();
-            }
+    }
+
+    /// Plans one line: skipped if older than what is there (stored, or an earlier line of the
+    /// batch), else merged with it (labels are a union; fleet fields carry over when the line
+    /// has none) and queued with its comments and edges.
+    fn add(&mut self, line: usize, record: Record) -> Result<(), StoreError> {
+        let Record { issue: mut incoming, deps, comments } = record;
+        let id = incoming.id.clone();
+        let slot = self.index.get(&id).copied();
+        let stored = match slot {
+            Some(_) => None,
+            None => self.view.issue(&id)?,
+        };
+        let older = slot.map(|at| &self.issues[at].issue).or(stored.as_ref());
+        let stale = older.is_some_and(|older| incoming.updated_at < older.updated_at);
+        self.report.duplicate_ids.extend(self.id_lines.note(&id, line, stale));
+        if stale {
+            self.report.stale_skipped += 1;
+            self.report.stale_skipped_ids.push(id);
+            return Ok(());
+        }
+        if let Some(older) = older {
+            merge_with_older(&mut incoming, older);
         }
         incoming.labels.sort();
         incoming.labels.dedup();
-        // The comments an issue already has: stored ones, and those planned from an earlier
-        // line with the same id. A new issue seen once needs no lookup at all.
-        let needs_set = stored.is_some() || slot.is_some() || incoming_comments.len() > 1;
-        if needs_set && !incoming_comments.is_empty() {
-            let seen = match seen_comments.entry(id.clone()) {
-                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-                std::collections::hash_map::Entry::Vacant(entry) => {
-                    let mut set = HashSet::new();
-                    if stored.is_some() {
-                        set.extend(view.comments_of(&id)?.iter().map(comment_key));
-                    }
-                    if slot.is_some() {
-                        // A repeated line whose first one kept its comments without a set.
-                        set.extend(comments.iter().filter(|c| c.issue_id == id).map(comment_key));
-                    }
-                    entry.insert(set)
-                }
-            };
-            for comment in incoming_comments {
-                if seen.insert(comment_key(&comment)) {
-                    comments.push(comment);
-                } else {
-                    report.comments_duplicate += 1;
-                }
-            }
-        } else {
-            comments.extend(incoming_comments);
-        }
+        let needs_check = stored.is_some() || slot.is_some() || comments.len() > 1;
+        self.add_comments(&id, comments, needs_check, stored.is_some(), slot.is_some())?;
         match slot {
             Some(at) => {
-                issues[at].issue = incoming;
-                issues[at].deps.extend(deps);
+                self.issues[at].issue = incoming;
+                self.issues[at].deps.extend(deps);
             }
             None => {
-                index.insert(id, issues.len());
-                issues.push(Planned { issue: incoming, stored, deps });
+                self.index.insert(id, self.issues.len());
+                self.issues.push(Planned { issue: incoming, stored, deps });
             }
         }
+        Ok(())
     }
-    report.comments_added = comments.len();
-    let deps = plan_deps(view, prefix, &mut issues, &index, &mut report)?;
-    let mut memories = Vec::new();
-    for (key, value) in batch.memories {
-        if !key.is_empty() && !value.is_empty() {
-            memories.push((key, value));
+
+    /// Queues the line's comments, dropping ones the issue already has (stored, or planned
+    /// from an earlier line with the same id). A new issue seen once needs no lookup at all.
+    fn add_comments(
+        &mut self,
+        id: &str,
+        incoming: Vec<Comment>,
+        needs_check: bool,
+        stored: bool,
+        repeated: bool,
+    ) -> Result<(), StoreError> {
+        if !needs_check || incoming.is_empty() {
+            self.comments.extend(incoming);
+            return Ok(());
         }
+        if !self.seen_comments.contains_key(id) {
+            let mut set = HashSet::new();
+            if stored {
+                set.extend(self.view.comments_of(id)?.iter().map(comment_key));
+            }
+            if repeated {
+                // A repeated line whose first one kept its comments without a set.
+                set.extend(self.comments.iter().filter(|c| c.issue_id == id).map(comment_key));
+            }
+            self.seen_comments.insert(id.to_string(), set);
+        }
+        let Some(seen) = self.seen_comments.get_mut(id) else { return Ok(()) };
+        for comment in incoming {
+            if seen.insert(comment_key(&comment)) {
+                self.comments.push(comment);
+            } else {
+                self.report.comments_duplicate += 1;
+            }
+        }
+        Ok(())
     }
-    report.memories = memories.len();
-    for planned in &issues {
+}
+
+/// What a newer line keeps of the older version of its issue: the labels (a union) and, when
+/// it carries none, fleet's task fields.
+fn merge_with_older(incoming: &mut Issue, older: &Issue) {
+    incoming.labels.extend(older.labels.iter().cloned());
+    if incoming.fleet.is_empty() {
+        incoming.fleet = older.fleet.clone();
+    }
+}
+
+/// Counts what the plan creates, updates or leaves unchanged, and the labels it adds.
+fn count_changes(report: &mut ImportReport, issues: &[Planned]) {
+    for planned in issues {
         match &planned.stored {
-            None => report.created += 1,
+            None => {
+                report.created += 1;
+                report.labels_added += planned.issue.labels.len();
+            }
             Some(stored) if *stored == planned.issue => report.unchanged += 1,
             Some(stored) => {
                 report.updated += 1;
                 report.labels_added += planned.issue.labels.len() - stored.labels.len();
             }
         }
-        if planned.stored.is_none() {
-            report.labels_added += planned.issue.labels.len();
-        }
     }
-    report.dependencies_added = deps.len();
-    Ok(Plan { issues, deps, comments, memories, report })
 }
 
 fn comment_key(comment: &Comment) -> (String, Timestamp, String) {
@@ -459,71 +507,103 @@ fn plan_deps(
     index: &HashMap<String, usize>,
     report: &mut ImportReport,
 ) -> Result<Vec<Dependency>, StoreError> {
-    let mut graphs = CycleGraphs::load(view)?;
-    let mut added: Vec<Dependency> = Vec::new();
-    // (issue, target) → position in `added`, for edges repeated within the batch.
-    let mut pairs: HashMap<(String, String), usize> = HashMap::new();
+    let mut edges = EdgePlanner {
+        view,
+        prefix,
+        graphs: CycleGraphs::load(view)?,
+        added: Vec::new(),
+        pairs: HashMap::new(),
+    };
     for at in 0..issues.len() {
-        let deps = std::mem::take(&mut issues[at].deps);
-        for dep in deps {
-            let from = dep.issue_id.as_str();
-            let to = dep.depends_on_id.as_str();
-            let mut skip = |reason: String| {
+        for dep in std::mem::take(&mut issues[at].deps) {
+            let target_type = match index.get(&dep.depends_on_id) {
+                Some(&target) => Some(issues[target].issue.issue_type.clone()),
+                None => view.issue(&dep.depends_on_id)?.map(|t| t.issue_type),
+            };
+            if let Err((dep, reason)) = edges.consider(dep, target_type.is_some())? {
                 report.skipped_dependencies.push(SkippedDependency {
-                    issue_id: from.to_string(),
-                    depends_on_id: to.to_string(),
-                    kind: dep.kind.clone(),
+                    issue_id: dep.issue_id,
+                    depends_on_id: dep.depends_on_id,
+                    kind: dep.kind,
                     reason,
                 });
-            };
-            if let Err(error) = validate_dep_type(&dep.kind) {
-                skip(error.to_string());
-                continue;
             }
-            if from == to {
-                skip("cannot depend on itself".into());
-                continue;
-            }
-            let target_type = match index.get(to) {
-                Some(&target) => Some(issues[target].issue.issue_type.clone()),
-                None => view.issue(to)?.map(|t| t.issue_type),
-            };
-            let foreign = crate::model::is_foreign_ref(to, prefix);
-            if target_type.is_none() && !foreign {
-                skip("target not found".into());
-                continue;
-            }
-            if let Some(&earlier) = pairs.get(&(from.to_string(), to.to_string())) {
-                if added[earlier].kind == dep.kind {
-                    added[earlier] = dep;
-                } else {
-                    skip(format!("{from} already depends on {to} as {}", added[earlier].kind));
-                }
-                continue;
-            }
-            if let Some(existing) = view.dep(from, to)? {
-                if existing.kind != dep.kind {
-                    skip(format!("{from} already depends on {to} as {}", existing.kind));
-                } else if existing.metadata != dep.metadata {
-                    pairs.insert((from.to_string(), to.to_string()), added.len());
-                    added.push(dep);
-                }
-                continue;
-            }
-            // Beads' epic rule is a rule of `dep add` requests (see tracker::deps): edges
-            // from before it, which beads keeps, are kept here too.
-            if dep_type::is_cycle_checked(&dep.kind)
-                && target_type.is_some()
-                && !graphs.try_add(&dep.kind, from, to)
-            {
-                skip("would create a cycle".into());
-                continue;
-            }
-            pairs.insert((from.to_string(), to.to_string()), added.len());
-            added.push(dep);
         }
     }
-    Ok(added)
+    Ok(edges.added)
+}
+
+/// The edges of a batch, judged one at a time against the store and the edges before them.
+struct EdgePlanner<'v, 'p> {
+    view: Known<'v>,
+    prefix: &'p str,
+    graphs: CycleGraphs,
+    added: Vec<Dependency>,
+    /// (issue, target) → position in `added`, for edges repeated within the batch.
+    pairs: HashMap<(String, String), usize>,
+}
+
+impl EdgePlanner<'_, '_> {
+    /// Adds `dep` if the store can hold it (`target_known`: its target is an issue of the
+    /// batch or the store), or hands it back with the reason it is skipped. Beads' epic rule is
+    /// a rule of `dep add` requests (see `tracker::deps`): edges from before it, which beads
+    /// keeps, are kept here.
+    fn consider(
+        &mut self,
+        dep: Dependency,
+        target_known: bool,
+    ) -> Result<Result<(), (Dependency, String)>, StoreError> {
+        let pair = (dep.issue_id.clone(), dep.depends_on_id.clone());
+        let earlier = self.pairs.get(&pair).copied();
+        let stored = match earlier {
+            Some(_) => None,
+            None => self.view.dep(&pair.0, &pair.1)?,
+        };
+        if let Some(reason) = self.skip_reason(&dep, target_known, earlier, stored.as_ref()) {
+            return Ok(Err((dep, reason)));
+        }
+        match (earlier, stored) {
+            // The same edge again in the batch: the later line wins.
+            (Some(at), _) => self.added[at] = dep,
+            // Stored already: rewritten only when its metadata changed.
+            (None, Some(stored)) if stored.metadata == dep.metadata => {}
+            _ => {
+                self.pairs.insert(pair, self.added.len());
+                self.added.push(dep);
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Why `dep` cannot be added, if it cannot: `earlier` is the same pair's position in the
+    /// batch, `stored` the pair's edge in the store.
+    fn skip_reason(
+        &mut self,
+        dep: &Dependency,
+        target_known: bool,
+        earlier: Option<usize>,
+        stored: Option<&Dependency>,
+    ) -> Option<String> {
+        let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+        if let Err(error) = validate_dep_type(&dep.kind) {
+            return Some(error.to_string());
+        }
+        if from == to {
+            return Some("cannot depend on itself".into());
+        }
+        if !target_known && !crate::model::is_foreign_ref(to, self.prefix) {
+            return Some("target not found".into());
+        }
+        let existing = earlier.map(|at| &self.added[at]).or(stored);
+        if let Some(existing) = existing {
+            return (existing.kind != dep.kind)
+                .then(|| format!("{from} already depends on {to} as {}", existing.kind));
+        }
+        let closes_cycle = dep_type::is_cycle_checked(&dep.kind)
+            && target_known
+            && !self.graphs.try_add(&dep.kind, from, to);
+        closes_cycle.then(|| "would create a cycle".into())
+    }
 }
 
 /// The two classes of edge that must stay acyclic, each as a graph that refuses an edge
