@@ -355,6 +355,15 @@ fn a_missing_coder_binary_pauses_the_coder_and_charges_no_task() {
         assert_eq!(issue["fleet"]["coder"], serde_json::Value::Null, "{id}: nothing frozen");
     }
     assert!(fleet.home().join("state/pauses.json").is_file());
+
+    // Nothing was frozen on the tasks, so fixing the config is enough.
+    fleet.ws.run(&["config", "set", "coder=fake"]).ok();
+    let fixed = fleet.run_until_idle(&[]).ok();
+    for id in &ids {
+        let issue = fleet.show(id);
+        assert_eq!(issue["status"], "closed", "{id}\n{}", fixed.stdout());
+        assert_eq!(issue["fleet"]["coder"], "fake", "{id}: frozen at the first attempt that ran");
+    }
 }
 
 #[test]
