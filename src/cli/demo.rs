@@ -17,6 +17,7 @@ use super::output::write_stdout;
 use super::run::{event_line, summary_line, supervise};
 use crate::model::{Dependency, Issue, dep_type};
 use crate::store::{ListFilter, Store};
+use crate::supervisor::outcome::Verdict;
 use crate::supervisor::{Event, Options};
 use crate::time::Clock;
 
@@ -146,7 +147,7 @@ fn live_view(event: &Event, started: Instant, total: usize, done: &Mutex<usize>,
     let Some(line) = event_line(event) else { return };
     write_stdout(&format!("[{:>5.1}s] {line}", started.elapsed().as_secs_f64()));
     if let Event::Finished { verdict, .. } = event
-        && verdict == "closed"
+        && *verdict == Verdict::Closed
     {
         let mut done = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         *done += 1;

@@ -11,6 +11,7 @@ use super::context::{Context, fleet_home};
 use super::error::CliError;
 use super::output::write_stdout;
 use crate::store::Store;
+use crate::supervisor::outcome::Verdict;
 use crate::supervisor::{Event, Options, Stop, Summary, Supervisor};
 
 #[derive(Debug, clap::Args)]
@@ -162,7 +163,7 @@ pub fn event_line(event: &Event) -> Option<String> {
         }
         Event::AgentStarted { .. } | Event::Stopped { .. } => return None,
         Event::Finished { id, verdict, comment } => {
-            let mark = if verdict == "closed" { "✓" } else { "•" };
+            let mark = if *verdict == Verdict::Closed { "✓" } else { "•" };
             let detail = comment.lines().next().unwrap_or_default();
             format!("{mark} {id} {verdict}: {detail}")
         }

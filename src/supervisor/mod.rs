@@ -50,7 +50,7 @@ use crate::store::{ReadyFilter, Store, StoreError};
 use crate::time::Clock;
 use crate::tracker::{self, CloseRequest, UpdateRequest};
 use lease::{Identity, Registration};
-use outcome::Outcome;
+use outcome::{Outcome, Verdict};
 use pause::{PauseCause, Pauses};
 use recovery::{Reclaimed, Scan};
 use revocation::Touch;
@@ -114,7 +114,7 @@ pub enum Event {
     },
     Finished {
         id: String,
-        verdict: String,
+        verdict: Verdict,
         comment: String,
     },
     /// No new task starts with `coder` until `until`. `news` is false when the same cause
@@ -773,7 +773,7 @@ impl Supervisor {
                 }
                 self.emit(Event::Finished {
                     id: id.clone(),
-                    verdict: plan.verdict.to_string(),
+                    verdict: plan.verdict,
                     comment: plan.comment,
                 });
             }
@@ -906,7 +906,7 @@ struct Finished {
 
 /// What was recorded for an attempt.
 struct Recorded {
-    verdict: &'static str,
+    verdict: Verdict,
     comment: String,
     pause_until: Option<Timestamp>,
     coder: String,

@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
 
 use super::pause::PauseCause;
 use crate::config::RuntimeConfig;
@@ -48,6 +49,63 @@ pub enum Outcome {
     Revoked { reason: String },
 }
 
+/// What became of an attempt, in a word: what the live view prints, `fleet run --json` reports
+/// and the summary counts (kebab-case, e.g. `failure-retry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The agent closed the task.
+    Closed,
+    /// The agent set the task to blocked: it waits for a human.
+    BlockedByAgent,
+    /// Someone else holds the task now; it is left alone.
+    TakenOver,
+    /// Someone changed the task while the agent ran, so it was stopped.
+    Stopped,
+    Shutdown,
+    SpawnFailed,
+    /// A fault of the fleet: released uncharged, the coder paused.
+    CoderPaused,
+    NocloseRequeued,
+    NocloseBlocked,
+    StallRequeued,
+    StallBlocked,
+    ContextPressure,
+    ContextBlocked,
+    RateLimited,
+    FailureRetry,
+    FailureBlocked,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Closed => "closed",
+            Verdict::BlockedByAgent => "blocked-by-agent",
+            Verdict::TakenOver => "taken-over",
+            Verdict::Stopped => "stopped",
+            Verdict::Shutdown => "shutdown",
+            Verdict::SpawnFailed => "spawn-failed",
+            Verdict::CoderPaused => "coder-paused",
+            Verdict::NocloseRequeued => "noclose-requeued",
+            Verdict::NocloseBlocked => "noclose-blocked",
+            Verdict::StallRequeued => "stall-requeued",
+            Verdict::StallBlocked => "stall-blocked",
+            Verdict::ContextPressure => "context-pressure",
+            Verdict::ContextBlocked => "context-blocked",
+            Verdict::RateLimited => "rate-limited",
+            Verdict::FailureRetry => "failure-retry",
+            Verdict::FailureBlocked => "failure-blocked",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What to write back for an attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -59,8 +117,8 @@ pub struct Plan {
     pub comment: String,
     /// Pause all spawning until then (rate config).
     pub pause_until: Option<Timestamp>,
-    /// Short name for logs and the live view.
-    pub verdict: &'static str,
+    /// What became of the attempt, for logs, the live view and the summary.
+    pub verdict: Verdict,
 }
 
 fn after(now: Timestamp, wait: Duration) -> Timestamp {
@@ -95,7 +153,7 @@ fn settled_elsewhere(outcome: &Outcome, issue: &Issue, held: bool) -> Option<Pla
     match issue.status {
         Status::Closed => Some(note(
             format!("[fleet] attempt {attempt}: closed ({})", issue.close_reason),
-            "closed",
+            Verdict::Closed,
         )),
         Status::Blocked => Some(Plan {
             release: false,
@@ -104,7 +162,7 @@ fn settled_elsewhere(outcome: &Outcome, issue: &Issue, held: bool) -> Option<Pla
                 "[fleet] attempt {attempt}: the agent marked the task blocked; it waits for a human (set it open to run it again)"
             ),
             pause_until: None,
-            verdict: "blocked-by-agent",
+            verdict: Verdict::BlockedByAgent,
         }),
         Status::InProgress if held => None,
         _ => Some(note(
@@ -114,7 +172,7 @@ fn settled_elsewhere(outcome: &Outcome, issue: &Issue, held: bool) -> Option<Pla
                 issue.status,
                 issue.assignee
             ),
-            "taken-over",
+            Verdict::TakenOver,
         )),
     }
 }
@@ -144,7 +202,7 @@ fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Time
         Outcome::Shutdown => free_release(
             fleet,
             format!("[fleet] attempt {attempt}: supervisor shutting down; released, not charged"),
-            "shutdown",
+            Verdict::Shutdown,
         ),
         Outcome::SpawnFailed { error } => block(
             fleet,
@@ -152,7 +210,7 @@ fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Time
                 "[fleet] could not start the agent: {error}. Fix the coder settings (fleet config show) or the task's --coder, then set it open."
             ),
             &format!("could not start the agent: {error}"),
-            "spawn-failed",
+            Verdict::SpawnFailed,
         ),
         Outcome::CoderFault { cause, detail } => coder_fault(issue, *cause, detail),
         Outcome::Revoked { reason } => stopped(attempt, reason),
@@ -174,7 +232,7 @@ fn exited_without_closing(
                 "[fleet] attempt {attempt}: the agent exited 0 without closing the task, {count} times in a row; blocked so it does not loop. Set it open to try again."
             ),
             "noclose limit reached",
-            "noclose-blocked",
+            Verdict::NocloseBlocked,
         );
     }
     let wait = config.retry_backoff(fleet.noclose);
@@ -184,7 +242,7 @@ fn exited_without_closing(
         config.max_noclose,
         wait.as_secs()
     );
-    retry(fleet, now, wait, comment, "noclose-requeued")
+    retry(fleet, now, wait, comment, Verdict::NocloseRequeued)
 }
 
 /// No output for the stall timeout: killed, requeued, blocked after `max_stalls` in a row.
@@ -203,7 +261,7 @@ fn stalled(
                 "[fleet] attempt {attempt}: no output for {silent}s, killed; {count} stalls in a row — blocked."
             ),
             "stall limit reached",
-            "stall-blocked",
+            Verdict::StallBlocked,
         );
     }
     let wait = config.retry_backoff(fleet.stalls);
@@ -213,7 +271,7 @@ fn stalled(
         config.max_stalls,
         wait.as_secs()
     );
-    retry(fleet, now, wait, comment, "stall-requeued")
+    retry(fleet, now, wait, comment, Verdict::StallRequeued)
 }
 
 /// The context window filled up: released without charge (a fresh session goes on from the
@@ -232,7 +290,7 @@ fn context_pressure(
                 "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens), {count} runs in a row; blocked — split the task, or set it open to try again."
             ),
             "context-pressure limit reached",
-            "context-blocked",
+            Verdict::ContextBlocked,
         );
     }
     free_release(
@@ -240,7 +298,7 @@ fn context_pressure(
         format!(
             "[fleet] attempt {attempt}: context pressure ({peak_tokens} of {limit} tokens); released, not charged — the next run starts fresh from the artifacts"
         ),
-        "context-pressure",
+        Verdict::ContextPressure,
     )
 }
 
@@ -261,7 +319,7 @@ fn rate_limited(
         format!(
             "[fleet] attempt {attempt}: rate limited{window}; released, not charged; spawning paused until {until}"
         ),
-        "rate-limited",
+        Verdict::RateLimited,
     );
     plan.pause_until = Some(until);
     plan
@@ -281,7 +339,7 @@ fn coder_fault(issue: &Issue, cause: PauseCause, detail: &str) -> Plan {
             "[fleet] the {coder} coder could not work ({}): {detail}; released, not charged — the coder is paused and retried with a backoff",
             cause.as_str()
         ),
-        "coder-paused",
+        Verdict::CoderPaused,
     )
 }
 
@@ -314,7 +372,7 @@ fn failure(
                 config.max_failures
             ),
             &format!("retry limit ({}) exhausted; last failure: {what}", config.max_failures),
-            "failure-blocked",
+            Verdict::FailureBlocked,
         );
     }
     let wait = config.retry_backoff(fleet.failures);
@@ -324,7 +382,7 @@ fn failure(
         config.max_failures,
         wait.as_secs()
     );
-    retry(fleet, now, wait, comment, "failure-retry")
+    retry(fleet, now, wait, comment, Verdict::FailureRetry)
 }
 
 fn describe(outcome: &Outcome) -> String {
@@ -349,10 +407,10 @@ fn exit_text(code: Option<i32>) -> String {
 }
 
 fn stopped(attempt: u32, reason: &str) -> Plan {
-    note(format!("[fleet] attempt {attempt}: agent stopped: {reason}"), "stopped")
+    note(format!("[fleet] attempt {attempt}: agent stopped: {reason}"), Verdict::Stopped)
 }
 
-fn note(comment: String, verdict: &'static str) -> Plan {
+fn note(comment: String, verdict: Verdict) -> Plan {
     Plan { release: false, patch: None, comment, pause_until: None, verdict }
 }
 
@@ -360,7 +418,7 @@ fn counters(fleet: FleetFields) -> IssuePatch {
     IssuePatch { fleet: Some(fleet), ..IssuePatch::default() }
 }
 
-fn free_release(fleet: FleetFields, comment: String, verdict: &'static str) -> Plan {
+fn free_release(fleet: FleetFields, comment: String, verdict: Verdict) -> Plan {
     Plan { release: true, patch: Some(counters(fleet)), comment, pause_until: None, verdict }
 }
 
@@ -369,7 +427,7 @@ fn retry(
     now: Timestamp,
     wait: Duration,
     comment: String,
-    verdict: &'static str,
+    verdict: Verdict,
 ) -> Plan {
     let mut fleet = fleet;
     fleet.retry_after = (!wait.is_zero()).then(|| after(now, wait));
@@ -377,7 +435,7 @@ fn retry(
     Plan { release: true, patch: Some(patch), comment, pause_until: None, verdict }
 }
 
-fn block(fleet: FleetFields, comment: String, notes: &str, verdict: &'static str) -> Plan {
+fn block(fleet: FleetFields, comment: String, notes: &str, verdict: Verdict) -> Plan {
     let patch = IssuePatch {
         status: Some(Status::Blocked),
         assignee: Some(String::new()),

@@ -72,7 +72,7 @@ fn secs(n: i64) -> SignedDuration {
 /// A released task goes back to the queue with no status change of its own in the patch.
 #[track_caller]
 fn assert_requeued(plan: &Plan, verdict: &str) {
-    assert_eq!(plan.verdict, verdict);
+    assert_eq!(plan.verdict.as_str(), verdict);
     assert!(plan.release, "{verdict} releases the task");
     let patch = plan.patch.as_ref().expect("a patch");
     assert_eq!(patch.status, None);
@@ -81,7 +81,7 @@ fn assert_requeued(plan: &Plan, verdict: &str) {
 
 #[track_caller]
 fn assert_blocked(plan: &Plan, verdict: &str, notes: &str) {
-    assert_eq!(plan.verdict, verdict);
+    assert_eq!(plan.verdict.as_str(), verdict);
     assert!(!plan.release, "a blocked task is not released");
     let patch = plan.patch.as_ref().expect("a patch");
     assert_eq!(patch.status, Some(Status::Blocked));
@@ -99,7 +99,7 @@ fn closed_by_the_agent_is_only_noted_whatever_the_outcome() {
     issue.close_reason = "all green".into();
     for outcome in [exit(0, ""), exit(1, "boom"), Outcome::Shutdown] {
         let plan = decide(&outcome, &issue);
-        assert_eq!(plan.verdict, "closed");
+        assert_eq!(plan.verdict.as_str(), "closed");
         assert!(!plan.release);
         assert_eq!(plan.patch, None);
         assert_eq!(plan.comment, "[fleet] attempt 2: closed (all green)");
@@ -112,7 +112,7 @@ fn blocked_by_the_agent_is_left_blocked_with_the_lease_cleared() {
     issue.status = Status::Blocked;
     for outcome in [exit(0, ""), exit(3, "gave up")] {
         let plan = decide(&outcome, &issue);
-        assert_eq!(plan.verdict, "blocked-by-agent");
+        assert_eq!(plan.verdict.as_str(), "blocked-by-agent");
         assert!(!plan.release);
         assert_eq!(
             plan.patch,
@@ -131,7 +131,7 @@ fn a_task_someone_else_took_over_is_left_alone() {
     stolen.assignee = "someone-else".into();
     for issue in [released, stolen] {
         let plan = decide(&exit(1, "x"), &issue);
-        assert_eq!(plan.verdict, "taken-over");
+        assert_eq!(plan.verdict.as_str(), "taken-over");
         assert!(!plan.release);
         assert_eq!(plan.patch, None);
         assert!(plan.comment.contains("so it is left as it is"), "{}", plan.comment);
@@ -272,7 +272,7 @@ fn context_pressure_releases_without_charge_or_backoff() {
 fn context_pressure_blocks_at_its_limit_and_resets_the_count() {
     let issue = held(FleetFields { context_resets: 4, failures: 1, ..FleetFields::default() });
     let plan = decide(&Outcome::ContextPressure { peak_tokens: 190_000, limit: 200_000 }, &issue);
-    assert_eq!(plan.verdict, "context-blocked");
+    assert_eq!(plan.verdict.as_str(), "context-blocked");
     assert!(!plan.release);
     let patch = plan.patch.as_ref().expect("a block patch");
     assert_eq!(patch.status, Some(Status::Blocked));
@@ -287,7 +287,7 @@ fn a_rate_limit_releases_without_charge_and_pauses_until_the_reset() {
     let outcome =
         Outcome::RateLimited { resets_at: Some(resets), window: Some("seven_day".into()) };
     let plan = decide(&outcome, &fresh());
-    assert_eq!(plan.verdict, "rate-limited");
+    assert_eq!(plan.verdict.as_str(), "rate-limited");
     assert!(plan.release);
     assert_eq!(fleet_of(&plan), fresh().fleet);
     assert_eq!(plan.pause_until, Some(resets));
