@@ -32,6 +32,9 @@ use clap::{Parser, Subcommand};
 
 pub use error::{CliError, exit_code};
 
+use context::{ContextArgs, Personality};
+use output::Mode;
+
 /// fleet: a native beads-compatible task queue for fleets of coding agents.
 #[derive(Debug, Parser)]
 #[command(name = "fleet", version, about, max_term_width = 100)]
@@ -58,6 +61,17 @@ pub struct GlobalArgs {
     /// Print only what was asked for: no narration on stderr.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+}
+
+impl GlobalArgs {
+    fn context_args(&self) -> ContextArgs {
+        ContextArgs {
+            json: self.json,
+            quiet: self.quiet,
+            actor: self.actor.clone(),
+            db: self.db.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,12 +181,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         .is_some_and(|name| name == "bd");
     if invoked_as_bd {
         logging::init(logging::Flavor::Bd);
-        return bd::run(args, bd::Personality::Bd);
+        return bd::run(args, Personality::Bd);
     }
     if args.get(1).is_some_and(|arg| arg == "bd") {
         logging::init(logging::Flavor::Bd);
         let bd_args = std::iter::once(OsString::from("bd")).chain(args[2..].iter().cloned());
-        return bd::run(bd_args.collect(), bd::Personality::FleetBd);
+        return bd::run(bd_args.collect(), Personality::FleetBd);
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -184,18 +198,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     if let Command::Bd { args } = cli.command {
         logging::init(logging::Flavor::Bd);
-        return bd::run(bd::args_after_fleet_globals(&cli.global, args), bd::Personality::FleetBd);
+        return bd::run(bd::args_after_fleet_globals(&cli.global, args), Personality::FleetBd);
     }
     logging::init(logging::Flavor::Fleet);
     let json = cli.global.json;
     match dispatch(cli) {
         Ok(()) => exit_code::SUCCESS,
-        Err(error) => error.report(json),
+        Err(error) => error.report(Mode::Fleet, json),
     }
 }
 
 fn dispatch(cli: Cli) -> Result<(), CliError> {
-    let ctx = context::Context::new(cli.global)?;
+    let ctx = context::Context::new(cli.global.context_args(), Personality::Fleet)?;
     let may_write = cli.command.may_write();
     let result = match cli.command {
         Command::Init(args) => init::cmd_init(&ctx, args),

@@ -1,7 +1,7 @@
 //! `bd label add|remove|list|list-all|propagate`.
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::label::{
     apply_label_change, issue_labels, label_counts, render_changes, render_label_counts,
     render_labels,
@@ -35,7 +35,7 @@ impl LabelCommand {
     }
 }
 
-pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), BdError> {
+pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), CliError> {
     match command {
         LabelCommand::Add { mut ids_then_label } => {
             let label = ids_then_label.pop().unwrap_or_default();
@@ -67,19 +67,20 @@ pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), BdError> 
     }
 }
 
-fn change(ctx: &BdContext, ids: &[String], label: &str, add: bool) -> Result<(), BdError> {
-    let changes = apply_label_change(ctx.fleet()?, ids, label, add)?;
+fn change(ctx: &BdContext, ids: &[String], label: &str, add: bool) -> Result<(), CliError> {
+    let changes = apply_label_change(ctx.require_store()?, ids, label, add)
+        .map_err(CliError::message_only)?;
     ctx.out.emit(&changes, || render_changes(&changes, add));
     Ok(())
 }
 
-fn list(ctx: &BdContext, id: &str) -> Result<(), BdError> {
+fn list(ctx: &BdContext, id: &str) -> Result<(), CliError> {
     let (id, labels) = issue_labels(&ctx.open_store()?, id)?;
     ctx.out.emit(&labels, || render_labels(&id, &labels));
     Ok(())
 }
 
-fn list_all(ctx: &BdContext) -> Result<(), BdError> {
+fn list_all(ctx: &BdContext) -> Result<(), CliError> {
     let counts = label_counts(&ctx.open_store()?)?;
     ctx.out.emit(&counts, || render_label_counts(&counts, "No labels found in database"));
     Ok(())

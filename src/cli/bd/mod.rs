@@ -22,7 +22,6 @@ mod issue;
 mod label;
 mod link;
 mod lint;
-mod output;
 mod query;
 mod transfer;
 
@@ -32,22 +31,15 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use link::{LinkArgs, cmd_link_bd};
-pub use output::BdError;
 
 use context::BdContext;
 
+use super::CliError;
+use super::context::Personality;
+use super::output::Mode;
+
 /// The beads release whose CLI contract this personality follows.
 pub const BD_COMPAT_VERSION: &str = "1.0.5";
-
-/// How the personality was reached; it decides where the workspace is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Personality {
-    /// Invoked as `bd`: `BEADS_DIR`, then the nearest `.beads/` upwards from the current
-    /// directory.
-    Bd,
-    /// Invoked as `fleet bd …`: `BEADS_DIR`, then fleet's central queue `$FLEET_HOME/.beads`.
-    FleetBd,
-}
 
 const ROOT_HELP: &str = "\
 {about-with-newline}
@@ -217,7 +209,7 @@ pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
     let json = cli.global.json;
     match dispatch(cli, personality) {
         Ok(()) => 0,
-        Err(error) => error.report(json),
+        Err(error) => error.report(Mode::Bd, json),
     }
 }
 
@@ -301,7 +293,7 @@ fn version_line() -> String {
     format!("bd version {BD_COMPAT_VERSION} (fleet {})", env!("CARGO_PKG_VERSION"))
 }
 
-fn dispatch(cli: BdCli, personality: Personality) -> Result<(), BdError> {
+fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
     let global = cli.global;
     let Some(command) = cli.command else {
         if global.version {
