@@ -74,6 +74,10 @@ impl GlobalArgs {
     }
 }
 
+/// What `fleet config --help` says about the other config.
+const CONFIG_AFTER_HELP: &str = "This edits fleet's runtime.toml (the supervisor and its coders). \
+Workspace settings kept in the issue store (export.auto, import.path, …) are `fleet bd config`'s.";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create a workspace (the store and its metadata).
@@ -118,7 +122,7 @@ pub enum Command {
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Show or change the runtime configuration ($FLEET_HOME/runtime.toml).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
     Config(config::ConfigCommand),
     /// Run as the beads CLI: `fleet bd <bd command and flags>` (the workspace defaults to
     /// $BEADS_DIR, then $FLEET_HOME/.beads).

@@ -164,7 +164,7 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         }
         other => other.clone(),
     };
-    let result = import_source(ctx, &args, &detected, &source, &target_dir);
+    let result = import_source(ctx, &args, &detected, &source, target_dir);
     if let Some(file) = temp_export {
         let _ = std::fs::remove_file(file);
     }

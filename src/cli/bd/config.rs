@@ -3,6 +3,9 @@
 //! Every key lives in the workspace's store, including the ones beads keeps in `config.yaml`
 //! (`export.auto`, `import.path`, …), so one file holds the whole workspace. `issue_prefix` is
 //! the store's id prefix and reads back as such.
+//!
+//! Not to be confused with `fleet config` (`cli::config`), which edits fleet's runtime.toml;
+//! each one's help points at the other.
 
 use serde::Serialize;
 

@@ -3,8 +3,8 @@
 use super::context::BdContext;
 use crate::cli::CliError;
 use crate::cli::dep::{
-    EdgeResult, ListArgs, TreeArgs, Trees, add_dependency, linked_issues, remove_dependency,
-    render_cycles,
+    EdgeArgs, EdgeResult, ListArgs, TreeArgs, Trees, add_dependency, linked_issues,
+    remove_dependency, render_cycles,
 };
 use crate::cli::output::printable;
 use crate::model::{dep_type, validate_dep_type};
@@ -25,7 +25,7 @@ pub struct DepArgs {
 
 impl DepArgs {
     pub fn writes(&self) -> bool {
-        matches!(self.command, Some(DepCommand::Add { .. } | DepCommand::Remove { .. }))
+        matches!(self.command, Some(DepCommand::Add { .. } | DepCommand::Remove(_)))
             || self.command.is_none()
     }
 }
@@ -52,7 +52,7 @@ pub enum DepCommand {
     },
     /// Remove a dependency.
     #[command(visible_alias = "rm")]
-    Remove { issue: String, depends_on: String },
+    Remove(EdgeArgs),
     /// Show the dependency tree of an issue.
     Tree {
         #[command(flatten)]
@@ -88,7 +88,7 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), CliError> {
             })?;
             add(ctx, &issue, &target, &kind)
         }
-        DepCommand::Remove { issue, depends_on } => {
+        DepCommand::Remove(EdgeArgs { issue, depends_on }) => {
             let result = EdgeResult::removed(
                 remove_dependency(ctx.require_store()?, &issue, &depends_on)
                     .map_err(CliError::message_only)?,

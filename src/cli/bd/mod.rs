@@ -121,6 +121,11 @@ pub struct BdGlobal {
     pub allow_stale: bool,
 }
 
+/// What `bd config --help` says about the other config.
+const CONFIG_AFTER_HELP: &str = "Settings live in the workspace's store (the config table of \
+.beads/beads.db). fleet's runtime settings (the supervisor and its coders, in \
+$FLEET_HOME/runtime.toml) are `fleet config`'s.";
+
 #[derive(Debug, Subcommand)]
 pub enum BdCommand {
     /// Initialize bd in the current directory.
@@ -179,7 +184,7 @@ pub enum BdCommand {
     /// Check issues for missing template sections.
     Lint(lint::LintArgs),
     /// Manage configuration settings.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
     Config(config::ConfigCommand),
     /// Export issues to JSONL.
     Export(transfer::ExportArgs),
