@@ -6,6 +6,9 @@
 //! and layout, validate the result as a whole, and write it atomically (mode 0600 when it holds
 //! env values) — or write nothing and exit 1. A running supervisor picks the change up by
 //! itself.
+//!
+//! Not to be confused with `bd config` (`cli::bd::config`), which edits the settings kept in
+//! the workspace's store; each one's help points at the other.
 
 use serde::Serialize;
 

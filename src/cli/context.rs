@@ -1,36 +1,87 @@
-//! What every command needs: the output mode, the actor, the clock, and the workspace.
+//! What every command of either personality needs: the output, the actor, the clock, and the
+//! workspace — found and resolved by the policy of the [`Personality`] that is running.
 //!
 //! This is where the environment is read — `FLEET_HOME`, `BEADS_DIR`, the actor variables and
 //! the test clock `FLEET_TEST_NOW` — once, so the library below never looks at it.
+//!
+//! Workspace discovery, in order:
+//!
+//! - `fleet`: `--db` (a `.beads` directory or its `beads.db`), `$BEADS_DIR`, then
+//!   `$FLEET_HOME/.beads` (FLEET_HOME defaulting to `~/.fleet`).
+//! - `bd`: `--db`, `$BEADS_DIR`, then the nearest `.beads/` holding a store or
+//!   `metadata.json`, walking up from the current directory, as beads does.
+//! - `fleet bd`: as `bd`, but the last step is fleet's central queue, `$FLEET_HOME/.beads`,
+//!   because the Python fleet ran `bd` from `FLEET_HOME`.
+//!
+//! Actor resolution: `--actor`, then
+//!
+//! - fleet: `$FLEET_ACTOR`, `$BEADS_ACTOR`, `$BD_ACTOR`, `$USER`;
+//! - bd: `$BEADS_ACTOR`, `$BD_ACTOR`, `git config user.name`, `$USER`.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use jiff::Timestamp;
 
-use super::GlobalArgs;
 use super::error::CliError;
-use super::output::Output;
+use super::output::{Mode, Output};
 use crate::store::{STORE_FILE, Store, StoreError, Writer};
 use crate::time::Clock;
+
+/// How the binary was reached; it decides the [`Mode`] and where the workspace is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Personality {
+    /// `fleet …`.
+    Fleet,
+    /// Invoked as `bd`: the nearest `.beads/` upwards from the current directory.
+    Bd,
+    /// `fleet bd …`: bd's commands on fleet's central queue `$FLEET_HOME/.beads`.
+    FleetBd,
+}
+
+impl Personality {
+    pub fn mode(self) -> Mode {
+        match self {
+            Personality::Fleet => Mode::Fleet,
+            Personality::Bd | Personality::FleetBd => Mode::Bd,
+        }
+    }
+}
+
+/// The flags every command of either personality takes that the context needs.
+#[derive(Debug, Clone, Default)]
+pub struct ContextArgs {
+    pub json: bool,
+    pub quiet: bool,
+    pub actor: Option<String>,
+    pub db: Option<PathBuf>,
+}
 
 pub struct Context {
     pub out: Output,
     pub actor: String,
     pub clock: Clock,
-    db: Option<PathBuf>,
+    personality: Personality,
+    /// The `.beads` directory, or why there is none (reported when a command needs it).
+    workspace: Result<PathBuf, CliError>,
 }
 
 impl Context {
-    pub fn new(global: GlobalArgs) -> Result<Context, CliError> {
-        let clock = match std::env::var("FLEET_TEST_NOW") {
-            Ok(text) => Clock::Fixed(text.parse::<Timestamp>().map_err(|e| {
-                CliError::new(format!("FLEET_TEST_NOW={text:?} is not an RFC 3339 time: {e}"))
-            })?),
-            Err(_) => Clock::System,
-        };
-        let actor = resolve_actor(global.actor);
+    pub fn new(args: ContextArgs, personality: Personality) -> Result<Context, CliError> {
+        let clock = test_clock()?;
+        let actor = resolve_actor(args.actor, personality.mode());
         tracing::debug!(%actor, ?clock, "acting");
-        Ok(Context { out: Output::new(global.json, global.quiet), actor, clock, db: global.db })
+        Ok(Context {
+            out: Output::new(personality.mode(), args.json, args.quiet),
+            actor,
+            clock,
+            personality,
+            workspace: discover(args.db.as_deref(), personality),
+        })
+    }
+
+    pub fn personality(&self) -> Personality {
+        self.personality
     }
 
     pub fn now(&self) -> Timestamp {
@@ -38,21 +89,17 @@ impl Context {
     }
 
     /// The `.beads` directory this command works on.
-    pub fn workspace_dir(&self) -> Result<PathBuf, CliError> {
-        if let Some(path) = &self.db {
-            return Ok(beads_dir_of(path));
-        }
-        if let Some(dir) = non_empty_env("BEADS_DIR") {
-            return Ok(PathBuf::from(dir));
-        }
-        Ok(fleet_home()?.join(".beads"))
+    pub fn workspace_dir(&self) -> Result<&Path, CliError> {
+        self.workspace.as_deref().map_err(Clone::clone)
     }
 
-    /// Opens the workspace's store for this one command (see [`Store::skip_close_on_exit`]).
+    /// Opens the workspace's store for this one command: read-only until the first write, and
+    /// without the close-time commit a short-lived process does not need (see
+    /// [`Store::open`] and [`Store::skip_close_on_exit`]).
     pub fn open_store(&self) -> Result<Store, CliError> {
         let dir = self.workspace_dir()?;
         tracing::debug!(workspace = %dir.display(), "opening the store");
-        let mut store = Store::open(&dir)?;
+        let mut store = Store::open(dir)?;
         store.skip_close_on_exit();
         Ok(store)
     }
@@ -68,8 +115,57 @@ impl Context {
     }
 }
 
+/// `$FLEET_TEST_NOW` (an RFC 3339 time) as a fixed clock, else the system clock.
+fn test_clock() -> Result<Clock, CliError> {
+    match std::env::var("FLEET_TEST_NOW") {
+        Ok(text) => Ok(Clock::Fixed(text.parse::<Timestamp>().map_err(|e| {
+            CliError::new(format!("FLEET_TEST_NOW={text:?} is not an RFC 3339 time: {e}"))
+        })?)),
+        Err(_) => Ok(Clock::System),
+    }
+}
+
+/// The workspace by `personality`'s policy (see the module documentation).
+fn discover(db: Option<&Path>, personality: Personality) -> Result<PathBuf, CliError> {
+    if let Some(dir) = named_workspace(db) {
+        return Ok(dir);
+    }
+    match personality {
+        Personality::Fleet => Ok(fleet_home()?.join(".beads")),
+        Personality::FleetBd => {
+            fleet_home().map(|home| home.join(".beads")).map_err(|_| no_beads_database())
+        }
+        Personality::Bd => {
+            let cwd = std::env::current_dir().map_err(|_| no_beads_database())?;
+            cwd.ancestors()
+                .map(|dir| dir.join(".beads"))
+                .find(|beads| is_workspace(beads))
+                .ok_or_else(no_beads_database)
+        }
+    }
+}
+
+/// The workspace named by `--db` or `$BEADS_DIR`, the first steps of every policy.
+pub fn named_workspace(db: Option<&Path>) -> Option<PathBuf> {
+    db.map(beads_dir_of).or_else(|| non_empty_env("BEADS_DIR").map(PathBuf::from))
+}
+
+/// bd's error when no workspace was found or named.
+fn no_beads_database() -> CliError {
+    CliError::new("no beads database found").with_hint(
+        "run 'bd init' to create one here, or point BEADS_DIR at an existing .beads \
+         directory (fleet's central queue is ~/.fleet/.beads)",
+    )
+}
+
+/// A `.beads` directory counts when it holds a store or beads' `metadata.json` (a bare
+/// `~/.beads` of global settings does not).
+fn is_workspace(beads: &Path) -> bool {
+    beads.join(STORE_FILE).is_file() || beads.join("metadata.json").is_file()
+}
+
 /// `--db` may name the `.beads` directory or the store file inside it.
-pub(super) fn beads_dir_of(path: &Path) -> PathBuf {
+fn beads_dir_of(path: &Path) -> PathBuf {
     if path.file_name().is_some_and(|name| name == STORE_FILE) {
         path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     } else {
@@ -78,7 +174,7 @@ pub(super) fn beads_dir_of(path: &Path) -> PathBuf {
 }
 
 /// The variable `name`, unless it is unset or blank.
-pub(super) fn non_empty_env(name: &str) -> Option<String> {
+fn non_empty_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
@@ -93,11 +189,48 @@ pub fn fleet_home() -> Result<PathBuf, CliError> {
     })
 }
 
-fn resolve_actor(flag: Option<String>) -> String {
+/// Where an actor name may come from after `--actor`.
+#[derive(Debug, Clone, Copy)]
+enum ActorSource {
+    Env(&'static str),
+    GitUserName,
+}
+
+impl ActorSource {
+    fn read(self) -> Option<String> {
+        match self {
+            ActorSource::Env(name) => non_empty_env(name),
+            ActorSource::GitUserName => git_user_name(),
+        }
+    }
+}
+
+/// Each mode's actor sources, in order (see the module documentation).
+fn actor_sources(mode: Mode) -> &'static [ActorSource] {
+    use ActorSource::{Env, GitUserName};
+    match mode {
+        Mode::Fleet => &[Env("FLEET_ACTOR"), Env("BEADS_ACTOR"), Env("BD_ACTOR"), Env("USER")],
+        Mode::Bd => &[Env("BEADS_ACTOR"), Env("BD_ACTOR"), GitUserName, Env("USER")],
+    }
+}
+
+/// `--actor` unless blank, else the first of `mode`'s sources that is set, else `unknown`.
+fn resolve_actor(flag: Option<String>, mode: Mode) -> String {
     flag.filter(|a| !a.trim().is_empty())
-        .or_else(|| non_empty_env("FLEET_ACTOR"))
-        .or_else(|| non_empty_env("BEADS_ACTOR"))
-        .or_else(|| non_empty_env("BD_ACTOR"))
-        .or_else(|| non_empty_env("USER"))
+        .or_else(|| actor_sources(mode).iter().find_map(|source| source.read()))
         .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// `git config user.name`, if git is installed and it is set. One short process (~1 ms).
+fn git_user_name() -> Option<String> {
+    let output = Command::new("git")
+        .args(["config", "--get", "user.name"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&output.stdout).trim().to_string()).filter(|n| !n.is_empty())
 }

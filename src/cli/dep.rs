@@ -22,13 +22,21 @@ pub enum DepCommand {
         kind: String,
     },
     /// Remove the edge from ISSUE to DEPENDS_ON.
-    Remove { issue: String, depends_on: String },
+    Remove(EdgeArgs),
     /// Show the dependency tree of an issue.
     Tree(TreeArgs),
     /// List the direct dependencies (or dependents) of an issue.
     List(ListArgs),
     /// Report dependency cycles among blocking and parent-child edges.
     Cycles,
+}
+
+/// The arguments of `dep remove`, the same in both personalities: the edge from ISSUE to
+/// DEPENDS_ON.
+#[derive(Debug, clap::Args)]
+pub struct EdgeArgs {
+    pub issue: String,
+    pub depends_on: String,
 }
 
 /// The arguments of `dep tree`, the same in both personalities.
@@ -66,7 +74,7 @@ pub(super) struct EdgeResult {
 pub fn cmd_dep(ctx: &Context, command: DepCommand) -> Result<(), CliError> {
     match command {
         DepCommand::Add { issue, depends_on, kind } => cmd_dep_add(ctx, &issue, &depends_on, &kind),
-        DepCommand::Remove { issue, depends_on } => cmd_dep_remove(ctx, &issue, &depends_on),
+        DepCommand::Remove(edge) => cmd_dep_remove(ctx, &edge.issue, &edge.depends_on),
         DepCommand::Tree(args) => cmd_dep_tree(ctx, &args),
         DepCommand::List(args) => cmd_dep_list(ctx, &args),
         DepCommand::Cycles => cmd_dep_cycles(ctx),

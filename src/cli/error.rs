@@ -1,9 +1,17 @@
-//! Errors at the command-line edge: a message, hints on how to fix it, and the exit code.
+//! Errors at the command-line edge, for both personalities: a message, hints on how to fix
+//! it, and the exit code.
 //!
-//! Library errors convert here once (`From` impls), so commands just use `?`. Human errors go
-//! to stderr as `error: …` followed by `hint: …` lines; with `--json` they are one JSON object
-//! on stderr, so stdout stays parseable.
+//! Library errors convert here once (`From` impls), so commands just use `?`. How an error is
+//! reported is the mode's business ([`CliError::report`]):
+//!
+//! - fleet: `error: …` followed by `hint: …` lines on stderr; with `--json` one JSON object
+//!   `{"error", "hints", "errors"?}` on stderr, so stdout stays parseable. Exit codes are
+//!   [`exit_code`]'s (README.md, "Exit codes").
+//! - bd: beads' conventions — `Error: …` and `Hint: …` lines, with `--json`
+//!   `{"error": …, "schema_version": 1}` on stderr, exit 1. Hints of store errors name fleet
+//!   commands, so bd does not print them.
 
+use super::output::{Mode, SCHEMA_VERSION};
 use crate::store::StoreError;
 
 /// Every exit code fleet uses, in one place (README.md, "Exit codes", lists them too). These
@@ -29,14 +37,19 @@ pub struct ItemError {
 }
 
 /// An error ready to show a user.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CliError {
     pub message: String,
     pub hints: Vec<String>,
+    /// fleet's hint for a store error; it names fleet commands, so only fleet prints it
+    /// (before `hints`).
+    store_hint: Option<&'static str>,
     pub code: i32,
     /// Per-item failures of a multi-id command; printed one `error:` line each (instead of
     /// `message`), and as `errors` with `--json`.
     pub items: Vec<ItemError>,
+    /// Already reported on stderr (bd's per-issue messages); only the exit code is left.
+    silent: bool,
 }
 
 impl CliError {
@@ -44,9 +57,22 @@ impl CliError {
         CliError {
             message: message.into(),
             hints: Vec::new(),
+            store_hint: None,
             code: exit_code::FAILURE,
             items: Vec::new(),
+            silent: false,
         }
+    }
+
+    /// Exit 1 without printing anything more (what bd calls a silent exit).
+    pub fn silent() -> CliError {
+        CliError { silent: true, ..CliError::new("") }
+    }
+
+    /// The error by its message alone, exit 1: how bd reports a failure of the command code it
+    /// shares with fleet (`cli::issue`, `cli::dep`, …), whose hints and codes are fleet's.
+    pub fn message_only(self) -> CliError {
+        CliError::new(self.message)
     }
 
     /// A usage error (exit 2): an argument is missing or arguments do not fit together.
@@ -65,26 +91,56 @@ impl CliError {
         self
     }
 
-    /// Prints the error to stderr and returns the exit code.
-    pub fn report(&self, json: bool) -> i32 {
-        if json {
-            let mut body = serde_json::json!({ "error": self.message, "hints": self.hints });
-            if !self.items.is_empty() {
-                body["errors"] = serde_json::to_value(&self.items).unwrap_or_default();
-            }
-            eprintln!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
-        } else {
-            if self.items.is_empty() {
-                eprintln!("error: {}", self.message);
-            }
-            for item in &self.items {
-                eprintln!("error: {}", item.error);
-            }
-            for hint in &self.hints {
-                eprintln!("hint: {hint}");
-            }
+    /// Prints the error to stderr the way `mode` reports errors and returns the exit code.
+    pub fn report(&self, mode: Mode, json: bool) -> i32 {
+        if !self.silent {
+            let text = match (mode, json) {
+                (Mode::Fleet, true) => self.fleet_json(),
+                (Mode::Fleet, false) => self.fleet_text(),
+                (Mode::Bd, true) => self.bd_json(),
+                (Mode::Bd, false) => self.bd_text(),
+            };
+            eprintln!("{text}");
         }
-        self.code
+        match mode {
+            Mode::Fleet => self.code,
+            // beads exits 1 for every error.
+            Mode::Bd => exit_code::FAILURE,
+        }
+    }
+
+    fn fleet_hints(&self) -> impl Iterator<Item = &str> {
+        self.store_hint.into_iter().chain(self.hints.iter().map(String::as_str))
+    }
+
+    fn fleet_json(&self) -> String {
+        let hints: Vec<&str> = self.fleet_hints().collect();
+        let mut body = serde_json::json!({ "error": self.message, "hints": hints });
+        if !self.items.is_empty() {
+            body["errors"] = serde_json::to_value(&self.items).unwrap_or_default();
+        }
+        serde_json::to_string_pretty(&body).unwrap_or_default()
+    }
+
+    fn fleet_text(&self) -> String {
+        let mut lines = Vec::new();
+        if self.items.is_empty() {
+            lines.push(format!("error: {}", self.message));
+        }
+        lines.extend(self.items.iter().map(|item| format!("error: {}", item.error)));
+        lines.extend(self.fleet_hints().map(|hint| format!("hint: {hint}")));
+        lines.join("\n")
+    }
+
+    fn bd_json(&self) -> String {
+        let body = serde_json::json!({ "error": self.message, "schema_version": SCHEMA_VERSION });
+        serde_json::to_string_pretty(&body).unwrap_or_default()
+    }
+
+    fn bd_text(&self) -> String {
+        let mut lines = vec![format!("Error: {}", self.message)];
+        lines.extend(self.hints.iter().map(|hint| format!("Hint: {hint}")));
+        lines.join("\n")
     }
 }
 
@@ -108,11 +164,7 @@ impl From<StoreError> for CliError {
             }
             _ => None,
         };
-        let cli = CliError::new(error.to_string());
-        match hint {
-            Some(hint) => cli.with_hint(hint),
-            None => cli,
-        }
+        CliError { store_hint: hint, ..CliError::new(error.to_string()) }
     }
 }
 

@@ -27,7 +27,7 @@ daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config
 
 pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;
-    let store = init_workspace(&dir, &args.prefix)?;
+    let store = init_workspace(dir, &args.prefix)?;
     let result = Initialized {
         path: dir.display().to_string(),
         store: dir.join(STORE_FILE).display().to_string(),

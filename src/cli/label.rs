@@ -11,19 +11,30 @@ use crate::store::{Store, StoreError};
 #[derive(Debug, clap::Subcommand)]
 pub enum LabelCommand {
     /// Add LABEL to each issue: `label add ID… LABEL`.
-    Add {
-        #[arg(required = true, num_args = 2..)]
-        ids_then_label: Vec<String>,
-    },
+    Add(LabelTargets),
     /// Remove LABEL from each issue: `label remove ID… LABEL`.
-    Remove {
-        #[arg(required = true, num_args = 2..)]
-        ids_then_label: Vec<String>,
-    },
+    Remove(LabelTargets),
     /// List the labels of an issue.
     List { id: String },
     /// List every label in use, with how many issues carry it.
     ListAll,
+}
+
+/// The arguments of `label add` and `label remove`, the same in both personalities.
+#[derive(Debug, clap::Args)]
+pub struct LabelTargets {
+    #[arg(required = true, num_args = 2..)]
+    pub ids_then_label: Vec<String>,
+}
+
+impl LabelTargets {
+    /// The issue ids and the label (the last argument).
+    pub fn split(&self) -> (&[String], &str) {
+        match self.ids_then_label.split_last() {
+            Some((label, ids)) => (ids, label),
+            None => (&[], ""),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -41,16 +52,16 @@ pub(super) struct LabelCount {
 
 pub fn cmd_label(ctx: &Context, command: LabelCommand) -> Result<(), CliError> {
     match command {
-        LabelCommand::Add { ids_then_label } => change_labels(ctx, ids_then_label, true),
-        LabelCommand::Remove { ids_then_label } => change_labels(ctx, ids_then_label, false),
+        LabelCommand::Add(targets) => change_labels(ctx, &targets, true),
+        LabelCommand::Remove(targets) => change_labels(ctx, &targets, false),
         LabelCommand::List { id } => list_labels(ctx, &id),
         LabelCommand::ListAll => list_all(ctx),
     }
 }
 
-fn change_labels(ctx: &Context, mut args: Vec<String>, add: bool) -> Result<(), CliError> {
-    let label = args.pop().unwrap_or_default();
-    let changes = apply_label_change(ctx, &args, &label, add)?;
+fn change_labels(ctx: &Context, targets: &LabelTargets, add: bool) -> Result<(), CliError> {
+    let (ids, label) = targets.split();
+    let changes = apply_label_change(ctx, ids, label, add)?;
     ctx.out.emit(&changes, || render_changes(&changes, add));
     Ok(())
 }

@@ -32,6 +32,9 @@ use clap::{Parser, Subcommand};
 
 pub use error::{CliError, exit_code};
 
+use context::{ContextArgs, Personality};
+use output::Mode;
+
 /// fleet: a native beads-compatible task queue for fleets of coding agents.
 #[derive(Debug, Parser)]
 #[command(name = "fleet", version, about, max_term_width = 100)]
@@ -59,6 +62,21 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 }
+
+impl GlobalArgs {
+    fn context_args(&self) -> ContextArgs {
+        ContextArgs {
+            json: self.json,
+            quiet: self.quiet,
+            actor: self.actor.clone(),
+            db: self.db.clone(),
+        }
+    }
+}
+
+/// What `fleet config --help` says about the other config.
+const CONFIG_AFTER_HELP: &str = "This edits fleet's runtime.toml (the supervisor and its coders). \
+Workspace settings kept in the issue store (export.auto, import.path, …) are `fleet bd config`'s.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -104,7 +122,7 @@ pub enum Command {
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Show or change the runtime configuration ($FLEET_HOME/runtime.toml).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
     Config(config::ConfigCommand),
     /// Run as the beads CLI: `fleet bd <bd command and flags>` (the workspace defaults to
     /// $BEADS_DIR, then $FLEET_HOME/.beads).
@@ -167,12 +185,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         .is_some_and(|name| name == "bd");
     if invoked_as_bd {
         logging::init(logging::Flavor::Bd);
-        return bd::run(args, bd::Personality::Bd);
+        return bd::run(args, Personality::Bd);
     }
     if args.get(1).is_some_and(|arg| arg == "bd") {
         logging::init(logging::Flavor::Bd);
         let bd_args = std::iter::once(OsString::from("bd")).chain(args[2..].iter().cloned());
-        return bd::run(bd_args.collect(), bd::Personality::FleetBd);
+        return bd::run(bd_args.collect(), Personality::FleetBd);
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -184,18 +202,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     if let Command::Bd { args } = cli.command {
         logging::init(logging::Flavor::Bd);
-        return bd::run(bd::args_after_fleet_globals(&cli.global, args), bd::Personality::FleetBd);
+        return bd::run(bd::args_after_fleet_globals(&cli.global, args), Personality::FleetBd);
     }
     logging::init(logging::Flavor::Fleet);
     let json = cli.global.json;
     match dispatch(cli) {
         Ok(()) => exit_code::SUCCESS,
-        Err(error) => error.report(json),
+        Err(error) => error.report(Mode::Fleet, json),
     }
 }
 
 fn dispatch(cli: Cli) -> Result<(), CliError> {
-    let ctx = context::Context::new(cli.global)?;
+    let ctx = context::Context::new(cli.global.context_args(), Personality::Fleet)?;
     let may_write = cli.command.may_write();
     let result = match cli.command {
         Command::Init(args) => init::cmd_init(&ctx, args),

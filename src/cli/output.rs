@@ -1,36 +1,83 @@
-//! Rendering: JSON or human text on stdout, narration on stderr, and the small formatting
-//! pieces (priority badges, issue lines) that several commands share.
+//! Output for both personalities: data on stdout, narration and warnings on stderr, through
+//! one writer; and the small formatting pieces (priority badges, issue lines, control-character
+//! escaping) that several commands share.
 //!
-//! A closed stdout (`fleet list | head`) is not an error: output stops quietly.
+//! [`Output`] knows the [`Mode`], `--json` and `--quiet`. The two modes differ only in how a
+//! `--json` value is shaped:
+//!
+//! - fleet: the value pretty-printed as it serialises, fields in declaration order.
+//! - bd (spec/beads.md §7): pretty JSON with a two-space indent; an **object** gets an extra
+//!   `"schema_version": 1` and comes out with its keys sorted (bd re-marshals it through a
+//!   map); an **array** is written bare, its elements in field order. With
+//!   `BD_JSON_ENVELOPE=1` every payload is wrapped instead: `{"data": …, "schema_version": 1}`.
+//!
+//! A closed stdout (`fleet list | head`) is not an error: output stops quietly. Human text is
+//! escaped on the way out (see [`printable_block`]).
 
 use std::borrow::Cow;
 use std::io::Write;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::model::{Issue, Status};
 
+/// The version of bd's `--json` shapes that fleet writes.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Whose conventions the output and the errors follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `fleet …`: fleet's JSON shapes and `error:`/`hint:` lines.
+    Fleet,
+    /// `bd …` and `fleet bd …`: beads' JSON shapes and `Error:` lines.
+    Bd,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
+    pub mode: Mode,
     pub json: bool,
     pub quiet: bool,
+    /// bd's `BD_JSON_ENVELOPE`: wrap every `--json` payload in `{"data": …}`.
+    envelope: bool,
 }
 
 impl Output {
-    pub fn new(json: bool, quiet: bool) -> Output {
-        Output { json, quiet }
+    pub fn new(mode: Mode, json: bool, quiet: bool) -> Output {
+        let envelope = mode == Mode::Bd
+            && std::env::var("BD_JSON_ENVELOPE")
+                .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "yes"));
+        Output { mode, json, quiet, envelope }
     }
 
-    /// Prints `value` as pretty JSON with `--json`, else the text `human` builds.
+    /// The same output with `--json` switched on as well (bd's `--format json`).
+    pub fn with_json(self, json: bool) -> Output {
+        Output { json: self.json || json, ..self }
+    }
+
+    /// Prints `value` as the mode's JSON with `--json`, else the text `human` builds.
     pub fn emit<T: Serialize + ?Sized>(&self, value: &T, human: impl FnOnce() -> String) {
-        if self.json {
-            let text = serde_json::to_string_pretty(value).expect("output values serialise");
-            write_stdout(&text);
+        if !self.json {
+            write_block(&human());
+        } else if self.mode == Mode::Bd {
+            let value = serde_json::to_value(value).expect("output values serialise");
+            write_stdout(&self.json_text(value));
         } else {
-            let text = human();
-            if !text.is_empty() {
-                write_stdout(text.trim_end_matches('\n'));
-            }
+            write_stdout(&plain_json(value));
+        }
+    }
+
+    /// Prints `value` as it serialises with `--json` in either mode (reports bd prints in
+    /// fleet's shape: import and export), else the text `human` builds.
+    pub fn emit_plain<T: Serialize + ?Sized>(&self, value: &T, human: impl FnOnce() -> String) {
+        if self.json { write_stdout(&plain_json(value)) } else { write_block(&human()) }
+    }
+
+    /// Prints human text (nothing with `--json`).
+    pub fn text(&self, text: &str) {
+        if !self.json {
+            write_block(text);
         }
     }
 
@@ -39,6 +86,55 @@ impl Output {
         if !self.json && !self.quiet {
             eprintln!("{text}");
         }
+    }
+
+    /// A warning or per-item error on stderr, shown even with `--json` (stdout stays clean).
+    pub fn warn(&self, text: &str) {
+        eprintln!("{text}");
+    }
+
+    /// `value` shaped and pretty-printed the way bd prints it.
+    pub fn json_text(&self, value: Value) -> String {
+        let shaped = if self.envelope {
+            let mut map = Map::new();
+            map.insert("data".into(), value);
+            map.insert("schema_version".into(), Value::from(SCHEMA_VERSION));
+            Value::Object(map)
+        } else {
+            match value {
+                Value::Object(mut map) => {
+                    map.insert("schema_version".into(), Value::from(SCHEMA_VERSION));
+                    sorted(Value::Object(map))
+                }
+                other => other,
+            }
+        };
+        serde_json::to_string_pretty(&shaped).expect("JSON values serialise")
+    }
+}
+
+/// `value` pretty-printed as it serialises (fleet's shape).
+fn plain_json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string_pretty(value).expect("output values serialise")
+}
+
+/// Sorts the keys of every object in `value`, as a Go map round trip does.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// A block of output: nothing when empty, else without its trailing newlines.
+fn write_block(text: &str) {
+    if !text.is_empty() {
+        write_stdout(text.trim_end_matches('\n'));
     }
 }
 
@@ -149,5 +245,25 @@ mod tests {
     #[test]
     fn blocks_keep_newlines_and_tabs() {
         assert_eq!(printable_block("a\n\tb\u{1b}c\r"), "a\n\tb\\ec\\r");
+    }
+
+    #[test]
+    fn objects_get_a_schema_version_and_sorted_keys_arrays_stay_bare() {
+        let out = Output { mode: Mode::Bd, json: true, quiet: false, envelope: false };
+        let object = out.json_text(serde_json::json!({ "title": "t", "id": "x-1" }));
+        assert_eq!(
+            object,
+            "{\n  \"id\": \"x-1\",\n  \"schema_version\": 1,\n  \"title\": \"t\"\n}"
+        );
+        let array = out.json_text(serde_json::json!([{ "title": "t", "id": "x-1" }]));
+        assert!(array.starts_with("[\n  {\n    \"title\""), "{array}");
+    }
+
+    #[test]
+    fn the_envelope_wraps_any_payload() {
+        let out = Output { mode: Mode::Bd, json: true, quiet: false, envelope: true };
+        let text = out.json_text(serde_json::json!([1]));
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value, serde_json::json!({ "data": [1], "schema_version": 1 }));
     }
 }

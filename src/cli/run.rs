@@ -65,7 +65,7 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
 
 pub fn cmd_guard(ctx: &Context, args: GuardArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;
-    crate::supervisor::guard::watch(&args.instance, &dir);
+    crate::supervisor::guard::watch(&args.instance, dir);
     Ok(())
 }
 

@@ -164,7 +164,7 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         }
         other => other.clone(),
     };
-    let result = import_source(ctx, &args, &detected, &source, &target_dir);
+    let result = import_source(ctx, &args, &detected, &source, target_dir);
     if let Some(file) = temp_export {
         let _ = std::fs::remove_file(file);
     }
@@ -344,7 +344,7 @@ fn export_with_bd(ctx: &Context, project_dir: &Path) -> Result<PathBuf, CliError
 
 fn render_import(ctx: &Context, report: &ImportReport) {
     if ctx.out.json {
-        ctx.out.emit(report, String::new);
+        ctx.out.emit_plain(report, String::new);
         return;
     }
     if ctx.out.quiet {
@@ -431,7 +431,7 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
     };
     let summary = beads::export_to_path(&store, &options, path).map_err(cli_error)?;
     if ctx.out.json {
-        ctx.out.emit(&summary, String::new);
+        ctx.out.emit_plain(&summary, String::new);
     } else if !ctx.out.quiet {
         let memories = if summary.memories > 0 {
             format!(" and {} memories", summary.memories)

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::comment::{self as fleet, added_line, issue_comments, write_comment};
 
 #[derive(Debug, clap::Args)]
@@ -37,44 +37,45 @@ impl CommentsArgs {
     }
 }
 
-pub fn cmd_comment(ctx: &BdContext, args: CommentArgs) -> Result<(), BdError> {
+pub fn cmd_comment(ctx: &BdContext, args: CommentArgs) -> Result<(), CliError> {
     let text = comment_text(args.text, args.file.as_deref())?;
     add(ctx, &args.id, &text, args.author)
 }
 
-pub fn cmd_comments(ctx: &BdContext, args: CommentsArgs) -> Result<(), BdError> {
+pub fn cmd_comments(ctx: &BdContext, args: CommentsArgs) -> Result<(), CliError> {
     match args.comments.args.as_slice() {
         [verb, id, rest @ ..] if verb == "add" => {
             let text = comment_text(rest.first().cloned(), args.file.as_deref())?;
             add(ctx, id, &text, args.comments.author)
         }
         [id] => list(ctx, id),
-        _ => Err(BdError::new("usage: bd comments <id> | bd comments add <id> \"text\"")),
+        _ => Err(CliError::new("usage: bd comments <id> | bd comments add <id> \"text\"")),
     }
 }
 
-fn comment_text(text: Option<String>, file: Option<&std::path::Path>) -> Result<String, BdError> {
+fn comment_text(text: Option<String>, file: Option<&std::path::Path>) -> Result<String, CliError> {
     match (text, file) {
         (Some(text), _) => Ok(text),
         (None, Some(path)) if path.as_os_str() == "-" => {
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|e| BdError::new(format!("reading stdin: {e}")))?;
+                .map_err(|e| CliError::new(format!("reading stdin: {e}")))?;
             Ok(text)
         }
         (None, Some(path)) => std::fs::read_to_string(path)
-            .map_err(|e| BdError::new(format!("reading {}: {e}", path.display()))),
-        (None, None) => Err(BdError::new("comment text required (or use --file)")),
+            .map_err(|e| CliError::new(format!("reading {}: {e}", path.display()))),
+        (None, None) => Err(CliError::new("comment text required (or use --file)")),
     }
 }
 
-fn add(ctx: &BdContext, id: &str, text: &str, author: Option<String>) -> Result<(), BdError> {
-    let (comment, issue) = write_comment(ctx.fleet()?, id, text, author)?;
+fn add(ctx: &BdContext, id: &str, text: &str, author: Option<String>) -> Result<(), CliError> {
+    let (comment, issue) =
+        write_comment(ctx.require_store()?, id, text, author).map_err(CliError::message_only)?;
     ctx.out.emit(&comment, || added_line(&comment, issue.as_ref()));
     Ok(())
 }
 
-fn list(ctx: &BdContext, id: &str) -> Result<(), BdError> {
+fn list(ctx: &BdContext, id: &str) -> Result<(), CliError> {
     let (id, comments) = issue_comments(&ctx.open_store()?, id)?;
     ctx.out.emit(&comments, || {
         if comments.is_empty() {

@@ -3,11 +3,14 @@
 //! Every key lives in the workspace's store, including the ones beads keeps in `config.yaml`
 //! (`export.auto`, `import.path`, …), so one file holds the whole workspace. `issue_prefix` is
 //! the store's id prefix and reads back as such.
+//!
+//! Not to be confused with `fleet config` (`cli::config`), which edits fleet's runtime.toml;
+//! each one's help points at the other.
 
 use serde::Serialize;
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
@@ -30,7 +33,7 @@ struct Setting {
 
 const PREFIX_KEY: &str = "issue_prefix";
 
-pub fn cmd_config(ctx: &BdContext, command: ConfigCommand) -> Result<(), BdError> {
+pub fn cmd_config(ctx: &BdContext, command: ConfigCommand) -> Result<(), CliError> {
     match command {
         ConfigCommand::Set { key, value } => {
             ctx.check_writable("config set")?;
@@ -80,20 +83,20 @@ pub fn cmd_config(ctx: &BdContext, command: ConfigCommand) -> Result<(), BdError
 }
 
 /// The prefix is part of every id; it changes only through a rename, which fleet lacks.
-fn refuse_prefix(key: &str) -> Result<(), BdError> {
+fn refuse_prefix(key: &str) -> Result<(), CliError> {
     if key == PREFIX_KEY {
-        return Err(BdError::new(
+        return Err(CliError::new(
             "issue_prefix is fixed when the workspace is created (bd init --prefix X)",
         ));
     }
     Ok(())
 }
 
-fn write(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), BdError> {
+fn write(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), CliError> {
     if key.trim().is_empty() {
-        return Err(BdError::new("config key is empty"));
+        return Err(CliError::new("config key is empty"));
     }
     let store = ctx.open_store()?;
-    store.write(ctx.actor(), ctx.fleet()?.clock, |writer| writer.set_config(key, value))?;
+    store.write(&ctx.actor, ctx.require_store()?.clock, |writer| writer.set_config(key, value))?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::context::BdContext;
 use super::issue::{parse_estimate, parse_metadata, read_stdin, read_text_file};
 use super::lint::missing_sections;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, printable};
 use crate::model::{Issue, dep_type};
@@ -154,7 +154,7 @@ impl Draft {
     }
 
     /// A preview of the issue for `--dry-run`, without touching the store.
-    fn preview(&self) -> Result<Issue, BdError> {
+    fn preview(&self) -> Result<Issue, CliError> {
         let now = jiff::Timestamp::now();
         let title = self.args.title.clone().unwrap_or_default();
         let mut issue = Issue::new(String::new(), title, now);
@@ -176,18 +176,18 @@ impl Draft {
     }
 }
 
-pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), BdError> {
+pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
     if let Some(file) = &args.file {
         return create_from_markdown(ctx, &args, file);
     }
     let title = match (&args.title, &args.title_arg) {
         (Some(title), _) | (None, Some(title)) => title.clone(),
         (None, None) => {
-            return Err(BdError::new("title required (or use --file to create from markdown)"));
+            return Err(CliError::new("title required (or use --file to create from markdown)"));
         }
     };
     if title.trim().is_empty() {
-        return Err(BdError::new("title is required"));
+        return Err(CliError::new("title is required"));
     }
     let description = match (&args.description, &args.body_file, args.stdin) {
         (Some(text), _, _) => text.clone(),
@@ -201,7 +201,7 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), BdError> {
     if let Some(gate) = &args.waits_for_gate
         && !matches!(gate.as_str(), "all-children" | "any-children")
     {
-        return Err(BdError::new(format!(
+        return Err(CliError::new(format!(
             "invalid --waits-for-gate {gate:?}: expected all-children or any-children"
         )));
     }
@@ -212,10 +212,10 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), BdError> {
     let preview = draft.preview()?;
     validate_on_create(ctx, &args, &preview)?;
     if let Some(due) = &args.due {
-        parse_user_date("due", due, ctx.fleet_unchecked().now())?;
+        parse_user_date("due", due, ctx.now())?;
     }
     if let Some(defer) = &args.defer {
-        parse_user_date("defer", defer, ctx.fleet_unchecked().now())?;
+        parse_user_date("defer", defer, ctx.now())?;
     }
     if args.dry_run {
         ctx.out.emit(&preview, || {
@@ -249,7 +249,7 @@ fn created_lines(issue: &Issue) -> String {
 
 /// Applies `validation.on-create` (error or warn) and `--validate`: the description must hold
 /// the sections the type requires (spec §2, the same rules as `bd lint`).
-fn validate_on_create(ctx: &BdContext, args: &CreateArgs, issue: &Issue) -> Result<(), BdError> {
+fn validate_on_create(ctx: &BdContext, args: &CreateArgs, issue: &Issue) -> Result<(), CliError> {
     let mode = if args.validate {
         Some("error".to_string())
     } else {
@@ -268,7 +268,7 @@ fn validate_on_create(ctx: &BdContext, args: &CreateArgs, issue: &Issue) -> Resu
         missing.iter().map(|m| format!("## {m}")).collect::<Vec<_>>().join(", ")
     );
     if mode == "error" {
-        return Err(BdError::new(message));
+        return Err(CliError::new(message));
     }
     ctx.out.warn(&format!("Warning: {message}"));
     Ok(())
@@ -278,19 +278,20 @@ fn create_draft(
     ctx: &BdContext,
     draft: &Draft,
     gate: Option<&str>,
-) -> Result<IssueSummary, BdError> {
+) -> Result<IssueSummary, CliError> {
     let metadata = draft.metadata.clone();
     let ephemeral = draft.ephemeral;
-    let summary = fleet::create_issue(ctx.fleet()?, &draft.args, |issue| {
+    let summary = fleet::create_issue(ctx.require_store()?, &draft.args, |issue| {
         if metadata.is_some() {
             issue.metadata = metadata;
         }
         issue.ephemeral = ephemeral;
-    })?;
+    })
+    .map_err(CliError::message_only)?;
     if let Some(gate @ "any-children") = gate {
         let store = ctx.open_store()?;
         let id = summary.issue.id.clone();
-        store.write(ctx.actor(), ctx.fleet()?.clock, |writer| {
+        store.write(&ctx.actor, ctx.require_store()?.clock, |writer| {
             Ok(crate::tracker::set_wait_gate(writer, &id, gate)?)
         })?;
     }
@@ -305,11 +306,11 @@ fn create_from_markdown(
     ctx: &BdContext,
     args: &CreateArgs,
     file: &std::path::Path,
-) -> Result<(), BdError> {
+) -> Result<(), CliError> {
     let text = read_text_file(file)?;
     let drafts = parse_markdown(&text, args)?;
     if drafts.is_empty() {
-        return Err(BdError::new(format!(
+        return Err(CliError::new(format!(
             "no issues found in {}: start each issue with a `## Title` line",
             file.display()
         )));
@@ -341,7 +342,7 @@ fn create_from_markdown(
     Ok(())
 }
 
-fn parse_markdown(text: &str, args: &CreateArgs) -> Result<Vec<Draft>, BdError> {
+fn parse_markdown(text: &str, args: &CreateArgs) -> Result<Vec<Draft>, CliError> {
     let mut drafts: Vec<Draft> = Vec::new();
     let mut section: Option<String> = None;
     let mut buffer = String::new();

@@ -1,10 +1,10 @@
 //! `bd dep add|remove|tree|list|cycles`, and the shorthand `bd dep <blocker> --blocks <blocked>`.
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::dep::{
-    EdgeResult, ListArgs, TreeArgs, Trees, add_dependency, linked_issues, remove_dependency,
-    render_cycles,
+    EdgeArgs, EdgeResult, ListArgs, TreeArgs, Trees, add_dependency, linked_issues,
+    remove_dependency, render_cycles,
 };
 use crate::cli::output::printable;
 use crate::model::{dep_type, validate_dep_type};
@@ -25,7 +25,7 @@ pub struct DepArgs {
 
 impl DepArgs {
     pub fn writes(&self) -> bool {
-        matches!(self.command, Some(DepCommand::Add { .. } | DepCommand::Remove { .. }))
+        matches!(self.command, Some(DepCommand::Add { .. } | DepCommand::Remove(_)))
             || self.command.is_none()
     }
 }
@@ -52,7 +52,7 @@ pub enum DepCommand {
     },
     /// Remove a dependency.
     #[command(visible_alias = "rm")]
-    Remove { issue: String, depends_on: String },
+    Remove(EdgeArgs),
     /// Show the dependency tree of an issue.
     Tree {
         #[command(flatten)]
@@ -70,11 +70,11 @@ pub enum DepCommand {
     Cycles,
 }
 
-pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), BdError> {
+pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), CliError> {
     let Some(command) = args.command else {
         return match (args.blocker, args.blocks) {
             (Some(blocker), Some(blocked)) => add(ctx, &blocked, &blocker, dep_type::BLOCKS),
-            _ => Err(BdError::new(
+            _ => Err(CliError::new(
                 "expected a subcommand (add, remove, tree, list, cycles) or `bd dep <blocker> --blocks <blocked>`",
             )),
         };
@@ -82,14 +82,17 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), BdError> {
     match command {
         DepCommand::Add { issue, depends_on, kind, blocked_by, depends_on_flag, .. } => {
             let target = depends_on.or(blocked_by).or(depends_on_flag).ok_or_else(|| {
-                BdError::new(
+                CliError::new(
                     "dep add needs the issue it depends on: bd dep add <issue> <depends-on>",
                 )
             })?;
             add(ctx, &issue, &target, &kind)
         }
-        DepCommand::Remove { issue, depends_on } => {
-            let result = EdgeResult::removed(remove_dependency(ctx.fleet()?, &issue, &depends_on)?);
+        DepCommand::Remove(EdgeArgs { issue, depends_on }) => {
+            let result = EdgeResult::removed(
+                remove_dependency(ctx.require_store()?, &issue, &depends_on)
+                    .map_err(CliError::message_only)?,
+            );
             ctx.out.emit(&result, || result.removed_line());
             Ok(())
         }
@@ -99,14 +102,15 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), BdError> {
     }
 }
 
-fn add(ctx: &BdContext, issue: &str, depends_on: &str, kind: &str) -> Result<(), BdError> {
+fn add(ctx: &BdContext, issue: &str, depends_on: &str, kind: &str) -> Result<(), CliError> {
     validate_dep_type(kind)?;
-    let added = add_dependency(ctx.fleet()?, issue, depends_on, kind)?;
+    let added = add_dependency(ctx.require_store()?, issue, depends_on, kind)
+        .map_err(CliError::message_only)?;
     ctx.out.emit(&EdgeResult::added(&added, kind), || added.added_line(kind));
     Ok(())
 }
 
-fn tree(ctx: &BdContext, args: &TreeArgs, format: &str) -> Result<(), BdError> {
+fn tree(ctx: &BdContext, args: &TreeArgs, format: &str) -> Result<(), CliError> {
     let (id, trees) = Trees::read(&ctx.open_store()?, args)?;
     if format == "mermaid" && !ctx.out.json {
         let mut lines = vec!["graph TD".to_string()];
@@ -144,7 +148,7 @@ fn mermaid_id(id: &str) -> String {
     id.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
 }
 
-fn list(ctx: &BdContext, args: &ListArgs) -> Result<(), BdError> {
+fn list(ctx: &BdContext, args: &ListArgs) -> Result<(), CliError> {
     let (id, items) = linked_issues(&ctx.open_store()?, args)?;
     let direction = args.direction.as_str();
     ctx.out.emit(&items, || {
@@ -169,7 +173,7 @@ fn list(ctx: &BdContext, args: &ListArgs) -> Result<(), BdError> {
     Ok(())
 }
 
-fn cycles(ctx: &BdContext) -> Result<(), BdError> {
+fn cycles(ctx: &BdContext) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let cycles = reader.cycles()?;

@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::context::BdContext;
-use super::output::BdError;
 use super::{BdGlobal, transfer};
+use crate::cli::CliError;
 use crate::cli::init::init_workspace;
 use crate::store::STORE_FILE;
 
@@ -40,7 +40,7 @@ struct Initialized {
     prefix: String,
 }
 
-pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<(), BdError> {
+pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.init_dir(global)?;
     let jsonl = dir.join("issues.jsonl");
     let prefix = match &args.prefix {
@@ -50,7 +50,7 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
         }
         None => prefix_from_dir(&dir),
     };
-    let store = init_workspace(&dir, &prefix)?;
+    let store = init_workspace(&dir, &prefix).map_err(CliError::message_only)?;
     let result = Initialized {
         path: dir.display().to_string(),
         database: dir.join(STORE_FILE).display().to_string(),

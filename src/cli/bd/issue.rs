@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, list_line, printable};
 use crate::model::{Issue, Status, dep_type};
@@ -18,34 +18,34 @@ use crate::time::parse_user_date;
 use crate::tracker::{self, UpdateRequest};
 
 /// Parses `--estimate`, refusing negative and non-numeric values as bd does.
-pub(super) fn parse_estimate(text: Option<&str>) -> Result<Option<i64>, BdError> {
+pub(super) fn parse_estimate(text: Option<&str>) -> Result<Option<i64>, CliError> {
     let Some(text) = text else { return Ok(None) };
     match text.trim().parse::<i64>() {
         Ok(minutes) if minutes >= 0 => Ok(Some(minutes)),
-        _ => Err(BdError::new(format!(
+        _ => Err(CliError::new(format!(
             "estimate must be a non-negative number of minutes (got {text:?})"
         ))),
     }
 }
 
 /// Parses `--metadata` JSON.
-pub(super) fn parse_metadata(text: &str) -> Result<serde_json::Value, BdError> {
-    serde_json::from_str(text).map_err(|e| BdError::new(format!("invalid --metadata JSON: {e}")))
+pub(super) fn parse_metadata(text: &str) -> Result<serde_json::Value, CliError> {
+    serde_json::from_str(text).map_err(|e| CliError::new(format!("invalid --metadata JSON: {e}")))
 }
 
-pub(super) fn read_text_file(path: &std::path::Path) -> Result<String, BdError> {
+pub(super) fn read_text_file(path: &std::path::Path) -> Result<String, CliError> {
     if path.as_os_str() == "-" {
         return read_stdin();
     }
     std::fs::read_to_string(path)
-        .map_err(|e| BdError::new(format!("reading {}: {e}", path.display())))
+        .map_err(|e| CliError::new(format!("reading {}: {e}", path.display())))
 }
 
-pub(super) fn read_stdin() -> Result<String, BdError> {
+pub(super) fn read_stdin() -> Result<String, CliError> {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
-        .map_err(|e| BdError::new(format!("reading stdin: {e}")))?;
+        .map_err(|e| CliError::new(format!("reading stdin: {e}")))?;
     Ok(text)
 }
 
@@ -81,20 +81,20 @@ fn report_unresolved(ctx: &BdContext, input: &str, error: &StoreError) {
     ctx.out.warn(&format!("Error resolving {input}: {error}"));
 }
 
-pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), BdError> {
+pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), CliError> {
     let mut ids = args.ids.clone();
     ids.extend(args.id_flags.iter().cloned());
     if args.current {
         if !ids.is_empty() {
-            return Err(BdError::new("--current cannot be combined with explicit issue IDs"));
+            return Err(CliError::new("--current cannot be combined with explicit issue IDs"));
         }
         let current = ctx
             .last_touched()
-            .ok_or_else(|| BdError::new("no current issue found (no recently touched issue)"))?;
+            .ok_or_else(|| CliError::new("no current issue found (no recently touched issue)"))?;
         ids.push(current);
     }
     if ids.is_empty() {
-        return Err(BdError::new(
+        return Err(CliError::new(
             "at least one issue ID is required (use positional args, --id flag, or --current)",
         )
         .with_hint("bd show <id>"));
@@ -228,7 +228,7 @@ pub struct UpdateArgs {
 }
 
 impl UpdateArgs {
-    fn fleet_args(&self, id: &str) -> Result<fleet::UpdateArgs, BdError> {
+    fn fleet_args(&self, id: &str) -> Result<fleet::UpdateArgs, CliError> {
         Ok(fleet::UpdateArgs {
             ids: vec![id.to_string()],
             status: self.status.clone(),
@@ -315,13 +315,15 @@ fn apply_extra(
     Ok(())
 }
 
-pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), BdError> {
+pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
-    let fctx = ctx.fleet()?;
+    let fctx = ctx.require_store()?;
     // Validate every flag once, before any issue changes.
     let template = args.fleet_args("")?;
     let metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
-    if !fleet::update_requested(fctx, &template)? && !args.has_extra() {
+    if !fleet::update_requested(fctx, &template).map_err(CliError::message_only)?
+        && !args.has_extra()
+    {
         ctx.out.text("No updates specified");
         return Ok(());
     }
@@ -371,8 +373,8 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), BdError> {
 
 /// The end of a command whose per-issue errors are already on stderr: exit 1, adding a JSON
 /// error object with `--json` (so a program reading stderr gets one).
-fn items_failed(ctx: &BdContext, summary: String) -> BdError {
-    if ctx.out.json { BdError::new(summary) } else { BdError::silent() }
+fn items_failed(ctx: &BdContext, summary: String) -> CliError {
+    if ctx.out.json { CliError::new(summary) } else { CliError::silent() }
 }
 
 /// Resolves `input`; an unknown or ambiguous id is reported on stderr and skipped (`None`),
@@ -381,7 +383,7 @@ fn resolve_or_report(
     ctx: &BdContext,
     store: &Store,
     input: &str,
-) -> Result<Option<String>, BdError> {
+) -> Result<Option<String>, CliError> {
     match store.read()?.resolve(input) {
         Ok(id) => Ok(Some(id)),
         Err(error @ (StoreError::NotFound(_) | StoreError::Ambiguous { .. })) => {
@@ -402,11 +404,11 @@ pub struct ClaimArgs {
     pub id: Option<String>,
 }
 
-pub fn cmd_claim(ctx: &BdContext, args: ClaimArgs) -> Result<(), BdError> {
+pub fn cmd_claim(ctx: &BdContext, args: ClaimArgs) -> Result<(), CliError> {
     let id = ctx.ids_or_last_touched(args.id.into_iter().collect())?.remove(0);
     let store = ctx.open_store()?;
-    let issue = crate::claim::claim(&store, ctx.actor(), ctx.fleet()?.clock, &id)
-        .map_err(|e| BdError::new(format!("claiming {id}: {e}")))?;
+    let issue = crate::claim::claim(&store, &ctx.actor, ctx.require_store()?.clock, &id)
+        .map_err(|e| CliError::new(format!("claiming {id}: {e}")))?;
     ctx.touch(&issue.id);
     let summary = store.read()?.summary(issue)?;
     ctx.out.emit(std::slice::from_ref(&summary), || {
@@ -463,14 +465,14 @@ fn terse_reason(reason: &str) -> Option<String> {
     })
 }
 
-pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
+pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
     let mut reasons = args.reason.clone();
     if let Some(path) = &args.reason_file {
         reasons.push(read_text_file(path)?.trim().to_string());
     }
     if reasons.len() > 1 && reasons.len() != ids.len() {
-        return Err(BdError::new(format!(
+        return Err(CliError::new(format!(
             "{} reasons for {} issues: give one reason, or one per issue",
             reasons.len(),
             ids.len()
@@ -482,7 +484,7 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
         && let Some(problem) = terse_reason(reasons.first().map_or("", String::as_str))
     {
         if mode == "error" {
-            return Err(BdError::new(problem));
+            return Err(CliError::new(problem));
         }
         ctx.out.warn(&format!("Warning: {problem}"));
     }
@@ -493,7 +495,8 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
         force: args.force,
         session: args.session.clone().unwrap_or_else(session_from_env),
     };
-    let result = fleet::close_issues(ctx.fleet()?, &fleet_args)?;
+    let result =
+        fleet::close_issues(ctx.require_store()?, &fleet_args).map_err(CliError::message_only)?;
     for refusal in &result.refused {
         if refusal.unresolved {
             ctx.out.warn(&format!("Error resolving {}: {}", refusal.id, refusal.error));
@@ -527,8 +530,8 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
         let store = ctx.open_store()?;
         let claimed = crate::claim::claim_next(
             &store,
-            ctx.actor(),
-            ctx.fleet()?.clock,
+            &ctx.actor,
+            ctx.require_store()?.clock,
             &ReadyFilter::default(),
         )?;
         match claimed {
@@ -543,7 +546,7 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), BdError> {
 }
 
 /// After a close: the dependents of the closed issues that are ready now.
-fn suggest_next(ctx: &BdContext, closed: &[IssueSummary]) -> Result<(), BdError> {
+fn suggest_next(ctx: &BdContext, closed: &[IssueSummary]) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let mut unblocked = Vec::new();
@@ -578,9 +581,10 @@ pub struct ReopenArgs {
     pub reason: Option<String>,
 }
 
-pub fn cmd_reopen(ctx: &BdContext, args: ReopenArgs) -> Result<(), BdError> {
+pub fn cmd_reopen(ctx: &BdContext, args: ReopenArgs) -> Result<(), CliError> {
     let fleet_args = fleet::ReopenArgs { ids: args.ids.clone(), reason: args.reason.clone() };
-    let reopened = fleet::reopen_issues(ctx.fleet()?, &fleet_args)?;
+    let reopened =
+        fleet::reopen_issues(ctx.require_store()?, &fleet_args).map_err(CliError::message_only)?;
     let suffix = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     ctx.out.emit(&reopened, || {
         reopened
@@ -613,7 +617,7 @@ pub struct DeleteArgs {
     pub hard: bool,
 }
 
-pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), BdError> {
+pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), CliError> {
     let mut ids = args.ids.clone();
     if let Some(path) = &args.from_file {
         let text = read_text_file(path)?;
@@ -625,7 +629,7 @@ pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), BdError> {
         );
     }
     if ids.is_empty() {
-        return Err(BdError::new("no issue IDs provided").with_hint("bd delete <id>... --force"));
+        return Err(CliError::new("no issue IDs provided").with_hint("bd delete <id>... --force"));
     }
     let store = ctx.open_store()?;
     let reader = store.read()?;
@@ -634,7 +638,7 @@ pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), BdError> {
         match reader.resolve(input) {
             Ok(id) => resolved.push(id),
             Err(StoreError::NotFound(_)) => {
-                return Err(BdError::new(format!("issue {input} not found")));
+                return Err(CliError::new(format!("issue {input} not found")));
             }
             Err(error) => return Err(error.into()),
         }
@@ -652,7 +656,8 @@ pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), BdError> {
     }
     drop(reader);
     let fleet_args = fleet::DeleteArgs { ids: resolved, force: args.force && !args.dry_run };
-    let result = fleet::delete_issues(ctx.fleet()?, &fleet_args)?;
+    let result =
+        fleet::delete_issues(ctx.require_store()?, &fleet_args).map_err(CliError::message_only)?;
     ctx.out.emit(&result, || fleet::render_delete(&result));
     Ok(())
 }
@@ -672,8 +677,8 @@ pub struct UndeferArgs {
     pub ids: Vec<String>,
 }
 
-pub fn cmd_defer(ctx: &BdContext, args: DeferArgs) -> Result<(), BdError> {
-    let fctx = ctx.fleet()?;
+pub fn cmd_defer(ctx: &BdContext, args: DeferArgs) -> Result<(), CliError> {
+    let fctx = ctx.require_store()?;
     let until = args
         .until
         .as_deref()
@@ -697,7 +702,7 @@ pub fn cmd_defer(ctx: &BdContext, args: DeferArgs) -> Result<(), BdError> {
     Ok(())
 }
 
-pub fn cmd_undefer(ctx: &BdContext, args: UndeferArgs) -> Result<(), BdError> {
+pub fn cmd_undefer(ctx: &BdContext, args: UndeferArgs) -> Result<(), CliError> {
     let patch =
         IssuePatch { status: Some(Status::Open), defer_until: Some(None), ..IssuePatch::default() };
     let changed = patch_each(ctx, &args.ids, &patch)?;
@@ -716,9 +721,9 @@ fn patch_each(
     ctx: &BdContext,
     ids: &[String],
     patch: &IssuePatch,
-) -> Result<Vec<IssueSummary>, BdError> {
+) -> Result<Vec<IssueSummary>, CliError> {
     let store = ctx.open_store()?;
-    let (changed, _) = store.write(ctx.actor(), ctx.fleet()?.clock, |writer| {
+    let (changed, _) = store.write(&ctx.actor, ctx.require_store()?.clock, |writer| {
         let mut changed = Vec::new();
         for input in ids {
             let request = UpdateRequest {

@@ -1,26 +1,20 @@
 //! `bd label add|remove|list|list-all|propagate`.
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::label::{
-    apply_label_change, issue_labels, label_counts, render_changes, render_label_counts,
-    render_labels,
+    LabelTargets, apply_label_change, issue_labels, label_counts, render_changes,
+    render_label_counts, render_labels,
 };
 use crate::model::dep_type;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum LabelCommand {
     /// Add a label to issues: `label add ID... LABEL`.
-    Add {
-        #[arg(required = true, num_args = 2..)]
-        ids_then_label: Vec<String>,
-    },
+    Add(LabelTargets),
     /// Remove a label from issues: `label remove ID... LABEL`.
     #[command(visible_alias = "rm")]
-    Remove {
-        #[arg(required = true, num_args = 2..)]
-        ids_then_label: Vec<String>,
-    },
+    Remove(LabelTargets),
     /// List the labels of an issue.
     List { id: String },
     /// List every label in use, with how many issues carry it.
@@ -31,19 +25,19 @@ pub enum LabelCommand {
 
 impl LabelCommand {
     pub fn writes(&self) -> bool {
-        matches!(self, Self::Add { .. } | Self::Remove { .. } | Self::Propagate { .. })
+        matches!(self, Self::Add(_) | Self::Remove(_) | Self::Propagate { .. })
     }
 }
 
-pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), BdError> {
+pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), CliError> {
     match command {
-        LabelCommand::Add { mut ids_then_label } => {
-            let label = ids_then_label.pop().unwrap_or_default();
-            change(ctx, &ids_then_label, &label, true)
+        LabelCommand::Add(targets) => {
+            let (ids, label) = targets.split();
+            change(ctx, ids, label, true)
         }
-        LabelCommand::Remove { mut ids_then_label } => {
-            let label = ids_then_label.pop().unwrap_or_default();
-            change(ctx, &ids_then_label, &label, false)
+        LabelCommand::Remove(targets) => {
+            let (ids, label) = targets.split();
+            change(ctx, ids, label, false)
         }
         LabelCommand::List { id } => list(ctx, &id),
         LabelCommand::ListAll => list_all(ctx),
@@ -67,19 +61,20 @@ pub fn cmd_label(ctx: &BdContext, command: LabelCommand) -> Result<(), BdError> 
     }
 }
 
-fn change(ctx: &BdContext, ids: &[String], label: &str, add: bool) -> Result<(), BdError> {
-    let changes = apply_label_change(ctx.fleet()?, ids, label, add)?;
+fn change(ctx: &BdContext, ids: &[String], label: &str, add: bool) -> Result<(), CliError> {
+    let changes = apply_label_change(ctx.require_store()?, ids, label, add)
+        .map_err(CliError::message_only)?;
     ctx.out.emit(&changes, || render_changes(&changes, add));
     Ok(())
 }
 
-fn list(ctx: &BdContext, id: &str) -> Result<(), BdError> {
+fn list(ctx: &BdContext, id: &str) -> Result<(), CliError> {
     let (id, labels) = issue_labels(&ctx.open_store()?, id)?;
     ctx.out.emit(&labels, || render_labels(&id, &labels));
     Ok(())
 }
 
-fn list_all(ctx: &BdContext) -> Result<(), BdError> {
+fn list_all(ctx: &BdContext) -> Result<(), CliError> {
     let counts = label_counts(&ctx.open_store()?)?;
     ctx.out.emit(&counts, || render_label_counts(&counts, "No labels found in database"));
     Ok(())

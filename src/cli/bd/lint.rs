@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::output::printable;
 use crate::model::{Issue, Status};
 use crate::store::ListFilter;
@@ -77,7 +77,7 @@ struct LintReport {
     results: Vec<LintResult>,
 }
 
-pub fn cmd_lint(ctx: &BdContext, args: LintArgs) -> Result<(), BdError> {
+pub fn cmd_lint(ctx: &BdContext, args: LintArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let mut issues = Vec::new();
@@ -137,7 +137,7 @@ pub fn cmd_lint(ctx: &BdContext, args: LintArgs) -> Result<(), BdError> {
         }
         lines.join("\n")
     });
-    if report.results.is_empty() { Ok(()) } else { Err(BdError::silent()) }
+    if report.results.is_empty() { Ok(()) } else { Err(CliError::silent()) }
 }
 
 #[cfg(test)]

@@ -22,7 +22,6 @@ mod issue;
 mod label;
 mod link;
 mod lint;
-mod output;
 mod query;
 mod transfer;
 
@@ -32,22 +31,15 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use link::{LinkArgs, cmd_link_bd};
-pub use output::BdError;
 
 use context::BdContext;
 
+use super::CliError;
+use super::context::Personality;
+use super::output::Mode;
+
 /// The beads release whose CLI contract this personality follows.
 pub const BD_COMPAT_VERSION: &str = "1.0.5";
-
-/// How the personality was reached; it decides where the workspace is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Personality {
-    /// Invoked as `bd`: `BEADS_DIR`, then the nearest `.beads/` upwards from the current
-    /// directory.
-    Bd,
-    /// Invoked as `fleet bd …`: `BEADS_DIR`, then fleet's central queue `$FLEET_HOME/.beads`.
-    FleetBd,
-}
 
 const ROOT_HELP: &str = "\
 {about-with-newline}
@@ -129,6 +121,11 @@ pub struct BdGlobal {
     pub allow_stale: bool,
 }
 
+/// What `bd config --help` says about the other config.
+const CONFIG_AFTER_HELP: &str = "Settings live in the workspace's store (the config table of \
+.beads/beads.db). fleet's runtime settings (the supervisor and its coders, in \
+$FLEET_HOME/runtime.toml) are `fleet config`'s.";
+
 #[derive(Debug, Subcommand)]
 pub enum BdCommand {
     /// Initialize bd in the current directory.
@@ -187,7 +184,7 @@ pub enum BdCommand {
     /// Check issues for missing template sections.
     Lint(lint::LintArgs),
     /// Manage configuration settings.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
     Config(config::ConfigCommand),
     /// Export issues to JSONL.
     Export(transfer::ExportArgs),
@@ -217,7 +214,7 @@ pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
     let json = cli.global.json;
     match dispatch(cli, personality) {
         Ok(()) => 0,
-        Err(error) => error.report(json),
+        Err(error) => error.report(Mode::Bd, json),
     }
 }
 
@@ -301,7 +298,7 @@ fn version_line() -> String {
     format!("bd version {BD_COMPAT_VERSION} (fleet {})", env!("CARGO_PKG_VERSION"))
 }
 
-fn dispatch(cli: BdCli, personality: Personality) -> Result<(), BdError> {
+fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
     let global = cli.global;
     let Some(command) = cli.command else {
         if global.version {

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::issue::split_csv;
 use crate::cli::output::{id_title, list_line, printable};
 use crate::cli::query::{self as fleet, ListFilterArgs};
@@ -64,10 +64,11 @@ struct Extra {
 }
 
 impl ExtraFilterArgs {
-    fn compile(&self, reader: &Reader, now: Timestamp) -> Result<Extra, BdError> {
-        let date = |flag: &'static str, v: &Option<String>| -> Result<Option<Timestamp>, BdError> {
-            Ok(v.as_deref().map(|v| parse_user_date(flag, v, now)).transpose()?.flatten())
-        };
+    fn compile(&self, reader: &Reader, now: Timestamp) -> Result<Extra, CliError> {
+        let date =
+            |flag: &'static str, v: &Option<String>| -> Result<Option<Timestamp>, CliError> {
+                Ok(v.as_deref().map(|v| parse_user_date(flag, v, now)).transpose()?.flatten())
+            };
         let family = match &self.parent {
             Some(parent) => {
                 let parent = reader.resolve(parent)?;
@@ -118,7 +119,7 @@ impl Extra {
     }
 }
 
-fn descendants(reader: &Reader, parent: &str) -> Result<Vec<String>, BdError> {
+fn descendants(reader: &Reader, parent: &str) -> Result<Vec<String>, CliError> {
     let mut found = Vec::new();
     let mut stack = vec![parent.to_string()];
     while let Some(node) = stack.pop() {
@@ -167,11 +168,11 @@ fn filtered_list(
     reader: &Reader,
     mut filter: ListFilter,
     extra: &ExtraFilterArgs,
-    keep: impl Fn(&IssueSummary) -> Result<bool, BdError>,
-) -> Result<(Vec<IssueSummary>, usize), BdError> {
+    keep: impl Fn(&IssueSummary) -> Result<bool, CliError>,
+) -> Result<(Vec<IssueSummary>, usize), CliError> {
     let limit = filter.limit;
     filter.limit = 0;
-    let extra = extra.compile(reader, ctx.fleet()?.now())?;
+    let extra = extra.compile(reader, ctx.require_store()?.now())?;
     let (all, _) = reader.list(&filter)?;
     let mut matched = Vec::new();
     for summary in all {
@@ -186,8 +187,8 @@ fn filtered_list(
     Ok((matched, total))
 }
 
-pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), BdError> {
-    let mut filter = args.filter.to_filter(None)?;
+pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), CliError> {
+    let mut filter = args.filter.to_filter(None).map_err(CliError::message_only)?;
     if args.deferred {
         filter.statuses = vec![Status::Deferred];
     }
@@ -196,7 +197,7 @@ pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), BdError> {
     }
     let store = ctx.open_store()?;
     let reader = store.read()?;
-    let now = ctx.fleet()?.now();
+    let now = ctx.require_store()?.now();
     let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |s| {
         let ready_ok = !args.ready || !reader.is_blocked(&s.issue.id)?;
         let overdue_ok = !args.overdue
@@ -253,17 +254,17 @@ pub struct ReadyArgs {
     pub pretty: bool,
 }
 
-pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), BdError> {
+pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
     if args.claim {
         return ready_claim(ctx, &args);
     }
     let store = ctx.open_store()?;
     let reader = store.read()?;
-    let mut filter = args.filter.to_filter()?;
+    let mut filter = args.filter.to_filter().map_err(CliError::message_only)?;
     if let Some(parent) = &filter.parent {
         filter.parent = Some(reader.resolve(parent)?);
     }
-    let page = reader.ready(&filter, ctx.fleet()?.now())?;
+    let page = reader.ready(&filter, ctx.require_store()?.now())?;
     let summaries = if ctx.out.json { reader.summaries(&page.issues)? } else { Vec::new() };
     ctx.out.emit(&summaries, || {
         if !page.issues.is_empty() {
@@ -289,16 +290,17 @@ pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), BdError> {
 
 /// `ready --claim`: in one transaction, the first ready issue this actor may take becomes
 /// in_progress and theirs.
-fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), BdError> {
+fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), CliError> {
     if args.filter.assignee.is_some() {
-        return Err(BdError::new("--claim cannot be combined with --assignee"));
+        return Err(CliError::new("--claim cannot be combined with --assignee"));
     }
     let store = ctx.open_store()?;
-    let mut filter = args.filter.to_filter()?;
+    let mut filter = args.filter.to_filter().map_err(CliError::message_only)?;
     if let Some(parent) = &filter.parent {
         filter.parent = Some(store.read()?.resolve(parent)?);
     }
-    let claimed = crate::claim::claim_next(&store, ctx.actor(), ctx.fleet()?.clock, &filter)?;
+    let claimed =
+        crate::claim::claim_next(&store, &ctx.actor, ctx.require_store()?.clock, &filter)?;
     let summaries = match claimed {
         Some(issue) => {
             ctx.touch(&issue.id);
@@ -320,7 +322,7 @@ pub struct BlockedArgs {
     pub parent: Option<String>,
 }
 
-pub fn cmd_blocked(ctx: &BdContext, args: BlockedArgs) -> Result<(), BdError> {
+pub fn cmd_blocked(ctx: &BdContext, args: BlockedArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
@@ -332,9 +334,9 @@ pub fn cmd_blocked(ctx: &BdContext, args: BlockedArgs) -> Result<(), BdError> {
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {}
 
-pub fn cmd_stats(ctx: &BdContext, _args: StatsArgs) -> Result<(), BdError> {
+pub fn cmd_stats(ctx: &BdContext, _args: StatsArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let stats = store.read()?.stats(ctx.fleet()?.now())?;
+    let stats = store.read()?.stats(ctx.require_store()?.now())?;
     ctx.out.emit(&stats, || format!("\n{}", fleet::render_stats(&stats)));
     Ok(())
 }
@@ -352,14 +354,16 @@ pub struct SearchArgs {
     pub extra: ExtraFilterArgs,
 }
 
-pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), BdError> {
+pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), CliError> {
     let query = args
         .query
         .clone()
         .or(args.query_flag.clone())
         .filter(|q| !q.trim().is_empty())
-        .ok_or_else(|| BdError::new("search query is required").with_hint("bd search \"login\""))?;
-    let filter = args.filter.to_filter(Some(query.clone()))?;
+        .ok_or_else(|| {
+            CliError::new("search query is required").with_hint("bd search \"login\"")
+        })?;
+    let filter = args.filter.to_filter(Some(query.clone())).map_err(CliError::message_only)?;
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |_| Ok(true))?;
@@ -414,8 +418,8 @@ struct Group {
     count: usize,
 }
 
-pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), BdError> {
-    let mut filter = args.filter.to_filter(None)?;
+pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
+    let mut filter = args.filter.to_filter(None).map_err(CliError::message_only)?;
     // Counting is about every issue that matches, closed ones included unless filtered.
     if filter.statuses.is_empty() {
         filter.all = true;
@@ -464,7 +468,7 @@ pub struct ChildrenArgs {
     pub id: String,
 }
 
-pub fn cmd_children(ctx: &BdContext, args: ChildrenArgs) -> Result<(), BdError> {
+pub fn cmd_children(ctx: &BdContext, args: ChildrenArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let parent = reader.resolve(&args.id)?;
@@ -508,8 +512,8 @@ fn stale_cutoff(now: Timestamp, days: i64) -> Timestamp {
     now.checked_sub(span).unwrap_or(if days > 0 { Timestamp::MIN } else { Timestamp::MAX })
 }
 
-pub fn cmd_stale(ctx: &BdContext, args: StaleArgs) -> Result<(), BdError> {
-    let now = ctx.fleet()?.now();
+pub fn cmd_stale(ctx: &BdContext, args: StaleArgs) -> Result<(), CliError> {
+    let now = ctx.require_store()?.now();
     let cutoff = stale_cutoff(now, args.days);
     let statuses = args.status.as_deref().map(Status::parse_user).transpose()?;
     let filter = ListFilter {
@@ -557,7 +561,7 @@ struct EpicStatus {
     eligible_for_close: bool,
 }
 
-pub fn cmd_epic(ctx: &BdContext, command: EpicCommand) -> Result<(), BdError> {
+pub fn cmd_epic(ctx: &BdContext, command: EpicCommand) -> Result<(), CliError> {
     let EpicCommand::Status { eligible_only } = command;
     let store = ctx.open_store()?;
     let reader = store.read()?;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::context::BdContext;
-use super::output::BdError;
+use crate::cli::CliError;
 use crate::cli::transfer as fleet;
 
 #[derive(Debug, clap::Args)]
@@ -31,21 +31,21 @@ pub struct ImportArgs {
     pub rename_on_import: bool,
 }
 
-pub fn cmd_export(ctx: &BdContext, mut args: ExportArgs) -> Result<(), BdError> {
+pub fn cmd_export(ctx: &BdContext, mut args: ExportArgs) -> Result<(), CliError> {
     args.fleet.all |= args.include_infra;
-    fleet::cmd_export(ctx.fleet()?, args.fleet)?;
+    fleet::cmd_export(ctx.require_store()?, args.fleet).map_err(CliError::message_only)?;
     Ok(())
 }
 
-pub fn cmd_import(ctx: &BdContext, args: ImportArgs) -> Result<(), BdError> {
+pub fn cmd_import(ctx: &BdContext, args: ImportArgs) -> Result<(), CliError> {
     // Importing into a directory without a store creates it, as `fleet import` does.
     ctx.workspace_dir()?;
-    fleet::cmd_import(ctx.fleet_unchecked(), args.fleet)?;
+    fleet::cmd_import(ctx, args.fleet).map_err(CliError::message_only)?;
     Ok(())
 }
 
 /// Imports one file into the workspace (for `bd init --from-jsonl`).
-pub fn import_path(ctx: &BdContext, path: &Path, dry_run: bool) -> Result<(), BdError> {
+pub fn import_path(ctx: &BdContext, path: &Path, dry_run: bool) -> Result<(), CliError> {
     let args = fleet::ImportArgs {
         path: Some(PathBuf::from(path)),
         input: None,
@@ -53,14 +53,14 @@ pub fn import_path(ctx: &BdContext, path: &Path, dry_run: bool) -> Result<(), Bd
         skip_bad_lines: false,
         via_bd: false,
     };
-    fleet::cmd_import(ctx.fleet()?, args)?;
+    fleet::cmd_import(ctx.require_store()?, args).map_err(CliError::message_only)?;
     Ok(())
 }
 
 /// After a write command: `.beads/issues.jsonl` and `export-state.json` when `export.auto` is
 /// on. A failure is a warning; the command itself already succeeded.
 pub fn auto_export(ctx: &BdContext) {
-    if let Ok(fctx) = ctx.fleet() {
+    if let Ok(fctx) = ctx.require_store() {
         fleet::auto_export(fctx);
     }
 }
