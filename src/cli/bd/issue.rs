@@ -467,28 +467,8 @@ fn terse_reason(reason: &str) -> Option<String> {
 
 pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
-    let mut reasons = args.reason.clone();
-    if let Some(path) = &args.reason_file {
-        reasons.push(read_text_file(path)?.trim().to_string());
-    }
-    if reasons.len() > 1 && reasons.len() != ids.len() {
-        return Err(CliError::new(format!(
-            "{} reasons for {} issues: give one reason, or one per issue",
-            reasons.len(),
-            ids.len()
-        )));
-    }
-    let store = ctx.open_store()?;
-    let on_close = store.read()?.config("validation.on-close")?;
-    if let Some(mode) = on_close.filter(|m| m == "error" || m == "warn")
-        && let Some(problem) = terse_reason(reasons.first().map_or("", String::as_str))
-    {
-        if mode == "error" {
-            return Err(CliError::new(problem));
-        }
-        ctx.out.warn(&format!("Warning: {problem}"));
-    }
-    drop(store);
+    let reasons = close_reasons(&args, ids.len())?;
+    check_reason_policy(ctx, reasons.first().map_or("", String::as_str))?;
     let fleet_args = fleet::CloseArgs {
         ids,
         reason: reasons,
@@ -497,13 +477,7 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     };
     let result =
         fleet::close_issues(ctx.require_store()?, &fleet_args).map_err(CliError::message_only)?;
-    for refusal in &result.refused {
-        if refusal.unresolved {
-            ctx.out.warn(&format!("Error resolving {}: {}", refusal.id, refusal.error));
-        } else {
-            ctx.out.warn(&refusal.error);
-        }
-    }
+    report_refusals(ctx, &result);
     if let Some(first) = result.closed.first() {
         ctx.touch(&first.issue.id);
     }
@@ -513,34 +487,76 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
         }
         return Err(items_failed(ctx, "no issues were closed".to_string()));
     }
-    ctx.out.emit(&result.closed, || {
-        result
-            .closed
-            .iter()
-            .map(|s| {
-                format!("✓ Closed {}: {}", id_title(&s.issue), printable(&s.issue.close_reason))
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    ctx.out.emit(&result.closed, || closed_lines(&result.closed));
     if args.suggest_next {
         suggest_next(ctx, &result.closed)?;
     }
     if args.claim_next {
-        let store = ctx.open_store()?;
-        let claimed = crate::claim::claim_next(
-            &store,
-            &ctx.actor,
-            ctx.require_store()?.clock,
-            &ReadyFilter::default(),
-        )?;
-        match claimed {
-            Some(issue) => {
-                ctx.touch(&issue.id);
-                ctx.out.note(&format!("✓ Claimed issue: {}", id_title(&issue)));
-            }
-            None => ctx.out.note("○ No ready work to claim"),
+        claim_next_after_close(ctx)?;
+    }
+    Ok(())
+}
+
+/// The reasons given (`--reason`, repeated, and `--reason-file`): one for all, or one per id.
+fn close_reasons(args: &CloseArgs, ids: usize) -> Result<Vec<String>, CliError> {
+    let mut reasons = args.reason.clone();
+    if let Some(path) = &args.reason_file {
+        reasons.push(read_text_file(path)?.trim().to_string());
+    }
+    if reasons.len() > 1 && reasons.len() != ids {
+        return Err(CliError::new(format!(
+            "{} reasons for {ids} issues: give one reason, or one per issue",
+            reasons.len()
+        )));
+    }
+    Ok(reasons)
+}
+
+/// beads' `validation.on-close` setting: a terse reason is refused (`error`) or warned about
+/// (`warn`).
+fn check_reason_policy(ctx: &BdContext, reason: &str) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let on_close = store.read()?.config("validation.on-close")?;
+    if let Some(mode) = on_close.filter(|m| m == "error" || m == "warn")
+        && let Some(problem) = terse_reason(reason)
+    {
+        if mode == "error" {
+            return Err(CliError::new(problem));
         }
+        ctx.out.warn(&format!("Warning: {problem}"));
+    }
+    Ok(())
+}
+
+/// Each refused id on stderr, as bd words it.
+fn report_refusals(ctx: &BdContext, result: &fleet::CloseResult) {
+    for refusal in &result.refused {
+        if refusal.unresolved {
+            ctx.out.warn(&format!("Error resolving {}: {}", refusal.id, refusal.error));
+        } else {
+            ctx.out.warn(&refusal.error);
+        }
+    }
+}
+
+fn closed_lines(closed: &[IssueSummary]) -> String {
+    closed
+        .iter()
+        .map(|s| format!("✓ Closed {}: {}", id_title(&s.issue), printable(&s.issue.close_reason)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `close --claim-next`: claims the next ready issue for the actor and says which.
+fn claim_next_after_close(ctx: &BdContext) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let clock = ctx.require_store()?.clock;
+    match crate::claim::claim_next(&store, &ctx.actor, clock, &ReadyFilter::default())? {
+        Some(issue) => {
+            ctx.touch(&issue.id);
+            ctx.out.note(&format!("✓ Claimed issue: {}", id_title(&issue)));
+        }
+        None => ctx.out.note("○ No ready work to claim"),
     }
     Ok(())
 }
