@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::{CliError, ItemError};
+use crate::store::StoreError;
 use crate::store::check::{self, Report, Salvaged};
 
 #[derive(Debug, clap::Args)]
@@ -100,7 +101,16 @@ fn fix_for(dir: &Path, report: &Report) -> String {
 }
 
 fn salvage(ctx: &Context, dir: &Path) -> Result<(), CliError> {
-    let report = check::salvage(dir, ctx.clock)?;
+    let report = check::salvage(dir, ctx.clock).map_err(|error| match error {
+        StoreError::Damaged { path, detail } => {
+            let mut fix = "restore it from a backup".to_string();
+            if check::journal_present(dir) {
+                fix = "rebuild it from the git journal: `fleet rebuild`".to_string();
+            }
+            CliError::new(format!("{} cannot be salvaged: {detail}", path.display())).with_hint(fix)
+        }
+        other => other.into(),
+    })?;
     ctx.out.emit(&report, || render_salvage(&report));
     Ok(())
 }

@@ -516,10 +516,7 @@ pub fn salvage(dir: &Path, clock: Clock) -> Result<Salvaged, StoreError> {
     let scratch = private_copy(dir, &std::env::temp_dir())?;
     let old = Store::open(&scratch.0).map_err(|error| StoreError::Damaged {
         path: path.clone(),
-        detail: format!(
-            "nothing in it can be read ({}); restore it from the journal (`fleet rebuild`) or a backup",
-            describe(&error, &scratch.0, &path)
-        ),
+        detail: format!("nothing in it can be read ({})", describe(&error, &scratch.0, &path)),
     })?;
     let rescued = rescue(&old, &scratch.0, &path);
     drop(old);

@@ -505,13 +505,16 @@ impl Store {
         guard::guarded(&path, || {
             let (db, snapshot) = match builder().open_read_only(&path) {
                 Ok(db) => (Db::ReadOnly(db), None),
-                Err(_) => match open_database(&path) {
+                Err(read_only) => match open_database(&path) {
                     Ok(db) => (Db::ReadWrite(db), None),
                     Err(error) if error.is_access_denied() => {
                         let (db, copy) = open_snapshot(&path)?;
                         (Db::Snapshot(db), Some(copy))
                     }
-                    Err(error) => return Err(error),
+                    Err(error) => {
+                        tracing::debug!(%read_only, "the store file does not open read-only");
+                        return Err(error);
+                    }
                 },
             };
             let mut store = Store::with_database(db, dir)?;
