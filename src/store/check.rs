@@ -176,7 +176,7 @@ fn examine(store: &Store, scratch: &Path, path: &Path) -> Examined {
     };
     let guarded = super::guard::guarded(path, || {
         let mut checks = vec![tables(&txn)];
-        let (issues, ids, damaged) = issues(&txn, store.prefix());
+        let (issues, ids, damaged) = issues(&txn);
         checks.push(issues);
         checks.push(edges(&txn, &ids, store.prefix()));
         checks.push(comments(&txn, &ids));
@@ -232,7 +232,7 @@ fn tables(txn: &ReadTransaction) -> Check {
 
 /// Every issue row decodes, under an id in the grammar that matches the row's own id. Returns
 /// the check, every id in the table (damaged or not), and the damaged ids.
-fn issues(txn: &ReadTransaction, _prefix: &str) -> (Check, BTreeSet<String>, Vec<String>) {
+fn issues(txn: &ReadTransaction) -> (Check, BTreeSet<String>, Vec<String>) {
     let mut findings = Findings::default();
     let mut ids = BTreeSet::new();
     let mut damaged = Vec::new();
@@ -418,7 +418,7 @@ impl Readiness {
                 ids.insert(id.clone());
             }
         }
-        for (key, _) in &self.ready {
+        for key in self.ready.keys() {
             let id = id_of_ready_key(key);
             if self.ready_keys.get(id) != Some(key) {
                 ids.insert(id.to_string());
