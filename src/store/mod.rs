@@ -343,12 +343,23 @@ fn store_path(dir: &Path) -> Result<PathBuf, StoreError> {
 
 impl Drop for Store {
     /// With [`Store::skip_close_on_exit`], the lazily opened writer is left for the process exit
-    /// to release instead of being closed (see there).
+    /// to release instead of being closed (see there). The handles that are closed are closed
+    /// through the engine-panic guard: closing a writable handle commits, which a damaged file
+    /// can make the engine panic on.
     fn drop(&mut self) {
-        if self.skip_close
-            && let Some(db) = self.writer.take()
-        {
-            std::mem::forget(db);
+        let mut writer = self.writer.take();
+        let db = std::mem::replace(&mut self.db, Db::Closed);
+        if self.skip_close {
+            std::mem::forget(writer.take());
+        }
+        let path = self.path();
+        let closed = guard::guarded(&path, || {
+            drop(writer);
+            drop(db);
+            Ok(())
+        });
+        if let Err(error) = closed {
+            tracing::warn!(%error, "closing the store");
         }
     }
 }
@@ -360,6 +371,8 @@ enum Db {
     /// A private copy of a store this process may not write (see [`Store::open`]): reads
     /// only; writes open the real file.
     Snapshot(Database),
+    /// Taken out while the store is dropped.
+    Closed,
 }
 
 impl Db {
@@ -367,6 +380,7 @@ impl Db {
         match self {
             Db::ReadWrite(db) | Db::Snapshot(db) => db.begin_read(),
             Db::ReadOnly(db) => db.begin_read(),
+            Db::Closed => Err(redb::StorageError::DatabaseClosed.into()),
         }
     }
 }
