@@ -12,6 +12,7 @@ mod config;
 mod context;
 mod demo;
 mod dep;
+mod doctor;
 mod error;
 mod fake_agent;
 mod init;
@@ -142,6 +143,9 @@ pub enum Command {
     /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
     /// max_concurrent at once, until Ctrl-C.
     Run(run::RunArgs),
+    /// Check the store for damage (one line per check) and name the fix; `--salvage` copies
+    /// everything readable into a new store.
+    Doctor(doctor::DoctorArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -243,6 +247,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Export(args) => transfer::cmd_export(&ctx, args),
         Command::Run(args) => run::cmd_run(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
+        Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
         Command::Guard(args) => run::cmd_guard(&ctx, args),
     };

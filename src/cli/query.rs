@@ -1,6 +1,7 @@
 //! The read-only views of the queue: `list`, `ready`, `blocked`, `search`, `stats`.
 
 use super::context::Context;
+use super::doctor::report_damaged;
 use super::error::CliError;
 use super::issue::split_csv;
 use super::output::{list_line, printable, priority_badge};
@@ -71,7 +72,8 @@ pub fn cmd_list(ctx: &Context, args: ListArgs) -> Result<(), CliError> {
 
 fn emit_list(ctx: &Context, filter: &ListFilter, empty: &str) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let (issues, total) = store.read()?.list(filter)?;
+    let reader = store.read()?.skip_damaged();
+    let (issues, total) = reader.list(filter)?;
     ctx.out.emit(&issues, || {
         if issues.is_empty() {
             return empty.to_string();
@@ -82,7 +84,7 @@ fn emit_list(ctx: &Context, filter: &ListFilter, empty: &str) -> Result<(), CliE
         ctx.out
             .note(&format!("Showing {} of {total} issues (use --limit 0 for all)", issues.len()));
     }
-    Ok(())
+    report_damaged(ctx, reader.damaged())
 }
 
 #[derive(Debug, clap::Args)]
@@ -145,7 +147,7 @@ impl ReadyArgs {
 
 pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let reader = store.read()?;
+    let reader = store.read()?.skip_damaged();
     let mut filter = args.to_filter()?;
     if let Some(parent) = &filter.parent {
         filter.parent = Some(reader.resolve(parent)?);
@@ -176,7 +178,7 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
             page.issues.len()
         ));
     }
-    Ok(())
+    report_damaged(ctx, reader.damaged())
 }
 
 pub(super) fn render_ready(issues: &[Issue]) -> String {
@@ -212,11 +214,11 @@ pub struct BlockedArgs {
 
 pub fn cmd_blocked(ctx: &Context, args: BlockedArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let reader = store.read()?;
+    let reader = store.read()?.skip_damaged();
     let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
     let blocked = reader.blocked(parent.as_deref())?;
     ctx.out.emit(&blocked, || render_blocked(&blocked));
-    Ok(())
+    report_damaged(ctx, reader.damaged())
 }
 
 /// The text of `blocked`, shared by both personalities.
@@ -264,9 +266,11 @@ pub struct StatsArgs {}
 
 pub fn cmd_stats(ctx: &Context, _args: StatsArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let s = store.read()?.stats(ctx.now())?;
+    let reader = store.read()?.skip_damaged();
+    let mut s = reader.stats(ctx.now())?;
+    s.damaged = reader.damaged();
     ctx.out.emit(&s, || render_stats(&s));
-    Ok(())
+    report_damaged(ctx, s.damaged.clone())
 }
 
 /// The text of `stats`, shared by both personalities.

@@ -416,11 +416,15 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let options = ExportOptions { all: args.all, memories: !args.no_memories };
     let Some(path) = &args.output else {
-        let reader = store.read()?;
+        // To stdout, a damaged issue row is left out and named after the rest (an export to a
+        // file, or the auto-export, fails whole instead: it would replace a good file).
+        let reader = store.read()?.skip_damaged();
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-        return match beads::export::write_export(&reader, &options, &mut out) {
-            Ok(_) => Ok(()),
+        let written = beads::export::write_export(&reader, &options, &mut out);
+        drop(out);
+        return match written {
+            Ok(_) => super::doctor::report_damaged(ctx, reader.damaged()),
             Err(BeadsError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::BrokenPipe =>
             {

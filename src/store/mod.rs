@@ -9,7 +9,13 @@
 //!   its own id, actor, replica, stamp and time ([`Store::replay`]); the rules of remote ops,
 //!   duplicates and child ids are in that module's docs;
 //! - `readiness`: keeps the blocked flag and the ready index right after every op;
-//! - `query`: ready, blocked, list, search, stats and issue details.
+//! - `query`: ready, blocked, list, search, stats and issue details;
+//! - `check`: `fleet doctor` — what is damaged in a store file, and the salvage of what is not;
+//! - `guard`: turns a panic of the database engine on a damaged file into an error.
+//!
+//! A damaged file is reported as [`StoreError::Damaged`], naming the file and the fix
+//! (`fleet doctor`). Reads that scan many issues can skip issue rows that do not decode and
+//! report their ids instead of failing whole ([`Reader::skip_damaged`]).
 //!
 //! The database is opened in redb's `MultiWriter` mode, so agents' commands and the supervisor
 //! can all read and write it at once; write transactions are serialised across processes by
@@ -17,6 +23,8 @@
 //! `changes` counter, which watchers poll to notice other processes' writes.
 
 mod apply;
+pub mod check;
+mod guard;
 mod query;
 mod readiness;
 mod tables;
@@ -130,6 +138,13 @@ pub enum StoreError {
     OpVersion { id: String, version: u32, supported: u32 },
     #[error("store is damaged: {0}")]
     Corrupt(String),
+    /// The store file at `path` is damaged: a row does not decode, a page is unreadable, the
+    /// file is cut short, or the database engine failed on it.
+    #[error(
+        "{} is damaged: {detail}; run `fleet doctor` to see what is damaged and how to repair it",
+        path.display()
+    )]
+    Damaged { path: PathBuf, detail: String },
     /// A request the tracker refused (a close guard, an edge rule), carried through a
     /// transaction body; its text is the refusal's.
     #[error("{0}")]
@@ -145,13 +160,32 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Names `path` in a database error that does not name a file yet.
+    /// Names `path` in a database error that does not name a file yet, and reports damage
+    /// (a row that does not decode, an engine error that means a damaged file) as
+    /// [`StoreError::Damaged`].
     fn at(self, path: &Path) -> StoreError {
         match self {
+            StoreError::Database(source) | StoreError::DatabaseAt { source, .. }
+                if is_damage(&source) =>
+            {
+                StoreError::Damaged { path: path.to_path_buf(), detail: source.to_string() }
+            }
             StoreError::Database(source) => {
                 StoreError::DatabaseAt { path: path.to_path_buf(), source }
             }
+            StoreError::Corrupt(detail) => StoreError::Damaged { path: path.to_path_buf(), detail },
             other => other,
+        }
+    }
+
+    /// Whether this is a damaged store file (see [`StoreError::Damaged`]).
+    pub fn is_damage(&self) -> bool {
+        match self {
+            StoreError::Damaged { .. } | StoreError::Corrupt(_) => true,
+            StoreError::Database(source) | StoreError::DatabaseAt { source, .. } => {
+                is_damage(source)
+            }
+            _ => false,
         }
     }
 
@@ -180,10 +214,24 @@ impl StoreError {
             StoreError::Io { .. }
                 | StoreError::Database(_)
                 | StoreError::Corrupt(_)
+                | StoreError::Damaged { .. }
+                | StoreError::DatabaseAt { .. }
                 | StoreError::NotInitialized(_)
                 | StoreError::LegacySqlite(_)
                 | StoreError::AlreadyInitialized(_)
         )
+    }
+}
+
+/// Whether a database error means the file is damaged rather than unreachable: redb found a
+/// page corrupt, the file ends before its pages do, or it is not a redb file at all.
+fn is_damage(error: &redb::Error) -> bool {
+    match error {
+        redb::Error::Corrupted(_) | redb::Error::PreviousIo => true,
+        redb::Error::Io(io) => {
+            matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof)
+        }
+        _ => false,
     }
 }
 
@@ -216,6 +264,24 @@ pub struct Store {
     /// The private copy `db` reads from when the store file could be neither opened
     /// read-only nor repaired in place (see [`Store::open`]); removed on drop, after `db`.
     _snapshot: Option<TempFile>,
+    /// The (device, inode) of the store file when it was opened (see [`Store::file_identity`]).
+    identity: Option<FileIdentity>,
+}
+
+/// Which file a path named: its device and inode numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl FileIdentity {
+    /// The identity of the file at `path` now, or `None` when nothing is there.
+    pub fn of(path: &Path) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileIdentity { dev: meta.dev(), ino: meta.ino() })
+    }
 }
 
 type ReadSet = TableSet<
@@ -277,12 +343,23 @@ fn store_path(dir: &Path) -> Result<PathBuf, StoreError> {
 
 impl Drop for Store {
     /// With [`Store::skip_close_on_exit`], the lazily opened writer is left for the process exit
-    /// to release instead of being closed (see there).
+    /// to release instead of being closed (see there). The handles that are closed are closed
+    /// through the engine-panic guard: closing a writable handle commits, which a damaged file
+    /// can make the engine panic on.
     fn drop(&mut self) {
-        if self.skip_close
-            && let Some(db) = self.writer.take()
-        {
-            std::mem::forget(db);
+        let mut writer = self.writer.take();
+        let db = std::mem::replace(&mut self.db, Db::Closed);
+        if self.skip_close {
+            std::mem::forget(writer.take());
+        }
+        let path = self.path();
+        let closed = guard::guarded(&path, || {
+            drop(writer);
+            drop(db);
+            Ok(())
+        });
+        if let Err(error) = closed {
+            tracing::warn!(%error, "closing the store");
         }
     }
 }
@@ -294,6 +371,8 @@ enum Db {
     /// A private copy of a store this process may not write (see [`Store::open`]): reads
     /// only; writes open the real file.
     Snapshot(Database),
+    /// Taken out while the store is dropped.
+    Closed,
 }
 
 impl Db {
@@ -301,6 +380,7 @@ impl Db {
         match self {
             Db::ReadWrite(db) | Db::Snapshot(db) => db.begin_read(),
             Db::ReadOnly(db) => db.begin_read(),
+            Db::Closed => Err(redb::StorageError::DatabaseClosed.into()),
         }
     }
 }
@@ -418,6 +498,7 @@ impl Store {
             replica,
             prefix: prefix.to_string(),
             _snapshot: None,
+            identity: FileIdentity::of(&path),
         })
     }
 
@@ -434,20 +515,28 @@ impl Store {
     /// work wherever the file can be read, and never write to it.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let path = store_path(dir)?;
-        let (db, snapshot) = match builder().open_read_only(&path) {
-            Ok(db) => (Db::ReadOnly(db), None),
-            Err(_) => match open_database(&path) {
-                Ok(db) => (Db::ReadWrite(db), None),
-                Err(error) if error.is_access_denied() => {
-                    let (db, copy) = open_snapshot(&path)?;
-                    (Db::Snapshot(db), Some(copy))
-                }
-                Err(error) => return Err(error),
-            },
-        };
-        let mut store = Store::with_database(db, dir).map_err(|e| e.at(&path))?;
-        store._snapshot = snapshot;
-        Ok(store)
+        let identity = FileIdentity::of(&path);
+        guard::guarded(&path, || {
+            let (db, snapshot) = match builder().open_read_only(&path) {
+                Ok(db) => (Db::ReadOnly(db), None),
+                Err(read_only) => match open_database(&path) {
+                    Ok(db) => (Db::ReadWrite(db), None),
+                    Err(error) if error.is_access_denied() => {
+                        let (db, copy) = open_snapshot(&path)?;
+                        (Db::Snapshot(db), Some(copy))
+                    }
+                    Err(error) => {
+                        tracing::debug!(%read_only, "the store file does not open read-only");
+                        return Err(error);
+                    }
+                },
+            };
+            let mut store = Store::with_database(db, dir)?;
+            store._snapshot = snapshot;
+            store.identity = identity;
+            Ok(store)
+        })
+        .map_err(|e| e.at(&path))
     }
 
     fn with_database(db: Db, dir: &Path) -> Result<Store, StoreError> {
@@ -470,6 +559,7 @@ impl Store {
             replica,
             prefix,
             _snapshot: None,
+            identity: None,
         })
     }
 
@@ -492,23 +582,55 @@ impl Store {
         if let Some(db) = self.writer.get() {
             return Ok(db);
         }
-        let db = open_database(&self.path())?;
+        let path = self.path();
+        let db = guard::guarded(&path, || open_database(&path))?;
         Ok(self.writer.get_or_init(|| db))
     }
 
     /// The store file.
-    fn path(&self) -> PathBuf {
+    pub fn path(&self) -> PathBuf {
         self.dir.join(STORE_FILE)
+    }
+
+    /// The (device, inode) of the store file as it was when this store was opened: a
+    /// long-lived process compares it with [`FileIdentity::of`] its path to notice the file
+    /// deleted or replaced under it (its handle would go on reading and writing the old file,
+    /// which no one else sees). `None` if it could not be read at open.
+    pub fn file_identity(&self) -> Option<FileIdentity> {
+        self.identity
+    }
+
+    /// What happened to the store file since it was opened, if it is no longer the file this
+    /// store reads and writes: deleted, or replaced by another file (a `mv` over it, a
+    /// restore from a backup, a salvage).
+    pub fn file_replaced(&self) -> Option<String> {
+        let opened = self.identity?;
+        let path = self.path();
+        match FileIdentity::of(&path) {
+            None => Some(format!("the store file {} was deleted", path.display())),
+            Some(now) if now != opened => Some(format!(
+                "the store file {} was replaced by another file (inode {} on device {}, opened as inode {} on device {})",
+                path.display(),
+                now.ino,
+                now.dev,
+                opened.ino,
+                opened.dev
+            )),
+            Some(_) => None,
+        }
     }
 
     /// Begins a read transaction on the freshest handle: after this process has written,
     /// through the writer, so it sees its own commits.
     fn begin_read(&self) -> Result<ReadTransaction, StoreError> {
-        let txn = match self.writer.get() {
-            Some(db) => db.begin_read(),
-            None => self.db.begin_read(),
-        };
-        txn.map_err(|e| StoreError::from(e).at(&self.path()))
+        let path = self.path();
+        guard::guarded(&path, || {
+            Ok(match self.writer.get() {
+                Some(db) => db.begin_read()?,
+                None => self.db.begin_read()?,
+            })
+        })
+        .map_err(|e| e.at(&path))
     }
 
     /// The `.beads/` directory this store lives in.
@@ -529,8 +651,9 @@ impl Store {
     /// Starts a read transaction: a consistent snapshot of the queue.
     pub fn read(&self) -> Result<Reader, StoreError> {
         let txn = self.begin_read()?;
-        let tables = open_read_tables(&txn).map_err(|e| e.at(&self.path()))?;
-        Ok(Reader { tables, prefix: self.prefix.clone() })
+        let path = self.path();
+        let tables = guard::guarded(&path, || open_read_tables(&txn)).map_err(|e| e.at(&path))?;
+        Ok(Reader { tables, prefix: self.prefix.clone(), path })
     }
 
     /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.
@@ -541,7 +664,8 @@ impl Store {
         clock: Clock,
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
-        self.write_unnamed(actor, clock, body).map_err(|e| e.at(&self.path()))
+        let path = self.path();
+        guard::guarded(&path, || self.write_unnamed(actor, clock, body)).map_err(|e| e.at(&path))
     }
 
     /// [`Store::write`] with database errors not yet naming the file.
@@ -610,25 +734,34 @@ impl Store {
     /// A counter of the meta table, read in a transaction of its own (0 when absent).
     fn meta_counter(&self, key: &str) -> Result<u64, StoreError> {
         let txn = self.begin_read()?;
-        let meta_table = txn.open_table(META)?;
-        Ok(meta_table
-            .get(key)?
-            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-            .map_or(0, u64::from_be_bytes))
+        let path = self.path();
+        guard::guarded(&path, || {
+            let meta_table = txn.open_table(META)?;
+            Ok(meta_table
+                .get(key)?
+                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+                .map_or(0, u64::from_be_bytes))
+        })
+        .map_err(|e| e.at(&path))
     }
 
     /// The journal from sequence `from` on, in apply order.
     pub fn journal(&self, from: u64) -> Result<Vec<(u64, Op)>, StoreError> {
         let txn = self.begin_read()?;
-        let table = txn.open_table(JOURNAL)?;
-        let mut out = Vec::new();
-        for entry in table.range(from..)? {
-            let (seq, row) = entry?;
-            let op = serde_json::from_slice(row.value())
-                .map_err(|e| StoreError::Corrupt(format!("journal entry {}: {e}", seq.value())))?;
-            out.push((seq.value(), op));
-        }
-        Ok(out)
+        let path = self.path();
+        guard::guarded(&path, || {
+            let table = txn.open_table(JOURNAL)?;
+            let mut out = Vec::new();
+            for entry in table.range(from..)? {
+                let (seq, row) = entry?;
+                let op = serde_json::from_slice(row.value()).map_err(|e| {
+                    StoreError::Corrupt(format!("journal entry {}: {e}", seq.value()))
+                })?;
+                out.push((seq.value(), op));
+            }
+            Ok(out)
+        })
+        .map_err(|e| e.at(&path))
     }
 }
 
@@ -646,6 +779,7 @@ macro_rules! open_tables {
             ready_keys: $txn.open_table(READY_KEYS)?,
             blocked: $txn.open_table(BLOCKED)?,
             meta: $txn.open_table(META)?,
+            damaged: None,
         })
     };
 }
@@ -662,11 +796,36 @@ fn open_write_tables(txn: &WriteTransaction) -> Result<WriteSet<'_>, StoreError>
 pub struct Reader {
     tables: ReadSet,
     prefix: String,
+    /// The store file, named in errors.
+    path: PathBuf,
 }
 
 impl Reader {
     pub(crate) fn view(&self) -> &dyn View {
         &self.tables
+    }
+
+    /// From now on, queries skip issue rows that do not decode instead of failing, and
+    /// [`Reader::damaged`] lists their ids: `list`, `stats`, `export` show the rest of a
+    /// damaged store and name what they left out. Reads that name one issue (`show`) still
+    /// fail on its damaged row, with its id.
+    pub fn skip_damaged(mut self) -> Reader {
+        self.tables.damaged = Some(Default::default());
+        self
+    }
+
+    /// The ids of the damaged issue rows skipped so far (see [`Reader::skip_damaged`]).
+    pub fn damaged(&self) -> Vec<String> {
+        self.tables.damaged_ids()
+    }
+
+    /// Runs a query over this snapshot: a panic of the database engine becomes an error, and
+    /// damage is reported naming the store file and the fix.
+    pub(crate) fn guarded<R>(
+        &self,
+        query: impl FnOnce(&dyn View) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        guard::guarded(&self.path, || query(self.view())).map_err(|e| e.at(&self.path))
     }
 
     /// A configuration value set with [`Writer::set_config`].

@@ -135,6 +135,10 @@ pub struct Stats {
     pub pinned_issues: u64,
     pub epics_eligible_for_closure: u64,
     pub average_lead_time_hours: f64,
+    /// Issues left out of the counts because their rows are damaged (see
+    /// [`Reader::skip_damaged`]); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<String>,
 }
 
 /// Finds the issue an id the user typed refers to: the exact id, the id with the store's
@@ -540,32 +544,32 @@ pub(crate) fn stats(view: &dyn View, now: Timestamp) -> Result<Stats, StoreError
 impl Reader {
     /// Resolves an id the user typed (exact, unprefixed, or a unique partial id).
     pub fn resolve(&self, input: &str) -> Result<String, StoreError> {
-        resolve_id(self.view(), &self.prefix, input)
+        self.guarded(|view| resolve_id(view, &self.prefix, input))
     }
 
     pub fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
-        self.view().issue(id)
+        self.guarded(|view| view.issue(id))
     }
 
     pub fn detail(&self, id: &str) -> Result<IssueDetail, StoreError> {
-        detail(self.view(), id)
+        self.guarded(|view| detail(view, id))
     }
 
     pub fn summary(&self, issue: Issue) -> Result<IssueSummary, StoreError> {
-        summarize(self.view(), issue)
+        self.guarded(|view| summarize(view, issue))
     }
 
     /// The issues with their computed counts and parent, as `--json` prints them.
     pub fn summaries(&self, issues: &[Issue]) -> Result<Vec<IssueSummary>, StoreError> {
-        issues.iter().map(|i| summarize(self.view(), i.clone())).collect()
+        self.guarded(|view| issues.iter().map(|i| summarize(view, i.clone())).collect())
     }
 
     pub fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<ReadyPage, StoreError> {
-        ready(self.view(), filter, now)
+        self.guarded(|view| ready(view, filter, now))
     }
 
     pub fn blocked(&self, parent: Option<&str>) -> Result<Vec<BlockedIssue>, StoreError> {
-        blocked(self.view(), parent)
+        self.guarded(|view| blocked(view, parent))
     }
 
     /// The first ready issue `actor` may claim (a read-only look before a claim).
@@ -575,7 +579,7 @@ impl Reader {
         filter: &ReadyFilter,
         now: Timestamp,
     ) -> Result<Option<String>, StoreError> {
-        first_claimable(self.view(), actor, filter, now, &|_| true)
+        self.guarded(|view| first_claimable(view, actor, filter, now, &|_| true))
     }
 
     /// [`Reader::first_claimable`] among the issues `accept` takes.
@@ -586,35 +590,35 @@ impl Reader {
         now: Timestamp,
         accept: &dyn Fn(&Issue) -> bool,
     ) -> Result<Option<String>, StoreError> {
-        first_claimable(self.view(), actor, filter, now, accept)
+        self.guarded(|view| first_claimable(view, actor, filter, now, accept))
     }
 
     pub fn list(&self, filter: &ListFilter) -> Result<(Vec<IssueSummary>, usize), StoreError> {
-        list(self.view(), filter)
+        self.guarded(|view| list(view, filter))
     }
 
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
-        stats(self.view(), now)
+        self.guarded(|view| stats(view, now))
     }
 
     pub fn comments(&self, id: &str) -> Result<Vec<Comment>, StoreError> {
-        self.view().comments_of(id)
+        self.guarded(|view| view.comments_of(id))
     }
 
     pub fn label_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.view().label_counts()
+        self.guarded(|view| view.label_counts())
     }
 
     pub fn is_blocked(&self, id: &str) -> Result<bool, StoreError> {
-        self.view().is_blocked(id)
+        self.guarded(|view| view.is_blocked(id))
     }
 
     pub fn dependencies(&self, id: &str) -> Result<Vec<crate::model::Dependency>, StoreError> {
-        self.view().deps_of(id)
+        self.guarded(|view| view.deps_of(id))
     }
 
     pub fn dependents(&self, id: &str) -> Result<Vec<(String, String)>, StoreError> {
-        self.view().dependents_of(id)
+        self.guarded(|view| view.dependents_of(id))
     }
 
     pub fn tree(
@@ -623,11 +627,11 @@ impl Reader {
         direction: crate::resolver::Direction,
         max_depth: usize,
     ) -> Result<crate::resolver::TreeNode, StoreError> {
-        crate::resolver::tree(self.view(), id, direction, max_depth)
+        self.guarded(|view| crate::resolver::tree(view, id, direction, max_depth))
     }
 
     pub fn cycles(&self) -> Result<Vec<Vec<String>>, StoreError> {
-        crate::resolver::cycles(self.view())
+        self.guarded(|view| crate::resolver::cycles(view))
     }
 
     /// Visits every issue in id order.
@@ -635,11 +639,11 @@ impl Reader {
         &self,
         visit: &mut dyn FnMut(Issue) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
-        self.view().scan_issues(visit)
+        self.guarded(|view| view.scan_issues(visit))
     }
 
     pub fn issue_count(&self) -> Result<u64, StoreError> {
-        self.view().issue_count()
+        self.guarded(|view| view.issue_count())
     }
 }
 

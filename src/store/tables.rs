@@ -4,6 +4,9 @@
 //! read code ([`View`]) serves read transactions (`ReadOnlyTable`) and write transactions
 //! (`Table`), which need to read what they are about to change.
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
 use redb::{ReadableTable, TableDefinition};
 
 use super::StoreError;
@@ -36,7 +39,8 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta
 /// The largest string key, used as the upper bound of prefix scans over tuple keys.
 pub(crate) const MAX_KEY: &str = "\u{10ffff}";
 
-/// One handle per table (the journal aside, which only writers touch).
+/// One handle per table (the journal aside, which only writers touch), and what to do with an
+/// issue row that does not decode.
 pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M> {
     pub issues: I,
     pub deps: D,
@@ -47,6 +51,37 @@ pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M> {
     pub ready_keys: K,
     pub blocked: B,
     pub meta: M,
+    /// `None`: a damaged issue row is an error (writes, and reads that name one issue).
+    /// `Some`: reads that scan many issues skip it and record its id here (see
+    /// [`super::Reader::skip_damaged`]).
+    pub damaged: Option<Mutex<BTreeSet<String>>>,
+}
+
+impl<I, D, R, C, L, Y, K, B, M> TableSet<I, D, R, C, L, Y, K, B, M> {
+    /// The issue in row `bytes` of `id`; a row that does not decode is an error, or, when
+    /// damaged rows are skipped, `None` with `id` recorded.
+    fn decode_or_skip(&self, id: &str, bytes: &[u8]) -> Result<Option<Issue>, StoreError> {
+        match (decode_issue_of(id, bytes), &self.damaged) {
+            (Ok(issue), _) => Ok(Some(issue)),
+            (Err(_), Some(damaged)) => {
+                damaged.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.into());
+                Ok(None)
+            }
+            (Err(error), None) => Err(error),
+        }
+    }
+
+    /// The ids of the damaged rows skipped so far.
+    pub fn damaged_ids(&self) -> Vec<String> {
+        self.damaged.as_ref().map_or_else(Vec::new, |damaged| {
+            damaged
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .cloned()
+                .collect()
+        })
+    }
 }
 
 /// What a ready-index entry records beyond its key: enough to filter without loading the issue.
@@ -105,8 +140,11 @@ pub(crate) fn id_of_ready_key(key: &[u8]) -> &str {
     std::str::from_utf8(key.get(9..).unwrap_or_default()).unwrap_or_default()
 }
 
-pub(crate) fn decode_issue(bytes: &[u8]) -> Result<Issue, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("issue row: {e}")))
+/// The issue stored under `id`; a row that does not decode is [`StoreError::Corrupt`] naming
+/// the issue.
+pub(crate) fn decode_issue_of(id: &str, bytes: &[u8]) -> Result<Issue, StoreError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::Corrupt(format!("issue {id}: its row does not decode ({e})")))
 }
 
 pub(crate) fn decode_dep(bytes: &[u8]) -> Result<Dependency, StoreError> {
@@ -188,7 +226,7 @@ where
 {
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
         match self.issues.get(id)? {
-            Some(row) => decode_issue(row.value()).map(Some),
+            Some(row) => self.decode_or_skip(id, row.value()),
             None => Ok(None),
         }
     }
@@ -268,8 +306,9 @@ where
         visit: &mut dyn FnMut(Issue) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
         for entry in self.issues.iter()? {
-            let (_, row) = entry?;
-            if !visit(decode_issue(row.value())?)? {
+            let (key, row) = entry?;
+            let Some(issue) = self.decode_or_skip(key.value(), row.value())? else { continue };
+            if !visit(issue)? {
                 break;
             }
         }

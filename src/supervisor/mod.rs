@@ -259,6 +259,9 @@ impl Supervisor {
             let now = tokio::time::Instant::now();
             if now >= next_heartbeat {
                 next_heartbeat = now + lease::HEARTBEAT;
+                if let Some(lost) = self.store.file_replaced() {
+                    return Err(self.abandon(&mut runners, guard, &lost).await);
+                }
                 self.heartbeat().await;
                 self.reclaim(Scan::IfSomeoneDied).await;
             }
@@ -342,6 +345,39 @@ impl Supervisor {
         if strays > 0 {
             tracing::warn!(strays, "killed processes left behind by agents");
         }
+    }
+
+    /// The store file was deleted or replaced under this supervisor (`lost` says which):
+    /// whatever it writes now would go to a file no one reads. Stops every agent without
+    /// recording outcomes or releasing tasks (those writes would go to the old file too), and
+    /// returns the error that ends the run; the next `fleet run` takes the tasks back through
+    /// the lease rules, since this instance is then gone.
+    async fn abandon(
+        &mut self,
+        runners: &mut JoinSet<Finished>,
+        guard: std::process::Child,
+        lost: &str,
+    ) -> String {
+        let tasks: Vec<String> = self.running.keys().cloned().collect();
+        tracing::error!(tasks = %tasks.join(","), "{lost}; stopping without writing to it");
+        for running in self.running.values() {
+            let _ = running.control.send(Control::Revoke(format!("{lost}; the supervisor stops")));
+        }
+        while runners.join_next().await.is_some() {}
+        self.running.clear();
+        let tag = self.me.tag();
+        let _ = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag)).await;
+        // The guard would release the leases in whatever file is at the path now: not ours.
+        guard::stop(guard);
+        let mut message =
+            format!("{lost}; fleet run stopped rather than write to a file no one reads");
+        if !tasks.is_empty() {
+            message.push_str(&format!(
+                ". Its agents were stopped; their tasks ({}) could not be released in the replaced store, and the next `fleet run` takes them back through the lease rules",
+                tasks.join(", ")
+            ));
+        }
+        message
     }
 
     fn bin_dir(&self) -> PathBuf {

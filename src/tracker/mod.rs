@@ -67,7 +67,10 @@ impl Refusal {
         match self {
             Refusal::Store(error) => matches!(
                 error,
-                StoreError::Database(_) | StoreError::Io { .. } | StoreError::Corrupt(_)
+                StoreError::Database(_)
+                    | StoreError::Io { .. }
+                    | StoreError::Corrupt(_)
+                    | StoreError::Damaged { .. }
             ),
             _ => false,
         }

@@ -19,4 +19,5 @@ mod reload;
 mod run_output;
 mod secrets;
 mod shutdown;
+mod store_replaced;
 mod taskdir;

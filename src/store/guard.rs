@@ -1,0 +1,105 @@
+//! A guard against panics of the database engine on a damaged file.
+//!
+//! redb trusts the pages it reads. A page overwritten with zeros or garbage can reach an
+//! `unreachable!()` in its B-tree code instead of an error: with 64 zeroed bytes at offset
+//! 4096, opening the file for writing panics in `Btree::get_helper`. That is a defect of the
+//! dependency, not something fleet uses for control flow. Every entry point of [`super::Store`]
+//! that reaches redb runs its work through [`guarded`], which turns such a panic into
+//! [`StoreError::Damaged`] naming the file and the fix, so no fleet process dies with exit
+//! code 101 over a damaged store.
+//!
+//! Only panics raised inside redb's own source are caught this way (the panic hook looks at
+//! the panic's location): a panic of fleet's code inside a transaction body is a bug of fleet
+//! and goes on unwinding as before, printed as usual. An engine panic is logged at debug
+//! instead of printed, since the error that replaces it says what happened.
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::path::Path;
+use std::sync::Once;
+
+use super::StoreError;
+
+thread_local! {
+    /// How many [`guarded`] calls this thread is inside.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// The last panic on this thread inside a guard came from the database engine.
+    static ENGINE_PANIC: Cell<bool> = const { Cell::new(false) };
+}
+
+static HOOK: Once = Once::new();
+
+/// Where redb's source lives in a panic location (`…/redb-4.6.0/src/…`).
+fn is_engine_location(file: &str) -> bool {
+    file.contains("/redb-") || file.contains("\\redb-")
+}
+
+/// Installs, once per process, a panic hook that keeps engine panics inside a guard quiet and
+/// leaves every other panic to the hook that was there before.
+fn install_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let guarded = DEPTH.with(Cell::get) > 0;
+            let engine = info.location().is_some_and(|at| is_engine_location(at.file()));
+            if guarded && engine {
+                ENGINE_PANIC.with(|flag| flag.set(true));
+                tracing::debug!("the database engine panicked on a damaged file: {info}");
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `work`, which uses the store file at `path`; a panic of the database engine inside it
+/// becomes [`StoreError::Damaged`]. Any other panic goes on unwinding.
+pub(crate) fn guarded<R>(
+    path: &Path,
+    work: impl FnOnce() -> Result<R, StoreError>,
+) -> Result<R, StoreError> {
+    install_hook();
+    DEPTH.with(|depth| depth.set(depth.get() + 1));
+    ENGINE_PANIC.with(|flag| flag.set(false));
+    // The work's state is abandoned whole on a panic (the transaction is dropped, nothing is
+    // committed), so nothing observes it half-changed: asserting unwind safety is sound.
+    let result = catch_unwind(AssertUnwindSafe(work));
+    DEPTH.with(|depth| depth.set(depth.get() - 1));
+    match result {
+        Ok(result) => result,
+        Err(payload) if ENGINE_PANIC.with(Cell::get) => Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            detail: format!("the database engine failed on it ({})", panic_text(&*payload)),
+        }),
+        Err(payload) => resume_unwind(payload),
+    }
+}
+
+/// The message of a panic payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_panics_go_on_unwinding() {
+        let caught =
+            catch_unwind(|| guarded(Path::new("x.db"), || -> Result<(), _> { panic!("ours") }));
+        assert!(caught.is_err());
+    }
+
+    #[test]
+    fn engine_locations_are_recognised() {
+        assert!(is_engine_location(
+            "/root/.cargo/registry/src/x/redb-4.6.0/src/tree_store/btree.rs"
+        ));
+        assert!(!is_engine_location("src/store/mod.rs"));
+    }
+}
