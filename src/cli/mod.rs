@@ -16,10 +16,12 @@ mod error;
 mod fake_agent;
 mod init;
 mod issue;
+mod journal;
 mod label;
 mod logging;
 mod output;
 mod query;
+mod rebuild;
 mod run;
 mod transfer;
 
@@ -124,6 +126,11 @@ pub enum Command {
     /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
     /// max_concurrent at once, until Ctrl-C.
     Run(run::RunArgs),
+    /// The git journal of the queue's ops: log, verify, commit.
+    #[command(subcommand)]
+    Journal(journal::JournalCommand),
+    /// Build a new store from the git journal alone and swap it in (the old one is kept).
+    Rebuild(rebuild::RebuildArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -224,6 +231,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => transfer::cmd_import(&ctx, args),
         Command::Export(args) => transfer::cmd_export(&ctx, args),
         Command::Run(args) => run::cmd_run(&ctx, args),
+        Command::Journal(command) => journal::cmd_journal(&ctx, command),
+        Command::Rebuild(args) => rebuild::cmd_rebuild(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
         Command::Guard(args) => run::cmd_guard(&ctx, args),
