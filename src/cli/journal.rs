@@ -157,18 +157,14 @@ pub(super) fn commit_after(ctx: &Context, dir: &Path) {
     if !dir.join(crate::store::STORE_FILE).is_file() {
         return;
     }
-    let result = Store::open(dir)
-        .map_err(JournalError::from)
-        .and_then(|mut store| {
-            store.skip_close_on_exit();
-            journal::commit_pending(&store)
-        });
+    let result = Store::open(dir).map_err(JournalError::from).and_then(|mut store| {
+        store.skip_close_on_exit();
+        journal::commit_pending(&store)
+    });
     match result {
         Ok(report) if report.ops > 0 => {
-            ctx.out.note(&format!(
-                "Journal: committed {} op(s) to {}",
-                report.ops, report.reference
-            ));
+            ctx.out
+                .note(&format!("Journal: committed {} op(s) to {}", report.ops, report.reference));
         }
         Ok(_) => {}
         Err(error) => {

@@ -39,8 +39,8 @@ impl JournalRepo {
     pub fn find(dir: &Path) -> Result<Option<JournalRepo>, JournalError> {
         let own = dir.join(BARE_DIR);
         if own.exists() {
-            let repo = gix::open(&own)
-                .map_err(JournalError::git(format!("opening {}", own.display())))?;
+            let repo =
+                gix::open(&own).map_err(JournalError::git(format!("opening {}", own.display())))?;
             return Ok(Some(JournalRepo { repo, kind: RepoKind::Own }));
         }
         match gix::discover(dir) {
@@ -58,8 +58,10 @@ impl JournalRepo {
             return Ok(found);
         }
         let own = dir.join(BARE_DIR);
-        let repo = gix::init_bare(&own)
-            .map_err(JournalError::git(format!("creating the journal repository {}", own.display())))?;
+        let repo = gix::init_bare(&own).map_err(JournalError::git(format!(
+            "creating the journal repository {}",
+            own.display()
+        )))?;
         Ok(JournalRepo { repo, kind: RepoKind::Own })
     }
 
@@ -212,8 +214,10 @@ impl JournalRepo {
             message: message(info).into(),
             extra_headers: Vec::new(),
         };
-        let id =
-            self.repo.write_object(&commit).map_err(JournalError::git(self.at("writing a commit")))?;
+        let id = self
+            .repo
+            .write_object(&commit)
+            .map_err(JournalError::git(self.at("writing a commit")))?;
         let moved = self.move_ref(&info.replica, id.detach(), parent, &signature)?;
         Ok(moved.then(|| id.detach()))
     }
@@ -235,7 +239,8 @@ impl JournalRepo {
         let tree = gix::objs::Tree {
             entries: vec![entry(BATCH_FILE, blob(&batch_json)?), entry(OPS_FILE, blob(ops_jsonl)?)],
         };
-        let id = self.repo.write_object(&tree).map_err(JournalError::git(self.at("writing a tree")))?;
+        let id =
+            self.repo.write_object(&tree).map_err(JournalError::git(self.at("writing a tree")))?;
         Ok(id.detach())
     }
 
@@ -253,9 +258,10 @@ impl JournalRepo {
             Some(parent) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(parent)),
             None => PreviousValue::MustNotExist,
         };
-        let full_name = name.as_str().try_into().map_err(|e: gix::validate::reference::name::Error| {
-            JournalError::Git { context: format!("ref name {name}"), message: e.to_string() }
-        })?;
+        let full_name =
+            name.as_str().try_into().map_err(|e: gix::validate::reference::name::Error| {
+                JournalError::Git { context: format!("ref name {name}"), message: e.to_string() }
+            })?;
         let edit = RefEdit::update(full_name, id, expected, "fleet journal commit");
         let mut time = gix::date::parse::TimeBuf::default();
         match self.repo.edit_references_as(Some(edit), Some(signature.to_ref(&mut time))) {
