@@ -59,9 +59,14 @@ fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
 /// journal is committed. Finds `.beads/journal.git` or the enclosing repository, creating the
 /// former if there is neither. With nothing pending it writes nothing.
 pub fn commit_pending(store: &Store) -> Result<CommitReport, JournalError> {
+    commit_in_batches(store, MAX_OPS_PER_COMMIT)
+}
+
+/// [`commit_pending`] with at most `max_ops` ops per commit.
+fn commit_in_batches(store: &Store, max_ops: usize) -> Result<CommitReport, JournalError> {
     let repo = JournalRepo::find_or_create(store.dir())?;
     for _ in 0..ATTEMPTS {
-        if let Some(report) = try_commit(store, &repo)? {
+        if let Some(report) = try_commit(store, &repo, max_ops)? {
             return Ok(report);
         }
     }
@@ -72,7 +77,11 @@ pub fn commit_pending(store: &Store) -> Result<CommitReport, JournalError> {
 }
 
 /// One attempt; `None` if another process moved the ref meanwhile.
-fn try_commit(store: &Store, repo: &JournalRepo) -> Result<Option<CommitReport>, JournalError> {
+fn try_commit(
+    store: &Store,
+    repo: &JournalRepo,
+    max_ops: usize,
+) -> Result<Option<CommitReport>, JournalError> {
     let replica = store.replica();
     let mut tip = repo.tip(replica)?;
     let Pending { mut ops, scanned_to } = scan(store, store.journal_committed()?)?;
@@ -89,7 +98,7 @@ fn try_commit(store: &Store, repo: &JournalRepo) -> Result<Option<CommitReport>,
         recovered: recovered.count,
         committed_seq: 0,
     };
-    let chunks: Vec<&[(u64, Op)]> = ops.chunks(MAX_OPS_PER_COMMIT).collect();
+    let chunks: Vec<&[(u64, Op)]> = ops.chunks(max_ops).collect();
     for (n, chunk) in chunks.iter().enumerate() {
         let (info, jsonl, seconds) = encode(replica, chunk);
         let Some(id) = repo.commit_batch(&info, &jsonl, tip, seconds)? else {
@@ -198,5 +207,119 @@ async fn commit_in_background(store: &Arc<Store>) {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => tracing::warn!(%error, "committing the journal to git failed"),
         Err(error) => tracing::warn!(%error, "the journal commit task failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{read_replica, verify};
+    use crate::model::Issue;
+    use crate::time::Clock;
+
+    fn new_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        (dir, store)
+    }
+
+    /// Imports `n` issues `t-<from>`… (one Create op each).
+    fn add_issues(store: &Store, from: usize, n: usize) {
+        let now = jiff::Timestamp::now();
+        store
+            .write("tester", Clock::System, |writer| {
+                for i in from..from + n {
+                    let issue = Issue::new(format!("t-{i}"), format!("issue {i}"), now);
+                    crate::tracker::import_new(writer, issue, Vec::new())?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    fn own_ops(store: &Store) -> Vec<Op> {
+        store.journal(1).unwrap().into_iter().map(|(_, op)| op).collect()
+    }
+
+    #[test]
+    fn pending_ops_are_committed_once() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 3);
+        let first = commit_pending(&store).unwrap();
+        assert_eq!((first.ops, first.commits.len(), first.committed_seq), (3, 1, 3));
+        assert_eq!(first.repo_kind, RepoKind::Own);
+        let again = commit_pending(&store).unwrap();
+        assert_eq!((again.ops, again.commits.len()), (0, 0));
+        add_issues(&store, 4, 2);
+        let second = commit_pending(&store).unwrap();
+        assert_eq!(second.commits[0].parent.as_deref(), Some(first.commits[0].commit.as_str()));
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+    }
+
+    /// The process died after moving the ref and before recording the committed mark: the
+    /// next run finds the tip's last op among the pending ones and commits nothing twice.
+    #[test]
+    fn a_ref_ahead_of_the_committed_mark_is_not_committed_twice() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 3);
+        commit_pending(&store).unwrap();
+        add_issues(&store, 4, 2);
+        // What a run that died before `record_journal_committed` left behind.
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        let tip = repo.tip(store.replica()).unwrap();
+        let pending = scan(&store, store.journal_committed().unwrap()).unwrap();
+        let (info, jsonl, seconds) = encode(store.replica(), &pending.ops);
+        repo.commit_batch(&info, &jsonl, tip, seconds).unwrap().unwrap();
+        assert_eq!(store.journal_committed().unwrap(), 3);
+
+        let report = commit_pending(&store).unwrap();
+        assert_eq!((report.ops, report.recovered, report.committed_seq), (0, 2, 5));
+        assert!(report.commits.is_empty());
+        assert_eq!(repo.chain(store.replica(), usize::MAX).unwrap().len(), 2);
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert!(verify(&store).unwrap().ok);
+    }
+
+    #[test]
+    fn large_batches_are_split() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 25);
+        let report = commit_in_batches(&store, 10).unwrap();
+        let counts: Vec<usize> = report.commits.iter().map(|c| c.info.count).collect();
+        assert_eq!(counts, [10, 10, 5]);
+        assert_eq!(report.commits[2].info.first_seq, 21);
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+    }
+
+    #[test]
+    fn ops_of_other_replicas_stay_out_of_this_ref() {
+        let (_dir, store) = new_store();
+        let (_other_dir, other) = new_store();
+        add_issues(&other, 1, 2);
+        store.replay(Clock::System, own_ops(&other)).unwrap();
+        add_issues(&store, 3, 1);
+        let report = commit_pending(&store).unwrap();
+        assert_eq!((report.ops, report.committed_seq), (1, 3));
+        assert!(verify(&store).unwrap().ok);
+    }
+
+    #[test]
+    fn a_ref_that_moved_is_not_overwritten() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 2);
+        commit_pending(&store).unwrap();
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        let pending = scan(&store, 0).unwrap();
+        let (info, jsonl, seconds) = encode(store.replica(), &pending.ops);
+        // Expecting no ref where there is one, then a parent that is not the tip (dated later,
+        // so that the commits differ from the ones already made).
+        let later = seconds + 1;
+        assert!(repo.commit_batch(&info, &jsonl, None, later).unwrap().is_none());
+        let tip = repo.tip(store.replica()).unwrap().unwrap();
+        let other = repo.commit_batch(&info, &jsonl, Some(tip), seconds).unwrap().unwrap();
+        assert!(repo.commit_batch(&info, &jsonl, Some(tip), later).unwrap().is_none());
+        assert_eq!(repo.tip(store.replica()).unwrap(), Some(other));
     }
 }
