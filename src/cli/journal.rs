@@ -167,11 +167,9 @@ pub(super) fn commit_after(ctx: &Context, dir: &Path) {
                 .note(&format!("Journal: committed {} op(s) to {}", report.ops, report.reference));
         }
         Ok(_) => {}
-        Err(error) => {
-            tracing::warn!(%error, "committing the journal to git failed");
-            ctx.out.note(&format!(
-                "warning: the journal was not committed to git ({error}); run `fleet journal commit`"
-            ));
-        }
+        Err(error) => tracing::warn!(
+            %error,
+            "the journal was not committed to git; the ops are safe in the store, run `fleet journal commit`"
+        ),
     }
 }
