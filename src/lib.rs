@@ -49,6 +49,7 @@ pub mod coders;
 pub mod config;
 pub mod fsutil;
 pub mod id;
+pub mod journal;
 pub mod model;
 pub mod op;
 pub mod process;

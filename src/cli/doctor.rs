@@ -36,10 +36,10 @@ struct DoctorOutput<'r> {
 pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;
     if args.salvage {
-        return salvage(ctx, &dir);
+        return salvage(ctx, dir);
     }
-    let report = check::check(&dir)?;
-    let fix = (!report.healthy).then(|| fix_for(&dir, &report));
+    let report = check::check(dir)?;
+    let fix = (!report.healthy).then(|| fix_for(dir, &report));
     ctx.out.emit(&DoctorOutput { report: &report, fix: fix.clone() }, || {
         render(&report, fix.as_deref())
     });
@@ -79,7 +79,7 @@ fn render(report: &Report, fix: Option<&str>) -> String {
 /// The repair for a damaged store: a rebuild from the git journal when there is one, else a
 /// salvage — unless nothing in the file can be read, when only a backup or an export helps.
 fn fix_for(dir: &Path, report: &Report) -> String {
-    if check::journal_present(dir) {
+    if journal_present(dir) {
         return "run `fleet rebuild` to rebuild the store from the git journal".to_string();
     }
     let unreadable = report.checks.first().is_some_and(|c| !c.ok);
@@ -104,7 +104,7 @@ fn salvage(ctx: &Context, dir: &Path) -> Result<(), CliError> {
     let report = check::salvage(dir, ctx.clock).map_err(|error| match error {
         StoreError::Damaged { path, detail } => {
             let mut fix = "restore it from a backup".to_string();
-            if check::journal_present(dir) {
+            if journal_present(dir) {
                 fix = "rebuild it from the git journal: `fleet rebuild`".to_string();
             }
             CliError::new(format!("{} cannot be salvaged: {detail}", path.display())).with_hint(fix)
@@ -162,4 +162,14 @@ pub(super) fn report_damaged(ctx: &Context, ids: Vec<String>) -> Result<(), CliE
         CliError::new(message)
     };
     Err(error.with_hint(hint))
+}
+
+/// Whether this workspace has a git journal with ops in it, for `fleet rebuild` to rebuild
+/// the store from (found as `fleet journal` finds it).
+fn journal_present(dir: &Path) -> bool {
+    crate::journal::JournalRepo::find(dir)
+        .ok()
+        .flatten()
+        .and_then(|repo| repo.replicas().ok())
+        .is_some_and(|replicas| !replicas.is_empty())
 }

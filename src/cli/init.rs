@@ -21,9 +21,11 @@ struct Initialized {
     prefix: String,
 }
 
-/// The `.gitignore` beads keeps in `.beads/`.
+/// The `.gitignore` beads keeps in `.beads/`, plus fleet's own: the stores `fleet rebuild`
+/// keeps aside and the journal's own repository (`crate::journal`).
 const GITIGNORE: &str = "# fleet / beads workspace\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\n\
-daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n";
+daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n\
+*.db.bak-*\njournal.git/\n";
 
 pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;

@@ -17,10 +17,12 @@ mod error;
 mod fake_agent;
 mod init;
 mod issue;
+mod journal;
 mod label;
 mod logging;
 mod output;
 mod query;
+mod rebuild;
 mod run;
 mod transfer;
 
@@ -146,6 +148,11 @@ pub enum Command {
     /// Check the store for damage (one line per check) and name the fix; `--salvage` copies
     /// everything readable into a new store.
     Doctor(doctor::DoctorArgs),
+    /// The git journal of the queue's ops: log, verify, commit.
+    #[command(subcommand)]
+    Journal(journal::JournalCommand),
+    /// Build a new store from the git journal alone and swap it in (the old one is kept).
+    Rebuild(rebuild::RebuildArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -246,6 +253,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => transfer::cmd_import(&ctx, args),
         Command::Export(args) => transfer::cmd_export(&ctx, args),
         Command::Run(args) => run::cmd_run(&ctx, args),
+        Command::Journal(command) => journal::cmd_journal(&ctx, command),
+        Command::Rebuild(args) => rebuild::cmd_rebuild(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),

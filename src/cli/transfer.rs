@@ -168,6 +168,9 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
     if let Some(file) = temp_export {
         let _ = std::fs::remove_file(file);
     }
+    if result.is_ok() && !args.dry_run {
+        super::journal::commit_after(ctx, target_dir);
+    }
     result
 }
 

@@ -461,20 +461,6 @@ fn readiness(store: &Store, scratch: &Path, path: &Path) -> Check {
     }
 }
 
-/// Whether this workspace has a git journal to rebuild the store from (`fleet rebuild`): a
-/// git directory beside or above the store holding `refs/fleet/journal/` refs.
-pub fn journal_present(dir: &Path) -> bool {
-    let mut candidates = vec![dir.join("journal"), dir.join("journal.git"), dir.join(".git")];
-    if let Some(parent) = dir.parent() {
-        candidates.push(parent.join(".git"));
-    }
-    candidates.iter().any(|git| {
-        git.join("refs/fleet/journal").is_dir()
-            || std::fs::read_to_string(git.join("packed-refs"))
-                .is_ok_and(|refs| refs.contains("refs/fleet/journal/"))
-    })
-}
-
 /// What a salvage saved and lost.
 #[derive(Debug, Clone, Serialize)]
 pub struct Salvaged {

@@ -80,6 +80,9 @@ pub(crate) mod meta {
     /// Prefix of the supervisor registry (`supervisor/<instance>` → a registration with its
     /// heartbeat). Runtime state of this store's machine, not queue state: not ops.
     pub const SUPERVISOR: &str = "supervisor/";
+    /// The journal sequence up to which this replica's ops are committed to git
+    /// (`crate::journal`). Book-keeping of this store, not queue state: not an op.
+    pub const JOURNAL_COMMITTED: &str = "journal_committed";
 }
 
 /// Errors of the store, each naming the issue, edge or file it is about.
@@ -479,13 +482,20 @@ impl Store {
     /// directory at once, exactly one wins; the others get
     /// [`StoreError::AlreadyInitialized`], and nobody ever sees a half-made store.
     pub fn init(dir: &Path, prefix: &str) -> Result<Store, StoreError> {
+        let replica = ulid::Ulid::generate().to_string().to_lowercase();
+        Store::init_as(dir, prefix, &replica)
+    }
+
+    /// [`Store::init`] with a given replica id: a store that carries on as an existing replica
+    /// (`fleet rebuild` makes the new store in a scratch directory this way).
+    pub fn init_as(dir: &Path, prefix: &str, replica: &str) -> Result<Store, StoreError> {
         crate::id::validate_prefix(prefix).map_err(StoreError::InvalidPrefix)?;
         let path = dir.join(STORE_FILE);
         if path.exists() {
             return Err(existing_store(dir, &path));
         }
         std::fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
-        let replica = ulid::Ulid::generate().to_string().to_lowercase();
+        let replica = replica.to_string();
         let temp = TempFile(dir.join(format!(".{STORE_FILE}.init-{replica}")));
         write_new_store(&temp.0, prefix, &replica)?;
         publish(&temp.0, &path, dir)?;
@@ -729,6 +739,41 @@ impl Store {
     /// The sequence number of the last journaled op (0 for an empty journal).
     pub fn journal_head(&self) -> Result<u64, StoreError> {
         self.meta_counter(meta::JOURNAL_SEQ)
+    }
+
+    /// The journal sequence up to which this replica's ops are committed to git (0: none).
+    pub fn journal_committed(&self) -> Result<u64, StoreError> {
+        self.meta_counter(meta::JOURNAL_COMMITTED)
+    }
+
+    /// Records that this replica's ops are committed to git up to journal sequence `seq`. Never
+    /// moves the mark back (two processes committing at once may finish in either order). A
+    /// write of book-keeping only: no op, and the change counter stays.
+    pub fn record_journal_committed(&self, seq: u64) -> Result<(), StoreError> {
+        self.set_committed(seq, false).map_err(|e| e.at(&self.path()))
+    }
+
+    /// Sets the committed mark to `seq` even if that moves it back (a rebuilt store, whose
+    /// journal is numbered anew).
+    pub fn reset_journal_committed(&self, seq: u64) -> Result<(), StoreError> {
+        self.set_committed(seq, true).map_err(|e| e.at(&self.path()))
+    }
+
+    fn set_committed(&self, seq: u64, reset: bool) -> Result<(), StoreError> {
+        use redb::ReadableTable;
+        let txn = self.writable()?.begin_write()?;
+        {
+            let mut meta_table = txn.open_table(META)?;
+            let old = meta_table
+                .get(meta::JOURNAL_COMMITTED)?
+                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+                .map_or(0, u64::from_be_bytes);
+            if reset || seq > old {
+                meta_table.insert(meta::JOURNAL_COMMITTED, seq.to_be_bytes().as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
     }
 
     /// A counter of the meta table, read in a transaction of its own (0 when absent).

@@ -21,6 +21,8 @@
 //!    charged), and kills and reaps whatever is left.
 //!
 //! A [`guard`] process started at the beginning cleans up if the supervisor itself is killed.
+//! Meanwhile the journal is committed to git every [`JOURNAL_EVERY`] and once more at the end
+//! ([`crate::journal::spawn_periodic`]).
 
 pub mod guard;
 pub mod lease;
@@ -63,6 +65,8 @@ pub const LOG_FILTER_VAR: &str = "FLEET_LOG";
 
 /// How often the store's change counter is read.
 pub const POLL: Duration = Duration::from_millis(20);
+/// How often the ops of the run are committed to the git journal.
+pub const JOURNAL_EVERY: Duration = Duration::from_secs(5);
 /// How often the queue is re-checked when nothing changed (deferrals expire silently).
 const RECHECK: Duration = Duration::from_secs(1);
 /// An `--until-idle` run waits for a coder pause that ends within this long (a provider
@@ -248,6 +252,7 @@ impl Supervisor {
             max_concurrent: self.max_concurrent(),
         });
         self.announce_carried_over_pauses();
+        let journal = crate::journal::spawn_periodic(Arc::clone(&self.store), JOURNAL_EVERY);
         let (signals_tx, mut signals) = mpsc::unbounded_channel();
         let mut runners: JoinSet<Finished> = JoinSet::new();
         let mut children = child_exits();
@@ -295,6 +300,7 @@ impl Supervisor {
             }
         }
         self.shut_down(&mut runners, &mut stop, guard.id()).await;
+        journal.finish().await;
         guard::stop(guard);
         self.emit(Event::Stopped { finished: self.summary.attempts });
         Ok(self.summary)

@@ -65,3 +65,16 @@ fn invalid_runtime_toml_at_start_is_an_error_and_nothing_is_claimed() {
     assert_eq!(issue["status"], "open");
     assert_eq!(counter(&issue, "attempts"), 0);
 }
+
+/// The run commits the journal to git (every few seconds, and once more at its end): after
+/// it, every op of the run is on the replica's ref.
+#[test]
+fn the_run_leaves_its_ops_committed_to_the_journal() {
+    let fleet = Fleet::new(&[]);
+    fleet.task("Tidy up", &["close tidied"]);
+    fleet.run_until_idle(&[]).ok();
+    let verified = fleet.ws.json(&["journal", "verify"]);
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert_eq!(verified["store_ops"], verified["journal_ops"], "nothing pending: {verified}");
+    assert!(verified["journal_ops"].as_u64().unwrap() >= 3, "create, claim, close: {verified}");
+}

@@ -1,0 +1,174 @@
+//! The journal in git: every op this replica made, committed in batches through gix.
+//!
+//! The store journals every applied op in its own table (`Store::journal`); this module copies
+//! the ops *made here* (`op.meta.replica == Store::replica()`) into git, so that other
+//! machines can fetch them and a store can be rebuilt from them. Writing to the store never
+//! waits for git: ops are committed by [`commit_pending`], which `fleet journal commit`, the
+//! end of `fleet import`, and the supervisor (every few seconds, and at shutdown) call.
+//!
+//! # Where
+//!
+//! In the git repository that contains the workspace (`.beads/`), found upward from it as
+//! `git rev-parse` would; only objects and refs are written, never the worktree or the index.
+//! A workspace in no repository gets a bare repository of its own at `.beads/journal.git`,
+//! and keeps using it once it exists (even if the directory later ends up inside a
+//! repository), so a journal never moves. Each replica has one ref,
+//! `refs/fleet/journal/<replica>`; only that replica advances it, so refs of several machines
+//! never conflict.
+//!
+//! # Format (version [`FORMAT_VERSION`])
+//!
+//! One commit per batch of at most [`MAX_OPS_PER_COMMIT`] ops. Its tree holds two files:
+//!
+//! - `ops.jsonl`: one op per line, exactly the JSON the store journals (the op record of
+//!   `schema/op.schema.json`, itself versioned by its `v` field), in journal order;
+//! - `batch.json`: `{"format", "replica", "count", "first_seq", "last_seq", "first_op",
+//!   "last_op"}` — the ops' journal sequences in the store that committed them (positions
+//!   in that store's journal, for people; a rebuilt store numbers anew) and the first and last
+//!   op ids (what identifies a batch's end).
+//!
+//! The parent is the replica's previous batch, so the chain is tamper-evident: changing any
+//! op changes every later commit id. Author and committer are the replica id with the fixed
+//! email [`EMAIL`] (no user identity is read), dated by the last op of the batch, so the same
+//! ops always make the same commits. The message names the count and the sequence range.
+//!
+//! # Bulk imports
+//!
+//! An import journals one op per record (Create, Put, DepAdd, Comment), as every other
+//! change does, so replay and sync need no second path. The journal stays compact in git all
+//! the same: a batch is one `ops.jsonl` blob, which git stores zlib-compressed, and the ops of
+//! an import are near-identical lines that compress well (see the report of the issue that
+//! introduced this module for the measured bytes per op).
+//!
+//! # Crash safety
+//!
+//! [`commit_pending`] updates the ref (compare-and-swap against the previous tip), then
+//! records the committed sequence in the store's meta (`Store::record_journal_committed`). A
+//! process that dies between the two leaves the ref ahead of the meta; the next run reads the
+//! tip's `batch.json`, finds its last op among the pending ones, and starts after it instead
+//! of committing those ops twice.
+//!
+//! # Not in the journal
+//!
+//! Configuration values (`config set`, imported memories), the id prefix and the replica id
+//! are settings of a store, not ops; `fleet rebuild` copies them from the store it replaces.
+
+mod read;
+mod rebuild;
+mod repo;
+mod verify;
+mod write;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+
+pub use read::{LogEntry, log, read_all, read_replica};
+pub use rebuild::{RebuildOptions, RebuildReport, rebuild};
+pub use repo::{JournalRepo, RepoKind};
+pub use verify::{Divergence, VerifyReport, verify};
+pub use write::{CommitReport, Periodic, commit_pending, pending_ops, spawn_periodic};
+
+/// Version of the batch format (the layout of a commit's tree and `batch.json`).
+pub const FORMAT_VERSION: u32 = 1;
+/// Prefix of the journal refs: `refs/fleet/journal/<replica>`.
+pub const REF_PREFIX: &str = "refs/fleet/journal/";
+/// At most this many ops go into one commit.
+pub const MAX_OPS_PER_COMMIT: usize = 10_000;
+/// The workspace's own bare repository, inside `.beads/`, when it is in no git repository.
+pub const BARE_DIR: &str = "journal.git";
+/// The email of every journal commit's author and committer.
+pub const EMAIL: &str = "journal@fleet.invalid";
+/// The ops of a batch.
+pub const OPS_FILE: &str = "ops.jsonl";
+/// The description of a batch.
+pub const BATCH_FILE: &str = "batch.json";
+
+/// The ref of `replica`'s journal.
+pub fn ref_name(replica: &str) -> String {
+    format!("{REF_PREFIX}{replica}")
+}
+
+/// `batch.json`: what a journal commit holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchInfo {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format: u32,
+    /// The replica that made every op of the batch.
+    pub replica: String,
+    /// Number of ops (lines of `ops.jsonl`).
+    pub count: usize,
+    /// Journal sequence of the first op in the store that committed it.
+    pub first_seq: u64,
+    /// Journal sequence of the last op in the store that committed it.
+    pub last_seq: u64,
+    /// Id of the first op.
+    pub first_op: ulid::Ulid,
+    /// Id of the last op: where the next batch starts after.
+    pub last_op: ulid::Ulid,
+}
+
+/// Errors of the journal, each naming the repository, ref or commit and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A git operation failed.
+    #[error("{context}: {message}")]
+    Git { context: String, message: String },
+    /// A commit on a journal ref that is not a batch this fleet can read.
+    #[error("{reference}: commit {commit} is not a fleet journal batch: {reason}")]
+    Format { reference: String, commit: String, reason: String },
+    /// Another process kept moving the ref while this one tried to commit.
+    #[error(
+        "{reference} in {repo} kept changing while committing (another fleet process is committing); run `fleet journal commit` again"
+    )]
+    Contended { reference: String, repo: PathBuf },
+    /// No journal to read.
+    #[error(
+        "no journal for the workspace at {0}: neither an enclosing git repository nor .beads/journal.git has journal refs; run `fleet journal commit` first"
+    )]
+    NoJournal(PathBuf),
+    /// A rebuild would lose ops that are not in git yet.
+    #[error(
+        "{count} op(s) of this replica are not committed to the journal yet; a rebuild from the journal would lose them"
+    )]
+    Pending { count: usize },
+    /// The store changed while a rebuild read the journal.
+    #[error("the store at {0} changed during the rebuild; nothing was replaced, run it again")]
+    Changed(PathBuf),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+}
+
+impl JournalError {
+    /// A git error with what was being done.
+    pub(crate) fn git(context: impl Into<String>) -> impl FnOnce(gix::Error) -> JournalError {
+        let context = context.into();
+        move |error| JournalError::Git { context, message: error.to_string() }
+    }
+
+    /// An I/O error with what was being done.
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> JournalError {
+        let context = context.into();
+        move |source| JournalError::Io { context, source }
+    }
+
+    /// How to fix it, where there is something to say.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            JournalError::Pending { .. } => Some(
+                "run `fleet journal commit` first, or pass --force to rebuild without those ops (the old store is kept)",
+            ),
+            JournalError::Format { .. } => Some(
+                "the ref was moved to a commit fleet did not write; run `fleet journal verify` and reset the ref to the last good batch",
+            ),
+            JournalError::Git { .. } => {
+                Some("check that the repository is readable and writable (`git fsck` can check it)")
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Finding the journal's repository, and the object-level reads and writes on it.
+
+use std::path::Path;
+
+use gix::ObjectId;
+use gix::refs::transaction::PreviousValue;
+use serde::Serialize;
+
+use super::{BARE_DIR, BATCH_FILE, BatchInfo, JournalError, OPS_FILE, REF_PREFIX, ref_name};
+
+/// Which repository holds the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepoKind {
+    /// The git repository that contains the workspace.
+    Enclosing,
+    /// The workspace's own bare repository, `.beads/journal.git`.
+    Own,
+}
+
+/// An open journal repository.
+pub struct JournalRepo {
+    pub(super) repo: gix::Repository,
+    pub kind: RepoKind,
+}
+
+/// One journal commit, read.
+pub(super) struct Batch {
+    pub id: ObjectId,
+    pub parent: Option<ObjectId>,
+    pub info: BatchInfo,
+    /// Commit time, seconds since the epoch.
+    pub seconds: i64,
+}
+
+impl JournalRepo {
+    /// The journal repository of the workspace `dir` (a `.beads` directory), if there is one:
+    /// `.beads/journal.git` if it exists, else the git repository containing `dir`.
+    pub fn find(dir: &Path) -> Result<Option<JournalRepo>, JournalError> {
+        let own = dir.join(BARE_DIR);
+        if own.exists() {
+            let repo =
+                gix::open(&own).map_err(JournalError::git(format!("opening {}", own.display())))?;
+            return Ok(Some(JournalRepo { repo, kind: RepoKind::Own }));
+        }
+        match gix::discover(dir) {
+            Ok(repo) => Ok(Some(JournalRepo { repo, kind: RepoKind::Enclosing })),
+            Err(error) => {
+                tracing::debug!(workspace = %dir.display(), %error, "no enclosing git repository");
+                Ok(None)
+            }
+        }
+    }
+
+    /// [`JournalRepo::find`], creating `.beads/journal.git` when there is none.
+    pub fn find_or_create(dir: &Path) -> Result<JournalRepo, JournalError> {
+        if let Some(found) = JournalRepo::find(dir)? {
+            return Ok(found);
+        }
+        let own = dir.join(BARE_DIR);
+        let repo = gix::init_bare(&own).map_err(JournalError::git(format!(
+            "creating the journal repository {}",
+            own.display()
+        )))?;
+        Ok(JournalRepo { repo, kind: RepoKind::Own })
+    }
+
+    /// The repository's git directory (for messages and for `git -C`).
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
+    fn at(&self, what: &str) -> String {
+        format!("{what} in {}", self.git_dir().display())
+    }
+
+    /// The commit `replica`'s ref points at, if the ref exists.
+    pub(super) fn tip(&self, replica: &str) -> Result<Option<ObjectId>, JournalError> {
+        let name = ref_name(replica);
+        let found = self
+            .repo
+            .try_find_reference(name.as_str())
+            .map_err(JournalError::git(self.at(&format!("reading {name}"))))?;
+        let Some(mut reference) = found else { return Ok(None) };
+        let id = reference
+            .peel_to_id()
+            .map_err(JournalError::git(self.at(&format!("resolving {name}"))))?;
+        Ok(Some(id.detach()))
+    }
+
+    /// The replicas that have a journal ref, sorted.
+    pub fn replicas(&self) -> Result<Vec<String>, JournalError> {
+        let context = self.at(&format!("listing {REF_PREFIX}*"));
+        let platform = self.repo.references().map_err(JournalError::git(context.clone()))?;
+        let refs = platform
+            .prefixed(REF_PREFIX.trim_end_matches('/'))
+            .map_err(JournalError::git(context.clone()))?;
+        let mut out = Vec::new();
+        for reference in refs {
+            let reference = reference.map_err(|e| JournalError::Git {
+                context: context.clone(),
+                message: e.to_string(),
+            })?;
+            let name = reference.name().as_bstr().to_string();
+            if let Some(replica) = name.strip_prefix(REF_PREFIX) {
+                out.push(replica.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Reads the commit `id` of `replica`'s ref as a batch.
+    pub(super) fn batch(&self, replica: &str, id: ObjectId) -> Result<Batch, JournalError> {
+        let bad = |reason: String| JournalError::Format {
+            reference: ref_name(replica),
+            commit: id.to_string(),
+            reason,
+        };
+        let commit = self.repo.find_commit(id).map_err(|e| bad(e.to_string()))?;
+        let parent = commit.parent_ids().next().map(|p| p.detach());
+        let seconds = commit.time().map_err(|e| bad(e.to_string()))?.seconds;
+        let bytes = self.file(id, BATCH_FILE).map_err(|e| bad(e.to_string()))?;
+        let bytes = bytes.ok_or_else(|| bad(format!("it has no {BATCH_FILE}")))?;
+        let info: BatchInfo =
+            serde_json::from_slice(&bytes).map_err(|e| bad(format!("{BATCH_FILE}: {e}")))?;
+        if info.format > super::FORMAT_VERSION {
+            return Err(bad(format!(
+                "format {} is newer than this fleet reads ({}); upgrade fleet",
+                info.format,
+                super::FORMAT_VERSION
+            )));
+        }
+        if info.replica != replica {
+            return Err(bad(format!("{BATCH_FILE} names replica {}", info.replica)));
+        }
+        Ok(Batch { id, parent, info, seconds })
+    }
+
+    /// The ops of the batch `id` (checked against its `batch.json`), in journal order.
+    pub(super) fn ops(
+        &self,
+        replica: &str,
+        batch: &Batch,
+    ) -> Result<Vec<crate::op::Op>, JournalError> {
+        let bad = |reason: String| JournalError::Format {
+            reference: ref_name(replica),
+            commit: batch.id.to_string(),
+            reason,
+        };
+        let bytes = self.file(batch.id, OPS_FILE).map_err(|e| bad(e.to_string()))?;
+        let bytes = bytes.ok_or_else(|| bad(format!("it has no {OPS_FILE}")))?;
+        let mut ops = Vec::with_capacity(batch.info.count);
+        for (n, line) in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+            let op = serde_json::from_slice(line)
+                .map_err(|e| bad(format!("{OPS_FILE} line {}: {e}", n + 1)))?;
+            ops.push(op);
+        }
+        if ops.len() != batch.info.count {
+            return Err(bad(format!(
+                "{OPS_FILE} has {} ops, {BATCH_FILE} says {}",
+                ops.len(),
+                batch.info.count
+            )));
+        }
+        Ok(ops)
+    }
+
+    /// The contents of the file `name` at the top of commit `id`'s tree.
+    fn file(&self, id: ObjectId, name: &str) -> Result<Option<Vec<u8>>, gix::Error> {
+        let tree = self.repo.find_commit(id)?.tree()?;
+        let Some(entry) = tree.find_entry(name) else { return Ok(None) };
+        let oid = entry.object_id();
+        Ok(Some(self.repo.find_blob(oid)?.data.clone()))
+    }
+
+    /// The commits of `replica`'s ref, newest first, at most `limit`.
+    pub(super) fn chain(&self, replica: &str, limit: usize) -> Result<Vec<Batch>, JournalError> {
+        let mut out = Vec::new();
+        let mut next = self.tip(replica)?;
+        while let Some(id) = next {
+            if out.len() >= limit {
+                break;
+            }
+            let batch = self.batch(replica, id)?;
+            next = batch.parent;
+            out.push(batch);
+        }
+        Ok(out)
+    }
+
+    /// Writes a batch commit and moves `replica`'s ref from `parent` to it (compare-and-swap:
+    /// the ref must still be at `parent`, or absent when there is none). Returns the new
+    /// commit, or `None` if the ref had moved.
+    pub(super) fn commit_batch(
+        &self,
+        info: &BatchInfo,
+        ops_jsonl: &[u8],
+        parent: Option<ObjectId>,
+        seconds: i64,
+    ) -> Result<Option<ObjectId>, JournalError> {
+        let tree = self.write_tree(info, ops_jsonl)?;
+        let signature = gix::actor::Signature {
+            name: info.replica.as_str().into(),
+            email: super::EMAIL.into(),
+            time: gix::date::Time { seconds, offset: 0 },
+        };
+        let commit = gix::objs::Commit {
+            tree,
+            parents: parent.into_iter().collect(),
+            author: signature.clone(),
+            committer: signature.clone(),
+            encoding: None,
+            message: message(info).into(),
+            extra_headers: Vec::new(),
+        };
+        let id = self
+            .repo
+            .write_object(&commit)
+            .map_err(JournalError::git(self.at("writing a commit")))?;
+        let moved = self.move_ref(&info.replica, id.detach(), parent, &signature)?;
+        Ok(moved.then(|| id.detach()))
+    }
+
+    fn write_tree(&self, info: &BatchInfo, ops_jsonl: &[u8]) -> Result<ObjectId, JournalError> {
+        let batch_json = serde_json::to_vec_pretty(info).expect("batch info serialises");
+        let blob = |bytes: &[u8]| {
+            self.repo
+                .write_blob(bytes)
+                .map(|id| id.detach())
+                .map_err(JournalError::git(self.at("writing a blob")))
+        };
+        let entry = |name: &str, oid| gix::objs::tree::Entry {
+            mode: gix::objs::tree::EntryKind::Blob.into(),
+            filename: name.into(),
+            oid,
+        };
+        // Entries sorted by name, as git requires: batch.json < ops.jsonl.
+        let tree = gix::objs::Tree {
+            entries: vec![entry(BATCH_FILE, blob(&batch_json)?), entry(OPS_FILE, blob(ops_jsonl)?)],
+        };
+        let id =
+            self.repo.write_object(&tree).map_err(JournalError::git(self.at("writing a tree")))?;
+        Ok(id.detach())
+    }
+
+    /// Moves the ref; `false` if it was not at `parent` any more.
+    fn move_ref(
+        &self,
+        replica: &str,
+        id: ObjectId,
+        parent: Option<ObjectId>,
+        signature: &gix::actor::Signature,
+    ) -> Result<bool, JournalError> {
+        use gix::refs::transaction::RefEdit;
+        let name = ref_name(replica);
+        let expected = match parent {
+            Some(parent) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(parent)),
+            None => PreviousValue::MustNotExist,
+        };
+        let full_name =
+            name.as_str().try_into().map_err(|e: gix::validate::reference::name::Error| {
+                JournalError::Git { context: format!("ref name {name}"), message: e.to_string() }
+            })?;
+        let edit = RefEdit::update(full_name, id, expected, "fleet journal commit");
+        let mut time = gix::date::parse::TimeBuf::default();
+        match self.repo.edit_references_as(Some(edit), Some(signature.to_ref(&mut time))) {
+            Ok(_) => Ok(true),
+            Err(error) if self.tip(replica)? != parent => {
+                tracing::debug!(%error, reference = %name, "the ref moved while committing");
+                Ok(false)
+            }
+            Err(error) => Err(JournalError::Git {
+                context: self.at(&format!("updating {name}")),
+                message: error.to_string(),
+            }),
+        }
+    }
+}
+
+/// The commit message of a batch: the count and the sequence range.
+fn message(info: &BatchInfo) -> String {
+    let plural = if info.count == 1 { "op" } else { "ops" };
+    format!(
+        "fleet journal: {} {plural}, seq {}..{}\n\nreplica {}\n",
+        info.count, info.first_seq, info.last_seq, info.replica
+    )
+}

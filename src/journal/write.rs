@@ -1,0 +1,325 @@
+//! Committing the store's pending ops to git ([`commit_pending`]), and doing so every few
+//! seconds from an async program ([`spawn_periodic`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::read::LogEntry;
+use super::repo::JournalRepo;
+use super::{BatchInfo, FORMAT_VERSION, JournalError, MAX_OPS_PER_COMMIT, RepoKind, ref_name};
+use crate::op::Op;
+use crate::store::Store;
+
+/// How often [`commit_pending`] retries after losing the ref to another process.
+const ATTEMPTS: usize = 3;
+
+/// What [`commit_pending`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitReport {
+    /// The repository's git directory.
+    pub repo: PathBuf,
+    pub repo_kind: RepoKind,
+    /// `refs/fleet/journal/<replica>`.
+    pub reference: String,
+    /// Ops committed by this call.
+    pub ops: usize,
+    /// The commits made, oldest first.
+    pub commits: Vec<LogEntry>,
+    /// Ops found already committed by an earlier run that died before recording it.
+    pub recovered: usize,
+    /// The journal sequence committed through, after this call.
+    pub committed_seq: u64,
+}
+
+/// This replica's ops not yet committed, with their journal sequences; and the sequence the
+/// committed mark can move to once they are (the journal head when the scan was made).
+pub(super) struct Pending {
+    pub ops: Vec<(u64, Op)>,
+    pub scanned_to: u64,
+}
+
+/// This replica's journaled ops after the committed mark, in journal order (ops replayed from
+/// other replicas are in their own refs, not this one).
+pub fn pending_ops(store: &Store) -> Result<Vec<(u64, Op)>, JournalError> {
+    Ok(scan(store, store.journal_committed()?)?.ops)
+}
+
+fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
+    let entries = store.journal(committed + 1)?;
+    let scanned_to = entries.last().map_or(committed, |(seq, _)| *seq);
+    let ops = entries.into_iter().filter(|(_, op)| op.meta.replica == store.replica()).collect();
+    Ok(Pending { ops, scanned_to })
+}
+
+/// Commits the ops this replica journaled since the last commit to its ref (see the module
+/// docs for the format), at most [`MAX_OPS_PER_COMMIT`] per commit, and records how far the
+/// journal is committed. Finds `.beads/journal.git` or the enclosing repository, creating the
+/// former if there is neither. With nothing pending it writes nothing.
+pub fn commit_pending(store: &Store) -> Result<CommitReport, JournalError> {
+    commit_in_batches(store, MAX_OPS_PER_COMMIT)
+}
+
+/// [`commit_pending`] with at most `max_ops` ops per commit.
+fn commit_in_batches(store: &Store, max_ops: usize) -> Result<CommitReport, JournalError> {
+    let repo = JournalRepo::find_or_create(store.dir())?;
+    for _ in 0..ATTEMPTS {
+        if let Some(report) = try_commit(store, &repo, max_ops)? {
+            return Ok(report);
+        }
+    }
+    Err(JournalError::Contended {
+        reference: ref_name(store.replica()),
+        repo: repo.git_dir().to_path_buf(),
+    })
+}
+
+/// One attempt; `None` if another process moved the ref meanwhile.
+fn try_commit(
+    store: &Store,
+    repo: &JournalRepo,
+    max_ops: usize,
+) -> Result<Option<CommitReport>, JournalError> {
+    let replica = store.replica();
+    let mut tip = repo.tip(replica)?;
+    let Pending { mut ops, scanned_to } = scan(store, store.journal_committed()?)?;
+    let recovered = skip_committed(repo, replica, tip, &mut ops)?;
+    if let Some(seq) = recovered.last_seq {
+        store.record_journal_committed(seq)?;
+    }
+    let mut report = CommitReport {
+        repo: repo.git_dir().to_path_buf(),
+        repo_kind: repo.kind,
+        reference: ref_name(replica),
+        ops: 0,
+        commits: Vec::new(),
+        recovered: recovered.count,
+        committed_seq: 0,
+    };
+    let chunks: Vec<&[(u64, Op)]> = ops.chunks(max_ops).collect();
+    for (n, chunk) in chunks.iter().enumerate() {
+        let (info, jsonl, seconds) = encode(replica, chunk);
+        let Some(id) = repo.commit_batch(&info, &jsonl, tip, seconds)? else {
+            return Ok(None);
+        };
+        let last = n + 1 == chunks.len();
+        store.record_journal_committed(if last { scanned_to } else { info.last_seq })?;
+        report.ops += info.count;
+        report.commits.push(LogEntry::new(id, tip, info, seconds));
+        tip = Some(id);
+    }
+    if chunks.is_empty() {
+        store.record_journal_committed(scanned_to)?;
+    }
+    report.committed_seq = store.journal_committed()?;
+    Ok(Some(report))
+}
+
+/// What [`skip_committed`] found.
+struct Recovered {
+    count: usize,
+    last_seq: Option<u64>,
+}
+
+/// Drops from `ops` those the ref's tip already holds: the ref is ahead of the committed mark
+/// when a process died between moving the ref and recording the mark. The tip's last op,
+/// found among the pending ones, ends what is already committed.
+fn skip_committed(
+    repo: &JournalRepo,
+    replica: &str,
+    tip: Option<gix::ObjectId>,
+    ops: &mut Vec<(u64, Op)>,
+) -> Result<Recovered, JournalError> {
+    let none = Recovered { count: 0, last_seq: None };
+    let Some(tip) = tip else { return Ok(none) };
+    if ops.is_empty() {
+        return Ok(none);
+    }
+    let last_op = repo.batch(replica, tip)?.info.last_op;
+    let Some(at) = ops.iter().position(|(_, op)| op.meta.id == last_op) else { return Ok(none) };
+    let last_seq = ops[at].0;
+    ops.drain(..=at);
+    tracing::info!(ops = at + 1, "the journal ref already held ops the store had not recorded");
+    Ok(Recovered { count: at + 1, last_seq: Some(last_seq) })
+}
+
+/// The batch description, `ops.jsonl` and commit time of a non-empty run of ops.
+fn encode(replica: &str, chunk: &[(u64, Op)]) -> (BatchInfo, Vec<u8>, i64) {
+    let (first_seq, first) = &chunk[0];
+    let (last_seq, last) = &chunk[chunk.len() - 1];
+    let mut jsonl = Vec::with_capacity(chunk.len() * 256);
+    for (_, op) in chunk {
+        serde_json::to_writer(&mut jsonl, op).expect("an op serialises");
+        jsonl.push(b'\n');
+    }
+    let info = BatchInfo {
+        format: FORMAT_VERSION,
+        replica: replica.to_string(),
+        count: chunk.len(),
+        first_seq: *first_seq,
+        last_seq: *last_seq,
+        first_op: first.meta.id,
+        last_op: last.meta.id,
+    };
+    (info, jsonl, last.meta.at.as_second())
+}
+
+/// A background task committing the journal every `every` while an async program runs.
+pub struct Periodic {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts committing `store`'s pending ops every `every` (on a blocking thread; failures are
+/// logged, never fatal). [`Periodic::finish`] commits once more and stops.
+pub fn spawn_periodic(store: Arc<Store>, every: Duration) -> Periodic {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => commit_in_background(&store).await,
+                _ = &mut stopped => break,
+            }
+        }
+        commit_in_background(&store).await;
+    });
+    Periodic { stop, task }
+}
+
+impl Periodic {
+    /// Commits what is pending and stops the task.
+    pub async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+async fn commit_in_background(store: &Arc<Store>) {
+    let store = Arc::clone(store);
+    match tokio::task::spawn_blocking(move || commit_pending(&store)).await {
+        Ok(Ok(report)) if report.ops > 0 => {
+            tracing::debug!(ops = report.ops, reference = %report.reference, "journal committed");
+        }
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "committing the journal to git failed"),
+        Err(error) => tracing::warn!(%error, "the journal commit task failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{read_replica, verify};
+    use crate::model::Issue;
+    use crate::time::Clock;
+
+    fn new_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        (dir, store)
+    }
+
+    /// Imports `n` issues `t-<from>`… (one Create op each).
+    fn add_issues(store: &Store, from: usize, n: usize) {
+        let now = jiff::Timestamp::now();
+        store
+            .write("tester", Clock::System, |writer| {
+                for i in from..from + n {
+                    let issue = Issue::new(format!("t-{i}"), format!("issue {i}"), now);
+                    crate::tracker::import_new(writer, issue, Vec::new())?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    fn own_ops(store: &Store) -> Vec<Op> {
+        store.journal(1).unwrap().into_iter().map(|(_, op)| op).collect()
+    }
+
+    #[test]
+    fn pending_ops_are_committed_once() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 3);
+        let first = commit_pending(&store).unwrap();
+        assert_eq!((first.ops, first.commits.len(), first.committed_seq), (3, 1, 3));
+        assert_eq!(first.repo_kind, RepoKind::Own);
+        let again = commit_pending(&store).unwrap();
+        assert_eq!((again.ops, again.commits.len()), (0, 0));
+        add_issues(&store, 4, 2);
+        let second = commit_pending(&store).unwrap();
+        assert_eq!(second.commits[0].parent.as_deref(), Some(first.commits[0].commit.as_str()));
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+    }
+
+    /// The process died after moving the ref and before recording the committed mark: the
+    /// next run finds the tip's last op among the pending ones and commits nothing twice.
+    #[test]
+    fn a_ref_ahead_of_the_committed_mark_is_not_committed_twice() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 3);
+        commit_pending(&store).unwrap();
+        add_issues(&store, 4, 2);
+        // What a run that died before `record_journal_committed` left behind.
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        let tip = repo.tip(store.replica()).unwrap();
+        let pending = scan(&store, store.journal_committed().unwrap()).unwrap();
+        let (info, jsonl, seconds) = encode(store.replica(), &pending.ops);
+        repo.commit_batch(&info, &jsonl, tip, seconds).unwrap().unwrap();
+        assert_eq!(store.journal_committed().unwrap(), 3);
+
+        let report = commit_pending(&store).unwrap();
+        assert_eq!((report.ops, report.recovered, report.committed_seq), (0, 2, 5));
+        assert!(report.commits.is_empty());
+        assert_eq!(repo.chain(store.replica(), usize::MAX).unwrap().len(), 2);
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert!(verify(&store).unwrap().ok);
+    }
+
+    #[test]
+    fn large_batches_are_split() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 25);
+        let report = commit_in_batches(&store, 10).unwrap();
+        let counts: Vec<usize> = report.commits.iter().map(|c| c.info.count).collect();
+        assert_eq!(counts, [10, 10, 5]);
+        assert_eq!(report.commits[2].info.first_seq, 21);
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+    }
+
+    #[test]
+    fn ops_of_other_replicas_stay_out_of_this_ref() {
+        let (_dir, store) = new_store();
+        let (_other_dir, other) = new_store();
+        add_issues(&other, 1, 2);
+        store.replay(Clock::System, own_ops(&other)).unwrap();
+        add_issues(&store, 3, 1);
+        let report = commit_pending(&store).unwrap();
+        assert_eq!((report.ops, report.committed_seq), (1, 3));
+        assert!(verify(&store).unwrap().ok);
+    }
+
+    #[test]
+    fn a_ref_that_moved_is_not_overwritten() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 2);
+        commit_pending(&store).unwrap();
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        let pending = scan(&store, 0).unwrap();
+        let (info, jsonl, seconds) = encode(store.replica(), &pending.ops);
+        // Expecting no ref where there is one, then a parent that is not the tip (dated later,
+        // so that the commits differ from the ones already made).
+        let later = seconds + 1;
+        assert!(repo.commit_batch(&info, &jsonl, None, later).unwrap().is_none());
+        let tip = repo.tip(store.replica()).unwrap().unwrap();
+        let other = repo.commit_batch(&info, &jsonl, Some(tip), seconds).unwrap().unwrap();
+        assert!(repo.commit_batch(&info, &jsonl, Some(tip), later).unwrap().is_none());
+        assert_eq!(repo.tip(store.replica()).unwrap(), Some(other));
+    }
+}

@@ -1,0 +1,255 @@
+//! The git journal, run as a user runs it: `fleet journal commit/log/verify` and
+//! `fleet rebuild` on the real binary, checked with the `git` program.
+//!
+//! Covers where the journal goes (the enclosing git repository, else `.beads/journal.git`),
+//! what git sees on `refs/fleet/journal/<replica>`, verify passing and then naming the first
+//! divergence after the ref is moved by hand, import committing at its end, and a rebuild
+//! whose export is byte-identical to the original's.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Workspace;
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// Runs `git` with `args` and returns its stdout; panics with its stderr on failure.
+#[track_caller]
+fn git(args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A mix of commands: create, update, dep add, comment, close, label.
+fn make_history(ws: &Workspace) -> (String, String) {
+    let a = ws.create("first", &["-p", "1"]);
+    let b = ws.create("second", &[]);
+    ws.run(&["update", &b, "--title", "second, renamed", "--status", "in_progress"]).ok();
+    ws.run(&["dep", "add", &b, &a]).ok();
+    ws.run(&["comment", &a, "a note"]).ok();
+    ws.run(&["label", "add", &a, "urgent"]).ok();
+    ws.run(&["close", &a, "--reason", "done"]).ok();
+    (a, b)
+}
+
+/// The replica of the workspace's store: the replica of its newest journal batch.
+fn replica_of(ws: &Workspace) -> String {
+    let log = ws.json(&["journal", "log", "-n", "1"]);
+    log[0]["replica"].as_str().expect("a replica").to_string()
+}
+
+fn export_all(ws: &Workspace) -> String {
+    ws.run(&["export", "--all"]).ok().stdout
+}
+
+#[test]
+fn a_workspace_in_no_repository_journals_into_its_own_bare_repository() {
+    let ws = Workspace::new();
+    make_history(&ws);
+    let committed = ws.json(&["journal", "commit"]);
+    assert_eq!(committed["ops"], 7, "{committed}");
+    assert_eq!(committed["repo_kind"], "own");
+    let own = ws.beads_dir().join("journal.git");
+    assert!(own.join("HEAD").is_file(), "a bare repository at {}", own.display());
+
+    let replica = replica_of(&ws);
+    let reference = format!("refs/fleet/journal/{replica}");
+    let log = git(&["-C", own.to_str().unwrap(), "log", "--format=%an <%ae>|%s", &reference]);
+    assert_eq!(
+        log.trim(),
+        format!("{replica} <journal@fleet.invalid>|fleet journal: 7 ops, seq 1..7")
+    );
+    let ops = git(&["-C", own.to_str().unwrap(), "show", &format!("{reference}:ops.jsonl")]);
+    let kinds: Vec<String> = ops
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["op"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["create", "create", "update", "dep_add", "comment", "label_add", "close"],
+        "one line per op, in journal order"
+    );
+    let batch: Value = serde_json::from_str(&git(&[
+        "-C",
+        own.to_str().unwrap(),
+        "show",
+        &format!("{reference}:batch.json"),
+    ]))
+    .unwrap();
+    assert_eq!(batch["count"], 7);
+    assert_eq!(batch["format"], 1);
+
+    // Nothing pending: a second commit writes nothing.
+    let again = ws.json(&["journal", "commit"]);
+    assert_eq!(again["ops"], 0);
+    assert_eq!(again["commits"].as_array().unwrap().len(), 0);
+    ws.run(&["journal", "verify"]).ok();
+}
+
+#[test]
+fn a_workspace_inside_a_git_repository_journals_into_it() {
+    let ws = Workspace::empty();
+    let home = ws.home().to_str().unwrap().to_string();
+    git(&["init", "-q", &home]);
+    ws.run(&["init", "--prefix", "t"]).ok();
+    make_history(&ws);
+    let committed = ws.json(&["journal", "commit"]);
+    assert_eq!(committed["repo_kind"], "enclosing", "{committed}");
+    assert!(!ws.beads_dir().join("journal.git").exists());
+
+    let replica = replica_of(&ws);
+    let reference = format!("refs/fleet/journal/{replica}");
+    let log = git(&["-C", &home, "log", "--oneline", &reference]);
+    assert_eq!(log.lines().count(), 1, "{log}");
+    // Only objects and refs were written: no index, no branch, HEAD still unborn.
+    assert!(!ws.home().join(".git/index").exists());
+    assert_eq!(git(&["-C", &home, "for-each-ref", "--format=%(refname)"]).trim(), reference);
+    git(&["-C", &home, "fsck", "--no-dangling"]);
+}
+
+#[test]
+fn log_shows_batches_newest_first() {
+    let ws = Workspace::new();
+    let (a, _) = make_history(&ws);
+    ws.run(&["journal", "commit"]).ok();
+    ws.run(&["reopen", &a]).ok();
+    ws.run(&["journal", "commit"]).ok();
+    let log = ws.json(&["journal", "log"]);
+    let batches = log.as_array().unwrap();
+    assert_eq!(batches.len(), 2, "{log}");
+    assert_eq!(batches[0]["count"], 1);
+    assert_eq!(batches[0]["first_seq"], 8);
+    assert_eq!(batches[0]["parent"], batches[1]["commit"]);
+    assert_eq!(batches[1]["count"], 7);
+    assert!(batches[1].get("parent").is_none());
+    assert_eq!(ws.json(&["journal", "log", "-n", "1"]).as_array().unwrap().len(), 1);
+    let other = ws.json(&["journal", "log", "--replica", "nobody"]);
+    assert_eq!(other.as_array().unwrap().len(), 0);
+    let human = ws.run(&["journal", "log"]).ok().stdout;
+    assert!(human.contains("1 op, seq 8..8"), "{human}");
+}
+
+#[test]
+fn import_commits_the_journal_at_its_end() {
+    let ws = Workspace::new();
+    let fixture = fixture("beads-git-era-sample.jsonl");
+    ws.run(&["import", fixture.to_str().unwrap()]).ok();
+    let log = ws.json(&["journal", "log"]);
+    let batches = log.as_array().unwrap();
+    assert_eq!(batches.len(), 1, "{log}");
+    assert!(batches[0]["count"].as_u64().unwrap() >= 20, "{log}");
+    ws.run(&["journal", "verify"]).ok();
+}
+
+#[test]
+fn verify_names_the_first_divergence_after_the_ref_is_moved() {
+    let ws = Workspace::new();
+    let (a, _) = make_history(&ws);
+    ws.run(&["journal", "commit"]).ok();
+    ws.run(&["reopen", &a]).ok();
+    ws.run(&["journal", "commit"]).ok();
+    let verified = ws.json(&["journal", "verify"]);
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert_eq!(verified["journal_ops"], 8);
+    assert_eq!(verified["commits"], 2);
+
+    // Point the ref back at the first batch: the reopen is committed in the store's eyes,
+    // but no longer in git.
+    let log = ws.json(&["journal", "log"]);
+    let first = log[1]["commit"].as_str().unwrap().to_string();
+    let reference = format!("refs/fleet/journal/{}", log[0]["replica"].as_str().unwrap());
+    let own = ws.beads_dir().join("journal.git");
+    git(&["-C", own.to_str().unwrap(), "update-ref", &reference, &first]);
+
+    let run = ws.run(&["journal", "verify", "--json"]).fails(1);
+    let report = run.json();
+    assert_eq!(report["ok"], false);
+    let divergence = &report["divergence"];
+    assert_eq!(divergence["position"], 8, "{report}");
+    assert_eq!(divergence["seq"], 8);
+    assert!(divergence["what"].as_str().unwrap().contains("(reopen)"), "{report}");
+    let human = ws.run(&["journal", "verify"]).fails(1);
+    assert!(human.stderr.contains("at op #8, seq 8"), "{}", human.stderr);
+
+    // A ref moved to a commit that is no journal batch at all.
+    let stray = git(&["-C", own.to_str().unwrap(), "commit-tree", "-m", "stray", &tree_of(&own)]);
+    git(&["-C", own.to_str().unwrap(), "update-ref", &reference, stray.trim()]);
+    let run = ws.run(&["journal", "verify", "--json"]).fails(1);
+    let what = run.json()["divergence"]["what"].as_str().unwrap().to_string();
+    assert!(what.contains("not a journal batch") && what.contains(stray.trim()), "{what}");
+}
+
+/// The empty tree, written into `repo`.
+fn tree_of(repo: &Path) -> String {
+    git(&["-C", repo.to_str().unwrap(), "mktree"]).trim().to_string()
+}
+
+#[test]
+fn rebuild_gives_a_store_that_exports_byte_identically() {
+    let ws = Workspace::new();
+    let fixture = fixture("fleet-own-issues.jsonl");
+    ws.run(&["import", fixture.to_str().unwrap()]).ok();
+    let memories = ws.home().join("memories.jsonl");
+    std::fs::write(&memories, "{\"_type\":\"memory\",\"key\":\"style\",\"value\":\"terse\"}\n")
+        .unwrap();
+    ws.run(&["import", memories.to_str().unwrap()]).ok();
+    make_history(&ws);
+    ws.run(&["journal", "commit"]).ok();
+    let before = export_all(&ws);
+    assert!(before.contains("\"_type\":\"memory\""), "the memory is exported");
+
+    let report = ws.json(&["rebuild"]);
+    assert_eq!(report["rejected"].as_array().unwrap().len(), 0, "{report}");
+    assert_eq!(report["applied"], report["ops"]);
+    assert_eq!(report["config_values"], 1);
+    let backup = PathBuf::from(report["backup"].as_str().unwrap());
+    assert!(backup.is_file(), "the old store is kept at {}", backup.display());
+    assert_eq!(export_all(&ws), before, "the rebuilt store exports the same bytes");
+
+    // The rebuilt store carries on: same prefix, same replica, journal in agreement.
+    ws.run(&["journal", "verify"]).ok();
+    let id = ws.create("after the rebuild", &[]);
+    assert!(id.starts_with("t-"), "the prefix carried over: {id}");
+    let committed = ws.json(&["journal", "commit"]);
+    assert_eq!(committed["ops"], 1, "{committed}");
+    assert_eq!(
+        ws.json(&["journal", "log"]).as_array().unwrap().len(),
+        3,
+        "the fixture import, the history, the create after"
+    );
+}
+
+#[test]
+fn rebuild_refuses_while_ops_are_uncommitted_unless_forced() {
+    let ws = Workspace::new();
+    let (a, _) = make_history(&ws);
+    ws.run(&["journal", "commit"]).ok();
+    ws.run(&["reopen", &a]).ok();
+    let refused = ws.run(&["rebuild"]).fails(1);
+    assert!(refused.stderr.contains("1 op(s)"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("fleet journal commit"), "{}", refused.stderr);
+    let forced = ws.json(&["rebuild", "--force"]);
+    assert_eq!(forced["uncommitted"], 1);
+    // The reopen is gone from the rebuilt store: the issue is closed again.
+    let shown = ws.json(&["show", &a]);
+    let issue = if shown.is_array() { shown[0].clone() } else { shown };
+    assert_eq!(issue["status"], "closed", "{issue}");
+}
