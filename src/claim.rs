@@ -230,7 +230,7 @@ impl RemoteClaims {
             replica: self.replica.clone(),
             actor: actor.to_string(),
             claimed_at: clock.now(),
-            op: op.map_or_else(|| ulid::Ulid::generate(), |op| op.meta.id).to_string(),
+            op: op.map_or_else(ulid::Ulid::generate, |op| op.meta.id).to_string(),
         };
         self.remote.confirm(id, &holder, &|ids| free_here(store, ids))
     }

@@ -85,7 +85,7 @@ pub struct Confirmed {
 pub enum RemoteClaimError {
     /// The issue is held by another replica.
     #[error("{id} is claimed elsewhere by {} (replica {}, since {}) on remote {remote}", holder.actor, holder.replica, holder.claimed_at)]
-    ClaimedElsewhere { id: String, holder: Holder, remote: String },
+    ClaimedElsewhere { id: String, holder: Box<Holder>, remote: String },
     #[error(
         "claim_mode is remote but the journal repository {} has no git remote; add one with `git --git-dir {} remote add origin URL`, or set claim_remote",
         repo.display(), repo.display()
@@ -248,7 +248,7 @@ impl ClaimsRemote {
                 }
                 return Err(RemoteClaimError::ClaimedElsewhere {
                     id: id.to_string(),
-                    holder: current,
+                    holder: Box::new(current),
                     remote: self.name.clone(),
                 });
             }
@@ -345,8 +345,8 @@ impl ClaimsRemote {
         };
         let bad = |e: String| self.format_error(tip, e);
         let repo = &self.repo.repo;
-        let tree =
-            repo.find_commit(commit).and_then(|c| Ok(c.tree()?)).map_err(|e| bad(e.to_string()))?;
+        let commit = repo.find_commit(commit).map_err(|e| bad(e.to_string()))?;
+        let tree = commit.tree().map_err(|e| bad(e.to_string()))?;
         let mut entries = BTreeMap::new();
         if let Some(dir) = tree.find_entry(CLAIMS_DIR) {
             let dir = repo.find_tree(dir.object_id()).map_err(|e| bad(e.to_string()))?;
@@ -564,8 +564,9 @@ fn check_id(id: &str, remote: &str) -> Result<(), RemoteClaimError> {
 /// Waits a random time, growing with `attempt`, before trying again.
 fn backoff(attempt: u32) {
     let ceiling = Duration::from_millis(2u64 << attempt.min(7)).min(MAX_BACKOFF);
+    let ceiling = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX).max(1);
     let random = ulid::Ulid::generate().random();
-    let nanos = u64::try_from(random % u128::from(ceiling.as_nanos().max(1) as u64)).unwrap_or(0);
+    let nanos = u64::try_from(random % u128::from(ceiling)).unwrap_or(0);
     std::thread::sleep(Duration::from_nanos(nanos));
 }
 
