@@ -42,7 +42,7 @@ pub fn run_worker(
             let store = Store::open(&fleet_store_dir(workspace))?;
             claim_until(mode, || {
                 let claimed =
-                    claim::claim_next(&store, actor, Clock::System, &ReadyFilter::default())?;
+                    claim::claim_next_local(&store, actor, Clock::System, &ReadyFilter::default())?;
                 Ok(claimed.map(|issue| issue.id))
             })
         }

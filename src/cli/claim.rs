@@ -39,6 +39,21 @@ pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// In remote claim mode, drops this replica's entries for issues free here from the remote's
+/// claims ref, so other machines can claim them. A failure is a warning: the local release
+/// stands, and the next claim or release on this machine drops the entries.
+fn release_on_remote(ctx: &Context) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let Some(remote) = claim::RemoteClaims::for_store(&store)? else { return Ok(()) };
+    if let Err(error) = remote.release(&store) {
+        ctx.out.warn(&format!(
+            "released here, but the claims on remote {} still hold it: {error}",
+            remote.remote().name()
+        ));
+    }
+    Ok(())
+}
+
 pub fn cmd_release(ctx: &Context, args: ReleaseArgs) -> Result<(), CliError> {
     let released = ctx.write(|writer| {
         let mut released = Vec::new();
@@ -48,6 +63,7 @@ pub fn cmd_release(ctx: &Context, args: ReleaseArgs) -> Result<(), CliError> {
         }
         Ok(released)
     })?;
+    release_on_remote(ctx)?;
     ctx.out.emit(&released, || {
         released
             .iter()

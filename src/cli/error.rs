@@ -168,6 +168,18 @@ impl From<StoreError> for CliError {
     }
 }
 
+impl From<crate::claim::ClaimError> for CliError {
+    fn from(error: crate::claim::ClaimError) -> CliError {
+        let hint = error
+            .claimed_elsewhere()
+            .then_some("run `fleet claim` with no id to take the next ready issue");
+        match error {
+            crate::claim::ClaimError::Store(error) => error.into(),
+            other => CliError { store_hint: hint, ..CliError::new(other.to_string()) },
+        }
+    }
+}
+
 impl From<crate::model::ModelError> for CliError {
     fn from(error: crate::model::ModelError) -> CliError {
         CliError::new(error.to_string())

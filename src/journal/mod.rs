@@ -53,6 +53,7 @@
 //! Configuration values (`config set`, imported memories), the id prefix and the replica id
 //! are settings of a store, not ops; `fleet rebuild` copies them from the store it replaces.
 
+pub mod claims;
 mod read;
 mod rebuild;
 mod repo;

@@ -44,6 +44,7 @@ use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::claim;
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
 use crate::model::{FleetFields, Issue, Status};
 use crate::op::IssuePatch;
@@ -72,6 +73,8 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// An `--until-idle` run waits for a coder pause that ends within this long (a provider
 /// outage, a short rate limit); a longer one, or one that needs a human, ends the run.
 const IDLE_WAIT_FOR_PAUSE: Duration = Duration::from_secs(600);
+/// After the claims remote failed (remote claim mode), claiming waits this long.
+const REMOTE_RETRY: Duration = Duration::from_secs(10);
 
 /// How far a shutdown has gone: the first Ctrl-C (or SIGTERM, SIGHUP) asks for a graceful
 /// stop, a second one for an immediate one.
@@ -173,6 +176,51 @@ pub struct Summary {
     pub verdicts: std::collections::BTreeMap<String, usize>,
 }
 
+/// The remote of remote claims failed: claiming waits [`REMOTE_RETRY`] before trying again.
+struct RemoteDown;
+
+/// Why the claim transaction of [`Supervisor::claim_next`] failed.
+struct ClaimFailure {
+    task: Option<String>,
+    error: String,
+    /// The claims remote failed (or could not be set up), not the store.
+    remote: bool,
+}
+
+/// Claims the first ready task `accept` takes, counting the attempt and putting `me`'s lease
+/// on it, in one transaction. Returns the task before and after, and the ops applied.
+fn claim_locally(
+    store: &Store,
+    me: &Identity,
+    config: &RuntimeConfig,
+    registry: &crate::coders::Registry,
+    now: Timestamp,
+    accept: &dyn Fn(&Issue) -> bool,
+) -> Result<Option<(Issue, Issue, Vec<crate::op::Op>)>, ClaimFailure> {
+    let filter = ReadyFilter::default();
+    let look = store
+        .read()
+        .and_then(|reader| reader.first_claimable_where(&me.name, &filter, now, accept))
+        .map_err(|error| ClaimFailure { task: None, error: error.to_string(), remote: false })?;
+    let Some(candidate) = look else { return Ok(None) };
+    let written = store.write(&me.name, Clock::System, |w| {
+        let Some(id) = w.first_claimable_where(&filter, accept)? else { return Ok(None) };
+        let Some(before) = w.issue(&id)? else { return Ok(None) };
+        let issue = tracker::claim(w, &id)?;
+        let fleet = leased_fields(&issue, me, config, registry, w.now());
+        let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
+        let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
+        Ok(w.issue(&id)?.map(|issue| (before, issue)))
+    });
+    match written {
+        Ok((Some((before, issue)), ops)) => Ok(Some((before, issue, ops))),
+        Ok((None, _)) => Ok(None),
+        Err(error) => {
+            Err(ClaimFailure { task: Some(candidate), error: error.to_string(), remote: false })
+        }
+    }
+}
+
 /// A task with a runner in flight.
 struct Running {
     attempt: String,
@@ -192,6 +240,8 @@ pub struct Supervisor {
     journal_next: u64,
     started_at: Timestamp,
     summary: Summary,
+    /// The claims remote failed: no claim is tried before then.
+    remote_retry_at: Option<tokio::time::Instant>,
 }
 
 fn config_path(home: &Path) -> PathBuf {
@@ -219,6 +269,7 @@ impl Supervisor {
             journal_next: 0,
             started_at: Timestamp::now(),
             summary: Summary::default(),
+            remote_retry_at: None,
         })
     }
 
@@ -544,11 +595,17 @@ impl Supervisor {
             .blocking(move |store| -> Result<Vec<String>, StoreError> {
                 let filter = ReadyFilter::default();
                 let mut coders = Vec::new();
+                // Tasks another machine holds (remote claim mode) are not work for this one.
+                let elsewhere = claim::RemoteClaims::for_store(store)
+                    .ok()
+                    .flatten()
+                    .map(|remote| remote.held_elsewhere())
+                    .unwrap_or_default();
                 let reader = store.read()?;
                 let now = Timestamp::now();
                 // Every coder with claimable work (deferred included), one scan per coder.
                 while let Some(id) = reader.first_claimable_where(&actor, &filter, now, &|i| {
-                    !coders.contains(&coder_of(i, &default_coder))
+                    !coders.contains(&coder_of(i, &default_coder)) && !elsewhere.contains(&i.id)
                 })? {
                     let issue = reader.issue(&id)?;
                     coders.push(issue.map_or_else(String::new, |i| coder_of(&i, &default_coder)));
@@ -586,8 +643,18 @@ impl Supervisor {
         signals: &mpsc::UnboundedSender<Signal>,
     ) -> usize {
         let mut started = 0;
+        if self.remote_retry_at.is_some_and(|at| tokio::time::Instant::now() < at) {
+            return 0;
+        }
         while self.running.len() < self.max_concurrent() {
-            let Some(issue) = self.claim_next().await else { break };
+            let issue = match self.claim_next().await {
+                Ok(Some(issue)) => issue,
+                Ok(None) => break,
+                Err(RemoteDown) => {
+                    self.remote_retry_at = Some(tokio::time::Instant::now() + REMOTE_RETRY);
+                    break;
+                }
+            };
             started += 1;
             self.start(issue, runners, stop, signals);
         }
@@ -596,8 +663,10 @@ impl Supervisor {
 
     /// Claims the next ready task that this supervisor does not already run and whose coder
     /// is not paused; the same transaction counts the attempt and puts the lease on it. A read
-    /// comes first so an idle queue costs no write.
-    async fn claim_next(&self) -> Option<Issue> {
+    /// comes first so an idle queue costs no write. In remote claim mode the claim is then
+    /// confirmed on the remote before anything starts: a task another machine holds is undone
+    /// uncharged and skipped; a remote that fails is [`RemoteDown`].
+    async fn claim_next(&self) -> Result<Option<Issue>, RemoteDown> {
         let me = self.me.clone();
         let config = self.cfg().clone();
         let registry = self.config.registry().clone();
@@ -605,45 +674,49 @@ impl Supervisor {
         let paused: Vec<String> = self.pauses.all_active(now).map(|(c, _)| c.to_string()).collect();
         let running: Vec<String> = self.running.keys().cloned().collect();
         let result = self
-            .blocking(move |store| -> Result<Option<Issue>, (Option<String>, String)> {
-                let accept = |issue: &Issue| {
-                    !running.contains(&issue.id)
-                        && issue.fleet.retry_after.is_none_or(|at| at <= now)
-                        && !paused.contains(&coder_of(issue, &config.coder))
-                };
-                let filter = ReadyFilter::default();
-                let look = store
-                    .read()
-                    .and_then(|reader| {
-                        reader.first_claimable_where(&me.name, &filter, now, &accept)
-                    })
-                    .map_err(|error| (None, error.to_string()))?;
-                let Some(candidate) = look else {
-                    return Ok(None);
-                };
-                let written = store.write(&me.name, Clock::System, |w| {
-                    let Some(issue) = tracker::claim_next(w, &filter, &accept)? else {
+            .blocking(move |store| -> Result<Option<Issue>, ClaimFailure> {
+                let remote = claim::RemoteClaims::for_store(store).map_err(|e| ClaimFailure {
+                    task: None,
+                    error: e.to_string(),
+                    remote: true,
+                })?;
+                let mut refused = remote.as_ref().map(|r| r.held_elsewhere()).unwrap_or_default();
+                loop {
+                    let accept = |issue: &Issue| {
+                        !running.contains(&issue.id)
+                            && !refused.contains(&issue.id)
+                            && issue.fleet.retry_after.is_none_or(|at| at <= now)
+                            && !paused.contains(&coder_of(issue, &config.coder))
+                    };
+                    let Some((before, issue, ops)) =
+                        claim_locally(store, &me, &config, &registry, now, &accept)?
+                    else {
                         return Ok(None);
                     };
-                    let fleet = leased_fields(&issue, &me, &config, &registry, w.now());
-                    let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
-                    let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
-                    w.issue(&id)
-                });
-                written
-                    .map(|(claimed, _)| claimed)
-                    .map_err(|error| (Some(candidate), error.to_string()))
+                    let Some(remote) = &remote else { return Ok(Some(issue)) };
+                    match remote.confirm_or_undo(store, &me.name, Clock::System, &before, &ops) {
+                        Ok(_) => return Ok(Some(issue)),
+                        Err(error) if error.claimed_elsewhere() => {
+                            tracing::info!(%error, "skipping a task claimed on another machine");
+                            refused.push(issue.id);
+                        }
+                        Err(error) => {
+                            let remote = matches!(error, claim::ClaimError::Remote(_));
+                            let error = error.to_string();
+                            return Err(ClaimFailure { task: Some(issue.id), error, remote });
+                        }
+                    }
+                }
             })
             .await;
         match result {
-            Ok(issue) => issue,
-            Err((Some(task), error)) => {
-                tracing::error!(%error, %task, "claiming the task failed");
-                None
-            }
-            Err((None, error)) => {
-                tracing::error!(%error, "looking for a ready task to claim failed");
-                None
+            Ok(issue) => Ok(issue),
+            Err(ClaimFailure { task, error, remote }) => {
+                match task {
+                    Some(task) => tracing::error!(%error, %task, "claiming the task failed"),
+                    None => tracing::error!(%error, "looking for a ready task to claim failed"),
+                }
+                if remote { Err(RemoteDown) } else { Ok(None) }
             }
         }
     }

@@ -60,3 +60,60 @@ fn stale_lease_of_this_supervisor_is_released_at_start() {
     assert_eq!(other["assignee"], "sup-b");
     assert_eq!(counter(&other, "attempts"), 0);
 }
+
+/// Runs `git` and asserts it succeeded.
+fn git(args: &[&str]) -> String {
+    let output = std::process::Command::new("git").args(args).output().expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Adds `remote` as `origin` of the workspace's journal repository and sets remote claims.
+fn claim_remotely(ws: &crate::common::Workspace, remote: &std::path::Path) {
+    ws.run(&["journal", "commit"]).ok();
+    let git_dir = ws.beads_dir().join("journal.git");
+    git(&[
+        "--git-dir",
+        git_dir.to_str().unwrap(),
+        "remote",
+        "add",
+        "origin",
+        remote.to_str().unwrap(),
+    ]);
+    ws.run(&["bd", "config", "set", "claim_mode", "remote"]).ok();
+}
+
+#[test]
+fn in_remote_claim_mode_a_task_held_by_another_machine_is_skipped_uncharged() {
+    let fleet = Fleet::new(&[]);
+    let held = fleet.task("Held by another machine", &["close should not run here"]);
+    let free = fleet.task("Free", &["close ran here"]);
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().join("remote.git");
+    git(&["init", "--quiet", "--bare", remote.to_str().unwrap()]);
+    let export = dir.path().join("issues.jsonl");
+    std::fs::write(&export, fleet.ws.run(&["export", "--all"]).ok().stdout).unwrap();
+    let other = crate::common::Workspace::new();
+    other.run(&["import", export.to_str().unwrap()]).ok();
+    claim_remotely(&fleet.ws, &remote);
+    claim_remotely(&other, &remote);
+    other.run(&["claim", &held]).ok();
+
+    let run = fleet.run_until_idle(&[]).ok();
+
+    assert_eq!(fleet.show(&free)["close_reason"], "ran here", "{}", run.stdout());
+    let skipped = fleet.show(&held);
+    assert_eq!(skipped["status"], "open", "{}", run.stdout());
+    assert_eq!(counter(&skipped, "attempts"), 0, "a refused claim is not charged");
+    assert!(!run.stdout().contains(&format!("{held} closed")), "{}", run.stdout());
+    let holders = git(&[
+        "--git-dir",
+        remote.to_str().unwrap(),
+        "ls-tree",
+        "-r",
+        "--name-only",
+        "refs/fleet/claims",
+    ]);
+    assert!(holders.contains(&format!("claims/{held}")), "{holders}");
+    assert!(holders.contains(&format!("claims/{free}")), "{holders}");
+}
