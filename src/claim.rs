@@ -32,7 +32,7 @@ use std::thread::JoinHandle;
 
 use crate::journal::claims::{ClaimsRemote, Confirmed, Holder, RemoteClaimError};
 use crate::model::{Issue, Status};
-use crate::op::{IssuePatch, Op, OpKind};
+use crate::op::{IssuePatch, Op};
 use crate::store::{ReadyFilter, Store, StoreError, Writer};
 use crate::time::Clock;
 use crate::tracker;
@@ -225,7 +225,7 @@ impl RemoteClaims {
         clock: Clock,
         ops: &[Op],
     ) -> Result<Confirmed, RemoteClaimError> {
-        let op = ops.iter().find(|op| matches!(&op.kind, OpKind::Claim { id: c } if c == id));
+        let op = ops.iter().find(|op| op.kind.name() == "claim" && op.kind.subject() == id);
         let holder = Holder {
             replica: self.replica.clone(),
             actor: actor.to_string(),
