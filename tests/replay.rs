@@ -531,9 +531,15 @@ fn run_history(replicas: usize, events: &[Event], seed: u64) -> Result<(), TestC
     // The origin stores themselves, each merging every op (its own ops came first there, so
     // the others' arrive out of order): the same queue, and merging again changes nothing.
     for (n, source) in origin.iter().enumerate() {
-        let merged = source.store.merge(at_minute(7), shuffled(union.clone(), seed ^ n as u64), &[]);
+        let merged =
+            source.store.merge(at_minute(7), shuffled(union.clone(), seed ^ n as u64), &[]);
         prop_assert!(merged.is_ok(), "merge failed: {:?}", merged.err());
-        prop_assert_eq!(&export(&source.store), &expected, "origin store {} after merge differs", n);
+        prop_assert_eq!(
+            &export(&source.store),
+            &expected,
+            "origin store {} after merge differs",
+            n
+        );
         let again = source.store.merge(at_minute(8), union.clone(), &[]).unwrap();
         prop_assert!(again.replayed.is_empty() && !again.resequenced);
         prop_assert_eq!(&export(&source.store), &expected);

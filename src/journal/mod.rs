@@ -56,6 +56,7 @@
 mod read;
 mod rebuild;
 mod repo;
+pub mod sync;
 mod verify;
 mod write;
 
