@@ -433,3 +433,78 @@ fn report(
         bad_refs,
     }
 }
+
+/// A background task syncing with the default remote every few seconds while an async
+/// program (the supervisor) runs.
+pub struct PeriodicSync {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PeriodicSync {
+    /// Stops the task (a sync under way finishes first).
+    pub async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// Starts syncing `store` with its default remote every `every` (on a blocking thread; a
+/// workspace without a remote is skipped, failures are logged, never fatal). `None` when
+/// `every` is zero.
+pub fn spawn_periodic_sync(
+    store: std::sync::Arc<Store>,
+    every: std::time::Duration,
+) -> Option<PeriodicSync> {
+    if every.is_zero() {
+        return None;
+    }
+    let (stop, mut stopped) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => sync_in_background(&store).await,
+                _ = &mut stopped => break,
+            }
+        }
+    });
+    Some(PeriodicSync { stop, task })
+}
+
+async fn sync_in_background(store: &std::sync::Arc<Store>) {
+    let store = std::sync::Arc::clone(store);
+    let result = tokio::task::spawn_blocking(move || {
+        if pick_remote(store.dir(), None)?.is_none() {
+            return Ok(None);
+        }
+        sync(&store, None).map(Some)
+    })
+    .await;
+    match result {
+        Ok(Ok(Some(report))) => log_report(&report),
+        Ok(Ok(None)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "syncing with the git remote failed"),
+        Err(error) => tracing::warn!(%error, "the sync task failed"),
+    }
+}
+
+fn log_report(report: &SyncReport) {
+    if report.received > 0 || report.sent > 0 {
+        tracing::info!(
+            remote = %report.remote,
+            received = report.received,
+            applied = report.applied,
+            rejected = report.rejected.len(),
+            sent = report.sent,
+            "synced"
+        );
+    }
+    if !report.lost_claims.is_empty() {
+        tracing::warn!(ids = ?report.lost_claims, "claims lost to earlier claims made elsewhere");
+    }
+    for bad in &report.bad_refs {
+        tracing::warn!(%bad, "a fetched journal ref was left out");
+    }
+}
