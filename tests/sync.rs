@@ -53,15 +53,6 @@ impl Fleet {
         self.machines[n].json(&["sync"])
     }
 
-    /// Syncs every machine twice over (so everyone has everyone's ops).
-    fn sync_all(&self) {
-        for _ in 0..2 {
-            for n in 0..self.machines.len() {
-                self.sync(n);
-            }
-        }
-    }
-
     fn exports(&self) -> Vec<String> {
         self.machines.iter().map(export_all).collect()
     }

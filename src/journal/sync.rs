@@ -313,17 +313,20 @@ fn read_since(
     Ok(ops)
 }
 
+/// Per replica, the commit its ops are merged through (hex).
+type Marks = Vec<(String, String)>;
+
 /// Every other replica's ops since the commit the store last merged, and the new marks.
 fn unmerged_ops(
     repo: &JournalRepo,
     store: &Store,
     mut fetched: BTreeMap<String, Fetched>,
     bad_refs: &mut Vec<String>,
-) -> Result<(Vec<Op>, Vec<(String, String)>), JournalError> {
+) -> Result<(Vec<Op>, Marks), JournalError> {
     let marks = store.sync_marks()?;
     let mut ops = Vec::new();
     let mut new_marks = Vec::new();
-    let bad: BTreeSet<String> = bad_refs.iter().map(|b| b.clone()).collect();
+    let bad: BTreeSet<String> = bad_refs.iter().cloned().collect();
     for replica in repo.replicas()? {
         if replica == store.replica() {
             continue;
