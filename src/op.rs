@@ -79,7 +79,7 @@ impl Hlc {
 
 /// The position of an op in the total order of all ops: stamp (wall time, then counter), then
 /// replica id, then op id, compared in that order (the derived `Ord` follows field order).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct OrderKey {
     pub stamp: Hlc,
     pub replica: String,
@@ -240,6 +240,13 @@ pub struct IssuePatch {
     pub append_notes: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
+    /// The status the issue had where and when a `status` change was made (filled in by
+    /// `Writer::apply` for every local change to a status other than closed). It tells a
+    /// change made concurrently with a close on another machine (the issue was not closed
+    /// here yet) from one made after seeing the close: the first must not reopen the issue
+    /// (close wins, see `store::apply`), the second does. Absent in ops of older fleets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_status: Option<Status>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]

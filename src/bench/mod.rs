@@ -19,6 +19,7 @@ pub mod claim;
 pub mod ready;
 mod sqlite;
 pub mod supervisor;
+pub mod sync;
 mod worker;
 mod workspace;
 

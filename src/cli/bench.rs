@@ -19,6 +19,9 @@ pub enum BenchCommand {
     /// The supervisor: create → agent started latency, and memory and CPU with many agents
     /// running.
     Supervisor(SupervisorArgs),
+    /// Whole-process `fleet sync` sending and receiving many ops through a local bare remote,
+    /// and the journal's bytes per op.
+    Sync(SyncBenchArgs),
     /// One claimer or reader of a benchmark (spawned by `fleet bench`).
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -61,6 +64,13 @@ pub struct SupervisorArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct SyncBenchArgs {
+    /// Ops made on one machine, sent by its sync and received by the other's.
+    #[arg(long, default_value_t = 10_000)]
+    pub ops: usize,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
     #[arg(long, value_enum)]
     pub engine: Engine,
@@ -86,8 +96,17 @@ pub fn cmd_bench(ctx: &Context, command: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Claim(args) => cmd_bench_claim(ctx, args),
         BenchCommand::Ready(args) => cmd_bench_ready(ctx, args),
         BenchCommand::Supervisor(args) => cmd_bench_supervisor(ctx, args),
+        BenchCommand::Sync(args) => cmd_bench_sync(ctx, args),
         BenchCommand::Worker(args) => cmd_bench_worker(ctx, args),
     }
+}
+
+fn cmd_bench_sync(ctx: &Context, args: SyncBenchArgs) -> Result<(), CliError> {
+    let config =
+        bench::sync::SyncConfig { binary: fleet_binary()?, ops: at_least_one("ops", args.ops)? };
+    let report = bench::sync::run(&config, &mut |note| ctx.out.note(note))?;
+    ctx.out.emit(&report, || report.render());
+    Ok(())
 }
 
 /// The binary the benchmarks spawn: this one.

@@ -360,6 +360,7 @@ fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError>
         notes: args.notes.clone(),
         append_notes: args.append_notes.clone(),
         status: args.status.as_deref().map(Status::parse_user).transpose()?,
+        prior_status: None,
         priority: args.priority.as_deref().map(parse_priority).transpose()?,
         issue_type: args.issue_type.as_deref().map(parse_issue_type).transpose()?,
         assignee: args.assignee.clone(),

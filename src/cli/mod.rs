@@ -24,6 +24,7 @@ mod output;
 mod query;
 mod rebuild;
 mod run;
+mod sync;
 mod transfer;
 
 pub mod bench;
@@ -153,6 +154,11 @@ pub enum Command {
     Journal(journal::JournalCommand),
     /// Build a new store from the git journal alone and swap it in (the old one is kept).
     Rebuild(rebuild::RebuildArgs),
+    /// Manage the git remotes the queue syncs through (remotes of the journal repository).
+    #[command(subcommand)]
+    Remote(sync::RemoteCommand),
+    /// Sync the queue with a remote: commit, fetch every replica's journal, merge, push.
+    Sync(sync::SyncArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -255,6 +261,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Run(args) => run::cmd_run(&ctx, args),
         Command::Journal(command) => journal::cmd_journal(&ctx, command),
         Command::Rebuild(args) => rebuild::cmd_rebuild(&ctx, args),
+        Command::Remote(command) => sync::cmd_remote(&ctx, command),
+        Command::Sync(args) => sync::cmd_sync(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),

@@ -239,6 +239,10 @@ runtime_keys! {
     /// How long to pause spawning after a rate limit that gave no reset time.
     rate_limit_default_pause_secs: u64 = 300, int(1, 7 * DAY),
         "pause after a rate limit that gave no reset time";
+    /// While running, sync with the journal repository's git remote (`fleet sync`) this
+    /// often, when one is configured (0: never). Read when the supervisor starts.
+    sync_interval_secs: u64 = 30, int(0, DAY),
+        "sync with the git remote this often while running, if one is configured (0: never)";
 }
 
 /// Keys of the Python fleet's runtime.toml that this fleet does not have, and what to do.

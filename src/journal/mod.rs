@@ -57,6 +57,7 @@ pub mod claims;
 mod read;
 mod rebuild;
 mod repo;
+pub mod sync;
 mod verify;
 mod write;
 

@@ -110,6 +110,101 @@ impl JournalRepo {
         Ok(out)
     }
 
+    /// The commit the ref `name` (a full ref name) points at, if it exists.
+    pub(super) fn ref_target(&self, name: &str) -> Result<Option<ObjectId>, JournalError> {
+        let found = self
+            .repo
+            .try_find_reference(name)
+            .map_err(JournalError::git(self.at(&format!("reading {name}"))))?;
+        let Some(mut reference) = found else { return Ok(None) };
+        let id = reference
+            .peel_to_id()
+            .map_err(JournalError::git(self.at(&format!("resolving {name}"))))?;
+        Ok(Some(id.detach()))
+    }
+
+    /// The refs under `prefix` (ending in `/`) and their commits, by the name after it.
+    pub(super) fn refs_under(&self, prefix: &str) -> Result<Vec<(String, ObjectId)>, JournalError> {
+        let context = self.at(&format!("listing {prefix}*"));
+        let platform = self.repo.references().map_err(JournalError::git(context.clone()))?;
+        let refs = platform
+            .prefixed(prefix.trim_end_matches('/'))
+            .map_err(JournalError::git(context.clone()))?;
+        let mut out = Vec::new();
+        for reference in refs {
+            let mut reference = reference.map_err(|e| JournalError::Git {
+                context: context.clone(),
+                message: e.to_string(),
+            })?;
+            let name = reference.name().as_bstr().to_string();
+            let id = reference.peel_to_id().map_err(JournalError::git(context.clone()))?;
+            if let Some(rest) = name.strip_prefix(prefix) {
+                out.push((rest.to_string(), id.detach()));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Whether `ancestor` is `descendant` or one of its first-parent ancestors (a journal
+    /// chain has one parent per commit). A commit that is missing ends the walk.
+    pub(super) fn is_ancestor(&self, ancestor: ObjectId, descendant: ObjectId) -> bool {
+        let mut next = Some(descendant);
+        while let Some(id) = next {
+            if id == ancestor {
+                return true;
+            }
+            next = self
+                .repo
+                .find_commit(id)
+                .ok()
+                .and_then(|commit| commit.parent_ids().next().map(|p| p.detach()));
+        }
+        false
+    }
+
+    /// Points `name` at `id`, if it is still at `expected` (`None`: absent).
+    pub(super) fn set_ref(
+        &self,
+        name: &str,
+        id: ObjectId,
+        expected: Option<ObjectId>,
+    ) -> Result<(), JournalError> {
+        use gix::refs::transaction::RefEdit;
+        let previous = match expected {
+            Some(old) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(old)),
+            None => PreviousValue::MustNotExist,
+        };
+        let full_name = name.try_into().map_err(|e: gix::validate::reference::name::Error| {
+            JournalError::Git { context: format!("ref name {name}"), message: e.to_string() }
+        })?;
+        let edit = RefEdit::update(full_name, id, previous, "fleet sync");
+        let signature = gix::actor::Signature {
+            name: "fleet sync".into(),
+            email: super::EMAIL.into(),
+            time: gix::date::Time { seconds: jiff::Timestamp::now().as_second(), offset: 0 },
+        };
+        let mut time = gix::date::parse::TimeBuf::default();
+        let committer = Some(signature.to_ref(&mut time));
+        self.repo.edit_references_as(Some(edit), committer).map(|_| ()).map_err(|e| {
+            JournalError::Git {
+                context: self.at(&format!("updating {name}")),
+                message: e.to_string(),
+            }
+        })
+    }
+
+    /// The URL of remote `name` in the repository's git config, if it is configured.
+    pub fn remote_url(&self, name: &str) -> Option<String> {
+        let config = self.repo.config_snapshot();
+        config.string(format!("remote.{name}.url").as_str()).map(|url| url.to_string())
+    }
+
+    /// The names of the remotes in the repository's git config, sorted.
+    pub fn remote_names(&self) -> Vec<String> {
+        self.repo.remote_names().into_iter().map(|name| name.to_string()).collect()
+    }
+
     /// Reads the commit `id` of `replica`'s ref as a batch.
     pub(super) fn batch(&self, replica: &str, id: ObjectId) -> Result<Batch, JournalError> {
         let bad = |reason: String| JournalError::Format {

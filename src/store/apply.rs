@@ -71,7 +71,7 @@ type Seeds = Option<BTreeSet<String>>;
 
 /// The journal sequence the op-id index records for a remote op that was seen but refused or
 /// changed nothing (journal sequences start at 1).
-const NOT_JOURNALED: u64 = 0;
+pub(super) const NOT_JOURNALED: u64 = 0;
 
 /// Length of the replica tag in child ids made away from the parent's home replica.
 const REPLICA_TAG_LEN: usize = 6;
@@ -106,6 +106,8 @@ pub struct Replayed {
     pub key: OrderKey,
     /// The op's name (`create`, `close`…).
     pub kind: &'static str,
+    /// The issue the op is about.
+    pub subject: String,
     pub outcome: Outcome,
 }
 
@@ -118,7 +120,7 @@ enum EdgePlan {
     },
 }
 
-fn millis(at: Timestamp) -> u64 {
+pub(super) fn millis(at: Timestamp) -> u64 {
     u64::try_from(at.as_millisecond()).unwrap_or(0)
 }
 
@@ -126,9 +128,23 @@ impl Writer<'_> {
     /// Applies one op made here as the current actor ([`Writer::stamp`], then
     /// [`Writer::apply_op`] as [`Origin::Local`]). Returns whether it changed anything (a no-op,
     /// such as re-claiming one's own issue, is not journaled).
-    pub fn apply(&mut self, kind: OpKind) -> Result<bool, StoreError> {
+    pub fn apply(&mut self, mut kind: OpKind) -> Result<bool, StoreError> {
+        self.note_prior_status(&mut kind)?;
         let op = self.stamp(kind);
         Ok(matches!(self.apply_owned(op, Origin::Local)?, Outcome::Applied))
+    }
+
+    /// Records in a local change of status (to anything but closed) the status the issue has
+    /// now ([`IssuePatch::prior_status`]), which the close-wins rule reads.
+    fn note_prior_status(&self, kind: &mut OpKind) -> Result<(), StoreError> {
+        let OpKind::Update { id, patch } = kind else { return Ok(()) };
+        if patch.prior_status.is_some() || matches!(patch.status, None | Some(Status::Closed)) {
+            return Ok(());
+        }
+        if let Some(issue) = self.tables.issue(id)? {
+            patch.prior_status = Some(issue.status);
+        }
+        Ok(())
     }
 
     /// Makes an op of `kind`: a new id, this writer's actor and replica, `at` = the clock's now,
@@ -163,17 +179,18 @@ impl Writer<'_> {
         if self.op_ids.get(op.meta.id.0)?.is_some() {
             return Ok(Outcome::Duplicate);
         }
+        self.note_order(&op);
         let seeds = match self.mutate(&op) {
             Ok(seeds) => seeds,
             Err(error) if origin == Origin::Remote && error.is_refusal() => {
-                self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
+                self.sideline(&op)?;
                 return Ok(Outcome::Rejected(error));
             }
             Err(error) => return Err(error),
         };
         let Some(seeds) = seeds else {
             if origin == Origin::Remote {
-                self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
+                self.sideline(&op)?;
             }
             return Ok(Outcome::Unchanged);
         };
@@ -185,8 +202,30 @@ impl Writer<'_> {
         Ok(Outcome::Applied)
     }
 
+    /// Records a remote op seen but not in effect: in the op-id index (so it is not tried
+    /// again) and, whole, among the sidelined ops (so a merge can re-apply it in its place).
+    pub(super) fn sideline(&mut self, op: &Op) -> Result<(), StoreError> {
+        self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
+        let row = serde_json::to_vec(op).expect("an op serialises");
+        self.sidelined.insert(op.meta.id.0, row.as_slice())?;
+        Ok(())
+    }
+
+    /// Moves the greatest order key seen to `op`'s if it is greater.
+    pub(super) fn note_order(&mut self, op: &Op) {
+        let meta = &op.meta;
+        let greater = self.order_high.as_ref().is_none_or(|high| {
+            (meta.stamp, meta.replica.as_str(), meta.id)
+                > (high.stamp, high.replica.as_str(), high.id)
+        });
+        if greater {
+            self.order_high = Some(op.order_key());
+            self.order_high_moved = true;
+        }
+    }
+
     /// Validates and applies the change of `op`; nothing is written if it fails.
-    fn mutate(&mut self, op: &Op) -> Result<Seeds, StoreError> {
+    pub(super) fn mutate(&mut self, op: &Op) -> Result<Seeds, StoreError> {
         if op.v > OP_FORMAT_VERSION {
             return Err(StoreError::OpVersion {
                 id: op.meta.id.to_string(),
@@ -215,7 +254,7 @@ impl Writer<'_> {
         })
     }
 
-    fn journal(&mut self, op: Op) -> Result<(), StoreError> {
+    pub(super) fn journal(&mut self, op: Op) -> Result<(), StoreError> {
         self.journal_seq += 1;
         let row = serde_json::to_vec(&op).expect("an op serialises");
         self.journal.insert(self.journal_seq, row.as_slice())?;
@@ -362,6 +401,17 @@ impl Writer<'_> {
 
     fn update(&mut self, id: &str, patch: &IssuePatch, at: Timestamp) -> Result<Seeds, StoreError> {
         let old = self.existing(id)?;
+        let kept;
+        let patch = if close_wins(&old, patch) {
+            self.closes_kept.push(id.to_string());
+            kept = IssuePatch { status: None, prior_status: None, ..patch.clone() };
+            if kept.is_empty() {
+                return Ok(None);
+            }
+            &kept
+        } else {
+            patch
+        };
         let mut issue = old.clone();
         patch_issue(&mut issue, patch, at);
         validate_fields(&issue)?;
@@ -652,6 +702,17 @@ fn replica_tag(replica: &str) -> String {
         .collect();
     let tag: String = chars[chars.len().saturating_sub(REPLICA_TAG_LEN)..].iter().collect();
     if tag.is_empty() { "r".to_string() } else { tag }
+}
+
+/// Close wins over a concurrent status change: a change of status to anything but closed,
+/// made while the issue was not closed where it was made ([`IssuePatch::prior_status`]),
+/// finds it closed here — so a close it had not seen came first in the total order. The
+/// status change is dropped (the rest of the patch applies); a change made after seeing the
+/// close (prior status closed), or by an older fleet (no prior status), applies as given.
+fn close_wins(old: &Issue, patch: &IssuePatch) -> bool {
+    old.status == Status::Closed
+        && patch.status.as_ref().is_some_and(|s| *s != Status::Closed)
+        && patch.prior_status.as_ref().is_some_and(|s| *s != Status::Closed)
 }
 
 fn validate_fields(issue: &Issue) -> Result<(), ModelError> {

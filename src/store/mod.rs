@@ -25,6 +25,7 @@
 mod apply;
 pub mod check;
 mod guard;
+mod merge;
 mod query;
 mod readiness;
 mod tables;
@@ -41,13 +42,14 @@ pub use query::{
 pub(crate) use tables::View;
 
 pub use apply::{Origin, Outcome, Replayed};
+pub use merge::{Merged, Overturned};
 
 use crate::model::ModelError;
 use crate::op::{Hlc, Op, OpKind};
 use crate::time::Clock;
 use tables::{
     BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, RDEPS, READY, READY_KEYS,
-    TableSet,
+    SIDELINED, TableSet,
 };
 
 /// The database file inside `.beads/`.
@@ -83,6 +85,13 @@ pub(crate) mod meta {
     /// The journal sequence up to which this replica's ops are committed to git
     /// (`crate::journal`). Book-keeping of this store, not queue state: not an op.
     pub const JOURNAL_COMMITTED: &str = "journal_committed";
+    /// The greatest order key (`crate::op::OrderKey`, as JSON) of every op this store has
+    /// seen: ops arriving after it can simply be applied; ops before it make a merge re-apply
+    /// everything in the total order (see `merge`).
+    pub const ORDER_HIGH: &str = "order_high";
+    /// Prefix of `sync_seen/<replica>` → the last journal commit of that replica whose ops
+    /// this store has merged (hex). Book-keeping of sync, not an op.
+    pub const SYNC_SEEN: &str = "sync_seen/";
 }
 
 /// Errors of the store, each naming the issue, edge or file it is about.
@@ -711,24 +720,24 @@ impl Store {
         .map(|((), ops)| ops)
     }
 
-    /// Applies ops made on other machines ([`Origin::Remote`]) in one transaction, in the total
-    /// order of [`Op::order_key`] whatever order they arrive in, and says what became of each:
-    /// applied, unchanged, skipped as already applied, or refused (with the reason). A refused
-    /// op does not stop the batch; only a failure of the store itself does, and then nothing
-    /// is written. `clock` is this machine's clock, which the stamps of the ops advance.
-    pub fn replay(&self, clock: Clock, mut ops: Vec<Op>) -> Result<Vec<Replayed>, StoreError> {
-        ops.sort_by_cached_key(Op::order_key);
-        let actor = self.replica.clone();
-        self.write(&actor, clock, |writer| {
-            let mut report = Vec::with_capacity(ops.len());
-            for op in ops {
-                let key = op.order_key();
-                let outcome = writer.apply_op(&op, Origin::Remote)?;
-                report.push(Replayed { key, kind: op.kind.name(), outcome });
-            }
-            Ok(report)
-        })
-        .map(|(report, _)| report)
+    /// Applies ops made on other machines ([`Origin::Remote`]) in one transaction so that the
+    /// state is that of every op known here applied in the total order of [`Op::order_key`],
+    /// whatever order they arrive in ([`Store::merge`], which this is without sync marks), and
+    /// says what became of each, in that order: applied, unchanged, skipped as already
+    /// applied, or refused (with the reason). A refused op does not stop the batch; only a
+    /// failure of the store itself does, and then nothing is written. `clock` is this
+    /// machine's clock, which the stamps of the ops advance.
+    pub fn replay(&self, clock: Clock, ops: Vec<Op>) -> Result<Vec<Replayed>, StoreError> {
+        let merged = self.merge(clock, ops, &[])?;
+        let mut report = merged.replayed;
+        report.extend(merged.duplicates.into_iter().map(|(key, kind, subject)| Replayed {
+            key,
+            kind,
+            subject,
+            outcome: Outcome::Duplicate,
+        }));
+        report.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(report)
     }
 
     /// The change counter: bumped by every commit that applied at least one op, by any process.
@@ -922,6 +931,13 @@ pub struct Writer<'t> {
     deferred_seeds: Option<std::collections::BTreeSet<String>>,
     /// In bulk mode, the caller has already refused edges that would close a cycle.
     bulk_acyclic: bool,
+    /// Op id → op JSON of ops seen but not in effect ([`tables::SIDELINED`]).
+    sidelined: Table<'t, u128, &'static [u8]>,
+    /// The greatest order key seen ([`meta::ORDER_HIGH`]), and whether it moved.
+    order_high: Option<crate::op::OrderKey>,
+    order_high_moved: bool,
+    /// Issues whose close kept a concurrent status change from reopening them.
+    closes_kept: Vec<String>,
 }
 
 impl<'t> Writer<'t> {
@@ -943,6 +959,11 @@ impl<'t> Writer<'t> {
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Hlc::ZERO);
         let journal_seq = tables.meta_u64(meta::JOURNAL_SEQ)?;
+        let sidelined = txn.open_table(SIDELINED)?;
+        let (order_high, order_high_moved) = match tables.meta_bytes(meta::ORDER_HIGH)? {
+            Some(bytes) => (serde_json::from_slice(&bytes).ok(), false),
+            None => (merge::highest_key(&journal, &sidelined)?, true),
+        };
         Ok(Writer {
             tables,
             journal,
@@ -957,6 +978,10 @@ impl<'t> Writer<'t> {
             clock_received: false,
             deferred_seeds: None,
             bulk_acyclic: false,
+            sidelined,
+            order_high,
+            order_high_moved,
+            closes_kept: Vec::new(),
         })
     }
 
@@ -1036,6 +1061,12 @@ impl<'t> Writer<'t> {
         if !self.applied.is_empty() || self.clock_received {
             let clock = serde_json::to_vec(&self.hlc).expect("a clock stamp serialises");
             self.tables.meta.insert(meta::CLOCK, clock.as_slice())?;
+        }
+        if self.order_high_moved
+            && let Some(high) = &self.order_high
+        {
+            let bytes = serde_json::to_vec(high).expect("an order key serialises");
+            self.tables.meta.insert(meta::ORDER_HIGH, bytes.as_slice())?;
         }
         Ok(self.applied)
     }

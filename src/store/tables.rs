@@ -33,6 +33,11 @@ pub(crate) const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("jo
 /// Op id (a ULID as its 128-bit value) → journal sequence: which ops this store has applied, so
 /// an op replayed a second time is recognised and skipped. Only writers touch it.
 pub(crate) const OP_IDS: TableDefinition<u128, u64> = TableDefinition::new("op_ids");
+/// Op id → op as JSON: ops this store has seen but whose effect is not in its state — remote
+/// ops refused or changing nothing when applied, and ops a re-application in the total order
+/// (`merge`) found refused. With the journal, the whole set of ops the store knows, which a
+/// merge of ops arriving out of order re-applies. Only writers touch it.
+pub(crate) const SIDELINED: TableDefinition<u128, &[u8]> = TableDefinition::new("sidelined");
 /// Store-wide values: prefix, replica id, clock, counters, config.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 

@@ -21,6 +21,10 @@
 //!    charged), and kills and reaps whatever is left.
 //!
 //! A [`guard`] process started at the beginning cleans up if the supervisor itself is killed.
+//! When the journal repository has a git remote, it also syncs with it every
+//! `sync_interval_secs` ([`crate::journal::sync::spawn_periodic_sync`]): a claim lost to an
+//! earlier claim made elsewhere changes the task's assignee in the store, which the revocation
+//! check notices as any other change by someone else, and the agent is stopped.
 //! Meanwhile the journal is committed to git every [`JOURNAL_EVERY`] and once more at the end
 //! ([`crate::journal::spawn_periodic`]).
 
@@ -304,6 +308,9 @@ impl Supervisor {
         });
         self.announce_carried_over_pauses();
         let journal = crate::journal::spawn_periodic(Arc::clone(&self.store), JOURNAL_EVERY);
+        let sync_every = Duration::from_secs(self.cfg().sync_interval_secs);
+        let syncing =
+            crate::journal::sync::spawn_periodic_sync(Arc::clone(&self.store), sync_every);
         let (signals_tx, mut signals) = mpsc::unbounded_channel();
         let mut runners: JoinSet<Finished> = JoinSet::new();
         let mut children = child_exits();
@@ -351,6 +358,9 @@ impl Supervisor {
             }
         }
         self.shut_down(&mut runners, &mut stop, guard.id()).await;
+        if let Some(syncing) = syncing {
+            syncing.finish().await;
+        }
         journal.finish().await;
         guard::stop(guard);
         self.emit(Event::Stopped { finished: self.summary.attempts });

@@ -147,4 +147,35 @@ mod tests {
             Control::Revoke(_)
         ));
     }
+
+    /// A claim lost to an earlier claim made on another machine, merged by a sync: the
+    /// winning claim is in the journal with the remote actor, so the running task is seen as
+    /// touched by someone else, and it is no longer ours.
+    #[test]
+    fn a_claim_lost_to_a_replayed_earlier_claim_is_noticed() {
+        use crate::op::OpKind;
+        use crate::time::Clock;
+        let minute = |m: i64| {
+            let base: Timestamp = "2026-06-01T12:00:00Z".parse().unwrap();
+            Clock::Fixed(base + jiff::SignedDuration::from_mins(m))
+        };
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = Store::init(&dir_a.path().join(".beads"), "t").unwrap();
+        let b = Store::init(&dir_b.path().join(".beads"), "t").unwrap();
+        let issue = Issue::new("t-1".into(), "x".into(), Timestamp::now());
+        let create = OpKind::Create { issue: Box::new(issue), deps: Vec::new() };
+        let made = a.apply("alice", minute(0), vec![create]).unwrap();
+        b.replay(minute(1), made).unwrap();
+        a.apply("fleet@a", minute(10), vec![OpKind::Claim { id: "t-1".into() }]).unwrap();
+        let theirs = b.apply("bob", minute(5), vec![OpKind::Claim { id: "t-1".into() }]).unwrap();
+
+        let from = a.journal_head().unwrap() + 1;
+        let merged = a.merge(minute(11), theirs, &[]).unwrap();
+        assert_eq!(merged.lost_claims, ["t-1"]);
+        let running = HashMap::from([("t-1".to_string(), ())]);
+        let (_, touched) = touched_since(&a, from, &running).unwrap();
+        assert_eq!(touched["t-1"], Touch { actor: "bob".into(), op: "claim" });
+        let now = a.read().unwrap().issue("t-1").unwrap().unwrap();
+        assert_eq!(now.assignee, "bob");
+    }
 }

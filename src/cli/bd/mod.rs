@@ -8,8 +8,9 @@
 //! command group, as in `cli/`.
 //!
 //! Differences from beads are deliberate and few: the store is fleet's redb file
-//! (`.beads/beads.db`), there is no daemon, no Dolt and no sync commands, and `show` of an
-//! unknown id keeps the legacy exit code 0.
+//! (`.beads/beads.db`), there is no daemon and no Dolt (`bd sync` and `bd dolt push|pull`
+//! run `fleet sync` once a git remote is configured, and otherwise say there is nothing to
+//! sync), and `show` of an unknown id keeps the legacy exit code 0.
 
 mod comment;
 mod config;
@@ -23,6 +24,7 @@ mod label;
 mod link;
 mod lint;
 mod query;
+mod sync;
 mod transfer;
 
 use std::ffi::OsString;
@@ -190,6 +192,11 @@ pub enum BdCommand {
     Export(transfer::ExportArgs),
     /// Import issues from JSONL.
     Import(transfer::ImportArgs),
+    /// Sync issues with the git remote (`fleet sync`), once one is configured.
+    Sync(sync::SyncArgs),
+    /// Dolt remote commands, mapped onto `fleet sync`.
+    #[command(subcommand)]
+    Dolt(sync::DoltCommand),
     /// Output the workflow primer for an agent's context.
     Prime(guide::PrimeArgs),
     /// Quick start guide.
@@ -357,6 +364,8 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Config(command) => config::cmd_config(&ctx, command)?,
         BdCommand::Export(args) => transfer::cmd_export(&ctx, args)?,
         BdCommand::Import(args) => transfer::cmd_import(&ctx, args)?,
+        BdCommand::Sync(args) => sync::cmd_sync(&ctx, args)?,
+        BdCommand::Dolt(command) => sync::cmd_dolt(&ctx, command)?,
         BdCommand::Prime(args) => guide::cmd_prime(&ctx, args),
         BdCommand::Quickstart => guide::cmd_quickstart(&ctx),
         BdCommand::Human => guide::cmd_human(&ctx),

@@ -1,0 +1,147 @@
+//! `fleet remote add|remove|list` (git remotes of the journal repository) and `fleet sync`
+//! (see [`crate::journal::sync`]).
+
+use super::context::Context;
+use super::error::CliError;
+use crate::journal::sync::{self, Remote, SyncReport};
+use crate::store::Store;
+
+/// The store setting that writes `.beads/issues.jsonl` after every sync.
+pub const EXPORT_JSONL_KEY: &str = "sync.export_jsonl";
+
+#[derive(Debug, clap::Subcommand)]
+pub enum RemoteCommand {
+    /// Add a remote (a git URL or path) to the journal repository.
+    Add { name: String, url: String },
+    /// Remove a remote.
+    #[command(visible_alias = "rm")]
+    Remove { name: String },
+    /// List the remotes.
+    List,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// The remote (default: origin, or the only remote).
+    pub name: Option<String>,
+}
+
+pub fn cmd_remote(ctx: &Context, command: RemoteCommand) -> Result<(), CliError> {
+    let dir = ctx.workspace_dir()?.to_path_buf();
+    drop(ctx.open_store()?);
+    match command {
+        RemoteCommand::Add { name, url } => {
+            let remote = sync::add_remote(&dir, &name, &url)?;
+            ctx.out.emit(&remote, || format!("✓ Added remote {} ({})", remote.name, remote.url));
+        }
+        RemoteCommand::Remove { name } => {
+            let remote = sync::remove_remote(&dir, &name)?;
+            ctx.out.emit(&remote, || format!("✓ Removed remote {} ({})", remote.name, remote.url));
+        }
+        RemoteCommand::List => {
+            let remotes = sync::remotes(&dir)?;
+            ctx.out.emit(&remotes, || render_remotes(&remotes));
+        }
+    }
+    Ok(())
+}
+
+fn render_remotes(remotes: &[Remote]) -> String {
+    if remotes.is_empty() {
+        return "No remotes (add one with `fleet remote add origin URL`).".to_string();
+    }
+    remotes.iter().map(|r| format!("{}\t{}", r.name, r.url)).collect::<Vec<_>>().join("\n")
+}
+
+pub fn cmd_sync(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
+    let store = ctx.open_store()?;
+    let report = run_sync(ctx, &store, args.name.as_deref())?;
+    ctx.out.emit(&report, || render_report(&report));
+    fail_on_bad_refs(&report)
+}
+
+/// Syncs and, with `sync.export_jsonl`, writes `.beads/issues.jsonl`.
+pub(super) fn run_sync(
+    ctx: &Context,
+    store: &Store,
+    remote: Option<&str>,
+) -> Result<SyncReport, CliError> {
+    let report = sync::sync(store, remote)?;
+    export_if_enabled(ctx, store);
+    Ok(report)
+}
+
+/// The error for refs left out, once the rest of the sync is done and reported.
+pub(super) fn fail_on_bad_refs(report: &SyncReport) -> Result<(), CliError> {
+    if report.bad_refs.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::new(format!(
+        "sync with remote {} left out {} ref(s):\n  {}",
+        report.remote,
+        report.bad_refs.len(),
+        report.bad_refs.join("\n  ")
+    ))
+    .with_hint(
+        "everything else was synced; fix or delete the ref on the remote (`git push REMOTE :REF`) and sync again",
+    ))
+}
+
+fn export_if_enabled(ctx: &Context, store: &Store) {
+    let enabled = store
+        .read()
+        .ok()
+        .and_then(|r| r.config(EXPORT_JSONL_KEY).ok().flatten())
+        .is_some_and(|v| matches!(v.trim(), "true" | "1" | "yes" | "on"));
+    if !enabled {
+        return;
+    }
+    let target = store.dir().join(crate::beads::export::AUTO_EXPORT_FILE);
+    let options = crate::beads::ExportOptions::default();
+    let result = crate::beads::export_to_path(store, &options, &target);
+    match result {
+        Ok(summary) => {
+            ctx.out.note(&format!("Exported {} issue(s) to {}", summary.issues, target.display()))
+        }
+        Err(error) => ctx.out.warn(&format!("sync.export_jsonl: exporting failed: {error}")),
+    }
+}
+
+/// The human summary of a sync.
+pub(super) fn render_report(report: &SyncReport) -> String {
+    let mut lines = vec![format!(
+        "✓ Synced with {} ({}): received {} op(s) ({} applied, {} unchanged, {} rejected), sent {}",
+        report.remote,
+        report.url,
+        report.received,
+        report.applied,
+        report.unchanged,
+        report.rejected.len(),
+        report.sent
+    )];
+    if report.conflicts_resolved > 0 {
+        lines.push(format!("Conflicts resolved: {}", report.conflicts_resolved));
+    }
+    for rejection in &report.rejected {
+        lines.push(format!(
+            "  rejected {} of {} (replica {}): {}",
+            rejection.kind, rejection.issue, rejection.replica, rejection.reason
+        ));
+    }
+    for overturned in &report.overturned {
+        lines.push(format!(
+            "  {} of {} by {}: {}",
+            overturned.kind, overturned.issue, overturned.actor, overturned.now
+        ));
+    }
+    for id in &report.closes_kept {
+        lines.push(format!("  {id} stays closed: a close wins over a concurrent status change"));
+    }
+    if !report.lost_claims.is_empty() {
+        lines.push(format!(
+            "Lost claims (an earlier claim elsewhere won): {}",
+            report.lost_claims.join(", ")
+        ));
+    }
+    lines.join("\n")
+}

@@ -1,0 +1,513 @@
+//! Syncing the queue with other machines through a git remote of the journal repository.
+//!
+//! A remote is an ordinary git remote of the journal repository (`remote.<name>.url` in its
+//! git config; `fleet remote add` writes it with the `git` program). [`sync`]:
+//!
+//! 1. commits this replica's pending ops ([`super::commit_pending`]);
+//! 2. fetches every `refs/fleet/journal/*` of the remote into a staging namespace,
+//!    `refs/fleet/remotes/<remote>/*`, with the `git` program (`git fetch --prune`). gix can
+//!    fetch, but only with its network client features (a transport stack and many more
+//!    crates) — the journal keeps gix to objects and refs, and the `git` program is needed
+//!    anyway to push (gix has no push);
+//! 3. moves each other replica's local ref forward to the fetched commit, once the new
+//!    batches read as fleet batches — never this replica's own ref, which only this replica
+//!    advances; a fetched ref that is not a fleet batch, or that rewrote a replica's history,
+//!    is reported by name and left out;
+//! 4. reads the ops of every other replica's ref since the commit last merged (kept per
+//!    replica in the store's meta, [`Store::sync_marks`]) and merges them into the store
+//!    ([`Store::merge`]: the total-order state, with the conflict rules of `store::merge`);
+//! 5. pushes this replica's ref (`git push --porcelain`); a ref per replica never conflicts.
+//!
+//! Every step is safe to cut short: the ops of this replica are in the store and committed to
+//! the local journal before anything touches the network, the merge is one store transaction
+//! recording how far it read, and the next sync takes up whatever did not happen.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use gix::ObjectId;
+use serde::Serialize;
+
+use super::repo::JournalRepo;
+use super::{JournalError, REF_PREFIX, commit_pending, ref_name};
+use crate::op::Op;
+use crate::store::{Merged, Outcome, Overturned, Store};
+use crate::time::Clock;
+
+/// Where fetched journal refs of remote `<name>` are staged: `refs/fleet/remotes/<name>/`.
+pub const STAGING_PREFIX: &str = "refs/fleet/remotes/";
+
+/// A configured remote.
+#[derive(Debug, Clone, Serialize)]
+pub struct Remote {
+    pub name: String,
+    pub url: String,
+}
+
+/// One op of the remote that the rules refused.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejection {
+    pub op: String,
+    pub kind: &'static str,
+    pub issue: String,
+    pub replica: String,
+    pub reason: String,
+}
+
+/// What [`sync`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncReport {
+    pub remote: String,
+    pub url: String,
+    /// The journal repository's git directory.
+    pub repo: String,
+    /// Ops of this replica committed to the local journal by this sync.
+    pub committed: usize,
+    /// Ops of other replicas read that this store had not seen.
+    pub received: usize,
+    pub applied: usize,
+    /// Received ops that were valid but changed nothing.
+    pub unchanged: usize,
+    pub rejected: Vec<Rejection>,
+    /// Ops of this replica pushed to the remote.
+    pub sent: usize,
+    /// Whether the ops arrived out of order, so the state was made again from every op.
+    pub resequenced: bool,
+    /// Conflicts the rules decided: refused ops, ops whose effect changed, closes that kept
+    /// a concurrent status change from reopening an issue.
+    pub conflicts_resolved: usize,
+    /// Issues this replica claimed that went to an earlier claim made elsewhere.
+    pub lost_claims: Vec<String>,
+    pub overturned: Vec<Overturned>,
+    pub closes_kept: Vec<String>,
+    /// Fetched refs left out, each with why (a foreign or corrupt ref, a rewritten history).
+    pub bad_refs: Vec<String>,
+}
+
+/// The configured remotes of the workspace's journal repository (none without one).
+pub fn remotes(dir: &Path) -> Result<Vec<Remote>, JournalError> {
+    let Some(repo) = JournalRepo::find(dir)? else { return Ok(Vec::new()) };
+    Ok(repo
+        .remote_names()
+        .into_iter()
+        .map(|name| Remote { url: repo.remote_url(&name).unwrap_or_default(), name })
+        .collect())
+}
+
+/// Adds remote `name` at `url` to the journal repository (creating `.beads/journal.git` if
+/// the workspace has no repository yet).
+pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalError> {
+    let repo = JournalRepo::find_or_create(dir)?;
+    if let Some(existing) = repo.remote_url(name) {
+        return Err(JournalError::Git {
+            context: format!("adding remote {name} to {}", repo.git_dir().display()),
+            message: format!(
+                "remote {name} already exists ({existing}); remove it first (`fleet remote remove {name}`)"
+            ),
+        });
+    }
+    git(&repo, &["remote", "add", name, url], &format!("adding remote {name}"))?;
+    Ok(Remote { name: name.to_string(), url: url.to_string() })
+}
+
+/// Removes remote `name` and the journal refs staged from it.
+pub fn remove_remote(dir: &Path, name: &str) -> Result<Remote, JournalError> {
+    let repo = JournalRepo::find(dir)?.ok_or_else(|| no_remote(dir))?;
+    let url = repo.remote_url(name).ok_or_else(|| unknown_remote(&repo, name))?;
+    git(&repo, &["remote", "remove", name], &format!("removing remote {name}"))?;
+    for (replica, _) in repo.refs_under(&staging(name))? {
+        let staged = format!("{}{replica}", staging(name));
+        git(&repo, &["update-ref", "-d", &staged], &format!("removing {staged}"))?;
+    }
+    Ok(Remote { name: name.to_string(), url })
+}
+
+/// The remote to sync with: `name`, or `origin`, or the only one.
+pub fn pick_remote(dir: &Path, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
+    let Some(repo) = JournalRepo::find(dir)? else { return Ok(None) };
+    pick(&repo, name)
+}
+
+fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
+    let names = repo.remote_names();
+    let chosen = match name {
+        Some(name) => Some(name.to_string()),
+        None if names.iter().any(|n| n == "origin") => Some("origin".to_string()),
+        None if names.len() == 1 => names.first().cloned(),
+        None if names.is_empty() => None,
+        None => {
+            return Err(JournalError::Git {
+                context: format!("choosing a remote of {}", repo.git_dir().display()),
+                message: format!(
+                    "there are several remotes ({}) and none is origin; name one: `fleet sync NAME`",
+                    names.join(", ")
+                ),
+            });
+        }
+    };
+    let Some(name) = chosen else { return Ok(None) };
+    let url = repo.remote_url(&name).ok_or_else(|| unknown_remote(repo, &name))?;
+    Ok(Some(Remote { name, url }))
+}
+
+fn unknown_remote(repo: &JournalRepo, name: &str) -> JournalError {
+    JournalError::Git {
+        context: format!("remote {name}"),
+        message: format!(
+            "no remote named {name} in {}; add it with `fleet remote add {name} URL` (`fleet remote list` shows the remotes)",
+            repo.git_dir().display()
+        ),
+    }
+}
+
+fn no_remote(dir: &Path) -> JournalError {
+    JournalError::Git {
+        context: format!("syncing the workspace at {}", dir.display()),
+        message: "no remote is configured; add one with `fleet remote add origin URL`".to_string(),
+    }
+}
+
+fn staging(remote: &str) -> String {
+    format!("{STAGING_PREFIX}{remote}/")
+}
+
+/// Runs the `git` program on the journal repository; a failure names what was being done
+/// and carries git's own message.
+fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalError> {
+    let output = Command::new("git")
+        .arg("--git-dir")
+        .arg(repo.git_dir())
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if output.status.success() {
+        return Ok(stdout);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = [stderr.trim(), stdout.trim()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
+    Err(JournalError::Git {
+        context: format!("{what} ({})", repo.git_dir().display()),
+        message: if message.is_empty() { output.status.to_string() } else { message },
+    })
+}
+
+/// Syncs the workspace of `store` with `remote` (default: `origin` or the only remote); see
+/// the module docs. Fetched refs that are not fleet journals are left out and listed in
+/// [`SyncReport::bad_refs`]; the caller reports them as an error after the rest is done.
+pub fn sync(store: &Store, remote: Option<&str>) -> Result<SyncReport, JournalError> {
+    let committed = commit_pending(store)?;
+    let repo = JournalRepo::find_or_create(store.dir())?;
+    let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
+    fetch(&repo, &remote)?;
+    let mut bad_refs = Vec::new();
+    let fetched = advance_foreign_refs(&repo, &remote, store.replica(), &mut bad_refs)?;
+    let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
+    let merged = store.merge(Clock::System, ops, &marks)?;
+    let sent = push(&repo, &remote, store.replica())?;
+    let mut report = report(&remote, &repo, merged, sent, bad_refs);
+    report.committed = committed.ops;
+    Ok(report)
+}
+
+/// `git fetch --prune <remote> +refs/fleet/journal/*:refs/fleet/remotes/<remote>/*`.
+fn fetch(repo: &JournalRepo, remote: &Remote) -> Result<(), JournalError> {
+    let refspec = format!("+{REF_PREFIX}*:{}*", staging(&remote.name));
+    git(
+        repo,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            "--no-write-fetch-head",
+            &remote.name,
+            &refspec,
+        ],
+        &format!("fetching the journal from remote {} ({})", remote.name, remote.url),
+    )
+    .map(drop)
+}
+
+/// Ops of a replica's new batches, read while checking a fetched ref.
+struct Fetched {
+    tip: ObjectId,
+    /// The commit the reading stopped at (the local ref before the fetch).
+    base: Option<ObjectId>,
+    ops: Vec<Op>,
+}
+
+/// Moves every other replica's local ref forward to the commit fetched from `remote`, once
+/// the new batches read as that replica's fleet batches. Returns what was read, by replica.
+fn advance_foreign_refs(
+    repo: &JournalRepo,
+    remote: &Remote,
+    me: &str,
+    bad_refs: &mut Vec<String>,
+) -> Result<BTreeMap<String, Fetched>, JournalError> {
+    let mut fetched = BTreeMap::new();
+    for (replica, staged) in repo.refs_under(&staging(&remote.name))? {
+        if replica == me {
+            continue;
+        }
+        let name = ref_name(&replica);
+        let local = repo.ref_target(&name)?;
+        if local == Some(staged) || local.is_some_and(|l| repo.is_ancestor(staged, l)) {
+            continue;
+        }
+        if local.is_some_and(|l| !repo.is_ancestor(l, staged)) {
+            bad_refs.push(format!(
+                "{name} on remote {}: its history does not continue this repository's (the replica's journal was rewritten); left as it is here",
+                remote.name
+            ));
+            continue;
+        }
+        match read_since(repo, &replica, staged, local) {
+            Ok(ops) => {
+                repo.set_ref(&name, staged, local)?;
+                fetched.insert(replica, Fetched { tip: staged, base: local, ops });
+            }
+            Err(error) => bad_refs.push(format!("{name} on remote {}: {error}", remote.name)),
+        }
+    }
+    Ok(fetched)
+}
+
+/// The ops of `replica`'s batches from `tip` back to (not including) `stop`, oldest first; all
+/// of them if `stop` is not on the chain.
+fn read_since(
+    repo: &JournalRepo,
+    replica: &str,
+    tip: ObjectId,
+    stop: Option<ObjectId>,
+) -> Result<Vec<Op>, JournalError> {
+    let mut batches = Vec::new();
+    let mut next = Some(tip);
+    while let Some(id) = next {
+        if Some(id) == stop {
+            break;
+        }
+        let batch = repo.batch(replica, id)?;
+        next = batch.parent;
+        batches.push(batch);
+    }
+    let mut ops = Vec::new();
+    for batch in batches.iter().rev() {
+        let batch_ops = repo.ops(replica, batch)?;
+        if let Some(stray) = batch_ops.iter().find(|op| op.meta.replica != replica) {
+            return Err(JournalError::Format {
+                reference: ref_name(replica),
+                commit: batch.id.to_string(),
+                reason: format!("op {} was made by replica {}", stray.meta.id, stray.meta.replica),
+            });
+        }
+        ops.extend(batch_ops);
+    }
+    Ok(ops)
+}
+
+/// Per replica, the commit its ops are merged through (hex).
+type Marks = Vec<(String, String)>;
+
+/// Every other replica's ops since the commit the store last merged, and the new marks.
+fn unmerged_ops(
+    repo: &JournalRepo,
+    store: &Store,
+    mut fetched: BTreeMap<String, Fetched>,
+    bad_refs: &mut Vec<String>,
+) -> Result<(Vec<Op>, Marks), JournalError> {
+    let marks = store.sync_marks()?;
+    let mut ops = Vec::new();
+    let mut new_marks = Vec::new();
+    let bad: BTreeSet<String> = bad_refs.iter().cloned().collect();
+    for replica in repo.replicas()? {
+        if replica == store.replica() {
+            continue;
+        }
+        let Some(tip) = repo.ref_target(&ref_name(&replica))? else { continue };
+        let mark = marks.get(&replica).and_then(|m| ObjectId::from_hex(m.as_bytes()).ok());
+        if mark == Some(tip) {
+            continue;
+        }
+        let read = match fetched.remove(&replica) {
+            Some(f) if f.tip == tip && f.base == mark => Ok(f.ops),
+            _ => read_since(repo, &replica, tip, mark),
+        };
+        match read {
+            Ok(read) => {
+                ops.extend(read);
+                new_marks.push((replica, tip.to_string()));
+            }
+            Err(error) if !bad.iter().any(|b| b.starts_with(&ref_name(&replica))) => {
+                bad_refs.push(format!("{}: {error}", ref_name(&replica)));
+            }
+            Err(_) => {}
+        }
+    }
+    Ok((ops, new_marks))
+}
+
+/// Pushes this replica's ref to `remote` if the remote is behind; returns the ops sent.
+fn push(repo: &JournalRepo, remote: &Remote, me: &str) -> Result<usize, JournalError> {
+    let name = ref_name(me);
+    let Some(tip) = repo.ref_target(&name)? else { return Ok(0) };
+    let staged_name = format!("{}{me}", staging(&remote.name));
+    let theirs = repo.ref_target(&staged_name)?;
+    if theirs == Some(tip) {
+        return Ok(0);
+    }
+    let sent = count_ops(repo, me, tip, theirs)?;
+    let refspec = format!("{name}:{name}");
+    git(
+        repo,
+        &["push", "--porcelain", "--quiet", &remote.name, &refspec],
+        &format!("pushing {name} to remote {} ({})", remote.name, remote.url),
+    )?;
+    // What the remote now has, so that the next sync compares against it.
+    repo.set_ref(&staged_name, tip, theirs)?;
+    Ok(sent)
+}
+
+/// The number of ops in `replica`'s batches from `tip` back to `stop`.
+fn count_ops(
+    repo: &JournalRepo,
+    replica: &str,
+    tip: ObjectId,
+    stop: Option<ObjectId>,
+) -> Result<usize, JournalError> {
+    let mut count = 0;
+    let mut next = Some(tip);
+    while let Some(id) = next {
+        if Some(id) == stop {
+            break;
+        }
+        let batch = repo.batch(replica, id)?;
+        count += batch.info.count;
+        next = batch.parent;
+    }
+    Ok(count)
+}
+
+fn report(
+    remote: &Remote,
+    repo: &JournalRepo,
+    merged: Merged,
+    sent: usize,
+    bad_refs: Vec<String>,
+) -> SyncReport {
+    let mut rejected = Vec::new();
+    let (mut applied, mut unchanged) = (0, 0);
+    for replayed in &merged.replayed {
+        match &replayed.outcome {
+            Outcome::Applied => applied += 1,
+            Outcome::Unchanged | Outcome::Duplicate => unchanged += 1,
+            Outcome::Rejected(error) => rejected.push(Rejection {
+                op: replayed.key.id.to_string(),
+                kind: replayed.kind,
+                issue: replayed.subject.clone(),
+                replica: replayed.key.replica.clone(),
+                reason: error.to_string(),
+            }),
+        }
+    }
+    let conflicts_resolved = rejected.len() + merged.overturned.len() + merged.closes_kept.len();
+    SyncReport {
+        remote: remote.name.clone(),
+        url: remote.url.clone(),
+        repo: repo.git_dir().display().to_string(),
+        committed: 0,
+        received: merged.replayed.len(),
+        applied,
+        unchanged,
+        rejected,
+        sent,
+        resequenced: merged.resequenced,
+        conflicts_resolved,
+        lost_claims: merged.lost_claims,
+        overturned: merged.overturned,
+        closes_kept: merged.closes_kept,
+        bad_refs,
+    }
+}
+
+/// A background task syncing with the default remote every few seconds while an async
+/// program (the supervisor) runs.
+pub struct PeriodicSync {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PeriodicSync {
+    /// Stops the task (a sync under way finishes first).
+    pub async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// Starts syncing `store` with its default remote every `every` (on a blocking thread; a
+/// workspace without a remote is skipped, failures are logged, never fatal). `None` when
+/// `every` is zero.
+pub fn spawn_periodic_sync(
+    store: std::sync::Arc<Store>,
+    every: std::time::Duration,
+) -> Option<PeriodicSync> {
+    if every.is_zero() {
+        return None;
+    }
+    let (stop, mut stopped) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => sync_in_background(&store).await,
+                _ = &mut stopped => break,
+            }
+        }
+    });
+    Some(PeriodicSync { stop, task })
+}
+
+async fn sync_in_background(store: &std::sync::Arc<Store>) {
+    let store = std::sync::Arc::clone(store);
+    let result = tokio::task::spawn_blocking(move || {
+        if pick_remote(store.dir(), None)?.is_none() {
+            return Ok(None);
+        }
+        sync(&store, None).map(Some)
+    })
+    .await;
+    match result {
+        Ok(Ok(Some(report))) => log_report(&report),
+        Ok(Ok(None)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "syncing with the git remote failed"),
+        Err(error) => tracing::warn!(%error, "the sync task failed"),
+    }
+}
+
+fn log_report(report: &SyncReport) {
+    if report.received > 0 || report.sent > 0 {
+        tracing::info!(
+            remote = %report.remote,
+            received = report.received,
+            applied = report.applied,
+            rejected = report.rejected.len(),
+            sent = report.sent,
+            "synced"
+        );
+    }
+    if !report.lost_claims.is_empty() {
+        tracing::warn!(ids = ?report.lost_claims, "claims lost to earlier claims made elsewhere");
+    }
+    for bad in &report.bad_refs {
+        tracing::warn!(%bad, "a fetched journal ref was left out");
+    }
+}

@@ -1,0 +1,400 @@
+//! `fleet sync` between "machines" (workspaces) sharing one bare git remote, on the real
+//! binary: convergence of concurrent histories (fixed ones and a property test), close wins
+//! over a concurrent status change, the earliest claim wins and the loser hears of it, every
+//! failure named and recovered from by the next sync, and `bd sync`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Run, Workspace};
+use proptest::prelude::*;
+use serde_json::Value;
+
+#[track_caller]
+fn git(args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// A bare remote and machines that know it as `origin`.
+struct Fleet {
+    remote_dir: tempfile::TempDir,
+    machines: Vec<Workspace>,
+}
+
+impl Fleet {
+    fn new(machines: usize) -> Fleet {
+        let remote_dir = tempfile::tempdir().unwrap();
+        let fleet =
+            Fleet { remote_dir, machines: (0..machines).map(|_| Workspace::new()).collect() };
+        git(&["init", "-q", "--bare", fleet.remote().to_str().unwrap()]);
+        for ws in &fleet.machines {
+            ws.run(&["remote", "add", "origin", fleet.remote().to_str().unwrap()]).ok();
+        }
+        fleet
+    }
+
+    fn remote(&self) -> PathBuf {
+        self.remote_dir.path().join("remote.git")
+    }
+
+    fn sync(&self, n: usize) -> Value {
+        self.machines[n].json(&["sync"])
+    }
+
+    fn exports(&self) -> Vec<String> {
+        self.machines.iter().map(export_all).collect()
+    }
+}
+
+fn export_all(ws: &Workspace) -> String {
+    ws.run(&["export", "--all"]).ok().stdout
+}
+
+fn as_actor(ws: &Workspace, actor: &str, args: &[&str]) -> Run {
+    let mut cmd = ws.command(args);
+    cmd.env("FLEET_ACTOR", actor);
+    cmd.output().expect("run fleet").into()
+}
+
+fn field(ws: &Workspace, id: &str, name: &str) -> Value {
+    let shown = ws.json(&["show", id]);
+    let issue = if shown.is_array() { shown[0].clone() } else { shown };
+    issue[name].clone()
+}
+
+#[test]
+fn remotes_are_added_listed_and_removed() {
+    let fleet = Fleet::new(1);
+    let ws = &fleet.machines[0];
+    let list = ws.json(&["remote", "list"]);
+    assert_eq!(list[0]["name"], "origin");
+    assert_eq!(list[0]["url"], fleet.remote().to_str().unwrap());
+    let again = ws.run(&["remote", "add", "origin", "/elsewhere"]).fails(1);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    ws.run(&["remote", "remove", "origin"]).ok();
+    assert_eq!(ws.json(&["remote", "list"]), serde_json::json!([]));
+    let none = ws.run(&["sync"]).fails(1);
+    assert!(none.stderr.contains("no remote is configured"), "{}", none.stderr);
+}
+
+#[test]
+fn two_machines_editing_apart_converge_whatever_the_sync_order() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let one = a.create("one", &[]);
+    let two = a.create("two", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    a.run(&["update", &one, "--title", "one, by a", "-p", "1"]).ok();
+    b.run(&["update", &one, "--title", "one, by b"]).ok();
+    a.run(&["comment", &two, "a says hi"]).ok();
+    b.run(&["comment", &two, "b says hi"]).ok();
+    a.run(&["label", "add", &two, "red"]).ok();
+    b.run(&["label", "add", &two, "blue"]).ok();
+    b.run(&["close", &one, "--reason", "done on b"]).ok();
+    let three = b.create("three", &[]);
+    let report = fleet.sync(1);
+    assert!(report["sent"].as_u64().unwrap() > 0, "{report}");
+    let report = fleet.sync(0);
+    assert!(report["received"].as_u64().unwrap() > 0, "{report}");
+    fleet.sync(1);
+    let exports = fleet.exports();
+    assert_eq!(exports[0], exports[1]);
+    assert_eq!(field(a, &two, "labels"), serde_json::json!(["blue", "red"]));
+    assert_eq!(field(a, &one, "status"), "closed");
+    assert!(exports[0].contains(&three));
+    assert!(exports[0].contains("a says hi") && exports[0].contains("b says hi"));
+}
+
+#[test]
+fn a_close_wins_over_a_concurrent_status_change() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = a.create("contested", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    a.run(&["close", &id, "--reason", "done"]).ok();
+    // Made later, but without having seen the close.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    b.run(&["update", &id, "--status", "blocked", "--title", "contested, retitled"]).ok();
+    fleet.sync(1);
+    let report = fleet.sync(0);
+    assert_eq!(report["closes_kept"], serde_json::json!([id.clone()]), "{report}");
+    fleet.sync(1);
+    for ws in &fleet.machines {
+        assert_eq!(field(ws, &id, "status"), "closed");
+        assert_eq!(field(ws, &id, "title"), "contested, retitled", "other fields still apply");
+    }
+    assert_eq!(export_all(a), export_all(b));
+    // A change of status made after seeing the close does reopen it.
+    b.run(&["update", &id, "--status", "open"]).ok();
+    fleet.sync(1);
+    fleet.sync(0);
+    assert_eq!(field(a, &id, "status"), "open");
+}
+
+#[test]
+fn the_earliest_claim_wins_and_the_loser_hears_of_it() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = a.create("wanted", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    as_actor(a, "alice", &["claim", &id]).ok();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    as_actor(b, "bob", &["claim", &id]).ok();
+    // The later claimer syncs first: nothing to lose yet.
+    let first = fleet.sync(1);
+    assert_eq!(first["lost_claims"], serde_json::json!([]));
+    let winner = fleet.sync(0);
+    assert_eq!(winner["rejected"][0]["issue"], id.as_str(), "{winner}");
+    assert!(winner["rejected"][0]["reason"].as_str().unwrap().contains("claimed by alice"));
+    let loser = fleet.sync(1);
+    assert_eq!(loser["lost_claims"], serde_json::json!([id.clone()]), "{loser}");
+    for ws in &fleet.machines {
+        assert_eq!(field(ws, &id, "assignee"), "alice");
+    }
+    let human = b.run(&["sync"]).ok();
+    assert!(!human.stdout.contains("Lost claims"), "reported once: {}", human.stdout);
+}
+
+#[test]
+fn a_remote_that_does_not_exist_is_named_and_the_next_sync_completes() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = a.create("kept", &[]);
+    let missing = fleet.remote_dir.path().join("nowhere.git");
+    a.run(&["remote", "add", "gone", missing.to_str().unwrap()]).ok();
+    let failed = a.run(&["sync", "gone"]).fails(1);
+    assert!(failed.stderr.contains("remote gone"), "{}", failed.stderr);
+    assert!(failed.stderr.contains("nowhere.git"), "{}", failed.stderr);
+    let unknown = a.run(&["sync", "nosuch"]).fails(1);
+    assert!(unknown.stderr.contains("no remote named nosuch"), "{}", unknown.stderr);
+    // The remote that vanishes mid-way: the next sync, once it is back, does the job.
+    std::fs::rename(fleet.remote(), &missing).unwrap();
+    let cut = a.run(&["sync"]).fails(1);
+    assert!(cut.stderr.contains("fetching the journal from remote origin"), "{}", cut.stderr);
+    std::fs::rename(&missing, fleet.remote()).unwrap();
+    assert_eq!(fleet.sync(0)["sent"], 1);
+    fleet.sync(1);
+    assert!(export_all(b).contains(&id));
+}
+
+#[test]
+fn a_rejected_push_is_named_and_the_next_sync_completes() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    a.create("first", &[]);
+    fleet.sync(0);
+    b.create("on b", &[]);
+    fleet.sync(1);
+    let replica =
+        a.json(&["journal", "log", "-n", "1"])[0]["replica"].as_str().unwrap().to_string();
+    let ours = format!("refs/fleet/journal/{replica}");
+    let remote = fleet.remote();
+    let remote = remote.to_str().unwrap();
+    // The remote's copy of a's ref moved to a commit that is not a's (b's tip).
+    let b_ref = git(&["--git-dir", remote, "for-each-ref", "--format=%(refname)"])
+        .lines()
+        .find(|r| *r != ours)
+        .unwrap()
+        .to_string();
+    let b_tip = git(&["--git-dir", remote, "rev-parse", &b_ref]);
+    git(&["--git-dir", remote, "update-ref", &ours, &b_tip]);
+    a.create("second", &[]);
+    let rejected = a.run(&["sync"]).fails(1);
+    assert!(
+        rejected.stderr.contains(&format!("pushing {ours} to remote origin")),
+        "{}",
+        rejected.stderr
+    );
+    git(&["--git-dir", remote, "update-ref", "-d", &ours]);
+    let report = fleet.sync(0);
+    assert_eq!(report["sent"], 2, "{report}");
+    fleet.sync(1);
+    assert_eq!(export_all(a), export_all(b));
+}
+
+#[test]
+fn a_foreign_ref_is_named_left_out_and_the_rest_synced() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = a.create("good", &[]);
+    fleet.sync(0);
+    let remote = fleet.remote();
+    let remote = remote.to_str().unwrap();
+    let empty_tree = git(&["--git-dir", remote, "hash-object", "-t", "tree", "-w", "/dev/null"]);
+    let commit = git(&["--git-dir", remote, "commit-tree", &empty_tree, "-m", "not fleet"]);
+    git(&["--git-dir", remote, "update-ref", "refs/fleet/journal/bogus", &commit]);
+    let failed = b.run(&["sync"]).fails(1);
+    assert!(
+        failed.stderr.contains("refs/fleet/journal/bogus on remote origin"),
+        "{}",
+        failed.stderr
+    );
+    assert!(failed.stderr.contains("not a fleet journal batch"), "{}", failed.stderr);
+    assert!(export_all(b).contains(&id), "the good ref was synced all the same");
+    git(&["--git-dir", remote, "update-ref", "-d", "refs/fleet/journal/bogus"]);
+    b.run(&["sync"]).ok();
+    fleet.sync(0);
+    assert_eq!(export_all(a), export_all(b));
+}
+
+#[test]
+fn bd_sync_runs_fleet_sync_once_a_remote_exists() {
+    let ws = Workspace::new();
+    let plain = ws.run(&["bd", "sync"]).ok();
+    assert!(plain.stdout.contains("Nothing to sync"), "{}", plain.stdout);
+    ws.run(&["bd", "dolt", "push"]).ok();
+    ws.run(&["bd", "sync", "--status"]).ok();
+    let fleet = Fleet::new(1);
+    let a = &fleet.machines[0];
+    let id = a.create("via bd", &[]);
+    let flushed = a.run(&["bd", "sync", "--flush-only"]).ok();
+    assert!(flushed.stdout.contains("Committed 1 op(s)"), "{}", flushed.stdout);
+    let synced = a.run(&["bd", "sync"]).ok();
+    assert!(synced.stdout.contains("Synced with origin"), "{}", synced.stdout);
+    let other = Workspace::new();
+    other.run(&["remote", "add", "origin", fleet.remote().to_str().unwrap()]).ok();
+    other.run(&["bd", "dolt", "pull"]).ok();
+    assert!(export_all(&other).contains(&id));
+}
+
+#[test]
+fn export_jsonl_writes_issues_jsonl_after_a_sync() {
+    let fleet = Fleet::new(1);
+    let a = &fleet.machines[0];
+    a.run(&["bd", "config", "set", "sync.export_jsonl", "true"]).ok();
+    let id = a.create("exported", &[]);
+    fleet.sync(0);
+    let text = std::fs::read_to_string(a.beads_dir().join("issues.jsonl")).unwrap();
+    assert!(text.contains(&id));
+}
+
+/// One step of a random history.
+#[derive(Debug, Clone)]
+enum Step {
+    Create { machine: usize },
+    Retitle { machine: usize, issue: usize, title: u8 },
+    Status { machine: usize, issue: usize, status: usize },
+    Close { machine: usize, issue: usize },
+    Comment { machine: usize, issue: usize },
+    Label { machine: usize, issue: usize, label: usize },
+    Claim { machine: usize, issue: usize },
+    Sync { machine: usize },
+}
+
+fn step(machines: usize) -> impl Strategy<Value = Step> {
+    let m = 0..machines;
+    let i = 0usize..8;
+    prop_oneof![
+        2 => m.clone().prop_map(|machine| Step::Create { machine }),
+        2 => (m.clone(), i.clone(), any::<u8>())
+            .prop_map(|(machine, issue, title)| Step::Retitle { machine, issue, title }),
+        1 => (m.clone(), i.clone(), 0usize..3)
+            .prop_map(|(machine, issue, status)| Step::Status { machine, issue, status }),
+        1 => (m.clone(), i.clone()).prop_map(|(machine, issue)| Step::Close { machine, issue }),
+        1 => (m.clone(), i.clone()).prop_map(|(machine, issue)| Step::Comment { machine, issue }),
+        1 => (m.clone(), i.clone(), 0usize..3)
+            .prop_map(|(machine, issue, label)| Step::Label { machine, issue, label }),
+        1 => (m.clone(), i).prop_map(|(machine, issue)| Step::Claim { machine, issue }),
+        2 => m.prop_map(|machine| Step::Sync { machine }),
+    ]
+}
+
+fn ids(ws: &Workspace) -> Vec<String> {
+    let list = ws.json(&["list", "--all", "--limit", "0"]);
+    let mut ids: Vec<String> =
+        list.as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_string()).collect();
+    ids.sort();
+    ids
+}
+
+fn play(fleet: &Fleet, serial: usize, step: &Step) {
+    let pick = |machine: usize, n: usize| {
+        let ids = ids(&fleet.machines[machine]);
+        (!ids.is_empty()).then(|| ids[n % ids.len()].clone())
+    };
+    let run = |machine: usize, args: &[&str]| {
+        // A refusal (claiming a taken issue) is simply not an op.
+        let _ = fleet.machines[machine].run(args);
+    };
+    match step {
+        Step::Create { machine } => run(*machine, &["create", &format!("m{machine} #{serial}")]),
+        Step::Retitle { machine, issue, title } => {
+            if let Some(id) = pick(*machine, *issue) {
+                run(*machine, &["update", &id, "--title", &format!("title {title}")]);
+            }
+        }
+        Step::Status { machine, issue, status } => {
+            if let Some(id) = pick(*machine, *issue) {
+                let status = ["open", "blocked", "deferred"][*status];
+                run(*machine, &["update", &id, "--status", status]);
+            }
+        }
+        Step::Close { machine, issue } => {
+            if let Some(id) = pick(*machine, *issue) {
+                run(*machine, &["close", &id]);
+            }
+        }
+        Step::Comment { machine, issue } => {
+            if let Some(id) = pick(*machine, *issue) {
+                run(*machine, &["comment", &id, &format!("note {serial}")]);
+            }
+        }
+        Step::Label { machine, issue, label } => {
+            if let Some(id) = pick(*machine, *issue) {
+                run(*machine, &["label", "add", &id, ["red", "green", "blue"][*label]]);
+            }
+        }
+        Step::Claim { machine, issue } => {
+            if let Some(id) = pick(*machine, *issue) {
+                let actor = format!("agent-{machine}");
+                let _ = as_actor(&fleet.machines[*machine], &actor, &["claim", &id]);
+            }
+        }
+        Step::Sync { machine } => {
+            fleet.sync(*machine);
+        }
+    }
+}
+
+fn history() -> impl Strategy<Value = (Vec<Step>, Vec<usize>)> {
+    (proptest::collection::vec(step(3), 4..14), Just(vec![0usize, 1, 2]).prop_shuffle())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// Random concurrent histories on three machines, synced now and then and at the end in
+    /// a random order: every machine exports the same queue.
+    #[test]
+    fn random_histories_synced_in_random_orders_converge((steps, order) in history()) {
+        let fleet = Fleet::new(3);
+        fleet.machines[0].create("shared", &[]);
+        fleet.sync(0);
+        for (serial, step) in steps.iter().enumerate() {
+            play(&fleet, serial, step);
+        }
+        for _ in 0..2 {
+            for &machine in &order {
+                fleet.sync(machine);
+            }
+        }
+        let exports = fleet.exports();
+        prop_assert_eq!(&exports[0], &exports[1]);
+        prop_assert_eq!(&exports[0], &exports[2]);
+    }
+}
