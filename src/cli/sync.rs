@@ -1,6 +1,8 @@
 //! `fleet remote add|remove|list` (git remotes of the journal repository) and `fleet sync`
 //! (see [`crate::journal::sync`]).
 
+use std::io::IsTerminal;
+
 use super::context::Context;
 use super::error::CliError;
 use crate::journal::sync::{self, Remote, SyncReport};
@@ -66,7 +68,13 @@ pub(super) fn run_sync(
     store: &Store,
     remote: Option<&str>,
 ) -> Result<SyncReport, CliError> {
-    let report = sync::sync(store, remote)?;
+    // git draws its own progress for a person at a terminal; scripts and --json stay quiet.
+    let progress = if ctx.out.json || ctx.out.quiet || !std::io::stderr().is_terminal() {
+        sync::FetchProgress::Quiet
+    } else {
+        sync::FetchProgress::Terminal
+    };
+    let report = sync::sync_showing(store, remote, progress)?;
     export_if_enabled(ctx, store);
     Ok(report)
 }

@@ -203,10 +203,29 @@ fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalE
 /// the module docs. Fetched refs that are not fleet journals are left out and listed in
 /// [`SyncReport::bad_refs`]; the caller reports them as an error after the rest is done.
 pub fn sync(store: &Store, remote: Option<&str>) -> Result<SyncReport, JournalError> {
+    sync_showing(store, remote, FetchProgress::Quiet)
+}
+
+/// Whether `git fetch` shows its progress (on the terminal of a person running `fleet sync`)
+/// or stays quiet (scripts, `--json`, the supervisor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchProgress {
+    Quiet,
+    /// git draws its progress on the inherited stderr; its error text is then on the terminal
+    /// too, and the error returned says so.
+    Terminal,
+}
+
+/// [`sync`], with the fetch's progress shown or not.
+pub fn sync_showing(
+    store: &Store,
+    remote: Option<&str>,
+    progress: FetchProgress,
+) -> Result<SyncReport, JournalError> {
     let committed = commit_pending(store)?;
     let repo = JournalRepo::find_or_create(store.dir())?;
     let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
-    fetch(&repo, &remote)?;
+    fetch(&repo, &remote, progress)?;
     let mut bad_refs = Vec::new();
     let fetched = advance_foreign_refs(&repo, &remote, store.replica(), &mut bad_refs)?;
     let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
@@ -218,22 +237,38 @@ pub fn sync(store: &Store, remote: Option<&str>) -> Result<SyncReport, JournalEr
 }
 
 /// `git fetch --prune <remote> +refs/fleet/journal/*:refs/fleet/remotes/<remote>/*`.
-fn fetch(repo: &JournalRepo, remote: &Remote) -> Result<(), JournalError> {
+fn fetch(repo: &JournalRepo, remote: &Remote, progress: FetchProgress) -> Result<(), JournalError> {
     let refspec = format!("+{REF_PREFIX}*:{}*", staging(&remote.name));
-    git(
-        repo,
-        &[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--prune",
-            "--no-write-fetch-head",
-            &remote.name,
-            &refspec,
-        ],
-        &format!("fetching the journal from remote {} ({})", remote.name, remote.url),
-    )
-    .map(drop)
+    let what = format!("fetching the journal from remote {} ({})", remote.name, remote.url);
+    let mut args = vec!["fetch", "--no-tags", "--prune", "--no-write-fetch-head"];
+    args.push(match progress {
+        FetchProgress::Quiet => "--quiet",
+        FetchProgress::Terminal => "--progress",
+    });
+    args.extend([remote.name.as_str(), refspec.as_str()]);
+    match progress {
+        FetchProgress::Quiet => git(repo, &args, &what).map(drop),
+        FetchProgress::Terminal => git_on_terminal(repo, &args, &what),
+    }
+}
+
+/// Runs git with its stderr on this process's (for its progress display).
+fn git_on_terminal(repo: &JournalRepo, args: &[&str], what: &str) -> Result<(), JournalError> {
+    let status = Command::new("git")
+        .arg("--git-dir")
+        .arg(repo.git_dir())
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(JournalError::Git {
+        context: format!("{what} ({})", repo.git_dir().display()),
+        message: format!("git {status}; its message is above"),
+    })
 }
 
 /// Ops of a replica's new batches, read while checking a fetched ref.
