@@ -253,3 +253,33 @@ fn rebuild_refuses_while_ops_are_uncommitted_unless_forced() {
     let issue = if shown.is_array() { shown[0].clone() } else { shown };
     assert_eq!(issue["status"], "closed", "{issue}");
 }
+
+#[test]
+fn a_damaged_store_is_named_by_doctor_and_rebuilt_whole_from_the_journal() {
+    let ws = Workspace::new();
+    let (a, _) = make_history(&ws);
+    for n in 0..20 {
+        ws.create(&format!("filler issue number {n} with a findable title"), &[]);
+    }
+    ws.run(&["journal", "commit"]).ok();
+    let before = export_all(&ws);
+    // Break one issue's row: a control character inside its JSON.
+    let db = ws.beads_dir().join("beads.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let at = bytes
+        .windows(b"filler issue number 7 ".len())
+        .position(|w| w == b"filler issue number 7 ")
+        .expect("the title is in the file");
+    bytes[at - 3] = 0x01;
+    std::fs::write(&db, bytes).unwrap();
+
+    let doctor = ws.run(&["doctor"]);
+    assert_eq!(doctor.code, 1, "{}{}", doctor.stdout, doctor.stderr);
+    assert!(doctor.stdout.contains("does not decode"), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("fleet rebuild"), "the fix is named: {}", doctor.stdout);
+
+    ws.run(&["rebuild", "--force"]).ok();
+    assert_eq!(export_all(&ws), before, "every issue the journal holds is back, byte for byte");
+    ws.run(&["doctor"]).ok();
+    assert_eq!(ws.json(&["show", &a])[0]["status"], "closed");
+}

@@ -379,7 +379,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     /// Random concurrent histories on three machines, synced now and then and at the end in
-    /// a random order: every machine exports the same queue.
+    /// a random order: every machine exports the same queue, and `fleet rebuild` from the
+    /// journal alone gives it again.
     #[test]
     fn random_histories_synced_in_random_orders_converge((steps, order) in history()) {
         let fleet = Fleet::new(3);
@@ -396,5 +397,9 @@ proptest! {
         let exports = fleet.exports();
         prop_assert_eq!(&exports[0], &exports[1]);
         prop_assert_eq!(&exports[0], &exports[2]);
+        // The journal alone rebuilds the same queue (every replica's refs were fetched).
+        let rebuilt = &fleet.machines[order[0]];
+        rebuilt.run(&["rebuild", "--force"]).ok();
+        prop_assert_eq!(export_all(rebuilt), exports[0].clone());
     }
 }
