@@ -71,7 +71,7 @@ pub use read::{LogEntry, log, read_all, read_replica};
 pub use rebuild::{RebuildOptions, RebuildReport, rebuild};
 pub use repo::{JournalRepo, RepoKind};
 pub use verify::{Divergence, VerifyReport, verify};
-pub use write::{CommitReport, Periodic, commit_pending, pending_ops, spawn_periodic};
+pub use write::{CommitReport, Finally, Periodic, commit_pending, pending_ops, spawn_periodic};
 
 /// Version of the batch format (the layout of a commit's tree and `batch.json`).
 pub const FORMAT_VERSION: u32 = 1;

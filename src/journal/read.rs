@@ -62,8 +62,18 @@ pub fn log(
 pub fn read_replica(repo: &JournalRepo, replica: &str) -> Result<Vec<Op>, JournalError> {
     let mut batches = repo.chain(replica, usize::MAX)?;
     batches.reverse();
+    ops_of_batches(repo, replica, &batches)
+}
+
+/// The ops of `batches` (oldest first) of `replica`'s chain, each checked to be the
+/// replica's own: a batch holding another replica's op is a damaged or forged journal.
+pub(super) fn ops_of_batches<'b>(
+    repo: &JournalRepo,
+    replica: &str,
+    batches: impl IntoIterator<Item = &'b Batch>,
+) -> Result<Vec<Op>, JournalError> {
     let mut ops = Vec::new();
-    for batch in &batches {
+    for batch in batches {
         let batch_ops = repo.ops(replica, batch)?;
         if let Some(stray) = batch_ops.iter().find(|op| op.meta.replica != replica) {
             return Err(JournalError::Format {

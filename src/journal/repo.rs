@@ -90,24 +90,7 @@ impl JournalRepo {
 
     /// The replicas that have a journal ref, sorted.
     pub fn replicas(&self) -> Result<Vec<String>, JournalError> {
-        let context = self.at(&format!("listing {REF_PREFIX}*"));
-        let platform = self.repo.references().map_err(JournalError::git(context.clone()))?;
-        let refs = platform
-            .prefixed(REF_PREFIX.trim_end_matches('/'))
-            .map_err(JournalError::git(context.clone()))?;
-        let mut out = Vec::new();
-        for reference in refs {
-            let reference = reference.map_err(|e| JournalError::Git {
-                context: context.clone(),
-                message: e.to_string(),
-            })?;
-            let name = reference.name().as_bstr().to_string();
-            if let Some(replica) = name.strip_prefix(REF_PREFIX) {
-                out.push(replica.to_string());
-            }
-        }
-        out.sort();
-        Ok(out)
+        Ok(self.refs_under(REF_PREFIX)?.into_iter().map(|(replica, _)| replica).collect())
     }
 
     /// The commit the ref `name` (a full ref name) points at, if it exists.

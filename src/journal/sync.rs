@@ -30,7 +30,7 @@ use gix::ObjectId;
 use serde::Serialize;
 
 use super::repo::JournalRepo;
-use super::{JournalError, REF_PREFIX, commit_pending, ref_name};
+use super::{Finally, JournalError, Periodic, REF_PREFIX, commit_pending, ref_name};
 use crate::op::Op;
 use crate::store::{Merged, Outcome, Overturned, Store};
 use crate::time::Clock;
@@ -333,19 +333,7 @@ fn read_since(
         next = batch.parent;
         batches.push(batch);
     }
-    let mut ops = Vec::new();
-    for batch in batches.iter().rev() {
-        let batch_ops = repo.ops(replica, batch)?;
-        if let Some(stray) = batch_ops.iter().find(|op| op.meta.replica != replica) {
-            return Err(JournalError::Format {
-                reference: ref_name(replica),
-                commit: batch.id.to_string(),
-                reason: format!("op {} was made by replica {}", stray.meta.id, stray.meta.replica),
-            });
-        }
-        ops.extend(batch_ops);
-    }
-    Ok(ops)
+    super::read::ops_of_batches(repo, replica, batches.iter().rev())
 }
 
 /// Per replica, the commit its ops are merged through (hex).
@@ -472,47 +460,21 @@ fn report(
     }
 }
 
-/// A background task syncing with the default remote every few seconds while an async
-/// program (the supervisor) runs.
-pub struct PeriodicSync {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl PeriodicSync {
-    /// Stops the task (a sync under way finishes first).
-    pub async fn finish(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
-    }
-}
-
 /// Starts syncing `store` with its default remote every `every` (on a blocking thread; a
 /// workspace without a remote is skipped, failures are logged, never fatal). `None` when
 /// `every` is zero.
 pub fn spawn_periodic_sync(
     store: std::sync::Arc<Store>,
     every: std::time::Duration,
-) -> Option<PeriodicSync> {
+) -> Option<Periodic> {
     if every.is_zero() {
         return None;
     }
-    let (stop, mut stopped) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(async move {
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = ticks.tick() => sync_in_background(&store).await,
-                _ = &mut stopped => break,
-            }
-        }
-    });
-    Some(PeriodicSync { stop, task })
+    let work = move || sync_in_background(std::sync::Arc::clone(&store));
+    Some(Periodic::start(every, Finally::JustStop, work))
 }
 
-async fn sync_in_background(store: &std::sync::Arc<Store>) {
-    let store = std::sync::Arc::clone(store);
+async fn sync_in_background(store: std::sync::Arc<Store>) {
     let result = tokio::task::spawn_blocking(move || {
         if pick_remote(store.dir(), None)?.is_none() {
             return Ok(None);

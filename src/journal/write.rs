@@ -175,31 +175,49 @@ pub struct Periodic {
 /// Starts committing `store`'s pending ops every `every` (on a blocking thread; failures are
 /// logged, never fatal). [`Periodic::finish`] commits once more and stops.
 pub fn spawn_periodic(store: Arc<Store>, every: Duration) -> Periodic {
-    let (stop, mut stopped) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(async move {
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = ticks.tick() => commit_in_background(&store).await,
-                _ = &mut stopped => break,
-            }
-        }
-        commit_in_background(&store).await;
-    });
-    Periodic { stop, task }
+    Periodic::start(every, Finally::RunOnceMore, move || commit_in_background(Arc::clone(&store)))
+}
+
+/// Whether stopping a [`Periodic`] runs its work one last time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finally {
+    RunOnceMore,
+    JustStop,
 }
 
 impl Periodic {
-    /// Commits what is pending and stops the task.
+    /// Runs `work` every `every` (the first time after one period) until [`Periodic::finish`].
+    pub fn start<W, F>(every: Duration, finally: Finally, work: W) -> Periodic
+    where
+        W: Fn() -> F + Send + 'static,
+        F: std::future::Future<Output = ()> + Send,
+    {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => work().await,
+                    _ = &mut stopped => break,
+                }
+            }
+            if finally == Finally::RunOnceMore {
+                work().await;
+            }
+        });
+        Periodic { stop, task }
+    }
+
+    /// Stops the task (work under way finishes first, and runs once more with
+    /// [`Finally::RunOnceMore`]).
     pub async fn finish(self) {
         let _ = self.stop.send(());
         let _ = self.task.await;
     }
 }
 
-async fn commit_in_background(store: &Arc<Store>) {
-    let store = Arc::clone(store);
+async fn commit_in_background(store: Arc<Store>) {
     match tokio::task::spawn_blocking(move || commit_pending(&store)).await {
         Ok(Ok(report)) if report.ops > 0 => {
             tracing::debug!(ops = report.ops, reference = %report.reference, "journal committed");
