@@ -48,6 +48,12 @@ fn render(report: &RebuildReport) -> String {
             report.uncommitted
         ));
     }
+    if report.refused_as_before > 0 {
+        lines.push(format!(
+            "  {} op(s) refused as they were in the old store (claims that lost, edits a delete won over)",
+            report.refused_as_before
+        ));
+    }
     for rejected in &report.rejected {
         lines.push(format!("  refused: {rejected}"));
     }

@@ -42,8 +42,12 @@ pub struct RebuildReport {
     pub applied: usize,
     pub unchanged: usize,
     pub duplicates: usize,
-    /// Ops the rules refused on replay, with the reason (a journal that is not whole).
+    /// Ops the rules refused on replay that took effect in the old store, with the reason:
+    /// the journal and the old store disagree.
     pub rejected: Vec<String>,
+    /// Ops refused on replay that had no effect in the old store either (a claim that lost to
+    /// an earlier one on another machine, an edit of an issue a delete won over): expected.
+    pub refused_as_before: usize,
     /// Uncommitted ops of this replica left behind (with `force`).
     pub uncommitted: usize,
     /// Configuration values copied from the old store.
@@ -109,15 +113,20 @@ fn build(
         unchanged: 0,
         duplicates: 0,
         rejected: Vec::new(),
+        refused_as_before: 0,
         uncommitted: 0,
         config_values: config.len(),
         backup: PathBuf::new(),
     };
+    let sidelined_before = old.sidelined_ops()?;
     for replayed in new.replay(clock, ops)? {
         match replayed.outcome {
             Outcome::Applied => report.applied += 1,
             Outcome::Unchanged => report.unchanged += 1,
             Outcome::Duplicate => report.duplicates += 1,
+            Outcome::Rejected(_) if sidelined_before.contains(&replayed.key.id) => {
+                report.refused_as_before += 1;
+            }
             Outcome::Rejected(error) => {
                 report.rejected.push(format!("{} {}: {error}", replayed.kind, replayed.key.id));
             }

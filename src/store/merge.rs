@@ -97,6 +97,18 @@ impl Store {
         guard::guarded(&path, || self.merge_unnamed(clock, ops, marks)).map_err(|e| e.at(&path))
     }
 
+    /// The ids of the ops this store knows but which had no effect here (refused, or changing
+    /// nothing): a losing claim, an edit of an issue a delete won over.
+    pub fn sidelined_ops(&self) -> Result<std::collections::HashSet<ulid::Ulid>, StoreError> {
+        let txn = self.begin_read()?;
+        let mut ids = std::collections::HashSet::new();
+        for entry in txn.open_table(SIDELINED)?.iter()? {
+            let (id, _) = entry?;
+            ids.insert(ulid::Ulid(id.value()));
+        }
+        Ok(ids)
+    }
+
     /// Per replica, the last journal commit (hex) whose ops a merge recorded as merged.
     pub fn sync_marks(&self) -> Result<BTreeMap<String, String>, StoreError> {
         let reader = self.read()?;
