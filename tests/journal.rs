@@ -265,12 +265,19 @@ fn a_damaged_store_is_named_by_doctor_and_rebuilt_whole_from_the_journal() {
     let before = export_all(&ws);
     // Break one issue's row: a control character inside its JSON.
     let db = ws.beads_dir().join("beads.db");
+    // The title is in the issue's row and in its op in the store's journal table: break both.
     let mut bytes = std::fs::read(&db).unwrap();
-    let at = bytes
-        .windows(b"filler issue number 7 ".len())
-        .position(|w| w == b"filler issue number 7 ")
-        .expect("the title is in the file");
-    bytes[at - 3] = 0x01;
+    let needle = b"filler issue number 7 ";
+    let places: Vec<usize> = bytes
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!places.is_empty(), "the title is in the file");
+    for at in places {
+        bytes[at - 3] = 0x01;
+    }
     std::fs::write(&db, bytes).unwrap();
 
     let doctor = ws.run(&["doctor"]);

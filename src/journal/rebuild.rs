@@ -69,7 +69,16 @@ pub fn rebuild(
     if replicas.is_empty() {
         return Err(JournalError::NoJournal(dir));
     }
-    let uncommitted = pending_ops(&store)?.len();
+    let uncommitted = match pending_ops(&store) {
+        Ok(pending) => pending.len(),
+        // A damaged store may not even read its own journal; with --force the git journal
+        // alone is trusted, which is what a rebuild of a damaged store needs.
+        Err(error) if options.force => {
+            tracing::warn!(%error, "reading the damaged store's journal; rebuilding from git alone");
+            0
+        }
+        Err(error) => return Err(error),
+    };
     if uncommitted > 0 && !options.force {
         return Err(JournalError::Pending { count: uncommitted });
     }
@@ -118,7 +127,8 @@ fn build(
         config_values: config.len(),
         backup: PathBuf::new(),
     };
-    let sidelined_before = old.sidelined_ops()?;
+    // Unreadable in a damaged store: then every refusal is reported as unexpected.
+    let sidelined_before = old.sidelined_ops().unwrap_or_default();
     for replayed in new.replay(clock, ops)? {
         match replayed.outcome {
             Outcome::Applied => report.applied += 1,
