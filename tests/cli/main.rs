@@ -16,6 +16,7 @@ mod bad_input;
 mod claims;
 mod deps;
 mod errors;
+mod hooks;
 mod lifecycle;
 mod logging;
 mod other;

@@ -18,6 +18,7 @@ mod context;
 mod create;
 mod dep;
 mod guide;
+mod hooks;
 mod init;
 mod issue;
 mod label;
@@ -197,6 +198,12 @@ pub enum BdCommand {
     /// Dolt remote commands, mapped onto `fleet sync`.
     #[command(subcommand)]
     Dolt(sync::DoltCommand),
+    /// Git hooks: run the work of one (what installed hooks call), install them, list them.
+    #[command(subcommand)]
+    Hooks(hooks::HooksCommand),
+    /// Run a git hook's work (the form older beads hooks call).
+    #[command(hide = true)]
+    Hook(hooks::HookArgs),
     /// Output the workflow primer for an agent's context.
     Prime(guide::PrimeArgs),
     /// Quick start guide.
@@ -366,6 +373,8 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Import(args) => transfer::cmd_import(&ctx, args)?,
         BdCommand::Sync(args) => sync::cmd_sync(&ctx, args)?,
         BdCommand::Dolt(command) => sync::cmd_dolt(&ctx, command)?,
+        BdCommand::Hooks(command) => hooks::cmd_hooks(&ctx, command)?,
+        BdCommand::Hook(args) => hooks::cmd_hook(&ctx, args)?,
         BdCommand::Prime(args) => guide::cmd_prime(&ctx, args),
         BdCommand::Quickstart => guide::cmd_quickstart(&ctx),
         BdCommand::Human => guide::cmd_human(&ctx),
