@@ -15,25 +15,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Workspace;
+use common::{Workspace, git};
 use serde_json::Value;
 
 const ISSUES: usize = 100;
 /// Concurrent claiming processes per workspace.
 const CLAIMERS: usize = 3;
-
-/// Runs `git` with `args` and returns its stdout; panics with its stderr on failure.
-#[track_caller]
-fn git(args: &[&str]) -> String {
-    let output =
-        Command::new("git").args(args).env("GIT_CONFIG_NOSYSTEM", "1").output().expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 /// A bare repository to serve as the remote.
 fn bare_remote(dir: &Path) -> PathBuf {
@@ -69,15 +56,7 @@ fn workspace(issues: &Path, remote: &Path, mode: Option<&str>) -> Workspace {
     let ws = Workspace::new();
     ws.run(&["import", issues.to_str().unwrap()]).ok();
     ws.run(&["journal", "commit"]).ok();
-    let git_dir = ws.beads_dir().join("journal.git");
-    git(&[
-        "--git-dir",
-        git_dir.to_str().unwrap(),
-        "remote",
-        "add",
-        "origin",
-        remote.to_str().unwrap(),
-    ]);
+    ws.run(&["remote", "add", "origin", remote.to_str().unwrap()]).ok();
     if let Some(mode) = mode {
         ws.run(&["bd", "config", "set", "claim_mode", mode]).ok();
     }

@@ -6,26 +6,10 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use common::{Run, Workspace};
+use common::{Run, Workspace, git};
 use proptest::prelude::*;
 use serde_json::Value;
-
-#[track_caller]
-fn git(args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("run git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
 
 /// A bare remote and machines that know it as `origin`.
 struct Fleet {

@@ -76,16 +76,7 @@ impl JournalRepo {
 
     /// The commit `replica`'s ref points at, if the ref exists.
     pub(super) fn tip(&self, replica: &str) -> Result<Option<ObjectId>, JournalError> {
-        let name = ref_name(replica);
-        let found = self
-            .repo
-            .try_find_reference(name.as_str())
-            .map_err(JournalError::git(self.at(&format!("reading {name}"))))?;
-        let Some(mut reference) = found else { return Ok(None) };
-        let id = reference
-            .peel_to_id()
-            .map_err(JournalError::git(self.at(&format!("resolving {name}"))))?;
-        Ok(Some(id.detach()))
+        self.ref_target(&ref_name(replica))
     }
 
     /// The replicas that have a journal ref, sorted.

@@ -8,6 +8,27 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// Runs the `git` program with `args` (a pinned identity, no system config) and returns its
+/// stdout without the trailing newline; panics with its stderr on failure.
+#[track_caller]
+pub fn git(args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim_end().to_string()
+}
+
 /// Path of the binary under test.
 pub fn fleet_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fleet"))

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::common::git;
 use crate::harness::{Fleet, counter};
 
 #[test]
@@ -61,25 +62,10 @@ fn stale_lease_of_this_supervisor_is_released_at_start() {
     assert_eq!(counter(&other, "attempts"), 0);
 }
 
-/// Runs `git` and asserts it succeeded.
-fn git(args: &[&str]) -> String {
-    let output = std::process::Command::new("git").args(args).output().expect("run git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// Adds `remote` as `origin` of the workspace's journal repository and sets remote claims.
 fn claim_remotely(ws: &crate::common::Workspace, remote: &std::path::Path) {
     ws.run(&["journal", "commit"]).ok();
-    let git_dir = ws.beads_dir().join("journal.git");
-    git(&[
-        "--git-dir",
-        git_dir.to_str().unwrap(),
-        "remote",
-        "add",
-        "origin",
-        remote.to_str().unwrap(),
-    ]);
+    ws.run(&["remote", "add", "origin", remote.to_str().unwrap()]).ok();
     ws.run(&["bd", "config", "set", "claim_mode", "remote"]).ok();
 }
 
