@@ -516,11 +516,9 @@ fn plan_deps(
     };
     for at in 0..issues.len() {
         for dep in std::mem::take(&mut issues[at].deps) {
-            let target_type = match index.get(&dep.depends_on_id) {
-                Some(&target) => Some(issues[target].issue.issue_type.clone()),
-                None => view.issue(&dep.depends_on_id)?.map(|t| t.issue_type),
-            };
-            if let Err((dep, reason)) = edges.consider(dep, target_type.is_some())? {
+            let target_known =
+                index.contains_key(&dep.depends_on_id) || view.issue(&dep.depends_on_id)?.is_some();
+            if let Err((dep, reason)) = edges.consider(dep, target_known)? {
                 report.skipped_dependencies.push(SkippedDependency {
                     issue_id: dep.issue_id,
                     depends_on_id: dep.depends_on_id,

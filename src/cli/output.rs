@@ -140,7 +140,7 @@ fn write_block(text: &str) {
 
 /// Writes `text` and a newline to stdout. Control characters other than newlines and tabs are
 /// escaped on the way (see [`printable_block`]): a no-op for JSON, which escapes them itself.
-pub(super) fn write_stdout(text: &str) {
+pub(in crate::cli) fn write_stdout(text: &str) {
     let text = printable_block(text);
     let mut stdout = std::io::stdout().lock();
     // A reader that went away (a pipe into `head`) is fine; nothing else can fail here that a

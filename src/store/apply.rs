@@ -626,7 +626,7 @@ impl Writer<'_> {
             return Err(StoreError::SelfDependency(from.to_string()));
         }
         let target = self.issue_type_of(to)?;
-        if target.is_none() && !self.is_foreign_ref(to) {
+        if target.is_none() && !crate::model::is_foreign_ref(to, &self.prefix) {
             return Err(StoreError::NotFound(to.to_string()));
         }
         if let Some(existing) = self.tables.dep(from, to)? {
@@ -657,9 +657,6 @@ impl Writer<'_> {
     }
 
     /// A target that may legitimately be missing: `external:…` or another project's id.
-    fn is_foreign_ref(&self, target: &str) -> bool {
-        crate::model::is_foreign_ref(target, &self.prefix)
-    }
 
     fn insert_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {
         let row = serde_json::to_vec(dep).expect("a dependency serialises");

@@ -102,7 +102,12 @@ impl Store {
     pub fn sidelined_ops(&self) -> Result<std::collections::HashSet<ulid::Ulid>, StoreError> {
         let txn = self.begin_read()?;
         let mut ids = std::collections::HashSet::new();
-        for entry in txn.open_table(SIDELINED)?.iter()? {
+        // A store that has had no merge yet has no such table: nothing was sidelined.
+        let table = match txn.open_table(SIDELINED) {
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(ids),
+            table => table?,
+        };
+        for entry in table.iter()? {
             let (id, _) = entry?;
             ids.insert(ulid::Ulid(id.value()));
         }

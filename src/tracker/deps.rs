@@ -13,17 +13,14 @@ use crate::model::{Dependency, dep_type, is_foreign_ref, validate_dep_type};
 use crate::op::OpKind;
 use crate::store::{StoreError, Writer};
 
-/// Whether `id` names another project's issue (see [`is_foreign_ref`]).
-pub fn is_foreign(writer: &Writer<'_>, id: &str) -> bool {
-    is_foreign_ref(id, writer.prefix())
-}
-
 /// Resolves a dependency target: an issue here (partial ids allowed), or a foreign reference
 /// kept as typed. Anything else is "no issue found".
 pub fn resolve_target(writer: &Writer<'_>, target: &str) -> Result<String, Refusal> {
     match writer.resolve(target) {
         Ok(id) => Ok(id),
-        Err(StoreError::NotFound(_)) if is_foreign(writer, target) => Ok(target.to_string()),
+        Err(StoreError::NotFound(_)) if is_foreign_ref(target, writer.prefix()) => {
+            Ok(target.to_string())
+        }
         Err(error) => Err(error.into()),
     }
 }

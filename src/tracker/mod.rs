@@ -23,8 +23,7 @@ mod issue;
 pub use close::{CloseRequest, close, close_guard};
 pub use create::{CreateRequest, DepSpec, create};
 pub use deps::{
-    add_dependency, edge_at, is_foreign, remove_dependency, resolve_target, set_parent,
-    set_wait_gate,
+    add_dependency, edge_at, remove_dependency, resolve_target, set_parent, set_wait_gate,
 };
 pub use import::{import_comment, import_edge, import_new};
 pub use issue::{
@@ -64,16 +63,7 @@ impl Refusal {
     /// A refusal that must abort the whole transaction (the store failed), as opposed to a
     /// refusal of one item that a batch may report and go on from.
     pub fn is_fatal(&self) -> bool {
-        match self {
-            Refusal::Store(error) => matches!(
-                error,
-                StoreError::Database(_)
-                    | StoreError::Io { .. }
-                    | StoreError::Corrupt(_)
-                    | StoreError::Damaged { .. }
-            ),
-            _ => false,
-        }
+        matches!(self, Refusal::Store(error) if !error.is_refusal())
     }
 }
 

@@ -231,7 +231,7 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
     let summary = create_draft(ctx, &draft, args.waits_for_gate.as_deref())?;
     ctx.touch(&summary.issue.id);
     if args.silent && !ctx.out.json {
-        println!("{}", summary.issue.id);
+        crate::cli::output::write_stdout(&summary.issue.id);
         return Ok(());
     }
     ctx.out.emit(&summary, || created_lines(&summary.issue));
