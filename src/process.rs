@@ -53,6 +53,35 @@ pub fn spawn_owned(
     Ok((child, OwnedChild { pid }))
 }
 
+/// Runs `command` to its end like [`std::process::Command::output`], with the child
+/// registered as owned meanwhile, so a supervisor's orphan reaping (which waits for every
+/// zombie child it does not own) never takes the exit status of a helper program such as
+/// `git` — its owner would then see ECHILD instead of the result.
+pub fn output_owned(command: &mut std::process::Command) -> io::Result<std::process::Output> {
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = {
+        let mut owned = owned();
+        let child = command.spawn()?;
+        owned.insert(i32::try_from(child.id()).unwrap_or(0));
+        child
+    };
+    let _registration = OwnedChild { pid: i32::try_from(child.id()).unwrap_or(0) };
+    child.wait_with_output()
+}
+
+/// [`output_owned`] for a command whose stdout and stderr are left as set (inherited):
+/// returns its exit status.
+pub fn status_owned(command: &mut std::process::Command) -> io::Result<std::process::ExitStatus> {
+    let mut child = {
+        let mut owned = owned();
+        let child = command.spawn()?;
+        owned.insert(i32::try_from(child.id()).unwrap_or(0));
+        child
+    };
+    let _registration = OwnedChild { pid: i32::try_from(child.id()).unwrap_or(0) };
+    child.wait()
+}
+
 /// Marks this process as a child subreaper (Linux), so orphaned descendants become its
 /// children and can be reaped and accounted for.
 pub fn become_subreaper() -> io::Result<()> {

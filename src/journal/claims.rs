@@ -436,14 +436,16 @@ impl ClaimsRemote {
 
     /// Runs `git --git-dir <journal repo> args…` (C locale, never prompting).
     fn git(&self, args: &[&str]) -> Result<Output, RemoteClaimError> {
-        Command::new("git")
+        let mut command = Command::new("git");
+        command
             .arg("--git-dir")
             .arg(self.git_dir())
             .args(args)
             .env("LC_ALL", "C")
             .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(Stdio::null())
-            .output()
+            .stdin(Stdio::null());
+        // Owned: the supervisor's reaping must not take git's exit status.
+        crate::process::output_owned(&mut command)
             .map_err(|source| RemoteClaimError::Spawn { remote: self.name.clone(), source })
     }
 

@@ -172,15 +172,23 @@ fn staging(remote: &str) -> String {
     format!("{STAGING_PREFIX}{remote}/")
 }
 
-/// Runs the `git` program on the journal repository; a failure names what was being done
-/// and carries git's own message.
-fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalError> {
-    let output = Command::new("git")
+/// `git --git-dir <journal repo> ARGS`, never prompting and reading nothing from stdin.
+fn git_command(repo: &JournalRepo, args: &[&str]) -> Command {
+    let mut command = Command::new("git");
+    command
         .arg("--git-dir")
         .arg(repo.git_dir())
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Runs the `git` program on the journal repository (registered as owned, so a supervisor's
+/// reaping never takes its exit status); a failure names what was being done and carries
+/// git's own message.
+fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalError> {
+    let output = crate::process::output_owned(&mut git_command(repo, args))
         .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if output.status.success() {
@@ -229,7 +237,12 @@ pub fn sync_showing(
     let mut bad_refs = Vec::new();
     let fetched = advance_foreign_refs(&repo, &remote, store.replica(), &mut bad_refs)?;
     let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
-    let merged = store.merge(Clock::System, ops, &marks)?;
+    // Nothing new fetched: no write transaction (the supervisor syncs on an idle queue too).
+    let merged = if ops.is_empty() && marks.is_empty() {
+        Merged::default()
+    } else {
+        store.merge(Clock::System, ops, &marks)?
+    };
     let sent = push(&repo, &remote, store.replica())?;
     let mut report = report(&remote, &repo, merged, sent, bad_refs);
     report.committed = committed.ops;
@@ -254,13 +267,9 @@ fn fetch(repo: &JournalRepo, remote: &Remote, progress: FetchProgress) -> Result
 
 /// Runs git with its stderr on this process's (for its progress display).
 fn git_on_terminal(repo: &JournalRepo, args: &[&str], what: &str) -> Result<(), JournalError> {
-    let status = Command::new("git")
-        .arg("--git-dir")
-        .arg(repo.git_dir())
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdout(std::process::Stdio::null())
-        .status()
+    let mut command = git_command(repo, args);
+    command.stdout(std::process::Stdio::null());
+    let status = crate::process::status_owned(&mut command)
         .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
     if status.success() {
         return Ok(());

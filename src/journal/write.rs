@@ -84,7 +84,8 @@ fn try_commit(
 ) -> Result<Option<CommitReport>, JournalError> {
     let replica = store.replica();
     let mut tip = repo.tip(replica)?;
-    let Pending { mut ops, scanned_to } = scan(store, store.journal_committed()?)?;
+    let committed = store.journal_committed()?;
+    let Pending { mut ops, scanned_to } = scan(store, committed)?;
     let recovered = skip_committed(repo, replica, tip, &mut ops)?;
     if let Some(seq) = recovered.last_seq {
         store.record_journal_committed(seq)?;
@@ -110,7 +111,9 @@ fn try_commit(
         report.commits.push(LogEntry::new(id, tip, info, seconds));
         tip = Some(id);
     }
-    if chunks.is_empty() {
+    // Ops of other replicas were passed over: move the mark past them, but an idle queue
+    // (nothing scanned) costs no write transaction.
+    if chunks.is_empty() && scanned_to > committed {
         store.record_journal_committed(scanned_to)?;
     }
     report.committed_seq = store.journal_committed()?;

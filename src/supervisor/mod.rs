@@ -353,7 +353,8 @@ impl Supervisor {
                     next_recheck = tokio::time::Instant::now();
                 }
                 Some(signal) = signals.recv() => self.on_signal(signal),
-                _ = children.recv() => { crate::process::reap_orphans(&Default::default()); }
+                // `Some`: without a SIGCHLD handler the channel is closed and must not spin.
+                Some(()) = children.recv() => { crate::process::reap_orphans(&Default::default()); }
                 () = tokio::time::sleep(POLL) => {}
             }
         }
@@ -936,10 +937,16 @@ impl Supervisor {
 }
 
 /// The redactor for what the supervisor writes itself: token shapes, and the values of the
-/// secret-looking variables of its own environment (which every agent inherits).
+/// secret-looking variables of its own environment (which every agent inherits). Built once:
+/// the supervisor's environment does not change while it runs.
 pub fn process_redactor() -> Redactor {
-    let vars: Vec<(String, String)> = std::env::vars().collect();
-    Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    static PROCESS: std::sync::OnceLock<Redactor> = std::sync::OnceLock::new();
+    PROCESS
+        .get_or_init(|| {
+            let vars: Vec<(String, String)> = std::env::vars().collect();
+            Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        })
+        .clone()
 }
 
 /// A stream that yields when a child process of this one exits (SIGCHLD), so orphans the
@@ -1120,7 +1127,7 @@ fn record_outcome(
     }
     Ok(Some(Recorded {
         verdict: plan.verdict,
-        comment: plan.comment,
+        comment: process_redactor().redact_text(&plan.comment).into_owned(),
         pause_until: plan.pause_until,
         coder: finished.coder.clone(),
     }))
