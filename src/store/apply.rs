@@ -656,8 +656,6 @@ impl Writer<'_> {
         Ok(EdgePlan::Insert)
     }
 
-    /// A target that may legitimately be missing: `external:…` or another project's id.
-
     fn insert_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {
         let row = serde_json::to_vec(dep).expect("a dependency serialises");
         let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
