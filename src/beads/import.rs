@@ -514,8 +514,8 @@ fn plan_deps(
         added: Vec::new(),
         pairs: HashMap::new(),
     };
-    for at in 0..issues.len() {
-        for dep in std::mem::take(&mut issues[at].deps) {
+    for planned in issues.iter_mut() {
+        for dep in std::mem::take(&mut planned.deps) {
             let target_known =
                 index.contains_key(&dep.depends_on_id) || view.issue(&dep.depends_on_id)?.is_some();
             if let Err((dep, reason)) = edges.consider(dep, target_known)? {
