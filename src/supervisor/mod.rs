@@ -531,7 +531,7 @@ impl Supervisor {
         let result = self.blocking(move |s| recovery::reclaim_abandoned(s, &me, &home, scan)).await;
         match result {
             Ok(reclaimed) => {
-                for Reclaimed { id, why, survivors_killed } in reclaimed {
+                for Reclaimed { id, why, survivors_killed, .. } in reclaimed {
                     self.emit(Event::Released { id, why, survivors_killed });
                 }
             }

@@ -32,6 +32,8 @@ pub struct Reclaimed {
     pub why: String,
     /// Processes of its last attempt that were still alive and were killed.
     pub survivors_killed: usize,
+    /// The lease that was judged abandoned (`None`: a task held by name, without a lease).
+    pub lease: Option<crate::model::Lease>,
 }
 
 /// Finds every task whose owner is gone, kills its survivors, and releases it. Removes the
@@ -63,14 +65,16 @@ pub fn reclaim_abandoned(
         .into_iter()
         .map(|(issue, why)| {
             let survivors_killed = kill_survivors_of(&issue, me, home);
-            Reclaimed { id: issue.id, why, survivors_killed }
+            Reclaimed { id: issue.id, why, survivors_killed, lease: issue.fleet.lease }
         })
         .collect();
     store.write(&me.name, Clock::System, |w| {
         for task in &reclaimed {
-            // Released only if still abandoned as seen inside this transaction.
+            // Released only if still abandoned as seen inside this transaction: in progress
+            // under the very lease judged gone (another supervisor may have released and
+            // re-claimed it meanwhile, under a live lease of its own).
             let Some(issue) = w.issue(&task.id)? else { continue };
-            if issue.status != Status::InProgress {
+            if issue.status != Status::InProgress || issue.fleet.lease != task.lease {
                 continue;
             }
             tracker::release(w, &task.id)?;
