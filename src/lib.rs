@@ -55,6 +55,7 @@ pub mod op;
 pub mod process;
 pub mod redact;
 pub mod resolver;
+pub mod server;
 pub mod store;
 pub mod supervisor;
 pub mod time;

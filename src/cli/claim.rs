@@ -5,6 +5,7 @@ use super::error::CliError;
 use super::output::id_title;
 use crate::claim;
 use crate::store::ReadyFilter;
+use crate::tracker::Request;
 
 #[derive(Debug, clap::Args)]
 pub struct ClaimArgs {
@@ -19,18 +20,18 @@ pub struct ReleaseArgs {
 }
 
 pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let claimed = match &args.id {
-        Some(id) => Some(claim::claim(&store, &ctx.actor, ctx.clock, id).map_err(|e| {
-            let mut error = CliError::from(e);
-            error.message = format!("could not claim {id}: {}", error.message);
-            error
-        })?),
-        None => claim::claim_next(&store, &ctx.actor, ctx.clock, &ReadyFilter::default())?,
-    };
-    let summary = match claimed {
-        Some(issue) => Some(store.read()?.summary(issue)?),
-        None => None,
+    let summary = match &args.id {
+        Some(id) => {
+            let reply = ctx.submit(Request::Claim { id: id.clone() }).map_err(|mut error| {
+                error.message = format!("could not claim {id}: {}", error.message);
+                error
+            })?;
+            Some(reply.into_summary()?)
+        }
+        None => {
+            let request = Request::ClaimNext { filter: ReadyFilter::default() };
+            ctx.submit(request)?.into_claimed()?
+        }
     };
     ctx.out.emit(&summary, || match &summary {
         Some(s) => format!("✓ Claimed issue: {}", id_title(&s.issue)),
@@ -55,14 +56,7 @@ fn release_on_remote(ctx: &Context) -> Result<(), CliError> {
 }
 
 pub fn cmd_release(ctx: &Context, args: ReleaseArgs) -> Result<(), CliError> {
-    let released = ctx.write(|writer| {
-        let mut released = Vec::new();
-        for input in &args.ids {
-            let id = crate::tracker::release(writer, input)?;
-            released.push(writer.detail(&id)?.summary);
-        }
-        Ok(released)
-    })?;
+    let released = ctx.submit(Request::Release { ids: args.ids.clone() })?.into_summaries()?;
     release_on_remote(ctx)?;
     ctx.out.emit(&released, || {
         released

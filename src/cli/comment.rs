@@ -82,13 +82,9 @@ pub(super) fn write_comment(
     if text.trim().is_empty() {
         return Err(CliError::new("comment text is empty"));
     }
-    let (comment, issue) = ctx.write(|writer| {
-        let id = writer.resolve(id)?;
-        let author = author.unwrap_or_else(|| ctx.actor.clone());
-        let comment = crate::tracker::comment(writer, &id, &author, text)?;
-        Ok((comment, writer.issue(&id)?))
-    })?;
-    Ok((comment, issue))
+    let request =
+        crate::tracker::Request::Comment { id: id.to_string(), author, text: text.to_string() };
+    Ok(ctx.submit(request)?.into_commented()?)
 }
 
 fn list_comments(ctx: &Context, id: &str) -> Result<(), CliError> {

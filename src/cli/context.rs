@@ -27,6 +27,7 @@ use super::error::CliError;
 use super::output::{Mode, Output};
 use crate::store::{STORE_FILE, Store, StoreError, Writer};
 use crate::time::Clock;
+use crate::tracker::{Reply, Request};
 
 /// How the binary was reached; it decides the [`Mode`] and where the workspace is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +103,13 @@ impl Context {
         let mut store = Store::open(dir)?;
         store.skip_close_on_exit();
         Ok(store)
+    }
+
+    /// Applies a write request as this command's actor: through the process serving the
+    /// workspace when one answers, else in a transaction of its own (see [`crate::server`]).
+    pub fn submit(&self, request: Request) -> Result<Reply, CliError> {
+        let dir = self.workspace_dir()?;
+        crate::server::client::submit(dir, &self.actor, self.clock, request, || self.open_store())
     }
 
     /// Opens the store and runs `body` as one write transaction as this command's actor,

@@ -7,11 +7,13 @@ use serde::Serialize;
 use super::context::Context;
 use super::error::CliError;
 use super::output::{id_title, printable, printable_block, priority_badge, status_marker};
-use crate::model::{FleetFields, Issue, Status, parse_issue_type, parse_priority};
+use crate::model::{FleetFields, Status, parse_issue_type, parse_priority};
 use crate::op::IssuePatch;
 use crate::store::{IssueDetail, IssueSummary, StoreError, Writer};
 use crate::time::parse_user_date;
-use crate::tracker::{self, CloseRequest, CreateRequest, DepSpec, Refusal, UpdateRequest};
+use crate::tracker::{
+    self, CloseRefused, CloseRequest, CreateRequest, DepSpec, Request, UpdateRequest,
+};
 
 /// Splits comma-separated values from repeated flags, dropping empty pieces.
 pub(super) fn split_csv(values: &[String]) -> Vec<String> {
@@ -125,13 +127,13 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
 }
 
 /// The store side of `create`, shared by `fleet create` and `bd create`: validates the
-/// flags, builds the issue (id, parent edge and inherited labels, `--deps` edges) and applies
-/// it in one transaction. `adjust` may set fields only one personality has flags for (bd's
-/// `--metadata`, `--ephemeral`) before the issue is applied.
+/// flags, builds the request (id, parent edge and inherited labels, `--deps` edges) and
+/// submits it. `adjust` may set fields only one personality has flags for (bd's
+/// `--metadata`, `--ephemeral`) before it is sent.
 pub(in crate::cli) fn create_issue(
     ctx: &Context,
     args: &CreateArgs,
-    adjust: impl FnOnce(&mut Issue),
+    adjust: impl FnOnce(&mut CreateRequest),
 ) -> Result<IssueSummary, CliError> {
     let title = args.title.clone().or(args.title_arg.clone()).unwrap_or_default();
     crate::model::validate_title(&title)?;
@@ -145,7 +147,7 @@ pub(in crate::cli) fn create_issue(
     if args.estimate.is_some_and(|e| e < 0) {
         return Err(CliError::new("estimate must be a non-negative number of minutes"));
     }
-    let request = CreateRequest {
+    let mut request = CreateRequest {
         id: args.id.clone(),
         title,
         description: args.description.clone(),
@@ -169,11 +171,10 @@ pub(in crate::cli) fn create_issue(
             model: args.model.clone().unwrap_or_default(),
             ..FleetFields::default()
         },
+        ..CreateRequest::default()
     };
-    ctx.write(|writer| {
-        let id = tracker::create(writer, &request, adjust)?;
-        writer.detail(&id).map(|d| d.summary)
-    })
+    adjust(&mut request);
+    Ok(ctx.submit(Request::Create(Box::new(request)))?.into_summary()?)
 }
 
 /// Refuses an `--id` outside the id grammar before anything is opened or written (the store
@@ -388,21 +389,21 @@ pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
         return Err(CliError::usage("No updates specified")
             .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
     }
-    let updated = update_issues(ctx, &args, |_, _| Ok(()))?;
+    let updated = update_issues(ctx, &args, |_| {})?;
     emit_summaries(ctx, &updated, |s| format!("✓ Updated issue: {}", id_title(&s.issue)));
     Ok(())
 }
 
-/// The store side of `update`, shared by `fleet update` and `bd update`: in one transaction,
-/// claims (with `--claim`) and patches every issue in `args.ids`. `extra` runs after the patch
-/// for each issue, inside the same transaction, for edits only one personality has flags for
-/// (bd's `--parent`, `--set-labels`, `--metadata`). Returns the issues as they end up.
+/// The store side of `update`, shared by `fleet update` and `bd update`: in one request,
+/// claims (with `--claim`) and patches every issue in `args.ids`. `adjust` may set the edits
+/// only one personality has flags for (bd's `--parent`, `--set-labels`, `--metadata`).
+/// Returns the issues as they end up.
 pub(in crate::cli) fn update_issues(
     ctx: &Context,
     args: &UpdateArgs,
-    extra: impl Fn(&mut Writer<'_>, &str) -> Result<(), StoreError>,
+    adjust: impl FnOnce(&mut UpdateRequest),
 ) -> Result<Vec<IssueSummary>, CliError> {
-    let request = UpdateRequest {
+    let mut request = UpdateRequest {
         patch: build_patch(ctx, args)?,
         claim: args.claim,
         cwd: args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?,
@@ -412,19 +413,13 @@ pub(in crate::cli) fn update_issues(
         force: args.force,
         ..UpdateRequest::default()
     };
+    adjust(&mut request);
     if args.claim {
         claim_remotely_first(ctx, &args.ids)?;
     }
-    ctx.write(|writer| {
-        let mut updated = Vec::new();
-        for input in &args.ids {
-            let one = UpdateRequest { id: input.clone(), ..request.clone() };
-            let id = tracker::update(writer, &one)?;
-            extra(writer, &id)?;
-            updated.push(writer.detail(&id)?.summary);
-        }
-        Ok(updated)
-    })
+    let updates =
+        args.ids.iter().map(|id| UpdateRequest { id: id.clone(), ..request.clone() }).collect();
+    Ok(ctx.submit(Request::Update(updates))?.into_summaries()?)
 }
 
 /// `--claim` in remote claim mode: each issue is claimed and confirmed on the remote before
@@ -482,33 +477,10 @@ pub struct CloseArgs {
     pub session: String,
 }
 
-#[derive(Serialize)]
+/// What a close of several issues did.
 pub(in crate::cli) struct CloseResult {
     pub closed: Vec<IssueSummary>,
-    pub refused: Vec<Refused>,
-}
-
-#[derive(Serialize)]
-pub(in crate::cli) struct Refused {
-    pub id: String,
-    pub error: String,
-    /// A close guard refused it (`--force` overrides).
-    #[serde(skip)]
-    pub guarded: bool,
-    /// The id did not resolve.
-    #[serde(skip)]
-    pub unresolved: bool,
-}
-
-impl Refused {
-    fn of(id: &str, refusal: &Refusal) -> Refused {
-        Refused {
-            id: id.to_string(),
-            error: refusal.to_string(),
-            guarded: refusal.is_close_guard(),
-            unresolved: refusal.is_unresolved(),
-        }
-    }
+    pub refused: Vec<CloseRefused>,
 }
 
 pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
@@ -555,29 +527,28 @@ fn refusals_error(result: &CloseResult, asked: usize) -> CliError {
     error
 }
 
-/// The store side of `close`, shared by `fleet close` and `bd close`: in one transaction,
+/// The store side of `close`, shared by `fleet close` and `bd close`: in one request,
 /// closes each issue of `args.ids` that passes the close guards (or all, with `--force`).
 /// Ids that do not resolve and issues the guards refuse are reported, not fatal.
 pub(in crate::cli) fn close_issues(
     ctx: &Context,
     args: &CloseArgs,
 ) -> Result<CloseResult, CliError> {
-    ctx.write(|writer| {
-        let mut result = CloseResult { closed: Vec::new(), refused: Vec::new() };
-        for (n, input) in args.ids.iter().enumerate() {
-            let request = CloseRequest {
-                id: input.clone(),
-                reason: args.reason.get(n).or(args.reason.first()).cloned().unwrap_or_default(),
-                session: args.session.clone(),
-                force: args.force,
-            };
-            match tracker::close(writer, &request) {
-                Ok(id) => result.closed.push(writer.detail(&id)?.summary),
-                Err(refusal) if refusal.is_fatal() => return Err(refusal.into()),
-                Err(refusal) => result.refused.push(Refused::of(input, &refusal)),
-            }
-        }
-        Ok(result)
+    let closes = args
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(n, input)| CloseRequest {
+            id: input.clone(),
+            reason: args.reason.get(n).or(args.reason.first()).cloned().unwrap_or_default(),
+            session: args.session.clone(),
+            force: args.force,
+        })
+        .collect();
+    let outcome = ctx.submit(Request::Close(closes))?.into_closed()?;
+    Ok(CloseResult {
+        closed: outcome.closed.into_iter().map(Into::into).collect(),
+        refused: outcome.refused,
     })
 }
 
@@ -598,19 +569,13 @@ pub fn cmd_reopen(ctx: &Context, args: ReopenArgs) -> Result<(), CliError> {
 }
 
 /// The store side of `reopen`, shared by both personalities: reopens every issue of
-/// `args.ids` in one transaction, recording the reason as a comment.
+/// `args.ids` in one request, recording the reason as a comment.
 pub(in crate::cli) fn reopen_issues(
     ctx: &Context,
     args: &ReopenArgs,
 ) -> Result<Vec<IssueSummary>, CliError> {
-    ctx.write(|writer| {
-        let mut reopened = Vec::new();
-        for input in &args.ids {
-            let id = tracker::reopen(writer, input, args.reason.as_deref())?;
-            reopened.push(writer.detail(&id)?.summary);
-        }
-        Ok(reopened)
-    })
+    let request = Request::Reopen { ids: args.ids.clone(), reason: args.reason.clone() };
+    Ok(ctx.submit(request)?.into_summaries()?)
 }
 
 #[derive(Debug, clap::Args)]

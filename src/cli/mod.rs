@@ -24,6 +24,7 @@ mod output;
 mod query;
 mod rebuild;
 mod run;
+mod serve;
 mod sync;
 mod transfer;
 
@@ -146,6 +147,10 @@ pub enum Command {
     /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
     /// max_concurrent at once, until Ctrl-C.
     Run(run::RunArgs),
+    /// Serve the workspace's writes on its socket while no supervisor runs (`fleet run`
+    /// serves its workspace itself): commands send their writes there and they are committed
+    /// in groups. Until Ctrl-C or SIGTERM.
+    Serve(serve::ServeArgs),
     /// Check the store for damage (one line per check) and name the fix; `--salvage` copies
     /// everything readable into a new store.
     Doctor(doctor::DoctorArgs),
@@ -259,6 +264,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => transfer::cmd_import(&ctx, args),
         Command::Export(args) => transfer::cmd_export(&ctx, args),
         Command::Run(args) => run::cmd_run(&ctx, args),
+        Command::Serve(args) => serve::cmd_serve(&ctx, args),
         Command::Journal(command) => journal::cmd_journal(&ctx, command),
         Command::Rebuild(args) => rebuild::cmd_rebuild(&ctx, args),
         Command::Remote(command) => sync::cmd_remote(&ctx, command),

@@ -91,14 +91,34 @@ pub fn supervise(
         let stop_tx = Arc::new(stop_tx);
         listen_for_stop_signals(Arc::clone(&stop_tx))
             .map_err(|e| CliError::new(format!("installing signal handlers: {e}")))?;
+        let server_store = Arc::clone(&store);
         let supervisor = Supervisor::new(store, options, events).map_err(|e| {
             CliError::new(e).with_hint("fix runtime.toml (see `fleet config show`)")
         })?;
+        let server = serve_while_running(server_store, supervisor.waker());
         let summary = supervisor.run(stop).await.map_err(CliError::new)?;
+        drop(server);
         drop(stop_tx);
         let _ = printer.await;
         Ok(summary)
     })
+}
+
+/// Serves the workspace's socket for as long as the supervisor runs, so agents' `bd` and
+/// `fleet` writes are committed in groups by this process and wake it at once. Without it
+/// (another process serves the workspace, or the socket cannot be made) commands write
+/// directly, as they always can.
+fn serve_while_running(
+    store: Arc<Store>,
+    wake: Arc<tokio::sync::Notify>,
+) -> Option<crate::server::Server> {
+    match crate::server::Server::start(store, Box::new(move || wake.notify_one())) {
+        Ok(server) => Some(server),
+        Err(error) => {
+            tracing::warn!(%error, "not serving the workspace socket; commands write directly");
+            None
+        }
+    }
 }
 
 /// Installs the handlers before any agent starts (until then a signal would kill this

@@ -914,7 +914,10 @@ impl Reader {
 /// A write transaction in progress: reads see its own changes; [`Writer::apply`] (ops made
 /// here) and [`Writer::apply_op`] (ops as given, from here or elsewhere) change state.
 pub struct Writer<'t> {
+    txn: &'t WriteTransaction,
     tables: WriteSet<'t>,
+    /// Recorded replies of requests ([`tables::REPLIES`]), opened on first use.
+    replies: Option<Table<'t, u128, &'static [u8]>>,
     journal: Table<'t, u64, &'static [u8]>,
     /// Op id → journal sequence ([`tables::OP_IDS`]).
     op_ids: Table<'t, u128, u64>,
@@ -965,7 +968,9 @@ impl<'t> Writer<'t> {
             None => (merge::highest_key(&journal, &sidelined)?, true),
         };
         Ok(Writer {
+            txn,
             tables,
+            replies: None,
             journal,
             op_ids,
             actor: actor.to_string(),
@@ -1003,6 +1008,43 @@ impl<'t> Writer<'t> {
     /// The id prefix of new issues.
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// Applies later ops with another clock (group commits of several clients, each with its
+    /// own notion of now).
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    /// How many ops this transaction has applied so far: a request that fails with this
+    /// unchanged has changed nothing.
+    pub fn applied_count(&self) -> usize {
+        self.applied.len()
+    }
+
+    fn replies(&mut self) -> Result<&mut Table<'t, u128, &'static [u8]>, StoreError> {
+        if self.replies.is_none() {
+            self.replies = Some(self.txn.open_table(tables::REPLIES)?);
+        }
+        Ok(self.replies.as_mut().expect("opened above"))
+    }
+
+    /// The recorded reply of request `id`, if it was applied (see [`tables::REPLIES`]).
+    pub fn recorded_reply(&mut self, id: ulid::Ulid) -> Result<Option<Vec<u8>>, StoreError> {
+        use redb::ReadableTable;
+        Ok(self.replies()?.get(id.0)?.map(|reply| reply.value().to_vec()))
+    }
+
+    /// Records that request `id` was applied with `reply`, and prunes replies older than the
+    /// retention (by the system clock, which request ids are made with).
+    pub fn record_reply(&mut self, id: ulid::Ulid, reply: &[u8]) -> Result<(), StoreError> {
+        let now_ms = u64::try_from(jiff::Timestamp::now().as_millisecond()).unwrap_or(0);
+        let cutoff = now_ms.saturating_sub(tables::REPLY_RETENTION_MS);
+        let replies = self.replies()?;
+        replies.insert(id.0, reply)?;
+        let oldest = ulid::Ulid::from_parts(cutoff, 0).0;
+        replies.retain_in(..oldest, |_, _| false)?;
+        Ok(())
     }
 
     /// The transaction's notion of now.

@@ -59,7 +59,8 @@ pub struct BlockedIssue {
 }
 
 /// Filters of `ready` (spec §3.3).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ReadyFilter {
     pub assignee: Option<String>,
     pub unassigned: bool,

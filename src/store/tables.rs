@@ -38,6 +38,13 @@ pub(crate) const OP_IDS: TableDefinition<u128, u64> = TableDefinition::new("op_i
 /// (`merge`) found refused. With the journal, the whole set of ops the store knows, which a
 /// merge of ops arriving out of order re-applies. Only writers touch it.
 pub(crate) const SIDELINED: TableDefinition<u128, &[u8]> = TableDefinition::new("sidelined");
+/// Request id (a ULID as its 128-bit value) → the reply, as JSON, of a write request the
+/// socket server or a client falling back from it applied: so a request is applied at most
+/// once, and a client whose answer was lost learns what it did. Entries older than
+/// [`REPLY_RETENTION_MS`] are pruned by writers that record new ones.
+pub(crate) const REPLIES: TableDefinition<u128, &[u8]> = TableDefinition::new("replies");
+/// How long a recorded reply is kept, in milliseconds.
+pub(crate) const REPLY_RETENTION_MS: u64 = 60 * 60 * 1000;
 /// Store-wide values: prefix, replica id, clock, counters, config.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 

@@ -246,6 +246,8 @@ pub struct Supervisor {
     summary: Summary,
     /// The claims remote failed: no claim is tried before then.
     remote_retry_at: Option<tokio::time::Instant>,
+    /// Notified after the socket server commits (see [`Supervisor::waker`]).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 fn config_path(home: &Path) -> PathBuf {
@@ -253,6 +255,12 @@ fn config_path(home: &Path) -> PathBuf {
 }
 
 impl Supervisor {
+    /// What wakes the main loop at once when another part of this process committed a write
+    /// (the socket server serving agents' commands), instead of at its next poll.
+    pub fn waker(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.wake)
+    }
+
     /// Loads the config (an invalid one is an error here: there is nothing to fall back to).
     pub fn new(
         store: Arc<Store>,
@@ -274,6 +282,7 @@ impl Supervisor {
             started_at: Timestamp::now(),
             summary: Summary::default(),
             remote_retry_at: None,
+            wake: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -355,6 +364,7 @@ impl Supervisor {
                 Some(signal) = signals.recv() => self.on_signal(signal),
                 // `Some`: without a SIGCHLD handler the channel is closed and must not spin.
                 Some(()) = children.recv() => { crate::process::reap_orphans(&Default::default()); }
+                () = self.wake.notified() => {}
                 () = tokio::time::sleep(POLL) => {}
             }
         }

@@ -6,7 +6,7 @@ use crate::op::OpKind;
 use crate::store::{StoreError, Writer};
 
 /// Close one issue.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct CloseRequest {
     /// The issue, as typed (full, without prefix, or a unique part).
     pub id: String,

@@ -10,7 +10,7 @@ use crate::op::OpKind;
 use crate::store::Writer;
 
 /// A dependency as typed with `--deps`: `id`, or `type:id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DepSpec {
     pub kind: String,
     pub target: String,
@@ -34,7 +34,7 @@ impl DepSpec {
 }
 
 /// A new issue.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct CreateRequest {
     /// An id of the caller's choosing (checked against the id grammar by the store); `None`
     /// generates one.
@@ -58,15 +58,14 @@ pub struct CreateRequest {
     pub defer_until: Option<Timestamp>,
     pub external_ref: String,
     pub fleet: FleetFields,
+    /// bd's `--metadata`: the issue's free-form metadata document.
+    pub metadata: Option<serde_json::Value>,
+    /// bd's `--ephemeral`: a wisp, left out of exports.
+    pub ephemeral: bool,
 }
 
-/// Creates the issue in one op with its edges; `adjust` may set fields no request field
-/// covers (bd's `--metadata`, `--ephemeral`) before it is applied. Returns the new id.
-pub fn create(
-    writer: &mut Writer<'_>,
-    request: &CreateRequest,
-    adjust: impl FnOnce(&mut Issue),
-) -> Result<String, Refusal> {
+/// Creates the issue in one op with its edges. Returns the new id.
+pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<String, Refusal> {
     let parent = request.parent.as_deref().map(|p| writer.resolve(p)).transpose()?;
     let id = match &request.id {
         Some(id) => id.clone(),
@@ -89,7 +88,6 @@ pub fn create(
         check_epic_rule(&spec.kind, &issue.issue_type, target_type.as_deref())?;
         deps.push(new_edge(writer, &id, &target, &spec.kind));
     }
-    adjust(&mut issue);
     writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
     Ok(id)
 }
@@ -109,5 +107,9 @@ fn issue_of(request: &CreateRequest, id: &str, now: Timestamp) -> Issue {
     issue.external_ref.clone_from(&request.external_ref);
     issue.fleet = request.fleet.clone();
     issue.labels.clone_from(&request.labels);
+    if request.metadata.is_some() {
+        issue.metadata.clone_from(&request.metadata);
+    }
+    issue.ephemeral = request.ephemeral;
     issue
 }

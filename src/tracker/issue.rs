@@ -8,7 +8,7 @@ use crate::op::{IssuePatch, OpKind};
 use crate::store::{ReadyFilter, StoreError, Writer};
 
 /// Edit one issue's fields, optionally claiming it first.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct UpdateRequest {
     pub id: String,
     pub patch: IssuePatch,
@@ -22,6 +22,45 @@ pub struct UpdateRequest {
     /// guards are overridden.
     pub session: String,
     pub force: bool,
+    /// bd's `--set-labels`: exactly these labels afterwards.
+    pub set_labels: Option<Vec<String>>,
+    /// bd's `--parent`: the new parent as typed (blank: no parent).
+    pub parent: Option<String>,
+    /// bd's metadata flags.
+    pub metadata: MetadataEdit,
+}
+
+/// Changes to an issue's free-form metadata document: replaced whole, then keys set and
+/// removed.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct MetadataEdit {
+    pub replace: Option<serde_json::Value>,
+    pub set: Vec<(String, serde_json::Value)>,
+    pub unset: Vec<String>,
+}
+
+impl MetadataEdit {
+    fn is_empty(&self) -> bool {
+        self.replace.is_none() && self.set.is_empty() && self.unset.is_empty()
+    }
+
+    /// The document after the edit of `current`.
+    fn applied_to(&self, current: Option<&serde_json::Value>) -> serde_json::Value {
+        let mut doc = match (&self.replace, current) {
+            (Some(replacement), _) => replacement.clone(),
+            (None, Some(current)) => current.clone(),
+            (None, None) => serde_json::json!({}),
+        };
+        if let Some(map) = doc.as_object_mut() {
+            for (key, value) in &self.set {
+                map.insert(key.clone(), value.clone());
+            }
+            for key in &self.unset {
+                map.remove(key);
+            }
+        }
+        doc
+    }
 }
 
 impl UpdateRequest {
@@ -34,9 +73,16 @@ impl UpdateRequest {
         self.cwd.is_some() || self.coder.is_some() || self.model.is_some()
     }
 
+    fn changes_links(&self) -> bool {
+        self.set_labels.is_some() || self.parent.is_some() || !self.metadata.is_empty()
+    }
+
     /// Whether the request asks for anything at all.
     pub fn is_empty(&self) -> bool {
-        self.patch.is_empty() && !self.claim && !self.changes_fleet_fields()
+        self.patch.is_empty()
+            && !self.claim
+            && !self.changes_fleet_fields()
+            && !self.changes_links()
     }
 }
 
@@ -73,7 +119,35 @@ pub fn update(writer: &mut Writer<'_>, request: &UpdateRequest) -> Result<String
         };
         close(writer, &close_request)?;
     }
+    if request.changes_links() {
+        update_links(writer, &id, request)?;
+    }
     Ok(id)
+}
+
+/// The labels, parent and metadata parts of an update.
+fn update_links(writer: &mut Writer<'_>, id: &str, request: &UpdateRequest) -> Result<(), Refusal> {
+    let issue = writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+    if let Some(wanted) = &request.set_labels {
+        for label in issue.labels.iter().filter(|l| !wanted.contains(l)) {
+            label_remove(writer, id, label)?;
+        }
+        for label in wanted.iter().filter(|l| !issue.labels.contains(l)) {
+            label_add(writer, id, label)?;
+        }
+    }
+    if let Some(parent) = &request.parent {
+        let new_parent =
+            if parent.trim().is_empty() { None } else { Some(writer.resolve(parent)?) };
+        super::set_parent(writer, id, new_parent.as_deref())?;
+    }
+    if !request.metadata.is_empty() {
+        let mut updated = writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+        updated.metadata = Some(request.metadata.applied_to(updated.metadata.as_ref()));
+        updated.updated_at = writer.now();
+        put_record(writer, updated)?;
+    }
+    Ok(())
 }
 
 /// Claims `id` for the writer's actor: open and unassigned (or already the actor's) becomes

@@ -19,6 +19,7 @@ mod create;
 mod deps;
 mod import;
 mod issue;
+mod request;
 
 pub use close::{CloseRequest, close, close_guard};
 pub use create::{CreateRequest, DepSpec, create};
@@ -27,9 +28,11 @@ pub use deps::{
 };
 pub use import::{import_comment, import_edge, import_new};
 pub use issue::{
-    UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove, put_record,
-    release, reopen, update,
+    MetadataEdit, UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove,
+    put_record, release, reopen, update,
 };
+
+pub use request::{CloseOutcome, CloseRefused, Reply, Request, Summary, WireRefusal, execute};
 
 use crate::store::StoreError;
 

@@ -35,8 +35,28 @@ pub fn fleet_bin() -> PathBuf {
 }
 
 /// A temporary FLEET_HOME with an initialised workspace.
+///
+/// With `FLEET_TEST_SERVER=1` in the test's environment, every workspace made by
+/// [`Workspace::new`] is served by a `fleet serve` process for its lifetime, so the same tests
+/// run with commands' writes going through the socket (`.ci/run` runs the CLI suite both ways).
 pub struct Workspace {
     pub home: tempfile::TempDir,
+    server: Option<std::process::Child>,
+}
+
+/// Whether this test run serves every workspace (see [`Workspace`]).
+pub fn server_mode() -> bool {
+    std::env::var("FLEET_TEST_SERVER").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            // SAFETY: signalling a child this workspace started.
+            unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+            let _ = server.wait();
+        }
+    }
 }
 
 /// The result of one run of the binary.
@@ -94,14 +114,55 @@ impl Workspace {
     }
 
     pub fn with_prefix(prefix: &str) -> Workspace {
-        let ws = Workspace::empty();
+        let mut ws = Workspace::empty();
         ws.run(&["init", "--prefix", prefix]).ok();
+        if server_mode() {
+            ws.serve();
+        }
         ws
     }
 
     /// A FLEET_HOME with no workspace in it yet.
     pub fn empty() -> Workspace {
-        Workspace { home: tempfile::tempdir().expect("temp dir") }
+        Workspace { home: tempfile::tempdir().expect("temp dir"), server: None }
+    }
+
+    /// Starts `fleet serve` on this workspace (its log in `serve.log` of the home) and waits
+    /// for its socket.
+    pub fn serve(&mut self) {
+        let log = std::fs::File::create(self.home().join("serve.log")).expect("serve log");
+        let child = self
+            .command(&["serve"])
+            .env("FLEET_LOG", "debug")
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start fleet serve");
+        self.server = Some(child);
+        let socket = self.beads_dir().join("fleet.sock");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            assert!(std::time::Instant::now() < deadline, "fleet serve did not start");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// The process id of the `fleet serve` started by [`Workspace::serve`].
+    pub fn server_pid(&self) -> Option<i32> {
+        self.server.as_ref().map(|child| child.id() as i32)
+    }
+
+    /// Kills the server with SIGKILL and waits for it (its socket file stays behind).
+    pub fn kill_server(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            server.kill().expect("kill fleet serve");
+            let _ = server.wait();
+        }
+    }
+
+    /// The log of the `fleet serve` started by [`Workspace::serve`].
+    pub fn serve_log(&self) -> String {
+        std::fs::read_to_string(self.home().join("serve.log")).unwrap_or_default()
     }
 
     pub fn home(&self) -> &Path {

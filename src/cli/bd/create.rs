@@ -281,11 +281,9 @@ fn create_draft(
 ) -> Result<IssueSummary, CliError> {
     let metadata = draft.metadata.clone();
     let ephemeral = draft.ephemeral;
-    let summary = fleet::create_issue(ctx.require_store()?, &draft.args, |issue| {
-        if metadata.is_some() {
-            issue.metadata = metadata;
-        }
-        issue.ephemeral = ephemeral;
+    let summary = fleet::create_issue(ctx.require_store()?, &draft.args, |request| {
+        request.metadata = metadata;
+        request.ephemeral = ephemeral;
     })
     .map_err(CliError::message_only)?;
     if let Some(gate @ "any-children") = gate {

@@ -13,9 +13,9 @@ use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, list_line, printable};
 use crate::model::{Issue, Status, dep_type};
 use crate::op::IssuePatch;
-use crate::store::{IssueSummary, ReadyFilter, Store, StoreError, Writer};
+use crate::store::{IssueSummary, ReadyFilter, Store, StoreError};
 use crate::time::parse_user_date;
-use crate::tracker::{self, UpdateRequest};
+use crate::tracker::{self, MetadataEdit, UpdateRequest};
 
 /// Parses `--estimate`, refusing negative and non-numeric values as bd does.
 pub(super) fn parse_estimate(text: Option<&str>) -> Result<Option<i64>, CliError> {
@@ -266,53 +266,30 @@ impl UpdateArgs {
     }
 }
 
-/// Applies bd's `--set-labels`, `--parent` and metadata flags to `id` inside `writer`.
-fn apply_extra(
-    writer: &mut Writer<'_>,
-    id: &str,
+/// bd's `--set-labels`, `--parent` and metadata flags, as parts of the update `request`.
+fn add_bd_edits(
+    request: &mut UpdateRequest,
     args: &UpdateArgs,
     metadata: Option<&serde_json::Value>,
-    now: jiff::Timestamp,
-) -> Result<(), StoreError> {
-    let issue = writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+) {
     if !args.set_labels.is_empty() {
-        let wanted = fleet::split_csv(&args.set_labels);
-        for label in issue.labels.iter().filter(|l| !wanted.contains(l)) {
-            tracker::label_remove(writer, id, label)?;
-        }
-        for label in wanted.iter().filter(|l| !issue.labels.contains(l)) {
-            tracker::label_add(writer, id, label)?;
-        }
+        request.set_labels = Some(fleet::split_csv(&args.set_labels));
     }
-    if let Some(parent) = &args.parent {
-        let new_parent =
-            if parent.trim().is_empty() { None } else { Some(writer.resolve(parent)?) };
-        tracker::set_parent(writer, id, new_parent.as_deref())?;
-    }
-    if args.metadata.is_some() || !args.set_metadata.is_empty() || !args.unset_metadata.is_empty() {
-        let issue = writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        let mut doc = match (metadata, &issue.metadata) {
-            (Some(replacement), _) => replacement.clone(),
-            (None, Some(current)) => current.clone(),
-            (None, None) => serde_json::json!({}),
-        };
-        if let Some(map) = doc.as_object_mut() {
-            for pair in &args.set_metadata {
+    request.parent.clone_from(&args.parent);
+    request.metadata = MetadataEdit {
+        replace: metadata.cloned(),
+        set: args
+            .set_metadata
+            .iter()
+            .map(|pair| {
                 let (key, value) = pair.split_once('=').unwrap_or((pair.as_str(), ""));
                 let value =
                     serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::from(value));
-                map.insert(key.to_string(), value);
-            }
-            for key in &args.unset_metadata {
-                map.remove(key);
-            }
-        }
-        let mut updated = issue;
-        updated.metadata = Some(doc);
-        updated.updated_at = now;
-        tracker::put_record(writer, updated)?;
-    }
-    Ok(())
+                (key.to_string(), value)
+            })
+            .collect(),
+        unset: args.unset_metadata.clone(),
+    };
 }
 
 pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
@@ -333,10 +310,9 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
     for input in &ids {
         let Some(id) = resolve_or_report(ctx, &store, input)? else { continue };
         let one = args.fleet_args(&id)?;
-        let now = fctx.now();
         // A status of closed is a close, with the close guards (the tracker sees to it).
-        let result = fleet::update_issues(fctx, &one, |writer, id| {
-            apply_extra(writer, id, &args, metadata.as_ref(), now)
+        let result = fleet::update_issues(fctx, &one, |request| {
+            add_bd_edits(request, &args, metadata.as_ref());
         });
         match result {
             Ok(mut summaries) => updated.append(&mut summaries),
@@ -406,11 +382,13 @@ pub struct ClaimArgs {
 
 pub fn cmd_claim(ctx: &BdContext, args: ClaimArgs) -> Result<(), CliError> {
     let id = ctx.ids_or_last_touched(args.id.into_iter().collect())?.remove(0);
-    let store = ctx.open_store()?;
-    let issue = crate::claim::claim(&store, &ctx.actor, ctx.require_store()?.clock, &id)
-        .map_err(|e| CliError::new(format!("claiming {id}: {e}")))?;
-    ctx.touch(&issue.id);
-    let summary = store.read()?.summary(issue)?;
+    let request = tracker::Request::Claim { id: id.clone() };
+    let summary = ctx
+        .require_store()?
+        .submit(request)
+        .and_then(|reply| Ok(reply.into_summary()?))
+        .map_err(|e| CliError::new(format!("claiming {id}: {}", e.message)))?;
+    ctx.touch(&summary.issue.id);
     ctx.out.emit(std::slice::from_ref(&summary), || {
         format!("✓ Updated issue: {}", id_title(&summary.issue))
     });

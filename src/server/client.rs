@@ -1,0 +1,188 @@
+//! What a command does with a write request: send it to the workspace's server, or apply it
+//! itself — and never both.
+//!
+//! [`submit`] tries the socket first. No socket file, a stale one (nobody listening), or a
+//! server speaking another protocol means the request was not applied there: the command opens
+//! the store and applies it in its own transaction, as it always could. A request that was sent
+//! but not answered within the deadline (a hung or killed server) may or may not have been
+//! applied, so the command's own transaction first looks up the request id among the recorded
+//! replies and applies the request only if it is not there. `FLEET_DIRECT=1` skips the socket.
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use super::wire::{self, Answer, Envelope, Outcome, PROTOCOL_VERSION};
+use crate::claim::{ClaimError, ClaimMode};
+use crate::store::{Store, StoreError};
+use crate::time::Clock;
+use crate::tracker::{Refusal, Reply, Request, Summary};
+
+/// How long a command waits for the server's answer unless `FLEET_SERVER_DEADLINE_MS` says
+/// otherwise.
+const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
+
+/// What came of sending a request.
+#[derive(Debug)]
+pub enum Sent {
+    /// The server answered.
+    Answered(Outcome),
+    /// Nothing was sent (no server); the request is certainly not applied.
+    NotServed(String),
+    /// Sent, but no answer: the request may have been applied.
+    Unanswered(String),
+}
+
+/// The deadline for an answer: `FLEET_SERVER_DEADLINE_MS`, else two seconds.
+pub fn deadline() -> Duration {
+    std::env::var("FLEET_SERVER_DEADLINE_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(DEFAULT_DEADLINE, Duration::from_millis)
+}
+
+/// Whether `FLEET_DIRECT` asks commands to skip the server.
+fn direct_only() -> bool {
+    std::env::var("FLEET_DIRECT").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A connection to the server of the workspace `dir`, if one is listening.
+pub struct Connection {
+    stream: UnixStream,
+}
+
+impl Connection {
+    /// Connects to the server of the `.beads` directory `dir`.
+    pub fn open(dir: &Path, deadline: Duration) -> Result<Connection, String> {
+        let socket = super::socket_path(dir);
+        let stream =
+            UnixStream::connect(&socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+        stream.set_read_timeout(Some(deadline)).map_err(|e| e.to_string())?;
+        stream.set_write_timeout(Some(deadline)).map_err(|e| e.to_string())?;
+        Ok(Connection { stream })
+    }
+
+    /// Sends one envelope and waits for its answer.
+    pub fn send(&mut self, envelope: &Envelope) -> Sent {
+        if let Err(error) = wire::write_frame(&mut self.stream, envelope) {
+            return Sent::Unanswered(format!("sending: {error}"));
+        }
+        match wire::read_frame::<Answer>(&mut self.stream) {
+            Ok(Some(answer)) if answer.id == envelope.id => Sent::Answered(answer.outcome),
+            Ok(Some(answer)) => {
+                Sent::Unanswered(format!("answer for another request {}", answer.id))
+            }
+            Ok(None) => Sent::Unanswered("the server hung up".into()),
+            Err(error) => Sent::Unanswered(format!("waiting for the answer: {error}")),
+        }
+    }
+}
+
+/// A new envelope for `request` by `actor` at `clock`.
+pub fn envelope(actor: &str, clock: Clock, request: Request) -> Envelope {
+    Envelope {
+        version: PROTOCOL_VERSION,
+        id: ulid::Ulid::generate(),
+        actor: actor.to_string(),
+        now: match clock {
+            Clock::Fixed(now) => Some(now),
+            Clock::System => None,
+        },
+        request,
+    }
+}
+
+/// Applies `request` as `actor` on the workspace `dir`: through its server when one answers,
+/// else in a transaction of its own on the store `open` opens (see the module documentation).
+pub fn submit<E: From<StoreError>>(
+    dir: &Path,
+    actor: &str,
+    clock: Clock,
+    request: Request,
+    open: impl FnOnce() -> Result<Store, E>,
+) -> Result<Reply, E> {
+    let envelope = envelope(actor, clock, request);
+    let sent = if direct_only() {
+        Sent::NotServed("FLEET_DIRECT is set".into())
+    } else {
+        match Connection::open(dir, deadline()) {
+            Ok(mut connection) => connection.send(&envelope),
+            Err(why) => Sent::NotServed(why),
+        }
+    };
+    let check = match sent {
+        Sent::Answered(Outcome::Applied(reply)) => return Ok(reply),
+        Sent::Answered(Outcome::Refused(refusal)) => return Err(StoreError::from(refusal).into()),
+        Sent::Answered(Outcome::Direct(why)) => {
+            tracing::debug!(%why, "the server left the request to this command");
+            Some(envelope.id)
+        }
+        Sent::NotServed(why) => {
+            tracing::debug!(%why, "no server; applying the request directly");
+            None
+        }
+        Sent::Unanswered(why) => {
+            tracing::info!(%why, "no answer from the server; applying the request directly unless it was applied");
+            Some(envelope.id)
+        }
+    };
+    Ok(apply_directly(&open()?, actor, clock, check, &envelope.request)?)
+}
+
+/// Applies `request` in a transaction of its own; with `check`, only if that request id is
+/// not recorded as applied (then its recorded reply is the answer).
+fn apply_directly(
+    store: &Store,
+    actor: &str,
+    clock: Clock,
+    id: Option<ulid::Ulid>,
+    request: &Request,
+) -> Result<Reply, StoreError> {
+    if request.claims() && ClaimMode::of(store).map_err(claim_error)? == ClaimMode::Remote {
+        return claim_through_remote(store, actor, clock, request);
+    }
+    let (reply, _) = store.write(actor, clock, |writer| {
+        super::apply_once(writer, id, request).map_err(Refusal::into)
+    })?;
+    Ok(reply)
+}
+
+/// A claim in remote claim mode, which only direct mode makes: decided here, then confirmed on
+/// the git remote (see [`crate::claim`]). The server never applies these, so there is no
+/// request id to check. An update's claim was confirmed by the command before it sent the
+/// update, so the update applies as it is.
+fn claim_through_remote(
+    store: &Store,
+    actor: &str,
+    clock: Clock,
+    request: &Request,
+) -> Result<Reply, StoreError> {
+    let summary =
+        |issue| -> Result<Summary, StoreError> { Ok(store.read()?.summary(issue)?.into()) };
+    match request {
+        Request::Claim { id } => {
+            let issue = crate::claim::claim(store, actor, clock, id).map_err(claim_error)?;
+            Ok(Reply::Summary(Box::new(summary(issue)?)))
+        }
+        Request::ClaimNext { filter } => {
+            let issue =
+                crate::claim::claim_next(store, actor, clock, filter).map_err(claim_error)?;
+            Ok(Reply::Claimed(issue.map(summary).transpose()?.map(Box::new)))
+        }
+        other => {
+            let (reply, _) = store.write(actor, clock, |writer| {
+                super::apply_once(writer, None, other).map_err(Refusal::into)
+            })?;
+            Ok(reply)
+        }
+    }
+}
+
+/// A failed claim as a store error with the claim's words (a refusal of the remote, a bad
+/// claim mode).
+fn claim_error(error: ClaimError) -> StoreError {
+    match error {
+        ClaimError::Store(error) => error,
+        other => StoreError::Refused(other.to_string()),
+    }
+}

@@ -1,0 +1,81 @@
+//! Frames on the socket: a 4-byte big-endian length, then that many bytes of JSON. A client
+//! sends [`Envelope`]s and reads one [`Answer`] for each, in order, on one connection.
+
+use std::io::{Read, Write};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::tracker::{Reply, Request, WireRefusal};
+
+/// The version of the envelope and answer format. A server answers an envelope of another
+/// version with [`Outcome::Direct`] without applying it.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// The largest frame either side accepts.
+const MAX_FRAME: usize = 16 * 1024 * 1024;
+
+/// One request as a client sends it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope {
+    pub version: u32,
+    /// Unique per request; what makes a request applied at most once.
+    pub id: ulid::Ulid,
+    /// Who acts.
+    pub actor: String,
+    /// The client's fixed clock, if it has one (tests); otherwise the server's clock.
+    pub now: Option<Timestamp>,
+    pub request: Request,
+}
+
+/// The answer to one envelope.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Answer {
+    pub version: u32,
+    pub id: ulid::Ulid,
+    pub outcome: Outcome,
+}
+
+/// What became of a request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Applied (now or earlier: the recorded reply).
+    Applied(Reply),
+    /// Refused; nothing was changed.
+    Refused(WireRefusal),
+    /// Not applied here: the client must apply it itself (its own transaction, checking the
+    /// request id first). Carries why, for the debug log.
+    Direct(String),
+}
+
+/// Writes `value` as one frame.
+pub fn write_frame(stream: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    let body = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    let len = u32::try_from(body.len()).map_err(|_| std::io::Error::other("frame too large"))?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&body);
+    stream.write_all(&frame)?;
+    stream.flush()
+}
+
+/// Reads one frame; `Ok(None)` at a clean end of stream before a frame starts.
+pub fn read_frame<T: DeserializeOwned>(stream: &mut impl Read) -> std::io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match stream.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(error) => return Err(error),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes is larger than {MAX_FRAME}"),
+        ));
+    }
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body)?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}

@@ -1,0 +1,287 @@
+//! The write path through a serving fleet process (`fleet serve`, and `fleet run` serving its
+//! own workspace), tried as users meet it:
+//!
+//! - commands' writes go through the socket and print exactly what direct mode prints;
+//! - a stale socket, a server that does not answer (stopped with SIGSTOP), and a server that
+//!   speaks another protocol all leave the command to write directly, within the deadline —
+//!   and a request the hung server later reads is not applied a second time;
+//! - 64 claiming processes race while the server is killed with SIGKILL and restarted: every
+//!   issue is claimed exactly once and every claim a command reported is in the store;
+//! - a second server on the same workspace is refused; the socket is owner-only.
+//!
+//! The whole CLI suite also runs with a server (`FLEET_TEST_SERVER=1`, see tests/common).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Run, Workspace};
+use serde_json::Value;
+
+/// A served workspace (whatever `FLEET_TEST_SERVER` says).
+fn served() -> Workspace {
+    let mut ws = Workspace::empty();
+    ws.run(&["init", "--prefix", "t"]).ok();
+    ws.serve();
+    ws
+}
+
+/// A workspace with no server.
+fn unserved() -> Workspace {
+    let ws = Workspace::empty();
+    ws.run(&["init", "--prefix", "t"]).ok();
+    ws
+}
+
+/// How many requests the server's log says it committed.
+fn served_requests(ws: &Workspace) -> usize {
+    ws.serve_log()
+        .lines()
+        .filter(|line| line.contains("group committed"))
+        .filter_map(|line| {
+            line.split("requests=").nth(1)?.split_whitespace().next()?.parse::<usize>().ok()
+        })
+        .sum()
+}
+
+fn signal(pid: i32, signal: i32) {
+    // SAFETY: signalling a child process this test started.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "signal {signal} to {pid}");
+}
+
+/// The same session of writes, run with a pinned clock; its output with issue ids replaced by
+/// their order of appearance, so two workspaces compare.
+fn session(ws: &Workspace) -> Vec<String> {
+    let run = |args: &[&str]| -> Run {
+        ws.command(args).env("FLEET_TEST_NOW", "2026-01-02T03:04:05Z").output().unwrap().into()
+    };
+    let a = run(&["create", "first", "-p", "1", "--silent"]).ok().stdout.trim().to_string();
+    let b = run(&["create", "second", "--deps", &a, "--silent"]).ok().stdout.trim().to_string();
+    let steps: Vec<Vec<&str>> = vec![
+        vec!["create", "third", "--labels", "x,y"],
+        vec!["create", "fourth", "--json"],
+        vec!["update", &a, "--priority", "0", "--json"],
+        vec!["close", &b],
+        vec!["claim"],
+        vec!["claim", "--json"],
+        vec!["claim", &b],
+        vec!["comment", &a, "a note"],
+        vec!["release", &a],
+        vec!["close", &a, "--reason", "done", "--json"],
+        vec!["close", &b, "--reason", "done"],
+        vec!["reopen", &a, "--reason", "again"],
+        vec!["close", "nope"],
+        vec!["bd", "update", &b, "--claim"],
+        vec!["bd", "close", &b, "--reason", "finished"],
+        vec!["bd", "create", "fifth", "--json"],
+    ];
+    let mut lines = Vec::new();
+    for step in steps {
+        let out = run(&step);
+        lines.push(format!(
+            "$ {}\n{}\n{}exit {}",
+            step.join(" "),
+            out.stdout,
+            out.stderr,
+            out.code
+        ));
+    }
+    let mut text = lines.join("\n").replace(ws.home().to_str().unwrap(), "<home>");
+    let ids: Vec<String> = ws
+        .json(&["list", "--all", "--limit", "0"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_string())
+        .collect();
+    for id in ids.iter().chain([&a, &b]) {
+        let n = text.find(id.as_str()).unwrap_or(usize::MAX);
+        text = text.replace(id.as_str(), &format!("<id@{n}>"));
+    }
+    // Timestamps of comments and claims come from the pinned clock; ULIDs of comments differ.
+    text.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn writes_through_the_server_print_what_direct_mode_prints() {
+    let direct = unserved();
+    let served = served();
+    let expected = session(&direct);
+    let got = session(&served);
+    assert_eq!(got, expected);
+    assert!(
+        served_requests(&served) >= 15,
+        "the server committed too few requests:\n{}",
+        served.serve_log()
+    );
+}
+
+#[test]
+fn a_stale_socket_is_ignored() {
+    let ws = unserved();
+    let socket = ws.beads_dir().join("fleet.sock");
+    drop(UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let started = Instant::now();
+    let id = ws.create("written directly", &[]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(ws.json(&["show", &id])[0]["title"], "written directly");
+}
+
+/// A server stopped with SIGSTOP holds the request it was sent; the command falls back after
+/// the deadline and claims directly; when the server wakes up and reads the request, it finds
+/// it already applied and does not claim a second issue.
+#[test]
+fn a_hung_server_is_left_behind_and_applies_nothing_twice() {
+    let ws = served();
+    ws.create("one", &[]);
+    ws.create("two", &[]);
+    let pid = ws.server_pid().unwrap();
+    signal(pid, libc::SIGSTOP);
+    let started = Instant::now();
+    let claimed =
+        ws.command(&["claim", "--json"]).env("FLEET_SERVER_DEADLINE_MS", "300").output().unwrap();
+    let waited = started.elapsed();
+    signal(pid, libc::SIGCONT);
+    let claimed: Run = claimed.into();
+    let claimed = claimed.ok().json();
+    assert!(waited >= Duration::from_millis(300), "fell back before the deadline: {waited:?}");
+    assert!(waited < Duration::from_secs(10), "took {waited:?}");
+    // Give the woken server time to read and answer the abandoned request.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while served_requests(&ws) < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(served_requests(&ws), 3, "{}", ws.serve_log());
+    let in_progress = ws.json(&["list", "--status", "in_progress"]);
+    assert_eq!(in_progress.as_array().unwrap().len(), 1, "{in_progress}");
+    assert_eq!(in_progress[0]["id"], claimed["id"]);
+}
+
+/// A listener that answers every frame with an answer of another protocol version.
+#[test]
+fn a_server_of_another_protocol_is_left_behind() {
+    let ws = unserved();
+    let listener = UnixListener::bind(ws.beads_dir().join("fleet.sock")).unwrap();
+    let answered = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&answered);
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut len = [0u8; 4];
+            stream.read_exact(&mut len).unwrap();
+            let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+            stream.read_exact(&mut body).unwrap();
+            let reply = br#"{"version":99,"something":"else"}"#;
+            stream.write_all(&(reply.len() as u32).to_be_bytes()).unwrap();
+            stream.write_all(reply).unwrap();
+            flag.store(true, Ordering::SeqCst);
+        }
+    });
+    let id = ws.create("written directly", &[]);
+    assert!(answered.load(Ordering::SeqCst), "the command never asked the listener");
+    assert_eq!(ws.json(&["list"]).as_array().unwrap().len(), 1);
+    assert_eq!(ws.json(&["show", &id])[0]["title"], "written directly");
+}
+
+#[test]
+fn one_server_per_workspace_and_an_owner_only_socket() {
+    let ws = served();
+    let second = ws.run(&["serve"]).fails(1);
+    assert!(second.stderr.contains("already served"), "{}", second.stderr);
+    let mode = std::fs::metadata(ws.beads_dir().join("fleet.sock")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// 64 processes claim the next ready issue in loops while the server is killed (SIGKILL) and
+/// restarted twice. Every issue ends claimed exactly once, and every claim a command reported
+/// is in the store with that claimer as assignee.
+#[test]
+fn claims_race_through_a_server_killed_and_restarted() {
+    const ISSUES: usize = 240;
+    const CLAIMERS: usize = 64;
+    let ws = served();
+    let titles: Vec<String> = (0..ISSUES).map(|n| format!("task {n}")).collect();
+    let lines: String = titles
+        .iter()
+        .enumerate()
+        .map(|(n, t)| format!("{{\"id\":\"t-{n}\",\"title\":\"{t}\",\"status\":\"open\",\"priority\":2,\"issue_type\":\"task\",\"created_at\":\"2026-01-01T00:00:00Z\",\"updated_at\":\"2026-01-01T00:00:00Z\"}}\n"))
+        .collect();
+    let file = ws.home().join("issues.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    ws.run(&["import", file.to_str().unwrap()]).ok();
+
+    let reported: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let done = Arc::new(AtomicBool::new(false));
+    let ws = Arc::new(Mutex::new(ws));
+    let mut claimers = Vec::new();
+    for n in 0..CLAIMERS {
+        let reported = Arc::clone(&reported);
+        let command = ws.lock().unwrap().command(&["claim", "--json"]);
+        claimers.push(std::thread::spawn(move || {
+            let actor = format!("claimer-{n}");
+            let mut command = command;
+            command.env("FLEET_ACTOR", &actor).env("FLEET_SERVER_DEADLINE_MS", "1000");
+            loop {
+                let out: Run = command.output().unwrap().into();
+                assert_eq!(out.code, 0, "claim failed:\n{}\n{}", out.stdout, out.stderr);
+                let value: Value = out.json();
+                let Some(id) = value["id"].as_str() else { return };
+                reported.lock().unwrap().push((id.to_string(), actor.clone()));
+            }
+        }));
+    }
+    let killer = {
+        let ws = Arc::clone(&ws);
+        let done = Arc::clone(&done);
+        let reported = Arc::clone(&reported);
+        std::thread::spawn(move || {
+            for round in 1..=2 {
+                while reported.lock().unwrap().len() < round * ISSUES / 4 {
+                    if done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                ws.lock().unwrap().kill_server();
+                std::thread::sleep(Duration::from_millis(200));
+                ws.lock().unwrap().serve();
+            }
+        })
+    };
+    for claimer in claimers {
+        claimer.join().unwrap();
+    }
+    done.store(true, Ordering::SeqCst);
+    killer.join().unwrap();
+
+    let reported = reported.lock().unwrap().clone();
+    let mut by_issue: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, actor) in &reported {
+        by_issue.entry(id.clone()).or_default().push(actor.clone());
+    }
+    let doubles: Vec<_> = by_issue.iter().filter(|(_, who)| who.len() > 1).collect();
+    assert!(doubles.is_empty(), "claimed twice: {doubles:?}");
+    assert_eq!(by_issue.len(), ISSUES, "every issue is claimed");
+    let ws = ws.lock().unwrap();
+    let stored = ws.json(&["list", "--status", "in_progress", "--limit", "0"]);
+    let assignees: BTreeMap<String, String> = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (i["id"].as_str().unwrap().to_string(), i["assignee"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(assignees.len(), ISSUES);
+    for (id, who) in &by_issue {
+        assert_eq!(assignees.get(id), Some(&who[0]), "{id} is not with its reported claimer");
+    }
+    assert!(served_requests(&ws) > 0, "no claim went through a server");
+}
