@@ -1,11 +1,19 @@
-//! Durable claims per second, fleet against the SQLite baseline, in three shapes:
+//! Durable claims per second, fleet against the SQLite baseline, in four shapes:
 //!
 //! - `spawn`: a process per claim, as agents calling `fleet claim` make them — the real
 //!   binary for fleet, a `fleet bench worker --engine sqlite` process for the baseline — with
 //!   at most `claimers` processes alive at once;
 //! - `loop`: `claimers` long-lived worker processes, each claiming until nothing is left;
 //! - `threads`: `claimers` threads of this process, sharing one [`ClaimGroup`] (group commit)
-//!   for fleet, each with its own connection for the baseline.
+//!   for fleet, each with its own connection for the baseline;
+//! - `cycle`: the agents' real shape, ready → claim → close as three processes per task
+//!   (`cycle`), counted in completed cycles.
+//!
+//! Fleet's process shapes run by two routes ([`Route`]): served — a fleet process serves the
+//! workspace's socket (`fleet serve`; for `cycle` a supervisor, `fleet run` with no agent
+//! slots) and commits the claimers' requests in groups — and direct (`FLEET_DIRECT=1`), each
+//! process opening the store and committing on its own. The baseline runs once per shape and
+//! both routes are compared with it.
 //!
 //! Every shape starts from a fresh workspace holding the same open issues for both engines
 //! and runs until every issue is claimed. Afterwards the final state is read back and audited:
@@ -22,11 +30,14 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
+use super::cycle::Agent;
+use super::serving::{ServerKind, ServingProcess};
 use super::sqlite::{self, Purpose};
 use super::worker::Engine;
-use super::workspace::{PlannedIssue, ScratchDir, fill_fleet, fleet_in_progress, fleet_store_dir};
+use super::workspace::{PlannedIssue, ScratchDir, fill_fleet, fleet_store_dir, fleet_with_status};
 use super::{BenchError, Machine, Progress, mark, per_second, table, thousands};
 use crate::claim::ClaimGroup;
+use crate::model::Status;
 use crate::store::Store;
 use crate::time::Clock;
 
@@ -40,6 +51,30 @@ pub enum Shape {
     Loop,
     /// Threads of one process.
     Threads,
+    /// Agents running ready → claim → close, a process per command.
+    Cycle,
+}
+
+/// How fleet's claimers reach the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Route {
+    /// Through the socket of a serving fleet process.
+    Served,
+    /// Each process on its own (`FLEET_DIRECT=1`).
+    Direct,
+    /// Threads of the measuring process.
+    InProcess,
+}
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::Served => "served",
+            Route::Direct => "direct",
+            Route::InProcess => "in-process",
+        }
+    }
 }
 
 /// What a shape should reach.
@@ -52,13 +87,14 @@ enum Goal {
 }
 
 impl Shape {
-    pub const ALL: [Shape; 3] = [Shape::Spawn, Shape::Loop, Shape::Threads];
+    pub const ALL: [Shape; 4] = [Shape::Spawn, Shape::Loop, Shape::Threads, Shape::Cycle];
 
     fn name(self) -> &'static str {
         match self {
             Shape::Spawn => "spawn",
             Shape::Loop => "loop",
             Shape::Threads => "threads",
+            Shape::Cycle => "cycle",
         }
     }
 
@@ -67,14 +103,36 @@ impl Shape {
             Shape::Spawn => format!("{claimers} processes, one claim each"),
             Shape::Loop => format!("{claimers} processes, claiming in a loop"),
             Shape::Threads => format!("{claimers} threads in one process"),
+            Shape::Cycle => format!("{claimers} agents, ready → claim → close"),
         }
     }
 
-    fn goal(self) -> Goal {
+    /// The routes fleet is measured by.
+    fn routes(self) -> &'static [Route] {
         match self {
-            Shape::Spawn => Goal::Ratio(2.0),
-            Shape::Loop => Goal::Ratio(3.0),
-            Shape::Threads => Goal::Rate(50_000.0),
+            Shape::Threads => &[Route::InProcess],
+            _ => &[Route::Served, Route::Direct],
+        }
+    }
+
+    /// The goal of fleet by `route` (none for the direct route, which is reported to show it
+    /// does not get slower).
+    fn goal(self, route: Route) -> Option<Goal> {
+        match (self, route) {
+            (_, Route::Direct) => None,
+            (Shape::Spawn, _) => Some(Goal::Ratio(2.0)),
+            (Shape::Loop, _) => Some(Goal::Ratio(3.0)),
+            (Shape::Threads, _) => Some(Goal::Rate(50_000.0)),
+            (Shape::Cycle, _) => Some(Goal::Ratio(2.0)),
+        }
+    }
+
+    /// Issues in the workspaces of this shape: a cycle costs three processes per issue, so it
+    /// gets a quarter of the others'.
+    fn issues(self, configured: usize) -> usize {
+        match self {
+            Shape::Cycle => (configured / 4).max(1),
+            _ => configured,
         }
     }
 }
@@ -135,7 +193,7 @@ pub struct EngineRun {
     /// Reported claims that the final state does not back: a second claim of the same issue,
     /// or a claim whose issue is not in_progress under the claimer.
     pub double_claims: usize,
-    /// Issues in_progress at the end; equals `claims` when all is well.
+    /// Issues in_progress at the end (closed, for `cycle`); equals `claims` when all is well.
     pub in_progress: usize,
     /// Claimers (processes or threads) that failed.
     pub failures: usize,
@@ -143,10 +201,11 @@ pub struct EngineRun {
     pub first_error: Option<String>,
 }
 
-/// Both engines' runs of one shape.
+/// Both engines' runs of one shape, fleet by one route.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShapeResult {
     pub shape: Shape,
+    pub route: Route,
     pub description: String,
     pub fleet: EngineRun,
     pub sqlite: EngineRun,
@@ -168,19 +227,32 @@ pub struct ClaimReport {
 /// Runs the claim benchmark.
 pub fn run(config: &ClaimConfig, progress: Progress<'_>) -> Result<ClaimReport, BenchError> {
     let scratch = ScratchDir::create("claim")?;
-    let plan = claim_plan(config.issues);
+    let bd = link_bd(&scratch, &config.binary)?;
     let mut shapes = Vec::new();
     for &shape in &config.shapes {
-        let fleet_dir = scratch.subdir(&format!("{}-fleet", shape.name()))?;
+        let plan = claim_plan(shape.issues(config.issues));
+        progress(&format!("{}: filling the workspaces with {} issues", shape.name(), plan.len()));
+        let mut fleet_dirs = Vec::new();
+        let mut ids = Vec::new();
+        for &route in shape.routes() {
+            let dir = scratch.subdir(&format!("{}-fleet-{}", shape.name(), route.name()))?;
+            ids = fill_fleet(&dir, &plan)?;
+            fleet_dirs.push((route, dir));
+        }
         let sqlite_dir = scratch.subdir(&format!("{}-sqlite", shape.name()))?;
-        progress(&format!("{}: filling both workspaces with {} issues", shape.name(), plan.len()));
-        let ids = fill_fleet(&fleet_dir, &plan)?;
         sqlite::fill(&sqlite_dir, &ids, &plan, Purpose::Claim)?;
-        progress(&format!("{}: fleet ({})", shape.name(), shape.describe(config.claimers)));
-        let fleet = measure(config, shape, Engine::Fleet, &fleet_dir)?;
         progress(&format!("{}: sqlite baseline", shape.name()));
-        let sqlite = measure(config, shape, Engine::Sqlite, &sqlite_dir)?;
-        shapes.push(compare(shape, config.claimers, fleet, sqlite));
+        let sqlite = measure(config, shape, Engine::Sqlite, Route::Direct, &sqlite_dir, &bd)?;
+        for (route, fleet_dir) in fleet_dirs {
+            progress(&format!(
+                "{}: fleet {} ({})",
+                shape.name(),
+                route.name(),
+                shape.describe(config.claimers)
+            ));
+            let fleet = measure(config, shape, Engine::Fleet, route, &fleet_dir, &bd)?;
+            shapes.push(compare(shape, route, config.claimers, fleet, sqlite.clone()));
+        }
     }
     Ok(ClaimReport {
         issues: config.issues,
@@ -203,54 +275,111 @@ fn claim_plan(issues: usize) -> Vec<PlannedIssue> {
         .collect()
 }
 
-fn compare(shape: Shape, claimers: usize, fleet: EngineRun, sqlite: EngineRun) -> ShapeResult {
+/// A `bd` link to the fleet binary in the scratch directory, for the agents of `cycle`.
+fn link_bd(scratch: &ScratchDir, binary: &Path) -> Result<PathBuf, BenchError> {
+    let bd = scratch.subdir("bin")?.join("bd");
+    std::os::unix::fs::symlink(binary, &bd).map_err(super::io_error(format!(
+        "linking {} to {}",
+        bd.display(),
+        binary.display()
+    )))?;
+    Ok(bd)
+}
+
+fn compare(
+    shape: Shape,
+    route: Route,
+    claimers: usize,
+    fleet: EngineRun,
+    sqlite: EngineRun,
+) -> ShapeResult {
     let ratio = if sqlite.claims_per_sec > 0.0 {
         fleet.claims_per_sec / sqlite.claims_per_sec
     } else {
         0.0
     };
-    let goal = shape.goal();
+    let goal = shape.goal(route);
     ShapeResult {
         shape,
+        route,
         description: shape.describe(claimers),
-        goal: goal.text(),
-        goal_met: goal.met(fleet.claims_per_sec, ratio),
+        goal: goal.map_or_else(|| "— (reported)".to_string(), Goal::text),
+        goal_met: goal.is_none_or(|goal| goal.met(fleet.claims_per_sec, ratio)),
         fleet,
         sqlite,
         ratio,
     }
 }
 
-/// Runs one engine in one shape on a filled workspace, then audits the final state.
+/// Runs one engine in one shape on a filled workspace (fleet by `route`, with its server
+/// running for the served route), then audits the final state.
 fn measure(
     config: &ClaimConfig,
     shape: Shape,
     engine: Engine,
+    route: Route,
     workspace: &Path,
+    bd: &Path,
 ) -> Result<EngineRun, BenchError> {
+    let server = match (engine, route, shape) {
+        (Engine::Fleet, Route::Served, Shape::Cycle)
+        | (Engine::Fleet, Route::Direct, Shape::Cycle) => {
+            Some(ServingProcess::start(&config.binary, workspace, ServerKind::Supervisor)?)
+        }
+        (Engine::Fleet, Route::Served, _) => {
+            Some(ServingProcess::start(&config.binary, workspace, ServerKind::Serve)?)
+        }
+        _ => None,
+    };
     let commits_before = fleet_commits(engine, workspace)?;
+    let direct = route == Route::Direct;
     let (claims, elapsed) = match shape {
         Shape::Spawn | Shape::Loop => {
-            let tickets = if shape == Shape::Spawn { config.issues } else { config.claimers };
+            let tickets =
+                if shape == Shape::Spawn { shape.issues(config.issues) } else { config.claimers };
             run_claimers(
                 config.claimers,
                 tickets,
                 || Ok(()),
                 |(), ticket| {
                     let actor = format!("w{ticket}");
-                    let command = claimer_command(&config.binary, engine, shape, workspace, &actor);
+                    let mut command =
+                        claimer_command(&config.binary, engine, shape, workspace, &actor);
+                    if direct {
+                        command.env("FLEET_DIRECT", "1");
+                    }
                     run_process(command, engine, shape, actor)
                 },
             )?
         }
         Shape::Threads => claim_in_threads(config.claimers, engine, workspace)?,
+        Shape::Cycle => run_claimers(
+            config.claimers,
+            config.claimers,
+            || Ok(()),
+            |(), index| {
+                let agent = Agent {
+                    engine,
+                    fleet: &config.binary,
+                    bd,
+                    workspace,
+                    actor: format!("agent{index}"),
+                    index,
+                    direct,
+                };
+                agent.work()
+            },
+        )?,
     };
-    let state = match engine {
-        Engine::Fleet => fleet_in_progress(workspace)?,
-        Engine::Sqlite => sqlite::in_progress(workspace)?,
+    let commits_after = fleet_commits(engine, workspace)?;
+    drop(server);
+    let finished = if shape == Shape::Cycle { Status::Closed } else { Status::InProgress };
+    let state = match (engine, finished) {
+        (Engine::Fleet, status) => fleet_with_status(workspace, status)?,
+        (Engine::Sqlite, Status::Closed) => sqlite::closed(workspace)?,
+        (Engine::Sqlite, _) => sqlite::in_progress(workspace)?,
     };
-    let commits =
-        fleet_commits(engine, workspace)?.zip(commits_before).map(|(a, b)| a.saturating_sub(b));
+    let commits = commits_after.zip(commits_before).map(|(a, b)| a.saturating_sub(b));
     Ok(engine_run(&claims, elapsed, &state, commits))
 }
 
@@ -317,13 +446,19 @@ fn claim_all(
 
 /// What claimers reported: (actor, issue id) for each claim won, and failures.
 #[derive(Debug, Default)]
-struct Claims {
-    won: Vec<(String, String)>,
+pub(super) struct Claims {
+    pub won: Vec<(String, String)>,
     failures: usize,
     first_error: Option<String>,
 }
 
 impl Claims {
+    /// These claims, and a failure that ended them.
+    pub fn failing(mut self, error: String) -> Claims {
+        self.fail(error);
+        self
+    }
+
     fn failed(error: String) -> Claims {
         let mut claims = Claims::default();
         claims.fail(error);
@@ -509,9 +644,13 @@ impl ClaimReport {
     /// The comparison table, followed by a line for anything that went wrong.
     pub fn render(&self) -> String {
         let mut out = format!(
-            "Durable claims per second: {} issues, {} concurrent claimers, {} cores \
-             (sqlite: WAL, synchronous=FULL, BEGIN IMMEDIATE)\n",
-            self.issues, self.claimers, self.machine.cores
+            "Durable claims per second: {} issues ({} for cycle, counted in completed \
+             cycles), {} concurrent claimers, {} cores (sqlite: WAL, synchronous=FULL, BEGIN \
+             IMMEDIATE)\n",
+            self.issues,
+            Shape::Cycle.issues(self.issues),
+            self.claimers,
+            self.machine.cores
         );
         let mut grid = table(vec![
             "shape",
@@ -525,7 +664,12 @@ impl ClaimReport {
         ]);
         for result in &self.shapes {
             grid.add_row(vec![
-                format!("{}: {}", result.shape.name(), result.description),
+                format!(
+                    "{} ({}): {}",
+                    result.shape.name(),
+                    result.route.name(),
+                    result.description
+                ),
                 format!("{} / {}", result.fleet.claims, result.sqlite.claims),
                 thousands(result.fleet.claims_per_sec),
                 thousands(result.sqlite.claims_per_sec),
@@ -564,8 +708,9 @@ fn problems(shape: Shape, engine: &str, run: &EngineRun) -> String {
         ));
     }
     if run.in_progress != run.claims {
+        let state = if shape == Shape::Cycle { "closed" } else { "in_progress" };
         out.push_str(&format!(
-            "\n{} {engine}: {} issues in_progress, but {} claims reported",
+            "\n{} {engine}: {} issues {state}, but {} claims reported",
             shape.name(),
             run.in_progress,
             run.claims
@@ -628,10 +773,15 @@ mod tests {
             issues: 10,
             claimers: 2,
             machine: Machine { cores: 2 },
-            shapes: vec![compare(Shape::Loop, 2, run(3000.0), run(1000.0))],
+            shapes: vec![
+                compare(Shape::Loop, Route::Served, 2, run(3000.0), run(1000.0)),
+                compare(Shape::Loop, Route::Direct, 2, run(500.0), run(1000.0)),
+            ],
         };
         let text = report.render();
-        assert!(text.contains("loop: 2 processes, claiming in a loop"), "{text}");
+        assert!(text.contains("loop (served): 2 processes, claiming in a loop"), "{text}");
+        assert!(text.contains("loop (direct)"), "{text}");
+        assert!(text.contains("— (reported)"), "the direct route has no goal: {text}");
         assert!(text.contains("3.00×"), "{text}");
         assert!(text.contains("≥ 3× sqlite ✓"), "{text}");
         assert!(text.contains("0 / 0"), "{text}");

@@ -16,7 +16,9 @@
 //! reports, which render themselves as tables; it never prints.
 
 pub mod claim;
+mod cycle;
 pub mod ready;
+mod serving;
 mod sqlite;
 pub mod supervisor;
 pub mod sync;

@@ -154,6 +154,27 @@ pub fn claim_next(conn: &mut Connection, actor: &str) -> rusqlite::Result<Option
     Ok(claimed)
 }
 
+/// Claims issue `id` for `actor` if it is still open and unassigned, in one durable
+/// transaction (the baseline's `bd update ID --claim`). Returns whether it was won.
+pub fn claim(conn: &Connection, id: &str, actor: &str) -> rusqlite::Result<bool> {
+    let changed = conn.prepare_cached(CLAIM_SET)?.execute(params![actor, id])?;
+    Ok(changed == 1)
+}
+
+/// Closes issue `id` in one durable transaction (the baseline's `bd close ID`).
+pub fn close(conn: &Connection, id: &str) -> rusqlite::Result<()> {
+    conn.execute("UPDATE issues SET status = 'closed' WHERE id = ?1", params![id])?;
+    Ok(())
+}
+
+/// The closed issues with their assignees.
+pub fn closed(workspace: &Path) -> rusqlite::Result<Vec<(String, String)>> {
+    let conn = open(workspace)?;
+    let mut query = conn.prepare("SELECT id, assignee FROM issues WHERE status = 'closed'")?;
+    let rows = query.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    rows.collect()
+}
+
 /// One row of the baseline's ready list.
 #[derive(Debug, Clone)]
 pub struct ReadyRow {

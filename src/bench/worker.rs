@@ -6,9 +6,10 @@ use std::path::Path;
 
 use super::workspace::fleet_store_dir;
 use super::{BenchError, sqlite};
-use crate::claim;
+use crate::server::client;
 use crate::store::{ReadyFilter, Store};
 use crate::time::Clock;
+use crate::tracker::Request;
 
 /// The engine a benchmark runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -19,13 +20,28 @@ pub enum Engine {
 
 /// What a worker process does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerMode {
+pub enum WorkerMode<'a> {
     /// Claim the first ready issue, then exit.
     Once,
     /// Claim issue after issue until none is left.
     Loop,
     /// List ready work, as `fleet ready` does.
     Ready,
+    /// The ids of ready work, one a line (the baseline's `bd ready --json`).
+    ReadyIds,
+    /// Claim this issue (the baseline's `bd update ID --claim`); prints it if won.
+    Claim(&'a str),
+    /// Close this issue (`bd close ID`).
+    Close(&'a str),
+}
+
+/// The store in `slot`, opened from `dir` on first use (a claimer whose requests the server
+/// applies never opens it).
+fn opened<'s>(slot: &'s mut Option<Store>, dir: &Path) -> Result<&'s Store, BenchError> {
+    if slot.is_none() {
+        *slot = Some(Store::open(dir)?);
+    }
+    Ok(slot.as_ref().expect("opened above"))
 }
 
 /// Runs a worker as `actor` on the benchmark workspace directory `workspace`. Returns the lines
@@ -34,20 +50,49 @@ pub fn run_worker(
     engine: Engine,
     workspace: &Path,
     actor: &str,
-    mode: WorkerMode,
+    mode: WorkerMode<'_>,
 ) -> Result<Vec<String>, BenchError> {
     match (engine, mode) {
         (Engine::Fleet, WorkerMode::Ready) => fleet_ready(workspace),
-        (Engine::Fleet, _) => {
-            let store = Store::open(&fleet_store_dir(workspace))?;
+        (Engine::Fleet, WorkerMode::Once | WorkerMode::Loop) => {
+            let dir = fleet_store_dir(workspace);
+            let mut store = None;
             claim_until(mode, || {
-                let claimed =
-                    claim::claim_next_local(&store, actor, Clock::System, &ReadyFilter::default())?;
-                Ok(claimed.map(|issue| issue.id))
+                let request = Request::ClaimNext { filter: ReadyFilter::default() };
+                let reply = client::submit(&dir, actor, Clock::System, request, || {
+                    opened(&mut store, &dir)
+                })?;
+                Ok(reply.into_claimed()?.map(|summary| summary.issue.id))
             })
         }
+        (Engine::Fleet, WorkerMode::Close(id)) => {
+            let dir = fleet_store_dir(workspace);
+            let close = crate::tracker::CloseRequest { id: id.to_string(), ..Default::default() };
+            let reply =
+                client::submit(&dir, actor, Clock::System, Request::Close(vec![close]), || {
+                    Store::open(&dir)
+                })?;
+            Ok(reply.into_closed()?.closed.into_iter().map(|s| s.issue.id).collect())
+        }
         (Engine::Sqlite, WorkerMode::Ready) => sqlite_ready(workspace),
-        (Engine::Sqlite, _) => {
+        (Engine::Sqlite, WorkerMode::ReadyIds) => {
+            let rows = sqlite::ready(&sqlite::open(workspace)?, sqlite::READY_LIMIT)?;
+            Ok(rows.into_iter().map(|row| row.id).collect())
+        }
+        (Engine::Sqlite, WorkerMode::Claim(id)) => {
+            Ok(sqlite::claim(&sqlite::open(workspace)?, id, actor)?
+                .then(|| id.to_string())
+                .into_iter()
+                .collect())
+        }
+        (Engine::Sqlite, WorkerMode::Close(id)) => {
+            sqlite::close(&sqlite::open(workspace)?, id)?;
+            Ok(vec![id.to_string()])
+        }
+        (Engine::Fleet, WorkerMode::ReadyIds | WorkerMode::Claim(_)) => {
+            Err(BenchError::Failed("fleet's side of the cycle runs the real `bd` commands".into()))
+        }
+        (Engine::Sqlite, WorkerMode::Once | WorkerMode::Loop) => {
             let mut conn = sqlite::open(workspace)?;
             claim_until(mode, || Ok(sqlite::claim_next(&mut conn, actor)?))
         }
@@ -56,7 +101,7 @@ pub fn run_worker(
 
 /// Claims once, or in a loop until `claim_one` finds nothing; returns the claimed ids.
 fn claim_until(
-    mode: WorkerMode,
+    mode: WorkerMode<'_>,
     mut claim_one: impl FnMut() -> Result<Option<String>, BenchError>,
 ) -> Result<Vec<String>, BenchError> {
     let mut claimed = Vec::new();

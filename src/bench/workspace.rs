@@ -139,17 +139,20 @@ fn dependency(issue: &Issue, target: &str, kind: &str) -> Dependency {
     }
 }
 
-/// The in_progress issues of a fleet store with their assignees.
-pub fn fleet_in_progress(workspace: &Path) -> Result<Vec<(String, String)>, BenchError> {
+/// The issues of a fleet store in `status`, with their assignees.
+pub fn fleet_with_status(
+    workspace: &Path,
+    status: Status,
+) -> Result<Vec<(String, String)>, BenchError> {
     let store = Store::open(&fleet_store_dir(workspace))?;
-    let mut claimed = Vec::new();
+    let mut found = Vec::new();
     store.read()?.for_each_issue(&mut |issue| {
-        if issue.status == Status::InProgress {
-            claimed.push((issue.id, issue.assignee));
+        if issue.status == status {
+            found.push((issue.id, issue.assignee));
         }
         Ok(true)
     })?;
-    Ok(claimed)
+    Ok(found)
 }
 
 #[cfg(test)]

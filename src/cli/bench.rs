@@ -80,6 +80,15 @@ pub struct WorkerArgs {
     /// List ready work instead of claiming.
     #[arg(long)]
     pub ready: bool,
+    /// Print the ids of ready work, one a line.
+    #[arg(long, conflicts_with_all = ["ready", "repeat"])]
+    pub ready_ids: bool,
+    /// Claim this issue.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["ready", "repeat", "ready_ids"])]
+    pub claim_id: Option<String>,
+    /// Close this issue.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["ready", "repeat", "ready_ids", "claim_id"])]
+    pub close_id: Option<String>,
 }
 
 impl From<BenchError> for CliError {
@@ -158,10 +167,18 @@ fn cmd_bench_supervisor(ctx: &Context, args: SupervisorArgs) -> Result<(), CliEr
 }
 
 fn cmd_bench_worker(ctx: &Context, args: WorkerArgs) -> Result<(), CliError> {
-    let mode = match (args.repeat, args.ready) {
-        (_, true) => WorkerMode::Ready,
-        (true, false) => WorkerMode::Loop,
-        (false, false) => WorkerMode::Once,
+    let mode = if let Some(id) = &args.claim_id {
+        WorkerMode::Claim(id)
+    } else if let Some(id) = &args.close_id {
+        WorkerMode::Close(id)
+    } else if args.ready_ids {
+        WorkerMode::ReadyIds
+    } else if args.ready {
+        WorkerMode::Ready
+    } else if args.repeat {
+        WorkerMode::Loop
+    } else {
+        WorkerMode::Once
     };
     let lines = bench::run_worker(args.engine, ctx.workspace_dir()?, &ctx.actor, mode)?;
     ctx.out.emit(&lines, || lines.join("\n"));

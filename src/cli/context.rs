@@ -65,6 +65,8 @@ pub struct Context {
     personality: Personality,
     /// The `.beads` directory, or why there is none (reported when a command needs it).
     workspace: Result<PathBuf, CliError>,
+    /// The store, opened once for the settings and checks around a command's write.
+    store: std::sync::OnceLock<Store>,
 }
 
 impl Context {
@@ -78,6 +80,7 @@ impl Context {
             clock,
             personality,
             workspace: discover(args.db.as_deref(), personality),
+            store: std::sync::OnceLock::new(),
         })
     }
 
@@ -105,11 +108,22 @@ impl Context {
         Ok(store)
     }
 
+    /// The workspace's store, opened on first use and kept for the rest of the command: the
+    /// settings a write consults and its direct fallback share one open (each open costs a
+    /// few file reads, and a short-lived command pays them on every call).
+    pub fn store(&self) -> Result<&Store, CliError> {
+        if let Some(store) = self.store.get() {
+            return Ok(store);
+        }
+        let store = self.open_store()?;
+        Ok(self.store.get_or_init(|| store))
+    }
+
     /// Applies a write request as this command's actor: through the process serving the
     /// workspace when one answers, else in a transaction of its own (see [`crate::server`]).
     pub fn submit(&self, request: Request) -> Result<Reply, CliError> {
         let dir = self.workspace_dir()?;
-        crate::server::client::submit(dir, &self.actor, self.clock, request, || self.open_store())
+        crate::server::client::submit(dir, &self.actor, self.clock, request, || self.store())
     }
 
     /// Opens the store and runs `body` as one write transaction as this command's actor,

@@ -426,14 +426,14 @@ pub(in crate::cli) fn update_issues(
 /// the edit (whose claim is then already held). If one fails, those claimed here are undone
 /// and nothing is edited. In local mode the claim happens in the edit's transaction.
 fn claim_remotely_first(ctx: &Context, ids: &[String]) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    if crate::claim::ClaimMode::of(&store)? == crate::claim::ClaimMode::Local {
+    let store = ctx.store()?;
+    if crate::claim::ClaimMode::of(store)? == crate::claim::ClaimMode::Local {
         return Ok(());
     }
     let mut claimed: Vec<crate::model::Issue> = Vec::new();
     for input in ids {
         let before = store.read()?.resolve(input).and_then(|id| store.read()?.issue(&id));
-        let result = crate::claim::claim(&store, &ctx.actor, ctx.clock, input);
+        let result = crate::claim::claim(store, &ctx.actor, ctx.clock, input);
         match (result, before) {
             (Ok(_), Ok(Some(before))) if before.status == crate::model::Status::Open => {
                 claimed.push(before);
@@ -441,7 +441,7 @@ fn claim_remotely_first(ctx: &Context, ids: &[String]) -> Result<(), CliError> {
             (Ok(_), _) => {}
             (Err(error), _) => {
                 for before in &claimed {
-                    crate::claim::undo_claim(&store, &ctx.actor, ctx.clock, before)?;
+                    crate::claim::undo_claim(store, &ctx.actor, ctx.clock, before)?;
                 }
                 let mut error = CliError::from(error);
                 error.message = format!("could not claim {input}: {}", error.message);

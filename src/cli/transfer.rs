@@ -453,8 +453,8 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
 /// After a successful write command: exports to `.beads/issues.jsonl` when `export.auto` is
 /// on. The command already succeeded, so a failure here is a warning.
 pub fn auto_export(ctx: &Context) {
-    let Ok(store) = ctx.open_store() else { return };
-    if let Err(error) = beads::auto_export_if_enabled(&store) {
+    let Ok(store) = ctx.store() else { return };
+    if let Err(error) = beads::auto_export_if_enabled(store) {
         eprintln!("warning: auto-export failed: {error}");
     }
 }

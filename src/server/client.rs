@@ -8,6 +8,7 @@
 //! applied, so the command's own transaction first looks up the request id among the recorded
 //! replies and applies the request only if it is not there. `FLEET_DIRECT=1` skips the socket.
 
+use std::borrow::Borrow;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -93,13 +94,14 @@ pub fn envelope(actor: &str, clock: Clock, request: Request) -> Envelope {
 }
 
 /// Applies `request` as `actor` on the workspace `dir`: through its server when one answers,
-/// else in a transaction of its own on the store `open` opens (see the module documentation).
-pub fn submit<E: From<StoreError>>(
+/// else in a transaction of its own on the store `open` opens — or hands over, for a caller
+/// that keeps one open (see the module documentation).
+pub fn submit<E: From<StoreError>, S: Borrow<Store>>(
     dir: &Path,
     actor: &str,
     clock: Clock,
     request: Request,
-    open: impl FnOnce() -> Result<Store, E>,
+    open: impl FnOnce() -> Result<S, E>,
 ) -> Result<Reply, E> {
     let envelope = envelope(actor, clock, request);
     let sent = if direct_only() {
@@ -126,7 +128,7 @@ pub fn submit<E: From<StoreError>>(
             Some(envelope.id)
         }
     };
-    Ok(apply_directly(&open()?, actor, clock, check, &envelope.request)?)
+    Ok(apply_directly(open()?.borrow(), actor, clock, check, &envelope.request)?)
 }
 
 /// Applies `request` in a transaction of its own; with `check`, only if that request id is

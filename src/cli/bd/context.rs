@@ -84,6 +84,11 @@ impl BdContext {
         self.require_store()?.open_store()
     }
 
+    /// The store opened once for this command (see [`Context::store`]).
+    pub fn store(&self) -> Result<&Store, CliError> {
+        self.require_store()?.store()
+    }
+
     /// Refuses a write in `--readonly` mode.
     pub fn check_writable(&self, command: &str) -> Result<(), CliError> {
         if self.readonly {

@@ -304,11 +304,11 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
         ctx.out.text("No updates specified");
         return Ok(());
     }
-    let store = ctx.open_store()?;
+    let store = ctx.store()?;
     let mut updated = Vec::new();
     let mut failed = 0;
     for input in &ids {
-        let Some(id) = resolve_or_report(ctx, &store, input)? else { continue };
+        let Some(id) = resolve_or_report(ctx, store, input)? else { continue };
         let one = args.fleet_args(&id)?;
         // A status of closed is a close, with the close guards (the tracker sees to it).
         let result = fleet::update_issues(fctx, &one, |request| {
@@ -493,7 +493,7 @@ fn close_reasons(args: &CloseArgs, ids: usize) -> Result<Vec<String>, CliError> 
 /// beads' `validation.on-close` setting: a terse reason is refused (`error`) or warned about
 /// (`warn`).
 fn check_reason_policy(ctx: &BdContext, reason: &str) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
+    let store = ctx.store()?;
     let on_close = store.read()?.config("validation.on-close")?;
     if let Some(mode) = on_close.filter(|m| m == "error" || m == "warn")
         && let Some(problem) = terse_reason(reason)
