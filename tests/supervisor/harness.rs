@@ -260,7 +260,7 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    fn spawn(mut command: std::process::Command) -> Supervisor {
+    pub fn spawn(mut command: std::process::Command) -> Supervisor {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -18,6 +18,7 @@ mod ownership;
 mod reload;
 mod run_output;
 mod secrets;
+mod serving;
 mod shutdown;
 mod store_replaced;
 mod taskdir;
