@@ -190,6 +190,23 @@ fn a_server_of_another_protocol_is_left_behind() {
     assert_eq!(ws.json(&["show", &id])[0]["title"], "written directly");
 }
 
+/// The store file replaced under a running server (a salvage, a restore): the server must not
+/// go on writing into the old file. The next request is left to the command, which writes the
+/// new file; the server removes its socket and exits 1.
+#[test]
+fn a_server_whose_store_file_was_replaced_stops() {
+    let mut ws = served();
+    let db = ws.beads_dir().join("beads.db");
+    let copy = db.with_extension("new");
+    std::fs::copy(&db, &copy).unwrap();
+    std::fs::rename(&copy, &db).unwrap();
+    let id = ws.create("after the swap", &[]);
+    assert_eq!(ws.json(&["show", &id])[0]["title"], "after the swap");
+    assert_eq!(ws.wait_server(Duration::from_secs(10)), Some(1), "{}", ws.serve_log());
+    assert!(!ws.beads_dir().join("fleet.sock").exists());
+    assert!(ws.serve_log().contains("replaced"), "{}", ws.serve_log());
+}
+
 #[test]
 fn one_server_per_workspace_and_an_owner_only_socket() {
     let ws = served();

@@ -64,6 +64,8 @@ pub struct Server {
     /// it then stops serving, and the owner should stop too.
     lost: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
+    /// The listening socket, shut down to end the listener's blocking accept.
+    listener: UnixListener,
     /// Held (flock) while serving.
     _lock: File,
 }
@@ -92,12 +94,22 @@ impl Server {
             .map_err(io_error("starting the committer thread".into()))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stopping);
+        let listening = listener
+            .try_clone()
+            .map_err(io_error(format!("sharing the socket {}", socket.display())))?;
         let acceptor = std::thread::Builder::new()
             .name("fleet-listener".into())
             .spawn(move || accept_loop(&listener, &jobs, &flag))
             .map_err(io_error("starting the listener thread".into()))?;
         tracing::info!(socket = %socket.display(), "serving the workspace");
-        Ok(Server { socket, stopping, lost, acceptor: Some(acceptor), _lock: lock })
+        Ok(Server {
+            socket,
+            stopping,
+            lost,
+            acceptor: Some(acceptor),
+            listener: listening,
+            _lock: lock,
+        })
     }
 
     /// The socket it listens on.
@@ -115,9 +127,11 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
-        // Wake the listener's blocking accept, then make the socket vanish before the lock is
-        // released, so no client connects to a server that is gone.
-        let _ = UnixStream::connect(&self.socket);
+        // End the listener's blocking accept (shutting a listening socket down makes accept
+        // fail at once), then make the socket vanish before the lock is released, so no
+        // client connects to a server that is gone.
+        // SAFETY: shutdown on a descriptor this server owns.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
         if let Some(acceptor) = self.acceptor.take() {
             let _ = acceptor.join();
         }
@@ -169,7 +183,12 @@ fn accept_loop(listener: &UnixListener, jobs: &Sender<Job>, stopping: &AtomicBoo
         let stream = match stream {
             Ok(stream) => stream,
             Err(error) => {
+                if stopping.load(Ordering::SeqCst) {
+                    return;
+                }
                 tracing::warn!(%error, "accepting a connection");
+                // Out of descriptors, say: give the process a moment rather than spin.
+                std::thread::sleep(Duration::from_millis(50));
                 continue;
             }
         };

@@ -160,6 +160,21 @@ impl Workspace {
         }
     }
 
+    /// Waits up to `within` for the server to exit on its own; its exit code, or `None` if it
+    /// is still running.
+    pub fn wait_server(&mut self, within: std::time::Duration) -> Option<i32> {
+        let deadline = std::time::Instant::now() + within;
+        let server = self.server.as_mut()?;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = server.try_wait() {
+                self.server = None;
+                return Some(status.code().unwrap_or(-1));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
+    }
+
     /// The log of the `fleet serve` started by [`Workspace::serve`].
     pub fn serve_log(&self) -> String {
         std::fs::read_to_string(self.home().join("serve.log")).unwrap_or_default()
