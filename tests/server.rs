@@ -146,8 +146,12 @@ fn a_hung_server_is_left_behind_and_applies_nothing_twice() {
     let pid = ws.server_pid().unwrap();
     signal(pid, libc::SIGSTOP);
     let started = Instant::now();
-    let claimed =
-        ws.command(&["claim", "--json"]).env("FLEET_SERVER_DEADLINE_MS", "300").output().unwrap();
+    let claimed = ws
+        .command(&["claim", "--json"])
+        .env_remove("FLEET_REQUIRE_SERVER")
+        .env("FLEET_SERVER_DEADLINE_MS", "300")
+        .output()
+        .unwrap();
     let waited = started.elapsed();
     signal(pid, libc::SIGCONT);
     let claimed: Run = claimed.into();
@@ -244,7 +248,10 @@ fn claims_race_through_a_server_killed_and_restarted() {
         claimers.push(std::thread::spawn(move || {
             let actor = format!("claimer-{n}");
             let mut command = command;
-            command.env("FLEET_ACTOR", &actor).env("FLEET_SERVER_DEADLINE_MS", "1000");
+            command
+                .env_remove("FLEET_REQUIRE_SERVER")
+                .env("FLEET_ACTOR", &actor)
+                .env("FLEET_SERVER_DEADLINE_MS", "1000");
             loop {
                 let out: Run = command.output().unwrap().into();
                 assert_eq!(out.code, 0, "claim failed:\n{}\n{}", out.stdout, out.stderr);

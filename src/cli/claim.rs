@@ -44,9 +44,9 @@ pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
 /// claims ref, so other machines can claim them. A failure is a warning: the local release
 /// stands, and the next claim or release on this machine drops the entries.
 fn release_on_remote(ctx: &Context) -> Result<(), CliError> {
-    let store = ctx.open_store()?;
-    let Some(remote) = claim::RemoteClaims::for_store(&store)? else { return Ok(()) };
-    if let Err(error) = remote.release(&store) {
+    let store = ctx.store()?;
+    let Some(remote) = claim::RemoteClaims::for_store(store)? else { return Ok(()) };
+    if let Err(error) = remote.release(store) {
         ctx.out.warn(&format!(
             "released here, but the claims on remote {} still hold it: {error}",
             remote.remote().name()

@@ -44,31 +44,47 @@ pub fn deadline() -> Duration {
 
 /// Whether `FLEET_DIRECT` asks commands to skip the server.
 fn direct_only() -> bool {
-    std::env::var("FLEET_DIRECT").is_ok_and(|v| !v.is_empty() && v != "0")
+    flag("FLEET_DIRECT")
+}
+
+/// Whether `FLEET_REQUIRE_SERVER` asks commands to fail rather than write directly when no
+/// server answered (tests that must prove their writes went through a server).
+fn server_required() -> bool {
+    flag("FLEET_REQUIRE_SERVER")
+}
+
+fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// A connection to the server of the workspace `dir`, if one is listening.
 pub struct Connection {
     stream: UnixStream,
+    deadline: Duration,
 }
 
 impl Connection {
-    /// Connects to the server of the `.beads` directory `dir`.
+    /// Connects to the server of the `.beads` directory `dir` within `deadline` (a server that
+    /// stopped accepting, with its queue of connections full, would block a plain connect
+    /// forever), and only to a server running as this user.
     pub fn open(dir: &Path, deadline: Duration) -> Result<Connection, String> {
         let socket = super::socket_path(dir);
-        let stream =
-            UnixStream::connect(&socket).map_err(|e| format!("{}: {e}", socket.display()))?;
-        stream.set_read_timeout(Some(deadline)).map_err(|e| e.to_string())?;
+        let stream = connect_within(&socket, deadline)?;
+        if !super::peer_is_same_user(&stream) {
+            return Err(format!("{} is served by another user", socket.display()));
+        }
         stream.set_write_timeout(Some(deadline)).map_err(|e| e.to_string())?;
-        Ok(Connection { stream })
+        Ok(Connection { stream, deadline })
     }
 
-    /// Sends one envelope and waits for its answer.
+    /// Sends one envelope and waits for its answer, at most the deadline in all.
     pub fn send(&mut self, envelope: &Envelope) -> Sent {
+        let until = std::time::Instant::now() + self.deadline;
         if let Err(error) = wire::write_frame(&mut self.stream, envelope) {
             return Sent::Unanswered(format!("sending: {error}"));
         }
-        match wire::read_frame::<Answer>(&mut self.stream) {
+        let mut reader = DeadlineReader { stream: &self.stream, until };
+        match wire::read_frame::<Answer>(&mut reader) {
             Ok(Some(answer)) if answer.id == envelope.id => Sent::Answered(answer.outcome),
             Ok(Some(answer)) => {
                 Sent::Unanswered(format!("answer for another request {}", answer.id))
@@ -76,6 +92,44 @@ impl Connection {
             Ok(None) => Sent::Unanswered("the server hung up".into()),
             Err(error) => Sent::Unanswered(format!("waiting for the answer: {error}")),
         }
+    }
+}
+
+/// Connects to `socket`, giving up after `deadline`. The attempt runs on a thread of its own
+/// that is left behind if it blocks; nothing has been sent then.
+fn connect_within(socket: &Path, deadline: Duration) -> Result<UnixStream, String> {
+    if !socket.exists() {
+        return Err(format!("no socket at {}", socket.display()));
+    }
+    let (connected, received) = std::sync::mpsc::channel();
+    let path = socket.to_path_buf();
+    std::thread::Builder::new()
+        .name("fleet-connect".into())
+        .spawn(move || {
+            let _ = connected.send(UnixStream::connect(&path));
+        })
+        .map_err(|e| format!("connecting: {e}"))?;
+    match received.recv_timeout(deadline) {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(error)) => Err(format!("{}: {error}", socket.display())),
+        Err(_) => Err(format!("{}: no connection within {deadline:?}", socket.display())),
+    }
+}
+
+/// Reads from a stream with one deadline for all reads together.
+struct DeadlineReader<'s> {
+    stream: &'s UnixStream,
+    until: std::time::Instant,
+}
+
+impl std::io::Read for DeadlineReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time"));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        (&mut &*self.stream).read(buf)
     }
 }
 
@@ -118,6 +172,12 @@ pub fn submit<E: From<StoreError>, S: Borrow<Store>>(
         Sent::Answered(Outcome::Direct(why)) => {
             tracing::debug!(%why, "the server left the request to this command");
             Some(envelope.id)
+        }
+        Sent::NotServed(why) | Sent::Unanswered(why) if server_required() => {
+            return Err(StoreError::Refused(format!(
+                "FLEET_REQUIRE_SERVER is set and no server answered: {why}"
+            ))
+            .into());
         }
         Sent::NotServed(why) => {
             tracing::debug!(%why, "no server; applying the request directly");

@@ -43,24 +43,67 @@ pub fn socket_path(dir: &Path) -> PathBuf {
     dir.join(SOCKET_FILE)
 }
 
+/// The oldest a request may be and still be applied, in milliseconds: half the time replies
+/// are kept, so the record of an earlier application of the same request is always still
+/// there when it is looked up.
+pub const MAX_REQUEST_AGE_MS: u64 = crate::store::REPLY_RETENTION_MS / 2;
+
 /// Applies `request` in `writer` unless the request `id` was already applied, in which case the
 /// recorded reply is returned; a new application records its reply under `id`. Without an id
-/// (a command that never reached a server) nothing is recorded.
+/// (a command that never reached a server) nothing is recorded. A request older than
+/// [`MAX_REQUEST_AGE_MS`] (by the system clock its id was made with) is refused: whether it
+/// was applied can no longer be told.
 pub fn apply_once(
     writer: &mut Writer<'_>,
     id: Option<ulid::Ulid>,
     request: &Request,
 ) -> Result<Reply, Refusal> {
-    if let Some(id) = id
-        && let Some(reply) = recorded(writer, id)?
-    {
-        return Ok(reply);
+    if let Some(id) = id {
+        if let Some(reply) = recorded(writer, id)? {
+            return Ok(reply);
+        }
+        refuse_if_expired(id)?;
     }
     let reply = crate::tracker::execute(writer, request)?;
     if let Some(id) = id {
         record(writer, id, &reply)?;
     }
     Ok(reply)
+}
+
+/// Refuses a request made more than [`MAX_REQUEST_AGE_MS`] ago (a server stopped for a long
+/// time reading what was queued, a command that waited as long for the store's lock).
+fn refuse_if_expired(id: ulid::Ulid) -> Result<(), Refusal> {
+    let now_ms = u64::try_from(jiff::Timestamp::now().as_millisecond()).unwrap_or(0);
+    let age_ms = now_ms.saturating_sub(id.timestamp_ms());
+    if age_ms > MAX_REQUEST_AGE_MS {
+        return Err(Refusal::Invalid(format!(
+            "request {id} was made {} s ago and is too old to apply: it may have been applied \
+             already; check the issue and run the command again if it was not",
+            age_ms / 1000
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the peer of `stream` runs as this process's user (both ends check: a server
+/// answers only its own user, a client talks only to a server of its own user).
+pub(crate) fn peer_is_same_user(stream: &std::os::unix::net::UnixStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &raw mut len,
+        )
+    };
+    // SAFETY: geteuid has no preconditions.
+    rc == 0 && cred.uid == unsafe { libc::geteuid() }
 }
 
 /// The reply recorded for request `id`, if any.
@@ -74,4 +117,59 @@ fn recorded(writer: &mut Writer<'_>, id: ulid::Ulid) -> Result<Option<Reply>, St
 fn record(writer: &mut Writer<'_>, id: ulid::Ulid, reply: &Reply) -> Result<(), StoreError> {
     let bytes = serde_json::to_vec(reply).expect("a reply serialises");
     writer.record_reply(id, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+    use crate::time::Clock;
+    use crate::tracker::CreateRequest;
+
+    fn create(title: &str) -> Request {
+        Request::Create(Box::new(CreateRequest {
+            title: title.into(),
+            issue_type: "task".into(),
+            priority: 2,
+            ..CreateRequest::default()
+        }))
+    }
+
+    fn id_made_ms_ago(ms: u64) -> ulid::Ulid {
+        let now = u64::try_from(jiff::Timestamp::now().as_millisecond()).unwrap();
+        ulid::Ulid::from_parts(now - ms, 7)
+    }
+
+    /// The same request id applied twice gives the first reply and changes nothing more.
+    #[test]
+    fn a_request_is_applied_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let id = id_made_ms_ago(0);
+        let apply = || {
+            store
+                .write("a", Clock::System, |w| Ok(apply_once(w, Some(id), &create("x"))?))
+                .unwrap()
+                .0
+        };
+        let first = apply().into_summary().unwrap();
+        let second = apply().into_summary().unwrap();
+        assert_eq!(first.issue.id, second.issue.id);
+        let count = store.read().unwrap().stats(jiff::Timestamp::now()).unwrap().total_issues;
+        assert_eq!(count, 1);
+    }
+
+    /// A request older than half the reply retention is refused unapplied: an earlier
+    /// application's record could already be pruned.
+    #[test]
+    fn an_expired_request_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let id = id_made_ms_ago(MAX_REQUEST_AGE_MS + 5_000);
+        let refused = store
+            .write("a", Clock::System, |w| Ok(apply_once(w, Some(id), &create("x"))?))
+            .unwrap_err();
+        assert!(refused.to_string().contains("too old to apply"), "{refused}");
+        assert_eq!(store.read().unwrap().stats(jiff::Timestamp::now()).unwrap().total_issues, 0);
+    }
 }

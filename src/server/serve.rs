@@ -192,7 +192,7 @@ fn accept_loop(listener: &UnixListener, jobs: &Sender<Job>, stopping: &AtomicBoo
                 continue;
             }
         };
-        if !same_user(&stream) {
+        if !super::peer_is_same_user(&stream) {
             tracing::warn!("refused a connection from another user");
             continue;
         }
@@ -204,24 +204,6 @@ fn accept_loop(listener: &UnixListener, jobs: &Sender<Job>, stopping: &AtomicBoo
             tracing::warn!(%error, "starting a connection thread");
         }
     }
-}
-
-/// Whether the peer of `stream` runs as this process's user.
-fn same_user(stream: &UnixStream) -> bool {
-    let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &raw mut len,
-        )
-    };
-    // SAFETY: geteuid has no preconditions.
-    rc == 0 && cred.uid == unsafe { libc::geteuid() }
 }
 
 /// Reads envelopes from one client and answers each, until it hangs up or idles out.
@@ -287,16 +269,38 @@ impl Committer {
             }
             let outcomes = match self.replaced() {
                 Some(why) => vec![Outcome::Direct(why); group.len()],
-                None => {
-                    let envelopes: Vec<&Envelope> = group.iter().map(|job| &job.envelope).collect();
-                    commit_group(&self.store, &envelopes)
-                }
+                None => self.commit(&group),
             };
             tracing::debug!(requests = group.len(), "group committed");
             for (job, outcome) in group.into_iter().zip(outcomes) {
                 let _ = job.answer.send(outcome);
             }
             on_commit();
+        }
+    }
+
+    /// Commits `group`. Answers every request with [`Outcome::Direct`] (its client applies it
+    /// itself, checking the request id) when the store file turned out to be replaced during
+    /// the commit — the group went into a file nobody reads — or when deciding the group
+    /// panicked: nothing of it was committed then, and the server goes on.
+    fn commit(&self, group: &[Job]) -> Vec<Outcome> {
+        let envelopes: Vec<&Envelope> = group.iter().map(|job| &job.envelope).collect();
+        let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            commit_group(&self.store, &envelopes)
+        }));
+        let outcomes = match decided {
+            Ok(outcomes) => outcomes,
+            Err(_) => {
+                tracing::error!("deciding a group of requests panicked; its clients apply them");
+                return vec![
+                    Outcome::Direct("the server failed on this request".into());
+                    group.len()
+                ];
+            }
+        };
+        match self.replaced() {
+            Some(why) => vec![Outcome::Direct(why); group.len()],
+            None => outcomes,
         }
     }
 
@@ -315,7 +319,9 @@ impl Committer {
     }
 }
 
-/// Decides `group` in one transaction and commits it (see the module documentation).
+/// Decides `group` in one transaction and commits it (see the module documentation). Each
+/// request is decided at one instant fixed for the group, so deciding the group again (after a
+/// partly applied refusal) meets the same state. A group that changed nothing is not committed.
 pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
     let mut settled: Vec<Option<Outcome>> = vec![None; group.len()];
     if group.iter().any(|e| e.request.claims()) && !claims_locally(store) {
@@ -325,9 +331,11 @@ pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
             }
         }
     }
+    let now = jiff::Timestamp::now();
     loop {
-        let mut partly_applied = None;
-        let decided = store.write(SERVER_ACTOR, Clock::System, |writer| {
+        let mut redo = None;
+        let mut changed = false;
+        let decided = store.write(SERVER_ACTOR, Clock::Fixed(now), |writer| {
             let mut outcomes = Vec::with_capacity(group.len());
             for (n, envelope) in group.iter().enumerate() {
                 if let Some(outcome) = &settled[n] {
@@ -335,25 +343,40 @@ pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
                     continue;
                 }
                 writer.set_actor(&envelope.actor);
-                writer.set_clock(envelope.now.map_or(Clock::System, Clock::Fixed));
+                writer.set_clock(Clock::Fixed(envelope.now.unwrap_or(now)));
                 let before = writer.applied_count();
                 match super::apply_once(writer, Some(envelope.id), &envelope.request) {
-                    Ok(reply) => outcomes.push(Outcome::Applied(reply)),
-                    Err(refusal) if refusal.is_fatal() => return Err(refusal.into()),
-                    Err(refusal) if writer.applied_count() == before => {
+                    Ok(reply) => {
+                        changed |= writer.applied_count() > before;
+                        outcomes.push(Outcome::Applied(reply));
+                    }
+                    Err(refusal) if !refusal.is_fatal() && writer.applied_count() == before => {
                         outcomes.push(Outcome::Refused(WireRefusal::from(&refusal)));
                     }
                     Err(refusal) => {
-                        partly_applied = Some((n, WireRefusal::from(&refusal)));
+                        // Partly applied, or the store failed on this request: settle it and
+                        // decide the rest again without it.
+                        let outcome = if refusal.is_fatal() {
+                            Outcome::Direct(format!("the server failed on this request: {refusal}"))
+                        } else {
+                            Outcome::Refused(WireRefusal::from(&refusal))
+                        };
+                        redo = Some(Redo::Settle(n, outcome));
                         return Err(StoreError::Refused(refusal.to_string()));
                     }
                 }
             }
+            if !changed {
+                // Nothing to make durable: roll back instead of paying a commit.
+                redo = Some(Redo::Unchanged(outcomes));
+                return Err(StoreError::Refused("nothing changed".into()));
+            }
             Ok(outcomes)
         });
-        match (decided, partly_applied.take()) {
+        match (decided, redo) {
             (Ok((outcomes, _)), _) => return outcomes,
-            (Err(_), Some((n, refusal))) => settled[n] = Some(Outcome::Refused(refusal)),
+            (Err(_), Some(Redo::Settle(n, outcome))) => settled[n] = Some(outcome),
+            (Err(_), Some(Redo::Unchanged(outcomes))) => return outcomes,
             (Err(error), None) => {
                 tracing::warn!(%error, "a group commit failed; its clients apply their requests themselves");
                 let why = format!("the server's commit failed: {error}");
@@ -364,6 +387,14 @@ pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
             }
         }
     }
+}
+
+/// Why a group's transaction was dropped on purpose.
+enum Redo {
+    /// Request `n` is settled with this outcome; decide the group again.
+    Settle(usize, Outcome),
+    /// Nothing changed: these are the answers, and there is nothing to commit.
+    Unchanged(Vec<Outcome>),
 }
 
 /// Whether claims are decided in this store alone (not confirmed on a remote).

@@ -39,6 +39,7 @@ pub use query::{
     BlockedIssue, IssueDetail, IssueSummary, LinkedIssue, ListFilter, ListSort, ReadyFilter,
     ReadyPage, Stats,
 };
+pub use tables::REPLY_RETENTION_MS;
 pub(crate) use tables::View;
 
 pub use apply::{Origin, Outcome, Replayed};

@@ -43,8 +43,10 @@ pub(crate) const SIDELINED: TableDefinition<u128, &[u8]> = TableDefinition::new(
 /// once, and a client whose answer was lost learns what it did. Entries older than
 /// [`REPLY_RETENTION_MS`] are pruned by writers that record new ones.
 pub(crate) const REPLIES: TableDefinition<u128, &[u8]> = TableDefinition::new("replies");
-/// How long a recorded reply is kept, in milliseconds.
-pub(crate) const REPLY_RETENTION_MS: u64 = 60 * 60 * 1000;
+/// How long a recorded reply is kept, in milliseconds. Requests older than half of it are
+/// never applied (see `crate::server::apply_once`), so a reply is always kept for as long as
+/// its request could still arrive.
+pub const REPLY_RETENTION_MS: u64 = 2 * 60 * 1000;
 /// Store-wide values: prefix, replica id, clock, counters, config.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 

@@ -198,6 +198,11 @@ impl Workspace {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .current_dir(self.home())
             .args(args);
+        if self.server.is_some() {
+            // A write that silently fell back to direct mode would pass without proving
+            // anything about the server.
+            cmd.env("FLEET_REQUIRE_SERVER", "1");
+        }
         cmd
     }
 
