@@ -133,10 +133,12 @@ fn generate(count: usize) -> Generated {
         if !is_epic && id.contains('.') {
             deps.push((epic.clone(), "parent-child"));
         }
-        if !is_epic && !ids.is_empty() && rng.chance(50) {
-            // Blocks edges point at earlier issues, so they never form a cycle.
-            let target = &ids[rng.below(ids.len() as u64) as usize];
-            if !target.contains('.') || rng.chance(50) {
+        // Blocks edges point at earlier issues, so they never form a cycle; epics get them
+        // too (an epic blocked by tasks, as real exports have), and children may block on
+        // their own epic's siblings.
+        if !ids.is_empty() {
+            for _ in 0..rng.below(4) {
+                let target = &ids[rng.below(ids.len() as u64) as usize];
                 deps.push((target.clone(), "blocks"));
             }
         }
