@@ -868,3 +868,73 @@ fn set_status(issue: &mut Issue, status: Status, at: Timestamp) {
     }
     issue.status = status;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+    use crate::time::Clock;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        (dir, store)
+    }
+
+    fn create(id: &str) -> OpKind {
+        let issue = Issue::new(id.into(), format!("issue {id}"), Timestamp::now());
+        OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
+    }
+
+    fn comment_on(id: &str) -> OpKind {
+        let comment: Comment = serde_json::from_value(serde_json::json!({
+            "id": 1, "issue_id": id, "author": "a", "text": "hi", "created_at": "2026-01-02T03:04:05Z"
+        }))
+        .unwrap();
+        OpKind::Comment { comment }
+    }
+
+    /// Made here, a bulk op with an entry the rules refuse fails, and the transaction with it.
+    #[test]
+    fn a_local_bulk_op_with_a_refused_entry_writes_nothing() {
+        let (_dir, store) = store();
+        let failed = store.write("importer", Clock::System, |writer| {
+            writer.apply_bulk(vec![create("t-1"), comment_on("t-missing")])
+        });
+        assert!(matches!(failed, Err(StoreError::NotFound(ref id)) if id == "t-missing"));
+        assert!(store.read().unwrap().issue("t-1").unwrap().is_none());
+        assert_eq!(store.journal_head().unwrap(), 0);
+    }
+
+    /// Replayed from another machine, a refused entry is skipped as its own op would be, and
+    /// the other entries apply; entries are split into ops of at most `BULK_ENTRIES`. Here `t-2`
+    /// was created first (earlier in the total order), so the bulk op's `t-2` is refused.
+    #[test]
+    fn a_remote_bulk_op_skips_only_its_refused_entries() {
+        let (_dir, here) = store();
+        let mine = Issue::new("t-2".into(), "made here first".into(), Timestamp::now());
+        here.apply(
+            "me",
+            Clock::System,
+            vec![OpKind::Create { issue: Box::new(mine), deps: vec![] }],
+        )
+        .unwrap();
+        let (_dir, other) = store();
+        let mut entries: Vec<OpKind> =
+            (1..=BULK_ENTRIES + 1).map(|n| create(&format!("t-{n}"))).collect();
+        entries.push(comment_on("t-1"));
+        let ((), made) = other
+            .write("importer", Clock::System, |writer| {
+                writer.apply_bulk(entries).map(|ops| assert_eq!(ops, 2))
+            })
+            .unwrap();
+        assert!(made.iter().all(|op| op.v == crate::op::BULK_FORMAT_VERSION));
+
+        let replayed = here.replay(Clock::System, made).unwrap();
+        assert!(replayed.iter().all(|r| matches!(r.outcome, Outcome::Applied)), "{replayed:?}");
+        let reader = here.read().unwrap();
+        assert_eq!(reader.issue("t-2").unwrap().unwrap().title, "made here first");
+        assert!(reader.issue(&format!("t-{}", BULK_ENTRIES + 1)).unwrap().is_some());
+        assert_eq!(reader.view().comments_of("t-1").unwrap().len(), 1);
+    }
+}
