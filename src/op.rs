@@ -31,8 +31,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{Comment, Dependency, FleetFields, Issue, Status};
 
-/// Version of the op record format. Bumped when a variant changes shape.
-pub const OP_FORMAT_VERSION: u32 = 1;
+/// Version of the op record format this build reads. Bumped when a variant changes shape or
+/// a variant is added. An op is written with the lowest version that has its variant
+/// ([`OpKind::format_version`]), so a fleet of an older version still reads every op it can
+/// apply, and refuses (sidelines) only the ones it cannot.
+pub const OP_FORMAT_VERSION: u32 = 2;
+
+/// The format version that introduced [`OpKind::Bulk`].
+pub const BULK_FORMAT_VERSION: u32 = 2;
 
 /// A hybrid logical clock stamp: wall-clock milliseconds, plus a counter that orders ops made
 /// within the same millisecond (or while the wall clock stands behind an earlier stamp).
@@ -104,7 +110,7 @@ pub struct OpMeta {
 /// One journaled change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Op {
-    /// Format version ([`OP_FORMAT_VERSION`]).
+    /// Format version: the lowest that has the op's variant ([`OpKind::format_version`]).
     pub v: u32,
     pub meta: OpMeta,
     #[serde(flatten)]
@@ -179,6 +185,15 @@ pub enum OpKind {
         id: String,
         label: String,
     },
+    /// Many records in one op: what an import writes instead of one op per issue, edge and
+    /// comment (format version [`BULK_FORMAT_VERSION`]). Its entries are applied in order,
+    /// each by the rules of the op it holds, under this op's meta. Made here, an entry the
+    /// rules refuse is an error of the whole op; replayed from another machine, a refused
+    /// entry is skipped, exactly as that entry would be as an op of its own, and the op is in
+    /// effect when any entry changed something. Entries are never bulk ops themselves.
+    Bulk {
+        ops: Vec<OpKind>,
+    },
 }
 
 impl OpKind {
@@ -197,6 +212,23 @@ impl OpKind {
             OpKind::DepAdd { dep } => &dep.issue_id,
             OpKind::DepRemove { issue_id, .. } => issue_id,
             OpKind::Comment { comment } => &comment.issue_id,
+            OpKind::Bulk { ops } => ops.first().map_or("", OpKind::subject),
+        }
+    }
+
+    /// The single changes the op makes: its entries for a bulk op, else itself.
+    pub fn entries(&self) -> &[OpKind] {
+        match self {
+            OpKind::Bulk { ops } => ops,
+            single => std::slice::from_ref(single),
+        }
+    }
+
+    /// The lowest op format version that has this variant: what the op is written with.
+    pub fn format_version(&self) -> u32 {
+        match self {
+            OpKind::Bulk { .. } => BULK_FORMAT_VERSION,
+            _ => 1,
         }
     }
 
@@ -216,6 +248,7 @@ impl OpKind {
             OpKind::Comment { .. } => "comment",
             OpKind::LabelAdd { .. } => "label_add",
             OpKind::LabelRemove { .. } => "label_remove",
+            OpKind::Bulk { .. } => "bulk",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `fleet bench claim` end to end, on a tiny queue: the table prints, every issue is claimed
-//! exactly once by each engine in each shape, and no claim is doubled. No timings are checked:
-//! benchmarks are not tests.
+//! exactly once by each engine in each shape, and no claim is doubled; `fleet bench import` on
+//! a small file. No timings are checked: benchmarks are not tests.
 
 use std::process::Command;
 
@@ -47,5 +47,27 @@ fn claim_benchmark_reports_json_with_an_audited_final_state() {
             assert_eq!(run["double_claims"], 0, "{shape}");
             assert_eq!(run["failures"], 0, "{shape}");
         }
+    }
+}
+
+/// `fleet bench import` on a small file: both engines import it, and the report names the
+/// sizes, times and peak memory of each.
+#[test]
+fn import_benchmark_reports_time_and_memory_of_both_engines() {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_fleet"))
+        .args(["bench", "import", "--issues", "300", "--runs", "1", "--json"])
+        .env("FLEET_HOME", home.path())
+        .output()
+        .expect("run fleet bench import");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["issues"], 300);
+    assert_eq!(report["fleet_issues"], 300, "every generated issue is in the store");
+    assert!(report["edges"].as_u64().unwrap() > 500, "{report}");
+    for engine in ["fleet", "sqlite"] {
+        let run = &report[engine][0];
+        assert!(run["secs"].as_f64().unwrap() > 0.0, "{report}");
+        assert!(run["peak_rss_mib"].as_f64().unwrap() > 1.0, "{report}");
     }
 }

@@ -424,6 +424,21 @@ fn every_journaled_op_matches_the_op_schema() {
             vec![OpKind::Put { issue: Box::new(record) }],
         )
         .expect("apply a put op");
+    drop(store);
+    // An import journals its records as a bulk op.
+    let file = ws.home().join("import.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"id":"sc-imp1","title":"Imported","status":"open","priority":2,"issue_type":"task","labels":["x"],"comments":[{"id":1,"author":"a","text":"hi","created_at":"2026-01-02T03:04:05Z"}]}"#,
+            "\n",
+            r#"{"id":"sc-imp2","title":"Imported too","status":"open","priority":2,"issue_type":"task","dependencies":[{"issue_id":"sc-imp2","depends_on_id":"sc-imp1","type":"blocks"}]}"#,
+            "\n"
+        ),
+    )
+    .expect("write the import file");
+    ws.run(&["import", file.to_str().unwrap()]).ok();
+    let store = fleet::store::Store::open(&ws.beads_dir()).expect("open the store");
     let journal = store.journal(0).expect("read the journal");
     assert!(!journal.is_empty());
     let mut kinds = BTreeSet::new();
@@ -436,12 +451,16 @@ fn every_journaled_op_matches_the_op_schema() {
             errors.join("\n  "),
             serde_json::to_string_pretty(&doc).unwrap()
         );
-        if let Some(issue) = doc.get("issue") {
-            schemas.check("issue", issue);
+        let entries = doc.get("ops").and_then(|ops| ops.as_array()).cloned();
+        for entry in entries.unwrap_or_else(|| vec![doc.clone()]) {
+            if let Some(issue) = entry.get("issue") {
+                schemas.check("issue", issue);
+            }
         }
         kinds.insert(doc["op"].as_str().unwrap().to_string());
     }
     let all: BTreeSet<String> = [
+        "bulk",
         "create",
         "put",
         "update",

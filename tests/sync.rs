@@ -102,6 +102,40 @@ fn two_machines_editing_apart_converge_whatever_the_sync_order() {
     assert!(exports[0].contains("a says hi") && exports[0].contains("b says hi"));
 }
 
+/// An import travels as bulk ops (many records per op, batch format 2): the other machine,
+/// which made an issue of its own meanwhile, ends with exactly what the importing machine
+/// exports, and an edit of an imported issue made there comes back.
+#[test]
+fn an_import_travels_to_another_machine_as_bulk_ops() {
+    let fleet = Fleet::new(2);
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/beads-git-era-sample.jsonl");
+    fleet.machines[0].run(&["import", fixture.to_str().unwrap()]).ok();
+    let imported: Vec<Value> =
+        fleet.machines[0].json(&["list", "--all", "-n", "0"]).as_array().unwrap().clone();
+    assert!(imported.len() >= 20, "the fixture imported: {}", imported.len());
+    let log = fleet.machines[0].json(&["journal", "log"]);
+    assert_eq!(log[0]["format"], 2, "{log}");
+    let own = fleet.machines[1].create("made apart", &[]);
+
+    for machine in [0, 1, 0] {
+        fleet.sync(machine);
+    }
+    let exports = fleet.exports();
+    assert_eq!(exports[0], exports[1]);
+    assert!(exports[1].contains(&own), "{}", exports[1]);
+    let first = imported[0]["id"].as_str().unwrap();
+    assert!(exports[1].contains(&format!("\"id\":\"{first}\"")));
+
+    fleet.machines[1].run(&["update", first, "--title", "Edited after the import"]).ok();
+    for machine in [1, 0] {
+        fleet.sync(machine);
+    }
+    assert_eq!(field(&fleet.machines[0], first, "title"), "Edited after the import");
+    let exports = fleet.exports();
+    assert_eq!(exports[0], exports[1]);
+}
+
 #[test]
 fn a_close_wins_over_a_concurrent_status_change() {
     let fleet = Fleet::new(2);

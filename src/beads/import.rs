@@ -627,9 +627,13 @@ impl ClassGraph {
         node
     }
 
+    /// Adds the edge `from` → `to` unless it closes a cycle. It is kept reversed (`to` →
+    /// `from`), which has a cycle exactly when the edges as given have one: sources point at
+    /// issues seen before them, so reversed edges mostly agree with the order nodes were
+    /// added in, and the incremental topological order rarely has anything to reorder.
     fn try_add(&mut self, from: &str, to: &str) -> bool {
-        let (a, b) = (self.node(from), self.node(to));
-        self.graph.try_add_edge(a, b, ()).is_ok()
+        let (target, source) = (self.node(to), self.node(from));
+        self.graph.try_add_edge(target, source, ()).is_ok()
     }
 }
 
@@ -665,49 +669,32 @@ impl Plan {
         self.report
     }
 
-    /// Applies the plan inside the import's transaction: new issues in an order where the
-    /// batch's targets come first, each created with the edges whose targets exist by then
-    /// (one op instead of one per edge); then changed issues; then the remaining edges, the
-    /// comments and the memories.
+    /// Applies the plan inside the import's transaction, as bulk ops: new issues in an order
+    /// where the batch's targets come first, each created with the edges whose targets exist
+    /// by then; then changed issues; then the remaining edges, the comments and the memories.
     fn apply(
         self,
         writer: &mut Writer<'_>,
         progress: &dyn Progress,
     ) -> Result<ImportReport, StoreError> {
-        let total = self.issues.len() + self.deps.len() + self.comments.len();
-        progress.start("importing", total as u64);
-        let mut done = 0u64;
-        let mut tick = || {
-            done += 1;
-            if done.is_multiple_of(4096) {
-                progress.advance(4096);
-            }
-        };
+        progress.start("importing", 0);
+        let records = self.issues.len() + self.deps.len() + self.comments.len();
+        let mut batch = tracker::ImportBatch::with_capacity(records);
         let (order, mut attached, later) = creation_order(&self.issues, self.deps);
         let mut issues: Vec<Option<Planned>> = self.issues.into_iter().map(Some).collect();
         for at in order {
             let planned = issues[at].take().expect("each issue is created once");
-            let deps = std::mem::take(&mut attached[at]);
-            tracker::import_new(writer, planned.issue, deps)?;
-            tick();
+            batch.new_issue(planned.issue, std::mem::take(&mut attached[at]));
         }
         for planned in issues.into_iter().flatten() {
             match planned.stored {
                 Some(stored) if stored == planned.issue => {}
-                _ => {
-                    tracker::put_record(writer, planned.issue)?;
-                }
+                _ => batch.record(planned.issue),
             }
-            tick();
         }
-        for dep in later {
-            tracker::import_edge(writer, dep)?;
-            tick();
-        }
-        for comment in self.comments {
-            tracker::import_comment(writer, comment)?;
-            tick();
-        }
+        later.into_iter().for_each(|dep| batch.edge(dep));
+        self.comments.into_iter().for_each(|comment| batch.comment(comment));
+        batch.apply(writer)?;
         for (key, value) in &self.memories {
             writer.set_config(&format!("{MEMORY_PREFIX}{key}"), Some(value))?;
         }

@@ -5,6 +5,8 @@
 //!   claiming processes, threads of one process) and the audit of the final state that counts
 //!   double claims;
 //! - `ready`: a generated dependency graph and the whole-process wall time of `fleet ready`;
+//! - `import`: whole-process wall time and peak memory of `fleet import` of a generated beads
+//!   JSONL file, against a SQLite import of the same file;
 //! - `supervisor`: create → agent started latency of `fleet run`, and its memory and CPU with
 //!   many agents running;
 //! - `sqlite`: the baseline's schema, its claim and its ready query;
@@ -17,6 +19,7 @@
 
 pub mod claim;
 mod cycle;
+pub mod import;
 pub mod ready;
 mod serving;
 mod sqlite;
@@ -30,6 +33,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use claim::{ClaimConfig, ClaimReport, Shape};
+pub use import::{ImportConfig, ImportReport};
 pub use ready::{ReadyConfig, ReadyReport};
 pub use supervisor::{SupervisorConfig, SupervisorReport};
 pub use worker::{Engine, WorkerMode, run_worker};

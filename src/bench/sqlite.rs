@@ -47,7 +47,7 @@ const READY_INDEX: &str = "CREATE INDEX issues_open ON issues (priority, created
 
 /// Issues with an open blocker, then everything below a blocked issue through parent-child:
 /// the rule fleet's readiness module maintains, computed once as beads rebuilds its cache.
-const FILL_BLOCKED: &str = "
+pub(super) const FILL_BLOCKED: &str = "
 INSERT INTO blocked (id)
 WITH RECURSIVE blocked_ids (id) AS (
     SELECT d.issue_id FROM deps d

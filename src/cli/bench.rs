@@ -1,4 +1,4 @@
-//! `fleet bench`: claim throughput and ready latency against a SQLite baseline, and the
+//! `fleet bench`: claim throughput, ready latency and import time against a SQLite baseline, and the
 //! supervisor's responsiveness and overhead, printed as tables (the measuring is in `crate::bench`). The hidden `worker` subcommand is the process
 //! the benchmarks spawn to claim or list ready work.
 
@@ -16,6 +16,10 @@ pub enum BenchCommand {
     /// Whole-process wall time of `fleet ready` on a large generated graph, against a SQLite
     /// baseline.
     Ready(ReadyArgs),
+    /// Whole-process wall time and peak memory of `fleet import` of a generated beads JSONL
+    /// file (about two edges per issue) into a fresh workspace, against a SQLite import of the
+    /// same file.
+    Import(ImportArgs),
     /// The supervisor: create → agent started latency, and memory and CPU with many agents
     /// running.
     Supervisor(SupervisorArgs),
@@ -47,6 +51,16 @@ pub struct ReadyArgs {
     pub issues: usize,
     /// Timed runs of each command.
     #[arg(long, default_value_t = ReadyConfig::DEFAULT_RUNS)]
+    pub runs: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Issues in the generated file (with about twice as many edges).
+    #[arg(long, default_value_t = bench::ImportConfig::DEFAULT_ISSUES)]
+    pub issues: usize,
+    /// Timed imports of each engine; the best counts.
+    #[arg(long, default_value_t = bench::ImportConfig::DEFAULT_RUNS)]
     pub runs: usize,
 }
 
@@ -89,6 +103,10 @@ pub struct WorkerArgs {
     /// Close this issue.
     #[arg(long, value_name = "ID", conflicts_with_all = ["ready", "repeat", "ready_ids", "claim_id"])]
     pub close_id: Option<String>,
+    /// Import this beads JSONL file into a new SQLite baseline in the workspace directory
+    /// (engine sqlite only).
+    #[arg(long, conflicts_with_all = ["ready", "repeat", "ready_ids", "claim_id", "close_id"])]
+    pub import: Option<PathBuf>,
 }
 
 impl From<BenchError> for CliError {
@@ -104,6 +122,7 @@ pub fn cmd_bench(ctx: &Context, command: BenchCommand) -> Result<(), CliError> {
     match command {
         BenchCommand::Claim(args) => cmd_bench_claim(ctx, args),
         BenchCommand::Ready(args) => cmd_bench_ready(ctx, args),
+        BenchCommand::Import(args) => cmd_bench_import(ctx, args),
         BenchCommand::Supervisor(args) => cmd_bench_supervisor(ctx, args),
         BenchCommand::Sync(args) => cmd_bench_sync(ctx, args),
         BenchCommand::Worker(args) => cmd_bench_worker(ctx, args),
@@ -154,6 +173,17 @@ fn cmd_bench_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+fn cmd_bench_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
+    let config = bench::ImportConfig {
+        binary: fleet_binary()?,
+        issues: at_least_one("issues", args.issues)?,
+        runs: at_least_one("runs", args.runs)?,
+    };
+    let report = bench::import::run(&config, &mut |note| ctx.out.note(note))?;
+    ctx.out.emit(&report, || report.render());
+    Ok(())
+}
+
 fn cmd_bench_supervisor(ctx: &Context, args: SupervisorArgs) -> Result<(), CliError> {
     let config = bench::SupervisorConfig {
         binary: fleet_binary()?,
@@ -167,6 +197,15 @@ fn cmd_bench_supervisor(ctx: &Context, args: SupervisorArgs) -> Result<(), CliEr
 }
 
 fn cmd_bench_worker(ctx: &Context, args: WorkerArgs) -> Result<(), CliError> {
+    if let Some(file) = &args.import {
+        if args.engine != Engine::Sqlite {
+            return Err(CliError::new("--import is the SQLite baseline's; pass --engine sqlite")
+                .with_hint("fleet's own import is `fleet import FILE`"));
+        }
+        let issues = bench::import::sqlite_import(ctx.workspace_dir()?, file)?;
+        ctx.out.emit(&issues, || format!("imported {issues} issues"));
+        return Ok(());
+    }
     let mode = if let Some(id) = &args.claim_id {
         WorkerMode::Claim(id)
     } else if let Some(id) = &args.close_id {

@@ -16,12 +16,13 @@
 //! `refs/fleet/journal/<replica>`; only that replica advances it, so refs of several machines
 //! never conflict.
 //!
-//! # Format (version [`FORMAT_VERSION`])
+//! # Format (versions 1 and 2, [`FORMAT_VERSION`])
 //!
 //! One commit per batch of at most [`MAX_OPS_PER_COMMIT`] ops. Its tree holds two files:
 //!
 //! - `ops.jsonl`: one op per line, exactly the JSON the store journals (the op record of
 //!   `schema/op.schema.json`, itself versioned by its `v` field), in journal order;
+//!   format 2 adds bulk ops (see "Bulk imports");
 //! - `batch.json`: `{"format", "replica", "count", "first_seq", "last_seq", "first_op",
 //!   "last_op"}` — the ops' journal sequences in the store that committed them (positions
 //!   in that store's journal, for people; a rebuilt store numbers anew) and the first and last
@@ -34,11 +35,16 @@
 //!
 //! # Bulk imports
 //!
-//! An import journals one op per record (Create, Put, DepAdd, Comment), as every other
-//! change does, so replay and sync need no second path. The journal stays compact in git all
-//! the same: a batch is one `ops.jsonl` blob, which git stores zlib-compressed, and the ops of
-//! an import are near-identical lines that compress well (see the report of the issue that
-//! introduced this module for the measured bytes per op).
+//! An import journals its records as a few bulk ops (`OpKind::Bulk`, op format version 2),
+//! each carrying up to `store::BULK_ENTRIES` records (Create, Put, DepAdd, Comment), instead
+//! of one op per record; replay and sync apply a bulk op entry by entry, by the rules of each
+//! entry, so they need no second path. A commit holds at most [`MAX_BYTES_PER_COMMIT`] bytes
+//! of ops as well as at most [`MAX_OPS_PER_COMMIT`] ops. Committing copies the store's journal
+//! rows into `ops.jsonl` as they are, decoding only their meta.
+//!
+//! A commit with a bulk op is written as batch format 2 ([`batch_format`]); every other
+//! commit stays format 1, so a fleet from before bulk ops goes on reading them, and stops at
+//! a format 2 commit with an error that says to upgrade.
 //!
 //! # Crash safety
 //!
@@ -71,14 +77,20 @@ pub use read::{LogEntry, log, read_all, read_replica};
 pub use rebuild::{RebuildOptions, RebuildReport, rebuild};
 pub use repo::{JournalRepo, RepoKind};
 pub use verify::{Divergence, VerifyReport, verify};
-pub use write::{CommitReport, Finally, Periodic, commit_pending, pending_ops, spawn_periodic};
+pub use write::{
+    CommitReport, Finally, PendingOp, Periodic, commit_pending, pending_ops, spawn_periodic,
+};
 
-/// Version of the batch format (the layout of a commit's tree and `batch.json`).
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the batch format this build reads (the layout of a commit's tree and
+/// `batch.json`, and which ops `ops.jsonl` may hold); see [`batch_format`].
+pub const FORMAT_VERSION: u32 = 2;
 /// Prefix of the journal refs: `refs/fleet/journal/<replica>`.
 pub const REF_PREFIX: &str = "refs/fleet/journal/";
 /// At most this many ops go into one commit.
 pub const MAX_OPS_PER_COMMIT: usize = 10_000;
+/// At most this many bytes of ops go into one commit (unless one op alone is larger): bulk ops
+/// carry many records each.
+pub const MAX_BYTES_PER_COMMIT: usize = 64 * 1024 * 1024;
 /// The workspace's own bare repository, inside `.beads/`, when it is in no git repository.
 pub const BARE_DIR: &str = "journal.git";
 /// The email of every journal commit's author and committer.
@@ -87,6 +99,14 @@ pub const EMAIL: &str = "journal@fleet.invalid";
 pub const OPS_FILE: &str = "ops.jsonl";
 /// The description of a batch.
 pub const BATCH_FILE: &str = "batch.json";
+
+/// The batch format of a commit whose newest op has format version `op_version`: format 1
+/// when every op is one a fleet from before bulk ops reads, else format 2. A fleet that
+/// reads only format 1 then stops at the batch with "format 2 is newer than this fleet reads;
+/// upgrade fleet" instead of failing on an op it does not know.
+pub fn batch_format(op_version: u32) -> u32 {
+    if op_version >= crate::op::BULK_FORMAT_VERSION { 2 } else { 1 }
+}
 
 /// The ref of `replica`'s journal.
 pub fn ref_name(replica: &str) -> String {

@@ -9,8 +9,11 @@ use serde::Serialize;
 
 use super::read::LogEntry;
 use super::repo::JournalRepo;
-use super::{BatchInfo, FORMAT_VERSION, JournalError, MAX_OPS_PER_COMMIT, RepoKind, ref_name};
-use crate::op::Op;
+use super::{
+    BatchInfo, JournalError, MAX_BYTES_PER_COMMIT, MAX_OPS_PER_COMMIT, RepoKind, batch_format,
+    ref_name,
+};
+use crate::op::OpMeta;
 use crate::store::Store;
 
 /// How often [`commit_pending`] retries after losing the ref to another process.
@@ -37,21 +40,65 @@ pub struct CommitReport {
 /// This replica's ops not yet committed, with their journal sequences; and the sequence the
 /// committed mark can move to once they are (the journal head when the scan was made).
 pub(super) struct Pending {
-    pub ops: Vec<(u64, Op)>,
+    pub ops: Vec<(u64, PendingOp)>,
     pub scanned_to: u64,
+}
+
+/// A journaled op as a journal commit carries it: its row exactly as the store journaled it
+/// (one line of `ops.jsonl`), and the parts of it that committing reads. Only those parts are
+/// decoded, so committing a large import does not decode its records again.
+#[derive(Debug, Clone)]
+pub struct PendingOp {
+    /// The op's format version.
+    pub v: u32,
+    pub meta: OpMeta,
+    /// The journal row: the op's JSON record.
+    pub row: Vec<u8>,
+}
+
+impl PendingOp {
+    fn decode(row: &[u8]) -> Result<PendingOp, serde_json::Error> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            v: u32,
+            meta: OpMeta,
+        }
+        let head: Head = serde_json::from_slice(row)?;
+        Ok(PendingOp { v: head.v, meta: head.meta, row: row.to_vec() })
+    }
 }
 
 /// This replica's journaled ops after the committed mark, in journal order (ops replayed from
 /// other replicas are in their own refs, not this one).
-pub fn pending_ops(store: &Store) -> Result<Vec<(u64, Op)>, JournalError> {
+pub fn pending_ops(store: &Store) -> Result<Vec<(u64, PendingOp)>, JournalError> {
     Ok(scan(store, store.journal_committed()?)?.ops)
 }
 
 fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
-    let entries = store.journal(committed + 1)?;
+    let entries = store.journal_decoded(committed + 1, PendingOp::decode)?;
     let scanned_to = entries.last().map_or(committed, |(seq, _)| *seq);
     let ops = entries.into_iter().filter(|(_, op)| op.meta.replica == store.replica()).collect();
     Ok(Pending { ops, scanned_to })
+}
+
+/// Splits `ops` into the runs each commit carries: at most `max_ops` ops and, unless one op
+/// alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows.
+fn batches(ops: &[(u64, PendingOp)], max_ops: usize) -> Vec<&[(u64, PendingOp)]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (at, (_, op)) in ops.iter().enumerate() {
+        let full =
+            at - start == max_ops || (at > start && bytes + op.row.len() > MAX_BYTES_PER_COMMIT);
+        if full {
+            out.push(&ops[start..at]);
+            (start, bytes) = (at, 0);
+        }
+        bytes += op.row.len() + 1;
+    }
+    if start < ops.len() {
+        out.push(&ops[start..]);
+    }
+    out
 }
 
 /// Commits the ops this replica journaled since the last commit to its ref (see the module
@@ -99,7 +146,7 @@ fn try_commit(
         recovered: recovered.count,
         committed_seq: 0,
     };
-    let chunks: Vec<&[(u64, Op)]> = ops.chunks(max_ops).collect();
+    let chunks = batches(&ops, max_ops);
     for (n, chunk) in chunks.iter().enumerate() {
         let (info, jsonl, seconds) = encode(replica, chunk);
         let Some(id) = repo.commit_batch(&info, &jsonl, tip, seconds)? else {
@@ -133,7 +180,7 @@ fn skip_committed(
     repo: &JournalRepo,
     replica: &str,
     tip: Option<gix::ObjectId>,
-    ops: &mut Vec<(u64, Op)>,
+    ops: &mut Vec<(u64, PendingOp)>,
 ) -> Result<Recovered, JournalError> {
     let none = Recovered { count: 0, last_seq: None };
     let Some(tip) = tip else { return Ok(none) };
@@ -149,16 +196,17 @@ fn skip_committed(
 }
 
 /// The batch description, `ops.jsonl` and commit time of a non-empty run of ops.
-fn encode(replica: &str, chunk: &[(u64, Op)]) -> (BatchInfo, Vec<u8>, i64) {
+fn encode(replica: &str, chunk: &[(u64, PendingOp)]) -> (BatchInfo, Vec<u8>, i64) {
     let (first_seq, first) = &chunk[0];
     let (last_seq, last) = &chunk[chunk.len() - 1];
-    let mut jsonl = Vec::with_capacity(chunk.len() * 256);
+    let mut jsonl = Vec::with_capacity(chunk.iter().map(|(_, op)| op.row.len() + 1).sum());
     for (_, op) in chunk {
-        serde_json::to_writer(&mut jsonl, op).expect("an op serialises");
+        jsonl.extend_from_slice(&op.row);
         jsonl.push(b'\n');
     }
+    let newest_op = chunk.iter().map(|(_, op)| op.v).max().unwrap_or(1);
     let info = BatchInfo {
-        format: FORMAT_VERSION,
+        format: batch_format(newest_op),
         replica: replica.to_string(),
         count: chunk.len(),
         first_seq: *first_seq,
@@ -236,6 +284,7 @@ mod tests {
     use super::*;
     use crate::journal::{read_replica, verify};
     use crate::model::Issue;
+    use crate::op::Op;
     use crate::time::Clock;
 
     fn new_store() -> (tempfile::TempDir, Store) {

@@ -73,6 +73,10 @@ type Seeds = Option<BTreeSet<String>>;
 /// changed nothing (journal sequences start at 1).
 pub(super) const NOT_JOURNALED: u64 = 0;
 
+/// At most this many entries go into one bulk op ([`Writer::apply_bulk`]): a journal row of
+/// about a megabyte for imported issues.
+pub const BULK_ENTRIES: usize = 1000;
+
 /// Length of the replica tag in child ids made away from the parent's home replica.
 const REPLICA_TAG_LEN: usize = 6;
 
@@ -153,7 +157,7 @@ impl Writer<'_> {
         let at = self.clock.now();
         self.hlc = self.hlc.tick(millis(at));
         Op {
-            v: OP_FORMAT_VERSION,
+            v: kind.format_version(),
             meta: OpMeta {
                 id: ulid::Ulid::generate(),
                 actor: self.actor.clone(),
@@ -180,6 +184,7 @@ impl Writer<'_> {
             return Ok(Outcome::Duplicate);
         }
         self.note_order(&op);
+        self.bulk_strict = origin == Origin::Local;
         let seeds = match self.mutate(&op) {
             Ok(seeds) => seeds,
             Err(error) if origin == Origin::Remote && error.is_refusal() => {
@@ -206,8 +211,7 @@ impl Writer<'_> {
     /// again) and, whole, among the sidelined ops (so a merge can re-apply it in its place).
     pub(super) fn sideline(&mut self, op: &Op) -> Result<(), StoreError> {
         self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
-        let row = serde_json::to_vec(op).expect("an op serialises");
-        self.sidelined.insert(op.meta.id.0, row.as_slice())?;
+        self.sidelined.insert(op.meta.id.0, encode_op(op).as_slice())?;
         Ok(())
     }
 
@@ -233,13 +237,42 @@ impl Writer<'_> {
                 supported: OP_FORMAT_VERSION,
             });
         }
-        let at = op.meta.at;
-        let replica = op.meta.replica.as_str();
-        Ok(match &op.kind {
+        match &op.kind {
+            OpKind::Bulk { ops } => self.mutate_bulk(ops, &op.meta),
+            single => self.mutate_one(single, &op.meta),
+        }
+    }
+
+    /// The entries of a bulk op, in order, each by its own rules. A refused entry is skipped
+    /// (as the op it would be on its own), unless the op was made here ([`Writer::bulk_strict`]):
+    /// then it is the error of the whole op, and the caller abandons the transaction.
+    fn mutate_bulk(&mut self, entries: &[OpKind], meta: &OpMeta) -> Result<Seeds, StoreError> {
+        let mut seeds: Seeds = None;
+        for entry in entries {
+            match self.mutate_one(entry, meta) {
+                Ok(Some(more)) => seeds.get_or_insert_with(BTreeSet::new).extend(more),
+                Ok(None) => {}
+                Err(error) if error.is_refusal() && !self.bulk_strict => {
+                    tracing::debug!(%error, op = %meta.id, "a bulk op entry is refused");
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(seeds)
+    }
+
+    /// Validates and applies one change (not a bulk op) under `meta`.
+    fn mutate_one(&mut self, kind: &OpKind, meta: &OpMeta) -> Result<Seeds, StoreError> {
+        let at = meta.at;
+        let replica = meta.replica.as_str();
+        Ok(match kind {
+            OpKind::Bulk { .. } => {
+                return Err(StoreError::Refused("a bulk op cannot hold another bulk op".into()));
+            }
             OpKind::Create { issue, deps } => self.create(issue, deps, replica)?,
             OpKind::Put { issue } => self.put(issue, replica)?,
             OpKind::Update { id, patch } => self.update(id, patch, at)?,
-            OpKind::Claim { id } => self.claim(id, &op.meta.actor, at)?,
+            OpKind::Claim { id } => self.claim(id, &meta.actor, at)?,
             OpKind::Release { id } => self.release(id, at)?,
             OpKind::Close { id, reason, session } => self.close(id, reason, session, at)?,
             OpKind::Reopen { id, .. } => self.reopen(id, at)?,
@@ -255,12 +288,65 @@ impl Writer<'_> {
     }
 
     pub(super) fn journal(&mut self, op: Op) -> Result<(), StoreError> {
+        let row = encode_op(&op);
+        self.journal_row(op, &row)
+    }
+
+    /// Journals `op`, whose journal row ([`encode_op`]) is `row`.
+    fn journal_row(&mut self, op: Op, row: &[u8]) -> Result<(), StoreError> {
         self.journal_seq += 1;
-        let row = serde_json::to_vec(&op).expect("an op serialises");
-        self.journal.insert(self.journal_seq, row.as_slice())?;
+        self.journal.insert(self.journal_seq, row)?;
         self.op_ids.insert(op.meta.id.0, self.journal_seq)?;
         self.applied.push(op);
         Ok(())
+    }
+
+    /// Applies `entries`, made here, as bulk ops ([`OpKind::Bulk`]) of at most
+    /// [`BULK_ENTRIES`] entries each: the records of an import. The ops' journal rows are
+    /// encoded on another core while this one writes the tables. An entry the rules refuse is
+    /// an error, after which the transaction must be abandoned (the import's is). Returns how
+    /// many ops were journaled.
+    pub fn apply_bulk(&mut self, entries: Vec<OpKind>) -> Result<usize, StoreError> {
+        let mut ops = Vec::with_capacity(entries.len().div_ceil(BULK_ENTRIES));
+        let mut entries = entries.into_iter().peekable();
+        while entries.peek().is_some() {
+            let mut chunk: Vec<OpKind> = entries.by_ref().take(BULK_ENTRIES).collect();
+            for entry in &mut chunk {
+                self.note_prior_status(entry)?;
+            }
+            ops.push(self.stamp(OpKind::Bulk { ops: chunk }));
+        }
+        let (changed, rows) = std::thread::scope(|scope| {
+            let encoder = scope.spawn(|| ops.iter().map(encode_op).collect::<Vec<_>>());
+            let changed = self.mutate_made_here(&ops);
+            let rows = encoder.join().expect("encoding journal rows does not panic");
+            changed.map(|changed| (changed, rows))
+        })?;
+        let mut journaled = 0;
+        for ((op, row), changed) in ops.into_iter().zip(rows).zip(changed) {
+            if changed {
+                self.journal_row(op, &row)?;
+                journaled += 1;
+            }
+        }
+        Ok(journaled)
+    }
+
+    /// Applies ops made here (stamped, not yet journaled) and says which changed anything.
+    fn mutate_made_here(&mut self, ops: &[Op]) -> Result<Vec<bool>, StoreError> {
+        self.bulk_strict = true;
+        let mut changed = Vec::with_capacity(ops.len());
+        for op in ops {
+            self.note_order(op);
+            let seeds = self.mutate(op)?;
+            changed.push(seeds.is_some());
+            match (seeds, &mut self.deferred_seeds) {
+                (Some(seeds), Some(pending)) => pending.extend(seeds),
+                (Some(seeds), None) => self.refresh(seeds)?,
+                (None, _) => {}
+            }
+        }
+        Ok(changed)
     }
 
     /// Picks the id of a new issue: `<parent>.<n>` under a parent, else a fresh hash id.
@@ -539,7 +625,7 @@ impl Writer<'_> {
     }
 
     fn dep_add(&mut self, dep: &Dependency) -> Result<Seeds, StoreError> {
-        if self.issue_type_of(&dep.issue_id)?.is_none() {
+        if !self.tables.contains(&dep.issue_id)? {
             return Err(StoreError::NotFound(dep.issue_id.clone()));
         }
         match self.check_edge(dep)? {
@@ -598,25 +684,6 @@ impl Writer<'_> {
         Ok(Some(BTreeSet::new()))
     }
 
-    /// The type of issue `id`, or `None` if there is no such issue. Reads only that field of
-    /// the row, which is all the edge checks need.
-    fn issue_type_of(&self, id: &str) -> Result<Option<String>, StoreError> {
-        #[derive(serde::Deserialize)]
-        struct TypeOnly {
-            #[serde(default = "task")]
-            issue_type: String,
-        }
-        fn task() -> String {
-            "task".to_string()
-        }
-        match self.tables.issues.get(id)? {
-            Some(row) => serde_json::from_slice::<TypeOnly>(row.value())
-                .map(|t| Some(t.issue_type))
-                .map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}"))),
-            None => Ok(None),
-        }
-    }
-
     /// Validates a new edge against the store's invariants (request rules such as beads' epic
     /// rule live in the tracker) and says whether it is new or replaces the same edge.
     fn check_edge(&self, dep: &Dependency) -> Result<EdgePlan, StoreError> {
@@ -625,8 +692,7 @@ impl Writer<'_> {
         if from == to {
             return Err(StoreError::SelfDependency(from.to_string()));
         }
-        let target = self.issue_type_of(to)?;
-        if target.is_none() && !crate::model::is_foreign_ref(to, &self.prefix) {
+        if !self.tables.contains(to)? && !crate::model::is_foreign_ref(to, &self.prefix) {
             return Err(StoreError::NotFound(to.to_string()));
         }
         if let Some(existing) = self.tables.dep(from, to)? {
@@ -685,6 +751,12 @@ impl Writer<'_> {
         self.tables.issues.insert(issue.id.as_str(), row.as_slice())?;
         Ok(())
     }
+}
+
+/// An op's journal row: its JSON record (`schema/op.schema.json`), which `ops.jsonl` in git
+/// carries line for line.
+pub(super) fn encode_op(op: &Op) -> Vec<u8> {
+    serde_json::to_vec(op).expect("an op serialises")
 }
 
 /// The tag a replica puts on child ids it makes away from the parent's home: the end of its
@@ -795,4 +867,74 @@ fn set_status(issue: &mut Issue, status: Status, at: Timestamp) {
         issue.fleet.lease = None;
     }
     issue.status = status;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+    use crate::time::Clock;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        (dir, store)
+    }
+
+    fn create(id: &str) -> OpKind {
+        let issue = Issue::new(id.into(), format!("issue {id}"), Timestamp::now());
+        OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
+    }
+
+    fn comment_on(id: &str) -> OpKind {
+        let comment: Comment = serde_json::from_value(serde_json::json!({
+            "id": 1, "issue_id": id, "author": "a", "text": "hi", "created_at": "2026-01-02T03:04:05Z"
+        }))
+        .unwrap();
+        OpKind::Comment { comment }
+    }
+
+    /// Made here, a bulk op with an entry the rules refuse fails, and the transaction with it.
+    #[test]
+    fn a_local_bulk_op_with_a_refused_entry_writes_nothing() {
+        let (_dir, store) = store();
+        let failed = store.write("importer", Clock::System, |writer| {
+            writer.apply_bulk(vec![create("t-1"), comment_on("t-missing")])
+        });
+        assert!(matches!(failed, Err(StoreError::NotFound(ref id)) if id == "t-missing"));
+        assert!(store.read().unwrap().issue("t-1").unwrap().is_none());
+        assert_eq!(store.journal_head().unwrap(), 0);
+    }
+
+    /// Replayed from another machine, a refused entry is skipped as its own op would be, and
+    /// the other entries apply; entries are split into ops of at most `BULK_ENTRIES`. Here `t-2`
+    /// was created first (earlier in the total order), so the bulk op's `t-2` is refused.
+    #[test]
+    fn a_remote_bulk_op_skips_only_its_refused_entries() {
+        let (_dir, here) = store();
+        let mine = Issue::new("t-2".into(), "made here first".into(), Timestamp::now());
+        here.apply(
+            "me",
+            Clock::System,
+            vec![OpKind::Create { issue: Box::new(mine), deps: vec![] }],
+        )
+        .unwrap();
+        let (_dir, other) = store();
+        let mut entries: Vec<OpKind> =
+            (1..=BULK_ENTRIES + 1).map(|n| create(&format!("t-{n}"))).collect();
+        entries.push(comment_on("t-1"));
+        let ((), made) = other
+            .write("importer", Clock::System, |writer| {
+                writer.apply_bulk(entries).map(|ops| assert_eq!(ops, 2))
+            })
+            .unwrap();
+        assert!(made.iter().all(|op| op.v == crate::op::BULK_FORMAT_VERSION));
+
+        let replayed = here.replay(Clock::System, made).unwrap();
+        assert!(replayed.iter().all(|r| matches!(r.outcome, Outcome::Applied)), "{replayed:?}");
+        let reader = here.read().unwrap();
+        assert_eq!(reader.issue("t-2").unwrap().unwrap().title, "made here first");
+        assert!(reader.issue(&format!("t-{}", BULK_ENTRIES + 1)).unwrap().is_some());
+        assert_eq!(reader.view().comments_of("t-1").unwrap().len(), 1);
+    }
 }

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 use serde::Serialize;
 
-use super::apply::{NOT_JOURNALED, Outcome, Replayed};
+use super::apply::{NOT_JOURNALED, Outcome, Replayed, encode_op};
 use super::tables::{
     BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, RDEPS, READY, READY_KEYS,
     SIDELINED,
@@ -316,6 +316,8 @@ impl Writer<'_> {
         all.extend(batch.into_iter().map(|op| (op, Source::Batch)));
         all.sort_by_cached_key(|(op, _)| op.order_key());
         self.deferred_seeds.get_or_insert_with(Default::default);
+        // Every op here has had its first application; a bulk op's refused entries are skipped.
+        self.bulk_strict = false;
         let mut merged = Merged { resequenced: true, ..Merged::default() };
         for (op, source) in all {
             if source == Source::Batch {
@@ -366,15 +368,13 @@ impl Writer<'_> {
             Source::Journal { seq, .. } => {
                 self.op_ids.insert(op.meta.id.0, seq)?;
                 if !in_effect {
-                    let row = serde_json::to_vec(&op).expect("an op serialises");
-                    self.sidelined.insert(op.meta.id.0, row.as_slice())?;
+                    self.sidelined.insert(op.meta.id.0, encode_op(&op).as_slice())?;
                 }
             }
             Source::Sidelined | Source::Batch if in_effect => self.journal(op)?,
             Source::Sidelined | Source::Batch => {
                 self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
-                let row = serde_json::to_vec(&op).expect("an op serialises");
-                self.sidelined.insert(op.meta.id.0, row.as_slice())?;
+                self.sidelined.insert(op.meta.id.0, encode_op(&op).as_slice())?;
             }
         }
         if source == Source::Batch {

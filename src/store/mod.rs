@@ -42,7 +42,7 @@ pub use query::{
 pub use tables::REPLY_RETENTION_MS;
 pub(crate) use tables::View;
 
-pub use apply::{Origin, Outcome, Replayed};
+pub use apply::{BULK_ENTRIES, Origin, Outcome, Replayed};
 pub use merge::{Merged, Overturned};
 
 use crate::model::ModelError;
@@ -802,6 +802,16 @@ impl Store {
 
     /// The journal from sequence `from` on, in apply order.
     pub fn journal(&self, from: u64) -> Result<Vec<(u64, Op)>, StoreError> {
+        self.journal_decoded(from, |row| serde_json::from_slice(row))
+    }
+
+    /// The journal from sequence `from` on, each row decoded by `decode` (into the whole op, or
+    /// only the part the caller reads), in apply order.
+    pub fn journal_decoded<T>(
+        &self,
+        from: u64,
+        decode: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
+    ) -> Result<Vec<(u64, T)>, StoreError> {
         let txn = self.begin_read()?;
         let path = self.path();
         guard::guarded(&path, || {
@@ -809,7 +819,7 @@ impl Store {
             let mut out = Vec::new();
             for entry in table.range(from..)? {
                 let (seq, row) = entry?;
-                let op = serde_json::from_slice(row.value()).map_err(|e| {
+                let op = decode(row.value()).map_err(|e| {
                     StoreError::Corrupt(format!("journal entry {}: {e}", seq.value()))
                 })?;
                 out.push((seq.value(), op));
@@ -935,6 +945,9 @@ pub struct Writer<'t> {
     deferred_seeds: Option<std::collections::BTreeSet<String>>,
     /// In bulk mode, the caller has already refused edges that would close a cycle.
     bulk_acyclic: bool,
+    /// Whether a refused entry of a bulk op fails the op (ops made here) or is skipped (ops
+    /// replayed from elsewhere); set before each op is applied.
+    bulk_strict: bool,
     /// Op id → op JSON of ops seen but not in effect ([`tables::SIDELINED`]).
     sidelined: Table<'t, u128, &'static [u8]>,
     /// The greatest order key seen ([`meta::ORDER_HIGH`]), and whether it moved.
@@ -984,6 +997,7 @@ impl<'t> Writer<'t> {
             clock_received: false,
             deferred_seeds: None,
             bulk_acyclic: false,
+            bulk_strict: false,
             sidelined,
             order_high,
             order_high_moved,

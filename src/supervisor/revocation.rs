@@ -35,17 +35,19 @@ pub fn touched_since(
     let mut touched = BTreeMap::new();
     for (seq, op) in store.journal(from)? {
         next = seq + 1;
-        let kind = &op.kind;
-        // Comments and labels never change who holds a task.
-        if matches!(kind.name(), "comment" | "label_add" | "label_remove") {
-            continue;
-        }
-        let subject = kind.subject();
-        if running.contains_key(subject) {
-            touched.insert(
-                subject.to_string(),
-                Touch { actor: op.meta.actor.clone(), op: kind.name() },
-            );
+        // A bulk op (an import) touches every issue its entries name.
+        for kind in op.kind.entries() {
+            // Comments and labels never change who holds a task.
+            if matches!(kind.name(), "comment" | "label_add" | "label_remove") {
+                continue;
+            }
+            let subject = kind.subject();
+            if running.contains_key(subject) {
+                touched.insert(
+                    subject.to_string(),
+                    Touch { actor: op.meta.actor.clone(), op: kind.name() },
+                );
+            }
         }
     }
     Ok((next, touched))
@@ -101,6 +103,29 @@ mod tests {
 
     fn touch(actor: &str, op: &'static str) -> Touch {
         Touch { actor: actor.into(), op }
+    }
+
+    /// An import rewriting a running task inside a bulk op is noticed like a put of its own.
+    #[test]
+    fn a_task_rewritten_by_an_import_is_touched() {
+        use crate::time::Clock;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let issue = |id: &str| Issue::new(id.into(), "x".into(), Timestamp::now());
+        let create = crate::op::OpKind::Create { issue: Box::new(issue("t-1")), deps: vec![] };
+        store.apply("alice", Clock::System, vec![create]).unwrap();
+        let from = store.journal_head().unwrap() + 1;
+        store
+            .write("importer", Clock::System, |writer| {
+                let mut batch = crate::tracker::ImportBatch::default();
+                batch.new_issue(issue("t-2"), Vec::new());
+                batch.record(issue("t-1"));
+                batch.apply(writer).map_err(|e| StoreError::Refused(e.to_string()))
+            })
+            .unwrap();
+        let running = HashMap::from([("t-1".to_string(), ())]);
+        let (_, touched) = touched_since(&store, from, &running).unwrap();
+        assert_eq!(touched["t-1"], Touch { actor: "importer".into(), op: "put" });
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use create::{CreateRequest, DepSpec, create};
 pub use deps::{
     add_dependency, edge_at, remove_dependency, resolve_target, set_parent, set_wait_gate,
 };
-pub use import::{import_comment, import_edge, import_new};
+pub use import::{ImportBatch, import_new};
 pub use issue::{
     MetadataEdit, UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove,
     put_record, release, reopen, update,
