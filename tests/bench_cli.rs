@@ -22,12 +22,22 @@ fn claim_benchmark_prints_its_table_without_double_claims() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("double claims (fleet / sqlite)"), "{stdout}");
-    for shape in ["spawn: 4 processes", "loop: 4 processes", "threads: 4 threads"] {
+    let rows = [
+        ("spawn (served): 4 processes", "50 / 50"),
+        ("spawn (direct): 4 processes", "50 / 50"),
+        ("loop (served): 4 processes", "50 / 50"),
+        ("loop (direct): 4 processes", "50 / 50"),
+        ("threads (in-process): 4 threads", "50 / 50"),
+        // A quarter of the issues, each listed, claimed and closed by an agent.
+        ("cycle (served): 4 agents", "12 / 12"),
+        ("cycle (direct): 4 agents", "12 / 12"),
+    ];
+    for (shape, claimed) in rows {
         let row = stdout.lines().find(|line| line.contains(shape));
         let row = row.unwrap_or_else(|| panic!("no row for {shape}:\n{stdout}"));
         let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
         // Cells: "", shape, claims, fleet/s, sqlite/s, ratio, goal, double claims, per commit.
-        assert_eq!(cells[2], "50 / 50", "every issue claimed: {row}");
+        assert_eq!(cells[2], claimed, "every issue claimed: {row}");
         assert_eq!(cells[7], "0 / 0", "no double claims: {row}");
     }
 }
@@ -38,7 +48,12 @@ fn claim_benchmark_reports_json_with_an_audited_final_state() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let report: Value = serde_json::from_slice(&output.stdout).expect("JSON report");
     let shapes = report["shapes"].as_array().expect("shapes");
-    assert_eq!(shapes.len(), 2);
+    let routes: Vec<_> = shapes.iter().map(|s| format!("{} {}", s["shape"], s["route"])).collect();
+    assert_eq!(
+        routes,
+        [r#""spawn" "served""#, r#""spawn" "direct""#, r#""threads" "in-process""#],
+        "spawn runs by both routes"
+    );
     for shape in shapes {
         for engine in ["fleet", "sqlite"] {
             let run = &shape[engine];
