@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use super::context::Context;
 use super::error::CliError;
-use crate::bench::{self, BenchError, ClaimConfig, Engine, ReadyConfig, Shape, WorkerMode};
+use crate::bench::{
+    self, BenchError, ClaimConfig, Engine, ReadQuery, ReadyConfig, Shape, WorkerMode,
+};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
@@ -80,6 +82,9 @@ pub struct WorkerArgs {
     /// List ready work instead of claiming.
     #[arg(long)]
     pub ready: bool,
+    /// Run this read query instead of claiming (the baseline of `fleet bench ready`).
+    #[arg(long, value_enum, conflicts_with_all = ["repeat", "ready"])]
+    pub query: Option<ReadQuery>,
 }
 
 impl From<BenchError> for CliError {
@@ -158,10 +163,11 @@ fn cmd_bench_supervisor(ctx: &Context, args: SupervisorArgs) -> Result<(), CliEr
 }
 
 fn cmd_bench_worker(ctx: &Context, args: WorkerArgs) -> Result<(), CliError> {
-    let mode = match (args.repeat, args.ready) {
-        (_, true) => WorkerMode::Ready,
-        (true, false) => WorkerMode::Loop,
-        (false, false) => WorkerMode::Once,
+    let mode = match (args.query, args.repeat, args.ready) {
+        (Some(query), _, _) => WorkerMode::Read(query),
+        (None, _, true) => WorkerMode::Read(ReadQuery::Ready),
+        (None, true, false) => WorkerMode::Loop,
+        (None, false, false) => WorkerMode::Once,
     };
     let lines = bench::run_worker(args.engine, ctx.workspace_dir()?, &ctx.actor, mode)?;
     ctx.out.emit(&lines, || lines.join("\n"));

@@ -2,11 +2,12 @@
 //! detail of one issue. They read through [`View`], so a write transaction (claiming the first
 //! ready issue, say) runs the same code as a read snapshot.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use jiff::Timestamp;
 use serde::Serialize;
 
+use super::order::{self, RowFacts, Scan};
 use super::tables::View;
 use super::{Reader, StoreError, Writer};
 use crate::model::{Comment, Issue, SortOrder, Status, dep_type};
@@ -116,6 +117,8 @@ pub struct ListFilter {
     pub labels: Vec<String>,
     /// Case-insensitive text that must occur in the id, title or description.
     pub text: Option<String>,
+    /// Only issues last updated before this instant (`stale`).
+    pub updated_before: Option<Timestamp>,
     pub sort: ListSort,
     pub reverse: bool,
     /// 0 = no limit.
@@ -170,14 +173,12 @@ pub(crate) fn resolve_id(view: &dyn View, prefix: &str, input: &str) -> Result<S
 }
 
 pub(crate) fn summarize(view: &dyn View, issue: Issue) -> Result<IssueSummary, StoreError> {
-    let deps = view.deps_of(&issue.id)?;
-    let parent =
-        deps.iter().find(|d| d.kind == dep_type::PARENT_CHILD).map(|d| d.depends_on_id.clone());
+    let counts = view.counts_of(&issue.id)?;
     Ok(IssueSummary {
-        dependency_count: deps.len(),
-        dependent_count: view.dependents_of(&issue.id)?.len(),
-        comment_count: view.comments_of(&issue.id)?.len(),
-        parent,
+        dependency_count: counts.dependencies,
+        dependent_count: counts.dependents,
+        comment_count: counts.comments,
+        parent: counts.parent,
         issue,
     })
 }
@@ -396,61 +397,211 @@ fn still_waiting(view: &dyn View, spawner: &str, any_child: bool) -> Result<bool
     Ok(unsettled && !(any_child && closed))
 }
 
+/// The blocked issues (under `parent`, if given) in `blocked`'s order, at most `limit` of
+/// them (0 = all), with the number there are in all. Reads the blocked index, so only the
+/// issues printed are decoded.
 pub(crate) fn blocked(
     view: &dyn View,
     parent: Option<&str>,
-) -> Result<Vec<BlockedIssue>, StoreError> {
+    limit: usize,
+) -> Result<(Vec<BlockedIssue>, usize), StoreError> {
     let family = match parent {
         Some(parent) => Some(descendants(view, parent)?),
         None => None,
     };
+    let wanted = |id: &str| match (parent, &family) {
+        (Some(parent), Some(family)) => under_parent(id, parent, family),
+        _ => true,
+    };
+    let cap = if limit == 0 { usize::MAX } else { limit };
+    let mut page = Vec::new();
+    let mut total = 0;
+    let indexed = order::scan_blocked(view, &mut |id| {
+        if wanted(id) {
+            total += 1;
+            if page.len() < cap {
+                page.push(id.to_string());
+            }
+        }
+        Ok(parent.is_some() || page.len() < cap)
+    })?;
+    if indexed.is_none() {
+        let ids: Vec<String> = blocked_by_scan(view)?.into_iter().filter(|id| wanted(id)).collect();
+        total = ids.len();
+        page = ids.into_iter().take(cap).collect();
+    } else if parent.is_none() {
+        total = usize::try_from(view.blocked_count()?).unwrap_or(usize::MAX);
+    }
+    let mut entries = Vec::with_capacity(page.len());
+    for id in page {
+        let Some(issue) = view.issue(&id)? else { continue };
+        let blocked_by = blockers(view, &issue)?;
+        entries.push(BlockedIssue {
+            blocked_by_count: blocked_by.len(),
+            blocked_by,
+            summary: summarize(view, issue)?,
+        });
+    }
+    Ok((entries, total))
+}
+
+/// The blocked issues' ids in `blocked`'s order, from the blocked flags and every blocked
+/// issue's row (a store without the order index).
+fn blocked_by_scan(view: &dyn View) -> Result<Vec<String>, StoreError> {
     let mut issues = Vec::new();
     for id in view.blocked_ids()? {
-        if let (Some(parent), Some(family)) = (parent, &family)
-            && !under_parent(&id, parent, family)
-        {
-            continue;
-        }
         if let Some(issue) = view.issue(&id)? {
             issues.push(issue);
         }
     }
     sort_ready(&mut issues, SortOrder::Priority, Timestamp::UNIX_EPOCH);
-    issues
-        .into_iter()
-        .map(|issue| {
-            let blocked_by = blockers(view, &issue)?;
-            Ok(BlockedIssue {
-                blocked_by_count: blocked_by.len(),
-                blocked_by,
-                summary: summarize(view, issue)?,
-            })
-        })
-        .collect()
+    Ok(issues.into_iter().map(|issue| issue.id).collect())
+}
+
+/// Whether `filter`'s statuses take `status`.
+fn status_wanted(filter: &ListFilter, status: &Status) -> bool {
+    if filter.statuses.is_empty() {
+        filter.all || *status != Status::Closed
+    } else {
+        filter.statuses.contains(status)
+    }
+}
+
+/// The filters an index entry answers: status, priority, type, assignee, update time.
+fn row_matches(filter: &ListFilter, row: &RowFacts) -> bool {
+    status_wanted(filter, &row.status)
+        && filter.priority.is_none_or(|p| row.priority == p)
+        && (filter.types.is_empty() || filter.types.contains(&row.issue_type))
+        && filter.assignee.as_ref().is_none_or(|a| &row.assignee == a)
+        && filter.updated_before.is_none_or(|before| row.updated_at < before)
+}
+
+/// Whether the lowercase `needle` occurs in the id, title or description (case-insensitive).
+fn text_matches(id: &str, title: &str, description: &str, needle: &str) -> bool {
+    [id, title, description].iter().any(|text| text.to_lowercase().contains(needle))
 }
 
 fn list_matches(filter: &ListFilter, issue: &Issue) -> bool {
-    let status_ok = if filter.statuses.is_empty() {
-        filter.all || issue.status != Status::Closed
-    } else {
-        filter.statuses.contains(&issue.status)
-    };
     let text_ok = filter.text.as_ref().is_none_or(|needle| {
-        let needle = needle.to_lowercase();
-        issue.id.to_lowercase().contains(&needle)
-            || issue.title.to_lowercase().contains(&needle)
-            || issue.description.to_lowercase().contains(&needle)
+        text_matches(&issue.id, &issue.title, &issue.description, &needle.to_lowercase())
     });
-    status_ok
-        && text_ok
-        && filter.priority.is_none_or(|p| issue.priority == p)
-        && (filter.types.is_empty() || filter.types.contains(&issue.issue_type))
-        && filter.assignee.as_ref().is_none_or(|a| &issue.assignee == a)
-        && has_labels(issue, &filter.labels, &[])
+    row_matches(filter, &RowFacts::of(issue)) && text_ok && has_labels(issue, &filter.labels, &[])
 }
 
-/// Issues matching `filter`, sorted, with the number that matched before the limit.
+/// Whether the filter is on statuses only, so the status counts give its total.
+fn status_only(filter: &ListFilter) -> bool {
+    filter.priority.is_none()
+        && filter.types.is_empty()
+        && filter.assignee.is_none()
+        && filter.labels.is_empty()
+        && filter.text.is_none()
+        && filter.updated_before.is_none()
+}
+
+/// The ids carrying every one of `labels` (`None`: no label filter).
+fn labelled(view: &dyn View, labels: &[String]) -> Result<Option<HashSet<String>>, StoreError> {
+    let mut set: Option<HashSet<String>> = None;
+    for label in labels {
+        let ids: HashSet<String> = view.ids_with_label(label)?.into_iter().collect();
+        set = Some(match set {
+            Some(set) => set.intersection(&ids).cloned().collect(),
+            None => ids,
+        });
+    }
+    Ok(set)
+}
+
+/// Walks the issues matching `filter` in its order through the order index, calling `visit`
+/// with each one's id and facts until it returns false. Only rows searched for text are read.
+/// `None` when the index cannot serve the filter's order or the store has no index.
+pub(crate) fn walk_list(
+    view: &dyn View,
+    filter: &ListFilter,
+    visit: &mut dyn FnMut(&str, &RowFacts) -> Result<bool, StoreError>,
+) -> Result<Option<()>, StoreError> {
+    let tag = match filter.sort {
+        ListSort::Priority => order::BY_PRIORITY,
+        ListSort::Updated => order::BY_UPDATED,
+        _ => return Ok(None),
+    };
+    if !order::indexed(view)? {
+        return Ok(None);
+    }
+    let statuses: Vec<Status> = order::status_counts(view)?
+        .into_iter()
+        .map(|(status, _)| status)
+        .filter(|status| status_wanted(filter, status))
+        .collect();
+    let priority = filter.priority.filter(|_| tag == order::BY_PRIORITY);
+    let Some(scan) = Scan::open(view, tag, &statuses, priority, filter.reverse)? else {
+        return Ok(None);
+    };
+    let labelled = labelled(view, &filter.labels)?;
+    let needle = filter.text.as_ref().map(|t| t.to_lowercase());
+    // Oldest first by update: once one is too recent, so are the rest.
+    let oldest_first = tag == order::BY_UPDATED && filter.reverse;
+    for row in scan {
+        let row = row?;
+        if oldest_first && filter.updated_before.is_some_and(|b| row.facts.updated_at >= b) {
+            break;
+        }
+        if !row_matches(filter, &row.facts)
+            || labelled.as_ref().is_some_and(|set| !set.contains(&row.id))
+        {
+            continue;
+        }
+        if let Some(needle) = &needle
+            && !view.issue_text(&row.id)?.is_some_and(|(title, description)| {
+                text_matches(&row.id, &title, &description, needle)
+            })
+        {
+            continue;
+        }
+        if !visit(&row.id, &row.facts)? {
+            break;
+        }
+    }
+    Ok(Some(()))
+}
+
+/// Issues matching `filter`, sorted, with the number that matched before the limit. Through
+/// the order index where it serves the sort, else by decoding every issue.
 pub(crate) fn list(
+    view: &dyn View,
+    filter: &ListFilter,
+) -> Result<(Vec<IssueSummary>, usize), StoreError> {
+    let cap = if filter.limit == 0 { usize::MAX } else { filter.limit };
+    let counted = status_only(filter);
+    let mut page: Vec<String> = Vec::new();
+    let mut total = 0;
+    let walked = walk_list(view, filter, &mut |id, _| {
+        total += 1;
+        if page.len() < cap {
+            page.push(id.to_string());
+        }
+        Ok(!counted || page.len() < cap)
+    })?;
+    if walked.is_none() {
+        return list_by_scan(view, filter);
+    }
+    if counted {
+        total = order::status_counts(view)?
+            .into_iter()
+            .filter(|(status, _)| status_wanted(filter, status))
+            .map(|(_, count)| usize::try_from(count).unwrap_or(usize::MAX))
+            .sum();
+    }
+    let mut issues = Vec::with_capacity(page.len());
+    for id in page {
+        if let Some(issue) = view.issue(&id)? {
+            issues.push(summarize(view, issue)?);
+        }
+    }
+    Ok((issues, total))
+}
+
+/// [`list`] by decoding every issue: the sorts the index does not keep, stores without it.
+fn list_by_scan(
     view: &dyn View,
     filter: &ListFilter,
 ) -> Result<(Vec<IssueSummary>, usize), StoreError> {
@@ -525,7 +676,7 @@ pub(crate) fn stats(view: &dyn View, now: Timestamp) -> Result<Stats, StoreError
         }
         Ok(true)
     })?;
-    stats.blocked_issues = view.blocked_ids()?.len() as u64;
+    stats.blocked_issues = view.blocked_count()?;
     stats.ready_issues = ready(view, &ReadyFilter::default(), now)?.issues.len() as u64;
     for epic in epics {
         let children = view.dependents_by(&epic, dep_type::PARENT_CHILD)?;
@@ -568,8 +719,14 @@ impl Reader {
         self.guarded(|view| ready(view, filter, now))
     }
 
-    pub fn blocked(&self, parent: Option<&str>) -> Result<Vec<BlockedIssue>, StoreError> {
-        self.guarded(|view| blocked(view, parent))
+    /// The blocked issues (under `parent`), at most `limit` (0 = all), and how many there
+    /// are in all.
+    pub fn blocked(
+        &self,
+        parent: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<BlockedIssue>, usize), StoreError> {
+        self.guarded(|view| blocked(view, parent, limit))
     }
 
     /// The first ready issue `actor` may claim (a read-only look before a claim).
@@ -595,6 +752,20 @@ impl Reader {
 
     pub fn list(&self, filter: &ListFilter) -> Result<(Vec<IssueSummary>, usize), StoreError> {
         self.guarded(|view| list(view, filter))
+    }
+
+    /// Visits the issues matching `filter` in its order, with the facts of each, until `visit`
+    /// returns false, decoding no issue row but those searched for text. `false` when the
+    /// filter's order or the store's lack of an index rules that out (nothing was visited;
+    /// use [`Reader::list`]).
+    pub fn visit_list(
+        &self,
+        filter: &ListFilter,
+        visit: &mut dyn FnMut(&str, &RowFacts) -> bool,
+    ) -> Result<bool, StoreError> {
+        self.guarded(|view| {
+            Ok(walk_list(view, filter, &mut |id, row| Ok(visit(id, row)))?.is_some())
+        })
     }
 
     pub fn stats(&self, now: Timestamp) -> Result<Stats, StoreError> {
