@@ -877,3 +877,308 @@ impl Writer<'_> {
         Ok(open)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The index-driven reads against the naive full scans they replace, over random histories
+    //! of creates, edges, claims, closes, deletes, field changes and a sync replay.
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::Dependency;
+    use crate::op::{IssuePatch, OpKind};
+    use crate::store::Store;
+    use crate::time::Clock;
+
+    /// One step of a random history; issue numbers are taken modulo the issues made so far.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Create { priority: u8, kind: u8, assignee: u8, label: u8, age: u8 },
+        Dep { from: usize, to: usize, parent: bool },
+        UnDep { from: usize, to: usize },
+        Close(usize),
+        Claim(usize, u8),
+        Release(usize),
+        Reopen(usize),
+        Delete(usize),
+        Priority(usize, u8),
+        Status(usize, u8),
+        Label(usize, u8),
+        Comment(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (0..5u8, 0..3u8, 0..3u8, 0..3u8, 0..4u8).prop_map(
+                |(priority, kind, assignee, label, age)| Step::Create {
+                    priority, kind, assignee, label, age
+                }
+            ),
+            3 => (0..40usize, 0..40usize, any::<bool>())
+                .prop_map(|(from, to, parent)| Step::Dep { from, to, parent }),
+            1 => (0..40usize, 0..40usize).prop_map(|(from, to)| Step::UnDep { from, to }),
+            2 => (0..40usize).prop_map(Step::Close),
+            2 => (0..40usize, 0..2u8).prop_map(|(n, who)| Step::Claim(n, who)),
+            1 => (0..40usize).prop_map(Step::Release),
+            1 => (0..40usize).prop_map(Step::Reopen),
+            1 => (0..40usize).prop_map(Step::Delete),
+            1 => (0..40usize, 0..5u8).prop_map(|(n, p)| Step::Priority(n, p)),
+            1 => (0..40usize, 0..5u8).prop_map(|(n, s)| Step::Status(n, s)),
+            1 => (0..40usize, 0..3u8).prop_map(|(n, l)| Step::Label(n, l)),
+            1 => (0..40usize).prop_map(Step::Comment),
+        ]
+    }
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + seconds).unwrap()
+    }
+
+    fn edge(from: String, to: String, kind: &str) -> Dependency {
+        Dependency {
+            issue_id: from,
+            depends_on_id: to,
+            kind: kind.into(),
+            created_at: at(0),
+            created_by: String::new(),
+            metadata: String::new(),
+            thread_id: String::new(),
+        }
+    }
+
+    /// The op of a step, given how many issues were made before it (`None`: nothing to do).
+    fn op_of(step: &Step, made: usize) -> Option<OpKind> {
+        let id = |n: usize| (made > 0).then(|| format!("t-{}", n % made));
+        let patch = |patch: IssuePatch| Some(patch);
+        Some(match step.clone() {
+            Step::Create { priority, kind, assignee, label, age } => {
+                let mut issue = Issue::new(
+                    format!("t-{made}"),
+                    format!("issue {made}"),
+                    at(i64::from(age) * 100),
+                );
+                issue.priority = priority;
+                issue.issue_type = ["task", "bug", "epic"][usize::from(kind)].into();
+                issue.assignee = ["", "a1", "a2"][usize::from(assignee)].into();
+                issue.labels = match label {
+                    0 => vec![],
+                    1 => vec!["l1".into()],
+                    _ => vec!["l1".into(), "l2".into()],
+                };
+                OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
+            }
+            Step::Dep { from, to, parent } => {
+                let kind = if parent { dep_type::PARENT_CHILD } else { dep_type::BLOCKS };
+                OpKind::DepAdd { dep: edge(id(from)?, id(to)?, kind) }
+            }
+            Step::UnDep { from, to } => {
+                OpKind::DepRemove { issue_id: id(from)?, depends_on_id: id(to)? }
+            }
+            Step::Close(n) => {
+                OpKind::Close { id: id(n)?, reason: String::new(), session: String::new() }
+            }
+            Step::Claim(n, _) => OpKind::Claim { id: id(n)? },
+            Step::Release(n) => OpKind::Release { id: id(n)? },
+            Step::Reopen(n) => OpKind::Reopen { id: id(n)?, reason: String::new() },
+            Step::Delete(n) => OpKind::Delete { id: id(n)? },
+            Step::Priority(n, p) => OpKind::Update {
+                id: id(n)?,
+                patch: Box::new(patch(IssuePatch { priority: Some(p), ..Default::default() })?),
+            },
+            Step::Status(n, s) => {
+                let status = match s {
+                    0 => Status::Blocked,
+                    1 => Status::Deferred,
+                    2 => Status::Pinned,
+                    3 => Status::Hooked,
+                    _ => Status::Custom("review".into()),
+                };
+                OpKind::Update {
+                    id: id(n)?,
+                    patch: Box::new(IssuePatch { status: Some(status), ..Default::default() }),
+                }
+            }
+            Step::Label(n, l) => OpKind::LabelAdd { id: id(n)?, label: format!("l{l}") },
+            Step::Comment(n) => OpKind::Comment {
+                comment: crate::model::Comment {
+                    id: crate::model::CommentId::Number(0),
+                    issue_id: id(n)?,
+                    author: "a".into(),
+                    text: "c".into(),
+                    created_at: at(0),
+                },
+            },
+        })
+    }
+
+    /// Applies the steps one transaction each, refusals ignored, with a clock that moves (so
+    /// updates order by time) but sometimes stands still (so ties order by id).
+    fn play(store: &Store, steps: &[Step]) {
+        let mut made = 0;
+        for (n, step) in steps.iter().enumerate() {
+            let Some(kind) = op_of(step, made) else { continue };
+            let actor = match step {
+                Step::Claim(_, 1) => "a2",
+                _ => "a1",
+            };
+            let clock = Clock::Fixed(at(1000 + i64::try_from(n / 2).unwrap()));
+            let created = matches!(kind, OpKind::Create { .. });
+            if store.apply(actor, clock, vec![kind]).is_ok() && created {
+                made += 1;
+            }
+        }
+    }
+
+    fn filters() -> Vec<ListFilter> {
+        let base = ListFilter::default();
+        let with = |f: &dyn Fn(&mut ListFilter)| {
+            let mut filter = base.clone();
+            f(&mut filter);
+            filter
+        };
+        vec![
+            base.clone(),
+            with(&|f| f.limit = 3),
+            with(&|f| f.all = true),
+            with(&|f| f.statuses = vec![Status::InProgress]),
+            with(&|f| f.statuses = vec![Status::Closed, Status::Custom("review".into())]),
+            with(&|f| f.priority = Some(2)),
+            with(&|f| {
+                f.priority = Some(1);
+                f.limit = 2;
+            }),
+            with(&|f| f.types = vec!["bug".into(), "epic".into()]),
+            with(&|f| f.assignee = Some("a1".into())),
+            with(&|f| f.labels = vec!["l1".into(), "l2".into()]),
+            with(&|f| f.text = Some("ISSUE 1".into())),
+            with(&|f| {
+                f.labels = vec!["l1".into()];
+                f.types = vec!["task".into()];
+                f.all = true;
+                f.limit = 4;
+            }),
+            with(&|f| f.reverse = true),
+            with(&|f| f.sort = ListSort::Updated),
+            with(&|f| {
+                f.sort = ListSort::Updated;
+                f.reverse = true;
+                f.updated_before = Some(at(1010));
+                f.limit = 3;
+            }),
+            with(&|f| f.sort = ListSort::Created),
+        ]
+    }
+
+    fn ids(summaries: &[IssueSummary]) -> Vec<&str> {
+        summaries.iter().map(|s| s.issue.id.as_str()).collect()
+    }
+
+    /// What the index-driven reads print equals what the full scans print, the counts equal
+    /// the edges and comments stored, and the index equals a rebuild from scratch.
+    fn assert_index_agrees(store: &Store) {
+        let reader = store.read().unwrap();
+        for filter in filters() {
+            let (indexed, total) = reader.guarded(|view| list(view, &filter)).unwrap();
+            let (scanned, scan_total) = reader.guarded(|view| list_by_scan(view, &filter)).unwrap();
+            assert_eq!(ids(&indexed), ids(&scanned), "{filter:?}");
+            assert_eq!(total, scan_total, "{filter:?}");
+            for summary in &indexed {
+                let id = summary.issue.id.as_str();
+                let deps = reader.dependencies(id).unwrap();
+                assert_eq!(summary.dependency_count, deps.len());
+                assert_eq!(summary.dependent_count, reader.dependents(id).unwrap().len());
+                assert_eq!(summary.comment_count, reader.comments(id).unwrap().len());
+                let parent = deps.iter().find(|d| d.kind == dep_type::PARENT_CHILD);
+                assert_eq!(summary.parent.as_deref(), parent.map(|d| d.depends_on_id.as_str()));
+            }
+        }
+        let (page, total) = reader.blocked(None, 0).unwrap();
+        let scanned = reader.guarded(blocked_by_scan).unwrap();
+        let listed: Vec<&str> = page.iter().map(|b| b.summary.issue.id.as_str()).collect();
+        assert_eq!(listed, scanned);
+        assert_eq!(total, scanned.len());
+        let (first, total) = reader.blocked(None, 2).unwrap();
+        assert_eq!(first.len(), scanned.len().min(2));
+        assert_eq!(total, scanned.len());
+        drop(reader);
+        let ((stored, rebuilt), _) = store
+            .write("check", Clock::System, |writer| {
+                let stored = writer.order_index_contents()?;
+                writer.build_order_index()?;
+                Ok((stored, writer.order_index_contents()?))
+            })
+            .unwrap();
+        assert_eq!(stored, rebuilt);
+    }
+
+    fn new_store(dir: &tempfile::TempDir, name: &str) -> Store {
+        Store::init(&dir.path().join(name).join(".beads"), "t").unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn index_driven_reads_match_full_scans(steps in prop::collection::vec(step(), 1..60)) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = new_store(&dir, "a");
+            play(&store, &steps);
+            assert_index_agrees(&store);
+            // A replay of the same ops in reverse order re-applies them in the total order
+            // (the merge path), which must leave the index as right.
+            let other = new_store(&dir, "b");
+            let mut ops: Vec<_> = store.journal(0).unwrap().into_iter().map(|(_, op)| op).collect();
+            ops.reverse();
+            let half = ops.split_off(ops.len() / 2);
+            other.replay(Clock::System, half).unwrap();
+            other.replay(Clock::System, ops).unwrap();
+            assert_index_agrees(&other);
+        }
+    }
+
+    /// A store made before the order index existed reads by full scans, and its first write
+    /// builds the index.
+    #[test]
+    fn an_unindexed_store_is_read_by_scanning_and_indexed_by_its_first_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = new_store(&dir, "a");
+        let steps: Vec<Step> = (0..12u8)
+            .map(|n| Step::Create {
+                priority: n % 5,
+                kind: n % 3,
+                assignee: n % 3,
+                label: n % 3,
+                age: n % 4,
+            })
+            .chain([Step::Dep { from: 3, to: 1, parent: false }, Step::Close(1), Step::Claim(5, 0)])
+            .chain([
+                Step::Dep { from: 7, to: 2, parent: false },
+                Step::Dep { from: 8, to: 7, parent: true },
+            ])
+            .collect();
+        play(&store, &steps);
+        let before = store.read().unwrap().list(&ListFilter::default()).unwrap();
+        let blocked_before = store.read().unwrap().blocked(None, 0).unwrap().1;
+        let txn = store.writable().unwrap().begin_write().unwrap();
+        txn.delete_table(crate::store::tables::ORDER).unwrap();
+        {
+            let mut meta_table = txn.open_table(crate::store::tables::META).unwrap();
+            meta_table.remove(crate::store::meta::ORDER_INDEX).unwrap();
+            meta_table.retain(|key, _| !key.starts_with(crate::store::meta::STATUS_COUNT)).unwrap();
+        }
+        txn.commit().unwrap();
+
+        let reader = store.read().unwrap();
+        assert!(!reader.guarded(order::indexed).unwrap());
+        let unindexed = reader.list(&ListFilter::default()).unwrap();
+        assert_eq!(ids(&unindexed.0), ids(&before.0));
+        assert_eq!(unindexed.1, before.1);
+        assert_eq!(reader.blocked(None, 0).unwrap().1, blocked_before);
+        drop(reader);
+
+        let comment = op_of(&Step::Comment(0), 1).unwrap();
+        store.apply("a1", Clock::System, vec![comment]).unwrap();
+        assert!(store.read().unwrap().guarded(order::indexed).unwrap());
+        assert_index_agrees(&store);
+    }
+}
