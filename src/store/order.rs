@@ -172,6 +172,9 @@ pub(crate) fn indexed(view: &dyn View) -> Result<bool, StoreError> {
     Ok(view.meta_bytes(meta::ORDER_INDEX)?.is_some())
 }
 
+/// Every entry of the order index, and the status counts.
+pub(crate) type IndexContents = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<(Status, u64)>);
+
 /// One entry of a [`Scan`]: the id and its facts.
 pub(crate) struct Row {
     pub id: String,
@@ -382,9 +385,7 @@ impl Writer<'_> {
 
     /// The whole order index and the status counts, for `fleet doctor`'s comparison with a
     /// rebuild.
-    pub(crate) fn order_index_contents(
-        &self,
-    ) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, Vec<(Status, u64)>), StoreError> {
+    pub(crate) fn order_index_contents(&self) -> Result<IndexContents, StoreError> {
         let mut entries = BTreeMap::new();
         for entry in self.tables.order_ref().iter()? {
             let (key, value) = entry?;
