@@ -245,7 +245,7 @@ fn run_sequence(steps: &[Step]) -> Result<(), TestCaseError> {
     let expected_blocked = snapshot.blocked_set();
     let reader = store.read().unwrap();
     let actual_blocked: BTreeSet<String> =
-        reader.blocked(None).unwrap().into_iter().map(|b| b.summary.issue.id).collect();
+        reader.blocked(None, 0).unwrap().0.into_iter().map(|b| b.summary.issue.id).collect();
     prop_assert_eq!(&actual_blocked, &expected_blocked, "blocked sets differ");
     let filter = ReadyFilter { limit: 0, ..ReadyFilter::default() };
     let actual_ready: Vec<String> =

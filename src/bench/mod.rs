@@ -36,7 +36,7 @@ pub use claim::{ClaimConfig, ClaimReport, Shape};
 pub use import::{ImportConfig, ImportReport};
 pub use ready::{ReadyConfig, ReadyReport};
 pub use supervisor::{SupervisorConfig, SupervisorReport};
-pub use worker::{Engine, WorkerMode, run_worker};
+pub use worker::{Engine, ReadQuery, WorkerMode, run_worker};
 
 use crate::store::StoreError;
 

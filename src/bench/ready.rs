@@ -1,6 +1,7 @@
-//! Ready latency: the whole-process wall time of `fleet ready` (the real binary, default
-//! limit) over a large generated graph, against a spawned SQLite baseline running the
-//! equivalent query (`fleet bench worker --engine sqlite --ready`).
+//! Read latency: the whole-process wall time of the read commands agents and people run most
+//! (`fleet ready`, `fleet ready --json`, `fleet list --json -n 50`, `fleet blocked --json`; the
+//! real binary, default limits) over a large generated graph, each against a spawned SQLite
+//! baseline running the equivalent query (`fleet bench worker --engine sqlite --query …`).
 //!
 //! The graph is generated deterministically: every issue after the first two gets one
 //! `blocks` edge and one `parent-child` edge to two distinct earlier issues picked at random,
@@ -16,12 +17,19 @@ use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
 use super::sqlite::{self, Purpose};
+use super::worker::ReadQuery;
 use super::workspace::{PlannedIssue, ScratchDir, fill_fleet, fleet_store_dir};
 use super::{BenchError, Machine, Progress, io_error, mark, per_second, table, thousands};
 use crate::model::dep_type;
 
-/// The goal for fleet's median.
-const GOAL_MEDIAN_MS: f64 = 5.0;
+/// The timed commands: the label, `fleet`'s arguments, the baseline's query, and the goal for
+/// fleet's median in milliseconds.
+const COMMANDS: [(&str, &[&str], ReadQuery, f64); 4] = [
+    ("fleet ready", &["ready"], ReadQuery::Ready, 5.0),
+    ("fleet ready --json", &["ready", "--json"], ReadQuery::ReadyJson, 5.0),
+    ("fleet list --json -n 50", &["list", "--json", "-n", "50"], ReadQuery::List, 10.0),
+    ("fleet blocked --json", &["blocked", "--json"], ReadQuery::Blocked, 10.0),
+];
 /// Untimed runs of each engine before the timed ones, to warm the page cache.
 const WARMUP_RUNS: usize = 3;
 /// Share of generated issues that are closed, in percent.
@@ -76,6 +84,16 @@ impl Latency {
     }
 }
 
+/// One timed command against its baseline.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandLatency {
+    pub command: String,
+    pub fleet: Latency,
+    pub sqlite: Latency,
+    pub goal_median_ms: f64,
+    pub goal_met: bool,
+}
+
 /// The result of `fleet bench ready`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadyReport {
@@ -87,8 +105,9 @@ pub struct ReadyReport {
     pub sqlite_fill_secs: f64,
     /// Both engines list the same issues in the same order.
     pub same_list: bool,
-    pub fleet: Latency,
-    pub sqlite: Latency,
+    /// Every timed command, `fleet ready` first.
+    pub commands: Vec<CommandLatency>,
+    /// Every command met its goal.
     pub goal_met: bool,
     pub machine: Machine,
 }
@@ -112,11 +131,25 @@ pub fn run(config: &ReadyConfig, progress: Progress<'_>) -> Result<ReadyReport, 
     let started = Instant::now();
     sqlite::fill(&sqlite_dir, &ids, &plan, Purpose::Ready)?;
     let sqlite_fill = started.elapsed();
-    let fleet_command = || ready_command(&config.binary, &fleet_store_dir(&fleet_dir), false);
-    let sqlite_command = || ready_command(&config.binary, &sqlite_dir, true);
-    let same_list = fleet_ready_ids(fleet_command())? == sqlite_ready_ids(&sqlite_dir)?;
-    progress(&format!("timing {} runs of each", config.runs));
-    let (fleet, sqlite) = time_runs(config.runs, fleet_command, sqlite_command)?;
+    let fleet_store = fleet_store_dir(&fleet_dir);
+    let same_list = fleet_ready_ids(read_command(&config.binary, &fleet_store, &["ready"]))?
+        == sqlite_ready_ids(&sqlite_dir)?;
+    let mut commands = Vec::with_capacity(COMMANDS.len());
+    for (label, args, query, goal) in COMMANDS {
+        progress(&format!("timing {} runs of `{label}` and its baseline", config.runs));
+        let (fleet, sqlite) = time_runs(
+            config.runs,
+            || read_command(&config.binary, &fleet_store, args),
+            || baseline_command(&config.binary, &sqlite_dir, query),
+        )?;
+        commands.push(CommandLatency {
+            command: label.to_string(),
+            goal_met: fleet.median_ms <= goal,
+            goal_median_ms: goal,
+            fleet,
+            sqlite,
+        });
+    }
     let ready_issues = sqlite::ready_count(&sqlite::open(&sqlite_dir)?)?;
     Ok(ReadyReport {
         issues: plan.len(),
@@ -125,9 +158,8 @@ pub fn run(config: &ReadyConfig, progress: Progress<'_>) -> Result<ReadyReport, 
         fleet_fill_secs: fleet_fill.as_secs_f64(),
         sqlite_fill_secs: sqlite_fill.as_secs_f64(),
         same_list,
-        goal_met: fleet.median_ms <= GOAL_MEDIAN_MS,
-        fleet,
-        sqlite,
+        goal_met: commands.iter().all(|c| c.goal_met),
+        commands,
         machine: Machine::this(),
     })
 }
@@ -177,17 +209,23 @@ fn graph_plan(issues: usize) -> Vec<PlannedIssue> {
         .collect()
 }
 
-/// `fleet ready` on the fleet store, or the baseline worker on the SQLite workspace.
-fn ready_command(binary: &Path, db: &Path, baseline: bool) -> Command {
+/// `fleet <args>` on the store in `db`.
+fn read_command(binary: &Path, db: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(binary);
-    command.arg("--db").arg(db);
-    if baseline {
-        command.args(["bench", "worker", "--engine", "sqlite", "--ready"]);
-    } else {
-        command.arg("ready");
-    }
+    command.arg("--db").arg(db).args(args);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     command
+}
+
+/// The baseline worker answering `query` on the SQLite workspace `db`.
+fn baseline_command(binary: &Path, db: &Path, query: ReadQuery) -> Command {
+    let name = match query {
+        ReadQuery::Ready => "ready",
+        ReadQuery::ReadyJson => "ready-json",
+        ReadQuery::List => "list",
+        ReadQuery::Blocked => "blocked",
+    };
+    read_command(binary, db, &["bench", "worker", "--engine", "sqlite", "--query", name])
 }
 
 /// Runs a command to the end; its output must be a success.
@@ -245,45 +283,51 @@ fn time_runs(
 impl ReadyReport {
     /// The comparison table, with the graph it was measured on above it.
     pub fn render(&self) -> String {
+        let runs = self.commands.first().map_or(0, |c| c.fleet.runs);
         let mut out = format!(
-            "Ready latency: {} issues, {} edges (blocks and parent-child), {} ready; whole-process \
-             wall time of the default listing (first {}), {} runs each, {} cores\n\
+            "Read latency: {} issues, {} edges (blocks and parent-child), {} ready; whole-process \
+             wall time with default limits (ready: first {}, list and blocked: first {}), {} runs \
+             each, {} cores\n\
              Generated in one transaction: fleet {:.1} s ({} issues/s), sqlite {:.1} s. \
-             Both list the same issues: {}\n",
+             Both list the same ready issues: {}\n",
             self.issues,
             self.edges,
             self.ready_issues,
             sqlite::READY_LIMIT,
-            self.fleet.runs,
+            sqlite::PAGE_LIMIT,
+            runs,
             self.machine.cores,
             self.fleet_fill_secs,
             thousands(per_second(self.issues, Duration::from_secs_f64(self.fleet_fill_secs))),
             self.sqlite_fill_secs,
             if self.same_list { "yes" } else { "NO" },
         );
-        let mut grid = table(vec!["command", "median", "p90", "min", "median vs fleet", "goal"]);
+        let mut grid = table(vec![
+            "command",
+            "fleet median",
+            "fleet p90",
+            "fleet min",
+            "sqlite median",
+            "sqlite vs fleet",
+            "goal",
+        ]);
         let ms = |value: f64| format!("{value:.2} ms");
-        grid.add_row(vec![
-            "fleet ready".to_string(),
-            ms(self.fleet.median_ms),
-            ms(self.fleet.p90_ms),
-            ms(self.fleet.min_ms),
-            "1.00×".to_string(),
-            format!("≤ {GOAL_MEDIAN_MS} ms median {}", mark(self.goal_met)),
-        ]);
-        let ratio = if self.fleet.median_ms > 0.0 {
-            self.sqlite.median_ms / self.fleet.median_ms
-        } else {
-            0.0
-        };
-        grid.add_row(vec![
-            "sqlite baseline (worker process)".to_string(),
-            ms(self.sqlite.median_ms),
-            ms(self.sqlite.p90_ms),
-            ms(self.sqlite.min_ms),
-            format!("{ratio:.2}×"),
-            String::new(),
-        ]);
+        for command in &self.commands {
+            let ratio = if command.fleet.median_ms > 0.0 {
+                command.sqlite.median_ms / command.fleet.median_ms
+            } else {
+                0.0
+            };
+            grid.add_row(vec![
+                command.command.clone(),
+                ms(command.fleet.median_ms),
+                ms(command.fleet.p90_ms),
+                ms(command.fleet.min_ms),
+                ms(command.sqlite.median_ms),
+                format!("{ratio:.2}×"),
+                format!("≤ {} ms median {}", command.goal_median_ms, mark(command.goal_met)),
+            ]);
+        }
         out.push_str(&grid.to_string());
         out
     }

@@ -17,6 +17,8 @@ use super::workspace::PlannedIssue;
 pub const DB_FILE: &str = "baseline.sqlite";
 /// How many issues `fleet ready` lists by default; the baseline lists as many.
 pub const READY_LIMIT: usize = 100;
+/// How many issues `fleet list` and `fleet blocked` print by default; the baseline as many.
+pub const PAGE_LIMIT: usize = 50;
 /// Long enough that no claimer gives up while 63 others queue for the write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -43,7 +45,8 @@ CREATE TABLE blocked (id TEXT PRIMARY KEY) WITHOUT ROWID;
 const CLAIM_INDEX: &str = "CREATE INDEX issues_claimable ON issues (priority, created_at DESC, id)
     WHERE status = 'open' AND assignee = ''";
 const READY_INDEX: &str = "CREATE INDEX issues_open ON issues (priority, created_at DESC, id)
-    WHERE status = 'open'";
+    WHERE status = 'open';
+CREATE INDEX issues_by_priority ON issues (priority, created_at DESC, id);";
 
 /// Issues with an open blocker, then everything below a blocked issue through parent-child:
 /// the rule fleet's readiness module maintains, computed once as beads rebuilds its cache.
@@ -76,6 +79,80 @@ FROM issues i
 WHERE i.status = 'open' AND NOT EXISTS (SELECT 1 FROM blocked b WHERE b.id = i.id)
 ORDER BY i.priority, i.created_at DESC, i.id
 LIMIT ?1";
+
+/// The columns `list` and `blocked` print, with the edge counts; `?1` is the limit.
+const LISTED: &str = "SELECT i.id, i.title, i.status, i.priority, i.issue_type, i.assignee,
+    i.created_at,
+    (SELECT count(*) FROM deps d WHERE d.issue_id = i.id),
+    (SELECT count(*) FROM deps d WHERE d.depends_on_id = i.id)
+FROM issues i";
+const LIST_WHERE: &str = "WHERE i.status != 'closed'";
+const BLOCKED_WHERE: &str = "WHERE EXISTS (SELECT 1 FROM blocked b WHERE b.id = i.id)";
+const LISTED_ORDER: &str = "ORDER BY i.priority, i.created_at DESC, i.id LIMIT ?1";
+const BLOCKED_BY: &str =
+    "SELECT d.depends_on_id FROM deps d JOIN issues t ON t.id = d.depends_on_id
+    WHERE d.issue_id = ?1 AND d.type IN ('blocks', 'conditional-blocks')
+      AND t.status NOT IN ('closed', 'pinned')";
+
+/// One row of the baseline's `list` or `blocked`, printed as JSON.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ListedRow {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub priority: u8,
+    pub issue_type: String,
+    pub assignee: String,
+    pub created_at: i64,
+    pub dependency_count: usize,
+    pub dependent_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<Vec<String>>,
+}
+
+/// The first `limit` issues that are not closed, in `list`'s default order, and how many
+/// there are in all (`fleet list` reports it).
+pub fn list(conn: &Connection, limit: usize) -> rusqlite::Result<(Vec<ListedRow>, usize)> {
+    let rows = listed(conn, LIST_WHERE, limit)?;
+    let total =
+        conn.query_row("SELECT count(*) FROM issues WHERE status != 'closed'", [], |row| {
+            row.get(0).map(count)
+        })?;
+    Ok((rows, total))
+}
+
+/// The first `limit` blocked issues in `blocked`'s order with their open blockers, and how
+/// many are blocked in all.
+pub fn blocked(conn: &Connection, limit: usize) -> rusqlite::Result<(Vec<ListedRow>, usize)> {
+    let mut rows = listed(conn, BLOCKED_WHERE, limit)?;
+    let mut blockers = conn.prepare_cached(BLOCKED_BY)?;
+    for row in &mut rows {
+        let ids = blockers.query_map([&row.id], |r| r.get(0))?;
+        row.blocked_by = Some(ids.collect::<rusqlite::Result<_>>()?);
+    }
+    let total = conn.query_row("SELECT count(*) FROM blocked", [], |row| row.get(0).map(count))?;
+    Ok((rows, total))
+}
+
+fn listed(conn: &Connection, filter: &str, limit: usize) -> rusqlite::Result<Vec<ListedRow>> {
+    let mut query = conn.prepare_cached(&format!("{LISTED} {filter} {LISTED_ORDER}"))?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = query.query_map([limit], |row| {
+        Ok(ListedRow {
+            id: row.get(0)?,
+            title: row.get(1)?,
+            status: row.get(2)?,
+            priority: row.get(3)?,
+            issue_type: row.get(4)?,
+            assignee: row.get(5)?,
+            created_at: row.get(6)?,
+            dependency_count: count(row.get(7)?),
+            dependent_count: count(row.get(8)?),
+            blocked_by: None,
+        })
+    })?;
+    rows.collect()
+}
 
 /// Which query the baseline is built to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +253,7 @@ pub fn closed(workspace: &Path) -> rusqlite::Result<Vec<(String, String)>> {
 }
 
 /// One row of the baseline's ready list.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ReadyRow {
     pub id: String,
     pub title: String,

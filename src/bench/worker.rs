@@ -25,8 +25,8 @@ pub enum WorkerMode<'a> {
     Once,
     /// Claim issue after issue until none is left.
     Loop,
-    /// List ready work, as `fleet ready` does.
-    Ready,
+    /// Run a read query, as the `fleet` command it stands for does.
+    Read(ReadQuery),
     /// The ids of ready work, one a line (the baseline's `bd ready --json`).
     ReadyIds,
     /// Claim this issue (the baseline's `bd update ID --claim`); prints it if won.
@@ -44,6 +44,20 @@ fn opened<'s>(slot: &'s mut Option<Store>, dir: &Path) -> Result<&'s Store, Benc
     Ok(slot.as_ref().expect("opened above"))
 }
 
+/// The read commands `fleet bench ready` times, which the baseline worker answers with the
+/// equivalent SQLite queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReadQuery {
+    /// `fleet ready`: the first 100 ready issues, as text.
+    Ready,
+    /// `fleet ready --json`: the same, as JSON with the edge counts.
+    ReadyJson,
+    /// `fleet list --json -n 50`: the first 50 issues that are not closed, and their number.
+    List,
+    /// `fleet blocked --json`: the first page of blocked issues with their blockers.
+    Blocked,
+}
+
 /// Runs a worker as `actor` on the benchmark workspace directory `workspace`. Returns the lines
 /// it reports: the ids it claimed, or the ready list.
 pub fn run_worker(
@@ -53,7 +67,7 @@ pub fn run_worker(
     mode: WorkerMode<'_>,
 ) -> Result<Vec<String>, BenchError> {
     match (engine, mode) {
-        (Engine::Fleet, WorkerMode::Ready) => fleet_ready(workspace),
+        (Engine::Fleet, WorkerMode::Read(_)) => fleet_ready(workspace),
         (Engine::Fleet, WorkerMode::Once | WorkerMode::Loop) => {
             let dir = fleet_store_dir(workspace);
             let mut store = None;
@@ -74,7 +88,7 @@ pub fn run_worker(
                 })?;
             Ok(reply.into_closed()?.closed.into_iter().map(|s| s.issue.id).collect())
         }
-        (Engine::Sqlite, WorkerMode::Ready) => sqlite_ready(workspace),
+        (Engine::Sqlite, WorkerMode::Read(query)) => sqlite_read(workspace, query),
         (Engine::Sqlite, WorkerMode::ReadyIds) => {
             let rows = sqlite::ready(&sqlite::open(workspace)?, sqlite::READY_LIMIT)?;
             Ok(rows.into_iter().map(|row| row.id).collect())
@@ -121,10 +135,25 @@ fn fleet_ready(workspace: &Path) -> Result<Vec<String>, BenchError> {
     Ok(page.issues.into_iter().map(|issue| issue.id).collect())
 }
 
-/// The baseline's ready list, printed as `fleet ready` prints its own.
-fn sqlite_ready(workspace: &Path) -> Result<Vec<String>, BenchError> {
+/// The baseline's answer to `query`, printed as the `fleet` command prints its own.
+fn sqlite_read(workspace: &Path, query: ReadQuery) -> Result<Vec<String>, BenchError> {
     let conn = sqlite::open(workspace)?;
-    let rows = sqlite::ready(&conn, sqlite::READY_LIMIT)?;
+    Ok(match query {
+        ReadQuery::Ready => sqlite_ready(&conn)?,
+        ReadQuery::ReadyJson => pretty(&sqlite::ready(&conn, sqlite::READY_LIMIT)?),
+        ReadQuery::List => pretty(&sqlite::list(&conn, sqlite::PAGE_LIMIT)?.0),
+        ReadQuery::Blocked => pretty(&sqlite::blocked(&conn, sqlite::PAGE_LIMIT)?.0),
+    })
+}
+
+/// A value as pretty JSON, the one line a JSON query reports.
+fn pretty<T: serde::Serialize>(value: &T) -> Vec<String> {
+    vec![serde_json::to_string_pretty(value).unwrap_or_default()]
+}
+
+/// The baseline's ready list, printed as `fleet ready` prints its own.
+fn sqlite_ready(conn: &rusqlite::Connection) -> Result<Vec<String>, BenchError> {
+    let rows = sqlite::ready(conn, sqlite::READY_LIMIT)?;
     let mut lines = vec![format!("📋 Ready work ({} issues with no active blockers):", rows.len())];
     for (n, row) in rows.iter().enumerate() {
         lines.push(format!(

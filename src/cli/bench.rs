@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use super::context::Context;
 use super::error::CliError;
-use crate::bench::{self, BenchError, ClaimConfig, Engine, ReadyConfig, Shape, WorkerMode};
+use crate::bench::{
+    self, BenchError, ClaimConfig, Engine, ReadQuery, ReadyConfig, Shape, WorkerMode,
+};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
@@ -94,6 +96,9 @@ pub struct WorkerArgs {
     /// List ready work instead of claiming.
     #[arg(long)]
     pub ready: bool,
+    /// Run this read query instead of claiming (the baseline of `fleet bench ready`).
+    #[arg(long, value_enum, conflicts_with_all = ["repeat", "ready"])]
+    pub query: Option<ReadQuery>,
     /// Print the ids of ready work, one a line.
     #[arg(long, conflicts_with_all = ["ready", "repeat"])]
     pub ready_ids: bool,
@@ -212,8 +217,10 @@ fn cmd_bench_worker(ctx: &Context, args: WorkerArgs) -> Result<(), CliError> {
         WorkerMode::Close(id)
     } else if args.ready_ids {
         WorkerMode::ReadyIds
+    } else if let Some(query) = args.query {
+        WorkerMode::Read(query)
     } else if args.ready {
-        WorkerMode::Ready
+        WorkerMode::Read(ReadQuery::Ready)
     } else if args.repeat {
         WorkerMode::Loop
     } else {

@@ -52,6 +52,7 @@ impl ListFilterArgs {
             assignee: self.assignee.clone(),
             labels: split_csv(&self.label),
             text,
+            updated_before: None,
             sort: self.sort,
             reverse: self.reverse,
             limit: self.limit,
@@ -210,14 +211,23 @@ pub struct BlockedArgs {
     /// Only descendants of this issue.
     #[arg(long)]
     pub parent: Option<String>,
+    /// At most this many issues (0 = all).
+    #[arg(short = 'n', long, default_value_t = 50)]
+    pub limit: usize,
 }
 
 pub fn cmd_blocked(ctx: &Context, args: BlockedArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?.skip_damaged();
     let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
-    let blocked = reader.blocked(parent.as_deref())?;
+    let (blocked, total) = reader.blocked(parent.as_deref(), args.limit)?;
     ctx.out.emit(&blocked, || render_blocked(&blocked));
+    if total > blocked.len() {
+        ctx.out.note(&format!(
+            "Showing {} of {total} blocked issues (use --limit 0 for all)",
+            blocked.len()
+        ));
+    }
     report_damaged(ctx, reader.damaged())
 }
 

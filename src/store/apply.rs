@@ -619,6 +619,7 @@ impl Writer<'_> {
         for label in &old.labels {
             self.tables.labels.remove((label.as_str(), id))?;
         }
+        self.index_order(Some(&old), None)?;
         self.tables.issues.remove(id)?;
         self.tables.meta.remove(format!("{}{id}", meta::ORIGIN).as_str())?;
         Ok(Some(seeds))
@@ -738,8 +739,9 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Writes an issue row and keeps the label index in step with its labels.
+    /// Writes an issue row and keeps the label and order indexes in step with it.
     fn put_issue(&mut self, old: Option<&Issue>, issue: &Issue) -> Result<(), StoreError> {
+        self.index_order(old, Some(issue))?;
         let old_labels = old.map(|o| o.labels.as_slice()).unwrap_or_default();
         for label in old_labels.iter().filter(|l| !issue.labels.contains(l)) {
             self.tables.labels.remove((label.as_str(), issue.id.as_str()))?;

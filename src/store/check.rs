@@ -20,8 +20,8 @@ use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinitio
 use serde::Serialize;
 
 use super::tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, RDEPS, READY, READY_KEYS,
-    decode_dep, decode_issue_of, id_of_ready_key,
+    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
+    READY_KEYS, decode_dep, decode_issue_of, id_of_ready_key,
 };
 use super::{STORE_FILE, Store, StoreError, io_error, meta};
 use crate::model::{Comment, Dependency, Issue, is_foreign_ref};
@@ -139,13 +139,16 @@ pub fn check(dir: &Path) -> Result<Report, StoreError> {
     checks.extend(read.checks);
     let writable = checks.iter().any(|c| c.check == "write" && c.ok);
     if writable && damaged.is_empty() {
+        checks.push(order_index(&store, &scratch.0, &path));
         checks.push(readiness(&store, &scratch.0, &path));
     } else {
-        checks.push(Check::problem(
-            "readiness",
-            "not checked while the store cannot be written or has damaged issue rows; check again after the repair",
-            Vec::new(),
-        ));
+        for check in ["order index", "readiness"] {
+            checks.push(Check::problem(
+                check,
+                "not checked while the store cannot be written or has damaged issue rows; check again after the repair",
+                Vec::new(),
+            ));
+        }
     }
     let healthy = checks.iter().all(|c| c.ok);
     Ok(Report { path, healthy, checks, damaged })
@@ -223,8 +226,12 @@ fn tables(txn: &ReadTransaction) -> Check {
     probe(txn, META, &mut problems);
     probe(txn, JOURNAL, &mut problems);
     probe(txn, OP_IDS, &mut problems);
+    // The order index is built by the first write of a store made before it existed.
+    if txn.list_tables().is_ok_and(|mut names| names.any(|t| t.name() == ORDER.name())) {
+        probe(txn, ORDER, &mut problems);
+    }
     if problems.is_empty() {
-        Check::ok("tables", "all 11 tables open")
+        Check::ok("tables", "all tables open")
     } else {
         Check::problem("tables", problems.join("; "), Vec::new())
     }
@@ -425,6 +432,48 @@ impl Readiness {
             }
         }
         ids
+    }
+}
+
+/// Rebuilds the order index and status counts on the private copy and compares them with
+/// what was stored.
+fn order_index(store: &Store, scratch: &Path, path: &Path) -> Check {
+    const CHECK: &str = "order index";
+    let built = store.read().and_then(|reader| reader.view().meta_bytes(meta::ORDER_INDEX));
+    match built {
+        Ok(None) => return Check::ok(CHECK, "not built yet; the next write builds it"),
+        Ok(Some(_)) => {}
+        Err(error) => return Check::problem(CHECK, describe(&error, scratch, path), Vec::new()),
+    }
+    let compared = store.write("fleet-doctor", Clock::System, |writer| {
+        let (stored, stored_counts) = writer.order_index_contents()?;
+        writer.build_order_index()?;
+        let (fresh, fresh_counts) = writer.order_index_contents()?;
+        let mut ids = BTreeSet::new();
+        for key in stored.keys().chain(fresh.keys()) {
+            if stored.get(key) != fresh.get(key) {
+                ids.insert(super::order::id_of_key(key).to_string());
+            }
+        }
+        Ok((ids, stored_counts == fresh_counts, fresh.len()))
+    });
+    match compared.map(|(result, _)| result) {
+        Ok((ids, true, entries)) if ids.is_empty() => Check::ok(
+            CHECK,
+            format!("{entries} entries and the status counts agree with a rebuild"),
+        ),
+        Ok((ids, counts_agree, _)) => {
+            let counts = if counts_agree { "" } else { " (and the status counts)" };
+            Check::problem(
+                CHECK,
+                format!(
+                    "the order index disagrees with a rebuild for {} issues{counts}; `fleet rebuild` repairs it",
+                    ids.len()
+                ),
+                ids.into_iter().collect(),
+            )
+        }
+        Err(error) => Check::problem(CHECK, describe(&error, scratch, path), Vec::new()),
     }
 }
 

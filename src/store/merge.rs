@@ -34,8 +34,8 @@ use serde::Serialize;
 
 use super::apply::{NOT_JOURNALED, Outcome, Replayed, encode_op};
 use super::tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, RDEPS, READY, READY_KEYS,
-    SIDELINED,
+    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
+    READY_KEYS, SIDELINED,
 };
 use super::{Store, StoreError, Writer, guard, meta};
 use crate::op::{Op, OpKind, OrderKey};
@@ -273,6 +273,7 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(READY)?;
     txn.delete_table(READY_KEYS)?;
     txn.delete_table(BLOCKED)?;
+    txn.delete_table(ORDER)?;
     txn.delete_table(OP_IDS)?;
     txn.delete_table(SIDELINED)?;
     let mut meta_table = txn.open_table(META)?;
@@ -280,7 +281,8 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
         !(key == meta::COMMENT_SEQ
             || key == meta::TOP_LEVEL_COUNT
             || key.starts_with(meta::CHILD_COUNTER)
-            || key.starts_with(meta::ORIGIN))
+            || key.starts_with(meta::ORIGIN)
+            || key.starts_with(meta::STATUS_COUNT))
     })?;
     Ok(())
 }

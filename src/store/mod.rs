@@ -26,6 +26,7 @@ mod apply;
 pub mod check;
 mod guard;
 mod merge;
+mod order;
 mod query;
 mod readiness;
 mod tables;
@@ -35,6 +36,7 @@ use std::sync::OnceLock;
 
 use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, Table, WriteTransaction};
 
+pub use order::RowFacts;
 pub use query::{
     BlockedIssue, IssueDetail, IssueSummary, LinkedIssue, ListFilter, ListSort, ReadyFilter,
     ReadyPage, Stats,
@@ -49,8 +51,8 @@ use crate::model::ModelError;
 use crate::op::{Hlc, Op, OpKind};
 use crate::time::Clock;
 use tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, RDEPS, READY, READY_KEYS,
-    SIDELINED, TableSet,
+    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
+    READY_KEYS, SIDELINED, TableSet,
 };
 
 /// The database file inside `.beads/`.
@@ -74,6 +76,11 @@ pub(crate) mod meta {
     /// Set once every journaled op is in the op-id index (stores made before the index
     /// existed are indexed by their first writer).
     pub const OP_IDS_COMPLETE: &str = "op_ids_complete";
+    /// Set once the order index (`order`) holds every issue (stores made before it existed
+    /// are indexed by their first writer; reads of an unindexed store scan every issue).
+    pub const ORDER_INDEX: &str = "order_index";
+    /// Prefix of `status_count/<status>` → how many issues have that status (`order`).
+    pub const STATUS_COUNT: &str = "status_count/";
     /// Prefix of `origin/<issue>` → the replica that made the issue, recorded only when that
     /// is another replica (absent: this one). Picks the form of child ids (see `apply`).
     pub const ORIGIN: &str = "origin/";
@@ -307,6 +314,7 @@ type ReadSet = TableSet<
     ReadOnlyTable<&'static str, &'static [u8]>,
     ReadOnlyTable<&'static str, ()>,
     ReadOnlyTable<&'static str, &'static [u8]>,
+    ReadOnlyTable<&'static [u8], &'static [u8]>,
 >;
 
 pub(crate) type WriteSet<'t> = TableSet<
@@ -319,7 +327,19 @@ pub(crate) type WriteSet<'t> = TableSet<
     Table<'t, &'static str, &'static [u8]>,
     Table<'t, &'static str, ()>,
     Table<'t, &'static str, &'static [u8]>,
+    Table<'t, &'static [u8], &'static [u8]>,
 >;
+
+impl<'t> WriteSet<'t> {
+    /// The order index, which every write transaction opens (creating it if need be).
+    fn order_mut(&mut self) -> &mut Table<'t, &'static [u8], &'static [u8]> {
+        self.order.as_mut().expect("write transactions open the order index")
+    }
+
+    fn order_ref(&self) -> &Table<'t, &'static [u8], &'static [u8]> {
+        self.order.as_ref().expect("write transactions open the order index")
+    }
+}
 
 fn io_error(context: String) -> impl FnOnce(std::io::Error) -> StoreError {
     move |source| StoreError::Io { context, source }
@@ -443,6 +463,7 @@ fn write_new_store(path: &Path, prefix: &str, replica: &str) -> Result<(), Store
         meta.insert(meta::REPLICA, replica.as_bytes())?;
         meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
         meta.insert(meta::OP_IDS_COMPLETE, [1u8].as_slice())?;
+        meta.insert(meta::ORDER_INDEX, [1u8].as_slice())?;
         txn.open_table(JOURNAL)?;
         txn.open_table(OP_IDS)?;
     }
@@ -831,9 +852,10 @@ impl Store {
 }
 
 /// Opens every table of [`TableSet`] in a read or a write transaction (their `open_table`
-/// methods differ in type, not in use).
+/// methods differ in type, not in use); `$order` is the order index, which a read of an older
+/// store may not have.
 macro_rules! open_tables {
-    ($txn:expr) => {
+    ($txn:expr, $order:expr) => {
         Ok(TableSet {
             issues: $txn.open_table(ISSUES)?,
             deps: $txn.open_table(DEPS)?,
@@ -844,17 +866,23 @@ macro_rules! open_tables {
             ready_keys: $txn.open_table(READY_KEYS)?,
             blocked: $txn.open_table(BLOCKED)?,
             meta: $txn.open_table(META)?,
+            order: $order,
             damaged: None,
         })
     };
 }
 
 fn open_read_tables(txn: &ReadTransaction) -> Result<ReadSet, StoreError> {
-    open_tables!(txn)
+    let order = match txn.open_table(ORDER) {
+        Ok(table) => Some(table),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(error) => return Err(error.into()),
+    };
+    open_tables!(txn, order)
 }
 
 fn open_write_tables(txn: &WriteTransaction) -> Result<WriteSet<'_>, StoreError> {
-    open_tables!(txn)
+    open_tables!(txn, Some(txn.open_table(ORDER)?))
 }
 
 /// A read snapshot. Queries live in `query`.
@@ -981,7 +1009,7 @@ impl<'t> Writer<'t> {
             Some(bytes) => (serde_json::from_slice(&bytes).ok(), false),
             None => (merge::highest_key(&journal, &sidelined)?, true),
         };
-        Ok(Writer {
+        let mut writer = Writer {
             txn,
             tables,
             replies: None,
@@ -1002,7 +1030,11 @@ impl<'t> Writer<'t> {
             order_high,
             order_high_moved,
             closes_kept: Vec::new(),
-        })
+        };
+        if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
+            writer.build_order_index()?;
+        }
+        Ok(writer)
     }
 
     /// Read access to the state as this transaction sees it.

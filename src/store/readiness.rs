@@ -51,6 +51,17 @@ struct Facts {
     pinned: bool,
 }
 
+impl Facts {
+    /// An issue with only the fields that its index keys read (id, priority, creation time,
+    /// type), for [`super::tables::ready_key`] and the blocked index.
+    fn keyed(&self, id: &str) -> Issue {
+        let mut keyed = Issue::new(id.to_string(), String::new(), self.created_at);
+        keyed.priority = self.priority;
+        keyed.issue_type.clone_from(&self.issue_type);
+        keyed
+    }
+}
+
 fn default_type() -> String {
     "task".to_string()
 }
@@ -180,6 +191,7 @@ impl Writer<'_> {
                 } else {
                     self.tables.blocked.remove(id.as_str())?;
                 }
+                self.set_blocked_entry(&facts.keyed(&id), blocked)?;
                 queue.extend(self.tables.dependents_by(&id, dep_type::PARENT_CHILD)?);
             }
             self.write_ready_entry(&mut cache, &id, &facts, &deps, blocked)?;
@@ -207,9 +219,7 @@ impl Writer<'_> {
         if facts.status != Status::Open || blocked || facts.pinned {
             return Ok(());
         }
-        let mut keyed = Issue::new(id.to_string(), String::new(), facts.created_at);
-        keyed.priority = facts.priority;
-        keyed.issue_type.clone_from(&facts.issue_type);
+        let keyed = facts.keyed(id);
         let entry = ReadyEntry {
             hidden_until: self.hidden_until(cache, facts, deps)?,
             excluded_type: keyed.is_excluded_from_ready(),

@@ -28,6 +28,10 @@ pub(crate) const READY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("re
 pub(crate) const READY_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("ready_keys");
 /// The materialised blocked flag: ids of issues blocked by their dependencies.
 pub(crate) const BLOCKED: TableDefinition<&str, ()> = TableDefinition::new("blocked");
+/// The order indexes of `list`, `blocked` and `stale` (see `super::order`): an encoded key per
+/// issue and index → the filter facts of its entry. Absent from stores made before it existed
+/// until their first write builds it.
+pub(crate) const ORDER: TableDefinition<&[u8], &[u8]> = TableDefinition::new("order");
 /// Sequence → op as JSON: every applied op, in the order it was applied.
 pub(crate) const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("journal");
 /// Op id (a ULID as its 128-bit value) → journal sequence: which ops this store has applied, so
@@ -55,7 +59,7 @@ pub(crate) const MAX_KEY: &str = "\u{10ffff}";
 
 /// One handle per table (the journal aside, which only writers touch), and what to do with an
 /// issue row that does not decode.
-pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M> {
+pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M, O> {
     pub issues: I,
     pub deps: D,
     pub rdeps: R,
@@ -65,13 +69,15 @@ pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M> {
     pub ready_keys: K,
     pub blocked: B,
     pub meta: M,
+    /// The order indexes; `None` in a read of a store made before they existed.
+    pub order: Option<O>,
     /// `None`: a damaged issue row is an error (writes, and reads that name one issue).
     /// `Some`: reads that scan many issues skip it and record its id here (see
     /// [`super::Reader::skip_damaged`]).
     pub damaged: Option<Mutex<BTreeSet<String>>>,
 }
 
-impl<I, D, R, C, L, Y, K, B, M> TableSet<I, D, R, C, L, Y, K, B, M> {
+impl<I, D, R, C, L, Y, K, B, M, O> TableSet<I, D, R, C, L, Y, K, B, M, O> {
     /// The issue in row `bytes` of `id`; a row that does not decode is an error, or, when
     /// damaged rows are skipped, `None` with `id` recorded.
     fn decode_or_skip(&self, id: &str, bytes: &[u8]) -> Result<Option<Issue>, StoreError> {
@@ -138,15 +144,31 @@ impl ReadyEntry {
 
 /// The ready-index key: priority ascending, then newest first, then id — `bd ready`'s order.
 pub(crate) fn ready_key(issue: &Issue) -> Vec<u8> {
-    let created = crate::time::nanos(issue.created_at);
-    // Flip the sign bit so the unsigned big-endian order matches the signed order, then invert
-    // all bits so later timestamps sort first.
-    let newest_first = !((created as u64) ^ (1 << 63));
     let mut key = Vec::with_capacity(9 + issue.id.len());
     key.push(issue.priority);
-    key.extend_from_slice(&newest_first.to_be_bytes());
+    key.extend_from_slice(&newest_first(issue.created_at));
     key.extend_from_slice(issue.id.as_bytes());
     key
+}
+
+/// An instant as 8 bytes whose unsigned order is newest first.
+pub(crate) fn newest_first(at: jiff::Timestamp) -> [u8; 8] {
+    let nanos = crate::time::nanos(at);
+    // Flip the sign bit so the unsigned big-endian order matches the signed order, then invert
+    // all bits so later instants sort first.
+    (!((nanos as u64) ^ (1 << 63))).to_be_bytes()
+}
+
+/// The least key greater than every key starting with `prefix` (`None`: there is none).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
 }
 
 /// The issue id inside a ready-index key.
@@ -163,6 +185,36 @@ pub(crate) fn decode_issue_of(id: &str, bytes: &[u8]) -> Result<Issue, StoreErro
 
 pub(crate) fn decode_dep(bytes: &[u8]) -> Result<Dependency, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))
+}
+
+/// An issue's computed counts and parent (see [`View::counts_of`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub dependencies: usize,
+    pub dependents: usize,
+    pub comments: usize,
+    /// The first parent-child target, in target order.
+    pub parent: Option<String>,
+}
+
+/// Entries of the order index as (key, value) bytes, from [`View::order_range`].
+pub(crate) type OrderEntries<'a> =
+    Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), StoreError>> + 'a>;
+
+/// Only the type of a dependency row, which is all [`View::counts_of`] needs.
+#[derive(serde::Deserialize)]
+struct EdgeType<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Only the text fields of an issue row, which a search reads.
+#[derive(serde::Deserialize)]
+struct IssueText<'a> {
+    #[serde(borrow, default)]
+    title: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    description: std::borrow::Cow<'a, str>,
 }
 
 /// Read access shared by read and write transactions.
@@ -197,6 +249,23 @@ pub(crate) trait View {
     fn scan_deps(&self, visit: &mut dyn FnMut(Dependency) -> bool) -> Result<(), StoreError>;
     /// The ids of every issue carrying `label`, sorted.
     fn ids_with_label(&self, label: &str) -> Result<Vec<String>, StoreError>;
+    /// The computed counts of `id` as `list --json` prints them, read from the key ranges of
+    /// its edges and comments (no row is decoded but its own edges' types).
+    fn counts_of(&self, id: &str) -> Result<Counts, StoreError>;
+    /// The entries of the order index whose keys start with `prefix`, in key order (or
+    /// reversed); `None` when the store has no order index yet.
+    fn order_range<'a>(
+        &'a self,
+        prefix: &[u8],
+        reverse: bool,
+    ) -> Result<Option<OrderEntries<'a>>, StoreError>;
+    /// The number of blocked issues.
+    fn blocked_count(&self) -> Result<u64, StoreError>;
+    /// The title and description of `id`, decoding nothing else of its row; a damaged row is
+    /// treated as [`View::issue`] treats it.
+    fn issue_text(&self, id: &str) -> Result<Option<(String, String)>, StoreError>;
+    /// The meta entries whose keys start with `prefix`, with the prefix cut off.
+    fn meta_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
     fn meta_u64(&self, key: &str) -> Result<u64, StoreError> {
         Ok(self
@@ -226,7 +295,7 @@ pub(crate) trait View {
     }
 }
 
-impl<I, D, R, C, L, Y, K, B, M> View for TableSet<I, D, R, C, L, Y, K, B, M>
+impl<I, D, R, C, L, Y, K, B, M, O> View for TableSet<I, D, R, C, L, Y, K, B, M, O>
 where
     I: ReadableTable<&'static str, &'static [u8]>,
     D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
@@ -237,6 +306,7 @@ where
     K: ReadableTable<&'static str, &'static [u8]>,
     B: ReadableTable<&'static str, ()>,
     M: ReadableTable<&'static str, &'static [u8]>,
+    O: ReadableTable<&'static [u8], &'static [u8]>,
 {
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
         match self.issues.get(id)? {
@@ -370,6 +440,74 @@ where
         let mut out = Vec::new();
         for entry in self.labels.range((label, "")..=(label, MAX_KEY))? {
             out.push(entry?.0.value().1.to_string());
+        }
+        Ok(out)
+    }
+
+    fn counts_of(&self, id: &str) -> Result<Counts, StoreError> {
+        let mut counts = Counts::default();
+        for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
+            let (key, row) = entry?;
+            counts.dependencies += 1;
+            if counts.parent.is_none() {
+                let edge: EdgeType<'_> = serde_json::from_slice(row.value())
+                    .map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))?;
+                // A row without a type is a `blocks` edge (the model's default).
+                if edge.kind.as_deref() == Some(dep_type::PARENT_CHILD) {
+                    counts.parent = Some(key.value().1.to_string());
+                }
+            }
+        }
+        for entry in self.rdeps.range((id, "")..=(id, MAX_KEY))? {
+            entry?;
+            counts.dependents += 1;
+        }
+        for entry in self.comments.range((id, 0)..=(id, u64::MAX))? {
+            entry?;
+            counts.comments += 1;
+        }
+        Ok(counts)
+    }
+
+    fn order_range<'a>(
+        &'a self,
+        prefix: &[u8],
+        reverse: bool,
+    ) -> Result<Option<OrderEntries<'a>>, StoreError> {
+        let Some(order) = &self.order else { return Ok(None) };
+        let range = match prefix_end(prefix) {
+            Some(end) => order.range(prefix..end.as_slice())?,
+            None => order.range(prefix..)?,
+        };
+        let owned = |entry: Result<_, redb::StorageError>| {
+            let (key, value): (redb::AccessGuard<'_, &[u8]>, redb::AccessGuard<'_, &[u8]>) = entry?;
+            Ok((key.value().to_vec(), value.value().to_vec()))
+        };
+        Ok(Some(if reverse {
+            Box::new(range.rev().map(owned))
+        } else {
+            Box::new(range.map(owned))
+        }))
+    }
+
+    fn blocked_count(&self) -> Result<u64, StoreError> {
+        Ok(self.blocked.len()?)
+    }
+
+    fn issue_text(&self, id: &str) -> Result<Option<(String, String)>, StoreError> {
+        let Some(row) = self.issues.get(id)? else { return Ok(None) };
+        match serde_json::from_slice::<IssueText<'_>>(row.value()) {
+            Ok(text) => Ok(Some((text.title.into_owned(), text.description.into_owned()))),
+            Err(_) => Ok(self.decode_or_skip(id, row.value())?.map(|i| (i.title, i.description))),
+        }
+    }
+
+    fn meta_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let mut out = Vec::new();
+        for entry in self.meta.range(prefix..)? {
+            let (key, value) = entry?;
+            let Some(name) = key.value().strip_prefix(prefix) else { break };
+            out.push((name.to_string(), value.value().to_vec()));
         }
         Ok(out)
     }

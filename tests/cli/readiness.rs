@@ -735,3 +735,69 @@ fn ready_filters() {
     // Inherited labels: e11 carries e's and e1's labels.
     assert_eq!(strings(&ws.show(&e11)["labels"]), ["be", "fe"]);
 }
+
+#[test]
+fn blocked_pages_like_list_but_bd_blocked_prints_every_one() {
+    let ws = Workspace::new();
+    let now: jiff::Timestamp = NOW.parse().unwrap();
+    let mut ops = vec![OpKind::Create {
+        issue: Box::new(fleet::model::Issue::new("t-gate".into(), "Gate".into(), now)),
+        deps: Vec::new(),
+    }];
+    ops.extend((0..52).map(|n| {
+        let mut issue = fleet::model::Issue::new(format!("t-b{n:02}"), format!("Held {n}"), now);
+        issue.priority = u8::try_from(n % 5).unwrap();
+        OpKind::Create {
+            issue: Box::new(issue),
+            deps: vec![Dependency {
+                issue_id: String::new(),
+                depends_on_id: "t-gate".into(),
+                kind: "blocks".into(),
+                created_at: now,
+                created_by: String::new(),
+                metadata: String::new(),
+                thread_id: String::new(),
+            }],
+        }
+    }));
+    ws.store().apply("tester", Clock::Fixed(now), ops).unwrap();
+    let every = ids_of(&ws.json(&["blocked", "--limit", "0"]));
+    assert_eq!(every.len(), 52);
+    let mut sorted = every.clone();
+    sorted.sort_by_key(|id| (id.trim_start_matches("t-b").parse::<u8>().unwrap() % 5, id.clone()));
+    assert_eq!(every, sorted, "priority first, then id (same creation time)");
+
+    let run = ws.run(&["blocked"]).ok();
+    assert_eq!(lines(&run.stdout)[0], "🚫 Blocked issues (50):");
+    assert_eq!(run.stderr, "Showing 50 of 52 blocked issues (use --limit 0 for all)\n");
+    assert_eq!(ids_of(&ws.json(&["blocked"])), every[..50]);
+    assert_eq!(ids_of(&ws.json(&["blocked", "-n", "3"])), every[..3]);
+    let bd = ws.run(&["bd", "blocked", "--json"]).ok();
+    assert_eq!(ids_of(&bd.json()), every, "bd blocked has no limit");
+
+    // Closing the gate unblocks every one; reopening blocks them again, in the same order.
+    ws.run(&["close", "t-gate"]).ok();
+    assert_eq!(ws.run(&["blocked"]).ok().stdout, "✨ No blocked issues\n");
+    ws.run(&["reopen", "t-gate"]).ok();
+    assert_eq!(ids_of(&ws.json(&["blocked", "--limit", "0"])), every);
+}
+
+#[test]
+fn list_pages_count_and_stale_agree_after_claims_and_closes() {
+    let ws = Workspace::new();
+    let ids: Vec<String> =
+        (0..6).map(|n| ws.create(&format!("Item {n}"), &["-p", &(n % 3).to_string()])).collect();
+    ws.run(&["close", &ids[0]]).ok();
+    ws.run(&["update", &ids[1], "--claim"]).ok();
+    let all = ids_of(&ws.json(&["list", "--limit", "0"]));
+    assert_eq!(all.len(), 5, "closed issues are left out");
+    let run = ws.run(&["list", "-n", "2"]).ok();
+    assert_eq!(run.stderr, "Showing 2 of 5 issues (use --limit 0 for all)\n");
+    assert_eq!(ids_of(&ws.json(&["list", "-n", "2"])), all[..2]);
+    assert_eq!(ids_of(&ws.json(&["list", "--status", "in_progress"])), [ids[1].clone()]);
+    assert_eq!(ws.run(&["bd", "count"]).ok().stdout, "6\n");
+    let by_status = ws.run(&["bd", "count", "--by-status"]).ok().stdout;
+    assert_eq!(by_status, "Total: 6\n\n  closed: 1\n  in_progress: 1\n  open: 4\n");
+    let stale = ws.json(&["bd", "stale", "--days", "0", "-n", "2"]);
+    assert_eq!(stale.as_array().unwrap().len(), 2);
+}

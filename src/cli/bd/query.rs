@@ -9,8 +9,8 @@ use crate::cli::CliError;
 use crate::cli::issue::split_csv;
 use crate::cli::output::{id_title, list_line, printable};
 use crate::cli::query::{self as fleet, ListFilterArgs};
-use crate::model::{Issue, Status, dep_type, parse_priority};
-use crate::store::{IssueSummary, ListFilter, ListSort, Reader};
+use crate::model::{Status, dep_type, parse_priority};
+use crate::store::{IssueSummary, ListFilter, ListSort, Reader, RowFacts};
 use crate::time::parse_user_date;
 
 /// bd's extra list filters, applied after the store's own.
@@ -49,6 +49,23 @@ pub struct ExtraFilterArgs {
     /// Only issues updated before this date.
     #[arg(long)]
     pub updated_before: Option<String>,
+}
+
+impl ExtraFilterArgs {
+    /// Whether no extra filter is given (the store's filters say it all).
+    fn is_empty(&self) -> bool {
+        self.label_any.is_empty()
+            && self.priority_min.is_none()
+            && self.priority_max.is_none()
+            && self.title_contains.is_none()
+            && self.desc_contains.is_none()
+            && self.parent.is_none()
+            && !self.no_parent
+            && self.created_after.is_none()
+            && self.created_before.is_none()
+            && self.updated_after.is_none()
+            && self.updated_before.is_none()
+    }
 }
 
 /// Compiled [`ExtraFilterArgs`].
@@ -161,15 +178,28 @@ pub struct ListArgs {
     pub format: Option<String>,
 }
 
-/// Lists with the store's filter, then bd's extra filters, then the limit. Returns the page and
-/// how many matched in all.
+fn keep_all(_: &IssueSummary) -> Result<bool, CliError> {
+    Ok(true)
+}
+
+/// A test of bd's own on a listed issue, beyond the store's and the extra filters.
+type Keep<'a> = &'a dyn Fn(&IssueSummary) -> Result<bool, CliError>;
+
+/// Lists with the store's filter, then bd's extra filters and `keep`, then the limit. Returns
+/// the page and how many matched in all. Without extra filters or `keep`, the store's own
+/// listing answers, which reads only the page.
 fn filtered_list(
     ctx: &BdContext,
     reader: &Reader,
     mut filter: ListFilter,
     extra: &ExtraFilterArgs,
-    keep: impl Fn(&IssueSummary) -> Result<bool, CliError>,
+    keep: Option<Keep<'_>>,
 ) -> Result<(Vec<IssueSummary>, usize), CliError> {
+    let keep = match keep {
+        Some(keep) => keep,
+        None if extra.is_empty() => return Ok(reader.list(&filter)?),
+        None => &keep_all,
+    };
     let limit = filter.limit;
     filter.limit = 0;
     let extra = extra.compile(reader, ctx.require_store()?.now())?;
@@ -198,12 +228,14 @@ pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let now = ctx.require_store()?.now();
-    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |s| {
+    let keep = |s: &IssueSummary| {
         let ready_ok = !args.ready || !reader.is_blocked(&s.issue.id)?;
         let overdue_ok = !args.overdue
             || (s.issue.status != Status::Closed && s.issue.due_at.is_some_and(|d| d < now));
         Ok(ready_ok && overdue_ok)
-    })?;
+    };
+    let keep: Option<Keep<'_>> = (args.ready || args.overdue).then_some(&keep);
+    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, keep)?;
     let json = ctx.out.json || args.format.as_deref() == Some("json");
     let out = ctx.out.with_json(json);
     out.emit(&issues, || {
@@ -326,7 +358,8 @@ pub fn cmd_blocked(ctx: &BdContext, args: BlockedArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
-    let blocked = reader.blocked(parent.as_deref())?;
+    // bd blocked has no limit: it prints every blocked issue.
+    let (blocked, _) = reader.blocked(parent.as_deref(), 0)?;
     ctx.out.emit(&blocked, || format!("\n{}", fleet::render_blocked(&blocked)));
     Ok(())
 }
@@ -366,7 +399,7 @@ pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), CliError> {
     let filter = args.filter.to_filter(Some(query.clone())).map_err(CliError::message_only)?;
     let store = ctx.open_store()?;
     let reader = store.read()?;
-    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |_| Ok(true))?;
+    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, None)?;
     ctx.out.emit(&issues, || {
         if issues.is_empty() {
             return format!("No issues found matching '{query}'");
@@ -425,10 +458,7 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
         filter.all = true;
     }
     filter.limit = 0;
-    let store = ctx.open_store()?;
-    let reader = store.read()?;
-    let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, |_| Ok(true))?;
-    let key: Option<fn(&Issue) -> String> = if args.by_status {
+    let key: Option<fn(&RowFacts) -> String> = if args.by_status {
         Some(|i| i.status.to_string())
     } else if args.by_type {
         Some(|i| i.issue_type.clone())
@@ -439,16 +469,32 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
     } else {
         None
     };
-    let mut groups: Vec<Group> = Vec::new();
-    if let Some(key) = key {
-        for summary in &issues {
-            let name = key(&summary.issue);
-            match groups.iter_mut().find(|g| g.group == name) {
-                Some(group) => group.count += 1,
-                None => groups.push(Group { group: name, count: 1 }),
-            }
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let mut total = 0;
+    let mut names: Vec<String> = Vec::new();
+    let mut tally = |row: &RowFacts| {
+        total += 1;
+        if let Some(key) = key {
+            names.push(key(row));
         }
-        groups.sort_by(|a, b| a.group.cmp(&b.group));
+    };
+    let indexed = args.extra.is_empty()
+        && reader.visit_list(&filter, &mut |_, row| {
+            tally(row);
+            true
+        })?;
+    if !indexed {
+        let (issues, _) = filtered_list(ctx, &reader, filter, &args.extra, Some(&keep_all))?;
+        issues.iter().for_each(|s| tally(&RowFacts::of(&s.issue)));
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    names.sort();
+    for name in names {
+        match groups.last_mut() {
+            Some(group) if group.group == name => group.count += 1,
+            _ => groups.push(Group { group: name, count: 1 }),
+        }
     }
     let counts = Counts { count: total, groups };
     ctx.out.emit(&counts, || {
@@ -518,16 +564,14 @@ pub fn cmd_stale(ctx: &BdContext, args: StaleArgs) -> Result<(), CliError> {
     let statuses = args.status.as_deref().map(Status::parse_user).transpose()?;
     let filter = ListFilter {
         statuses: statuses.into_iter().collect(),
+        updated_before: Some(cutoff),
         sort: ListSort::Updated,
         reverse: true,
+        limit: args.limit,
         ..ListFilter::default()
     };
     let store = ctx.open_store()?;
-    let (mut issues, _) = store.read()?.list(&filter)?;
-    issues.retain(|s| s.issue.updated_at < cutoff);
-    if args.limit != 0 {
-        issues.truncate(args.limit);
-    }
+    let (issues, _) = store.read()?.list(&filter)?;
     ctx.out.emit(&issues, || {
         if issues.is_empty() {
             return format!("✨ No stale issues (none untouched for {} days)", args.days);
