@@ -71,6 +71,15 @@ fn remotes_are_added_listed_and_removed() {
     assert_eq!(ws.json(&["remote", "list"]), serde_json::json!([]));
     let none = ws.run(&["sync"]).fails(1);
     assert!(none.stderr.contains("no remote is configured"), "{}", none.stderr);
+    // Names git would take for an option, or that nest refs in another remote's, are refused
+    // before anything is written; so is a URL that reads as an option.
+    for bad in ["--upload-pack=x", "a/b", ".hidden", ""] {
+        let refused = ws.run(&["remote", "add", "--", bad, "/elsewhere"]).fails(1);
+        assert!(refused.stderr.contains("a remote name is letters"), "{bad}: {}", refused.stderr);
+    }
+    let refused = ws.run(&["remote", "add", "up", "--", "-x"]).fails(1);
+    assert!(refused.stderr.contains("is not a git URL"), "{}", refused.stderr);
+    assert_eq!(ws.json(&["remote", "list"]), serde_json::json!([]));
 }
 
 #[test]

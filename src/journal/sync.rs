@@ -98,6 +98,15 @@ pub fn remotes(dir: &Path) -> Result<Vec<Remote>, JournalError> {
 /// Adds remote `name` at `url` to the journal repository (creating `.beads/journal.git` if
 /// the workspace has no repository yet).
 pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalError> {
+    check_remote_name(name)?;
+    if url.trim().is_empty() || url.starts_with('-') {
+        return Err(JournalError::Git {
+            context: format!("adding remote {name}"),
+            message: format!(
+                "{url:?} is not a git URL or path; give one such as ../queue.git or git@host:team/queue.git"
+            ),
+        });
+    }
     let repo = JournalRepo::find_or_create(dir)?;
     if let Some(existing) = repo.remote_url(name) {
         return Err(JournalError::Git {
@@ -107,8 +116,22 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
             ),
         });
     }
-    git(&repo, &["remote", "add", name, url], &format!("adding remote {name}"))?;
+    git(&repo, &["remote", "add", "--", name, url], &format!("adding remote {name}"))?;
     Ok(Remote { name: name.to_string(), url: url.to_string() })
+}
+
+/// Refuses a remote name that git would read as an option, or that would nest its staged refs
+/// (`refs/fleet/remotes/<name>/`) inside another remote's: letters, digits, `.`, `_` and `-`,
+/// not starting with `-` or `.`.
+fn check_remote_name(name: &str) -> Result<(), JournalError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if name.is_empty() || name.starts_with(['-', '.']) || !name.chars().all(allowed) {
+        return Err(JournalError::Git {
+            context: format!("adding remote {name:?}"),
+            message: "a remote name is letters, digits, '.', '_' and '-', not starting with '-' or '.' (for example origin)".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Removes remote `name` and the journal refs staged from it.
