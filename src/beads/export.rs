@@ -3,8 +3,8 @@
 //!
 //! One read snapshot, issues in id order, each line built by [`jsonl::record_value`] with its
 //! dependencies, comments (by time, then id) and the computed counts; then memories sorted by
-//! key. By default the infra types (agent, rig, role, message), templates and ephemeral
-//! issues are left out, as beads does; `all` keeps them. The same state always gives the same
+//! key when asked. By default the infra types (agent, rig, role, message), templates,
+//! ephemeral issues and memories are left out, as beads does; `all` keeps the issues. The same state always gives the same
 //! bytes. Files are written atomically: a temporary file next to the target, synced, renamed.
 
 use std::io::Write;
@@ -27,19 +27,15 @@ pub const AUTO_EXPORT_KEY: &str = "export.auto";
 pub const AUTO_EXPORT_FILE: &str = "issues.jsonl";
 pub const EXPORT_STATE_FILE: &str = "export-state.json";
 
-/// What to export.
-#[derive(Debug, Clone)]
+/// What to export. The default is what `bd export` writes: no infra types, templates,
+/// ephemeral issues or memories (memories may hold private notes, so they leave the store
+/// only when asked, as in beads).
+#[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
     /// Include infra types, templates and ephemeral issues.
     pub all: bool,
     /// Write `_type: memory` lines after the issues.
     pub memories: bool,
-}
-
-impl Default for ExportOptions {
-    fn default() -> Self {
-        ExportOptions { all: false, memories: true }
-    }
 }
 
 /// What an export wrote.

@@ -182,7 +182,7 @@ fn no_beads_database() -> CliError {
 
 /// A `.beads` directory counts when it holds a store or beads' `metadata.json` (a bare
 /// `~/.beads` of global settings does not).
-fn is_workspace(beads: &Path) -> bool {
+pub fn is_workspace(beads: &Path) -> bool {
     beads.join(STORE_FILE).is_file() || beads.join("metadata.json").is_file()
 }
 

@@ -49,11 +49,18 @@ pub struct ExportArgs {
     /// Write to FILE (atomically) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Include infra types (agent, rig, role, message), templates and ephemeral issues.
+    /// Include everything: infra types (agent, rig, role, message), templates, ephemeral
+    /// issues and memories.
     #[arg(long)]
     pub all: bool,
-    /// Leave out `bd remember` memories.
+    /// Include the infra types, templates and ephemeral issues (not memories).
     #[arg(long)]
+    pub include_infra: bool,
+    /// Also write `bd remember` memories (left out by default: they may hold private notes).
+    #[arg(long)]
+    pub include_memories: bool,
+    /// Leave out memories (the default; kept for older scripts).
+    #[arg(long, hide = true, conflicts_with = "include_memories")]
     pub no_memories: bool,
 }
 
@@ -417,7 +424,10 @@ fn render_import(ctx: &Context, report: &ImportReport) {
 
 pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let options = ExportOptions { all: args.all, memories: !args.no_memories };
+    let options = ExportOptions {
+        all: args.all || args.include_infra,
+        memories: args.all || args.include_memories,
+    };
     let Some(path) = &args.output else {
         // To stdout, a damaged issue row is left out and named after the rest (an export to a
         // file, or the auto-export, fails whole instead: it would replace a good file).

@@ -24,6 +24,7 @@ mod issue;
 mod label;
 mod link;
 mod lint;
+mod memory;
 mod query;
 mod sync;
 mod transfer;
@@ -206,6 +207,14 @@ pub enum BdCommand {
     Hook(hooks::HookArgs),
     /// Output the workflow primer for an agent's context.
     Prime(guide::PrimeArgs),
+    /// Store a persistent memory (shown by `bd prime`).
+    Remember(memory::RememberArgs),
+    /// List or search persistent memories.
+    Memories(memory::MemoriesArgs),
+    /// Print one memory in full.
+    Recall(memory::KeyArgs),
+    /// Remove a persistent memory.
+    Forget(memory::KeyArgs),
     /// Quick start guide.
     Quickstart,
     /// The essential commands, for humans.
@@ -332,6 +341,8 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         | BdCommand::Defer(_)
         | BdCommand::Undefer(_)
         | BdCommand::Comment(_)
+        | BdCommand::Remember(_)
+        | BdCommand::Forget(_)
         | BdCommand::Import(_) => true,
         BdCommand::Delete(args) => args.force,
         BdCommand::Ready(args) => args.claim,
@@ -376,6 +387,10 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Hooks(command) => hooks::cmd_hooks(&ctx, command)?,
         BdCommand::Hook(args) => hooks::cmd_hook(&ctx, args)?,
         BdCommand::Prime(args) => guide::cmd_prime(&ctx, args),
+        BdCommand::Remember(args) => memory::cmd_remember(&ctx, args)?,
+        BdCommand::Memories(args) => memory::cmd_memories(&ctx, args)?,
+        BdCommand::Recall(args) => memory::cmd_recall(&ctx, args)?,
+        BdCommand::Forget(args) => memory::cmd_forget(&ctx, args)?,
         BdCommand::Quickstart => guide::cmd_quickstart(&ctx),
         BdCommand::Human => guide::cmd_human(&ctx),
         BdCommand::Version => {
@@ -407,6 +422,8 @@ fn command_name(command: &BdCommand) -> &'static str {
         BdCommand::Label(_) => "label",
         BdCommand::Ready(_) => "ready --claim",
         BdCommand::Import(_) => "import",
+        BdCommand::Remember(_) => "remember",
+        BdCommand::Forget(_) => "forget",
         _ => "this command",
     }
 }
