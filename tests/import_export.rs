@@ -79,7 +79,7 @@ impl Home {
 
     /// `fleet export --all` to stdout.
     fn export_all(&self) -> String {
-        self.run(&["export", "--all"]).ok().stdout
+        self.run(&["export", "--all", "--include-paths"]).ok().stdout
     }
 
     /// The exported issue lines keyed by id.
@@ -725,12 +725,12 @@ fn round_trips_are_byte_identical() {
         &[],
     );
     let a = first.path().join("a.jsonl");
-    first.run(&["export", "--all", "-o", a.to_str().unwrap()]).ok();
+    first.run(&["export", "--all", "--include-paths", "-o", a.to_str().unwrap()]).ok();
 
     let second = Home::empty();
     second.import(&a, &[]);
     let b = second.path().join("b.jsonl");
-    second.run(&["export", "--all", "-o", b.to_str().unwrap()]).ok();
+    second.run(&["export", "--all", "--include-paths", "-o", b.to_str().unwrap()]).ok();
     let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     assert!(a == b, "export → import → export changed the bytes");
     let text = String::from_utf8(a).unwrap();
@@ -949,4 +949,49 @@ fn duplicate_ids_in_one_import_are_reported_with_both_lines() {
     // A file without repeats has no such key.
     let clean = home.write("clean.jsonl", &[issue("t-3", "x", "2026-01-01T00:00:00Z")]);
     assert!(home.import(&clean, &[]).get("duplicate_ids").is_none());
+}
+
+/// Issue 11, items 7 and 8: a plain export (what lands in a git-tracked file) carries no
+/// memories and no absolute working directory; a directory inside the project is written
+/// relative to it and comes back absolute in the importing project.
+#[test]
+fn plain_exports_leave_out_memories_and_paths_outside_the_project() {
+    let home = Home::initialised("t");
+    let project = home.path().canonicalize().unwrap();
+    std::fs::create_dir_all(project.join("app")).unwrap();
+    let inside = home.run(&["create", "Inside", "--cwd", "app", "--silent"]).ok();
+    let inside = inside.stdout.trim().to_string();
+    let outside = home.run(&["create", "Outside", "--cwd", "/home/someone/secret", "--silent"]);
+    let outside = outside.ok().stdout.trim().to_string();
+    home.run(&["bd", "remember", "the deploy key is in the vault", "--key", "deploy"]).ok();
+
+    let plain = home.run(&["export"]).ok().stdout;
+    assert!(!plain.contains("memory"), "{plain}");
+    assert!(!plain.contains("/home/someone"), "{plain}");
+    assert!(!plain.contains(&project.display().to_string()), "{plain}");
+    let lines: BTreeMap<String, Value> = plain
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["id"].as_str().unwrap().to_string(), v))
+        .collect();
+    assert_eq!(lines[&inside]["metadata"]["fleet"]["cwd"], "app");
+    assert_eq!(lines[&outside].get("metadata"), None);
+
+    let asked = home.run(&["export", "--include-memories", "--include-paths"]).ok().stdout;
+    assert!(
+        asked.contains(
+            r#"{"_type":"memory","key":"deploy","value":"the deploy key is in the vault"}"#
+        )
+    );
+    assert!(asked.contains("/home/someone/secret"));
+
+    let other = Home::initialised("t");
+    let file = other.path().join("in.jsonl");
+    std::fs::write(&file, &plain).unwrap();
+    other.import(&file, &[]);
+    let shown = other.ws.json(&["show", &inside]);
+    let root = other.path().canonicalize().unwrap();
+    assert_eq!(shown[0]["fleet"]["cwd"], root.join("app").display().to_string());
+    let as_bd = other.ws.json(&["bd", "show", &inside]);
+    assert_eq!(as_bd[0].get("fleet"), None, "bd prints bd's shapes only: {as_bd}");
 }

@@ -77,6 +77,18 @@ impl Batch {
         (matched.len(), unmatched)
     }
 
+    /// Resolves working directories written relative to a project (as exports write them)
+    /// against `root`, the project the batch is imported into.
+    pub fn resolve_relative_cwds(&mut self, root: &std::path::Path) {
+        for (_, record) in &mut self.records {
+            let cwd = &mut record.issue.fleet.cwd;
+            if !cwd.is_empty() && !std::path::Path::new(cwd.as_str()).is_absolute() {
+                let joined = if cwd == "." { root.to_path_buf() } else { root.join(&*cwd) };
+                *cwd = joined.display().to_string();
+            }
+        }
+    }
+
     /// The id prefix to initialise a new workspace with: the source's own, else the one the
     /// first issue's id suggests.
     pub fn detect_prefix(&self) -> Option<String> {

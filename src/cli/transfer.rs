@@ -56,6 +56,10 @@ pub struct ExportArgs {
     /// Include the infra types, templates and ephemeral issues (not memories).
     #[arg(long)]
     pub include_infra: bool,
+    /// Write fleet's working directories as stored (absolute paths). By default one inside
+    /// the project is written relative to it and any other is left out.
+    #[arg(long)]
+    pub include_paths: bool,
     /// Also write `bd remember` memories (left out by default: they may hold private notes).
     #[arg(long)]
     pub include_memories: bool,
@@ -201,6 +205,9 @@ fn import_source(
         let found = beads::detect::read_tasks(home).map_err(cli_error)?;
         tasks = Some(batch.apply_tasks(&found));
     }
+    if let Some(root) = target_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        batch.resolve_relative_cwds(&std::fs::canonicalize(root).unwrap_or_else(|_| root.into()));
+    }
     if batch.lines == 0 {
         ctx.out.note(&format!("Empty file: {}", source.display()));
     }
@@ -290,7 +297,12 @@ fn read_source(
             let other = Store::open(dir)?;
             let reader = other.read()?;
             let mut bytes = Vec::new();
-            let options = ExportOptions { all: true, memories: true };
+            let options = ExportOptions {
+                all: true,
+                memories: true,
+                absolute_paths: true,
+                ..ExportOptions::default()
+            };
             beads::export::write_export(&reader, &options, &mut bytes).map_err(cli_error)?;
             let bar = Bar::new(show_bar && bytes.len() >= PROGRESS_BYTES);
             let batch = beads::import::read_jsonl(&bytes, now, &bar);
@@ -427,6 +439,8 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
     let options = ExportOptions {
         all: args.all || args.include_infra,
         memories: args.all || args.include_memories,
+        absolute_paths: args.include_paths,
+        ..ExportOptions::for_workspace(store.dir())
     };
     let Some(path) = &args.output else {
         // To stdout, a damaged issue row is left out and named after the rest (an export to a
