@@ -191,6 +191,7 @@ pub mod dep_type {
     pub const WAITS_FOR: &str = "waits-for";
     pub const RELATED: &str = "related";
     pub const DISCOVERED_FROM: &str = "discovered-from";
+    pub const SUPERSEDES: &str = "supersedes";
 
     /// Every well-known type; any other 1–50 character string is accepted too.
     pub const WELL_KNOWN: [&str; 19] = [
@@ -203,7 +204,7 @@ pub mod dep_type {
         "replies-to",
         "relates-to",
         "duplicates",
-        "supersedes",
+        SUPERSEDES,
         "authored-by",
         "assigned-to",
         "approved-by",

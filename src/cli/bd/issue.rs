@@ -711,7 +711,7 @@ pub fn cmd_undefer(ctx: &BdContext, args: UndeferArgs) -> Result<(), CliError> {
 }
 
 /// Applies one patch to every issue of `ids` in one transaction.
-fn patch_each(
+pub(super) fn patch_each(
     ctx: &BdContext,
     ids: &[String],
     patch: &IssuePatch,

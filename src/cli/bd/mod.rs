@@ -26,8 +26,10 @@ mod link;
 mod lint;
 mod memory;
 mod query;
+mod setup;
 mod sync;
 mod transfer;
+mod workflow;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -89,8 +91,18 @@ pub struct BdCli {
 /// Flags every bd command takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BdGlobal {
-    /// Output in JSON format.
-    #[arg(long, global = true, help_heading = "Global Flags")]
+    /// Output in JSON format (`--json=false` turns it off again).
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global Flags",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        default_value = "false",
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub json: bool,
     /// Actor name for the audit trail (default: $BEADS_ACTOR, $BD_ACTOR, git user.name, $USER).
     #[arg(long, global = true, value_name = "NAME", help_heading = "Global Flags")]
@@ -217,8 +229,29 @@ pub enum BdCommand {
     Forget(memory::KeyArgs),
     /// Quick start guide.
     Quickstart,
-    /// The essential commands, for humans.
-    Human,
+    /// Flag an issue for a human decision (`list`, `respond`, `dismiss`); alone, the
+    /// essential commands for people.
+    Human(workflow::HumanArgs),
+    /// Quick capture: create an issue and print only its id.
+    Q(workflow::QuickArgs),
+    /// Mark an issue as superseded by a newer one (and close it).
+    Supersede(workflow::SupersedeArgs),
+    /// Open issues that commits already mention (done but never closed).
+    Orphans(workflow::OrphansArgs),
+    /// The pre-PR checklist (`--check` runs the tracker's part of it).
+    Preflight(workflow::PreflightArgs),
+    /// Edit an issue field in $EDITOR (for people; agents use `bd update`).
+    Edit(workflow::EditArgs),
+    /// The AGENTS.md snippet that points agents at bd.
+    Onboard,
+    /// Set an agent up: session hooks (claude, gemini) or the AGENTS.md snippet.
+    Setup(setup::SetupArgs),
+    /// Show the active .beads directory.
+    Where,
+    /// Show database information.
+    Info(setup::InfoArgs),
+    /// Check the store for damage (`--check=conventions`: lint, stale work, orphans).
+    Doctor(setup::DoctorArgs),
     /// Print version information.
     Version,
 }
@@ -342,10 +375,15 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         | BdCommand::Undefer(_)
         | BdCommand::Comment(_)
         | BdCommand::Remember(_)
+        | BdCommand::Q(_)
+        | BdCommand::Supersede(_)
+        | BdCommand::Edit(_)
         | BdCommand::Forget(_)
         | BdCommand::Import(_) => true,
         BdCommand::Delete(args) => args.force,
         BdCommand::Ready(args) => args.claim,
+        BdCommand::Human(args) => args.writes(),
+        BdCommand::Orphans(args) => args.fix,
         BdCommand::Dep(args) => args.writes(),
         BdCommand::Comments(args) => args.adds(),
         BdCommand::Label(command) => command.writes(),
@@ -392,7 +430,17 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Recall(args) => memory::cmd_recall(&ctx, args)?,
         BdCommand::Forget(args) => memory::cmd_forget(&ctx, args)?,
         BdCommand::Quickstart => guide::cmd_quickstart(&ctx),
-        BdCommand::Human => guide::cmd_human(&ctx),
+        BdCommand::Human(args) => workflow::cmd_human(&ctx, args)?,
+        BdCommand::Q(args) => workflow::cmd_quick(&ctx, args)?,
+        BdCommand::Onboard => setup::cmd_onboard(&ctx),
+        BdCommand::Setup(args) => setup::cmd_setup(&ctx, args)?,
+        BdCommand::Where => setup::cmd_where(&ctx)?,
+        BdCommand::Info(args) => setup::cmd_info(&ctx, args)?,
+        BdCommand::Doctor(args) => setup::cmd_doctor(&ctx, args)?,
+        BdCommand::Supersede(args) => workflow::cmd_supersede(&ctx, args)?,
+        BdCommand::Orphans(args) => workflow::cmd_orphans(&ctx, args)?,
+        BdCommand::Preflight(args) => workflow::cmd_preflight(&ctx, args)?,
+        BdCommand::Edit(args) => workflow::cmd_edit(&ctx, args)?,
         BdCommand::Version => {
             let version = serde_json::json!({
                 "version": BD_COMPAT_VERSION,
@@ -423,6 +471,11 @@ fn command_name(command: &BdCommand) -> &'static str {
         BdCommand::Ready(_) => "ready --claim",
         BdCommand::Import(_) => "import",
         BdCommand::Remember(_) => "remember",
+        BdCommand::Q(_) => "q",
+        BdCommand::Supersede(_) => "supersede",
+        BdCommand::Edit(_) => "edit",
+        BdCommand::Human(_) => "human",
+        BdCommand::Orphans(_) => "orphans --fix",
         BdCommand::Forget(_) => "forget",
         _ => "this command",
     }
@@ -446,6 +499,18 @@ mod tests {
         let cli = BdCli::try_parse_from(["bd", "dep", "add", "a-1", "a-2"]).unwrap();
         let Some(BdCommand::Dep(args)) = cli.command else { panic!("not dep") };
         assert!(matches!(args.command, Some(dep::DepCommand::Add { .. })));
+    }
+
+    #[test]
+    fn json_takes_an_optional_value() {
+        for (args, json) in [
+            (&["bd", "ready", "--json"][..], true),
+            (&["bd", "ready", "--json=true"][..], true),
+            (&["bd", "--json=false", "ready"][..], false),
+            (&["bd", "ready"][..], false),
+        ] {
+            assert_eq!(BdCli::try_parse_from(args).unwrap().global.json, json, "{args:?}");
+        }
     }
 
     #[test]
