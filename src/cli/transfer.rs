@@ -16,7 +16,7 @@ use super::error::CliError;
 use crate::beads::{
     self, Batch, BeadsError, Detected, ExportOptions, ImportOptions, ImportReport, Progress, Source,
 };
-use crate::store::{Store, StoreError};
+use crate::store::{STORE_FILE, Store, StoreError};
 
 /// Inputs at least this large get a progress bar on a terminal.
 const PROGRESS_BYTES: usize = 2 << 20;
@@ -175,6 +175,12 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         }
         other => other.clone(),
     };
+    let source = match source {
+        Source::Sqlite(path) if !args.dry_run && same_file(&path, &target_dir.join(STORE_FILE)) => {
+            Source::Sqlite(move_legacy_aside(ctx, &path)?)
+        }
+        other => other,
+    };
     let result = import_source(ctx, &args, &detected, &source, target_dir);
     if let Some(file) = temp_export {
         let _ = std::fs::remove_file(file);
@@ -183,6 +189,38 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         super::journal::commit_after(ctx, target_dir);
     }
     result
+}
+
+/// What a legacy SQLite `beads.db` is renamed to when it is migrated in place.
+const LEGACY_SQLITE_KEPT: &str = "beads.sqlite.db";
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Moves beads' SQLite `beads.db` out of the way of fleet's store (same file name), keeping
+/// it beside as `beads.sqlite.db`; returns where it now is.
+fn move_legacy_aside(ctx: &Context, path: &Path) -> Result<PathBuf, CliError> {
+    let kept = path.with_file_name(LEGACY_SQLITE_KEPT);
+    if kept.exists() {
+        return Err(CliError::new(format!(
+            "{} already exists; cannot keep {} there",
+            kept.display(),
+            path.display()
+        ))
+        .with_hint(format!("move {} away, then import again", kept.display())));
+    }
+    std::fs::rename(path, &kept).map_err(|e| {
+        CliError::new(format!("renaming {} to {}: {e}", path.display(), kept.display()))
+    })?;
+    ctx.out.note(&format!(
+        "Kept beads' SQLite database as {}; fleet's store takes its place",
+        kept.display()
+    ));
+    Ok(kept)
 }
 
 fn import_source(

@@ -137,7 +137,7 @@ pub enum StoreError {
     #[error("no fleet workspace at {0}; run `fleet init` (or `bd init`) first")]
     NotInitialized(PathBuf),
     #[error(
-        "{0} is a SQLite beads database, not a fleet store; import it with `fleet import {0}` into a new workspace"
+        "{0} is beads' legacy SQLite database, not a fleet store; migrate it in place with `bd import {0}` (the SQLite file is kept beside it as beads.sqlite.db), or copy its issues into fleet's central queue with `fleet import {0}`"
     )]
     LegacySqlite(PathBuf),
     #[error("workspace at {0} already exists")]
