@@ -120,6 +120,22 @@ impl Context {
         Ok(self.store.get_or_init(|| store))
     }
 
+    /// The workspace's custom issue types (config `types.custom`); none when there is no
+    /// store or setting.
+    pub fn custom_types(&self) -> Vec<String> {
+        self.custom_setting("types.custom")
+    }
+
+    /// The workspace's custom statuses (config `status.custom`).
+    pub fn custom_statuses(&self) -> Vec<String> {
+        self.custom_setting("status.custom")
+    }
+
+    fn custom_setting(&self, key: &str) -> Vec<String> {
+        let value = self.store().ok().and_then(|s| s.read().ok()?.config(key).ok().flatten());
+        crate::model::custom_names(value.as_deref())
+    }
+
     /// Applies a write request as this command's actor: through the process serving the
     /// workspace when one answers, else in a transaction of its own (see [`crate::server`]).
     pub fn submit(&self, request: Request) -> Result<Reply, CliError> {
