@@ -437,6 +437,18 @@ fn render_import(ctx: &Context, report: &ImportReport) {
         report.comments_duplicate,
         report.labels_added
     );
+    for line in fidelity_lines(report) {
+        eprintln!("  {line}");
+    }
+    if report.config_imported > 0 {
+        eprintln!("  settings copied: {}", report.config_imported);
+    }
+    if report.events_skipped > 0 {
+        eprintln!(
+            "  events skipped: {} (beads' audit trail; fleet's op journal keeps its own history)",
+            report.events_skipped
+        );
+    }
     if !report.stale_skipped_ids.is_empty() {
         eprintln!("  stale (stored copy is newer): {}", report.stale_skipped_ids.join(", "));
     }
@@ -470,6 +482,55 @@ fn render_import(ctx: &Context, report: &ImportReport) {
     if report.dry_run {
         eprintln!("Dry run: nothing was written");
     }
+}
+
+/// The fidelity table of an import: per kind of item, what the source holds and what the
+/// store holds of it afterwards, and what explains a difference.
+fn fidelity_lines(report: &ImportReport) -> Vec<String> {
+    let source = &report.fidelity.source;
+    let store = report.fidelity.store.as_ref();
+    let pair = |name: &str, from: usize, to: Option<usize>, why: &str| {
+        let to = to.map_or_else(|| "-".to_string(), |n| n.to_string());
+        let mut line = format!("  {name:<24} {from:>6} {to:>6}");
+        if !why.is_empty() && to != from.to_string() {
+            line.push_str(&format!("  {why}"));
+        }
+        line
+    };
+    let skipped_edges =
+        |kind: &str| report.skipped_dependencies.iter().filter(|d| d.kind == kind).count();
+    let mut lines = vec![format!("{:<26} {:>6} {:>6}", "fidelity:", "source", "store")];
+    lines.push(pair(
+        "issues",
+        source.issues,
+        store.map(|s| s.issues),
+        &format!("{} stale skipped", report.stale_skipped),
+    ));
+    lines.push(pair(
+        "edges",
+        source.edge_total(),
+        store.map(super::super::beads::fidelity::Counts::edge_total),
+        &format!("{} skipped, listed below", report.skipped_dependencies.len()),
+    ));
+    for (kind, n) in &source.edges {
+        let why = format!("{} skipped", skipped_edges(kind));
+        lines.push(pair(
+            &format!("  {kind}"),
+            *n,
+            store.map(|s| s.edges.get(kind).copied().unwrap_or(0)),
+            &why,
+        ));
+    }
+    lines.push(pair("comments", source.comments, store.map(|s| s.comments), ""));
+    lines.push(pair("labels", source.labels, store.map(|s| s.labels), ""));
+    lines.push(pair("memories", source.memories, store.map(|s| s.memories), ""));
+    lines.push(pair(
+        "tombstones",
+        source.tombstones,
+        store.map(|_| 0),
+        "skipped: deleted in beads",
+    ));
+    lines
 }
 
 pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
