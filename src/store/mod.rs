@@ -1053,6 +1053,13 @@ impl<'t> Writer<'t> {
     }
 
     /// Sets (or with `None` removes) a configuration value of this store.
+    /// Changes the workspace's id prefix (a `rename-prefix`, after its ids moved). Not an op:
+    /// the prefix is this store's setting; the renamed issues travel as ops.
+    pub fn set_prefix(&mut self, prefix: &str) -> Result<(), StoreError> {
+        self.tables.meta.insert(meta::PREFIX, prefix.as_bytes())?;
+        Ok(())
+    }
+
     pub fn set_config(&mut self, key: &str, value: Option<&str>) -> Result<(), StoreError> {
         let key = format!("{}{key}", meta::CONFIG);
         match value {

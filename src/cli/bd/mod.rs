@@ -26,6 +26,7 @@ mod link;
 mod lint;
 mod memory;
 mod query;
+mod rename;
 mod setup;
 mod sync;
 mod transfer;
@@ -252,6 +253,8 @@ pub enum BdCommand {
     Info(setup::InfoArgs),
     /// Check the store for damage (`--check=conventions`: lint, stale work, orphans).
     Doctor(setup::DoctorArgs),
+    /// Rename the issue prefix of every issue (and every reference to their ids).
+    RenamePrefix(rename::RenamePrefixArgs),
     /// Print version information.
     Version,
 }
@@ -433,6 +436,7 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Human(args) => workflow::cmd_human(&ctx, args)?,
         BdCommand::Q(args) => workflow::cmd_quick(&ctx, args)?,
         BdCommand::Onboard => setup::cmd_onboard(&ctx),
+        BdCommand::RenamePrefix(args) => rename::cmd_rename_prefix(&ctx, args)?,
         BdCommand::Setup(args) => setup::cmd_setup(&ctx, args)?,
         BdCommand::Where => setup::cmd_where(&ctx)?,
         BdCommand::Info(args) => setup::cmd_info(&ctx, args)?,
