@@ -48,7 +48,9 @@ impl Shape {
                 .unwrap_or_else(|e| panic!("bd {line}: stdout is not JSON ({e}):\n{stdout}"))
         };
         match self {
-            Shape::Text(text) => assert!(stdout.contains(text), "bd {line}: {text:?} in:\n{stdout}"),
+            Shape::Text(text) => {
+                assert!(stdout.contains(text), "bd {line}: {text:?} in:\n{stdout}")
+            }
             Shape::Says(text) => assert!(
                 stdout.contains(text) || stderr.contains(text),
                 "bd {line}: {text:?} in:\n{stdout}\n{stderr}"
@@ -100,7 +102,12 @@ const TABLE: &[Row] = &[
     // Everyday work.
     ("q \"Quick capture\"", 0, Shape::Id, Some("q")),
     ("create \"Write the parser\" -t task -p 1 --json", 0, Shape::JsonObject("id"), Some("task")),
-    ("create \"Found a bug\" -t bug -p 1 --deps discovered-from:{task} --json", 0, Shape::JsonObject("id"), Some("bug")),
+    (
+        "create \"Found a bug\" -t bug -p 1 --deps discovered-from:{task} --json",
+        0,
+        Shape::JsonObject("id"),
+        Some("bug"),
+    ),
     ("ready --json", 0, Shape::JsonArray, None),
     ("ready", 0, Shape::Text("Ready work"), None),
     ("ready --explain", 0, Shape::Text("Summary:"), None),
@@ -118,8 +125,18 @@ const TABLE: &[Row] = &[
     ("blocked", 0, Shape::Text("Blocked"), None),
     ("comments add {task} \"halfway there\"", 0, Shape::Text("Comment added"), None),
     ("comments {task}", 0, Shape::Text("halfway there"), None),
-    ("remember \"always run the tests before closing\" --key tests", 0, Shape::Text("Remembered [tests]"), None),
-    ("remember \"the staging port is 8443\"", 0, Shape::Text("Remembered [the-staging-port-is-8443]"), None),
+    (
+        "remember \"always run the tests before closing\" --key tests",
+        0,
+        Shape::Text("Remembered [tests]"),
+        None,
+    ),
+    (
+        "remember \"the staging port is 8443\"",
+        0,
+        Shape::Text("Remembered [the-staging-port-is-8443]"),
+        None,
+    ),
     ("memories", 0, Shape::Text("tests"), None),
     ("memories staging --json", 0, Shape::JsonObject("the-staging-port-is-8443"), None),
     ("recall tests", 0, Shape::Text("always run the tests"), None),
@@ -149,7 +166,7 @@ const TABLE: &[Row] = &[
 ];
 
 /// Runs `bd` (a link to fleet) with `line` split as a shell would, in `dir`.
-fn run(bin: &Path, dir: &Path, line: &str) -> (i32, String, String) {
+pub(super) fn run(bin: &Path, dir: &Path, line: &str) -> (i32, String, String) {
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let output = Command::new("sh")
         .arg("-c")
