@@ -495,7 +495,7 @@ pub fn cmd_edit(ctx: &BdContext, args: EditArgs) -> Result<(), CliError> {
         "acceptance criteria" => patch.acceptance_criteria = Some(edited),
         _ => patch.description = Some(edited),
     }
-    let changed = patch_each(ctx, &[issue.id.clone()], &patch)?;
+    let changed = patch_each(ctx, std::slice::from_ref(&issue.id), &patch)?;
     let updated = changed.first().map_or(&issue, |s| &s.issue);
     ctx.out.emit(&changed, || format!("✓ Updated {name} for issue: {}", id_title(updated)));
     Ok(())
