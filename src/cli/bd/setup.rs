@@ -237,6 +237,9 @@ fn with_hook(
         }
     }
     hooks.retain(|_, v| !v.as_array().is_some_and(Vec::is_empty));
+    if settings.get("hooks").and_then(Value::as_object).is_some_and(Map::is_empty) {
+        settings.shift_remove("hooks");
+    }
     Ok(format!("{}\n", serde_json::to_string_pretty(&settings).expect("JSON serialises")))
 }
 
