@@ -61,9 +61,22 @@ impl Status {
 
     /// Parses a status typed by a user: built-ins only, with `-` accepted for `_`.
     pub fn parse_user(text: &str) -> Result<Status, ModelError> {
+        Status::parse_user_with(text, &[])
+    }
+
+    /// Parses a status typed by a user: a built-in (with `-` accepted for `_`), or one of the
+    /// workspace's `custom` statuses (config `status.custom`, see [`custom_names`]).
+    pub fn parse_user_with(text: &str, custom: &[String]) -> Result<Status, ModelError> {
         let normalized = text.trim().to_ascii_lowercase().replace('-', "_");
         match Status::from_name(&normalized) {
-            Status::Custom(_) => Err(ModelError::InvalidStatus(text.to_string())),
+            Status::Custom(_) => {
+                let name = text.trim().to_ascii_lowercase();
+                if custom.contains(&name) {
+                    Ok(Status::Custom(name))
+                } else {
+                    Err(ModelError::InvalidStatus(text.to_string()))
+                }
+            }
             status => Ok(status),
         }
     }
@@ -123,8 +136,25 @@ pub const ISSUE_TYPES: [&str; 13] = [
 pub const READY_EXCLUDED_TYPES: [&str; 7] =
     ["merge-request", "gate", "molecule", "message", "agent", "role", "rig"];
 
+/// The names of a `types.custom` or `status.custom` setting: comma-separated, each
+/// optionally followed by `:category` (`review:wip, qa`), lowercased.
+pub fn custom_names(setting: Option<&str>) -> Vec<String> {
+    setting
+        .unwrap_or_default()
+        .split(',')
+        .map(|item| item.split(':').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
 /// Resolves a type typed by a user, applying the beads aliases; refuses unknown types.
 pub fn parse_issue_type(text: &str) -> Result<String, ModelError> {
+    parse_issue_type_with(text, &[])
+}
+
+/// [`parse_issue_type`], also accepting the workspace's `custom` types (config
+/// `types.custom`, see [`custom_names`]).
+pub fn parse_issue_type_with(text: &str, custom: &[String]) -> Result<String, ModelError> {
     let lower = text.trim().to_ascii_lowercase();
     let canonical = match lower.as_str() {
         "enhancement" | "feat" => "feature",
@@ -136,7 +166,10 @@ pub fn parse_issue_type(text: &str) -> Result<String, ModelError> {
         "mol" => "molecule",
         other => other,
     };
-    if ISSUE_TYPES.contains(&canonical) || canonical == "merge-request" {
+    if ISSUE_TYPES.contains(&canonical)
+        || canonical == "merge-request"
+        || custom.iter().any(|c| c == canonical)
+    {
         Ok(canonical.to_string())
     } else {
         Err(ModelError::InvalidType(text.to_string()))
@@ -191,6 +224,7 @@ pub mod dep_type {
     pub const WAITS_FOR: &str = "waits-for";
     pub const RELATED: &str = "related";
     pub const DISCOVERED_FROM: &str = "discovered-from";
+    pub const SUPERSEDES: &str = "supersedes";
 
     /// Every well-known type; any other 1–50 character string is accepted too.
     pub const WELL_KNOWN: [&str; 19] = [
@@ -203,7 +237,7 @@ pub mod dep_type {
         "replies-to",
         "relates-to",
         "duplicates",
-        "supersedes",
+        SUPERSEDES,
         "authored-by",
         "assigned-to",
         "approved-by",

@@ -79,7 +79,7 @@ impl Home {
 
     /// `fleet export --all` to stdout.
     fn export_all(&self) -> String {
-        self.run(&["export", "--all"]).ok().stdout
+        self.run(&["export", "--all", "--include-paths"]).ok().stdout
     }
 
     /// The exported issue lines keyed by id.
@@ -725,12 +725,12 @@ fn round_trips_are_byte_identical() {
         &[],
     );
     let a = first.path().join("a.jsonl");
-    first.run(&["export", "--all", "-o", a.to_str().unwrap()]).ok();
+    first.run(&["export", "--all", "--include-paths", "-o", a.to_str().unwrap()]).ok();
 
     let second = Home::empty();
     second.import(&a, &[]);
     let b = second.path().join("b.jsonl");
-    second.run(&["export", "--all", "-o", b.to_str().unwrap()]).ok();
+    second.run(&["export", "--all", "--include-paths", "-o", b.to_str().unwrap()]).ok();
     let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     assert!(a == b, "export → import → export changed the bytes");
     let text = String::from_utf8(a).unwrap();
@@ -949,4 +949,129 @@ fn duplicate_ids_in_one_import_are_reported_with_both_lines() {
     // A file without repeats has no such key.
     let clean = home.write("clean.jsonl", &[issue("t-3", "x", "2026-01-01T00:00:00Z")]);
     assert!(home.import(&clean, &[]).get("duplicate_ids").is_none());
+}
+
+/// Issue 11, items 7 and 8: a plain export (what lands in a git-tracked file) carries no
+/// memories and no absolute working directory; a directory inside the project is written
+/// relative to it and comes back absolute in the importing project.
+#[test]
+fn plain_exports_leave_out_memories_and_paths_outside_the_project() {
+    let home = Home::initialised("t");
+    let project = home.path().canonicalize().unwrap();
+    std::fs::create_dir_all(project.join("app")).unwrap();
+    let inside = home.run(&["create", "Inside", "--cwd", "app", "--silent"]).ok();
+    let inside = inside.stdout.trim().to_string();
+    let outside = home.run(&["create", "Outside", "--cwd", "/home/someone/secret", "--silent"]);
+    let outside = outside.ok().stdout.trim().to_string();
+    home.run(&["bd", "remember", "the deploy key is in the vault", "--key", "deploy"]).ok();
+
+    let plain = home.run(&["export"]).ok().stdout;
+    assert!(!plain.contains("memory"), "{plain}");
+    assert!(!plain.contains("/home/someone"), "{plain}");
+    assert!(!plain.contains(&project.display().to_string()), "{plain}");
+    let lines: BTreeMap<String, Value> = plain
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["id"].as_str().unwrap().to_string(), v))
+        .collect();
+    assert_eq!(lines[&inside]["metadata"]["fleet"]["cwd"], "app");
+    assert_eq!(lines[&outside].get("metadata"), None);
+
+    let asked = home.run(&["export", "--include-memories", "--include-paths"]).ok().stdout;
+    assert!(
+        asked.contains(
+            r#"{"_type":"memory","key":"deploy","value":"the deploy key is in the vault"}"#
+        )
+    );
+    assert!(asked.contains("/home/someone/secret"));
+
+    let other = Home::initialised("t");
+    let file = other.path().join("in.jsonl");
+    std::fs::write(&file, &plain).unwrap();
+    other.import(&file, &[]);
+    let shown = other.ws.json(&["show", &inside]);
+    let root = other.path().canonicalize().unwrap();
+    assert_eq!(shown[0]["fleet"]["cwd"], root.join("app").display().to_string());
+    let as_bd = other.ws.json(&["bd", "show", &inside]);
+    assert_eq!(as_bd[0].get("fleet"), None, "bd prints bd's shapes only: {as_bd}");
+}
+
+/// Issue 11, item 11: what older beads databases hold beyond the issues — integer timestamps,
+/// settings, an events table, gate timeouts, the `work_type` column default — and a project
+/// whose `.beads/beads.db` is beads' SQLite file, migrated in place by `bd import`.
+#[test]
+fn legacy_sqlite_details_and_migration_in_place() {
+    let project = tempfile::tempdir().unwrap();
+    let beads = project.path().join(".beads");
+    std::fs::create_dir(&beads).unwrap();
+    let db = beads.join("beads.db");
+    legacy_database(&db);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        r#"
+        ALTER TABLE issues ADD COLUMN timeout_ns INTEGER;
+        ALTER TABLE issues ADD COLUMN work_type TEXT DEFAULT 'mutex';
+        INSERT INTO issues (id, title, status, priority, issue_type, created_at, updated_at, timeout_ns)
+            VALUES ('lg-int', 'Integer times', 'open', 2, 'gate', 1762300800, 1762300800000, 60000000000);
+        INSERT INTO config VALUES ('types.custom', 'research'), ('status.custom', 'review:wip'),
+            ('kv.memory.deploy', 'use the staging port');
+        CREATE TABLE events (id INTEGER PRIMARY KEY, issue_id TEXT, event_type TEXT, created_at DATETIME);
+        INSERT INTO events (issue_id, event_type, created_at) VALUES ('lg-a1', 'created', '2025-11-02 21:58:07'),
+            ('lg-b2', 'status_changed', '2025-11-04 10:00:00');
+        "#,
+    )
+    .unwrap();
+    drop(conn);
+
+    // Opening the project as bd says what to do.
+    let home = Home::empty();
+    let link = home.path().join("bd");
+    std::os::unix::fs::symlink(common::fleet_bin(), &link).unwrap();
+    let in_project = |args: &[&str]| -> Run {
+        let mut cmd = Command::new(&link);
+        cmd.args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .current_dir(project.path());
+        cmd.output().expect("run bd").into()
+    };
+    let run = in_project(&["count"]).fails(1);
+    assert!(run.stderr.contains("legacy SQLite database"), "{}", run.stderr);
+    assert!(run.stderr.contains("bd import"), "{}", run.stderr);
+
+    let report = in_project(&["import", ".beads/beads.db", "--json"]).ok().json();
+    assert_eq!(report["created"], 4, "{report}");
+    assert_eq!(report["events_skipped"], 2);
+    assert_eq!(report["config_imported"], 2);
+    assert_eq!(report["memories"], 1);
+    assert_eq!(report["fidelity"]["source"], report["fidelity"]["store"].clone().tap_tombstones());
+    assert!(beads.join("beads.sqlite.db").is_file(), "the SQLite file is kept beside");
+
+    let export = in_project(&["export", "--include-memories"]).ok().stdout;
+    let gate: Value = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == "lg-int")
+        .expect("the gate is exported");
+    assert_eq!(gate["created_at"], "2025-11-05T00:00:00Z");
+    assert_eq!(gate["timeout"], 60_000_000_000_i64);
+    assert_eq!(gate.get("timeout_ns"), None);
+    assert!(!export.contains("\"work_type\""), "the column default is not exported");
+    assert!(export.contains(r#"{"_type":"memory","key":"deploy","value":"use the staging port"}"#));
+    // The custom type and status came along and are honoured.
+    in_project(&["create", "Look into it", "-t", "research"]).ok();
+    in_project(&["update", "lg-b2", "--status", "review"]).ok();
+}
+
+/// The store side counts tombstones as 0 (they are skipped with their reason).
+trait TapTombstones {
+    fn tap_tombstones(self) -> Value;
+}
+
+impl TapTombstones for Value {
+    fn tap_tombstones(mut self) -> Value {
+        self["tombstones"] = json!(1);
+        self
+    }
 }

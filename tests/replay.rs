@@ -41,7 +41,7 @@ fn replica() -> Replica {
 
 fn export(store: &Store) -> String {
     let mut out = Vec::new();
-    let options = ExportOptions { all: true, memories: false };
+    let options = ExportOptions { all: true, absolute_paths: true, ..ExportOptions::default() };
     write_export(&store.read().unwrap(), &options, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }

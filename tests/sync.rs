@@ -43,7 +43,7 @@ impl Fleet {
 }
 
 fn export_all(ws: &Workspace) -> String {
-    ws.run(&["export", "--all"]).ok().stdout
+    ws.run(&["export", "--all", "--include-paths"]).ok().stdout
 }
 
 fn as_actor(ws: &Workspace, actor: &str, args: &[&str]) -> Run {

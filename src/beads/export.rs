@@ -3,8 +3,8 @@
 //!
 //! One read snapshot, issues in id order, each line built by [`jsonl::record_value`] with its
 //! dependencies, comments (by time, then id) and the computed counts; then memories sorted by
-//! key. By default the infra types (agent, rig, role, message), templates and ephemeral
-//! issues are left out, as beads does; `all` keeps them. The same state always gives the same
+//! key when asked. By default the infra types (agent, rig, role, message), templates,
+//! ephemeral issues and memories are left out, as beads does; `all` keeps the issues. The same state always gives the same
 //! bytes. Files are written atomically: a temporary file next to the target, synced, renamed.
 
 use std::io::Write;
@@ -27,18 +27,51 @@ pub const AUTO_EXPORT_KEY: &str = "export.auto";
 pub const AUTO_EXPORT_FILE: &str = "issues.jsonl";
 pub const EXPORT_STATE_FILE: &str = "export-state.json";
 
-/// What to export.
-#[derive(Debug, Clone)]
+/// What to export. The default is what `bd export` writes: no infra types, templates,
+/// ephemeral issues or memories (memories may hold private notes, so they leave the store
+/// only when asked, as in beads).
+///
+/// Fleet's task fields travel under `metadata.fleet`, but the working directory `fleet create`
+/// records is an absolute path on the creator's machine (often under their home directory),
+/// which a git-tracked export must not spread: it is written relative to `root` (the project
+/// holding `.beads/`) when it lies inside, left out otherwise, and written as it is only with
+/// `absolute_paths`.
+#[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
     /// Include infra types, templates and ephemeral issues.
     pub all: bool,
     /// Write `_type: memory` lines after the issues.
     pub memories: bool,
+    /// Write working directories as stored (absolute).
+    pub absolute_paths: bool,
+    /// The directory relative working directories are written against.
+    pub root: Option<PathBuf>,
 }
 
-impl Default for ExportOptions {
-    fn default() -> Self {
-        ExportOptions { all: false, memories: true }
+impl ExportOptions {
+    /// The defaults, with working directories relative to the project holding `beads_dir`.
+    pub fn for_workspace(beads_dir: &Path) -> ExportOptions {
+        let root = beads_dir.parent().filter(|p| !p.as_os_str().is_empty());
+        let root = root.map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.to_path_buf()));
+        ExportOptions { root, ..ExportOptions::default() }
+    }
+
+    /// The working directory as this export writes it: relative to the root (`.` for the root
+    /// itself), empty (left out) when it lies elsewhere, unchanged with `absolute_paths`.
+    fn exported_cwd(&self, cwd: &str) -> String {
+        let path = Path::new(cwd);
+        if self.absolute_paths || !path.is_absolute() {
+            return cwd.to_string();
+        }
+        let Some(relative) = self.root.as_deref().and_then(|root| path.strip_prefix(root).ok())
+        else {
+            return String::new();
+        };
+        if relative.as_os_str().is_empty() {
+            ".".to_string()
+        } else {
+            relative.display().to_string()
+        }
     }
 }
 
@@ -71,7 +104,8 @@ pub fn write_export(
     let mut summary = ExportSummary::default();
     let mut line = Vec::with_capacity(4096);
     let mut failure: Option<BeadsError> = None;
-    view.scan_issues(&mut |issue| {
+    view.scan_issues(&mut |mut issue| {
+        issue.fleet.cwd = options.exported_cwd(&issue.fleet.cwd);
         if excluded(&issue, options) {
             summary.excluded += 1;
             return Ok(true);
@@ -207,7 +241,7 @@ pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, Be
     if target.is_file() && previous.is_some_and(|p| p.changes == changes) {
         return Ok(None);
     }
-    let summary = export_snapshot(&reader, &ExportOptions::default(), &target)?;
+    let summary = export_snapshot(&reader, &ExportOptions::for_workspace(dir), &target)?;
     let state = ExportState {
         changes,
         exported_at: jiff::Timestamp::now(),
@@ -221,4 +255,20 @@ pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, Be
         out.write_all(&text).map_err(io_error(format!("writing {}", state_path.display())))
     })?;
     Ok(Some(summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn working_directories_are_written_relative_to_the_project_or_left_out() {
+        let options = ExportOptions { root: Some("/p/app".into()), ..ExportOptions::default() };
+        assert_eq!(options.exported_cwd("/p/app"), ".");
+        assert_eq!(options.exported_cwd("/p/app/sub"), "sub");
+        assert_eq!(options.exported_cwd("/home/me/secret"), "");
+        assert_eq!(options.exported_cwd("sub"), "sub");
+        let absolute = ExportOptions { absolute_paths: true, ..options };
+        assert_eq!(absolute.exported_cwd("/home/me/secret"), "/home/me/secret");
+    }
 }

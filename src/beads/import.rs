@@ -27,6 +27,7 @@ use petgraph::data::Build;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
+use super::fidelity::{Expected, Fidelity};
 use super::jsonl::{BadLine, Line, Record, parse_line};
 use super::{BeadsError, Progress};
 use crate::model::{Comment, Dependency, FleetFields, Issue, dep_type, validate_dep_type};
@@ -51,6 +52,10 @@ pub struct Batch {
     pub bad_lines: Vec<BadLine>,
     /// The prefix the source says it uses (a legacy database's `issue_prefix`).
     pub prefix_hint: Option<String>,
+    /// Settings the source carries (a legacy database's config table), stored as they are.
+    pub config: Vec<(String, String)>,
+    /// Rows of a legacy database's events table (an audit trail; not imported).
+    pub events_skipped: usize,
     /// Lines (or rows) read.
     pub lines: usize,
 }
@@ -75,6 +80,18 @@ impl Batch {
         }
         let unmatched = tasks.keys().filter(|id| !matched.contains(*id)).cloned().collect();
         (matched.len(), unmatched)
+    }
+
+    /// Resolves working directories written relative to a project (as exports write them)
+    /// against `root`, the project the batch is imported into.
+    pub fn resolve_relative_cwds(&mut self, root: &std::path::Path) {
+        for (_, record) in &mut self.records {
+            let cwd = &mut record.issue.fleet.cwd;
+            if !cwd.is_empty() && !std::path::Path::new(cwd.as_str()).is_absolute() {
+                let joined = if cwd == "." { root.to_path_buf() } else { root.join(&*cwd) };
+                *cwd = joined.display().to_string();
+            }
+        }
     }
 
     /// The id prefix to initialise a new workspace with: the source's own, else the one the
@@ -277,11 +294,24 @@ pub struct ImportReport {
     /// Lines skipped with `--skip-bad-lines`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bad_lines: Vec<BadLine>,
+    /// Settings copied from the source (a legacy database's config table).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub config_imported: usize,
+    /// Rows of a legacy database's events table, not imported: fleet's op journal keeps its
+    /// own history.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub events_skipped: usize,
+    /// What the source holds and how much of it the store holds afterwards.
+    pub fidelity: Fidelity,
     /// Issues that took fleet fields from a Python-fleet home's task.json files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks_applied: Option<usize>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks_unmatched: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Imports `batch` into `store` as `actor`: one transaction, or nothing on error.
@@ -293,16 +323,22 @@ pub fn run(
     options: &ImportOptions,
     progress: &dyn Progress,
 ) -> Result<ImportReport, BeadsError> {
+    let expected = Expected::of(&batch);
     if options.dry_run {
         let reader = store.read()?;
         let plan = plan(Known(Some(reader.view())), store.prefix(), batch, progress)?;
-        return Ok(plan.report(true));
+        let mut report = plan.report(true);
+        report.fidelity = Fidelity { source: expected.source(), store: None };
+        return Ok(report);
     }
-    let (report, applied) = store.write(actor, clock, |writer| {
+    let (mut report, applied) = store.write(actor, clock, |writer| {
         writer.begin_bulk();
         let plan = plan(Known(Some(writer.view())), store.prefix(), batch, progress)?;
         plan.apply(writer, progress)
     })?;
+    let reader = store.read()?;
+    let stored = expected.stored(reader.view(), &reader.config_all()?)?;
+    report.fidelity = Fidelity { source: expected.source(), store: Some(stored) };
     // The applied ops hold a copy of everything imported; freeing a large import's worth of
     // small allocations takes a noticeable fraction of a second, which nobody needs to wait for.
     if applied.len() > 10_000 {
@@ -317,7 +353,10 @@ pub fn dry_run_fresh(
     batch: Batch,
     progress: &dyn Progress,
 ) -> Result<ImportReport, BeadsError> {
-    Ok(plan(Known(None), prefix, batch, progress)?.report(true))
+    let source = Expected::of(&batch).source();
+    let mut report = plan(Known(None), prefix, batch, progress)?.report(true);
+    report.fidelity = Fidelity { source, store: None };
+    Ok(report)
 }
 
 /// One issue of the plan.
@@ -334,6 +373,7 @@ struct Plan {
     /// Edges identical to a stored one: nothing to write.
     comments: Vec<Comment>,
     memories: Vec<(String, String)>,
+    config: Vec<(String, String)>,
     report: ImportReport,
 }
 
@@ -347,6 +387,8 @@ fn plan(
     let report = ImportReport {
         tombstones_skipped: batch.tombstones,
         bad_lines: batch.bad_lines,
+        config_imported: batch.config.len(),
+        events_skipped: batch.events_skipped,
         ..ImportReport::default()
     };
     let mut planner = Planner::new(view, report, batch.records.len());
@@ -364,7 +406,7 @@ fn plan(
     report.memories = memories.len();
     count_changes(&mut report, &issues);
     report.dependencies_added = deps.len();
-    Ok(Plan { issues, deps, comments, memories, report })
+    Ok(Plan { issues, deps, comments, memories, config: batch.config, report })
 }
 
 /// The issues and comments of a batch as they are planned, line by line.
@@ -697,6 +739,9 @@ impl Plan {
         batch.apply(writer)?;
         for (key, value) in &self.memories {
             writer.set_config(&format!("{MEMORY_PREFIX}{key}"), Some(value))?;
+        }
+        for (key, value) in &self.config {
+            writer.set_config(key, Some(value))?;
         }
         progress.start("refreshing readiness", 0);
         Ok(self.report)

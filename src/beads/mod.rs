@@ -22,12 +22,14 @@
 //!   Dolt-backed workspace (which fleet cannot read), or a Python-fleet home;
 //! - [`sqlite`]: reads a legacy SQLite `beads.db` column by column;
 //! - [`import`]: the upsert semantics of `bd import`, as one transaction or nothing;
-//! - [`export`]: `bd export` and the auto-export that follows write commands.
+//! - [`export`]: `bd export` and the auto-export that follows write commands;
+//! - [`fidelity`]: what a source holds against what the store holds after an import.
 //!
 //! Nothing here prints or reads the environment; progress goes through [`Progress`].
 
 pub mod detect;
 pub mod export;
+pub mod fidelity;
 pub mod import;
 pub mod jsonl;
 pub mod sqlite;

@@ -1,5 +1,13 @@
 //! Reads a legacy SQLite `beads.db` (beads ≤ v0.49) directly: issues, dependencies, labels,
-//! comments, and the `issue_prefix` from its config table.
+//! comments, the `issue_prefix` and the other settings of its config table (custom types and
+//! statuses among them; `kv.memory.*` entries become memories), and the number of rows of its
+//! events table — an audit trail fleet does not import (its own op journal records history),
+//! which the import reports as skipped.
+//!
+//! Where the SQLite schema differs from the JSONL beads exported, the row is written as the
+//! export would have been: the gate timeout column `timeout_ns` becomes `timeout`, a
+//! `work_type` holding the column default `mutex` is left out, and timestamps stored as
+//! integers (Unix seconds, milliseconds, microseconds or nanoseconds) become RFC 3339.
 //!
 //! The schema changed many times across those releases, so nothing is assumed beyond the
 //! table names: each table's columns are listed with `PRAGMA table_info` and only those that
@@ -16,7 +24,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
 use super::BeadsError;
-use super::import::Batch;
+use super::import::{Batch, MEMORY_PREFIX};
 use super::jsonl::{BadLine, Line, parse_object, parse_time};
 
 /// Columns that hold booleans as integers.
@@ -51,6 +59,13 @@ pub fn read_sqlite(path: &Path, now: Timestamp) -> Result<Batch, BeadsError> {
 
 fn read(conn: &Connection, now: Timestamp) -> Result<Batch, rusqlite::Error> {
     let mut batch = Batch { prefix_hint: config_prefix(conn)?, ..Batch::default() };
+    for (key, value) in config(conn)? {
+        match key.strip_prefix(MEMORY_PREFIX) {
+            Some(name) => batch.memories.push((name.to_string(), value)),
+            None => batch.config.push((key, value)),
+        }
+    }
+    batch.events_skipped = count(conn, "events")?;
     let mut labels: HashMap<String, Vec<Value>> = HashMap::new();
     for (issue, mut row) in rows(conn, "labels", "issue_id, label")? {
         if let Some(label) = row.remove("label") {
@@ -89,6 +104,44 @@ fn read(conn: &Connection, now: Timestamp) -> Result<Batch, rusqlite::Error> {
         }
     }
     Ok(batch)
+}
+
+/// Settings of the config table that describe the workspace (everything but the prefix, which
+/// is the store's own, and beads' internal bookkeeping).
+fn config(conn: &Connection) -> Result<Vec<(String, String)>, rusqlite::Error> {
+    if columns(conn, "config")?.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut statement = conn.prepare("SELECT key, value FROM config ORDER BY key")?;
+    let rows = statement.query_map([], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, Option<String>>(1)?.unwrap_or_default()))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (key, value) = row?;
+        if !INTERNAL_CONFIG.contains(&key.as_str()) && !value.is_empty() {
+            out.push((key, value));
+        }
+    }
+    Ok(out)
+}
+
+/// Config keys that are beads' bookkeeping, not settings of the workspace.
+const INTERNAL_CONFIG: [&str; 5] = [
+    "issue_prefix",
+    "schema_version",
+    "last_import_time",
+    "last_import_hash",
+    "compact_tier1_days",
+];
+
+/// Rows of `table` (0 if there is no such table).
+fn count(conn: &Connection, table: &str) -> Result<usize, rusqlite::Error> {
+    if columns(conn, table)?.is_empty() {
+        return Ok(0);
+    }
+    let n: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM \"{table}\""), [], |r| r.get(0))?;
+    Ok(usize::try_from(n).unwrap_or(0))
 }
 
 /// The `issue_prefix` the database was initialised with, if its config table has one.
@@ -136,11 +189,39 @@ fn rows(conn: &Connection, table: &str, order: &str) -> Result<Vec<OwnedRow>, ru
                 map.insert(column.clone(), value);
             }
         }
+        if table == "issues" {
+            rename_like_export(&mut map);
+        }
         if let Some(Value::String(id)) = map.get(owner) {
             out.push((id.clone(), map));
         }
     }
     Ok(out)
+}
+
+/// Renames and drops the issue columns whose JSONL form differs (see the module docs).
+fn rename_like_export(map: &mut Map<String, Value>) {
+    if let Some(timeout) = map.remove("timeout_ns") {
+        map.insert("timeout".into(), timeout);
+    }
+    if map.get("work_type").and_then(Value::as_str) == Some("mutex") {
+        map.remove("work_type");
+    }
+}
+
+/// A timestamp stored as an integer: Unix seconds, or milli-, micro- or nanoseconds told
+/// apart by magnitude. Zero means "never" and is omitted.
+fn integer_time(n: i64) -> Option<Value> {
+    if n == 0 {
+        return None;
+    }
+    let at = match n.unsigned_abs() {
+        0..100_000_000_000 => Timestamp::from_second(n),
+        100_000_000_000..100_000_000_000_000 => Timestamp::from_millisecond(n),
+        100_000_000_000_000..100_000_000_000_000_000 => Timestamp::from_microsecond(n),
+        _ => Timestamp::from_nanosecond(i128::from(n)),
+    };
+    at.ok().map(|at| Value::String(at.to_string()))
 }
 
 /// One cell as `bd export` would have written it, or `None` where it would be omitted.
@@ -152,6 +233,7 @@ fn column_value(table: &str, column: &str, cell: ValueRef<'_>) -> Option<Value> 
         ValueRef::Integer(n) if FLAG_COLUMNS.contains(&column.as_str()) => {
             (n != 0).then_some(Value::Bool(true))
         }
+        ValueRef::Integer(n) if TIME_COLUMNS.contains(&column.as_str()) => integer_time(n),
         ValueRef::Integer(n) => (n != 0 || always).then(|| Value::from(n)),
         ValueRef::Real(x) => serde_json::Number::from_f64(x).map(Value::Number),
         ValueRef::Text(bytes) => {

@@ -6,9 +6,10 @@
 //!
 //! Workspace discovery, in order:
 //!
-//! - `fleet`: `--db` (a `.beads` directory or its `beads.db`), `$BEADS_DIR`, then
+//! - `fleet`: `--db` (a `.beads` directory or its `beads.db`), `$BEADS_DB` / `$BD_DB` (the
+//!   same, from the environment), `$BEADS_DIR`, then
 //!   `$FLEET_HOME/.beads` (FLEET_HOME defaulting to `~/.fleet`).
-//! - `bd`: `--db`, `$BEADS_DIR`, then the nearest `.beads/` holding a store or
+//! - `bd`: `--db`, `$BEADS_DB` / `$BD_DB`, `$BEADS_DIR`, then the nearest `.beads/` holding a store or
 //!   `metadata.json`, walking up from the current directory, as beads does.
 //! - `fleet bd`: as `bd`, but the last step is fleet's central queue, `$FLEET_HOME/.beads`,
 //!   because the Python fleet ran `bd` from `FLEET_HOME`.
@@ -119,6 +120,22 @@ impl Context {
         Ok(self.store.get_or_init(|| store))
     }
 
+    /// The workspace's custom issue types (config `types.custom`); none when there is no
+    /// store or setting.
+    pub fn custom_types(&self) -> Vec<String> {
+        self.custom_setting("types.custom")
+    }
+
+    /// The workspace's custom statuses (config `status.custom`).
+    pub fn custom_statuses(&self) -> Vec<String> {
+        self.custom_setting("status.custom")
+    }
+
+    fn custom_setting(&self, key: &str) -> Vec<String> {
+        let value = self.store().ok().and_then(|s| s.read().ok()?.config(key).ok().flatten());
+        crate::model::custom_names(value.as_deref())
+    }
+
     /// Applies a write request as this command's actor: through the process serving the
     /// workspace when one answers, else in a transaction of its own (see [`crate::server`]).
     pub fn submit(&self, request: Request) -> Result<Reply, CliError> {
@@ -167,9 +184,15 @@ fn discover(db: Option<&Path>, personality: Personality) -> Result<PathBuf, CliE
     }
 }
 
-/// The workspace named by `--db` or `$BEADS_DIR`, the first steps of every policy.
+/// The workspace named by `--db`, `$BEADS_DB` (or the older `$BD_DB`, both the environment's
+/// `--db`) or `$BEADS_DIR`: the first steps of every policy.
 pub fn named_workspace(db: Option<&Path>) -> Option<PathBuf> {
-    db.map(beads_dir_of).or_else(|| non_empty_env("BEADS_DIR").map(PathBuf::from))
+    db.map(beads_dir_of)
+        .or_else(|| {
+            let env = non_empty_env("BEADS_DB").or_else(|| non_empty_env("BD_DB"))?;
+            Some(beads_dir_of(Path::new(&env)))
+        })
+        .or_else(|| non_empty_env("BEADS_DIR").map(PathBuf::from))
 }
 
 /// bd's error when no workspace was found or named.
@@ -182,13 +205,17 @@ fn no_beads_database() -> CliError {
 
 /// A `.beads` directory counts when it holds a store or beads' `metadata.json` (a bare
 /// `~/.beads` of global settings does not).
-fn is_workspace(beads: &Path) -> bool {
+pub fn is_workspace(beads: &Path) -> bool {
     beads.join(STORE_FILE).is_file() || beads.join("metadata.json").is_file()
 }
 
-/// `--db` may name the `.beads` directory or the store file inside it.
+/// `--db` may name the `.beads` directory or the database file inside it (`beads.db`, or any
+/// other `*.db` file beads was pointed at).
 fn beads_dir_of(path: &Path) -> PathBuf {
-    if path.file_name().is_some_and(|name| name == STORE_FILE) {
+    let database = path.file_name().is_some_and(|name| name == STORE_FILE)
+        || path.is_file()
+        || path.extension().is_some_and(|ext| ext == "db");
+    if database {
         path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     } else {
         path.to_path_buf()

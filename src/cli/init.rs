@@ -47,6 +47,10 @@ pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
 /// Creates the workspace in `dir` (shared by `fleet init` and `bd init`): the store, beads'
 /// `metadata.json`, and the legacy `.gitignore` unless one is there. Creates no
 /// `issues.jsonl` or `export-state.json`.
+///
+/// A `metadata.json` beads already wrote (a Dolt-era workspace: `backend: dolt`) is git-tracked
+/// and read by teammates still on beads; it is left as it is — fleet finds its workspace by
+/// its own store file.
 pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Store, CliError> {
     // `Store::init` is the atomic step: of racing inits, only its winner gets here.
     let store = Store::init(dir, prefix).map_err(|error| match error {
@@ -59,11 +63,13 @@ pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Stor
         crate::fsutil::write_atomic(&dir.join(name), text.as_bytes())
             .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
     };
-    let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });
-    write(
-        "metadata.json",
-        format!("{}\n", serde_json::to_string_pretty(&metadata).unwrap_or_default()),
-    )?;
+    if !dir.join("metadata.json").exists() {
+        let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });
+        write(
+            "metadata.json",
+            format!("{}\n", serde_json::to_string_pretty(&metadata).unwrap_or_default()),
+        )?;
+    }
     if !dir.join(".gitignore").exists() {
         write(".gitignore", GITIGNORE.to_string())?;
     }

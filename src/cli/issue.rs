@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::context::Context;
 use super::error::CliError;
 use super::output::{id_title, printable, printable_block, priority_badge, status_marker};
-use crate::model::{FleetFields, Status, parse_issue_type, parse_priority};
+use crate::model::{FleetFields, Status, parse_issue_type_with, parse_priority};
 use crate::op::IssuePatch;
 use crate::store::{IssueDetail, IssueSummary, StoreError, Writer};
 use crate::time::parse_user_date;
@@ -139,7 +139,7 @@ pub(in crate::cli) fn create_issue(
     crate::model::validate_title(&title)?;
     check_explicit_id(args.id.as_deref())?;
     let priority = parse_priority(&args.priority)?;
-    let issue_type = parse_issue_type(&args.issue_type)?;
+    let issue_type = parse_issue_type_with(&args.issue_type, &ctx.custom_types())?;
     let now = ctx.now();
     let due_at = args.due.as_deref().map(|d| parse_user_date("due", d, now)).transpose()?.flatten();
     let defer_until =
@@ -360,10 +360,18 @@ fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError>
         acceptance_criteria: args.acceptance.clone(),
         notes: args.notes.clone(),
         append_notes: args.append_notes.clone(),
-        status: args.status.as_deref().map(Status::parse_user).transpose()?,
+        status: args
+            .status
+            .as_deref()
+            .map(|s| Status::parse_user_with(s, &ctx.custom_statuses()))
+            .transpose()?,
         prior_status: None,
         priority: args.priority.as_deref().map(parse_priority).transpose()?,
-        issue_type: args.issue_type.as_deref().map(parse_issue_type).transpose()?,
+        issue_type: args
+            .issue_type
+            .as_deref()
+            .map(|t| parse_issue_type_with(t, &ctx.custom_types()))
+            .transpose()?,
         assignee: args.assignee.clone(),
         owner: None,
         estimated_minutes: args.estimate.map(Some),

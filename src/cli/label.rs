@@ -38,7 +38,7 @@ impl LabelTargets {
 }
 
 #[derive(Serialize)]
-pub(super) struct LabelChange {
+pub(in crate::cli) struct LabelChange {
     pub id: String,
     pub label: String,
     pub changed: bool,

@@ -93,8 +93,10 @@ impl Output {
         eprintln!("{text}");
     }
 
-    /// `value` shaped and pretty-printed the way bd prints it.
-    pub fn json_text(&self, value: Value) -> String {
+    /// `value` shaped and pretty-printed the way bd prints it: bd's shapes only, so fleet's
+    /// task fields (the `fleet` object of an issue) are left out.
+    pub fn json_text(&self, mut value: Value) -> String {
+        without_fleet_fields(&mut value);
         let shaped = if self.envelope {
             let mut map = Map::new();
             map.insert("data".into(), value);
@@ -110,6 +112,21 @@ impl Output {
             }
         };
         serde_json::to_string_pretty(&shaped).expect("JSON values serialise")
+    }
+}
+
+/// Removes the `fleet` object from every issue (an object with an `id` and a `title`) in
+/// `value`, at any depth.
+fn without_fleet_fields(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.contains_key("id") && map.contains_key("title") {
+                map.shift_remove("fleet");
+            }
+            map.values_mut().for_each(without_fleet_fields);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_fleet_fields),
+        _ => {}
     }
 }
 
@@ -257,6 +274,15 @@ mod tests {
         );
         let array = out.json_text(serde_json::json!([{ "title": "t", "id": "x-1" }]));
         assert!(array.starts_with("[\n  {\n    \"title\""), "{array}");
+    }
+
+    #[test]
+    fn issues_lose_their_fleet_fields_as_bd() {
+        let out = Output { mode: Mode::Bd, json: true, quiet: false, envelope: false };
+        let issue =
+            serde_json::json!({ "id": "x-1", "title": "t", "fleet": { "cwd": "/home/me" } });
+        let text = out.json_text(serde_json::json!([{ "issue": issue.clone() }, issue]));
+        assert!(!text.contains("/home/me"), "{text}");
     }
 
     #[test]

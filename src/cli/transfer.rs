@@ -16,7 +16,7 @@ use super::error::CliError;
 use crate::beads::{
     self, Batch, BeadsError, Detected, ExportOptions, ImportOptions, ImportReport, Progress, Source,
 };
-use crate::store::{Store, StoreError};
+use crate::store::{STORE_FILE, Store, StoreError};
 
 /// Inputs at least this large get a progress bar on a terminal.
 const PROGRESS_BYTES: usize = 2 << 20;
@@ -49,11 +49,22 @@ pub struct ExportArgs {
     /// Write to FILE (atomically) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Include infra types (agent, rig, role, message), templates and ephemeral issues.
+    /// Include everything: infra types (agent, rig, role, message), templates, ephemeral
+    /// issues and memories.
     #[arg(long)]
     pub all: bool,
-    /// Leave out `bd remember` memories.
+    /// Include the infra types, templates and ephemeral issues (not memories).
     #[arg(long)]
+    pub include_infra: bool,
+    /// Write fleet's working directories as stored (absolute paths). By default one inside
+    /// the project is written relative to it and any other is left out.
+    #[arg(long)]
+    pub include_paths: bool,
+    /// Also write `bd remember` memories (left out by default: they may hold private notes).
+    #[arg(long)]
+    pub include_memories: bool,
+    /// Leave out memories (the default; kept for older scripts).
+    #[arg(long, hide = true, conflicts_with = "include_memories")]
     pub no_memories: bool,
 }
 
@@ -164,6 +175,12 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         }
         other => other.clone(),
     };
+    let source = match source {
+        Source::Sqlite(path) if !args.dry_run && same_file(&path, &target_dir.join(STORE_FILE)) => {
+            Source::Sqlite(move_legacy_aside(ctx, &path)?)
+        }
+        other => other,
+    };
     let result = import_source(ctx, &args, &detected, &source, target_dir);
     if let Some(file) = temp_export {
         let _ = std::fs::remove_file(file);
@@ -172,6 +189,38 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         super::journal::commit_after(ctx, target_dir);
     }
     result
+}
+
+/// What a legacy SQLite `beads.db` is renamed to when it is migrated in place.
+const LEGACY_SQLITE_KEPT: &str = "beads.sqlite.db";
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Moves beads' SQLite `beads.db` out of the way of fleet's store (same file name), keeping
+/// it beside as `beads.sqlite.db`; returns where it now is.
+fn move_legacy_aside(ctx: &Context, path: &Path) -> Result<PathBuf, CliError> {
+    let kept = path.with_file_name(LEGACY_SQLITE_KEPT);
+    if kept.exists() {
+        return Err(CliError::new(format!(
+            "{} already exists; cannot keep {} there",
+            kept.display(),
+            path.display()
+        ))
+        .with_hint(format!("move {} away, then import again", kept.display())));
+    }
+    std::fs::rename(path, &kept).map_err(|e| {
+        CliError::new(format!("renaming {} to {}: {e}", path.display(), kept.display()))
+    })?;
+    ctx.out.note(&format!(
+        "Kept beads' SQLite database as {}; fleet's store takes its place",
+        kept.display()
+    ));
+    Ok(kept)
 }
 
 fn import_source(
@@ -193,6 +242,9 @@ fn import_source(
     if let Some(home) = &detected.fleet_home {
         let found = beads::detect::read_tasks(home).map_err(cli_error)?;
         tasks = Some(batch.apply_tasks(&found));
+    }
+    if let Some(root) = target_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        batch.resolve_relative_cwds(&std::fs::canonicalize(root).unwrap_or_else(|_| root.into()));
     }
     if batch.lines == 0 {
         ctx.out.note(&format!("Empty file: {}", source.display()));
@@ -283,7 +335,12 @@ fn read_source(
             let other = Store::open(dir)?;
             let reader = other.read()?;
             let mut bytes = Vec::new();
-            let options = ExportOptions { all: true, memories: true };
+            let options = ExportOptions {
+                all: true,
+                memories: true,
+                absolute_paths: true,
+                ..ExportOptions::default()
+            };
             beads::export::write_export(&reader, &options, &mut bytes).map_err(cli_error)?;
             let bar = Bar::new(show_bar && bytes.len() >= PROGRESS_BYTES);
             let batch = beads::import::read_jsonl(&bytes, now, &bar);
@@ -380,6 +437,18 @@ fn render_import(ctx: &Context, report: &ImportReport) {
         report.comments_duplicate,
         report.labels_added
     );
+    for line in fidelity_lines(report) {
+        eprintln!("  {line}");
+    }
+    if report.config_imported > 0 {
+        eprintln!("  settings copied: {}", report.config_imported);
+    }
+    if report.events_skipped > 0 {
+        eprintln!(
+            "  events skipped: {} (beads' audit trail; fleet's op journal keeps its own history)",
+            report.events_skipped
+        );
+    }
     if !report.stale_skipped_ids.is_empty() {
         eprintln!("  stale (stored copy is newer): {}", report.stale_skipped_ids.join(", "));
     }
@@ -415,9 +484,63 @@ fn render_import(ctx: &Context, report: &ImportReport) {
     }
 }
 
+/// The fidelity table of an import: per kind of item, what the source holds and what the
+/// store holds of it afterwards, and what explains a difference.
+fn fidelity_lines(report: &ImportReport) -> Vec<String> {
+    let source = &report.fidelity.source;
+    let store = report.fidelity.store.as_ref();
+    let pair = |name: &str, from: usize, to: Option<usize>, why: &str| {
+        let to = to.map_or_else(|| "-".to_string(), |n| n.to_string());
+        let mut line = format!("  {name:<24} {from:>6} {to:>6}");
+        if !why.is_empty() && to != from.to_string() {
+            line.push_str(&format!("  {why}"));
+        }
+        line
+    };
+    let skipped_edges =
+        |kind: &str| report.skipped_dependencies.iter().filter(|d| d.kind == kind).count();
+    let mut lines = vec![format!("{:<26} {:>6} {:>6}", "fidelity:", "source", "store")];
+    lines.push(pair(
+        "issues",
+        source.issues,
+        store.map(|s| s.issues),
+        &format!("{} stale skipped", report.stale_skipped),
+    ));
+    lines.push(pair(
+        "edges",
+        source.edge_total(),
+        store.map(super::super::beads::fidelity::Counts::edge_total),
+        &format!("{} skipped, listed below", report.skipped_dependencies.len()),
+    ));
+    for (kind, n) in &source.edges {
+        let why = format!("{} skipped", skipped_edges(kind));
+        lines.push(pair(
+            &format!("  {kind}"),
+            *n,
+            store.map(|s| s.edges.get(kind).copied().unwrap_or(0)),
+            &why,
+        ));
+    }
+    lines.push(pair("comments", source.comments, store.map(|s| s.comments), ""));
+    lines.push(pair("labels", source.labels, store.map(|s| s.labels), ""));
+    lines.push(pair("memories", source.memories, store.map(|s| s.memories), ""));
+    lines.push(pair(
+        "tombstones",
+        source.tombstones,
+        store.map(|_| 0),
+        "skipped: deleted in beads",
+    ));
+    lines
+}
+
 pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let options = ExportOptions { all: args.all, memories: !args.no_memories };
+    let options = ExportOptions {
+        all: args.all || args.include_infra,
+        memories: args.all || args.include_memories,
+        absolute_paths: args.include_paths,
+        ..ExportOptions::for_workspace(store.dir())
+    };
     let Some(path) = &args.output else {
         // To stdout, a damaged issue row is left out and named after the rest (an export to a
         // file, or the auto-export, fails whole instead: it would replace a good file).

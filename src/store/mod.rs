@@ -145,7 +145,7 @@ pub enum StoreError {
     #[error("no fleet workspace at {0}; run `fleet init` (or `bd init`) first")]
     NotInitialized(PathBuf),
     #[error(
-        "{0} is a SQLite beads database, not a fleet store; import it with `fleet import {0}` into a new workspace"
+        "{0} is beads' legacy SQLite database, not a fleet store; migrate it in place with `bd import {0}` (the SQLite file is kept beside it as beads.sqlite.db), or copy its issues into fleet's central queue with `fleet import {0}`"
     )]
     LegacySqlite(PathBuf),
     #[error("workspace at {0} already exists")]
@@ -1100,6 +1100,13 @@ impl<'t> Writer<'t> {
     }
 
     /// Sets (or with `None` removes) a configuration value of this store.
+    /// Changes the workspace's id prefix (a `rename-prefix`, after its ids moved). Not an op:
+    /// the prefix is this store's setting; the renamed issues travel as ops.
+    pub fn set_prefix(&mut self, prefix: &str) -> Result<(), StoreError> {
+        self.tables.meta.insert(meta::PREFIX, prefix.as_bytes())?;
+        Ok(())
+    }
+
     pub fn set_config(&mut self, key: &str, value: Option<&str>) -> Result<(), StoreError> {
         let key = format!("{}{key}", meta::CONFIG);
         match value {

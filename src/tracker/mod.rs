@@ -19,6 +19,7 @@ mod create;
 mod deps;
 mod import;
 mod issue;
+mod rename;
 mod request;
 
 pub use close::{CloseRequest, close, close_guard};
@@ -31,6 +32,7 @@ pub use issue::{
     MetadataEdit, UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove,
     put_record, release, reopen, update,
 };
+pub use rename::{rename_plan, rename_prefix};
 
 pub use request::{CloseOutcome, CloseRefused, Reply, Request, Summary, WireRefusal, execute};
 

@@ -39,6 +39,13 @@ expect_out 'Dependency-Aware'
 expect_out 'bd init'
 expect_out 'bd create'
 
+# Outside any beads project, prime says nothing and succeeds (global session hooks must not
+# leak into unrelated projects); inside one it prints the primer.
+run bd prime
+expect_ok
+expect_out_empty
+expect_err_empty
+run bd init -q --prefix gd
 run bd prime
 expect_ok
 expect_out 'bd ready'
@@ -47,7 +54,7 @@ run bd prime --full
 expect_ok
 for needle in 'Quality Tools' 'bd lint' 'bd formula list' 'bd human' 'Lifecycle & Hygiene' \
     'Structured Workflows' 'bd defer' 'bd supersede' 'bd stale' 'bd orphans' 'bd preflight' \
-    'Conventions'; do
+    'Conventions' 'conventions'; do
     expect_out "$needle"
 done
 run bd prime --mcp

@@ -12,7 +12,9 @@
 #[allow(clippy::new_without_default)]
 mod common;
 
+mod agent_habits;
 mod bad_input;
+mod beads_compat2;
 mod claims;
 mod deps;
 mod errors;

@@ -82,12 +82,11 @@ pub fn cmd_config(ctx: &BdContext, command: ConfigCommand) -> Result<(), CliErro
     Ok(())
 }
 
-/// The prefix is part of every id; it changes only through a rename, which fleet lacks.
+/// The prefix is part of every id; it changes only through a rename of every id.
 fn refuse_prefix(key: &str) -> Result<(), CliError> {
     if key == PREFIX_KEY {
-        return Err(CliError::new(
-            "issue_prefix is fixed when the workspace is created (bd init --prefix X)",
-        ));
+        return Err(CliError::new("issue_prefix is part of every issue id")
+            .with_hint("change it with bd rename-prefix <new-prefix>"));
     }
     Ok(())
 }

@@ -154,7 +154,7 @@ impl Draft {
     }
 
     /// A preview of the issue for `--dry-run`, without touching the store.
-    fn preview(&self) -> Result<Issue, CliError> {
+    fn preview(&self, custom_types: &[String]) -> Result<Issue, CliError> {
         let now = jiff::Timestamp::now();
         let title = self.args.title.clone().unwrap_or_default();
         let mut issue = Issue::new(String::new(), title, now);
@@ -163,7 +163,8 @@ impl Draft {
         issue.acceptance_criteria.clone_from(&self.args.acceptance);
         issue.notes.clone_from(&self.args.notes);
         issue.priority = crate::model::parse_priority(&self.args.priority)?;
-        issue.issue_type = crate::model::parse_issue_type(&self.args.issue_type)?;
+        issue.issue_type =
+            crate::model::parse_issue_type_with(&self.args.issue_type, custom_types)?;
         issue.labels = fleet::split_csv(&self.args.labels);
         issue.assignee = self.args.assignee.clone().unwrap_or_default();
         issue.estimated_minutes = self.args.estimate;
@@ -209,7 +210,7 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
         // Before --dry-run too: a preview of an id that cannot be stored would mislead.
         crate::id::check_id(id)?;
     }
-    let preview = draft.preview()?;
+    let preview = draft.preview(&ctx.custom_types())?;
     validate_on_create(ctx, &args, &preview)?;
     if let Some(due) = &args.due {
         parse_user_date("due", due, ctx.now())?;
@@ -314,7 +315,8 @@ fn create_from_markdown(
         )));
     }
     if args.dry_run {
-        let previews = drafts.iter().map(Draft::preview).collect::<Result<Vec<_>, _>>()?;
+        let custom = ctx.custom_types();
+        let previews = drafts.iter().map(|d| d.preview(&custom)).collect::<Result<Vec<_>, _>>()?;
         ctx.out.emit(&previews, || {
             let mut lines = vec![format!("Dry run: would create {} issues:", previews.len())];
             lines.extend(

@@ -1,8 +1,19 @@
-//! Static guides: `bd prime` (the workflow primer agents load at session start), `bd prime
-//! --full`, `bd quickstart` and `bd human`. The text is fleet's own; it names the commands
-//! beads documents and says plainly which ones fleet's bd does not have.
+//! Guides: `bd prime` (the workflow primer agents load at session start, through the hooks
+//! `bd setup` writes), `bd quickstart` and `bd human`. The text is fleet's own; it names the
+//! commands beads documents and says plainly which ones fleet's bd does not have.
+//!
+//! `bd prime` behaves as beads' does where hooks depend on it: outside any beads project it
+//! prints nothing and succeeds (a global hook must not leak into unrelated projects); a
+//! `PRIME.md` (in `./.beads/`, then the workspace, then `~/.config/beads/`) replaces the
+//! built-in text unless `--export`; the workspace's memories follow the text;
+//! `--hook-json` wraps everything in the SessionStart envelope that Claude Code, Gemini CLI
+//! and Codex read (`{"hookSpecificOutput":{"hookEventName":"SessionStart",
+//! "additionalContext":…}}`), also when there is nothing to say.
+
+use std::path::PathBuf;
 
 use super::context::BdContext;
+use super::memory;
 
 #[derive(Debug, clap::Args)]
 pub struct PrimeArgs {
@@ -12,6 +23,19 @@ pub struct PrimeArgs {
     /// A short version for agents that reach the tracker through MCP tools.
     #[arg(long)]
     pub mcp: bool,
+    /// Stealth mode: a session close without git steps.
+    #[arg(long)]
+    pub stealth: bool,
+    /// Print the built-in text, ignoring any PRIME.md override.
+    #[arg(long)]
+    pub export: bool,
+    /// Only the persistent memories (for compact hook contexts).
+    #[arg(long)]
+    pub memories_only: bool,
+    /// Wrap the output in the SessionStart hook JSON envelope (Claude Code, Gemini CLI,
+    /// Codex).
+    #[arg(long)]
+    pub hook_json: bool,
 }
 
 const PRIME: &str = r#"# Issue tracking with bd (fleet)
@@ -37,6 +61,11 @@ not markdown TODO lists — so that other agents and people see the same queue.
 
 Priorities: 0 critical … 2 normal (default) … 4 backlog.
 Run `bd prime --full` for quality tools, lifecycle commands and conventions."#;
+
+/// The session close of `--stealth`: no git steps.
+const STEALTH_CLOSE: &str = r#"## Session close
+Before saying "done": `bd close <id…> --reason "…"` for finished work. No git operations.
+Keep knowledge that outlives the session with `bd remember "insight"`."#;
 
 const PRIME_MCP: &str = r#"# bd (fleet) — issue tracking
 Find work with ready, claim it atomically (update --claim), read it with show, close it with a
@@ -73,19 +102,19 @@ There is no daemon and no sync step; every command sees every other command's wr
 - `bd create --validate` refuses an issue whose description lacks them;
   `bd config set validation.on-create error|warn` makes that the default, and
   `bd config set validation.on-close error|warn` asks for a real close reason.
-- `bd preflight` (a pre-PR checklist in full beads) is not part of fleet's bd: run `bd lint`,
-  your tests, and `bd list --status in_progress` before you open a pull request.
-- `bd human` — the short list of commands for people.
+- `bd preflight [--check]` — the pre-PR checklist (lint, stale work, orphans).
+- `bd doctor --check=conventions` — check for convention drift (lint, stale, orphans).
+- `bd human <id>` — flag an issue for a human decision (`bd human list|respond|dismiss`);
+  `bd human` alone prints the short list of commands for people.
 
 ## Lifecycle & Hygiene
 - `bd defer <id> [--until +1w]` / `bd undefer <id>` — park work without closing it; deferred
   issues leave `bd ready` until the date passes.
 - `bd stale [--days 30]` — issues nobody touched for a while: close, defer or re-prioritise.
-- `bd supersede` (full beads) is not in fleet's bd: close the old issue with
-  `bd close <old> --reason "superseded by <new>"` and link them with
-  `bd dep add <new> <old> --type supersedes`.
-- `bd orphans` (full beads: issues referenced from commits but still open) is not in fleet's
-  bd: use `bd list --status in_progress` and `bd stale` to find abandoned work.
+- `bd supersede <old> --with <new>` — links the two (`supersedes`) and closes the old one.
+- `bd orphans` — open issues that git commits already mention: finished but never closed.
+- `bd remember "insight"` / `bd memories [text]` / `bd forget <key>` — persistent notes that
+  `bd prime` shows at every session start.
 - `bd reopen <id> --reason "…"`, `bd delete <id> --force` (a hard delete; without `--force`
   it only previews).
 
@@ -156,14 +185,102 @@ const HUMAN: &str = r#"bd for humans — the commands you need most
 Agents: run `bd prime` for the workflow primer."#;
 
 pub fn cmd_prime(ctx: &BdContext, args: PrimeArgs) {
-    let text = if args.full {
-        PRIME_FULL
+    let content = prime_content(ctx, &args).unwrap_or_default();
+    if args.hook_json {
+        let envelope = serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": content,
+            }
+        });
+        let mut line = Vec::new();
+        crate::beads::jsonl::write_line(&mut line, &envelope);
+        crate::cli::output::write_stdout(String::from_utf8_lossy(&line).trim_end());
+    } else if !content.is_empty() {
+        ctx.out.emit(&serde_json::json!({ "content": content }), || content.clone());
+    }
+}
+
+/// What `bd prime` says, or `None` outside any beads project (where it is silent).
+fn prime_content(ctx: &BdContext, args: &PrimeArgs) -> Option<String> {
+    let dir = ctx.workspace_dir().ok()?;
+    if !crate::cli::context::is_workspace(dir) {
+        return None;
+    }
+    let memories = memory::memories(ctx).unwrap_or_default();
+    if args.memories_only {
+        return Some(memories_section(&memories, false).unwrap_or_else(|| {
+            "# Persistent memories\n\nNo memories stored. Use `bd remember \"insight\"` to add one."
+                .to_string()
+        }));
+    }
+    if !args.export
+        && let Some(text) = prime_override(dir)
+    {
+        return Some(text);
+    }
+    let mut text = if args.full {
+        PRIME_FULL.to_string()
     } else if args.mcp {
-        PRIME_MCP
+        PRIME_MCP.to_string()
     } else {
-        PRIME
+        let close = if args.stealth { STEALTH_CLOSE } else { PRIME_CLOSE };
+        format!("{PRIME}\n\n{close}")
     };
-    ctx.out.emit(&serde_json::json!({ "content": text }), || text.to_string());
+    if let Some(section) = memories_section(&memories, args.mcp) {
+        text.push_str("\n\n");
+        text.push_str(&section);
+    }
+    Some(text)
+}
+
+/// The session close that follows [`PRIME`]; `--stealth` has [`STEALTH_CLOSE`] instead.
+const PRIME_CLOSE: &str = r#"## Session close
+Before saying "done": `bd close <id…> --reason "…"` for finished work, run the checks
+(tests, linters), `git status`, then `bd sync` (a no-op until a remote is configured).
+Keep knowledge that outlives the session with `bd remember "insight"`."#;
+
+/// A `PRIME.md` that replaces the built-in primer: `./.beads/PRIME.md`, then the
+/// workspace's, then `$XDG_CONFIG_HOME/beads/PRIME.md` (default `~/.config`).
+fn prime_override(workspace: &std::path::Path) -> Option<String> {
+    let global = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .map(|config| config.join("beads").join("PRIME.md"));
+    [Some(PathBuf::from(".beads").join("PRIME.md")), Some(workspace.join("PRIME.md")), global]
+        .into_iter()
+        .flatten()
+        .find_map(|path| std::fs::read_to_string(path).ok())
+}
+
+/// The memories as `bd prime` shows them: a heading and one entry per key (one line each
+/// when `compact`), or `None` when there are none.
+fn memories_section(
+    memories: &std::collections::BTreeMap<String, String>,
+    compact: bool,
+) -> Option<String> {
+    if memories.is_empty() {
+        return None;
+    }
+    let mut text = if compact {
+        "## Memories\n".to_string()
+    } else {
+        format!(
+            "## Persistent Memories ({})\n\nStored with `bd remember`. Update one with \
+             `bd remember --key <key> \"new content\"`, search with `bd memories <keyword>`, \
+             remove one with `bd forget <key>`.\n",
+            memories.len()
+        )
+    };
+    for (key, value) in memories {
+        if compact {
+            text.push_str(&format!("- {key}: {}\n", value.replace('\n', " ")));
+        } else {
+            text.push_str(&format!("\n### {key}\n{value}\n"));
+        }
+    }
+    Some(text.trim_end().to_string())
 }
 
 pub fn cmd_quickstart(ctx: &BdContext) {

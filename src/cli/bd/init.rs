@@ -43,13 +43,14 @@ struct Initialized {
 pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.init_dir(global)?;
     let jsonl = dir.join("issues.jsonl");
-    let prefix = match &args.prefix {
-        Some(prefix) => prefix.trim().trim_end_matches('-').to_string(),
-        None if args.from_jsonl => {
+    let prefix = match (&args.prefix, &prefix_from_config_yaml(&dir)) {
+        (Some(prefix), _) | (None, Some(prefix)) => prefix.trim().trim_end_matches('-').to_string(),
+        (None, None) if args.from_jsonl => {
             prefix_from_jsonl(&jsonl).unwrap_or_else(|| prefix_from_dir(&dir))
         }
-        None => prefix_from_dir(&dir),
+        (None, None) => prefix_from_dir(&dir),
     };
+    let beads_metadata = beads_backend(&dir);
     let store = init_workspace(&dir, &prefix).map_err(CliError::message_only)?;
     let result = Initialized {
         path: dir.display().to_string(),
@@ -67,12 +68,47 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
             )
         });
     }
+    if let Some(backend) = beads_metadata {
+        ctx.out.note(&format!(
+            "Kept beads' metadata.json (backend {backend}) for teammates still on beads; fleet's \
+             store is {}",
+            dir.join(STORE_FILE).display()
+        ));
+        if dir.join("dolt").is_dir() || dir.join("embeddeddolt").is_dir() {
+            ctx.out.note(&format!(
+                "Bring the Dolt database's issues in with: fleet import {} --via-bd",
+                dir.parent().unwrap_or(&dir).display()
+            ));
+        }
+    }
     if args.from_jsonl && jsonl.is_file() {
         let new_global = BdGlobal { db: Some(dir.clone()), ..global.clone() };
         let fresh = BdContext::new(&new_global, ctx.personality())?;
         transfer::import_path(&fresh, &jsonl, false)?;
     }
     Ok(())
+}
+
+/// The backend a `metadata.json` beads wrote names (`dolt`, `sqlite`), if there is one that
+/// is not fleet's.
+fn beads_backend(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("metadata.json")).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let backend = value.get("backend").and_then(|b| b.as_str()).unwrap_or("sqlite");
+    (backend != "fleet-redb").then(|| backend.to_string())
+}
+
+/// The `issue-prefix` (or `issue_prefix`) of `.beads/config.yaml`, where beads keeps it.
+fn prefix_from_config_yaml(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("config.yaml")).ok()?;
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        if !matches!(key.trim(), "issue-prefix" | "issue_prefix") || line.starts_with([' ', '\t']) {
+            return None;
+        }
+        let value = value.split(" #").next()?.trim().trim_matches(['"', '\'']).trim();
+        (!value.is_empty()).then(|| value.to_string())
+    })
 }
 
 /// The prefix of the first issue id in a JSONL file (`bd-a1f.2` → `bd`).
@@ -114,6 +150,19 @@ fn prefix_from_dir(beads_dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_yaml_names_the_prefix() {
+        let dir = std::env::temp_dir().join(format!("bd-init-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.yaml"),
+            "# beads\nissue-prefix: \"api\"  # ids\nsync:\n  issue-prefix: no\n",
+        )
+        .unwrap();
+        assert_eq!(prefix_from_config_yaml(&dir).as_deref(), Some("api"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn prefixes_come_from_the_directory_name() {

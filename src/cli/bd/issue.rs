@@ -74,6 +74,12 @@ pub struct ShowArgs {
     /// Show the conversation thread (accepted; shows the issue).
     #[arg(long)]
     pub thread: bool,
+    /// Full dependent issues in the JSON (fleet always includes them).
+    #[arg(long)]
+    pub include_dependents: bool,
+    /// Full comment bodies in the JSON (fleet always includes them).
+    #[arg(long)]
+    pub include_comments: bool,
 }
 
 /// Reports an id that does not resolve, the way legacy bd did, and returns `None`.
@@ -711,7 +717,7 @@ pub fn cmd_undefer(ctx: &BdContext, args: UndeferArgs) -> Result<(), CliError> {
 }
 
 /// Applies one patch to every issue of `ids` in one transaction.
-fn patch_each(
+pub(super) fn patch_each(
     ctx: &BdContext,
     ids: &[String],
     patch: &IssuePatch,

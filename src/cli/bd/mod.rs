@@ -24,9 +24,13 @@ mod issue;
 mod label;
 mod link;
 mod lint;
+mod memory;
 mod query;
+mod rename;
+mod setup;
 mod sync;
 mod transfer;
+mod workflow;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -88,8 +92,18 @@ pub struct BdCli {
 /// Flags every bd command takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BdGlobal {
-    /// Output in JSON format.
-    #[arg(long, global = true, help_heading = "Global Flags")]
+    /// Output in JSON format (`--json=false` turns it off again).
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global Flags",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        default_value = "false",
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub json: bool,
     /// Actor name for the audit trail (default: $BEADS_ACTOR, $BD_ACTOR, git user.name, $USER).
     #[arg(long, global = true, value_name = "NAME", help_heading = "Global Flags")]
@@ -206,10 +220,41 @@ pub enum BdCommand {
     Hook(hooks::HookArgs),
     /// Output the workflow primer for an agent's context.
     Prime(guide::PrimeArgs),
+    /// Store a persistent memory (shown by `bd prime`).
+    Remember(memory::RememberArgs),
+    /// List or search persistent memories.
+    Memories(memory::MemoriesArgs),
+    /// Print one memory in full.
+    Recall(memory::KeyArgs),
+    /// Remove a persistent memory.
+    Forget(memory::KeyArgs),
     /// Quick start guide.
     Quickstart,
-    /// The essential commands, for humans.
-    Human,
+    /// Flag an issue for a human decision (`list`, `respond`, `dismiss`); alone, the
+    /// essential commands for people.
+    Human(workflow::HumanArgs),
+    /// Quick capture: create an issue and print only its id.
+    Q(workflow::QuickArgs),
+    /// Mark an issue as superseded by a newer one (and close it).
+    Supersede(workflow::SupersedeArgs),
+    /// Open issues that commits already mention (done but never closed).
+    Orphans(workflow::OrphansArgs),
+    /// The pre-PR checklist (`--check` runs the tracker's part of it).
+    Preflight(workflow::PreflightArgs),
+    /// Edit an issue field in $EDITOR (for people; agents use `bd update`).
+    Edit(workflow::EditArgs),
+    /// The AGENTS.md snippet that points agents at bd.
+    Onboard,
+    /// Set an agent up: session hooks (claude, gemini) or the AGENTS.md snippet.
+    Setup(setup::SetupArgs),
+    /// Show the active .beads directory.
+    Where,
+    /// Show database information.
+    Info(setup::InfoArgs),
+    /// Check the store for damage (`--check=conventions`: lint, stale work, orphans).
+    Doctor(setup::DoctorArgs),
+    /// Rename the issue prefix of every issue (and every reference to their ids).
+    RenamePrefix(rename::RenamePrefixArgs),
     /// Print version information.
     Version,
 }
@@ -332,9 +377,16 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         | BdCommand::Defer(_)
         | BdCommand::Undefer(_)
         | BdCommand::Comment(_)
+        | BdCommand::Remember(_)
+        | BdCommand::Q(_)
+        | BdCommand::Supersede(_)
+        | BdCommand::Edit(_)
+        | BdCommand::Forget(_)
         | BdCommand::Import(_) => true,
         BdCommand::Delete(args) => args.force,
         BdCommand::Ready(args) => args.claim,
+        BdCommand::Human(args) => args.writes(),
+        BdCommand::Orphans(args) => args.fix,
         BdCommand::Dep(args) => args.writes(),
         BdCommand::Comments(args) => args.adds(),
         BdCommand::Label(command) => command.writes(),
@@ -376,8 +428,23 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Hooks(command) => hooks::cmd_hooks(&ctx, command)?,
         BdCommand::Hook(args) => hooks::cmd_hook(&ctx, args)?,
         BdCommand::Prime(args) => guide::cmd_prime(&ctx, args),
+        BdCommand::Remember(args) => memory::cmd_remember(&ctx, args)?,
+        BdCommand::Memories(args) => memory::cmd_memories(&ctx, args)?,
+        BdCommand::Recall(args) => memory::cmd_recall(&ctx, args)?,
+        BdCommand::Forget(args) => memory::cmd_forget(&ctx, args)?,
         BdCommand::Quickstart => guide::cmd_quickstart(&ctx),
-        BdCommand::Human => guide::cmd_human(&ctx),
+        BdCommand::Human(args) => workflow::cmd_human(&ctx, args)?,
+        BdCommand::Q(args) => workflow::cmd_quick(&ctx, args)?,
+        BdCommand::Onboard => setup::cmd_onboard(&ctx),
+        BdCommand::RenamePrefix(args) => rename::cmd_rename_prefix(&ctx, args)?,
+        BdCommand::Setup(args) => setup::cmd_setup(&ctx, args)?,
+        BdCommand::Where => setup::cmd_where(&ctx)?,
+        BdCommand::Info(args) => setup::cmd_info(&ctx, args)?,
+        BdCommand::Doctor(args) => setup::cmd_doctor(&ctx, args)?,
+        BdCommand::Supersede(args) => workflow::cmd_supersede(&ctx, args)?,
+        BdCommand::Orphans(args) => workflow::cmd_orphans(&ctx, args)?,
+        BdCommand::Preflight(args) => workflow::cmd_preflight(&ctx, args)?,
+        BdCommand::Edit(args) => workflow::cmd_edit(&ctx, args)?,
         BdCommand::Version => {
             let version = serde_json::json!({
                 "version": BD_COMPAT_VERSION,
@@ -407,6 +474,13 @@ fn command_name(command: &BdCommand) -> &'static str {
         BdCommand::Label(_) => "label",
         BdCommand::Ready(_) => "ready --claim",
         BdCommand::Import(_) => "import",
+        BdCommand::Remember(_) => "remember",
+        BdCommand::Q(_) => "q",
+        BdCommand::Supersede(_) => "supersede",
+        BdCommand::Edit(_) => "edit",
+        BdCommand::Human(_) => "human",
+        BdCommand::Orphans(_) => "orphans --fix",
+        BdCommand::Forget(_) => "forget",
         _ => "this command",
     }
 }
@@ -429,6 +503,18 @@ mod tests {
         let cli = BdCli::try_parse_from(["bd", "dep", "add", "a-1", "a-2"]).unwrap();
         let Some(BdCommand::Dep(args)) = cli.command else { panic!("not dep") };
         assert!(matches!(args.command, Some(dep::DepCommand::Add { .. })));
+    }
+
+    #[test]
+    fn json_takes_an_optional_value() {
+        for (args, json) in [
+            (&["bd", "ready", "--json"][..], true),
+            (&["bd", "ready", "--json=true"][..], true),
+            (&["bd", "--json=false", "ready"][..], false),
+            (&["bd", "ready"][..], false),
+        ] {
+            assert_eq!(BdCli::try_parse_from(args).unwrap().global.json, json, "{args:?}");
+        }
     }
 
     #[test]

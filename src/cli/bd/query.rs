@@ -168,12 +168,15 @@ pub struct ListArgs {
     /// Several lines per issue.
     #[arg(long)]
     pub long: bool,
-    /// Accepted for compatibility (the list is flat).
-    #[arg(long, hide = true)]
+    /// Children indented under their parents.
+    #[arg(long, conflicts_with = "flat")]
     pub tree: bool,
-    #[arg(long, hide = true)]
+    /// One line per issue (the default).
+    #[arg(long)]
     pub flat: bool,
-    /// Output format: text (default), or json (same as --json).
+    /// Output format: text (default), json (same as --json), or a Go template such as
+    /// '{{.ID}} {{.Title}}' (fields: ID, Title, Status, Priority, IssueType, Assignee, Owner,
+    /// Labels, Description, CreatedAt, UpdatedAt, Parent).
     #[arg(long)]
     pub format: Option<String>,
 }
@@ -237,10 +240,21 @@ pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), CliError> {
     let keep: Option<Keep<'_>> = (args.ready || args.overdue).then_some(&keep);
     let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, keep)?;
     let json = ctx.out.json || args.format.as_deref() == Some("json");
+    let template = args.format.as_deref().filter(|f| !matches!(*f, "json" | "text" | ""));
     let out = ctx.out.with_json(json);
     out.emit(&issues, || {
+        if let Some(template) = template {
+            return issues
+                .iter()
+                .map(|s| fill_template(template, s))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
         if issues.is_empty() {
             return "No issues found.".to_string();
+        }
+        if args.tree {
+            return tree_lines(&issues);
         }
         if args.long {
             return issues.iter().map(long_entry).collect::<Vec<_>>().join("\n\n");
@@ -254,6 +268,61 @@ pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), CliError> {
         ));
     }
     Ok(())
+}
+
+/// One issue through a Go-template-like `--format`: each `{{.Field}}` (spaces allowed inside
+/// the braces) is replaced by the field's value; unknown fields give `<no value>`, as Go's
+/// templates print for a missing map key.
+fn fill_template(template: &str, summary: &IssueSummary) -> String {
+    let issue = &summary.issue;
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else { break };
+        out.push_str(&rest[..start]);
+        let field = rest[start + 2..start + len].trim().trim_start_matches('.');
+        let value = match field {
+            "ID" | "Id" => issue.id.clone(),
+            "Title" => issue.title.clone(),
+            "Status" => issue.status.to_string(),
+            "Priority" => issue.priority.to_string(),
+            "IssueType" | "Type" => issue.issue_type.clone(),
+            "Assignee" => issue.assignee.clone(),
+            "Owner" => issue.owner.clone(),
+            "Labels" => format!("[{}]", issue.labels.join(" ")),
+            "Description" => issue.description.clone(),
+            "CreatedAt" => issue.created_at.to_string(),
+            "UpdatedAt" => issue.updated_at.to_string(),
+            "Parent" => summary.parent.clone().unwrap_or_default(),
+            _ => "<no value>".to_string(),
+        };
+        out.push_str(&printable(&value));
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `list --tree`: each issue under its parent (when the parent is listed too), indented.
+fn tree_lines(issues: &[IssueSummary]) -> String {
+    let listed: std::collections::HashSet<&str> =
+        issues.iter().map(|s| s.issue.id.as_str()).collect();
+    let is_root = |s: &IssueSummary| s.parent.as_deref().is_none_or(|p| !listed.contains(p));
+    let mut lines = Vec::new();
+    let mut stack: Vec<(&IssueSummary, usize)> =
+        issues.iter().filter(|s| is_root(s)).rev().map(|s| (s, 0)).collect();
+    while let Some((summary, depth)) = stack.pop() {
+        let prefix =
+            if depth == 0 { String::new() } else { format!("{}└─ ", "   ".repeat(depth - 1)) };
+        lines.push(format!("{prefix}{}", list_line(&summary.issue)));
+        let children = issues
+            .iter()
+            .filter(|c| c.parent.as_deref() == Some(summary.issue.id.as_str()))
+            .rev()
+            .map(|c| (c, depth + 1));
+        stack.extend(children);
+    }
+    lines.join("\n")
 }
 
 fn long_entry(summary: &IssueSummary) -> String {
@@ -284,11 +353,17 @@ pub struct ReadyArgs {
     pub plain: bool,
     #[arg(long, hide = true)]
     pub pretty: bool,
+    /// Explain why each issue is ready or blocked (and list dependency cycles).
+    #[arg(long, conflicts_with = "claim")]
+    pub explain: bool,
 }
 
 pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
     if args.claim {
         return ready_claim(ctx, &args);
+    }
+    if args.explain {
+        return ready_explain(ctx);
     }
     let store = ctx.open_store()?;
     let reader = store.read()?;
@@ -345,6 +420,145 @@ fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), CliError> {
         None => "○ No ready work to claim".to_string(),
     });
     Ok(())
+}
+
+/// A ready issue and why it is ready (`ready --explain`).
+#[derive(Serialize)]
+struct ReadyItem {
+    #[serde(flatten)]
+    summary: IssueSummary,
+    reason: String,
+    resolved_blockers: Vec<String>,
+}
+
+/// A blocker as `ready --explain` names it.
+#[derive(Serialize)]
+struct BlockerInfo {
+    id: String,
+    title: String,
+    status: String,
+    priority: u8,
+}
+
+#[derive(Serialize)]
+struct BlockedItem {
+    #[serde(flatten)]
+    summary: IssueSummary,
+    blocked_by: Vec<BlockerInfo>,
+    blocked_by_count: usize,
+}
+
+#[derive(Serialize)]
+struct Explanation {
+    ready: Vec<ReadyItem>,
+    blocked: Vec<BlockedItem>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    cycles: Vec<Vec<String>>,
+    summary: serde_json::Value,
+}
+
+/// `ready --explain`: every ready issue with the blockers it no longer waits for, every
+/// blocked one with what blocks it, and the dependency cycles (beads' shape).
+fn ready_explain(ctx: &BdContext) -> Result<(), CliError> {
+    let reader = ctx.store()?.read()?;
+    let filter = crate::store::ReadyFilter { limit: 0, ..Default::default() };
+    let page = reader.ready(&filter, ctx.require_store()?.now())?;
+    let mut ready = Vec::new();
+    for summary in reader.summaries(&page.issues)? {
+        let resolved: Vec<String> = reader
+            .view()
+            .deps_of(&summary.issue.id)?
+            .into_iter()
+            .filter(|d| {
+                [dep_type::BLOCKS, dep_type::CONDITIONAL_BLOCKS, dep_type::WAITS_FOR]
+                    .contains(&d.kind.as_str())
+            })
+            .map(|d| d.depends_on_id)
+            .collect();
+        let reason = if resolved.is_empty() {
+            "no blocking dependencies".to_string()
+        } else {
+            format!("{} blocker(s) resolved", resolved.len())
+        };
+        ready.push(ReadyItem { summary, reason, resolved_blockers: resolved });
+    }
+    let mut blocked = Vec::new();
+    for entry in reader.blocked(None)? {
+        let mut blockers = Vec::new();
+        for id in &entry.blocked_by {
+            let found = reader.view().issue(id)?;
+            blockers.push(BlockerInfo {
+                id: id.clone(),
+                title: found.as_ref().map(|i| i.title.clone()).unwrap_or_default(),
+                status: found.as_ref().map(|i| i.status.to_string()).unwrap_or_default(),
+                priority: found.as_ref().map_or(0, |i| i.priority),
+            });
+        }
+        blocked.push(BlockedItem {
+            summary: entry.summary,
+            blocked_by_count: entry.blocked_by_count,
+            blocked_by: blockers,
+        });
+    }
+    let cycles = reader.cycles()?;
+    let summary = serde_json::json!({
+        "total_ready": ready.len(),
+        "total_blocked": blocked.len(),
+        "cycle_count": cycles.len(),
+    });
+    let explanation = Explanation { ready, blocked, cycles, summary };
+    ctx.out.emit(&explanation, || render_explanation(&explanation));
+    Ok(())
+}
+
+fn render_explanation(e: &Explanation) -> String {
+    let mut lines = vec![String::new(), "📊 Ready Work Explanation".to_string(), String::new()];
+    if e.ready.is_empty() {
+        lines.push("○ No ready work\n".into());
+    } else {
+        lines.push(format!("● Ready ({} issues):\n", e.ready.len()));
+    }
+    for item in &e.ready {
+        let issue = &item.summary.issue;
+        lines.push(format!("  {} [P{}] {}", issue.id, issue.priority, printable(&issue.title)));
+        lines.push(format!("    Reason: {}", item.reason));
+        if !item.resolved_blockers.is_empty() {
+            lines.push(format!("    Resolved blockers: {}", item.resolved_blockers.join(", ")));
+        }
+        if item.summary.dependent_count > 0 {
+            lines.push(format!("    Unblocks: {} issue(s)", item.summary.dependent_count));
+        }
+        lines.push(String::new());
+    }
+    if !e.blocked.is_empty() {
+        lines.push(format!("● Blocked ({} issues):\n", e.blocked.len()));
+    }
+    for item in &e.blocked {
+        let issue = &item.summary.issue;
+        lines.push(format!("  {} [P{}] {}", issue.id, issue.priority, printable(&issue.title)));
+        for b in &item.blocked_by {
+            lines.push(format!(
+                "    ← blocked by {}: {} [{}]",
+                b.id,
+                printable(&b.title),
+                b.status
+            ));
+        }
+        lines.push(String::new());
+    }
+    if !e.cycles.is_empty() {
+        lines.push(format!("⚠ Cycles detected ({}):\n", e.cycles.len()));
+        for cycle in &e.cycles {
+            lines.push(format!("  {} → {}", cycle.join(" → "), cycle[0]));
+        }
+        lines.push(String::new());
+    }
+    let mut summary = format!("─ Summary: {} ready, {} blocked", e.ready.len(), e.blocked.len());
+    if !e.cycles.is_empty() {
+        summary.push_str(&format!(", {} cycle(s)", e.cycles.len()));
+    }
+    lines.push(summary);
+    lines.join("\n")
 }
 
 #[derive(Debug, clap::Args)]

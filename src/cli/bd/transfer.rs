@@ -13,12 +13,6 @@ use crate::cli::transfer as fleet;
 pub struct ExportArgs {
     #[command(flatten)]
     pub fleet: fleet::ExportArgs,
-    /// Include infra types (agent, rig, role, message); the same as --all here.
-    #[arg(long)]
-    pub include_infra: bool,
-    /// Accepted for compatibility: memories are exported unless --no-memories.
-    #[arg(long, hide = true)]
-    pub include_memories: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -31,8 +25,7 @@ pub struct ImportArgs {
     pub rename_on_import: bool,
 }
 
-pub fn cmd_export(ctx: &BdContext, mut args: ExportArgs) -> Result<(), CliError> {
-    args.fleet.all |= args.include_infra;
+pub fn cmd_export(ctx: &BdContext, args: ExportArgs) -> Result<(), CliError> {
     fleet::cmd_export(ctx.require_store()?, args.fleet).map_err(CliError::message_only)?;
     Ok(())
 }
