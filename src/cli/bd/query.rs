@@ -483,12 +483,13 @@ fn ready_explain(ctx: &BdContext) -> Result<(), CliError> {
         ready.push(ReadyItem { summary, reason, resolved_blockers: resolved });
     }
     let mut blocked = Vec::new();
-    for entry in reader.blocked(None)? {
+    let (entries, _) = reader.blocked(None, 0)?;
+    for entry in entries {
         let mut blockers = Vec::new();
         for id in &entry.blocked_by {
             let found = reader.view().issue(id)?;
             blockers.push(BlockerInfo {
-                id: id.clone(),
+                id: id.to_string(),
                 title: found.as_ref().map(|i| i.title.clone()).unwrap_or_default(),
                 status: found.as_ref().map(|i| i.status.to_string()).unwrap_or_default(),
                 priority: found.as_ref().map_or(0, |i| i.priority),
