@@ -25,6 +25,7 @@
 //! | `fake: leak VAR…` | writes `VAR=<value>` of each variable to stderr and says them as assistant text (a careless agent) |
 //! | `fake: authfail` | prints Claude Code's "Not logged in" result and exits 1 |
 //! | `fake: overloaded` | prints the CLI's retries of a 529 and a final "Overloaded" API error result, exits 1 |
+//! | `fake: spend IN OUT COST` | prints an assistant message whose request used IN prompt tokens and OUT output tokens; the final result reports the session's totals and a `total_cost_usd` summed from each COST |
 //! | `fake: once DIRECTIVE` | runs DIRECTIVE only on the task's first run (a marker file in `$FLEET_TASK_DIR` remembers it), so a script can hit a limit once and then finish |
 //!
 //! Without directives it greets, closes the task and exits 0.
@@ -52,14 +53,52 @@ fn session() -> String {
 }
 
 fn assistant(text: &str, input_tokens: u64) {
+    assistant_with(text, input_tokens, 1);
+}
+
+fn assistant_with(text: &str, input_tokens: u64, output_tokens: u64) {
     emit(json!({
         "type": "assistant",
-        "message": {"id": format!("msg_{input_tokens}"), "role": "assistant", "model": "fake",
+        "message": {"id": format!("msg_{input_tokens}_{output_tokens}"), "role": "assistant", "model": "fake",
             "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}},
         "session_id": session(),
     }));
+}
+
+/// What `fake: spend` directives added up, for the final result line.
+#[derive(Default)]
+struct Spent {
+    input: u64,
+    output: u64,
+    cost: Option<f64>,
+}
+
+impl Spent {
+    fn spend(&mut self, rest: &str) {
+        let mut parts = rest.split_whitespace();
+        let mut next = || parts.next().and_then(|p| p.parse::<f64>().ok());
+        let (input, output, cost) = (next().unwrap_or(0.0), next().unwrap_or(0.0), next());
+        let (input, output) = (input as u64, output as u64);
+        assistant_with("spending tokens", input, output);
+        self.input += input;
+        self.output += output;
+        if let Some(cost) = cost {
+            self.cost = Some(self.cost.unwrap_or(0.0) + cost);
+        }
+    }
+
+    /// The final result line: the session's totals (the default ones when nothing was spent).
+    fn result(&self) -> serde_json::Value {
+        let mut result = json!({"type": "result", "subtype": "success", "is_error": false,
+            "result": "done", "session_id": session(),
+            "usage": {"input_tokens": self.input.max(100), "output_tokens": self.output.max(1)}});
+        if let Some(cost) = self.cost {
+            result["total_cost_usd"] = json!(cost);
+        }
+        result
+    }
 }
 
 fn run_bd(args: &[&str]) -> Result<(), CliError> {
@@ -157,6 +196,7 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
         assistant("Hello from the fake agent.", 100);
         run_bd(&["close", "--reason", "fake agent done"])?;
     }
+    let mut spent = Spent::default();
     for (index, step) in script.into_iter().enumerate() {
         let (mut verb, mut rest) = step.split_once(' ').unwrap_or((step, ""));
         if verb == "once" {
@@ -173,6 +213,7 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
         }
         match verb {
             "say" => assistant(rest, 100),
+            "spend" => spent.spend(rest),
             "close" => {
                 let reason = if rest.is_empty() { "fake agent done" } else { rest };
                 run_bd(&["close", "--reason", reason])?;
@@ -261,7 +302,6 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
             other => return Err(CliError::new(format!("fake agent: unknown directive {other:?}"))),
         }
     }
-    emit(json!({"type": "result", "subtype": "success", "is_error": false, "result": "done",
-                "session_id": session(), "usage": {"input_tokens": 100, "output_tokens": 1}}));
+    emit(spent.result());
     Ok(())
 }

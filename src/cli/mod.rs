@@ -19,6 +19,7 @@ mod init;
 mod issue;
 mod journal;
 mod label;
+mod log;
 mod logging;
 mod output;
 mod query;
@@ -26,6 +27,8 @@ mod rebuild;
 mod run;
 mod serve;
 mod sync;
+mod task;
+mod tasks;
 mod transfer;
 
 pub mod bench;
@@ -164,6 +167,14 @@ pub enum Command {
     Remote(sync::RemoteCommand),
     /// Sync the queue with a remote: commit, fetch every replica's journal, merge, push.
     Sync(sync::SyncArgs),
+    /// What every agent is doing and what it costs: the running tasks with their coder,
+    /// elapsed and idle time, context, tokens and cost, under the fleet's totals and pauses.
+    Tasks(tasks::TasksArgs),
+    /// One task's files, rendered: its log (messages and tool calls), plan, knowledge,
+    /// events, stderr, prompt, Q&A. Without an id, the running tasks.
+    Task(task::TaskArgs),
+    /// The supervisor's log ($FLEET_HOME/logs/fleet-run.log).
+    Log(log::LogArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -270,6 +281,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Remote(command) => sync::cmd_remote(&ctx, command),
         Command::Sync(args) => sync::cmd_sync(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
+        Command::Tasks(args) => tasks::cmd_tasks(&ctx, args),
+        Command::Task(args) => task::cmd_task(&ctx, args),
+        Command::Log(args) => log::cmd_log(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
         Command::Guard(args) => run::cmd_guard(&ctx, args),

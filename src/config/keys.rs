@@ -162,11 +162,14 @@ macro_rules! runtime_keys {
             )*
             /// `[coders.NAME]` tables: adjust a built-in coder or define a new one.
             pub coders: BTreeMap<String, CoderConfig>,
+            /// `[prices."MODEL"]` tables: dollars per million tokens, for models whose CLI
+            /// reports no cost.
+            pub prices: BTreeMap<String, super::Price>,
         }
 
         impl Default for RuntimeConfig {
             fn default() -> RuntimeConfig {
-                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new() }
+                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new() }
             }
         }
 
