@@ -7,7 +7,8 @@
 //! | directive | what it does |
 //! |---|---|
 //! | `fake: close [reason]` | runs `bd close $FLEET_TASK_ID --reason …` through PATH |
-//! | `fake: block QUESTION` | runs `bd update $FLEET_TASK_ID --status blocked --notes "QUESTION: …"` |
+//! | `fake: block QUESTION` | appends `## Q: QUESTION` to `$FLEET_ARTIFACT_DIR/Q&A.md`, runs `bd update $FLEET_TASK_ID --status blocked --notes "QUESTION: …"` |
+//! | `fake: needanswer` | exits 1 unless `$FLEET_ARTIFACT_DIR/Q&A.md` holds an `## A:` block, then says the answer |
 //! | `fake: exit N` | writes a line to stderr and exits with code N |
 //! | `fake: sleep SECS` | sleeps (prints nothing meanwhile) |
 //! | `fake: context PCT` | reports assistant usage growing to PCT % of a 200k window |
@@ -131,6 +132,30 @@ fn run_bd(args: &[&str]) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Says the last answer in `Q&A.md`, or exits 1 when there is none (a run before the answer).
+fn read_answer() -> Result<(), CliError> {
+    let dir = std::env::var_os("FLEET_ARTIFACT_DIR").unwrap_or_default();
+    let text =
+        std::fs::read_to_string(std::path::Path::new(&dir).join("Q&A.md")).unwrap_or_default();
+    let Some((_, answer)) = text.rsplit_once("## A:") else {
+        eprintln!("fake agent: no answer in Q&A.md");
+        std::process::exit(1);
+    };
+    let body = answer.lines().skip(1).map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>();
+    assistant(&format!("the answer is {}", body.join(" ")), 100);
+    Ok(())
+}
+
+/// Appends the question to `$FLEET_ARTIFACT_DIR/Q&A.md`, as the agent protocol asks.
+fn ask_in_qa(question: &str) -> Result<(), CliError> {
+    let Some(dir) = std::env::var_os("FLEET_ARTIFACT_DIR") else { return Ok(()) };
+    let path = std::path::Path::new(&dir).join("Q&A.md");
+    let fail = |e: std::io::Error| CliError::new(format!("fake agent: {}: {e}", path.display()));
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(fail)?;
+    writeln!(file, "## Q: {question}\n\nTried: nothing yet.").map_err(fail)
+}
+
 fn ignore_sigterm() {
     // SAFETY: installs SIG_IGN for SIGTERM; no handler code runs.
     unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
@@ -214,11 +239,13 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
         match verb {
             "say" => assistant(rest, 100),
             "spend" => spent.spend(rest),
+            "needanswer" => read_answer()?,
             "close" => {
                 let reason = if rest.is_empty() { "fake agent done" } else { rest };
                 run_bd(&["close", "--reason", reason])?;
             }
             "block" => {
+                ask_in_qa(rest)?;
                 run_bd(&["update", "--status", "blocked", "--notes", &format!("QUESTION: {rest}")])?
             }
             "exit" => {

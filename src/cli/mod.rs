@@ -10,6 +10,7 @@ mod claim;
 mod comment;
 mod config;
 mod context;
+mod control;
 mod demo;
 mod dep;
 mod doctor;
@@ -22,6 +23,7 @@ mod label;
 mod log;
 mod logging;
 mod output;
+mod qa;
 mod query;
 mod rebuild;
 mod run;
@@ -175,6 +177,16 @@ pub enum Command {
     Task(task::TaskArgs),
     /// The supervisor's log ($FLEET_HOME/logs/fleet-run.log).
     Log(log::LogArgs),
+    /// Stop a running task's agent: the task is blocked with a comment (or requeued).
+    Kill(control::KillArgs),
+    /// Start no new agents (every coder's, or one coder's); running agents go on.
+    Pause(control::PauseArgs),
+    /// Lift `fleet pause`.
+    Resume(control::ResumeArgs),
+    /// The questions blocked agents asked.
+    Questions(qa::QuestionsArgs),
+    /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
+    Answer(qa::AnswerArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -202,6 +214,8 @@ impl Command {
                 | Command::Claim(_)
                 | Command::Release(_)
                 | Command::Import(_)
+                | Command::Kill(_)
+                | Command::Answer(_)
         )
     }
 }
@@ -284,6 +298,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Tasks(args) => tasks::cmd_tasks(&ctx, args),
         Command::Task(args) => task::cmd_task(&ctx, args),
         Command::Log(args) => log::cmd_log(&ctx, args),
+        Command::Kill(args) => control::cmd_kill(&ctx, args),
+        Command::Pause(args) => control::cmd_pause(&ctx, args),
+        Command::Resume(args) => control::cmd_resume(&ctx, args),
+        Command::Questions(args) => qa::cmd_questions(&ctx, args),
+        Command::Answer(args) => qa::cmd_answer(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
         Command::Guard(args) => run::cmd_guard(&ctx, args),

@@ -83,13 +83,12 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
     }
 }
 
-/// The questions-and-answers file in a task's artifacts.
-pub const QA_FILE: &str = "Q&A.md";
+pub use crate::supervisor::prompt::QA_FILE;
 
 fn show_file(path: &Path, id: &str) -> Result<(), CliError> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            write_stdout(&text);
+            write_stdout(text.trim_end_matches('\n'));
             Ok(())
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Err(CliError::new(format!(

@@ -269,6 +269,72 @@ pub fn effective(issue: &Issue, config: &RuntimeConfig) -> Effective {
     }
 }
 
+/// What `fleet show` adds about a task's runs.
+#[derive(Debug, Serialize)]
+pub struct RunInfo {
+    pub coder: String,
+    pub model: String,
+    pub default_coder: bool,
+    pub default_model: bool,
+    pub cwd: String,
+    pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_outcome: Option<String>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl RunInfo {
+    /// The runs of `issue` as its task files and the config under `home` tell them.
+    pub fn of(issue: &Issue, home: &Path) -> RunInfo {
+        let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
+        let ledger = task_root(home, &issue.id).as_deref().map(Ledger::load).unwrap_or_default();
+        let totals = ledger.totals();
+        let effective = effective(issue, &config);
+        RunInfo {
+            coder: effective.coder,
+            model: effective.model,
+            default_coder: effective.default_coder,
+            default_model: effective.default_model,
+            cwd: if issue.fleet.cwd.is_empty() {
+                home.display().to_string()
+            } else {
+                issue.fleet.cwd.clone()
+            },
+            attempts: issue.fleet.attempts,
+            last_outcome: ledger.last().and_then(|a| a.outcome.clone()),
+            tokens_in: totals.tokens_in,
+            tokens_out: totals.tokens_out,
+            cost_usd: totals.cost_usd,
+        }
+    }
+
+    /// The lines `fleet show` prints.
+    pub fn lines(&self) -> Vec<String> {
+        let default = |is: bool| if is { " (default)" } else { "" };
+        let model = if self.model.is_empty() { "(the CLI's own)" } else { self.model.as_str() };
+        let mut lines = vec![
+            format!("Coder: {}{}", printable(&self.coder), default(self.default_coder)),
+            format!("Model: {}{}", printable(model), default(self.default_model)),
+            format!("Working directory: {}", printable(&self.cwd)),
+        ];
+        if self.attempts > 0 {
+            let last =
+                self.last_outcome.as_deref().map(|o| format!(", last: {o}")).unwrap_or_default();
+            lines.push(format!("Attempts: {}{last}", self.attempts));
+            lines.push(format!(
+                "Tokens: {} in / {} out · cost {}",
+                tokens(self.tokens_in),
+                tokens(self.tokens_out),
+                cost(self.cost_usd)
+            ));
+        }
+        lines
+    }
+}
+
 fn task_row(
     issue: &Issue,
     home: &Path,

@@ -130,3 +130,120 @@ fn the_ledger_keeps_the_reported_cost_and_the_task_files_render_for_people() {
     assert_eq!(finished.len(), 1, "{json}");
     assert!(finished[0]["message"].as_str().unwrap().starts_with(&format!("✓ {id} closed")));
 }
+
+#[test]
+fn kill_blocks_a_running_task_or_requeues_it_and_show_and_blocked_say_so() {
+    let fleet = Fleet::new(&[]);
+    let stuck = fleet.task("Stuck", &["stall"]);
+    let again = fleet.task("Run me twice", &["once stall", "close second run"]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_started(&stuck, 1);
+    supervisor.wait_started(&again, 1);
+
+    let killed = fleet.ws.run(&["kill", &stuck, "--reason", "wrong approach"]).ok().stdout;
+    assert!(killed.starts_with(&format!("■ {stuck} killed")), "{killed}");
+    supervisor.wait_finished(&stuck, 1);
+    assert_eq!(fleet.show(&stuck)["status"], "blocked");
+    let comments = fleet.comments(&stuck);
+    assert!(
+        comments.iter().any(|c| c == "[fleet] killed by tester: wrong approach; blocked"),
+        "{comments:?}"
+    );
+
+    let requeued = fleet.ws.json(&["kill", &again, "--requeue"]);
+    assert_eq!(requeued["action"], "requeued");
+    supervisor.wait_started(&again, 2);
+    let finished = supervisor.wait_finished(&again, 2);
+    assert!(finished.starts_with(&format!("✓ {again} closed")), "{finished}");
+
+    let not_running = fleet.ws.run(&["kill", &stuck]).fails(1);
+    assert!(
+        not_running.stderr.contains("is not running (status blocked)"),
+        "{}",
+        not_running.stderr
+    );
+
+    let blocked = fleet.ws.run(&["blocked"]).ok().stdout;
+    assert!(blocked.starts_with("✨ No issues blocked by dependencies"), "{blocked}");
+    assert!(blocked.contains("⏸ Status blocked, waiting for a human (1):"), "{blocked}");
+    assert!(blocked.contains(&format!("{stuck}: Stuck\n  Why: ")), "{blocked}");
+    assert!(fleet.ws.json(&["blocked"]).as_array().unwrap().is_empty(), "--json keeps bd's shape");
+    let stats = fleet.ws.run(&["stats"]).ok().stdout;
+    assert!(stats.contains("Status blocked: 1"), "{stats}");
+    assert_eq!(fleet.ws.json(&["stats"])["status_blocked_issues"], 1);
+
+    let shown = fleet.ws.run(&["show", &again]).ok().stdout;
+    for line in
+        ["Coder: fake (default)", "Attempts: 2, last: closed", "Tokens: ", "Working directory: "]
+    {
+        assert!(shown.contains(line), "{line} in\n{shown}");
+    }
+    let json = fleet.show(&again);
+    assert_eq!(json["run"]["attempts"], 2);
+    assert_eq!(json["run"]["last_outcome"], "closed");
+    supervisor.stop();
+}
+
+#[test]
+fn pause_holds_new_agents_until_resume() {
+    let fleet = Fleet::new(&[]);
+    let paused = fleet.ws.run(&["pause", "--reason", "lunch"]).ok().stdout;
+    assert!(paused.starts_with("⏸ new agents paused for every coder"), "{paused}");
+    let unknown = fleet.ws.run(&["pause", "--coder", "nosuch"]).fails(1);
+    assert!(unknown.stderr.contains("nosuch"), "{}", unknown.stderr);
+
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_for("the pause to be announced", |l| {
+        l.starts_with("⏸ spawning paused by fleet pause: every coder")
+    });
+    let id = fleet.task("Wait for me", &["close done"]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(fleet.show(&id)["status"], "open", "nothing starts while paused");
+    let view = fleet.ws.run(&["tasks"]).ok().stdout;
+    assert!(view.contains("⏸ every coder paused (fleet pause): by tester since"), "{view}");
+    assert!(view.contains(": lunch"), "{view}");
+
+    let resumed = fleet.ws.run(&["resume"]).ok().stdout;
+    assert!(resumed.starts_with("▶ resumed"), "{resumed}");
+    supervisor.wait_started(&id, 1);
+    supervisor.wait_finished(&id, 1);
+    assert_eq!(fleet.ws.run(&["resume"]).ok().stdout, "nothing was paused\n");
+    supervisor.stop();
+}
+
+#[test]
+fn a_question_is_answered_and_the_next_run_reads_the_answer() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task(
+        "Needs a number",
+        &["once block magic number?", "once exit 0", "needanswer", "close answered"],
+    );
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&id)["status"], "blocked");
+
+    let questions = fleet.ws.run(&["questions"]).ok().stdout;
+    assert!(
+        questions.contains(&format!("{id}: Needs a number\n  QUESTION: magic number?")),
+        "{questions}"
+    );
+    assert_eq!(fleet.ws.json(&["questions"]).as_array().unwrap().len(), 1);
+    let qa = fleet.ws.run(&["task", &id, "qa"]).ok().stdout;
+    assert!(qa.contains("## Q: magic number?"), "{qa}");
+    let blocked = fleet.ws.run(&["blocked"]).ok().stdout;
+    assert!(blocked.contains("Why: QUESTION: magic number?"), "{blocked}");
+
+    let answered = fleet.ws.run(&["answer", &id, "42"]).ok().stdout;
+    assert!(answered.starts_with("✓ answer recorded in "), "{answered}");
+    assert!(answered.contains("reopened"), "{answered}");
+    assert_eq!(fleet.show(&id)["status"], "open");
+    assert_eq!(fleet.ws.run(&["questions"]).ok().stdout, "No open questions.\n");
+    let qa = fleet.ws.run(&["task", &id, "qa"]).ok().stdout;
+    assert!(qa.contains("## A: ") && qa.ends_with("— tester\n\n42\n"), "{qa}");
+
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&id)["status"], "closed");
+    let prompt = std::fs::read_to_string(fleet.task_file(&id, "prompts/2.md")).unwrap();
+    assert!(prompt.contains("A human answered your questions: read "), "{prompt}");
+    let log = fleet.ws.run(&["task", &id]).ok().stdout;
+    assert!(log.contains("agent: the answer is 42"), "{log}");
+}
