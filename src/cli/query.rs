@@ -347,9 +347,10 @@ pub fn cmd_stats(ctx: &Context, _args: StatsArgs) -> Result<(), CliError> {
             "  Status blocked: {status_blocked} (waiting for a human; `fleet blocked` says why)"
         );
         let mut lines: Vec<String> = render_stats(&s).lines().map(str::to_owned).collect();
-        let at =
-            lines.iter().position(|l| l.starts_with("  Blocked:")).map_or(lines.len(), |i| i + 1);
-        lines.insert(at, line);
+        if status_blocked > 0 {
+            let at = lines.iter().position(|l| l.starts_with("  Blocked:"));
+            lines.insert(at.map_or(lines.len(), |i| i + 1), line);
+        }
         lines.join("\n")
     });
     report_damaged(ctx, s.damaged.clone())
