@@ -7,7 +7,8 @@
 //! | directive | what it does |
 //! |---|---|
 //! | `fake: close [reason]` | runs `bd close $FLEET_TASK_ID --reason …` through PATH |
-//! | `fake: block QUESTION` | runs `bd update $FLEET_TASK_ID --status blocked --notes "QUESTION: …"` |
+//! | `fake: block QUESTION` | appends `## Q: QUESTION` to `$FLEET_ARTIFACT_DIR/Q&A.md`, runs `bd update $FLEET_TASK_ID --status blocked --notes "QUESTION: …"` |
+//! | `fake: needanswer` | exits 1 unless `$FLEET_ARTIFACT_DIR/Q&A.md` holds an `## A:` block, then says the answer |
 //! | `fake: exit N` | writes a line to stderr and exits with code N |
 //! | `fake: sleep SECS` | sleeps (prints nothing meanwhile) |
 //! | `fake: context PCT` | reports assistant usage growing to PCT % of a 200k window |
@@ -25,6 +26,7 @@
 //! | `fake: leak VAR…` | writes `VAR=<value>` of each variable to stderr and says them as assistant text (a careless agent) |
 //! | `fake: authfail` | prints Claude Code's "Not logged in" result and exits 1 |
 //! | `fake: overloaded` | prints the CLI's retries of a 529 and a final "Overloaded" API error result, exits 1 |
+//! | `fake: spend IN OUT COST` | prints an assistant message whose request used IN prompt tokens and OUT output tokens; the final result reports the session's totals and a `total_cost_usd` summed from each COST |
 //! | `fake: once DIRECTIVE` | runs DIRECTIVE only on the task's first run (a marker file in `$FLEET_TASK_DIR` remembers it), so a script can hit a limit once and then finish |
 //!
 //! Without directives it greets, closes the task and exits 0.
@@ -52,14 +54,52 @@ fn session() -> String {
 }
 
 fn assistant(text: &str, input_tokens: u64) {
+    assistant_with(text, input_tokens, 1);
+}
+
+fn assistant_with(text: &str, input_tokens: u64, output_tokens: u64) {
     emit(json!({
         "type": "assistant",
-        "message": {"id": format!("msg_{input_tokens}"), "role": "assistant", "model": "fake",
+        "message": {"id": format!("msg_{input_tokens}_{output_tokens}"), "role": "assistant", "model": "fake",
             "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}},
         "session_id": session(),
     }));
+}
+
+/// What `fake: spend` directives added up, for the final result line.
+#[derive(Default)]
+struct Spent {
+    input: u64,
+    output: u64,
+    cost: Option<f64>,
+}
+
+impl Spent {
+    fn spend(&mut self, rest: &str) {
+        let mut parts = rest.split_whitespace();
+        let mut next = || parts.next().and_then(|p| p.parse::<f64>().ok());
+        let (input, output, cost) = (next().unwrap_or(0.0), next().unwrap_or(0.0), next());
+        let (input, output) = (input as u64, output as u64);
+        assistant_with("spending tokens", input, output);
+        self.input += input;
+        self.output += output;
+        if let Some(cost) = cost {
+            self.cost = Some(self.cost.unwrap_or(0.0) + cost);
+        }
+    }
+
+    /// The final result line: the session's totals (the default ones when nothing was spent).
+    fn result(&self) -> serde_json::Value {
+        let mut result = json!({"type": "result", "subtype": "success", "is_error": false,
+            "result": "done", "session_id": session(),
+            "usage": {"input_tokens": self.input.max(100), "output_tokens": self.output.max(1)}});
+        if let Some(cost) = self.cost {
+            result["total_cost_usd"] = json!(cost);
+        }
+        result
+    }
 }
 
 fn run_bd(args: &[&str]) -> Result<(), CliError> {
@@ -90,6 +130,30 @@ fn run_bd(args: &[&str]) -> Result<(), CliError> {
         "tool_use_id": "toolu_fake", "content": text,
         "is_error": !output.status.success()}]}, "session_id": session()}));
     Ok(())
+}
+
+/// Says the last answer in `Q&A.md`, or exits 1 when there is none (a run before the answer).
+fn read_answer() -> Result<(), CliError> {
+    let dir = std::env::var_os("FLEET_ARTIFACT_DIR").unwrap_or_default();
+    let text =
+        std::fs::read_to_string(std::path::Path::new(&dir).join("Q&A.md")).unwrap_or_default();
+    let Some((_, answer)) = text.rsplit_once("## A:") else {
+        eprintln!("fake agent: no answer in Q&A.md");
+        std::process::exit(1);
+    };
+    let body = answer.lines().skip(1).map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>();
+    assistant(&format!("the answer is {}", body.join(" ")), 100);
+    Ok(())
+}
+
+/// Appends the question to `$FLEET_ARTIFACT_DIR/Q&A.md`, as the agent protocol asks.
+fn ask_in_qa(question: &str) -> Result<(), CliError> {
+    let Some(dir) = std::env::var_os("FLEET_ARTIFACT_DIR") else { return Ok(()) };
+    let path = std::path::Path::new(&dir).join("Q&A.md");
+    let fail = |e: std::io::Error| CliError::new(format!("fake agent: {}: {e}", path.display()));
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(fail)?;
+    writeln!(file, "## Q: {question}\n\nTried: nothing yet.").map_err(fail)
 }
 
 fn ignore_sigterm() {
@@ -157,6 +221,7 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
         assistant("Hello from the fake agent.", 100);
         run_bd(&["close", "--reason", "fake agent done"])?;
     }
+    let mut spent = Spent::default();
     for (index, step) in script.into_iter().enumerate() {
         let (mut verb, mut rest) = step.split_once(' ').unwrap_or((step, ""));
         if verb == "once" {
@@ -173,11 +238,14 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
         }
         match verb {
             "say" => assistant(rest, 100),
+            "spend" => spent.spend(rest),
+            "needanswer" => read_answer()?,
             "close" => {
                 let reason = if rest.is_empty() { "fake agent done" } else { rest };
                 run_bd(&["close", "--reason", reason])?;
             }
             "block" => {
+                ask_in_qa(rest)?;
                 run_bd(&["update", "--status", "blocked", "--notes", &format!("QUESTION: {rest}")])?
             }
             "exit" => {
@@ -261,7 +329,6 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
             other => return Err(CliError::new(format!("fake agent: unknown directive {other:?}"))),
         }
     }
-    emit(json!({"type": "result", "subtype": "success", "is_error": false, "result": "done",
-                "session_id": session(), "usage": {"input_tokens": 100, "output_tokens": 1}}));
+    emit(spent.result());
     Ok(())
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::context::Context;
 use super::error::CliError;
 use super::output::{id_title, printable, printable_block, priority_badge, status_marker};
+use super::tasks::RunInfo;
 use crate::model::{FleetFields, Status, parse_issue_type_with, parse_priority};
 use crate::op::IssuePatch;
 use crate::store::{IssueDetail, IssueSummary, StoreError, Writer};
@@ -203,11 +204,40 @@ pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
         .iter()
         .map(|input| reader.resolve(input).and_then(|id| reader.detail(&id)))
         .collect::<Result<Vec<_>, _>>()?;
-    ctx.out.emit(&details, || details.iter().map(render_detail).collect::<Vec<_>>().join("\n\n"));
+    let home = super::context::fleet_home().ok();
+    let shown: Vec<ShownIssue> = details
+        .into_iter()
+        .map(|detail| {
+            let run = home.as_deref().map(|home| RunInfo::of(&detail.summary.issue, home));
+            ShownIssue { detail, run }
+        })
+        .collect();
+    ctx.out.emit(&shown, || {
+        shown
+            .iter()
+            .map(|s| render_detail_with(&s.detail, s.run.as_ref()))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    });
     Ok(())
 }
 
+/// An issue as `fleet show` prints it: the detail, and what its runs were.
+#[derive(Debug, Serialize)]
+struct ShownIssue {
+    #[serde(flatten)]
+    detail: IssueDetail,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<RunInfo>,
+}
+
 pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
+    render_detail_with(detail, None)
+}
+
+/// The detail, with the fleet fields as `run` tells them (the effective coder and model, the
+/// attempts, tokens and cost) when there is one, else as stored.
+fn render_detail_with(detail: &IssueDetail, run: Option<&RunInfo>) -> String {
     let issue = &detail.summary.issue;
     let mut lines = vec![
         format!("{}: {}", issue.id, printable(&issue.title)),
@@ -232,9 +262,14 @@ pub(in crate::cli) fn render_detail(detail: &IssueDetail) -> String {
     field("Estimate", &issue.estimated_minutes.map(|m| format!("{m} min")).unwrap_or_default());
     field("External ref", &issue.external_ref);
     field("Labels", &issue.labels.join(", "));
-    field("Working directory", &issue.fleet.cwd);
-    field("Coder", &issue.fleet.coder);
-    field("Model", &issue.fleet.model);
+    match run {
+        Some(run) => lines.extend(run.lines()),
+        None => {
+            field("Working directory", &issue.fleet.cwd);
+            field("Coder", &issue.fleet.coder);
+            field("Model", &issue.fleet.model);
+        }
+    }
     if detail.blocked {
         lines.push("Blocked: yes (see dependencies)".to_string());
     }

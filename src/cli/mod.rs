@@ -10,6 +10,7 @@ mod claim;
 mod comment;
 mod config;
 mod context;
+mod control;
 mod demo;
 mod dep;
 mod doctor;
@@ -19,13 +20,17 @@ mod init;
 mod issue;
 mod journal;
 mod label;
+mod log;
 mod logging;
 mod output;
+mod qa;
 mod query;
 mod rebuild;
 mod run;
 mod serve;
 mod sync;
+mod task;
+mod tasks;
 mod transfer;
 
 pub mod bench;
@@ -164,6 +169,24 @@ pub enum Command {
     Remote(sync::RemoteCommand),
     /// Sync the queue with a remote: commit, fetch every replica's journal, merge, push.
     Sync(sync::SyncArgs),
+    /// What every agent is doing and what it costs: the running tasks with their coder,
+    /// elapsed and idle time, context, tokens and cost, under the fleet's totals and pauses.
+    Tasks(tasks::TasksArgs),
+    /// One task's files, rendered: its log (messages and tool calls), plan, knowledge,
+    /// events, stderr, prompt, Q&A. Without an id, the running tasks.
+    Task(task::TaskArgs),
+    /// The supervisor's log ($FLEET_HOME/logs/fleet-run.log).
+    Log(log::LogArgs),
+    /// Stop a running task's agent: the task is blocked with a comment (or requeued).
+    Kill(control::KillArgs),
+    /// Start no new agents (every coder's, or one coder's); running agents go on.
+    Pause(control::PauseArgs),
+    /// Lift `fleet pause`.
+    Resume(control::ResumeArgs),
+    /// The questions blocked agents asked.
+    Questions(qa::QuestionsArgs),
+    /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
+    Answer(qa::AnswerArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -191,6 +214,8 @@ impl Command {
                 | Command::Claim(_)
                 | Command::Release(_)
                 | Command::Import(_)
+                | Command::Kill(_)
+                | Command::Answer(_)
         )
     }
 }
@@ -270,6 +295,14 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Remote(command) => sync::cmd_remote(&ctx, command),
         Command::Sync(args) => sync::cmd_sync(&ctx, args),
         Command::Demo(args) => demo::cmd_demo(&ctx, args),
+        Command::Tasks(args) => tasks::cmd_tasks(&ctx, args),
+        Command::Task(args) => task::cmd_task(&ctx, args),
+        Command::Log(args) => log::cmd_log(&ctx, args),
+        Command::Kill(args) => control::cmd_kill(&ctx, args),
+        Command::Pause(args) => control::cmd_pause(&ctx, args),
+        Command::Resume(args) => control::cmd_resume(&ctx, args),
+        Command::Questions(args) => qa::cmd_questions(&ctx, args),
+        Command::Answer(args) => qa::cmd_answer(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
         Command::Guard(args) => run::cmd_guard(&ctx, args),

@@ -221,7 +221,14 @@ pub fn cmd_blocked(ctx: &Context, args: BlockedArgs) -> Result<(), CliError> {
     let reader = store.read()?.skip_damaged();
     let parent = args.parent.as_deref().map(|p| reader.resolve(p)).transpose()?;
     let (blocked, total) = reader.blocked(parent.as_deref(), args.limit)?;
-    ctx.out.emit(&blocked, || render_blocked(&blocked));
+    let waiting = if parent.is_none() { status_blocked(&reader)? } else { Vec::new() };
+    ctx.out.emit(&blocked, || {
+        if blocked.is_empty() && !waiting.is_empty() {
+            render_waiting(&waiting, "✨ No issues blocked by dependencies".to_owned())
+        } else {
+            render_waiting(&waiting, render_blocked(&blocked))
+        }
+    });
     if total > blocked.len() {
         ctx.out.note(&format!(
             "Showing {} of {total} blocked issues (use --limit 0 for all)",
@@ -229,6 +236,50 @@ pub fn cmd_blocked(ctx: &Context, args: BlockedArgs) -> Result<(), CliError> {
         ));
     }
     report_damaged(ctx, reader.damaged())
+}
+
+/// Issues whose status is blocked (by an agent's question, the supervisor, or a person), with
+/// why: `fleet blocked` shows them in a section of their own, `--json` keeps bd's shape.
+fn status_blocked(reader: &crate::store::Reader) -> Result<Vec<(Issue, String)>, CliError> {
+    let filter = ListFilter { statuses: vec![Status::Blocked], ..ListFilter::default() };
+    let (issues, _) = reader.list(&filter)?;
+    let mut out = Vec::new();
+    for summary in issues {
+        let issue = summary.issue;
+        let why = match super::qa::question_of(&issue) {
+            Some(question) => format!("QUESTION: {question}"),
+            None => reader
+                .comments(&issue.id)?
+                .last()
+                .map(|c| c.text.lines().next().unwrap_or_default().to_owned())
+                .unwrap_or_else(|| "no reason recorded".to_owned()),
+        };
+        out.push((issue, why));
+    }
+    Ok(out)
+}
+
+/// `text`, then the section of issues whose status is blocked (when there are any).
+fn render_waiting(waiting: &[(Issue, String)], text: String) -> String {
+    if waiting.is_empty() {
+        return text;
+    }
+    let mut lines = vec![
+        text,
+        String::new(),
+        format!("⏸ Status blocked, waiting for a human ({}):", waiting.len()),
+        String::new(),
+    ];
+    for (issue, why) in waiting {
+        lines.push(format!(
+            "{} {}: {}",
+            priority_badge(issue.priority),
+            issue.id,
+            printable(&issue.title)
+        ));
+        lines.push(format!("  Why: {}", printable(why)));
+    }
+    lines.join("\n")
 }
 
 /// The text of `blocked`, shared by both personalities.
@@ -274,12 +325,34 @@ pub fn cmd_search(ctx: &Context, args: SearchArgs) -> Result<(), CliError> {
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {}
 
+/// `fleet stats`: bd's counts (whose `blocked_issues` counts dependency-blocked issues), and
+/// the issues whose status is blocked.
+#[derive(Debug, serde::Serialize)]
+struct FleetStats {
+    #[serde(flatten)]
+    stats: Stats,
+    status_blocked_issues: usize,
+}
+
 pub fn cmd_stats(ctx: &Context, _args: StatsArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let reader = store.read()?.skip_damaged();
     let mut s = reader.stats(ctx.now())?;
     s.damaged = reader.damaged();
-    ctx.out.emit(&s, || render_stats(&s));
+    let filter = ListFilter { statuses: vec![Status::Blocked], ..ListFilter::default() };
+    let status_blocked = reader.list(&filter)?.1;
+    let shown = FleetStats { stats: s.clone(), status_blocked_issues: status_blocked };
+    ctx.out.emit(&shown, || {
+        let line = format!(
+            "  Status blocked: {status_blocked} (waiting for a human; `fleet blocked` says why)"
+        );
+        let mut lines: Vec<String> = render_stats(&s).lines().map(str::to_owned).collect();
+        if status_blocked > 0 {
+            let at = lines.iter().position(|l| l.starts_with("  Blocked:"));
+            lines.insert(at.map_or(lines.len(), |i| i + 1), line);
+        }
+        lines.join("\n")
+    });
     report_damaged(ctx, s.damaged.clone())
 }
 

@@ -194,6 +194,13 @@ pub fn event_line(event: &Event) -> Option<String> {
         Event::ConfigReloaded { max_concurrent } => {
             format!("⚙ runtime.toml reloaded (max_concurrent = {max_concurrent})")
         }
+        Event::Held { all: false, coders } if coders.is_empty() => {
+            "▶ spawning resumed (fleet resume)".to_string()
+        }
+        Event::Held { all, coders } => {
+            let whom = if *all { "every coder".to_string() } else { coders.join(", ") };
+            format!("⏸ spawning paused by fleet pause: {whom}; running agents go on")
+        }
         Event::ConfigRejected { error } => {
             format!("⚠ runtime.toml is invalid, keeping the previous config: {error}")
         }

@@ -16,7 +16,8 @@ use serde::de::IntoDeserializer;
 use toml_edit::{Item, TableLike};
 
 use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, RETIRED_KEYS, RuntimeConfig};
-use super::{ConfigError, ConfigErrorKind};
+use super::prices::PRICE_KEYS;
+use super::{ConfigError, ConfigErrorKind, Price};
 use crate::coders::{CoderConfig, CoderConfigError, EventFormat};
 
 /// Where a document came from: the file (labels errors) and its text (gives line numbers).
@@ -37,6 +38,10 @@ pub(super) fn read_document(
         let (key, _) = root.get_key_value(name).expect("iterated keys exist");
         if name == "coders" {
             config.coders = read_coders(source, key, item)?;
+            continue;
+        }
+        if name == "prices" {
+            config.prices = read_prices(source, key, item)?;
             continue;
         }
         let Some(info) = KeyInfo::find(name) else {
@@ -69,8 +74,7 @@ fn unknown_top_level_key(
     } else {
         "remove it or fix its spelling; `fleet config show` lists every key".to_owned()
     };
-    let top_level: Vec<&str> =
-        KEYS.iter().map(|k| k.name).chain(std::iter::once("coders")).collect();
+    let top_level: Vec<&str> = KEYS.iter().map(|k| k.name).chain(["coders", "prices"]).collect();
     unknown(source, name, name, &top_level, key_line(source, key, item), hint)
 }
 
@@ -123,6 +127,35 @@ fn read_coders(
             .at(value_line(source, key, item))
             .key("coders")
     })
+}
+
+/// Reads the `[prices."MODEL"]` tables: each holds `input`, `output` and optionally
+/// `cached_input`, non-negative numbers of dollars per million tokens.
+fn read_prices(
+    source: Source,
+    key: &toml_edit::Key,
+    item: &Item,
+) -> Result<BTreeMap<String, Price>, ConfigError> {
+    let line = value_line(source, key, item);
+    let invalid = |message: String| {
+        ConfigError::new(source.path, ConfigErrorKind::Invalid, message)
+            .at(line)
+            .key("prices")
+            .hint(format!(
+                "write [prices.\"MODEL\"] tables with {} in dollars per million tokens",
+                PRICE_KEYS.join(", ")
+            ))
+    };
+    let value = item
+        .clone()
+        .into_value()
+        .map_err(|item| wrong_type(source, "prices", "a table", &item, line))?;
+    let prices = BTreeMap::<String, Price>::deserialize(value.into_deserializer())
+        .map_err(|error| invalid(format!("prices: {}", error.message().trim())))?;
+    match prices.iter().find(|(_, price)| !price.is_valid()) {
+        Some((model, _)) => Err(invalid(format!("prices.{model:?}: a price is negative"))),
+        None => Ok(prices),
+    }
 }
 
 fn check_coders(source: Source, key: &toml_edit::Key, item: &Item) -> Result<(), ConfigError> {

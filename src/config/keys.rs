@@ -162,11 +162,14 @@ macro_rules! runtime_keys {
             )*
             /// `[coders.NAME]` tables: adjust a built-in coder or define a new one.
             pub coders: BTreeMap<String, CoderConfig>,
+            /// `[prices."MODEL"]` tables: dollars per million tokens, for models whose CLI
+            /// reports no cost.
+            pub prices: BTreeMap<String, super::Price>,
         }
 
         impl Default for RuntimeConfig {
             fn default() -> RuntimeConfig {
-                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new() }
+                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new() }
             }
         }
 
@@ -284,8 +287,12 @@ mod tests {
     #[test]
     fn keys_are_listed_in_field_order() {
         let defaults = serde_json::to_value(RuntimeConfig::default()).unwrap();
-        let fields: Vec<&String> =
-            defaults.as_object().unwrap().keys().filter(|k| *k != "coders").collect();
+        let fields: Vec<&String> = defaults
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| !["coders", "prices"].contains(&k.as_str()))
+            .collect();
         let keys: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
         assert_eq!(fields, keys);
     }

@@ -25,6 +25,7 @@
 mod check;
 mod edit;
 pub mod keys;
+pub mod prices;
 mod watch;
 
 use std::io;
@@ -34,6 +35,7 @@ use std::time::Duration;
 use check::Source;
 pub use edit::{ConfigChange, SetError, header, set_values, unset_keys};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, RuntimeConfig};
+pub use prices::Price;
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
 use crate::coders::{Coder, CoderConfigError, Registry};
@@ -236,6 +238,11 @@ impl RuntimeConfig {
 
     pub fn rate_limit_default_pause(&self) -> Duration {
         Duration::from_secs(self.rate_limit_default_pause_secs)
+    }
+
+    /// The price of `model` from the `[prices.*]` tables, if it has one.
+    pub fn price(&self, model: &str) -> Option<Price> {
+        self.prices.get(model).copied()
     }
 }
 

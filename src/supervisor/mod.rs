@@ -29,7 +29,9 @@
 //! ([`crate::journal::spawn_periodic`]).
 
 pub mod guard;
+pub mod hold;
 pub mod lease;
+pub mod ledger;
 pub mod outcome;
 pub mod pause;
 pub mod prompt;
@@ -141,6 +143,12 @@ pub enum Event {
     ConfigReloaded {
         max_concurrent: usize,
     },
+    /// A person paused or resumed spawning (`fleet pause`, `fleet resume`): no new agent
+    /// starts for `all` coders or for those listed; running agents go on.
+    Held {
+        all: bool,
+        coders: Vec<String>,
+    },
     ConfigRejected {
         error: String,
     },
@@ -248,6 +256,8 @@ pub struct Supervisor {
     remote_retry_at: Option<tokio::time::Instant>,
     /// Notified after the socket server commits (see [`Supervisor::waker`]).
     wake: Arc<tokio::sync::Notify>,
+    /// People's pauses of spawning (`fleet pause`), re-read when the file changes.
+    holds: hold::HoldWatch,
 }
 
 fn config_path(home: &Path) -> PathBuf {
@@ -270,7 +280,9 @@ impl Supervisor {
         let config = ConfigWatcher::new(&config_path(&options.home)).map_err(|e| e.to_string())?;
         let me = Identity::current(&options.actor);
         let pauses = Pauses::load(&options.home);
+        let holds = hold::HoldWatch::new(&options.home);
         Ok(Supervisor {
+            holds,
             store,
             options,
             me,
@@ -316,6 +328,9 @@ impl Supervisor {
             max_concurrent: self.max_concurrent(),
         });
         self.announce_carried_over_pauses();
+        if !self.holds.holds().is_empty() {
+            self.emit_holds();
+        }
         let journal = crate::journal::spawn_periodic(Arc::clone(&self.store), JOURNAL_EVERY);
         let sync_every = Duration::from_secs(self.cfg().sync_interval_secs);
         let syncing =
@@ -329,6 +344,11 @@ impl Supervisor {
         while *stop.borrow() == Stop::No {
             self.reload_config_if_changed();
             let now = tokio::time::Instant::now();
+            if self.holds.poll() {
+                self.emit_holds();
+                // Resumed: claim at once rather than at the next recheck.
+                next_recheck = now;
+            }
             if now >= next_heartbeat {
                 next_heartbeat = now + lease::HEARTBEAT;
                 if let Some(lost) = self.store.file_replaced() {
@@ -639,6 +659,10 @@ impl Supervisor {
         let soon = now + SignedDuration::try_from(IDLE_WAIT_FOR_PAUSE).unwrap_or_default();
         let mut paused = Vec::new();
         for coder in &pending {
+            if self.holds.holds().holds(coder) {
+                paused.push(format!("{coder}: paused by `fleet pause` (`fleet resume` lifts it)"));
+                continue;
+            }
             match self.pauses.active(coder, now) {
                 None => return false,
                 Some(p)
@@ -692,7 +716,16 @@ impl Supervisor {
         let config = self.cfg().clone();
         let registry = self.config.registry().clone();
         let now = Timestamp::now();
-        let paused: Vec<String> = self.pauses.all_active(now).map(|(c, _)| c.to_string()).collect();
+        let holds = self.holds.holds();
+        if holds.all.is_some() {
+            return Ok(None);
+        }
+        let paused: Vec<String> = self
+            .pauses
+            .all_active(now)
+            .map(|(c, _)| c.to_string())
+            .chain(holds.coders.keys().cloned())
+            .collect();
         let running: Vec<String> = self.running.keys().cloned().collect();
         let result = self
             .blocking(move |store| -> Result<Option<Issue>, ClaimFailure> {
@@ -776,6 +809,7 @@ impl Supervisor {
             rate_limit_threshold_pct: self.cfg().rate_limit_threshold_pct,
         };
         let env = self.agent_env();
+        let prices = self.cfg().prices.clone();
         if let Ok(dir) = &task_dir {
             let _ = dir.write_record(&task_record(&issue), &process_redactor());
         }
@@ -802,6 +836,7 @@ impl Supervisor {
                         attempt_id: lease.attempt.clone(),
                         instance,
                         settings,
+                        prices,
                         stop,
                         control,
                     };
@@ -827,6 +862,14 @@ impl Supervisor {
                 self.pause_for_rate_limit(&coder, resets_at, &detail);
             }
         }
+    }
+
+    fn emit_holds(&self) {
+        let holds = self.holds.holds();
+        self.emit(Event::Held {
+            all: holds.all.is_some(),
+            coders: holds.coders.keys().cloned().collect(),
+        });
     }
 
     fn pause_for_rate_limit(&mut self, coder: &str, resets_at: Option<Timestamp>, detail: &str) {
@@ -1132,8 +1175,11 @@ fn record_outcome(
     let Some((plan, after)) = recorded else { return Ok(None) };
     // task.json is written after the commit: a file write (with its sync) inside the
     // transaction would hold the store's writer lock, which every other process waits on.
-    if let (Some(after), Ok(dir)) = (after, TaskDir::new(home, id)) {
-        let _ = dir.write_record(&task_record(&after), &process_redactor());
+    if let Ok(dir) = TaskDir::new(home, id) {
+        if let Some(after) = after {
+            let _ = dir.write_record(&task_record(&after), &process_redactor());
+        }
+        let _ = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
     }
     Ok(Some(Recorded {
         verdict: plan.verdict,

@@ -34,10 +34,10 @@ exit 0. Exiting without closing means \"not finished\": fleet runs the task agai
 at most, and then blocks it for a human.
 
 ## When you need a human
-Run `bd update $FLEET_TASK_ID --status blocked --notes \"QUESTION: <your question>\"`, add \
-the context with `bd comment $FLEET_TASK_ID \"<what you tried, what you need>\"`, and exit 0. \
-A human answers in a comment and sets the task open; the next run reads the answer with `bd \
-show`.
+Append your question to `$FLEET_ARTIFACT_DIR/Q&A.md` as a block `## Q: <one line>` with what \
+you tried and what you need, then run `bd update $FLEET_TASK_ID --status blocked --notes \
+\"QUESTION: <your question>\"` and exit 0 (do not close the task). A human answers in \
+`Q&A.md` (a `## A:` block) and reopens the task; the next run is told where to read it.
 
 ## Notes
 - `bd` and `fleet` on your PATH reach the central queue (`BEADS_DIR` points at it). Do not \
@@ -45,6 +45,15 @@ run `bd init`, and do not close or claim tasks other than `$FLEET_TASK_ID`.
 - A failed run (non-zero exit) is retried with a growing delay, a limited number of times. \
 Running out of context or into a rate limit is not counted against you.
 ";
+
+/// The file of questions and answers in the artifact directory.
+pub const QA_FILE: &str = "Q&A.md";
+
+/// Whether the task's `Q&A.md` holds an answer.
+fn has_answers(artifact_dir: &Path) -> bool {
+    std::fs::read_to_string(artifact_dir.join(QA_FILE))
+        .is_ok_and(|text| text.lines().any(|line| line.starts_with("## A:")))
+}
 
 /// The full prompt for `issue`.
 pub fn build(issue: &Issue, cwd: &Path, task_dir: &Path, artifact_dir: &Path) -> String {
@@ -61,6 +70,12 @@ pub fn build(issue: &Issue, cwd: &Path, task_dir: &Path, artifact_dir: &Path) ->
         if !text.trim().is_empty() {
             header.push_str(&format!("{name}:\n{}\n\n", text.trim_end()));
         }
+    }
+    if has_answers(artifact_dir) {
+        header.push_str(&format!(
+            "A human answered your questions: read {} first (the `## A:` blocks).\n\n",
+            artifact_dir.join(QA_FILE).display()
+        ));
     }
     header.push_str(&format!(
         "Task directory: {}\nArtifact directory (PLAN_AND_STATUS.md, KNOWLEDGE.md): {}\nWorking directory: {}\n",

@@ -28,11 +28,13 @@ use tokio::time::Instant;
 use super::LOG_FILTER_VAR;
 use super::Stop;
 use super::lease::{ATTEMPT_VAR, AttemptRecord};
+use super::ledger::{AttemptUsage, Meter};
 use super::outcome::Outcome;
 use super::pause::PauseCause;
 use super::taskdir::{TaskDir, TaskLogs};
 use crate::coders::diagnose;
 use crate::coders::{AgentEvent, Coder, EventKind, Fault, RateLimitStatus, SpawnSpec, TaskSpec};
+use crate::config::Price;
 use crate::model::Issue;
 use crate::redact::Redactor;
 
@@ -85,6 +87,8 @@ pub struct Attempt {
     /// The supervisor instance, recorded with the attempt's processes.
     pub instance: String,
     pub settings: RunnerSettings,
+    /// The `[prices.*]` table, for models whose CLI reports no cost.
+    pub prices: std::collections::BTreeMap<String, Price>,
     /// The fleet-wide stop level.
     pub stop: watch::Receiver<Stop>,
     /// This task's orders.
@@ -164,6 +168,10 @@ async fn run_inner(
     let redactor = attempt_redactor(&spec.env, &attempt.env);
     let dir = attempt.task_dir.clone();
     let mut logs = dir.logs(redactor.clone()).map_err(|e| format!("opening task logs: {e}"))?;
+    if let Err(error) = dir.save_prompt(attempt.issue.fleet.attempts, &prompt, &redactor) {
+        tracing::warn!(%error, task = %attempt.issue.id, "cannot save the attempt's prompt");
+    }
+    let mut meter = start_meter(attempt);
     let mut child = match spawn_agent(attempt, &spec) {
         Ok(child) => child,
         Err(error) => return Ok(spawn_error(&spec.program, &error)),
@@ -176,8 +184,9 @@ async fn run_inner(
     let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log));
     let stdout = child.child.stdout.take().ok_or("the agent's stdout was not captured")?;
     let mut diagnosis = Diagnosis::default();
-    let stop =
-        watch_output(attempt, &mut child.child, stdout, &mut logs, &mut diagnosis, signals).await;
+    let mut sinks = Sinks { logs: &mut logs, diagnosis: &mut diagnosis, meter: &mut meter };
+    let stop = watch_output(attempt, &mut child.child, stdout, &mut sinks, signals).await;
+    meter.finish(&dir.root);
     let pgid = i32::try_from(pid).unwrap_or(0);
     let forced = stop_everything(attempt, pgid, stop.is_some()).await;
     let status = child.child.wait().await.map_err(|e| format!("waiting for the agent: {e}"))?;
@@ -223,6 +232,27 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
         prompt: &prompt,
     });
     Ok((spec, prompt))
+}
+
+/// The ledger entry of this attempt, priced by the model's entry of the price table.
+fn start_meter(attempt: &Attempt) -> Meter {
+    let usage = AttemptUsage::start(
+        attempt.issue.fleet.attempts,
+        &attempt.attempt_id,
+        attempt.coder.name(),
+        &attempt.model,
+    );
+    let mut meter =
+        Meter::start(&attempt.task_dir.root, usage, attempt.prices.get(&attempt.model).copied());
+    meter.set_context_limit(attempt.coder.context_limit(&attempt.model));
+    meter
+}
+
+/// Where the agent's events go: the task's logs, the failure diagnosis, the ledger.
+struct Sinks<'a> {
+    logs: &'a mut TaskLogs,
+    diagnosis: &'a mut Diagnosis,
+    meter: &'a mut Meter,
 }
 
 /// A spawned agent, registered as owned until its status has been collected, so no other
@@ -390,10 +420,10 @@ async fn watch_output(
     attempt: &mut Attempt,
     child: &mut tokio::process::Child,
     stdout: tokio::process::ChildStdout,
-    logs: &mut TaskLogs,
-    diagnosis: &mut Diagnosis,
+    sinks: &mut Sinks<'_>,
     signals: &mpsc::UnboundedSender<Signal>,
 ) -> Option<Halt> {
+    let root = attempt.task_dir.root.clone();
     let settings = attempt.settings;
     let coder = attempt.coder.name().to_string();
     let mut pressure = Pressure::new(attempt.coder.context_limit(&attempt.model), settings);
@@ -418,16 +448,21 @@ async fn watch_output(
                 let Ok(Some(line)) = line else { return None };
                 last_output = Instant::now();
                 for event in parser.parse_line(&line) {
-                    let _ = logs.event(&event, Timestamp::now());
-                    diagnosis.observe(&event);
+                    let _ = sinks.logs.event(&event, Timestamp::now());
+                    sinks.diagnosis.observe(&event);
                     if let Some(model) = &event.model {
                         pressure.limit = attempt.coder.context_limit(model).or(pressure.limit);
+                        sinks.meter.set_context_limit(pressure.limit);
+                        sinks.meter.price_model(attempt.prices.get(model).copied());
                     }
+                    sinks.meter.observe(&event);
                     if let Some(stop) = judge(&event, &mut pressure, &coder, settings, signals) {
                         return Some(stop);
                     }
                 }
+                sinks.meter.save_if_due(&root);
             }
+            () = sleep_until_opt(sinks.meter.save_due()) => sinks.meter.save(&root),
             () = sleep_until_opt(stall_at), if wrap_up_until.is_none() => {
                 return Some(Halt::Stall(settings.stall_timeout.unwrap_or_default()));
             }

@@ -6,6 +6,8 @@
 //! - `log.stderr`: the agent's stderr, appended across attempts — redacted when written line
 //!   by line through [`StderrLog`], raw when the agent writes into [`TaskDir::stderr_file`];
 //! - `events.jsonl`: the agent's normalised events, redacted;
+//! - `ledger.json`: tokens and cost of every attempt (see [`super::ledger`]);
+//! - `prompts/<attempt>.md`: the prompt each attempt was given, redacted;
 //! - `artifacts/PLAN_AND_STATUS.md` and `artifacts/KNOWLEDGE.md`: stubs written once and never
 //!   overwritten — the agent's memory between fresh runs.
 //!
@@ -91,6 +93,20 @@ impl TaskDir {
     /// and feeds it here line by line.
     pub fn stderr_writer(&self, redactor: Redactor) -> io::Result<StderrLog> {
         Ok(StderrLog { file: append(&self.stderr_path())?, redactor })
+    }
+
+    /// Where the prompt of attempt `attempt` is kept: `prompts/<attempt>.md`.
+    pub fn prompt_path(&self, attempt: u32) -> PathBuf {
+        self.root.join("prompts").join(format!("{attempt}.md"))
+    }
+
+    /// Saves the prompt of attempt `attempt`, redacted (a description may quote a secret).
+    pub fn save_prompt(&self, attempt: u32, prompt: &str, redactor: &Redactor) -> io::Result<()> {
+        let path = self.prompt_path(attempt);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        crate::fsutil::write_atomic(&path, redactor.redact_text(prompt).as_bytes())
     }
 
     pub fn stderr_path(&self) -> PathBuf {

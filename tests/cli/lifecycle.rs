@@ -230,6 +230,8 @@ fn show_prints_the_legacy_block() {
             "Created: 2026-03-02T12:00:00Z by tester",
             "Updated: 2026-03-02T12:00:00Z",
             "Labels: x, y",
+            "Coder: claude (default)",
+            "Model: sonnet (default)",
             &format!("Working directory: {home}"),
             "Blocked: yes (see dependencies)",
             "",

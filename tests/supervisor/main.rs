@@ -13,6 +13,7 @@ mod claiming;
 mod demo;
 mod limits;
 mod logging;
+mod operator;
 mod outcome_table;
 mod ownership;
 mod reload;

@@ -1,0 +1,167 @@
+//! Holds: a person's pause of spawning (`fleet pause [--coder C]`, `fleet resume`), kept in
+//! `$FLEET_HOME/state/holds.json`.
+//!
+//! A hold stops new agents from starting — every coder's, or one coder's — until it is lifted;
+//! running agents go on. It is apart from the supervisor's own [`pauses`](super::pause) (rate
+//! limits, faults), which end by themselves: only people write this file, and a running
+//! supervisor re-reads it whenever it changes ([`HoldWatch`]), so a hold takes effect within a
+//! poll.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{FileStamp, file_stamp};
+
+/// One hold: who placed it, when, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hold {
+    pub since: Timestamp,
+    #[serde(default)]
+    pub by: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// Every hold in force.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Holds {
+    /// Holds every coder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<Hold>,
+    /// Holds of single coders.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub coders: BTreeMap<String, Hold>,
+}
+
+/// The file under `home`.
+pub fn holds_path(home: &Path) -> PathBuf {
+    home.join("state").join("holds.json")
+}
+
+impl Holds {
+    /// The holds under `home` (none when the file is missing or unreadable).
+    pub fn load(home: &Path) -> Holds {
+        std::fs::read(holds_path(home))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the holds under `home` atomically (removing the file when there are none).
+    pub fn save(&self, home: &Path) -> std::io::Result<()> {
+        let path = holds_path(home);
+        if self.is_empty() {
+            return match std::fs::remove_file(&path) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+                _ => Ok(()),
+            };
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        crate::fsutil::write_atomic(&path, format!("{text}\n").as_bytes())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.all.is_none() && self.coders.is_empty()
+    }
+
+    /// Whether new agents of `coder` are held.
+    pub fn holds(&self, coder: &str) -> bool {
+        self.all.is_some() || self.coders.contains_key(coder)
+    }
+
+    /// Places a hold on `coder`, or on every coder (`None`). Returns false when it was
+    /// already in place.
+    pub fn place(&mut self, coder: Option<&str>, hold: Hold) -> bool {
+        match coder {
+            None if self.all.is_some() => false,
+            None => {
+                self.all = Some(hold);
+                true
+            }
+            Some(coder) => self.coders.insert(coder.to_owned(), hold).is_none(),
+        }
+    }
+
+    /// Lifts the hold on `coder`, or every hold (`None`). Returns whether there was any.
+    pub fn lift(&mut self, coder: Option<&str>) -> bool {
+        match coder {
+            None => {
+                let had = !self.is_empty();
+                *self = Holds::default();
+                had
+            }
+            Some(coder) => self.coders.remove(coder).is_some(),
+        }
+    }
+}
+
+/// The holds file as a running supervisor sees it: re-read when it changes.
+#[derive(Debug)]
+pub struct HoldWatch {
+    home: PathBuf,
+    stamp: Option<FileStamp>,
+    holds: Holds,
+}
+
+impl HoldWatch {
+    pub fn new(home: &Path) -> HoldWatch {
+        HoldWatch {
+            home: home.to_path_buf(),
+            stamp: file_stamp(&holds_path(home)),
+            holds: Holds::load(home),
+        }
+    }
+
+    /// Re-reads the file if it changed; returns whether the holds changed.
+    pub fn poll(&mut self) -> bool {
+        let stamp = file_stamp(&holds_path(&self.home));
+        if stamp == self.stamp {
+            return false;
+        }
+        self.stamp = stamp;
+        let holds = Holds::load(&self.home);
+        let changed = holds != self.holds;
+        self.holds = holds;
+        changed
+    }
+
+    pub fn holds(&self) -> &Holds {
+        &self.holds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold() -> Hold {
+        Hold { since: Timestamp::UNIX_EPOCH, by: "me".into(), reason: String::new() }
+    }
+
+    #[test]
+    fn holds_round_trip_and_a_watch_sees_changes() {
+        let home = tempfile::tempdir().unwrap();
+        let mut watch = HoldWatch::new(home.path());
+        assert!(!watch.holds().holds("claude"));
+        let mut holds = Holds::default();
+        assert!(holds.place(Some("claude"), hold()));
+        assert!(!holds.place(Some("claude"), hold()));
+        holds.save(home.path()).unwrap();
+        assert!(watch.poll());
+        assert!(watch.holds().holds("claude") && !watch.holds().holds("codex"));
+        let mut holds = Holds::load(home.path());
+        assert!(holds.place(None, hold()));
+        assert!(holds.holds("codex"));
+        assert!(holds.lift(None));
+        holds.save(home.path()).unwrap();
+        assert!(!holds_path(home.path()).exists());
+        assert!(watch.poll());
+        assert!(watch.holds().is_empty());
+    }
+}

@@ -1,0 +1,249 @@
+//! The operator's views, from another shell while `fleet run` works: `fleet tasks` (rows,
+//! totals, tokens and cost from the ledger), `fleet task <id> …` (the rendered log and the
+//! task's files) and `fleet log` (the supervisor's log).
+
+use serde_json::Value;
+
+use crate::harness::Fleet;
+
+/// The fake coder with a context window and a price for the model it reports (`fake`):
+/// $1 per million prompt tokens, $10 per million output tokens.
+const PRICED: &str = "context_limit = 100000\n\n[prices.fake]\ninput = 1.0\noutput = 10.0\n";
+
+fn priced_fleet() -> Fleet {
+    let fleet = Fleet::new(&[]);
+    fleet.configure_with(&[], PRICED);
+    fleet
+}
+
+/// `fleet tasks --json`.
+fn tasks_json(fleet: &Fleet, extra: &[&str]) -> Value {
+    let mut args = vec!["tasks"];
+    args.extend_from_slice(extra);
+    fleet.ws.json(&args)
+}
+
+#[test]
+fn fleet_tasks_shows_a_running_agent_with_its_tokens_context_and_cost() {
+    let fleet = priced_fleet();
+    let id = fleet.task("Count tokens", &["spend 12000 300", "stall"]);
+    let supervisor = fleet.start(&["--as", "sup"]);
+    supervisor.wait_started(&id, 1);
+
+    let view = supervisor.wait_until("the ledger to show the spend", || {
+        let view = tasks_json(&fleet, &[]);
+        (view["tasks"][0]["tokens_in"] == 12000).then_some(view)
+    });
+    assert_eq!(view["running"], 1, "{view:#}");
+    assert_eq!(view["max_concurrent"], 2);
+    assert_eq!(view["supervisors"][0]["name"], "sup");
+    let row = &view["tasks"][0];
+    assert_eq!(row["id"], id.as_str());
+    assert_eq!(row["title"], "Count tokens");
+    assert_eq!(row["coder"], "fake");
+    assert_eq!(row["default_coder"], true);
+    assert_eq!(row["attempt"], 1);
+    assert_eq!(row["tokens_out"], 300);
+    assert_eq!(row["context_peak"], 12000);
+    assert_eq!(row["context_limit"], 100000);
+    assert_eq!(row["context_pct"], 12.0);
+    // Priced from the table: 12000 × $1/M + 300 × $10/M.
+    let cost = row["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.015).abs() < 1e-9, "{cost}");
+    assert!(row["idle_secs"].is_u64() && row["elapsed_secs"].is_u64(), "{row}");
+
+    let human = fleet.ws.run(&["tasks"]).ok().stdout;
+    assert!(human.starts_with("fleet: 1/2 running · 0 ready · 0 blocked"), "{human}");
+    assert!(human.contains("supervisor sup (pid"), "{human}");
+    for column in ["ID", "CODER·MODEL", "ELAPSED", "IDLE", "CTX", "IN/OUT", "COST"] {
+        assert!(human.contains(column), "{column} in\n{human}");
+    }
+    let row_line = human.lines().find(|l| l.starts_with(&id)).expect("a row for the task");
+    for cell in ["fake·", "12%", "12.0k/300", "$0.015"] {
+        assert!(row_line.contains(cell), "{cell} in {row_line:?}");
+    }
+    assert!(human.contains("Count tokens — "), "{human}");
+    // Not a terminal: --watch prints once and returns.
+    let watched = fleet.ws.run(&["tasks", "--watch"]).ok().stdout;
+    assert!(watched.starts_with("fleet: 1/2 running"), "{watched}");
+
+    supervisor.stop();
+    let after = fleet.ws.run(&["tasks"]).ok().stdout;
+    assert!(after.contains("no supervisor running"), "{after}");
+    assert!(after.contains("No running tasks."), "{after}");
+}
+
+#[test]
+fn the_ledger_keeps_the_reported_cost_and_the_task_files_render_for_people() {
+    let fleet = priced_fleet();
+    let id = fleet.task("Spend and close", &["spend 5000 100 0.25", "close all done"]);
+    fleet.run_until_idle(&[]).ok();
+
+    let ledger: Value = serde_json::from_str(
+        &std::fs::read_to_string(fleet.task_file(&id, "ledger.json")).unwrap(),
+    )
+    .unwrap();
+    let attempt = &ledger["attempts"][0];
+    assert_eq!(attempt["cost_usd"], 0.25, "the CLI's cost wins over the table: {ledger:#}");
+    assert_eq!(attempt["cost_source"], "reported");
+    assert_eq!(attempt["tokens_in"], 5000);
+    assert_eq!(attempt["tokens_out"], 100);
+    assert_eq!(attempt["outcome"], "closed");
+    assert!(attempt["ended_at"].is_string());
+
+    let view = tasks_json(&fleet, &["--all"]);
+    assert_eq!(view["running"], 0);
+    assert_eq!(view["cost_today_usd"], 0.25);
+    let row = &view["tasks"][0];
+    assert_eq!((row["id"].as_str(), row["status"].as_str()), (Some(id.as_str()), Some("closed")));
+    assert_eq!(row["total_cost_usd"], 0.25);
+    assert!(fleet.ws.run(&["tasks"]).ok().stdout.contains("$0.250 today"));
+
+    let log = fleet.ws.run(&["task", &id]).ok().stdout;
+    for line in [
+        "▶ attempt 1 started: fake",
+        "agent: spending tokens",
+        "→ Bash: bd close",
+        "── session ended",
+        "■ attempt 1 finished: exit 0",
+    ] {
+        assert!(log.contains(line), "{line} in\n{log}");
+    }
+    assert!(!log.contains("{\""), "no raw JSON in the log view:\n{log}");
+    let plan = fleet.ws.run(&["task", &id, "plan"]).ok().stdout;
+    assert!(plan.contains("plan and status"), "{plan}");
+    let prompt = fleet.ws.run(&["task", &id, "prompt"]).ok().stdout;
+    assert!(prompt.starts_with(&format!("You are working on fleet task {id}: Spend and close")));
+    let events = fleet.ws.run(&["task", &id, "events"]).ok().stdout;
+    assert!(events.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{events}");
+    let missing = fleet.ws.run(&["task", &id, "qa"]).fails(1);
+    assert!(missing.stderr.contains("has no Q&A.md"), "{}", missing.stderr);
+
+    let log = fleet.ws.run(&["log", "-n", "3"]).ok().stdout;
+    assert_eq!(log.lines().count(), 3, "{log}");
+    let json = fleet.ws.run(&["log", "-n", "0", "--json"]).ok().stdout;
+    let finished: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["event"] == "finished")
+        .collect();
+    assert_eq!(finished.len(), 1, "{json}");
+    assert!(finished[0]["message"].as_str().unwrap().starts_with(&format!("✓ {id} closed")));
+}
+
+#[test]
+fn kill_blocks_a_running_task_or_requeues_it_and_show_and_blocked_say_so() {
+    let fleet = Fleet::new(&[]);
+    let stuck = fleet.task("Stuck", &["stall"]);
+    let again = fleet.task("Run me twice", &["once stall", "close second run"]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_started(&stuck, 1);
+    supervisor.wait_started(&again, 1);
+
+    let killed = fleet.ws.run(&["kill", &stuck, "--reason", "wrong approach"]).ok().stdout;
+    assert!(killed.starts_with(&format!("■ {stuck} killed")), "{killed}");
+    supervisor.wait_finished(&stuck, 1);
+    assert_eq!(fleet.show(&stuck)["status"], "blocked");
+    let comments = fleet.comments(&stuck);
+    assert!(
+        comments.iter().any(|c| c == "[fleet] killed by tester: wrong approach; blocked"),
+        "{comments:?}"
+    );
+
+    let requeued = fleet.ws.json(&["kill", &again, "--requeue"]);
+    assert_eq!(requeued["action"], "requeued");
+    supervisor.wait_started(&again, 2);
+    let finished = supervisor.wait_finished(&again, 2);
+    assert!(finished.starts_with(&format!("✓ {again} closed")), "{finished}");
+
+    let not_running = fleet.ws.run(&["kill", &stuck]).fails(1);
+    assert!(
+        not_running.stderr.contains("is not running (status blocked)"),
+        "{}",
+        not_running.stderr
+    );
+
+    let blocked = fleet.ws.run(&["blocked"]).ok().stdout;
+    assert!(blocked.starts_with("✨ No issues blocked by dependencies"), "{blocked}");
+    assert!(blocked.contains("⏸ Status blocked, waiting for a human (1):"), "{blocked}");
+    assert!(blocked.contains(&format!("{stuck}: Stuck\n  Why: ")), "{blocked}");
+    assert!(fleet.ws.json(&["blocked"]).as_array().unwrap().is_empty(), "--json keeps bd's shape");
+    let stats = fleet.ws.run(&["stats"]).ok().stdout;
+    assert!(stats.contains("Status blocked: 1"), "{stats}");
+    assert_eq!(fleet.ws.json(&["stats"])["status_blocked_issues"], 1);
+
+    let shown = fleet.ws.run(&["show", &again]).ok().stdout;
+    for line in
+        ["Coder: fake (default)", "Attempts: 2, last: closed", "Tokens: ", "Working directory: "]
+    {
+        assert!(shown.contains(line), "{line} in\n{shown}");
+    }
+    let json = fleet.show(&again);
+    assert_eq!(json["run"]["attempts"], 2);
+    assert_eq!(json["run"]["last_outcome"], "closed");
+    supervisor.stop();
+}
+
+#[test]
+fn pause_holds_new_agents_until_resume() {
+    let fleet = Fleet::new(&[]);
+    let paused = fleet.ws.run(&["pause", "--reason", "lunch"]).ok().stdout;
+    assert!(paused.starts_with("⏸ new agents paused for every coder"), "{paused}");
+    let unknown = fleet.ws.run(&["pause", "--coder", "nosuch"]).fails(1);
+    assert!(unknown.stderr.contains("nosuch"), "{}", unknown.stderr);
+
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_for("the pause to be announced", |l| {
+        l.starts_with("⏸ spawning paused by fleet pause: every coder")
+    });
+    let id = fleet.task("Wait for me", &["close done"]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(fleet.show(&id)["status"], "open", "nothing starts while paused");
+    let view = fleet.ws.run(&["tasks"]).ok().stdout;
+    assert!(view.contains("⏸ every coder paused (fleet pause): by tester since"), "{view}");
+    assert!(view.contains(": lunch"), "{view}");
+
+    let resumed = fleet.ws.run(&["resume"]).ok().stdout;
+    assert!(resumed.starts_with("▶ resumed"), "{resumed}");
+    supervisor.wait_started(&id, 1);
+    supervisor.wait_finished(&id, 1);
+    assert_eq!(fleet.ws.run(&["resume"]).ok().stdout, "nothing was paused\n");
+    supervisor.stop();
+}
+
+#[test]
+fn a_question_is_answered_and_the_next_run_reads_the_answer() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task(
+        "Needs a number",
+        &["once block magic number?", "once exit 0", "needanswer", "close answered"],
+    );
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&id)["status"], "blocked");
+
+    let questions = fleet.ws.run(&["questions"]).ok().stdout;
+    assert!(
+        questions.contains(&format!("{id}: Needs a number\n  QUESTION: magic number?")),
+        "{questions}"
+    );
+    assert_eq!(fleet.ws.json(&["questions"]).as_array().unwrap().len(), 1);
+    let qa = fleet.ws.run(&["task", &id, "qa"]).ok().stdout;
+    assert!(qa.contains("## Q: magic number?"), "{qa}");
+    let blocked = fleet.ws.run(&["blocked"]).ok().stdout;
+    assert!(blocked.contains("Why: QUESTION: magic number?"), "{blocked}");
+
+    let answered = fleet.ws.run(&["answer", &id, "42"]).ok().stdout;
+    assert!(answered.starts_with("✓ answer recorded in "), "{answered}");
+    assert!(answered.contains("reopened"), "{answered}");
+    assert_eq!(fleet.show(&id)["status"], "open");
+    assert_eq!(fleet.ws.run(&["questions"]).ok().stdout, "No open questions.\n");
+    let qa = fleet.ws.run(&["task", &id, "qa"]).ok().stdout;
+    assert!(qa.contains("## A: ") && qa.ends_with("— tester\n\n42\n"), "{qa}");
+
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&id)["status"], "closed");
+    let prompt = std::fs::read_to_string(fleet.task_file(&id, "prompts/2.md")).unwrap();
+    assert!(prompt.contains("A human answered your questions: read "), "{prompt}");
+    let log = fleet.ws.run(&["task", &id]).ok().stdout;
+    assert!(log.contains("agent: the answer is 42"), "{log}");
+}
