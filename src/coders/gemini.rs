@@ -8,15 +8,18 @@
 //! - `GEMINI_CLI_TRUST_WORKSPACE=true`: headless mode refuses a folder it does not trust (exit
 //!   55); the variable trusts the task's folder for this run only and, unlike `--skip-trust`,
 //!   is understood by older versions too;
-//! - `GEMINI_CLI_SYSTEM_SETTINGS_PATH` → an agent-private settings file that fleet writes into
-//!   the task directory ([`SETTINGS_FILE`], see [`Coder::prepare`]) selecting the API-key sign-in
-//!   (`security.auth.selectedType = "gemini-api-key"`). System settings override the user's
-//!   `~/.gemini/settings.json` and the project's `.gemini/settings.json` without touching
-//!   either. Without it, a custom endpoint (`GOOGLE_GEMINI_BASE_URL`) makes the CLI pick the
-//!   "gateway" sign-in, which headless mode refuses (`Invalid auth method selected.`, exit 41).
-//!   The key itself comes from `GEMINI_API_KEY`, inherited or set in `[coders.gemini] env`,
-//!   which may also point `GEMINI_CLI_SYSTEM_SETTINGS_PATH` elsewhere (a Vertex AI or Google
-//!   sign-in setup).
+//! - `GEMINI_CLI_HOME` → an agent-private home in the task directory ([`HOME_DIR`]), whose
+//!   `.gemini/settings.json` fleet writes before the first spawn ([`Coder::prepare`]) selecting
+//!   the API-key sign-in (`security.auth.selectedType = "gemini-api-key"`). Gemini CLI keeps
+//!   its settings, chats and history under that home instead of `~/.gemini`, so the user's own
+//!   Gemini settings are neither read nor changed. Without it, a custom endpoint
+//!   (`GOOGLE_GEMINI_BASE_URL`) makes the CLI pick the "gateway" sign-in, which headless mode
+//!   refuses (`Invalid auth method selected.`, exit 41). (A system settings file,
+//!   `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, would leave `~/.gemini` in use, but Gemini CLI skips
+//!   one whose directories are writable by others or not owned by root — `/tmp`, any user's
+//!   `FLEET_HOME` — with only a warning.) The key itself comes from `GEMINI_API_KEY`, inherited
+//!   or set in `[coders.gemini] env`, which may also set `GEMINI_CLI_HOME` back to a real home
+//!   (a Google or Vertex AI sign-in kept there).
 //!
 //! Stream-json, as the CLI prints it (one JSON object per line):
 //! - `init` {session_id, model} → [`EventKind::SessionStarted`];
@@ -64,10 +67,10 @@ use super::{
 pub const DEFAULT_PERMISSION_ARGS: [&str; 1] = ["--yolo"];
 /// The context window of Gemini models (1M tokens for 2.5 and 3).
 pub const DEFAULT_CONTEXT_LIMIT: u64 = 1_048_576;
-/// The agent-private settings file, in the task directory.
-pub const SETTINGS_FILE: &str = "gemini-settings.json";
-/// The variable that points Gemini CLI at its system settings file.
-pub const SETTINGS_VAR: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+/// The agent-private home of Gemini CLI, in the task directory.
+pub const HOME_DIR: &str = "gemini-home";
+/// The variable that moves Gemini CLI's home (`$GEMINI_CLI_HOME/.gemini/…`).
+pub const HOME_VAR: &str = "GEMINI_CLI_HOME";
 
 /// What fleet's settings file says: sign in with the API key of `GEMINI_API_KEY`.
 pub fn settings() -> Value {
@@ -86,9 +89,9 @@ impl GeminiCoder {
     }
 }
 
-/// Where the agent-private settings of `task` live.
-fn settings_path(task_dir: &Path) -> PathBuf {
-    task_dir.join(SETTINGS_FILE)
+/// The agent-private home of the task whose directory is `task_dir`.
+fn home_dir(task_dir: &Path) -> PathBuf {
+    task_dir.join(HOME_DIR)
 }
 
 impl Coder for GeminiCoder {
@@ -111,8 +114,8 @@ impl Coder for GeminiCoder {
         }
         args.extend(self.settings.permission_args_or(&DEFAULT_PERMISSION_ARGS));
         args.extend(["-p".to_owned(), task.prompt.to_owned()]);
-        let settings = settings_path(task.task_dir).display().to_string();
-        let defaults = [("GEMINI_CLI_TRUST_WORKSPACE", "true"), (SETTINGS_VAR, settings.as_str())];
+        let home = home_dir(task.task_dir).display().to_string();
+        let defaults = [("GEMINI_CLI_TRUST_WORKSPACE", "true"), (HOME_VAR, home.as_str())];
         SpawnSpec {
             program: self.settings.program_or("gemini"),
             args,
@@ -125,13 +128,15 @@ impl Coder for GeminiCoder {
         Box::new(GeminiParser::default())
     }
 
-    /// Writes the agent-private settings file (once; a file already there is kept, so a user
-    /// may edit it for a task).
+    /// Writes the agent-private home's settings file (once; a file already there is kept, so
+    /// a user may edit it for a task).
     fn prepare(&self, task: &TaskSpec) -> std::io::Result<()> {
-        let path = settings_path(task.task_dir);
+        let dir = home_dir(task.task_dir).join(".gemini");
+        let path = dir.join("settings.json");
         if path.exists() {
             return Ok(());
         }
+        std::fs::create_dir_all(&dir)?;
         let text = serde_json::to_string_pretty(&settings()).expect("JSON values serialize");
         std::fs::write(path, text + "\n")
     }

@@ -4,8 +4,8 @@
 //!
 //! Setup: `GOOGLE_GEMINI_BASE_URL` at the mock and `GEMINI_API_KEY` through `[coders.gemini]
 //! env`; everything else is the coder's own (`--yolo`, `GEMINI_CLI_TRUST_WORKSPACE=true`, the
-//! agent-private settings file selecting the API-key sign-in, without which the custom
-//! endpoint makes the CLI refuse to start). The agent's `HOME` is the sandbox's.
+//! agent-private `GEMINI_CLI_HOME` whose settings select the API-key sign-in, without which the
+//! custom endpoint makes the CLI refuse to start). The agent's `HOME` is the sandbox's.
 //!
 //! Not here: context pressure. Gemini CLI reports tokens only at the end of the session, summed
 //! over its requests, which is no context size (see `src/coders/gemini.rs`).
@@ -77,7 +77,8 @@ fn gemini_closes_its_task_with_bd_close() {
     assert!(requests[0].all_text().contains(&scene.id), "the prompt names the task{}", context());
     // The user's own Gemini settings are untouched: fleet's live in the task directory.
     assert!(!scene.sandbox.user_home.join(".gemini/settings.json").exists(), "{}", context());
-    assert!(scene.sandbox.task_dir(&scene.id).join("gemini-settings.json").is_file());
+    let settings = scene.sandbox.task_dir(&scene.id).join("gemini-home/.gemini/settings.json");
+    assert!(settings.is_file(), "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
 
