@@ -116,6 +116,9 @@ pub struct Request {
     pub session: usize,
     /// How many tool results the conversation already holds.
     pub turn: usize,
+    /// Whether it is a model request of the conversation (not a side request such as
+    /// opencode's title generation or Gemini CLI's routing check).
+    pub model: bool,
 }
 
 impl Request {
@@ -200,11 +203,7 @@ impl MockApi {
     /// The model API requests (`POST …/messages`, `…/responses`, `…:streamGenerateContent`,
     /// `…/chat/completions`) received so far.
     pub fn model_requests(&self) -> Vec<Request> {
-        let api = self.shared.api;
-        self.requests()
-            .into_iter()
-            .filter(|r| r.method == "POST" && api.is_model_path(&r.path))
-            .collect()
+        self.requests().into_iter().filter(|r| r.model).collect()
     }
 
     /// One line per request, for failure messages.
@@ -238,12 +237,23 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let Some(raw) = read_request(&mut reader, shared)? else { return Ok(()) };
     let body: Value = serde_json::from_slice(&raw.body).unwrap_or(Value::Null);
-    let is_model_request = raw.method == "POST" && shared.api.is_model_path(&raw.path);
+    let on_model_path = raw.method == "POST" && shared.api.is_model_path(&raw.path);
+    // opencode also asks its model for a session title, with no tools: a side request.
+    let title_request =
+        shared.api == Api::Chat && body["tools"].as_array().is_none_or(|tools| tools.is_empty());
+    let is_model_request = on_model_path && !title_request;
     let (session_key, turn) = locate(shared.api, &raw, &body);
     // Only model requests open sessions (Claude Code also sends a `HEAD /` probe).
     let session = if is_model_request { session_index(shared, session_key, turn) } else { 0 };
-    let request =
-        Request { method: raw.method, path: raw.path, headers: raw.headers, body, session, turn };
+    let request = Request {
+        method: raw.method,
+        path: raw.path,
+        headers: raw.headers,
+        body,
+        session,
+        turn,
+        model: is_model_request,
+    };
     shared.requests.lock().unwrap().push(request.clone());
 
     let mut out = stream;
@@ -255,6 +265,10 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         // Claude Code probes the base URL with `HEAD /` before its first request.
         out.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")?;
         return out.flush();
+    }
+    if on_model_path && title_request {
+        let reply = Reply { text: Some("Mock task title".to_owned()), ..Reply::default() };
+        return write_stream(&mut out, shared.api, &reply, &request);
     }
     if !is_model_request {
         if let Some(body) = side_answer(shared.api, &request) {
@@ -293,12 +307,18 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         let body = reply.error_body.clone().unwrap_or_else(|| error_body(shared.api, status));
         return write_json(&mut out, status, reason(status), &headers, &body);
     }
-    let events = match shared.api {
-        Api::Anthropic => anthropic_stream(&reply, &request),
-        Api::Responses => responses_stream(&reply, &request),
-        Api::Gemini => gemini_stream(&reply, &request),
-        Api::Chat => chat_stream(&reply, &request),
+    write_stream(&mut out, shared.api, &reply, &request)
+}
+
+/// Streams `reply` as `api`'s SSE events.
+fn write_stream(out: &mut TcpStream, api: Api, reply: &Reply, request: &Request) -> io::Result<()> {
+    let events = match api {
+        Api::Anthropic => anthropic_stream(reply, request),
+        Api::Responses => responses_stream(reply, request),
+        Api::Gemini => gemini_stream(reply, request),
+        Api::Chat => chat_stream(reply, request),
     };
+    let (session, turn) = (request.session, request.turn);
     write!(
         out,
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
@@ -312,7 +332,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         write!(out, "data: {data}\n\n")?;
         out.flush()?;
     }
-    if shared.api == Api::Chat {
+    if api == Api::Chat {
         write!(out, "data: [DONE]\n\n")?;
     }
     out.flush()

@@ -21,7 +21,10 @@ use crate::{
 
 const MODEL: &str = "mock/mock-model";
 
-/// opencode's config: one OpenAI-compatible provider served by `mock`.
+/// opencode's config: one OpenAI-compatible provider served by `mock`. Its model claims a
+/// 400k window, above fleet's 128k for opencode, so that opencode's own compaction (which it
+/// starts by itself when a step overflows the window it knows) does not pre-empt fleet's
+/// context pressure in the scenario that tests it.
 fn opencode_config(mock: &MockApi) -> String {
     json!({
         "$schema": "https://opencode.ai/config.json",
@@ -32,7 +35,7 @@ fn opencode_config(mock: &MockApi) -> String {
             "name": "mock",
             "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "sk-test"},
             "models": {"mock-model": {"name": "Mock", "tool_call": true,
-                                      "limit": {"context": 128_000, "output": 8_000}}}
+                                      "limit": {"context": 400_000, "output": 8_000}}}
         }}
     })
     .to_string()
@@ -123,7 +126,7 @@ fn opencode_rate_limit_releases_uncharged_and_pauses_spawning() {
 #[test]
 fn opencode_context_pressure_stops_the_agent_and_a_fresh_session_finishes() {
     let Some(cli) = agent_cli("opencode") else { return };
-    let scene = new_scene(&cli, "context_pressure");
+    let scene = new_scene(&cli, "context_pressure_after_step");
     let mut supervisor = scene.start_with(true, &[]);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
