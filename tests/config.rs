@@ -411,8 +411,8 @@ fn show_json_is_the_effective_config_and_the_coders() {
         coders[1],
         serde_json::json!({"name": "claude", "builtin": true, "default_model": "sonnet", "context_limit": 200000})
     );
-    assert_eq!(coders[4]["builtin"], false);
-    assert_eq!(coders[4]["context_limit"], Value::Null);
+    assert_eq!(coders[5]["builtin"], false);
+    assert_eq!(coders[5]["context_limit"], Value::Null);
 
     let defaults = Home::new().fleet(&["--json", "config", "show"]).ok().json();
     assert_eq!(defaults["exists"], false);
