@@ -327,7 +327,7 @@ fn write_stream(out: &mut TcpStream, api: Api, reply: &Reply, request: &Request)
     for (name, data) in events {
         // Gemini's and Chat Completions' streams are bare `data:` lines.
         if !name.is_empty() {
-            write!(out, "event: {name}\n")?;
+            writeln!(out, "event: {name}")?;
         }
         write!(out, "data: {data}\n\n")?;
         out.flush()?;
