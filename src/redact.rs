@@ -17,6 +17,11 @@
 //! (and, for the looser shapes, a digit), so ordinary words, ids and paths (`task-1`,
 //! `skeleton`, `sk-learn`) are left alone. Scanning is one pass over the text per configured
 //! value plus one for the shapes; there is no regex engine.
+//!
+//! Terminal escape sequences are removed first
+//! ([`strip_ansi`](crate::coders::diagnose::strip_ansi)): opencode colours its output even with
+//! `NO_COLOR`, colour codes have no place in files and comments, and a code inside a key would
+//! hide it from the shapes.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -88,9 +93,17 @@ impl Redactor {
         self.secrets.len()
     }
 
-    /// `text` with every configured value and every known token shape masked; borrowed when
-    /// there was nothing to mask.
+    /// `text` without terminal escape sequences, with every configured value and every known
+    /// token shape masked; borrowed when there was nothing to change.
     pub fn redact_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match crate::coders::diagnose::strip_ansi(text) {
+            Cow::Borrowed(plain) => self.mask(plain),
+            Cow::Owned(plain) => Cow::Owned(self.mask(&plain).into_owned()),
+        }
+    }
+
+    /// `text` with every configured value and every known token shape masked.
+    fn mask<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let masked = self.mask_values(text);
         match mask_token_shapes(&masked) {
             Some(clean) => Cow::Owned(clean),
@@ -475,6 +488,14 @@ fn ends_word(bytes: &[u8], at: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn colour_codes_are_removed_and_cannot_hide_a_key() {
+        let redactor = Redactor::default();
+        assert_eq!(redactor.redact_text("\u{1b}[31mError:\u{1b}[0m boom"), "Error: boom");
+        let hidden = "key \u{1b}[1msk-proj-abcdefghijklmnopqrstuvwxyz0123456789\u{1b}[0m";
+        assert!(!redactor.redact_text(hidden).contains("abcdefghijklmnop"));
+    }
 
     fn shapes(text: &str) -> String {
         Redactor::default().redact_text(text).into_owned()

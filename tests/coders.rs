@@ -465,7 +465,7 @@ fn no_line_makes_a_parser_fail() {
         r#"{"msg":{"type":"token_count","rate_limits":{"primary":{"used_percent":-5,"resets_in_seconds":1e300,"resets_at":"soon"},"secondary":7}}}"#,
         r#"{"type":"rate_limit_event","rate_limit_info":{"utilization":"high","resetsAt":-1e308}}"#,
     ];
-    for coder in ["claude", "codex", "opencode", "agy", "exec"] {
+    for coder in ["claude", "codex", "gemini", "opencode", "agy", "exec"] {
         let mut parser = Registry::builtin().get(coder).unwrap().parser();
         for line in lines {
             for event in parser.parse_line(line) {
@@ -590,6 +590,9 @@ fn agy_opencode_and_exec_command_lines() {
         opencode.args,
         ["run", "--format", "json", "--model", "ollama/qwen3", "--dir", "/work/project", PROMPT]
     );
+    // Each agent has its own opencode database: agents started together never share one.
+    assert_eq!(opencode.env_var("OPENCODE_DB"), Some("/home/u/.fleet/tasks/fl-7/opencode.db"));
+    assert_task_env(&opencode);
     assert!(!spec(&registry, "opencode", "").args.contains(&"--model".to_owned()));
 
     let exec = spec(&registry, "exec", "");
@@ -603,6 +606,52 @@ fn agy_opencode_and_exec_command_lines() {
     for name in ["codex", "agy", "opencode"] {
         assert_eq!(registry.get(name).unwrap().context_limit(""), Some(128_000), "{name}");
     }
+}
+
+#[test]
+fn gemini_runs_headless_with_its_own_home_and_the_api_key_sign_in() {
+    let registry = Registry::builtin();
+    let gemini = spec(&registry, "gemini", "gemini-2.5-pro");
+    assert_eq!(gemini.program, "gemini");
+    assert_eq!(
+        gemini.args,
+        ["--output-format", "stream-json", "--model", "gemini-2.5-pro", "--yolo", "-p", PROMPT]
+    );
+    assert_eq!(gemini.env_var("GEMINI_CLI_TRUST_WORKSPACE"), Some("true"));
+    assert_eq!(gemini.env_var("GEMINI_CLI_HOME"), Some("/home/u/.fleet/tasks/fl-7/gemini-home"));
+    assert_task_env(&gemini);
+    assert!(!spec(&registry, "gemini", "").args.contains(&"--model".to_owned()));
+    let coder = registry.get("gemini").unwrap();
+    assert_eq!(coder.context_limit(""), Some(1_048_576));
+
+    // The settings go into the task directory, never into the user's ~/.gemini.
+    let dir = tempfile::tempdir().unwrap();
+    let artifacts = dir.path().join("artifacts");
+    let task = TaskSpec {
+        id: "fl-7",
+        title: "t",
+        description: "",
+        cwd: dir.path(),
+        task_dir: dir.path(),
+        artifact_dir: &artifacts,
+        model: "",
+        prompt: PROMPT,
+    };
+    coder.prepare(&task).unwrap();
+    let settings = dir.path().join("gemini-home/.gemini/settings.json");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(written["security"]["auth"]["selectedType"], "gemini-api-key");
+    // A file already there (edited by a user) is kept.
+    std::fs::write(&settings, "{}").unwrap();
+    coder.prepare(&task).unwrap();
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{}");
+
+    // Its exit codes are HTTP statuses cut to a byte: 173 is a 429; 41 is its auth failure.
+    use fleet::coders::ExitMeaning;
+    assert_eq!(coder.exit_meaning(173), Some(ExitMeaning::RateLimit));
+    assert_eq!(coder.exit_meaning(41), Some(ExitMeaning::Fault(Fault::Auth)));
+    assert_eq!(registry.get("claude").unwrap().exit_meaning(173), None);
 }
 
 #[test]
@@ -723,6 +772,6 @@ fn unknown_coders_say_what_exists() {
     let registry = registry_from("[coders.mybot]\nargv = [\"mybot\", \"{prompt}\"]\n");
     let error = registry.get("codx").err().unwrap();
     assert_eq!(error.name, "codx");
-    assert_eq!(error.available, ["agy", "claude", "codex", "exec", "mybot", "opencode"]);
+    assert_eq!(error.available, ["agy", "claude", "codex", "exec", "gemini", "mybot", "opencode"]);
     assert!(error.to_string().contains("did you mean \"codex\""), "{error}");
 }

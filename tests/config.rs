@@ -158,7 +158,7 @@ fn a_wrong_type_or_range_names_the_line() {
         (
             "[coders.x]\nargv = [\"x\"]\nevents = \"json\"\n",
             3,
-            "coders.x.events must be one of \"claude\", \"codex\", \"opencode\", \"agy\", \"lines\", found \"json\"",
+            "coders.x.events must be one of \"claude\", \"codex\", \"gemini\", \"opencode\", \"agy\", \"lines\", found \"json\"",
         ),
         ("max_concurrent = 3\nmax_concurrent = 4\n", 2, "duplicate key"),
         ("max_concurrent = \n", 1, ""),
@@ -278,6 +278,26 @@ env = { IS_SANDBOX = \"0\" }
     assert_eq!(home.entries(), ["runtime.toml"], "no temporary file left behind");
 }
 
+/// Issue 13: `config set coder=gemini` and `create --coder gemini` disagreed. One check now
+/// decides for both (and for `update --coder`): a built-in, or a coder the config defines.
+#[test]
+fn coder_names_are_checked_the_same_way_by_config_and_create() {
+    let home = Home::new();
+    home.fleet(&["init", "--prefix", "t"]).ok();
+    home.fleet(&["config", "set", "coder=gemini"]).ok();
+    let id = home.fleet(&["create", "One", "--silent", "--coder", "gemini"]).ok().stdout;
+    let run = home.fleet(&["create", "Two", "--coder", "nope"]).fails(1);
+    assert!(run.stderr.contains("unknown coder \"nope\""), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: use a built-in coder"), "{}", run.stderr);
+    let run = home.fleet(&["config", "set", "coder=nope"]).fails(1);
+    assert!(run.stderr.contains("unknown coder \"nope\""), "{}", run.stderr);
+    let run = home.fleet(&["update", id.trim(), "--coder", "mybot"]).fails(1);
+    assert!(run.stderr.contains("unknown coder \"mybot\""), "{}", run.stderr);
+    home.fleet(&["config", "set", "coders.mybot.argv=[\"mybot\", \"{prompt}\"]"]).ok();
+    home.fleet(&["update", id.trim(), "--coder", "mybot"]).ok();
+    home.fleet(&["create", "Three", "--coder", "mybot"]).ok();
+}
+
 #[test]
 fn an_invalid_set_writes_nothing() {
     let home = Home::new();
@@ -386,13 +406,13 @@ fn show_json_is_the_effective_config_and_the_coders() {
     );
     let coders = json["coders"].as_array().unwrap();
     let names: Vec<&str> = coders.iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["agy", "claude", "codex", "exec", "job", "opencode"]);
+    assert_eq!(names, ["agy", "claude", "codex", "exec", "gemini", "job", "opencode"]);
     assert_eq!(
         coders[1],
         serde_json::json!({"name": "claude", "builtin": true, "default_model": "sonnet", "context_limit": 200000})
     );
-    assert_eq!(coders[4]["builtin"], false);
-    assert_eq!(coders[4]["context_limit"], Value::Null);
+    assert_eq!(coders[5]["builtin"], false);
+    assert_eq!(coders[5]["context_limit"], Value::Null);
 
     let defaults = Home::new().fleet(&["--json", "config", "show"]).ok().json();
     assert_eq!(defaults["exists"], false);

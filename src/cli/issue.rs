@@ -168,7 +168,7 @@ pub(in crate::cli) fn create_issue(
         external_ref: args.external_ref.clone().unwrap_or_default(),
         fleet: FleetFields {
             cwd: current_dir_text(args.cwd.clone())?,
-            coder: args.coder.clone().unwrap_or_default(),
+            coder: checked_coder(args.coder.as_deref())?.unwrap_or_default(),
             model: args.model.clone().unwrap_or_default(),
             ..FleetFields::default()
         },
@@ -176,6 +176,24 @@ pub(in crate::cli) fn create_issue(
     };
     adjust(&mut request);
     Ok(ctx.submit(Request::Create(Box::new(request)))?.into_summary()?)
+}
+
+/// A `--coder` value, checked against the coders `runtime.toml` knows
+/// ([`RuntimeConfig::check_coder`](crate::config::RuntimeConfig::check_coder), the same check
+/// as `fleet config set coder=…`). An empty value (clearing the task's coder) is always fine.
+fn checked_coder(coder: Option<&str>) -> Result<Option<String>, CliError> {
+    let Some(name) = coder.filter(|name| !name.is_empty()) else {
+        return Ok(coder.map(str::to_owned));
+    };
+    let path = super::context::fleet_home()?.join(crate::config::FILE_NAME);
+    let config = crate::config::RuntimeConfig::load(&path).map_err(|error| {
+        CliError::new(format!("cannot check --coder {name:?}: {error}"))
+            .with_hint("fix runtime.toml (fleet config show names the problem)")
+    })?;
+    config.check_coder(name).map_err(|error| {
+        CliError::new(format!("--coder: {error}")).with_hint(crate::config::UNKNOWN_CODER_HINT)
+    })?;
+    Ok(Some(name.to_owned()))
 }
 
 /// Refuses an `--id` outside the id grammar before anything is opened or written (the store
@@ -450,7 +468,7 @@ pub(in crate::cli) fn update_issues(
         patch: build_patch(ctx, args)?,
         claim: args.claim,
         cwd: args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?,
-        coder: args.coder.clone(),
+        coder: checked_coder(args.coder.as_deref())?,
         model: args.model.clone(),
         session: args.session.clone(),
         force: args.force,

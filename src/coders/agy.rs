@@ -1,4 +1,5 @@
-//! The `agy` coder: the Antigravity CLI in print mode.
+//! The `agy` coder: the Antigravity CLI in print mode. (Google's Gemini CLI is a different
+//! program, the [`gemini`](super::gemini) coder.)
 //!
 //! Command line: `agy -p <prompt> <permission args>`, with `--dangerously-skip-permissions`
 //! by default. The model is not passed: agy reads it from its own settings, and fleet keeps

@@ -48,9 +48,7 @@ use std::collections::HashSet;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
-pub(crate) use super::diagnose::{
-    classify_failure, http_status_in, is_context_overflow_text, is_rate_limit_text,
-};
+pub(crate) use super::diagnose::{classify_failure, http_status_in, is_rate_limit_text};
 use super::event::json;
 use super::{
     AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, RateLimitStatus,
@@ -329,18 +327,7 @@ fn retry_event(message: String, raw: Value) -> AgentEvent {
 /// A fatal failure message: a rejected rate limit if it says so, a context overflow if the
 /// prompt no longer fits, else an error with the fault the message shows.
 fn failure_event(message: &str, raw: Value) -> AgentEvent {
-    let status = http_status_in(message);
-    let event = if is_rate_limit_text(message) {
-        AgentEvent::new(EventKind::RateLimit, raw).with_rate_limit(Some(RateLimit {
-            http_status: status.or(Some(429)),
-            ..RateLimit::http_429()
-        }))
-    } else if is_context_overflow_text(message) {
-        AgentEvent::new(EventKind::ContextOverflow, raw)
-    } else {
-        AgentEvent::new(EventKind::Error, raw).with_fault(classify_failure(status, message))
-    };
-    event.with_text(Some(message.to_owned())).with_http_status(status).with_error(true)
+    super::diagnose::failure_event(message, message, None, raw)
 }
 
 /// The rate-limit windows of a `token_count` event (`rate_limits`, or `info.rate_limits` in

@@ -5,7 +5,8 @@
 //! module holds the one list of wordings that tell those apart, used by every parser (on the
 //! final error events of a stream) and by the supervisor (on a failed agent's stderr):
 //!
-//! - [`classify_text`] / [`classify_failure`]: [`Fault::Auth`] or [`Fault::Outage`] from an
+//! - [`classify_text`] / [`classify_failure`]: [`Fault::Auth`], [`Fault::Outage`] or
+//!   [`Fault::Contention`] (a CLI's local database busy with another agent) from an
 //!   error message (and its HTTP status, when known), or `None` when the failure may well be
 //!   the task's own. A rate limit (HTTP 429, "usage limit", …) is never a fault: it has its own
 //!   path ([`RateLimit`](super::RateLimit)).
@@ -24,7 +25,9 @@
 
 use std::borrow::Cow;
 
-use super::Fault;
+use serde_json::Value;
+
+use super::{AgentEvent, EventKind, Fault, RateLimit};
 
 /// At most this many lines in a [`failure_reason`].
 pub const MAX_REASON_LINES: usize = 5;
@@ -63,6 +66,12 @@ const AUTH_WORDS: [&str; 20] = [
     "sign in again",
     "codex login",
 ];
+
+/// Lower-case wordings of a CLI's local database busy with another agent (opencode's SQLite:
+/// `database is locked`, or a migration racing another process, `Failed query: CREATE TABLE
+/// workspace …`).
+const CONTENTION_WORDS: [&str; 3] =
+    ["database is locked", "failed query: create table", "sqlite_busy"];
 
 /// Lower-case wordings of a provider that is down, overloaded or unreachable.
 const OUTAGE_WORDS: [&str; 19] = [
@@ -124,7 +133,9 @@ pub fn classify_failure(http_status: Option<u16>, message: &str) -> Option<Fault
     }
     let lower = message.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|word| lower.contains(word));
-    if has(&AUTH_WORDS) || names_a_missing_key(&lower) {
+    if has(&CONTENTION_WORDS) {
+        Some(Fault::Contention)
+    } else if has(&AUTH_WORDS) || names_a_missing_key(&lower) {
         Some(Fault::Auth)
     } else if has(&OUTAGE_WORDS) {
         Some(Fault::Outage)
@@ -154,6 +165,31 @@ const OVERFLOW_WORDS: [&str; 5] = [
 pub fn is_context_overflow_text(message: &str) -> bool {
     let lower = message.to_lowercase();
     OVERFLOW_WORDS.iter().any(|word| lower.contains(word))
+}
+
+/// The event for a CLI's final failure message (after its own retries): a rejected
+/// [`EventKind::RateLimit`] when it shows a 429 or a rate, usage or quota limit, a
+/// [`EventKind::ContextOverflow`] when the prompt no longer fits, else an [`EventKind::Error`]
+/// with the [`Fault`] that `fault_text` (the message, possibly with the error's name) and the
+/// status show. `status` is the HTTP status the CLI stated, else the one the message mentions.
+pub(crate) fn failure_event(
+    message: &str,
+    fault_text: &str,
+    status: Option<u16>,
+    raw: Value,
+) -> AgentEvent {
+    let status = status.or_else(|| http_status_in(message));
+    let event = if status == Some(429) || is_rate_limit_text(message) {
+        AgentEvent::new(EventKind::RateLimit, raw).with_rate_limit(Some(RateLimit {
+            http_status: status.or(Some(429)),
+            ..RateLimit::http_429()
+        }))
+    } else if is_context_overflow_text(message) {
+        AgentEvent::new(EventKind::ContextOverflow, raw)
+    } else {
+        AgentEvent::new(EventKind::Error, raw).with_fault(classify_failure(status, fault_text))
+    };
+    event.with_text(Some(message.to_owned())).with_http_status(status).with_error(true)
 }
 
 /// Whether an error message describes a rate or usage limit (HTTP 429, "rate limit", "Too Many
@@ -407,6 +443,17 @@ mod tests {
             assert_eq!(classify_text(text), Some(Fault::Outage), "{text}");
         }
         assert_eq!(classify_failure(Some(502), "boom"), Some(Fault::Outage));
+    }
+
+    #[test]
+    fn a_busy_local_database_is_contention() {
+        for text in [
+            "Error: database is locked",
+            "Failed query: CREATE TABLE `workspace` (\n\t`id` text PRIMARY KEY\n)\nparams: ",
+            "SQLiteError: SQLITE_BUSY: database is locked",
+        ] {
+            assert_eq!(classify_text(text), Some(Fault::Contention), "{text}");
+        }
     }
 
     #[test]

@@ -126,6 +126,10 @@ pub enum Fault {
     /// The provider is down or unreachable: HTTP 5xx/529, overloaded, connection refused,
     /// stream cut, request timed out.
     Outage,
+    /// The CLI's own local state was busy for a moment: opencode's database locked by another
+    /// agent (`database is locked`, `Failed query: CREATE TABLE …`). The task is released
+    /// uncharged and the coder is not paused: the next attempt will most likely work.
+    Contention,
 }
 
 /// What kind of thing happened.

@@ -7,7 +7,8 @@
 //! `BEADS_DIR` and `PATH` to the environment), feeds every stdout line to the parser, and acts
 //! on the events. Coders never spawn, print, or read the environment themselves.
 //!
-//! The built-ins — [`claude`], [`codex`], [`agy`], [`opencode`] and [`exec`] — and any coder
+//! The built-ins — [`claude`], [`codex`], [`gemini`] (Gemini CLI), [`agy`] (Antigravity),
+//! [`opencode`] and [`exec`] — and any coder
 //! described in `runtime.toml` (`[coders.NAME]` with an `argv` template, see [`custom`]) are
 //! looked up by name in a [`Registry`]. The same `[coders.NAME]` table can adjust a built-in:
 //! the program path, the permission flags, extra environment, the default model and the context
@@ -28,6 +29,7 @@ pub mod custom;
 pub mod diagnose;
 mod event;
 pub mod exec;
+pub mod gemini;
 pub mod opencode;
 mod registry;
 
@@ -128,13 +130,31 @@ pub trait Coder: Send + Sync {
         true
     }
 
-    /// Gets `project` ready before a spawn. The built-ins write nothing into the user's
-    /// project (the Python fleet's hooks and settings merges were never cleaned up), so the
+    /// Gets an attempt ready before its spawn. The built-ins write nothing into the user's
+    /// project (the Python fleet's hooks and settings merges were never cleaned up); what a CLI
+    /// needs of its own (gemini's agent-private settings) goes into the task directory. The
     /// default does nothing.
-    fn prepare(&self, project: &Path) -> std::io::Result<()> {
-        let _ = project;
+    fn prepare(&self, task: &TaskSpec) -> std::io::Result<()> {
+        let _ = task;
         Ok(())
     }
+
+    /// What a non-zero exit code of this CLI means by itself, when its output said nothing
+    /// clearer (gemini exits 173 for a 429 and 41 without usable credentials). `None` by
+    /// default: an exit code is the task's failure.
+    fn exit_meaning(&self, code: i32) -> Option<ExitMeaning> {
+        let _ = code;
+        None
+    }
+}
+
+/// What a CLI's exit code says about why it stopped ([`Coder::exit_meaning`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitMeaning {
+    /// The provider refused requests for a rate or quota limit.
+    RateLimit,
+    /// A fault of the fleet: not signed in, provider down.
+    Fault(Fault),
 }
 
 /// Context-window overrides from `[coders.NAME]`: one limit for every model, and limits per

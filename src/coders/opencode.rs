@@ -5,6 +5,16 @@
 //! with no model set, opencode uses its own configured default. No permission flags by
 //! default (set `[coders.opencode] permission_args` if your version needs one).
 //!
+//! Each agent gets its own opencode database: `OPENCODE_DB` points at `opencode.db` in the
+//! task directory ([`DB_FILE`]). opencode otherwise keeps one SQLite database per user
+//! (`~/.local/share/opencode/opencode.db`), and two agents started together collide on it —
+//! `database is locked`, or both running its migrations (`Failed query: CREATE TABLE
+//! workspace …`) — in about half the runs (opencode 1.18). Sign-ins (`auth.json`), the config
+//! and the provider cache stay where they are, shared, since only the database is moved. A
+//! collision that still happens is [`Fault::Contention`](super::Fault::Contention) (released
+//! uncharged, retried shortly), and opencode's colour codes, which it prints even with
+//! `NO_COLOR`, are removed from everything fleet stores (the redactor strips them).
+//!
 //! Events:
 //! - the first `step_start` → [`EventKind::SessionStarted`] (it repeats every step);
 //! - `text` / `reasoning` → assistant text / thinking;
@@ -25,17 +35,17 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::diagnose::{
-    classify_failure, http_status_in, is_context_overflow_text, is_rate_limit_text,
-};
+use super::diagnose::failure_event;
 use super::event::json;
 use super::{
-    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, SpawnSpec, TaskSpec,
-    Usage, merge_env, tool_input_summary,
+    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, SpawnSpec, TaskSpec, Usage,
+    merge_env, tool_input_summary,
 };
 
 /// The context window assumed for opencode models unless the config says otherwise.
 pub const DEFAULT_CONTEXT_LIMIT: u64 = 128_000;
+/// The agent's own opencode database, in the task directory.
+pub const DB_FILE: &str = "opencode.db";
 
 /// opencode (`opencode`).
 #[derive(Debug, Clone, Default)]
@@ -70,10 +80,11 @@ impl Coder for OpencodeCoder {
         args.extend(self.settings.permission_args_or(&[]));
         args.extend(["--dir".to_owned(), task.cwd.display().to_string()]);
         args.push(task.prompt.to_owned());
+        let db = task.task_dir.join(DB_FILE).display().to_string();
         SpawnSpec {
             program: self.settings.program_or("opencode"),
             args,
-            env: merge_env(&[], &self.settings.env, task),
+            env: merge_env(&[("OPENCODE_DB", &db)], &self.settings.env, task),
             cwd: task.cwd.to_path_buf(),
         }
     }
@@ -183,22 +194,12 @@ fn error_event(value: Value) -> AgentEvent {
         .or_else(|| error.as_str().map(str::to_owned))
         .or_else(|| json::string_at(&value, "message"))
         .unwrap_or_default();
-    let status = json::status_at(&data, "statusCode").or_else(|| http_status_in(&message));
-    let event = if status == Some(429) || is_rate_limit_text(&message) {
-        AgentEvent::new(EventKind::RateLimit, value).with_rate_limit(Some(RateLimit {
-            http_status: status.or(Some(429)),
-            ..RateLimit::http_429()
-        }))
-    } else if is_context_overflow_text(&message) {
-        AgentEvent::new(EventKind::ContextOverflow, value)
-    } else {
-        let named = match json::str_at(&error, "name") {
-            Some(name) => format!("{name}: {message}"),
-            None => message.clone(),
-        };
-        AgentEvent::new(EventKind::Error, value).with_fault(classify_failure(status, &named))
+    let status = json::status_at(&data, "statusCode");
+    let named = match json::str_at(&error, "name") {
+        Some(name) => format!("{name}: {message}"),
+        None => message.clone(),
     };
-    event.with_text(Some(message)).with_http_status(status).with_error(true)
+    failure_event(&message, &named, status, value)
 }
 
 /// `part.tokens`: `{input, output, reasoning, cache: {read, write}}`; `input` excludes the

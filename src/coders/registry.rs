@@ -17,11 +17,12 @@ use super::claude::{self, ClaudeCoder};
 use super::codex::CodexCoder;
 use super::custom::{ConfiguredCoder, Template};
 use super::exec::ExecCoder;
+use super::gemini::GeminiCoder;
 use super::opencode::OpencodeCoder;
 use super::{BuiltinSettings, Coder, ContextLimits, EventParser, LinesParser};
 
 /// The coders fleet knows without configuration.
-pub const BUILTIN_CODERS: [&str; 5] = ["claude", "codex", "agy", "opencode", "exec"];
+pub const BUILTIN_CODERS: [&str; 6] = ["claude", "codex", "gemini", "agy", "opencode", "exec"];
 
 /// Which parser reads a config-defined coder's stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +32,8 @@ pub enum EventFormat {
     Claude,
     /// Codex `exec --json`.
     Codex,
+    /// Gemini CLI `--output-format stream-json`.
+    Gemini,
     /// opencode `run --format json`.
     Opencode,
     /// agy: JSON lines or plain text.
@@ -41,12 +44,13 @@ pub enum EventFormat {
 
 impl EventFormat {
     /// The names `events = "…"` accepts.
-    pub const NAMES: [&'static str; 5] = ["claude", "codex", "opencode", "agy", "lines"];
+    pub const NAMES: [&'static str; 6] = ["claude", "codex", "gemini", "opencode", "agy", "lines"];
 
     pub fn parse(name: &str) -> Option<EventFormat> {
         Some(match name {
             "claude" => EventFormat::Claude,
             "codex" => EventFormat::Codex,
+            "gemini" => EventFormat::Gemini,
             "opencode" => EventFormat::Opencode,
             "agy" => EventFormat::Agy,
             "lines" => EventFormat::Lines,
@@ -58,6 +62,7 @@ impl EventFormat {
         match self {
             EventFormat::Claude => "claude",
             EventFormat::Codex => "codex",
+            EventFormat::Gemini => "gemini",
             EventFormat::Opencode => "opencode",
             EventFormat::Agy => "agy",
             EventFormat::Lines => "lines",
@@ -69,6 +74,7 @@ impl EventFormat {
         match self {
             EventFormat::Claude => Box::new(super::claude::ClaudeParser::default()),
             EventFormat::Codex => Box::new(super::codex::CodexParser::default()),
+            EventFormat::Gemini => Box::new(super::gemini::GeminiParser::default()),
             EventFormat::Opencode => Box::new(super::opencode::OpencodeParser::default()),
             EventFormat::Agy => Box::new(super::agy::AgyParser),
             EventFormat::Lines => Box::new(LinesParser),
@@ -80,6 +86,7 @@ impl EventFormat {
         match self {
             EventFormat::Claude => Some(claude::known_context_limit(model)),
             EventFormat::Codex => Some(super::codex::DEFAULT_CONTEXT_LIMIT),
+            EventFormat::Gemini => Some(super::gemini::DEFAULT_CONTEXT_LIMIT),
             EventFormat::Opencode => Some(super::opencode::DEFAULT_CONTEXT_LIMIT),
             EventFormat::Agy => Some(super::agy::DEFAULT_CONTEXT_LIMIT),
             EventFormat::Lines => None,
@@ -87,8 +94,8 @@ impl EventFormat {
     }
 }
 
-/// One `[coders.NAME]` table of `runtime.toml`. For a built-in (`claude`, `codex`, `agy`,
-/// `opencode`, `exec`) it adjusts the coder; any other name defines a new coder, which needs
+/// One `[coders.NAME]` table of `runtime.toml`. For a built-in (`claude`, `codex`, `gemini`,
+/// `agy`, `opencode`, `exec`) it adjusts the coder; any other name defines a new coder, which needs
 /// `argv`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -305,6 +312,7 @@ fn builtin_coder(name: &str, table: &CoderConfig) -> Result<Arc<dyn Coder>, Code
     Ok(match name {
         "claude" => Arc::new(ClaudeCoder::new(settings)),
         "codex" => Arc::new(CodexCoder::new(settings)),
+        "gemini" => Arc::new(GeminiCoder::new(settings)),
         "agy" => Arc::new(AgyCoder::new(settings)),
         "opencode" => Arc::new(OpencodeCoder::new(settings)),
         "exec" => Arc::new(ExecCoder::new(settings)),
@@ -429,7 +437,7 @@ mod tests {
         let error = Registry::builtin().get("cladue").err().unwrap();
         assert_eq!(
             error.to_string(),
-            "unknown coder \"cladue\" (did you mean \"claude\"?); available: agy, claude, codex, exec, opencode"
+            "unknown coder \"cladue\" (did you mean \"claude\"?); available: agy, claude, codex, exec, gemini, opencode"
         );
     }
 

@@ -40,8 +40,8 @@ pub fn header() -> String {
     }
     text.push_str(
         "#\n\
-         # Coders: a [coders.NAME] table adjusts a built-in (claude, codex, agy, opencode, exec)\n\
-         # or defines a new coder. For a built-in:\n\
+         # Coders: a [coders.NAME] table adjusts a built-in (claude, codex, gemini, agy,\n\
+         # opencode, exec) or defines a new coder. For a built-in:\n\
          #   [coders.claude]\n\
          #   program = \"/opt/bin/claude\"              # the CLI binary\n\
          #   permission_args = [\"--allowedTools\", \"Bash,Edit,Write\"]  # replaces the defaults\n\

@@ -38,7 +38,7 @@ pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, RuntimeConfig};
 pub use prices::Price;
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
-use crate::coders::{Coder, CoderConfigError, Registry};
+use crate::coders::{Coder, CoderConfigError, Registry, UnknownCoder};
 use crate::redact::REDACTED;
 
 /// The file name under `FLEET_HOME`.
@@ -107,6 +107,19 @@ impl ConfigError {
     }
 }
 
+/// What to do about a coder name that is not known.
+pub const UNKNOWN_CODER_HINT: &str = "use a built-in coder, or define it in a [coders.NAME] table with argv (fleet config show lists them)";
+
+/// Why a coder name cannot be used ([`RuntimeConfig::check_coder`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoderNameError {
+    #[error(transparent)]
+    Unknown(#[from] UnknownCoder),
+    /// The `[coders.*]` tables themselves are unusable.
+    #[error(transparent)]
+    Config(#[from] CoderConfigError),
+}
+
 impl RuntimeConfig {
     /// Reads `path`. A missing file gives the defaults; anything unusable is an error. Never
     /// writes.
@@ -155,15 +168,18 @@ impl RuntimeConfig {
     /// exists, and that the backoff range is ordered. (Errors carry an empty path.)
     pub fn validate(&self) -> Result<(), ConfigError> {
         let nowhere = Path::new("");
-        let registry = self.registry().map_err(|error| check::coder_error(nowhere, &error))?;
-        if let Err(unknown) = registry.get(&self.coder) {
-            return Err(ConfigError::new(
-                nowhere,
-                ConfigErrorKind::Invalid,
-                format!("coder = {:?}: {unknown}", self.coder),
-            )
-            .key("coder")
-            .hint("use a built-in coder, or define it in a [coders.NAME] table with argv"));
+        match self.check_coder(&self.coder) {
+            Ok(()) => {}
+            Err(CoderNameError::Config(error)) => return Err(check::coder_error(nowhere, &error)),
+            Err(CoderNameError::Unknown(unknown)) => {
+                return Err(ConfigError::new(
+                    nowhere,
+                    ConfigErrorKind::Invalid,
+                    format!("coder = {:?}: {unknown}", self.coder),
+                )
+                .key("coder")
+                .hint(UNKNOWN_CODER_HINT));
+            }
         }
         if self.retry_backoff_max_secs < self.retry_backoff_secs {
             return Err(ConfigError::new(
@@ -200,6 +216,13 @@ impl RuntimeConfig {
     /// The coders: built-ins adjusted by, plus those defined in, the `[coders.*]` tables.
     pub fn registry(&self) -> Result<Registry, CoderConfigError> {
         Registry::from_config(&self.coders)
+    }
+
+    /// The one check of a coder name, wherever it is given (`coder = …` here, `fleet create
+    /// --coder`, `fleet update --coder`): a built-in, or a coder this config defines.
+    pub fn check_coder(&self, name: &str) -> Result<(), CoderNameError> {
+        let registry = self.registry().map_err(CoderNameError::Config)?;
+        registry.get(name).map(drop).map_err(CoderNameError::Unknown)
     }
 
     /// The model an attempt of `coder` runs: the task's own, else `model` when `coder` is the

@@ -973,7 +973,10 @@ impl Supervisor {
                     self.emit_pause(paused);
                 }
             }
-            Outcome::Shutdown | Outcome::Revoked { .. } | Outcome::SpawnFailed { .. } => {}
+            Outcome::Shutdown
+            | Outcome::Revoked { .. }
+            | Outcome::SpawnFailed { .. }
+            | Outcome::Contention { .. } => {}
             _ => self.pauses.succeeded(&finished.coder, now),
         }
     }
@@ -1066,7 +1069,10 @@ fn leased_fields(
 /// really ran counts — faults of the fleet freeze nothing — and only while the task is still
 /// this attempt's, or was closed or blocked by it. Returns whether anything changed.
 fn freeze_coder(issue: &mut Issue, finished: &Finished, held: bool) -> bool {
-    let ran = !matches!(finished.outcome, Outcome::CoderFault { .. } | Outcome::SpawnFailed { .. });
+    let ran = !matches!(
+        finished.outcome,
+        Outcome::CoderFault { .. } | Outcome::SpawnFailed { .. } | Outcome::Contention { .. }
+    );
     let settled_by_agent = matches!(issue.status, Status::Closed | Status::Blocked);
     if !ran || !(held || settled_by_agent) || !issue.fleet.coder.is_empty() {
         return false;

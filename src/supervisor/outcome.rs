@@ -44,6 +44,9 @@ pub enum Outcome {
     /// A fault of the fleet, not of the task: the CLI is missing, not logged in, or its
     /// provider is down. The coder is paused; the task is released and not charged.
     CoderFault { cause: PauseCause, detail: String },
+    /// The CLI's own local state was busy for a moment (opencode's database locked by another
+    /// agent): released uncharged and retried shortly, the coder not paused.
+    Contention { detail: String },
     /// Someone else changed the task while its agent ran (released, closed, blocked, reopened,
     /// deleted, took it over), so the agent was stopped. `reason` says what happened.
     Revoked { reason: String },
@@ -66,6 +69,8 @@ pub enum Verdict {
     SpawnFailed,
     /// A fault of the fleet: released uncharged, the coder paused.
     CoderPaused,
+    /// The CLI's local state was busy: released uncharged, retried shortly.
+    ContentionRequeued,
     NocloseRequeued,
     NocloseBlocked,
     StallRequeued,
@@ -87,6 +92,7 @@ impl Verdict {
             Verdict::Shutdown => "shutdown",
             Verdict::SpawnFailed => "spawn-failed",
             Verdict::CoderPaused => "coder-paused",
+            Verdict::ContentionRequeued => "contention-requeued",
             Verdict::NocloseRequeued => "noclose-requeued",
             Verdict::NocloseBlocked => "noclose-blocked",
             Verdict::StallRequeued => "stall-requeued",
@@ -213,6 +219,7 @@ fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Time
             Verdict::SpawnFailed,
         ),
         Outcome::CoderFault { cause, detail } => coder_fault(issue, *cause, detail),
+        Outcome::Contention { detail } => contention(issue, detail, now),
         Outcome::Revoked { reason } => stopped(attempt, reason),
     }
 }
@@ -325,14 +332,13 @@ fn rate_limited(
     plan
 }
 
+/// How long a task waits after its CLI's local state was busy ([`Outcome::Contention`]).
+pub const CONTENTION_RETRY: Duration = Duration::from_secs(10);
+
 /// A fault of the fleet: the task goes back to the queue as if the attempt never happened
 /// (its attempt is not counted and its coder not frozen); the supervisor pauses the coder.
 fn coder_fault(issue: &Issue, cause: PauseCause, detail: &str) -> Plan {
-    let mut fleet = issue.fleet.clone();
-    fleet.attempts = fleet.attempts.saturating_sub(1);
-    fleet.lease = None;
-    let coder = issue.fleet.lease.as_ref().map_or(issue.fleet.coder.as_str(), |l| l.coder.as_str());
-    let detail = if detail.trim().is_empty() { "no details" } else { detail.trim() };
+    let (fleet, coder, detail) = uncounted(issue, detail);
     free_release(
         fleet,
         format!(
@@ -341,6 +347,28 @@ fn coder_fault(issue: &Issue, cause: PauseCause, detail: &str) -> Plan {
         ),
         Verdict::CoderPaused,
     )
+}
+
+/// The CLI's local state was busy: uncounted like a fault of the fleet, retried after
+/// [`CONTENTION_RETRY`] without pausing the coder.
+fn contention(issue: &Issue, detail: &str, now: Timestamp) -> Plan {
+    let (fleet, coder, detail) = uncounted(issue, detail);
+    let comment = format!(
+        "[fleet] the {coder} CLI found its local state busy ({detail}); released, not charged, retrying after {}s",
+        CONTENTION_RETRY.as_secs()
+    );
+    retry(fleet, now, CONTENTION_RETRY, comment, Verdict::ContentionRequeued)
+}
+
+/// The task's fleet fields with the attempt taken back and the lease dropped, the coder that
+/// ran it, and `detail` trimmed (or "no details").
+fn uncounted<'a>(issue: &'a Issue, detail: &'a str) -> (FleetFields, &'a str, &'a str) {
+    let mut fleet = issue.fleet.clone();
+    fleet.attempts = fleet.attempts.saturating_sub(1);
+    fleet.lease = None;
+    let coder = issue.fleet.lease.as_ref().map_or(issue.fleet.coder.as_str(), |l| l.coder.as_str());
+    let detail = if detail.trim().is_empty() { "no details" } else { detail.trim() };
+    (fleet, coder, detail)
 }
 
 /// Counts one more attempt of a limited kind in `counter`. At `limit` it returns the count and
@@ -395,6 +423,7 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::Shutdown => "supervisor shutdown".into(),
         Outcome::SpawnFailed { error } => format!("could not start: {error}"),
         Outcome::CoderFault { cause, .. } => cause.as_str().to_string(),
+        Outcome::Contention { .. } => "local state busy".into(),
         Outcome::Revoked { reason } => reason.clone(),
     }
 }

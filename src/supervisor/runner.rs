@@ -33,7 +33,9 @@ use super::outcome::Outcome;
 use super::pause::PauseCause;
 use super::taskdir::{TaskDir, TaskLogs};
 use crate::coders::diagnose;
-use crate::coders::{AgentEvent, Coder, EventKind, Fault, RateLimitStatus, SpawnSpec, TaskSpec};
+use crate::coders::{
+    AgentEvent, Coder, EventKind, ExitMeaning, Fault, RateLimitStatus, SpawnSpec, TaskSpec,
+};
 use crate::config::Price;
 use crate::model::Issue;
 use crate::redact::Redactor;
@@ -196,10 +198,13 @@ async fn run_inner(
     };
     let outcome = match stop {
         Some(stop) => stopped_outcome(stop, status.code()),
-        None => {
-            let reports_faults = attempt.coder.reports_provider_faults();
-            exited_outcome(status.code(), reports_faults, &diagnosis, &stderr_tail, &redactor)
-        }
+        None => exited_outcome(
+            status.code(),
+            attempt.coder.as_ref(),
+            &diagnosis,
+            &stderr_tail,
+            &redactor,
+        ),
     };
     let _ = logs.runner(
         "attempt_finished",
@@ -216,12 +221,9 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
     let issue = &attempt.issue;
     let dir = &attempt.task_dir;
     dir.prepare(issue).map_err(|e| format!("preparing {}: {e}", dir.root.display()))?;
-    attempt.coder.prepare(&attempt.cwd).map_err(|e| {
-        format!("preparing {} for {}: {e}", attempt.cwd.display(), attempt.coder.name())
-    })?;
     let artifacts = dir.artifacts();
     let prompt = super::prompt::build(issue, &attempt.cwd, &dir.root, &artifacts);
-    let spec = attempt.coder.spawn_spec(&TaskSpec {
+    let task = TaskSpec {
         id: &issue.id,
         title: &issue.title,
         description: &issue.description,
@@ -230,7 +232,11 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
         artifact_dir: &artifacts,
         model: &attempt.model,
         prompt: &prompt,
-    });
+    };
+    attempt.coder.prepare(&task).map_err(|e| {
+        format!("preparing {} for {}: {e}", dir.root.display(), attempt.coder.name())
+    })?;
+    let spec = attempt.coder.spawn_spec(&task);
     Ok((spec, prompt))
 }
 
@@ -361,12 +367,13 @@ fn stopped_outcome(stop: Halt, code: Option<i32>) -> Outcome {
     }
 }
 
-/// The outcome of an agent that exited by itself: a fault of the fleet when its output or (for
-/// coders that talk to a model provider) its stderr says so, and it failed; else its exit with
-/// the best reason there is.
+/// The outcome of an agent that exited by itself and failed, when the failure was not the
+/// task's: for coders that talk to a model provider, a rate limit its last words (its error
+/// output, else its stderr) or its exit code show, or a fault of the fleet its output, its
+/// exit code or its stderr show (in that order); else its exit with the best reason there is.
 fn exited_outcome(
     code: Option<i32>,
-    reports_faults: bool,
+    coder: &dyn Coder,
     diagnosis: &Diagnosis,
     stderr_tail: &str,
     redactor: &Redactor,
@@ -379,6 +386,14 @@ fn exited_outcome(
     if code == Some(0) {
         return Outcome::Exited { code, reason };
     }
+    let reports_faults = coder.reports_provider_faults();
+    let last_words = diagnosis.error_text.as_deref().unwrap_or(stderr_tail);
+    let meaning = code.and_then(|c| coder.exit_meaning(c));
+    let rate_limited = reports_faults
+        && (diagnose::is_rate_limit_text(last_words) || meaning == Some(ExitMeaning::RateLimit));
+    if rate_limited {
+        return Outcome::RateLimited { resets_at: None, window: None };
+    }
     let fault = diagnosis.fault.or_else(|| {
         if !reports_faults {
             return None;
@@ -387,11 +402,16 @@ fn exited_outcome(
             .error_text
             .as_deref()
             .and_then(diagnose::classify_text)
+            .or(match meaning {
+                Some(ExitMeaning::Fault(fault)) => Some(fault),
+                _ => None,
+            })
             .or_else(|| diagnose::classify_text(stderr_tail))
     });
     match fault {
         Some(Fault::Auth) => Outcome::CoderFault { cause: PauseCause::Auth, detail: reason },
         Some(Fault::Outage) => Outcome::CoderFault { cause: PauseCause::Outage, detail: reason },
+        Some(Fault::Contention) => Outcome::Contention { detail: reason },
         None => Outcome::Exited { code, reason },
     }
 }

@@ -160,11 +160,12 @@ fn claude_context_pressure_stops_the_agent_and_a_fresh_session_finishes() {
         "{comments:?}{}",
         context()
     );
-    // Two separate CLI sessions reached the API; the first one was cut off before it could
-    // send its tool result (`sleep 60` was killed with it).
+    // Two separate CLI sessions reached the API; the first one was cut off after at most its
+    // first tool result (2.1.197 was killed while `sleep 60` ran; 2.1.332 refuses a long
+    // `sleep` at once and may send that refusal back before the SIGTERM lands).
     let requests = scene.mock.model_requests();
     assert!(requests.iter().any(|r| r.session == 1), "{}", context());
-    assert!(!requests.iter().any(|r| r.session == 0 && r.turn > 0), "{}", context());
+    assert!(!requests.iter().any(|r| r.session == 0 && r.turn > 1), "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
 

@@ -1,6 +1,7 @@
 //! End-to-end tests: `fleet run` driving the **real** agent CLIs — Claude Code
-//! (`@anthropic-ai/claude-code`) and the OpenAI Codex CLI (`@openai/codex`) — against a
-//! scripted model API served by the test itself on 127.0.0.1.
+//! (`@anthropic-ai/claude-code`), the OpenAI Codex CLI (`@openai/codex`), Gemini CLI
+//! (`@google/gemini-cli`) and opencode (`opencode-ai`) — against a scripted model API served
+//! by the test itself on 127.0.0.1.
 //!
 //! Each test builds a [`harness::Sandbox`] (a temporary `FLEET_HOME` with a queue, the agent's
 //! `HOME`, a project directory), starts a [`mock::MockApi`] playing one of `scenarios/*.json`,
@@ -27,8 +28,10 @@
 
 mod claude;
 mod codex;
+mod gemini;
 mod harness;
 mod mock;
+mod opencode;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -43,7 +46,7 @@ use mock::{MockApi, Script};
 /// CLIs start slowly and several scenarios share two cores.
 pub const DEADLINE: Duration = Duration::from_secs(150);
 
-/// The installed CLI `name` (`claude`, `codex`), or `None` after saying loudly why its tests
+/// The installed CLI `name` (`claude`, `codex`, `gemini`, `opencode`), or `None` after saying loudly why its tests
 /// are skipped.
 pub fn agent_cli(name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("FLEET_AGENT_CLIS").map(PathBuf::from).or_else(|| {
@@ -165,6 +168,31 @@ pub fn assert_closed_done(
         context()
     );
     issue
+}
+
+/// Runs `fleet run --until-idle` with two agents at once on `scene`'s task and `second`
+/// (created in the same queue) and asserts both closed on their first attempt, with no
+/// fault, collision or retry in between.
+#[track_caller]
+pub fn assert_both_close(scene: &Scene, second: &str) {
+    let mut supervisor = scene.start_with(true, &[]);
+    let status = supervisor.wait_exit(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert!(status.is_some_and(|s| s.success()), "{}", context());
+    for id in [scene.id.as_str(), second] {
+        let issue = scene.sandbox.show(id);
+        assert_eq!(issue["status"], "closed", "{id}{}", context());
+        assert_eq!(counter(&issue, "attempts"), 1, "{id}{}", context());
+    }
+    let verdicts: Vec<String> = supervisor
+        .events_of("finished")
+        .iter()
+        .map(|e| e["verdict"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(verdicts, ["closed", "closed"], "{}", context());
+    let starts: Vec<_> = supervisor.events_of("claimed");
+    assert_eq!(starts.len(), 2, "{}", context());
+    assert_no_leftovers(&scene.sandbox, None, &context);
 }
 
 /// Everything known about a scenario, for a failure message.

@@ -1,6 +1,7 @@
-//! A scripted model API on 127.0.0.1: just enough of the Anthropic Messages API and of the
-//! OpenAI Responses API, served over hand-written HTTP/1.1 with SSE streaming, for the real
-//! CLIs to run a task against.
+//! A scripted model API on 127.0.0.1: just enough of the Anthropic Messages API, the OpenAI
+//! Responses API, Google's Gemini API (`generateContent` / `streamGenerateContent`) and the
+//! OpenAI Chat Completions API (opencode's `@ai-sdk/openai-compatible` provider), served over
+//! hand-written HTTP/1.1 with SSE streaming, for the real CLIs to run a task against.
 //!
 //! A [`Script`] (one of `scenarios/*.json`) says what the "model" answers. Its replies are
 //! laid out by *session* (one CLI run; the CLI's own session id tells them apart) and *turn*
@@ -33,6 +34,25 @@ pub enum Api {
     Anthropic,
     /// `POST /v1/responses` (Codex, custom provider with `wire_api = "responses"`).
     Responses,
+    /// `POST /v1beta/models/MODEL:streamGenerateContent` (Gemini CLI with
+    /// `GOOGLE_GEMINI_BASE_URL`). Its side requests — `:generateContent` for routing and
+    /// next-speaker checks, `:countTokens` — are answered but are not model requests.
+    Gemini,
+    /// `POST /v1/chat/completions` (opencode with an OpenAI-compatible provider).
+    Chat,
+}
+
+impl Api {
+    /// Whether `path` (query included) is this API's model request.
+    fn is_model_path(self, path: &str) -> bool {
+        let path = path.split('?').next().unwrap_or_default();
+        match self {
+            Api::Anthropic => path == "/v1/messages",
+            Api::Responses => path == "/v1/responses",
+            Api::Gemini => path.ends_with(":streamGenerateContent"),
+            Api::Chat => path == "/v1/chat/completions",
+        }
+    }
 }
 
 /// What the mock answers: `sessions[session][turn]`, the last entry standing for the rest.
@@ -59,6 +79,9 @@ pub struct Reply {
     pub status: Option<u16>,
     /// `retry-after` seconds sent with an error status.
     pub retry_after: Option<u64>,
+    /// The JSON body sent with an error status, instead of the API's usual one (Gemini's
+    /// `details` with a `QuotaFailure` or a `RetryInfo`).
+    pub error_body: Option<Value>,
     /// Read the request and never answer.
     pub stall: bool,
 }
@@ -93,6 +116,9 @@ pub struct Request {
     pub session: usize,
     /// How many tool results the conversation already holds.
     pub turn: usize,
+    /// Whether it is a model request of the conversation (not a side request such as
+    /// opencode's title generation or Gemini CLI's routing check).
+    pub model: bool,
 }
 
 impl Request {
@@ -174,16 +200,10 @@ impl MockApi {
         self.shared.requests.lock().unwrap().clone()
     }
 
-    /// The model API requests (`POST …/messages` or `…/responses`) received so far.
+    /// The model API requests (`POST …/messages`, `…/responses`, `…:streamGenerateContent`,
+    /// `…/chat/completions`) received so far.
     pub fn model_requests(&self) -> Vec<Request> {
-        let suffix = match self.shared.api {
-            Api::Anthropic => "/v1/messages",
-            Api::Responses => "/v1/responses",
-        };
-        self.requests()
-            .into_iter()
-            .filter(|r| r.method == "POST" && r.path.split('?').next() == Some(suffix))
-            .collect()
+        self.requests().into_iter().filter(|r| r.model).collect()
     }
 
     /// One line per request, for failure messages.
@@ -217,27 +237,23 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let Some(raw) = read_request(&mut reader, shared)? else { return Ok(()) };
     let body: Value = serde_json::from_slice(&raw.body).unwrap_or(Value::Null);
-    let endpoint = match shared.api {
-        Api::Anthropic => "/v1/messages",
-        Api::Responses => "/v1/responses",
-    };
-    let is_model_request = raw.method == "POST" && raw.path.split('?').next() == Some(endpoint);
+    let on_model_path = raw.method == "POST" && shared.api.is_model_path(&raw.path);
+    // opencode also asks its model for a session title, with no tools: a side request.
+    let title_request =
+        shared.api == Api::Chat && body["tools"].as_array().is_none_or(|tools| tools.is_empty());
+    let is_model_request = on_model_path && !title_request;
     let (session_key, turn) = locate(shared.api, &raw, &body);
     // Only model requests open sessions (Claude Code also sends a `HEAD /` probe).
-    let session = if !is_model_request {
-        0
-    } else {
-        let mut sessions = shared.sessions.lock().unwrap();
-        match sessions.iter().position(|key| *key == session_key) {
-            Some(index) => index,
-            None => {
-                sessions.push(session_key);
-                sessions.len() - 1
-            }
-        }
+    let session = if is_model_request { session_index(shared, session_key, turn) } else { 0 };
+    let request = Request {
+        method: raw.method,
+        path: raw.path,
+        headers: raw.headers,
+        body,
+        session,
+        turn,
+        model: is_model_request,
     };
-    let request =
-        Request { method: raw.method, path: raw.path, headers: raw.headers, body, session, turn };
     shared.requests.lock().unwrap().push(request.clone());
 
     let mut out = stream;
@@ -250,7 +266,14 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         out.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")?;
         return out.flush();
     }
+    if on_model_path && title_request {
+        let reply = Reply { text: Some("Mock task title".to_owned()), ..Reply::default() };
+        return write_stream(&mut out, shared.api, &reply, &request);
+    }
     if !is_model_request {
+        if let Some(body) = side_answer(shared.api, &request) {
+            return write_json(&mut out, 200, "OK", &[], &body);
+        }
         let body =
             json!({"type": "error", "error": {"type": "not_found_error", "message": "not mocked"}});
         return write_json(&mut out, 404, "Not Found", &[], &body);
@@ -281,23 +304,83 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         if let Some(secs) = &retry_after {
             headers.push(("retry-after", secs.as_str()));
         }
-        let body = error_body(shared.api, status);
+        let body = reply.error_body.clone().unwrap_or_else(|| error_body(shared.api, status));
         return write_json(&mut out, status, reason(status), &headers, &body);
     }
-    let events = match shared.api {
-        Api::Anthropic => anthropic_stream(&reply, &request),
-        Api::Responses => responses_stream(&reply, &request),
+    write_stream(&mut out, shared.api, &reply, &request)
+}
+
+/// Streams `reply` as `api`'s SSE events.
+fn write_stream(out: &mut TcpStream, api: Api, reply: &Reply, request: &Request) -> io::Result<()> {
+    let events = match api {
+        Api::Anthropic => anthropic_stream(reply, request),
+        Api::Responses => responses_stream(reply, request),
+        Api::Gemini => gemini_stream(reply, request),
+        Api::Chat => chat_stream(reply, request),
     };
+    let (session, turn) = (request.session, request.turn);
     write!(
         out,
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
          request-id: req_mock_{session}_{turn}\r\nconnection: close\r\n\r\n"
     )?;
     for (name, data) in events {
-        write!(out, "event: {name}\ndata: {data}\n\n")?;
+        // Gemini's and Chat Completions' streams are bare `data:` lines.
+        if !name.is_empty() {
+            writeln!(out, "event: {name}")?;
+        }
+        write!(out, "data: {data}\n\n")?;
         out.flush()?;
     }
-    Ok(())
+    if api == Api::Chat {
+        write!(out, "data: [DONE]\n\n")?;
+    }
+    out.flush()
+}
+
+/// The index of the session a model request belongs to. A request with a session key joins
+/// the session of that key (opening it when new). A request without one (Gemini CLI and
+/// opencode name no session on the wire) opens a new session when it starts a conversation
+/// (turn 0) and otherwise continues the latest one; a request retried at turn 0 therefore
+/// counts as a new session, which the "last entry stands for the rest" rule absorbs.
+fn session_index(shared: &Shared, key: Option<String>, turn: usize) -> usize {
+    let mut sessions = shared.sessions.lock().unwrap();
+    let key = match key {
+        Some(key) => key,
+        None if turn == 0 => format!("anonymous-{}", sessions.len()),
+        None => return sessions.len().saturating_sub(1),
+    };
+    match sessions.iter().position(|known| *known == key) {
+        Some(index) => index,
+        None => {
+            sessions.push(key);
+            sessions.len() - 1
+        }
+    }
+}
+
+/// The answer to a request that is not a model request but that a CLI makes on the side:
+/// Gemini CLI's `:countTokens` and its utility `:generateContent` calls (model routing,
+/// next-speaker and loop checks, which all read a JSON object from the reply's text).
+fn side_answer(api: Api, request: &Request) -> Option<Value> {
+    let path = request.path.split('?').next().unwrap_or_default();
+    if api != Api::Gemini || request.method != "POST" {
+        return None;
+    }
+    if path.ends_with(":countTokens") {
+        return Some(json!({"totalTokens": 1200}));
+    }
+    if !path.ends_with(":generateContent") {
+        return None;
+    }
+    let verdict = json!({"reasoning": "mock", "next_speaker": "user", "model_choice": "flash",
+                         "unproductive_state_confidence": 0.0, "unproductive_state_analysis": ""});
+    Some(json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": verdict.to_string()}]},
+                        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10,
+                          "totalTokenCount": 110}
+    }))
 }
 
 /// Reads one request: the request line, headers, and a `content-length` or chunked body.
@@ -383,12 +466,14 @@ fn read_exact(
     Ok(())
 }
 
-/// The session key and turn of a request.
+/// The session key (if the request names one) and turn of a request.
 ///
 /// Claude Code puts its session id in `metadata.user_id` (itself a JSON string); a turn is a
 /// `tool_result` block in the messages. Codex sends a `session-id` header; a turn is a
-/// `function_call_output` input item.
-fn locate(api: Api, raw: &RawRequest, body: &Value) -> (String, usize) {
+/// `function_call_output` input item. Gemini CLI names no session; a turn is a
+/// `functionResponse` part in the contents. opencode names none either; a turn is a `tool`
+/// message.
+fn locate(api: Api, raw: &RawRequest, body: &Value) -> (Option<String>, usize) {
     let header = |name: &str| raw.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     match api {
         Api::Anthropic => {
@@ -396,8 +481,7 @@ fn locate(api: Api, raw: &RawRequest, body: &Value) -> (String, usize) {
                 .as_str()
                 .and_then(|text| serde_json::from_str::<Value>(text).ok())
                 .and_then(|meta| meta["session_id"].as_str().map(str::to_owned))
-                .or_else(|| header("x-claude-code-session-id"))
-                .unwrap_or_default();
+                .or_else(|| header("x-claude-code-session-id"));
             let turn = body["messages"]
                 .as_array()
                 .into_iter()
@@ -411,8 +495,7 @@ fn locate(api: Api, raw: &RawRequest, body: &Value) -> (String, usize) {
         Api::Responses => {
             let session = header("session-id")
                 .or_else(|| header("thread-id"))
-                .or_else(|| body["prompt_cache_key"].as_str().map(str::to_owned))
-                .unwrap_or_default();
+                .or_else(|| body["prompt_cache_key"].as_str().map(str::to_owned));
             let turn = body["input"]
                 .as_array()
                 .into_iter()
@@ -420,6 +503,26 @@ fn locate(api: Api, raw: &RawRequest, body: &Value) -> (String, usize) {
                 .filter(|item| item["type"] == "function_call_output")
                 .count();
             (session, turn)
+        }
+        Api::Gemini => {
+            let turn = body["contents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["parts"].as_array())
+                .flatten()
+                .filter(|part| part.get("functionResponse").is_some())
+                .count();
+            (None, turn)
+        }
+        Api::Chat => {
+            let turn = body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["role"] == "tool")
+                .count();
+            (None, turn)
         }
     }
 }
@@ -445,7 +548,18 @@ fn error_body(api: Api, status: u16) -> Value {
     };
     match api {
         Api::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
-        Api::Responses => json!({"error": {"type": kind, "message": message, "code": kind}}),
+        Api::Responses | Api::Chat => {
+            json!({"error": {"type": kind, "message": message, "code": kind}})
+        }
+        Api::Gemini => {
+            let status_name = match status {
+                429 => "RESOURCE_EXHAUSTED",
+                400 => "INVALID_ARGUMENT",
+                503 => "UNAVAILABLE",
+                _ => "INTERNAL",
+            };
+            json!({"error": {"code": status, "message": message, "status": status_name}})
+        }
     }
 }
 
@@ -573,6 +687,70 @@ fn responses_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Valu
             "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": input_tokens + 20}}}),
+    ));
+    events
+}
+
+/// The Gemini API SSE chunk of one reply: the text and/or a `run_shell_command` function call,
+/// with `usageMetadata.promptTokenCount` as the prompt size.
+fn gemini_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)> {
+    let model = request.path.split("/models/").nth(1).and_then(|rest| rest.split(':').next());
+    let mut parts = Vec::new();
+    if let Some(text) = &reply.text {
+        parts.push(json!({"text": text}));
+    }
+    if let Some(command) = &reply.bash {
+        parts.push(json!({"functionCall": {"name": "run_shell_command",
+                                            "args": {"command": command,
+                                                     "description": "Run the command"}}}));
+    }
+    let prompt = reply.input_tokens.unwrap_or(1200);
+    vec![(
+        "",
+        json!({
+            "candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": 20,
+                              "totalTokenCount": prompt + 20},
+            "modelVersion": model.unwrap_or("gemini-2.5-flash"),
+            "responseId": format!("mock_{}_{}", request.session, request.turn),
+        }),
+    )]
+}
+
+/// The Chat Completions SSE chunks of one reply: a text delta and/or a `bash` tool call
+/// (opencode's shell tool), then the finish reason and the usage.
+fn chat_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)> {
+    let id = format!("chatcmpl_mock_{}_{}", request.session, request.turn);
+    let model = request.body["model"].as_str().unwrap_or("mock-model").to_owned();
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = vec![("", chunk(json!({"role": "assistant", "content": ""}), Value::Null))];
+    if let Some(text) = &reply.text {
+        events.push(("", chunk(json!({"content": text}), Value::Null)));
+    }
+    if let Some(command) = &reply.bash {
+        let arguments = json!({"command": command, "description": "Run the command"});
+        events.push((
+            "",
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": format!("call_{id}"), "type": "function",
+                       "function": {"name": "bash", "arguments": arguments.to_string()}}]}),
+                Value::Null,
+            ),
+        ));
+    }
+    let finish = if reply.bash.is_some() { "tool_calls" } else { "stop" };
+    events.push(("", chunk(json!({}), json!(finish))));
+    let prompt = reply.input_tokens.unwrap_or(1200);
+    events.push((
+        "",
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1, "model": model,
+               "choices": [],
+               "usage": {"prompt_tokens": prompt, "completion_tokens": 20,
+                         "total_tokens": prompt + 20}}),
     ));
     events
 }

@@ -166,10 +166,14 @@ fn context_pressure_releases_without_charge_and_the_next_run_starts_fresh() {
 #[test]
 fn agent_that_cannot_start_blocks_its_task_with_the_reason() {
     let fleet = Fleet::new(&[]);
-    fleet.configure_with(&[], "\n[coders.ghost]\nargv = [\"/nonexistent/agent\", \"{prompt}\"]\n");
+    let ghost = "\n[coders.ghost]\nargv = [\"/nonexistent/agent\", \"{prompt}\"]\n";
+    fleet.configure_with(&[], &format!("{ghost}\n[coders.nope]\nargv = [\"true\"]\n"));
     let unknown = fleet.task_with("Unknown coder", &["close"], &["--coder", "nope"]);
     let nowhere = fleet.task_with("Missing cwd", &["close"], &["--cwd", "/nonexistent/dir"]);
     let missing = fleet.task_with("Missing program", &["close"], &["--coder", "ghost"]);
+    // `create --coder` checks the name; a coder removed from the config afterwards is unknown
+    // by the time the task runs.
+    fleet.configure_with(&[], ghost);
 
     let run = fleet.run_until_idle(&[]).ok();
 
