@@ -11,7 +11,9 @@
 //! recomputes those, and when a flag flips it follows parent-child edges down to the children,
 //! whose rule 2 reads it. Parent-child edges are kept acyclic (see `apply`), so this reaches the
 //! same fixpoint as a computation from scratch. The ready index holds every open, unblocked,
-//! unpinned issue, keyed in `bd ready` order, with the deferral and type facts the query needs.
+//! unpinned issue, keyed in `bd ready` order, with the deferral and type facts the query needs
+//! and the issue's computed counts and parent, which `ready --json` prints: an op that adds or
+//! removes an edge or a comment seeds both ends (see `apply`), so the counts stay right too.
 //!
 //! A refresh reads only the few fields readiness depends on (status, priority, type,
 //! assignee, creation and deferral times, flags), not whole issue rows, and remembers what it
@@ -24,8 +26,8 @@ use jiff::Timestamp;
 use redb::ReadableTable;
 use serde::Deserialize;
 
-use super::tables::{MAX_KEY, ReadyEntry, View, ready_key};
-use super::{StoreError, Writer};
+use super::tables::{EntryCounts, MAX_KEY, ReadyEntry, View, id_of_ready_key, ready_key};
+use super::{StoreError, Writer, meta};
 use crate::model::{Dependency, Issue, Status, dep_type};
 
 /// The fields of an issue row that readiness reads. Decoding only these skips the text
@@ -220,15 +222,39 @@ impl Writer<'_> {
             return Ok(());
         }
         let keyed = facts.keyed(id);
+        let counts = self.tables.counts_of(id)?;
         let entry = ReadyEntry {
             hidden_until: self.hidden_until(cache, facts, deps)?,
             excluded_type: keyed.is_excluded_from_ready(),
             ephemeral: facts.ephemeral,
             assigned: !facts.assignee.is_empty(),
+            counts: Some(EntryCounts::of(&counts)),
         };
         let key = ready_key(&keyed);
         self.tables.ready.insert(key.as_slice(), entry.encode().as_slice())?;
         self.tables.ready_keys.insert(id, key.as_slice())?;
+        Ok(())
+    }
+
+    /// Writes the counts into every ready entry, keeping the rest of each entry, and marks the
+    /// store as counted: what the first writer of a store made before entries carried counts
+    /// does. Readiness itself is not recomputed (`fleet doctor` compares it with a
+    /// recomputation, which this must not hide).
+    pub(crate) fn count_ready_entries(&mut self) -> Result<(), StoreError> {
+        let mut recounted = Vec::new();
+        for entry in self.tables.ready.iter()? {
+            let (key, value) = entry?;
+            let counts = self.tables.counts_of(id_of_ready_key(key.value()))?;
+            let entry = ReadyEntry {
+                counts: Some(EntryCounts::of(&counts)),
+                ..ReadyEntry::decode(value.value())
+            };
+            recounted.push((key.value().to_vec(), entry.encode()));
+        }
+        for (key, value) in recounted {
+            self.tables.ready.insert(key.as_slice(), value.as_slice())?;
+        }
+        self.tables.meta.insert(meta::READY_COUNTS, [1u8].as_slice())?;
         Ok(())
     }
 

@@ -104,9 +104,10 @@ impl<I, D, R, C, L, Y, K, B, M, O> TableSet<I, D, R, C, L, Y, K, B, M, O> {
     }
 }
 
-/// What a ready-index entry records beyond its key: enough to filter without loading the issue.
+/// What a ready-index entry records beyond its key: enough to filter without loading the issue,
+/// and the computed counts `ready --json` prints, so it reads no edge or comment range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ReadyEntry {
+pub(crate) struct ReadyEntry<'a> {
     /// Hidden from `ready` until this instant (nanoseconds; 0 = not deferred): the issue's own
     /// `defer_until` or a parent's, whichever is later.
     pub hidden_until: i64,
@@ -115,31 +116,90 @@ pub(crate) struct ReadyEntry {
     pub ephemeral: bool,
     /// Someone is already assigned (claim skips it unless it is the claimer).
     pub assigned: bool,
+    /// The issue's counts and parent ([`View::counts_of`]); `None` in an entry written before
+    /// entries carried them (see `meta::READY_COUNTS`).
+    pub counts: Option<EntryCounts<'a>>,
 }
 
-impl ReadyEntry {
-    pub fn encode(&self) -> [u8; 9] {
-        let mut out = [0u8; 9];
-        out[0] = u8::from(self.excluded_type)
-            | (u8::from(self.ephemeral) << 1)
-            | (u8::from(self.assigned) << 2);
-        out[1..].copy_from_slice(&self.hidden_until.to_be_bytes());
+/// [`Counts`] as a ready entry stores them, the parent borrowed from the entry's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntryCounts<'a> {
+    pub dependencies: u32,
+    pub dependents: u32,
+    pub comments: u32,
+    pub parent: Option<&'a str>,
+}
+
+impl<'a> EntryCounts<'a> {
+    pub fn of(counts: &'a Counts) -> EntryCounts<'a> {
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        EntryCounts {
+            dependencies: narrow(counts.dependencies),
+            dependents: narrow(counts.dependents),
+            comments: narrow(counts.comments),
+            parent: counts.parent.as_deref(),
+        }
+    }
+
+    pub fn to_counts(self) -> Counts {
+        Counts {
+            dependencies: self.dependencies as usize,
+            dependents: self.dependents as usize,
+            comments: self.comments as usize,
+            parent: self.parent.map(str::to_string),
+        }
+    }
+}
+
+/// Length of a ready entry's filter part (flags, then `hidden_until`), and of the counts that
+/// follow it (three `u32`s; the parent id, if any, is the rest of the entry).
+const ENTRY_FLAGS_LEN: usize = 9;
+const ENTRY_COUNTS_LEN: usize = 12;
+
+impl<'a> ReadyEntry<'a> {
+    pub fn encode(&self) -> Vec<u8> {
+        let parent = self.counts.and_then(|c| c.parent).unwrap_or_default();
+        let mut out = Vec::with_capacity(ENTRY_FLAGS_LEN + ENTRY_COUNTS_LEN + parent.len());
+        out.push(
+            u8::from(self.excluded_type)
+                | (u8::from(self.ephemeral) << 1)
+                | (u8::from(self.assigned) << 2),
+        );
+        out.extend_from_slice(&self.hidden_until.to_be_bytes());
+        if let Some(counts) = &self.counts {
+            for n in [counts.dependencies, counts.dependents, counts.comments] {
+                out.extend_from_slice(&n.to_be_bytes());
+            }
+            out.extend_from_slice(parent.as_bytes());
+        }
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> ReadyEntry {
+    pub fn decode(bytes: &'a [u8]) -> ReadyEntry<'a> {
         let flags = bytes.first().copied().unwrap_or(0);
-        let mut until = [0u8; 8];
-        if bytes.len() >= 9 {
-            until.copy_from_slice(&bytes[1..9]);
-        }
+        let until = bytes.get(1..ENTRY_FLAGS_LEN).and_then(|b| <[u8; 8]>::try_from(b).ok());
         ReadyEntry {
-            hidden_until: i64::from_be_bytes(until),
+            hidden_until: until.map_or(0, i64::from_be_bytes),
             excluded_type: flags & 1 != 0,
             ephemeral: flags & 2 != 0,
             assigned: flags & 4 != 0,
+            counts: bytes.get(ENTRY_FLAGS_LEN..).and_then(decode_entry_counts),
         }
     }
+}
+
+/// The counts part of a ready entry (what follows its flags); `None` when it has none.
+fn decode_entry_counts(bytes: &[u8]) -> Option<EntryCounts<'_>> {
+    let (counts, parent) = bytes.split_at_checked(ENTRY_COUNTS_LEN)?;
+    let number = |at: usize| {
+        counts.get(at..at + 4).and_then(|b| <[u8; 4]>::try_from(b).ok()).map(u32::from_be_bytes)
+    };
+    Some(EntryCounts {
+        dependencies: number(0)?,
+        dependents: number(4)?,
+        comments: number(8)?,
+        parent: (!parent.is_empty()).then(|| std::str::from_utf8(parent).ok()).flatten(),
+    })
 }
 
 /// The ready-index key: priority ascending, then newest first, then id — `bd ready`'s order.
@@ -233,7 +293,7 @@ pub(crate) trait View {
     /// Visits ready-index entries in ready order until `visit` returns false.
     fn scan_ready(
         &self,
-        visit: &mut dyn FnMut(&str, ReadyEntry) -> Result<bool, StoreError>,
+        visit: &mut dyn FnMut(&str, ReadyEntry<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError>;
     /// Visits every issue in id order until `visit` returns false.
     fn scan_issues(
@@ -374,7 +434,7 @@ where
 
     fn scan_ready(
         &self,
-        visit: &mut dyn FnMut(&str, ReadyEntry) -> Result<bool, StoreError>,
+        visit: &mut dyn FnMut(&str, ReadyEntry<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
         for entry in self.ready.iter()? {
             let (key, value) = entry?;
@@ -532,8 +592,27 @@ mod tests {
 
     #[test]
     fn ready_entries_round_trip() {
-        let entry =
-            ReadyEntry { hidden_until: -5, excluded_type: true, ephemeral: false, assigned: true };
-        assert_eq!(ReadyEntry::decode(&entry.encode()), entry);
+        let counts = Counts { dependencies: 3, dependents: 70_000, comments: 1, parent: None };
+        let with_parent = Counts { parent: Some("t-1.2".into()), ..counts.clone() };
+        for counts in [None, Some(EntryCounts::of(&counts)), Some(EntryCounts::of(&with_parent))] {
+            let entry = ReadyEntry {
+                hidden_until: -5,
+                excluded_type: true,
+                ephemeral: false,
+                assigned: true,
+                counts,
+            };
+            assert_eq!(ReadyEntry::decode(&entry.encode()), entry);
+        }
+        assert_eq!(EntryCounts::of(&with_parent).to_counts(), with_parent);
+    }
+
+    /// Entries written before entries carried counts (nine bytes) still decode, without them.
+    #[test]
+    fn an_entry_without_counts_decodes_as_such() {
+        let mut old = vec![4u8];
+        old.extend_from_slice(&7i64.to_be_bytes());
+        let entry = ReadyEntry::decode(&old);
+        assert!(entry.assigned && entry.hidden_until == 7 && entry.counts.is_none());
     }
 }

@@ -297,7 +297,7 @@ pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
         filter.parent = Some(reader.resolve(parent)?);
     }
     let page = reader.ready(&filter, ctx.require_store()?.now())?;
-    let summaries = if ctx.out.json { reader.summaries(&page.issues)? } else { Vec::new() };
+    let summaries = if ctx.out.json { reader.ready_summaries(&page)? } else { Vec::new() };
     ctx.out.emit(&summaries, || {
         if !page.issues.is_empty() {
             return format!("\n{}", fleet::render_ready(&page.issues));
