@@ -766,7 +766,7 @@ mod tests {
 
     use super::*;
     use crate::model::Comment;
-    use crate::store::tables::ReadyEntry;
+    use crate::store::tables::{Covered, ReadyEntry};
 
     /// A store with two ready issues, `t-1` with a comment.
     fn store_with_a_comment(dir: &Path) -> Store {
@@ -819,8 +819,8 @@ mod tests {
         assert!(readiness_check(dir.path()).ok);
         rewrite_ready_entries(&store, |value| {
             let mut entry = ReadyEntry::decode(value);
-            if let Some(counts) = &mut entry.counts {
-                counts.comments += 1;
+            if let Some(covered) = &mut entry.covered {
+                covered.counts.comments += 1;
             }
             entry.encode()
         });
@@ -830,15 +830,32 @@ mod tests {
         assert_eq!(found.ids, ["t-1", "t-2"]);
     }
 
-    /// Entries without counts (a store made before they carried them) are no damage: the
-    /// first write, the check's own on its copy included, counts them.
     #[test]
-    fn ready_entries_without_counts_pass() {
+    fn a_stale_row_in_the_ready_index_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_a_comment(dir.path());
+        rewrite_ready_entries(&store, |value| {
+            let entry = ReadyEntry::decode(value);
+            let Some(covered) = entry.covered else { return value.to_vec() };
+            let row = String::from_utf8_lossy(covered.row).replace("issue t-2", "old title");
+            ReadyEntry { covered: Some(Covered { row: row.as_bytes(), ..covered }), ..entry }
+                .encode()
+        });
+        drop(store);
+        let found = readiness_check(dir.path());
+        assert!(!found.ok);
+        assert_eq!(found.ids, ["t-2"]);
+    }
+
+    /// Entries without rows and counts (a store made before they carried them) are no damage:
+    /// the first write, the check's own on its copy included, fills them in.
+    #[test]
+    fn ready_entries_without_rows_pass() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_a_comment(dir.path());
         rewrite_ready_entries(&store, |value| value[..9].to_vec());
         let txn = store.writable().unwrap().begin_write().unwrap();
-        txn.open_table(META).unwrap().remove(meta::READY_COUNTS).unwrap();
+        txn.open_table(META).unwrap().remove(meta::READY_COVERING).unwrap();
         txn.commit().unwrap();
         drop(store);
         let report = check(dir.path()).unwrap();

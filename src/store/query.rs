@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::order::{self, RowFacts, Scan};
-use super::tables::{Counts, EntryCounts, View};
+use super::tables::{Counts, ReadyEntry, View};
 use super::{Reader, StoreError, Writer};
 use crate::model::{Comment, Issue, SortOrder, Status, dep_type};
 
@@ -82,9 +82,9 @@ pub struct ReadyFilter {
     pub limit: usize,
 }
 
-/// A page of ready work. The issues come without the computed counts of [`IssueSummary`],
-/// which printing ready work for people does not need; [`Reader::ready_summaries`] adds them
-/// from what the ready index carries.
+/// A page of ready work, read from the ready index alone (its entries carry the issues' rows).
+/// The issues come without the computed counts of [`IssueSummary`], which printing ready work
+/// for people does not need; [`Reader::ready_summaries`] adds them from what the index carries.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadyPage {
     pub issues: Vec<Issue>,
@@ -301,11 +301,11 @@ pub(crate) fn ready(
         {
             return Ok(true);
         }
-        let Some(issue) = view.issue(id)? else {
+        let Some(issue) = ready_issue(view, id, &entry)? else {
             return Ok(true);
         };
         if ready_filter_matches(filter, &issue) {
-            found.push((issue, entry.counts.map(EntryCounts::to_counts)));
+            found.push((issue, entry.covered.map(|c| c.counts.to_counts())));
         }
         Ok(!in_index_order || found.len() < wanted)
     })?;
@@ -316,6 +316,18 @@ pub(crate) fn ready(
     }
     let (issues, counts) = found.into_iter().unzip();
     Ok(ReadyPage { issues, truncated, counts })
+}
+
+/// The issue of a ready entry: the copy of its row the entry carries, or else its row.
+fn ready_issue(
+    view: &dyn View,
+    id: &str,
+    entry: &ReadyEntry<'_>,
+) -> Result<Option<Issue>, StoreError> {
+    match entry.covered {
+        Some(covered) => view.issue_in(id, covered.row),
+        None => view.issue(id),
+    }
 }
 
 fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
@@ -381,7 +393,7 @@ pub(crate) fn first_claimable(
         if !eligible {
             return Ok(true);
         }
-        let Some(issue) = view.issue(id)? else {
+        let Some(issue) = ready_issue(view, id, &entry)? else {
             return Ok(true);
         };
         let free = issue.assignee.is_empty() || issue.assignee == actor;
@@ -1155,15 +1167,18 @@ mod tests {
         assert_eq!(stored, rebuilt);
     }
 
-    /// Every ready entry carries the counts and parent of its issue as a fresh computation from
-    /// the stored edges and comments gives them, and `ready --json` prints those.
-    fn assert_ready_counts_agree(store: &Store) {
+    /// Every ready entry carries its issue's row as stored and its counts and parent as a fresh
+    /// computation from the stored edges and comments gives them, and `ready --json` prints
+    /// those.
+    fn assert_ready_entries_agree(store: &Store) {
         let reader = store.read().unwrap();
         reader
             .guarded(|view| {
                 view.scan_ready(&mut |id, entry| {
-                    let fresh = view.counts_of(id)?;
-                    assert_eq!(entry.counts.map(EntryCounts::to_counts), Some(fresh), "{id}");
+                    let covered = entry.covered.expect("every entry carries its issue");
+                    assert_eq!(covered.counts.to_counts(), view.counts_of(id)?, "{id}");
+                    let issue = view.issue(id)?.unwrap();
+                    assert_eq!(covered.row, serde_json::to_vec(&issue).unwrap(), "{id}");
                     Ok(true)
                 })
             })
@@ -1219,33 +1234,34 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
-        /// The counts the ready index carries stay right through random histories, a merge
-        /// that re-applies every op in the total order, and a bulk op (an import) replayed.
+        /// The rows and counts the ready index carries stay right through random histories, a
+        /// merge that re-applies every op in the total order, and a bulk op (an import)
+        /// replayed.
         #[test]
-        fn ready_entries_carry_the_counts_of_their_issues(
+        fn ready_entries_carry_the_rows_and_counts_of_their_issues(
             steps in prop::collection::vec(step(), 1..60)
         ) {
             let dir = tempfile::tempdir().unwrap();
             let store = new_store(&dir, "a");
             play(&store, &steps);
-            assert_ready_counts_agree(&store);
+            assert_ready_entries_agree(&store);
             let merged = new_store(&dir, "b");
             let mut ops: Vec<_> = store.journal(0).unwrap().into_iter().map(|(_, op)| op).collect();
             ops.reverse();
             let half = ops.split_off(ops.len() / 2);
             merged.replay(Clock::System, half).unwrap();
             merged.replay(Clock::System, ops).unwrap();
-            assert_ready_counts_agree(&merged);
+            assert_ready_entries_agree(&merged);
             let imported = new_store(&dir, "c");
             imported.replay(Clock::System, vec![as_one_bulk_op(&store)]).unwrap();
-            assert_ready_counts_agree(&imported);
+            assert_ready_entries_agree(&imported);
         }
     }
 
-    /// A store made before ready entries carried counts prints the counts it computes, and
+    /// A store made before ready entries carried rows and counts prints what it looks up, and
     /// its first write puts them into every entry.
     #[test]
-    fn ready_entries_without_counts_are_counted_by_the_first_write() {
+    fn ready_entries_without_rows_are_covered_by_the_first_write() {
         let dir = tempfile::tempdir().unwrap();
         let store = new_store(&dir, "a");
         let steps: Vec<Step> = (0..6u8)
@@ -1279,7 +1295,7 @@ mod tests {
                 ready.insert(key.as_slice(), value.as_slice()).unwrap();
             }
             let mut meta_table = txn.open_table(crate::store::tables::META).unwrap();
-            meta_table.remove(crate::store::meta::READY_COUNTS).unwrap();
+            meta_table.remove(crate::store::meta::READY_COVERING).unwrap();
         }
         txn.commit().unwrap();
 
@@ -1287,7 +1303,7 @@ mod tests {
         uncounted
             .guarded(|view| {
                 view.scan_ready(&mut |_, entry| {
-                    assert!(entry.counts.is_none());
+                    assert!(entry.covered.is_none());
                     Ok(true)
                 })
             })
@@ -1298,7 +1314,7 @@ mod tests {
         assert_eq!((&first["comment_count"], &first["parent"]), (&2.into(), &"t-0".into()));
 
         store.apply("a1", Clock::System, vec![op_of(&Step::Comment(3), 6).unwrap()]).unwrap();
-        assert_ready_counts_agree(&store);
+        assert_ready_entries_agree(&store);
     }
 
     /// A store made before the order index existed reads by full scans, and its first write

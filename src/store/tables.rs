@@ -105,7 +105,8 @@ impl<I, D, R, C, L, Y, K, B, M, O> TableSet<I, D, R, C, L, Y, K, B, M, O> {
 }
 
 /// What a ready-index entry records beyond its key: enough to filter without loading the issue,
-/// and the computed counts `ready --json` prints, so it reads no edge or comment range.
+/// and (a covering index) the issue's row and computed counts, so `ready` and `ready --json`
+/// read one range and nothing per issue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ReadyEntry<'a> {
     /// Hidden from `ready` until this instant (nanoseconds; 0 = not deferred): the issue's own
@@ -116,12 +117,20 @@ pub(crate) struct ReadyEntry<'a> {
     pub ephemeral: bool,
     /// Someone is already assigned (claim skips it unless it is the claimer).
     pub assigned: bool,
-    /// The issue's counts and parent ([`View::counts_of`]); `None` in an entry written before
-    /// entries carried them (see `meta::READY_COUNTS`).
-    pub counts: Option<EntryCounts<'a>>,
+    /// The issue's row and counts; `None` in an entry written before entries carried them
+    /// (see `meta::READY_COVERING`).
+    pub covered: Option<Covered<'a>>,
 }
 
-/// [`Counts`] as a ready entry stores them, the parent borrowed from the entry's bytes.
+/// What a ready entry carries of its issue, borrowed from the entry's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Covered<'a> {
+    /// The issue's row, as [`ISSUES`] holds it.
+    pub row: &'a [u8],
+    pub counts: EntryCounts<'a>,
+}
+
+/// [`Counts`] as a ready entry stores them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct EntryCounts<'a> {
     pub dependencies: u32,
@@ -152,25 +161,34 @@ impl<'a> EntryCounts<'a> {
 }
 
 /// Length of a ready entry's filter part (flags, then `hidden_until`), and of the counts that
-/// follow it (three `u32`s; the parent id, if any, is the rest of the entry).
+/// may follow it (three `u32`s, then the length of the parent id as a `u16`; the parent id and
+/// the issue's row make up the rest of the entry).
 const ENTRY_FLAGS_LEN: usize = 9;
-const ENTRY_COUNTS_LEN: usize = 12;
+const ENTRY_COUNTS_LEN: usize = 14;
 
 impl<'a> ReadyEntry<'a> {
     pub fn encode(&self) -> Vec<u8> {
-        let parent = self.counts.and_then(|c| c.parent).unwrap_or_default();
-        let mut out = Vec::with_capacity(ENTRY_FLAGS_LEN + ENTRY_COUNTS_LEN + parent.len());
+        let extra = self
+            .covered
+            .map_or(0, |c| ENTRY_COUNTS_LEN + c.counts.parent.map_or(0, str::len) + c.row.len());
+        let mut out = Vec::with_capacity(ENTRY_FLAGS_LEN + extra);
         out.push(
             u8::from(self.excluded_type)
                 | (u8::from(self.ephemeral) << 1)
                 | (u8::from(self.assigned) << 2),
         );
         out.extend_from_slice(&self.hidden_until.to_be_bytes());
-        if let Some(counts) = &self.counts {
+        if let Some(Covered { row, counts }) = &self.covered {
             for n in [counts.dependencies, counts.dependents, counts.comments] {
                 out.extend_from_slice(&n.to_be_bytes());
             }
+            // Ids are short (the id grammar); a parent that would not fit is left out.
+            let parent = counts.parent.filter(|p| p.len() <= usize::from(u16::MAX));
+            let parent = parent.unwrap_or_default();
+            let parent_len = u16::try_from(parent.len()).unwrap_or_default();
+            out.extend_from_slice(&parent_len.to_be_bytes());
             out.extend_from_slice(parent.as_bytes());
+            out.extend_from_slice(row);
         }
         out
     }
@@ -183,22 +201,26 @@ impl<'a> ReadyEntry<'a> {
             excluded_type: flags & 1 != 0,
             ephemeral: flags & 2 != 0,
             assigned: flags & 4 != 0,
-            counts: bytes.get(ENTRY_FLAGS_LEN..).and_then(decode_entry_counts),
+            covered: bytes.get(ENTRY_FLAGS_LEN..).and_then(decode_covered),
         }
     }
 }
 
-/// The counts part of a ready entry (what follows its flags); `None` when it has none.
-fn decode_entry_counts(bytes: &[u8]) -> Option<EntryCounts<'_>> {
-    let (counts, parent) = bytes.split_at_checked(ENTRY_COUNTS_LEN)?;
-    let number = |at: usize| {
-        counts.get(at..at + 4).and_then(|b| <[u8; 4]>::try_from(b).ok()).map(u32::from_be_bytes)
-    };
-    Some(EntryCounts {
-        dependencies: number(0)?,
-        dependents: number(4)?,
-        comments: number(8)?,
-        parent: (!parent.is_empty()).then(|| std::str::from_utf8(parent).ok()).flatten(),
+/// What a ready entry carries after its flags; `None` when it carries nothing.
+fn decode_covered(bytes: &[u8]) -> Option<Covered<'_>> {
+    let (counts, rest) = bytes.split_at_checked(ENTRY_COUNTS_LEN)?;
+    let number = |at: usize| counts.get(at..at + 4)?.try_into().ok().map(u32::from_be_bytes);
+    let parent_len = counts.get(12..14)?.try_into().ok().map(u16::from_be_bytes)?;
+    let (parent, row) = rest.split_at_checked(usize::from(parent_len))?;
+    let parent = if parent.is_empty() { None } else { Some(std::str::from_utf8(parent).ok()?) };
+    Some(Covered {
+        row,
+        counts: EntryCounts {
+            dependencies: number(0)?,
+            dependents: number(4)?,
+            comments: number(8)?,
+            parent,
+        },
     })
 }
 
@@ -281,6 +303,9 @@ struct IssueText<'a> {
 pub(crate) trait View {
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError>;
     fn contains(&self, id: &str) -> Result<bool, StoreError>;
+    /// The issue in `row`, a copy of `id`'s row (a ready entry's); a row that does not decode
+    /// is treated as [`View::issue`] treats it.
+    fn issue_in(&self, id: &str, row: &[u8]) -> Result<Option<Issue>, StoreError>;
     /// The edges recorded on `id` (what it depends on).
     fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError>;
     fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError>;
@@ -377,6 +402,10 @@ where
 
     fn contains(&self, id: &str) -> Result<bool, StoreError> {
         Ok(self.issues.get(id)?.is_some())
+    }
+
+    fn issue_in(&self, id: &str, row: &[u8]) -> Result<Option<Issue>, StoreError> {
+        self.decode_or_skip(id, row)
     }
 
     fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError> {
@@ -594,25 +623,30 @@ mod tests {
     fn ready_entries_round_trip() {
         let counts = Counts { dependencies: 3, dependents: 70_000, comments: 1, parent: None };
         let with_parent = Counts { parent: Some("t-1.2".into()), ..counts.clone() };
-        for counts in [None, Some(EntryCounts::of(&counts)), Some(EntryCounts::of(&with_parent))] {
+        let row = br#"{"id":"t-1.2.1"}"#;
+        for covered in [
+            None,
+            Some(Covered { row, counts: EntryCounts::of(&counts) }),
+            Some(Covered { row, counts: EntryCounts::of(&with_parent) }),
+        ] {
             let entry = ReadyEntry {
                 hidden_until: -5,
                 excluded_type: true,
                 ephemeral: false,
                 assigned: true,
-                counts,
+                covered,
             };
             assert_eq!(ReadyEntry::decode(&entry.encode()), entry);
         }
         assert_eq!(EntryCounts::of(&with_parent).to_counts(), with_parent);
     }
 
-    /// Entries written before entries carried counts (nine bytes) still decode, without them.
+    /// Entries written before entries carried rows and counts (nine bytes) still decode.
     #[test]
-    fn an_entry_without_counts_decodes_as_such() {
+    fn an_entry_without_a_row_decodes_as_such() {
         let mut old = vec![4u8];
         old.extend_from_slice(&7i64.to_be_bytes());
         let entry = ReadyEntry::decode(&old);
-        assert!(entry.assigned && entry.hidden_until == 7 && entry.counts.is_none());
+        assert!(entry.assigned && entry.hidden_until == 7 && entry.covered.is_none());
     }
 }
