@@ -285,7 +285,7 @@ pub(crate) fn ready(
     };
     let wanted = if filter.limit == 0 { usize::MAX } else { filter.limit.saturating_add(1) };
     let in_index_order = filter.sort == SortOrder::Priority;
-    let mut found: Vec<(Issue, Option<Counts>)> = Vec::new();
+    let mut found: Vec<(Issue, Option<Counts>)> = Vec::with_capacity(wanted.min(1024));
     view.scan_ready(&mut |id, entry| {
         let hidden = entry.hidden_until > now_nanos && !filter.include_deferred;
         let excluded = entry.excluded_type && filter.types.is_empty();
