@@ -332,7 +332,7 @@ fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), CliError> {
         filter.parent = Some(store.read()?.resolve(parent)?);
     }
     let claimed =
-        crate::claim::claim_next(&store, &ctx.actor, ctx.require_store()?.clock, &filter)?;
+        crate::claim::claim_next(&store, ctx.actor(), ctx.require_store()?.clock, &filter)?;
     let summaries = match claimed {
         Some(issue) => {
             ctx.touch(&issue.id);
