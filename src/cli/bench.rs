@@ -226,7 +226,7 @@ fn cmd_bench_worker(ctx: &Context, args: WorkerArgs) -> Result<(), CliError> {
     } else {
         WorkerMode::Once
     };
-    let lines = bench::run_worker(args.engine, ctx.workspace_dir()?, &ctx.actor, mode)?;
+    let lines = bench::run_worker(args.engine, ctx.workspace_dir()?, ctx.actor(), mode)?;
     ctx.out.emit(&lines, || lines.join("\n"));
     Ok(())
 }

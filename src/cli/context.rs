@@ -61,7 +61,10 @@ pub struct ContextArgs {
 
 pub struct Context {
     pub out: Output,
-    pub actor: String,
+    /// `--actor`; the actor is resolved from it and the environment on first use
+    /// ([`Context::actor`]), so reads that never act spawn no `git config` for bd.
+    actor_flag: Option<String>,
+    actor: std::sync::OnceLock<String>,
     pub clock: Clock,
     personality: Personality,
     /// The `.beads` directory, or why there is none (reported when a command needs it).
@@ -73,15 +76,24 @@ pub struct Context {
 impl Context {
     pub fn new(args: ContextArgs, personality: Personality) -> Result<Context, CliError> {
         let clock = test_clock()?;
-        let actor = resolve_actor(args.actor, personality.mode());
-        tracing::debug!(%actor, ?clock, "acting");
+        tracing::debug!(?clock, "acting");
         Ok(Context {
             out: Output::new(personality.mode(), args.json, args.quiet),
-            actor,
+            actor_flag: args.actor,
+            actor: std::sync::OnceLock::new(),
             clock,
             personality,
             workspace: discover(args.db.as_deref(), personality),
             store: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Who is acting (see the module documentation), resolved on first use.
+    pub fn actor(&self) -> &str {
+        self.actor.get_or_init(|| {
+            let actor = resolve_actor(self.actor_flag.clone(), self.personality.mode());
+            tracing::debug!(%actor, "acting as");
+            actor
         })
     }
 
@@ -140,7 +152,7 @@ impl Context {
     /// workspace when one answers, else in a transaction of its own (see [`crate::server`]).
     pub fn submit(&self, request: Request) -> Result<Reply, CliError> {
         let dir = self.workspace_dir()?;
-        crate::server::client::submit(dir, &self.actor, self.clock, request, || self.store())
+        crate::server::client::submit(dir, self.actor(), self.clock, request, || self.store())
     }
 
     /// Opens the store and runs `body` as one write transaction as this command's actor,
@@ -149,7 +161,7 @@ impl Context {
         &self,
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<R, CliError> {
-        let (result, _) = self.open_store()?.write(&self.actor, self.clock, body)?;
+        let (result, _) = self.open_store()?.write(self.actor(), self.clock, body)?;
         Ok(result)
     }
 }

@@ -63,7 +63,7 @@ pub fn cmd_kill(ctx: &Context, args: KillArgs) -> Result<(), CliError> {
     }
     let action = if args.requeue { "requeued" } else { "blocked" };
     let why = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-    let text = format!("[fleet] killed by {}{why}; {action}", ctx.actor);
+    let text = format!("[fleet] killed by {}{why}; {action}", ctx.actor());
     ctx.submit(Request::Comment { id: id.clone(), author: None, text })?;
     let request = if args.requeue {
         Request::Release { ids: vec![id.clone()] }
@@ -98,7 +98,7 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
     let mut holds = Holds::load(&home);
     let hold = Hold {
         since: ctx.now(),
-        by: ctx.actor.clone(),
+        by: ctx.actor().to_string(),
         reason: args.reason.clone().unwrap_or_default(),
     };
     let changed = holds.place(args.coder.as_deref(), hold);

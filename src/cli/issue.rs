@@ -494,7 +494,7 @@ fn claim_remotely_first(ctx: &Context, ids: &[String]) -> Result<(), CliError> {
     let mut claimed: Vec<crate::model::Issue> = Vec::new();
     for input in ids {
         let before = store.read()?.resolve(input).and_then(|id| store.read()?.issue(&id));
-        let result = crate::claim::claim(store, &ctx.actor, ctx.clock, input);
+        let result = crate::claim::claim(store, ctx.actor(), ctx.clock, input);
         match (result, before) {
             (Ok(_), Ok(Some(before))) if before.status == crate::model::Status::Open => {
                 claimed.push(before);
@@ -502,7 +502,7 @@ fn claim_remotely_first(ctx: &Context, ids: &[String]) -> Result<(), CliError> {
             (Ok(_), _) => {}
             (Err(error), _) => {
                 for before in &claimed {
-                    crate::claim::undo_claim(store, &ctx.actor, ctx.clock, before)?;
+                    crate::claim::undo_claim(store, ctx.actor(), ctx.clock, before)?;
                 }
                 let mut error = CliError::from(error);
                 error.message = format!("could not claim {input}: {}", error.message);

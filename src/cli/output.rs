@@ -61,17 +61,16 @@ impl Output {
         if !self.json {
             write_block(&human());
         } else if self.mode == Mode::Bd {
-            let value = serde_json::to_value(value).expect("output values serialise");
-            write_stdout(&self.json_text(value));
+            write_json(&self.bd_json(value));
         } else {
-            write_stdout(&plain_json(value));
+            write_json(&json_bytes(value));
         }
     }
 
     /// Prints `value` as it serialises with `--json` in either mode (reports bd prints in
     /// fleet's shape: import and export), else the text `human` builds.
     pub fn emit_plain<T: Serialize + ?Sized>(&self, value: &T, human: impl FnOnce() -> String) {
-        if self.json { write_stdout(&plain_json(value)) } else { write_block(&human()) }
+        if self.json { write_json(&json_bytes(value)) } else { write_block(&human()) }
     }
 
     /// Prints human text (nothing with `--json`).
@@ -95,9 +94,21 @@ impl Output {
 
     /// `value` shaped and pretty-printed the way bd prints it: bd's shapes only, so fleet's
     /// task fields (the `fleet` object of an issue) are left out.
-    pub fn json_text(&self, mut value: Value) -> String {
+    pub fn json_text(&self, value: Value) -> String {
+        String::from_utf8(self.bd_json(&value)).expect("JSON is UTF-8")
+    }
+
+    /// `value` as bd prints it: in bd's shape (see [`Output::shaped`]) and without fleet's
+    /// task fields, which are outside bd's output contract.
+    fn bd_json<T: Serialize + ?Sized>(&self, value: &T) -> Vec<u8> {
+        let mut value = serde_json::to_value(value).expect("output values serialise");
         without_fleet_fields(&mut value);
-        let shaped = if self.envelope {
+        json_bytes(&self.shaped(value))
+    }
+
+    /// `value` in bd's shape: enveloped, or an object with its schema version and sorted keys.
+    fn shaped(&self, value: Value) -> Value {
+        if self.envelope {
             let mut map = Map::new();
             map.insert("data".into(), value);
             map.insert("schema_version".into(), Value::from(SCHEMA_VERSION));
@@ -110,8 +121,7 @@ impl Output {
                 }
                 other => other,
             }
-        };
-        serde_json::to_string_pretty(&shaped).expect("JSON values serialise")
+        }
     }
 }
 
@@ -130,9 +140,94 @@ fn without_fleet_fields(value: &mut Value) {
     }
 }
 
-/// `value` pretty-printed as it serialises (fleet's shape).
-fn plain_json<T: Serialize + ?Sized>(value: &T) -> String {
-    serde_json::to_string_pretty(value).expect("output values serialise")
+/// `value` pretty-printed as it serialises (fleet's shape), terminal-safe (see
+/// [`SafeFormatter`]).
+fn json_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4096);
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, SafeFormatter::new());
+    value.serialize(&mut serializer).expect("output values serialise");
+    out
+}
+
+/// Writes JSON text and a newline to stdout, as it is: JSON escapes its own control characters
+/// ([`SafeFormatter`]), so it needs no pass of [`printable_block`].
+fn write_json(json: &[u8]) {
+    let mut stdout = std::io::stdout().lock();
+    // A reader that went away (a pipe into `head`) is fine; nothing else can fail here that a
+    // user could act on.
+    let _ =
+        stdout.write_all(json).and_then(|()| stdout.write_all(b"\n")).and_then(|()| stdout.flush());
+}
+
+/// serde_json's pretty formatter, which also escapes DEL and the C1 control characters (as
+/// `\u007f`, `\u009b`…): JSON may carry them raw, but a terminal acts on them, and text
+/// printed to one is escaped (see [`printable`]).
+struct SafeFormatter(serde_json::ser::PrettyFormatter<'static>);
+
+impl SafeFormatter {
+    fn new() -> SafeFormatter {
+        SafeFormatter(serde_json::ser::PrettyFormatter::new())
+    }
+}
+
+impl serde_json::ser::Formatter for SafeFormatter {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some((at, control)) = rest.char_indices().find(|&(_, c)| c.is_control()) {
+            writer.write_all(&rest.as_bytes()[..at])?;
+            write!(writer, "\\u{:04x}", u32::from(control))?;
+            rest = &rest[at + control.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+
+    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(writer)
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.0.end_array(writer)
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(writer, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(writer)
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(writer)
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.0.end_object(writer)
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(writer)
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(writer)
+    }
 }
 
 /// Sorts the keys of every object in `value`, as a Go map round trip does.
@@ -274,6 +369,17 @@ mod tests {
         );
         let array = out.json_text(serde_json::json!([{ "title": "t", "id": "x-1" }]));
         assert!(array.starts_with("[\n  {\n    \"title\""), "{array}");
+    }
+
+    /// DEL and the C1 controls, which JSON may carry raw but terminals act on, come out
+    /// escaped, and the text still parses to the same string.
+    #[test]
+    fn json_escapes_every_control_character() {
+        let title = "a\u{1b}[31m\u{7f}\u{9b}b — ü";
+        let text = String::from_utf8(json_bytes(&serde_json::json!({ "title": title }))).unwrap();
+        assert_eq!(text, "{\n  \"title\": \"a\\u001b[31m\\u007f\\u009bb — ü\"\n}");
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["title"], title);
     }
 
     #[test]

@@ -99,10 +99,10 @@ pub fn cmd_answer(ctx: &Context, args: AnswerArgs) -> Result<(), CliError> {
     let root = super::tasks::task_root(&home, &id)
         .ok_or_else(|| CliError::new(format!("task id {id} cannot name a task directory")))?;
     let qa = root.join("artifacts").join(QA_FILE);
-    append_answer(&qa, &ctx.actor, ctx.now(), &args.answer)?;
+    append_answer(&qa, ctx.actor(), ctx.now(), &args.answer)?;
     let reopened = issue.status == Status::Blocked;
     if reopened {
-        let text = format!("[fleet] answered by {} in artifacts/{QA_FILE}; reopened", ctx.actor);
+        let text = format!("[fleet] answered by {} in artifacts/{QA_FILE}; reopened", ctx.actor());
         ctx.submit(Request::Comment { id: id.clone(), author: None, text })?;
         let patch = IssuePatch {
             status: Some(Status::Open),

@@ -154,7 +154,7 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
         filter.parent = Some(reader.resolve(parent)?);
     }
     let page = reader.ready(&filter, ctx.now())?;
-    let summaries = if ctx.out.json { reader.summaries(&page.issues)? } else { Vec::new() };
+    let summaries = if ctx.out.json { reader.ready_summaries(&page)? } else { Vec::new() };
     ctx.out.emit(&summaries, || {
         if page.issues.is_empty() {
             let any_open = reader

@@ -251,7 +251,7 @@ fn import_source(
     }
     let options = ImportOptions { dry_run: args.dry_run };
     let mut report = match Store::open(target_dir) {
-        Ok(store) => beads::import::run(&store, &ctx.actor, ctx.clock, batch, &options, &bar)
+        Ok(store) => beads::import::run(&store, ctx.actor(), ctx.clock, batch, &options, &bar)
             .map_err(cli_error)?,
         Err(StoreError::NotInitialized(_)) => import_fresh(ctx, target_dir, batch, &options, &bar)?,
         Err(error) => return Err(error.into()),
@@ -293,7 +293,7 @@ fn import_fresh(
     }
     let store = super::init::init_workspace(dir, &prefix)?;
     ctx.out.note(&format!("Created workspace {} with prefix {prefix}", dir.display()));
-    let mut report = beads::import::run(&store, &ctx.actor, ctx.clock, batch, options, bar)
+    let mut report = beads::import::run(&store, ctx.actor(), ctx.clock, batch, options, bar)
         .map_err(cli_error)?;
     report.initialized_prefix = Some(prefix);
     Ok(report)

@@ -237,10 +237,17 @@ impl Writer<'_> {
                 supported: OP_FORMAT_VERSION,
             });
         }
-        match &op.kind {
+        let seeds = match &op.kind {
             OpKind::Bulk { ops } => self.mutate_bulk(ops, &op.meta),
             single => self.mutate_one(single, &op.meta),
-        }
+        };
+        // Issues whose rows or counts changed are refreshed with the rest, so their ready
+        // entries carry the new ones (see `readiness`).
+        let touched = std::mem::take(&mut self.touched);
+        Ok(seeds?.map(|mut seeds| {
+            seeds.extend(touched);
+            seeds
+        }))
     }
 
     /// The entries of a bulk op, in order, each by its own rules. A refused entry is skipped
@@ -666,6 +673,7 @@ impl Writer<'_> {
         self.put_meta_u64(meta::COMMENT_SEQ, seq)?;
         let row = serde_json::to_vec(comment).expect("a comment serialises");
         self.tables.comments.insert((comment.issue_id.as_str(), seq), row.as_slice())?;
+        self.touched.insert(comment.issue_id.clone());
         Ok(Some(BTreeSet::new()))
     }
 
@@ -730,13 +738,21 @@ impl Writer<'_> {
         self.tables
             .rdeps
             .insert((dep.depends_on_id.as_str(), dep.issue_id.as_str()), dep.kind.as_str())?;
+        self.touch_ends(&dep.issue_id, &dep.depends_on_id);
         Ok(())
     }
 
     fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
         self.tables.deps.remove((from, to))?;
         self.tables.rdeps.remove((to, from))?;
+        self.touch_ends(from, to);
         Ok(())
+    }
+
+    /// Notes that the counts of both ends of an edge changed.
+    fn touch_ends(&mut self, from: &str, to: &str) {
+        self.touched.insert(from.to_string());
+        self.touched.insert(to.to_string());
     }
 
     /// Writes an issue row and keeps the label and order indexes in step with it.
@@ -751,6 +767,7 @@ impl Writer<'_> {
         }
         let row = serde_json::to_vec(issue).expect("an issue serialises");
         self.tables.issues.insert(issue.id.as_str(), row.as_slice())?;
+        self.touched.insert(issue.id.clone());
         Ok(())
     }
 }

@@ -5,8 +5,9 @@
 //! damaged allocator page makes the database engine fail), every table opens, every issue row
 //! decodes with an id in the grammar, every edge decodes and points at an issue of this store
 //! or a foreign one, the reverse edge index mirrors the edges, every comment decodes, the meta
-//! values are there, and the blocked flags and the ready index agree with a recomputation of
-//! every issue's readiness (the store's own refresh, run over all issues on the copy).
+//! values are there, and the blocked flags and the ready index (with the counts its entries
+//! carry) agree with a recomputation of every issue's readiness (the store's own refresh, run
+//! over all issues on the copy).
 //!
 //! [`salvage`] reads every readable issue, edge, comment (labels travel in the issues) and
 //! configuration value, writes them through the import path into a new store beside the old
@@ -496,12 +497,14 @@ fn readiness(store: &Store, scratch: &Path, path: &Path) -> Check {
     match compared {
         Ok((differing, count)) if differing.is_empty() => Check::ok(
             "readiness",
-            format!("blocked flags and ready index agree with a recomputation of {count} issues"),
+            format!(
+                "blocked flags and ready index (with its counts) agree with a recomputation of {count} issues"
+            ),
         ),
         Ok((differing, _)) => Check::problem(
             "readiness",
             format!(
-                "the blocked flags or ready index disagree with a recomputation for {} issues",
+                "the blocked flags or ready index (or its counts) disagree with a recomputation for {} issues",
                 differing.len()
             ),
             differing.into_iter().collect(),
@@ -755,4 +758,107 @@ fn swap_in(dir: &Path, fresh: &Path, clock: Clock) -> Result<PathBuf, StoreError
     std::fs::rename(fresh, &path)
         .map_err(io_error(format!("moving the salvaged store into place at {}", path.display())))?;
     Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::ReadableTable;
+
+    use super::*;
+    use crate::model::Comment;
+    use crate::store::tables::{Covered, ReadyEntry};
+
+    /// A store with two ready issues, `t-1` with a comment.
+    fn store_with_a_comment(dir: &Path) -> Store {
+        let store = Store::init(dir, "t").unwrap();
+        let at = jiff::Timestamp::UNIX_EPOCH;
+        let comment: Comment = serde_json::from_value(serde_json::json!({
+            "id": 1, "issue_id": "t-1", "author": "a", "text": "hi", "created_at": "2026-01-02T03:04:05Z"
+        }))
+        .unwrap();
+        let ops = ["t-1", "t-2"]
+            .map(|id| OpKind::Create {
+                issue: Box::new(Issue::new(id.into(), format!("issue {id}"), at)),
+                deps: Vec::new(),
+            })
+            .into_iter()
+            .chain([OpKind::Comment { comment }])
+            .collect();
+        store.apply("a", Clock::System, ops).unwrap();
+        store
+    }
+
+    /// Rewrites every ready entry as `change` makes it.
+    fn rewrite_ready_entries(store: &Store, change: impl Fn(&[u8]) -> Vec<u8>) {
+        let txn = store.writable().unwrap().begin_write().unwrap();
+        {
+            let mut ready = txn.open_table(READY).unwrap();
+            let entries: Vec<(Vec<u8>, Vec<u8>)> = ready
+                .iter()
+                .unwrap()
+                .map(|entry| {
+                    let (key, value) = entry.unwrap();
+                    (key.value().to_vec(), change(value.value()))
+                })
+                .collect();
+            for (key, value) in entries {
+                ready.insert(key.as_slice(), value.as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+
+    fn readiness_check(dir: &Path) -> Check {
+        check(dir).unwrap().checks.into_iter().find(|c| c.check == "readiness").unwrap()
+    }
+
+    #[test]
+    fn a_wrong_count_in_the_ready_index_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_a_comment(dir.path());
+        assert!(readiness_check(dir.path()).ok);
+        rewrite_ready_entries(&store, |value| {
+            let mut entry = ReadyEntry::decode(value);
+            if let Some(covered) = &mut entry.covered {
+                covered.counts.comments += 1;
+            }
+            entry.encode()
+        });
+        drop(store);
+        let found = readiness_check(dir.path());
+        assert!(!found.ok);
+        assert_eq!(found.ids, ["t-1", "t-2"]);
+    }
+
+    #[test]
+    fn a_stale_row_in_the_ready_index_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_a_comment(dir.path());
+        rewrite_ready_entries(&store, |value| {
+            let entry = ReadyEntry::decode(value);
+            let Some(covered) = entry.covered else { return value.to_vec() };
+            let row = String::from_utf8_lossy(covered.row).replace("issue t-2", "old title");
+            ReadyEntry { covered: Some(Covered { row: row.as_bytes(), ..covered }), ..entry }
+                .encode()
+        });
+        drop(store);
+        let found = readiness_check(dir.path());
+        assert!(!found.ok);
+        assert_eq!(found.ids, ["t-2"]);
+    }
+
+    /// Entries without rows and counts (a store made before they carried them) are no damage:
+    /// the first write, the check's own on its copy included, fills them in.
+    #[test]
+    fn ready_entries_without_rows_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_a_comment(dir.path());
+        rewrite_ready_entries(&store, |value| value[..9].to_vec());
+        let txn = store.writable().unwrap().begin_write().unwrap();
+        txn.open_table(META).unwrap().remove(meta::READY_COVERING).unwrap();
+        txn.commit().unwrap();
+        drop(store);
+        let report = check(dir.path()).unwrap();
+        assert!(report.healthy, "{report:?}");
+    }
 }

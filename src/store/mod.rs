@@ -79,6 +79,10 @@ pub(crate) mod meta {
     /// Set once the order index (`order`) holds every issue (stores made before it existed
     /// are indexed by their first writer; reads of an unindexed store scan every issue).
     pub const ORDER_INDEX: &str = "order_index";
+    /// Set once every ready entry carries its issue's row and computed counts (stores made
+    /// before entries carried them are covered by their first writer; until then reads look
+    /// up the row, edges and comments of each entry without them).
+    pub const READY_COVERING: &str = "ready_covering";
     /// Prefix of `status_count/<status>` → how many issues have that status (`order`).
     pub const STATUS_COUNT: &str = "status_count/";
     /// Prefix of `origin/<issue>` → the replica that made the issue, recorded only when that
@@ -464,6 +468,7 @@ fn write_new_store(path: &Path, prefix: &str, replica: &str) -> Result<(), Store
         meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
         meta.insert(meta::OP_IDS_COMPLETE, [1u8].as_slice())?;
         meta.insert(meta::ORDER_INDEX, [1u8].as_slice())?;
+        meta.insert(meta::READY_COVERING, [1u8].as_slice())?;
         txn.open_table(JOURNAL)?;
         txn.open_table(OP_IDS)?;
     }
@@ -983,6 +988,10 @@ pub struct Writer<'t> {
     order_high_moved: bool,
     /// Issues whose close kept a concurrent status change from reopening them.
     closes_kept: Vec<String>,
+    /// Issues whose ready entry the op being applied may have made stale (it wrote their row,
+    /// or added or removed an edge of theirs or a comment on them): seeds of its readiness
+    /// refresh, which writes their entries again.
+    touched: std::collections::BTreeSet<String>,
 }
 
 impl<'t> Writer<'t> {
@@ -1030,9 +1039,13 @@ impl<'t> Writer<'t> {
             order_high,
             order_high_moved,
             closes_kept: Vec::new(),
+            touched: std::collections::BTreeSet::new(),
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
             writer.build_order_index()?;
+        }
+        if writer.tables.meta_bytes(meta::READY_COVERING)?.is_none() {
+            writer.cover_ready_entries()?;
         }
         Ok(writer)
     }

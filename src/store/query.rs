@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::order::{self, RowFacts, Scan};
-use super::tables::View;
+use super::tables::{Counts, ReadyEntry, View};
 use super::{Reader, StoreError, Writer};
 use crate::model::{Comment, Issue, SortOrder, Status, dep_type};
 
@@ -82,14 +82,18 @@ pub struct ReadyFilter {
     pub limit: usize,
 }
 
-/// A page of ready work. The issues come without the computed counts of [`IssueSummary`]:
-/// printing ready work for people does not need them, and at 100 issues the three range
-/// scans each costs would be most of the query (see [`Reader::summaries`]).
+/// A page of ready work, read from the ready index alone (its entries carry the issues' rows).
+/// The issues come without the computed counts of [`IssueSummary`], which printing ready work
+/// for people does not need; [`Reader::ready_summaries`] adds them from what the index carries.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadyPage {
     pub issues: Vec<Issue>,
     /// More issues matched than the limit allowed.
     pub truncated: bool,
+    /// The counts of each issue as its ready entry carries them (`None`: an entry written
+    /// before entries carried counts).
+    #[serde(skip)]
+    counts: Vec<Option<Counts>>,
 }
 
 /// Sort orders of `list`.
@@ -175,13 +179,31 @@ pub(crate) fn resolve_id(view: &dyn View, prefix: &str, input: &str) -> Result<S
 
 pub(crate) fn summarize(view: &dyn View, issue: Issue) -> Result<IssueSummary, StoreError> {
     let counts = view.counts_of(&issue.id)?;
-    Ok(IssueSummary {
+    Ok(summary_with(issue, counts))
+}
+
+fn summary_with(issue: Issue, counts: Counts) -> IssueSummary {
+    IssueSummary {
         dependency_count: counts.dependencies,
         dependent_count: counts.dependents,
         comment_count: counts.comments,
         parent: counts.parent,
         issue,
-    })
+    }
+}
+
+/// The summaries of a page of ready work: the counts its entries carry, counted afresh for
+/// entries that carry none.
+fn ready_summaries(view: &dyn View, page: &ReadyPage) -> Result<Vec<IssueSummary>, StoreError> {
+    let counts = page.counts.iter().cloned().chain(std::iter::repeat(None));
+    page.issues
+        .iter()
+        .zip(counts)
+        .map(|(issue, counts)| match counts {
+            Some(counts) => Ok(summary_with(issue.clone(), counts)),
+            None => summarize(view, issue.clone()),
+        })
+        .collect()
 }
 
 fn linked(view: &dyn View, id: String, kind: String) -> Result<LinkedIssue, StoreError> {
@@ -263,7 +285,7 @@ pub(crate) fn ready(
     };
     let wanted = if filter.limit == 0 { usize::MAX } else { filter.limit.saturating_add(1) };
     let in_index_order = filter.sort == SortOrder::Priority;
-    let mut found: Vec<Issue> = Vec::new();
+    let mut found: Vec<(Issue, Option<Counts>)> = Vec::with_capacity(wanted.min(1024));
     view.scan_ready(&mut |id, entry| {
         let hidden = entry.hidden_until > now_nanos && !filter.include_deferred;
         let excluded = entry.excluded_type && filter.types.is_empty();
@@ -279,20 +301,33 @@ pub(crate) fn ready(
         {
             return Ok(true);
         }
-        let Some(issue) = view.issue(id)? else {
+        let Some(issue) = ready_issue(view, id, &entry)? else {
             return Ok(true);
         };
         if ready_filter_matches(filter, &issue) {
-            found.push(issue);
+            found.push((issue, entry.covered.map(|c| c.counts.to_counts())));
         }
         Ok(!in_index_order || found.len() < wanted)
     })?;
-    sort_ready(&mut found, filter.sort, now);
+    sort_ready_by(&mut found, |(issue, _)| issue, filter.sort, now);
     let truncated = filter.limit != 0 && found.len() > filter.limit;
     if filter.limit != 0 {
         found.truncate(filter.limit);
     }
-    Ok(ReadyPage { issues: found, truncated })
+    let (issues, counts) = found.into_iter().unzip();
+    Ok(ReadyPage { issues, truncated, counts })
+}
+
+/// The issue of a ready entry: the copy of its row the entry carries, or else its row.
+fn ready_issue(
+    view: &dyn View,
+    id: &str,
+    entry: &ReadyEntry<'_>,
+) -> Result<Option<Issue>, StoreError> {
+    match entry.covered {
+        Some(covered) => view.issue_in(id, covered.row),
+        None => view.issue(id),
+    }
 }
 
 fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
@@ -303,21 +338,35 @@ fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
         && has_labels(issue, &filter.labels, &filter.labels_any)
 }
 
+/// Sorts issues in a ready `order`.
 fn sort_ready(issues: &mut [Issue], order: SortOrder, now: Timestamp) {
+    sort_ready_by(issues, |issue| issue, order, now);
+}
+
+/// Sorts rows in a ready `order` of the issue each carries (`issue` picks it out).
+fn sort_ready_by<T>(
+    rows: &mut [T],
+    issue: impl Fn(&T) -> &Issue,
+    order: SortOrder,
+    now: Timestamp,
+) {
     match order {
-        SortOrder::Priority => issues.sort_by(|a, b| {
+        SortOrder::Priority => rows.sort_by(|a, b| {
+            let (a, b) = (issue(a), issue(b));
             (a.priority, std::cmp::Reverse(a.created_at), &a.id).cmp(&(
                 b.priority,
                 std::cmp::Reverse(b.created_at),
                 &b.id,
             ))
         }),
-        SortOrder::Oldest => {
-            issues.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
-        }
+        SortOrder::Oldest => rows.sort_by(|a, b| {
+            let (a, b) = (issue(a), issue(b));
+            (a.created_at, &a.id).cmp(&(b.created_at, &b.id))
+        }),
         SortOrder::Hybrid => {
             let recent_since = now - jiff::SignedDuration::from_hours(48);
-            issues.sort_by_key(|i| {
+            rows.sort_by_cached_key(|row| {
+                let i = issue(row);
                 let recent = i.created_at >= recent_since;
                 let rank = if recent { i.priority } else { u8::MAX };
                 (!recent, rank, i.created_at, i.id.clone())
@@ -344,7 +393,7 @@ pub(crate) fn first_claimable(
         if !eligible {
             return Ok(true);
         }
-        let Some(issue) = view.issue(id)? else {
+        let Some(issue) = ready_issue(view, id, &entry)? else {
             return Ok(true);
         };
         let free = issue.assignee.is_empty() || issue.assignee == actor;
@@ -718,6 +767,12 @@ impl Reader {
 
     pub fn ready(&self, filter: &ReadyFilter, now: Timestamp) -> Result<ReadyPage, StoreError> {
         self.guarded(|view| ready(view, filter, now))
+    }
+
+    /// The issues of a page of ready work with their computed counts and parent, as `--json`
+    /// prints them: read from the ready index, not from each issue's edges and comments.
+    pub fn ready_summaries(&self, page: &ReadyPage) -> Result<Vec<IssueSummary>, StoreError> {
+        self.guarded(|view| ready_summaries(view, page))
     }
 
     /// The blocked issues (under `parent`), at most `limit` (0 = all), and how many there
@@ -1112,6 +1167,45 @@ mod tests {
         assert_eq!(stored, rebuilt);
     }
 
+    /// Every ready entry carries its issue's row as stored and its counts and parent as a fresh
+    /// computation from the stored edges and comments gives them, and `ready --json` prints
+    /// those.
+    fn assert_ready_entries_agree(store: &Store) {
+        let reader = store.read().unwrap();
+        reader
+            .guarded(|view| {
+                view.scan_ready(&mut |id, entry| {
+                    let covered = entry.covered.expect("every entry carries its issue");
+                    assert_eq!(covered.counts.to_counts(), view.counts_of(id)?, "{id}");
+                    let issue = view.issue(id)?.unwrap();
+                    assert_eq!(covered.row, serde_json::to_vec(&issue).unwrap(), "{id}");
+                    Ok(true)
+                })
+            })
+            .unwrap();
+        let everything = ReadyFilter {
+            include_deferred: true,
+            include_ephemeral: true,
+            ..ReadyFilter::default()
+        };
+        let page = reader.ready(&everything, at(0)).unwrap();
+        let printed = serde_json::to_value(reader.ready_summaries(&page).unwrap()).unwrap();
+        let counted = serde_json::to_value(reader.summaries(&page.issues).unwrap()).unwrap();
+        assert_eq!(printed, counted);
+    }
+
+    /// The ops of `store`'s journal as one bulk op made elsewhere (an import on another
+    /// machine), for a replay.
+    fn as_one_bulk_op(store: &Store) -> crate::op::Op {
+        let ops = store.journal(0).unwrap().into_iter().map(|(_, op)| op.kind).collect();
+        let scratch = tempfile::tempdir().unwrap();
+        let elsewhere = new_store(&scratch, "elsewhere");
+        let (op, _) = elsewhere
+            .write("a1", Clock::System, |writer| Ok(writer.stamp(OpKind::Bulk { ops })))
+            .unwrap();
+        op
+    }
+
     fn new_store(dir: &tempfile::TempDir, name: &str) -> Store {
         Store::init(&dir.path().join(name).join(".beads"), "t").unwrap()
     }
@@ -1135,6 +1229,92 @@ mod tests {
             other.replay(Clock::System, ops).unwrap();
             assert_index_agrees(&other);
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// The rows and counts the ready index carries stay right through random histories, a
+        /// merge that re-applies every op in the total order, and a bulk op (an import)
+        /// replayed.
+        #[test]
+        fn ready_entries_carry_the_rows_and_counts_of_their_issues(
+            steps in prop::collection::vec(step(), 1..60)
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = new_store(&dir, "a");
+            play(&store, &steps);
+            assert_ready_entries_agree(&store);
+            let merged = new_store(&dir, "b");
+            let mut ops: Vec<_> = store.journal(0).unwrap().into_iter().map(|(_, op)| op).collect();
+            ops.reverse();
+            let half = ops.split_off(ops.len() / 2);
+            merged.replay(Clock::System, half).unwrap();
+            merged.replay(Clock::System, ops).unwrap();
+            assert_ready_entries_agree(&merged);
+            let imported = new_store(&dir, "c");
+            imported.replay(Clock::System, vec![as_one_bulk_op(&store)]).unwrap();
+            assert_ready_entries_agree(&imported);
+        }
+    }
+
+    /// A store made before ready entries carried rows and counts prints what it looks up, and
+    /// its first write puts them into every entry.
+    #[test]
+    fn ready_entries_without_rows_are_covered_by_the_first_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = new_store(&dir, "a");
+        let steps: Vec<Step> = (0..6u8)
+            .map(|n| Step::Create { priority: n % 3, kind: 0, assignee: 0, label: 0, age: n })
+            .chain([
+                Step::Dep { from: 1, to: 0, parent: true },
+                Step::Dep { from: 2, to: 0, parent: false },
+                Step::Comment(1),
+                Step::Comment(1),
+                Step::Close(2),
+            ])
+            .collect();
+        play(&store, &steps);
+        let everything = ReadyFilter { limit: 0, ..ReadyFilter::default() };
+        let printed = |store: &Store| {
+            let reader = store.read().unwrap();
+            let page = reader.ready(&everything, at(0)).unwrap();
+            serde_json::to_value(reader.ready_summaries(&page).unwrap()).unwrap()
+        };
+        let before = printed(&store);
+        let txn = store.writable().unwrap().begin_write().unwrap();
+        {
+            use redb::ReadableTable;
+            let mut ready = txn.open_table(crate::store::tables::READY).unwrap();
+            let mut old_entries = Vec::new();
+            for entry in ready.iter().unwrap() {
+                let (key, value) = entry.unwrap();
+                old_entries.push((key.value().to_vec(), value.value()[..9].to_vec()));
+            }
+            for (key, value) in old_entries {
+                ready.insert(key.as_slice(), value.as_slice()).unwrap();
+            }
+            let mut meta_table = txn.open_table(crate::store::tables::META).unwrap();
+            meta_table.remove(crate::store::meta::READY_COVERING).unwrap();
+        }
+        txn.commit().unwrap();
+
+        let uncounted = store.read().unwrap();
+        uncounted
+            .guarded(|view| {
+                view.scan_ready(&mut |_, entry| {
+                    assert!(entry.covered.is_none());
+                    Ok(true)
+                })
+            })
+            .unwrap();
+        drop(uncounted);
+        assert_eq!(printed(&store), before);
+        let first = before.as_array().unwrap().iter().find(|s| s["id"] == "t-1").unwrap();
+        assert_eq!((&first["comment_count"], &first["parent"]), (&2.into(), &"t-0".into()));
+
+        store.apply("a1", Clock::System, vec![op_of(&Step::Comment(3), 6).unwrap()]).unwrap();
+        assert_ready_entries_agree(&store);
     }
 
     /// A store made before the order index existed reads by full scans, and its first write

@@ -11,7 +11,11 @@
 //! recomputes those, and when a flag flips it follows parent-child edges down to the children,
 //! whose rule 2 reads it. Parent-child edges are kept acyclic (see `apply`), so this reaches the
 //! same fixpoint as a computation from scratch. The ready index holds every open, unblocked,
-//! unpinned issue, keyed in `bd ready` order, with the deferral and type facts the query needs.
+//! unpinned issue, keyed in `bd ready` order, with the deferral and type facts the query needs
+//! and, so that `ready` and `ready --json` read nothing per issue, a copy of the issue's row and
+//! its computed counts and parent. An op seeds every issue whose row it wrote and both ends of
+//! every edge and the issue of every comment it added or removed (see `apply`), so the copies
+//! stay right too.
 //!
 //! A refresh reads only the few fields readiness depends on (status, priority, type,
 //! assignee, creation and deferral times, flags), not whole issue rows, and remembers what it
@@ -24,8 +28,8 @@ use jiff::Timestamp;
 use redb::ReadableTable;
 use serde::Deserialize;
 
-use super::tables::{MAX_KEY, ReadyEntry, View, ready_key};
-use super::{StoreError, Writer};
+use super::tables::{Covered, EntryCounts, MAX_KEY, ReadyEntry, View, id_of_ready_key, ready_key};
+use super::{StoreError, Writer, meta};
 use crate::model::{Dependency, Issue, Status, dep_type};
 
 /// The fields of an issue row that readiness reads. Decoding only these skips the text
@@ -85,6 +89,13 @@ impl Brief {
     }
 }
 
+/// An issue a refresh read: its id, its row, and the facts in the row.
+struct Fetched<'a> {
+    id: &'a str,
+    row: &'a [u8],
+    facts: &'a Facts,
+}
+
 /// Issue facts read during one [`Writer::refresh`]. A refresh only writes the blocked flags
 /// and the ready index, never issue rows, so what it reads stays true until it returns.
 #[derive(Default)]
@@ -92,15 +103,23 @@ struct FactCache {
     briefs: HashMap<String, Option<Brief>>,
 }
 
+/// The facts in the row of issue `id`.
+fn facts_in(id: &str, row: &[u8]) -> Result<Facts, StoreError> {
+    serde_json::from_slice(row).map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}")))
+}
+
 impl Writer<'_> {
-    /// The facts of `id` (`None` if there is no such issue), read once per refresh.
+    /// The facts of `id` (`None` if there is no such issue).
     fn facts(&self, id: &str) -> Result<Option<Facts>, StoreError> {
         match self.tables.issues.get(id)? {
-            Some(row) => serde_json::from_slice(row.value())
-                .map(Some)
-                .map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}"))),
+            Some(row) => facts_in(id, row.value()).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The row of `id` (`None` if there is no such issue).
+    fn row(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.tables.issues.get(id)?.map(|row| row.value().to_vec()))
     }
 
     fn brief(&self, cache: &mut FactCache, id: &str) -> Result<Option<Brief>, StoreError> {
@@ -176,11 +195,12 @@ impl Writer<'_> {
         let mut cache = FactCache::default();
         let mut queue: VecDeque<String> = seeds.into_iter().collect();
         while let Some(id) = queue.pop_front() {
-            let Some(facts) = self.facts(&id)? else {
+            let Some(row) = self.row(&id)? else {
                 self.tables.blocked.remove(id.as_str())?;
                 self.remove_ready_entry(&id)?;
                 continue;
             };
+            let facts = facts_in(&id, &row)?;
             cache.briefs.insert(id.clone(), Some(Brief::of(&facts)));
             let deps = self.tables.deps_of(&id)?;
             let was_blocked = self.tables.is_blocked(&id)?;
@@ -194,7 +214,8 @@ impl Writer<'_> {
                 self.set_blocked_entry(&facts.keyed(&id), blocked)?;
                 queue.extend(self.tables.dependents_by(&id, dep_type::PARENT_CHILD)?);
             }
-            self.write_ready_entry(&mut cache, &id, &facts, &deps, blocked)?;
+            let issue = Fetched { id: &id, row: &row, facts: &facts };
+            self.write_ready_entry(&mut cache, &issue, &deps, blocked)?;
         }
         Ok(())
     }
@@ -210,25 +231,51 @@ impl Writer<'_> {
     fn write_ready_entry(
         &mut self,
         cache: &mut FactCache,
-        id: &str,
-        facts: &Facts,
+        issue: &Fetched<'_>,
         deps: &[Dependency],
         blocked: bool,
     ) -> Result<(), StoreError> {
+        let (id, facts) = (issue.id, issue.facts);
         self.remove_ready_entry(id)?;
         if facts.status != Status::Open || blocked || facts.pinned {
             return Ok(());
         }
         let keyed = facts.keyed(id);
+        let counts = self.tables.counts_of(id)?;
         let entry = ReadyEntry {
             hidden_until: self.hidden_until(cache, facts, deps)?,
             excluded_type: keyed.is_excluded_from_ready(),
             ephemeral: facts.ephemeral,
             assigned: !facts.assignee.is_empty(),
+            covered: Some(Covered { row: issue.row, counts: EntryCounts::of(&counts) }),
         };
         let key = ready_key(&keyed);
         self.tables.ready.insert(key.as_slice(), entry.encode().as_slice())?;
         self.tables.ready_keys.insert(id, key.as_slice())?;
+        Ok(())
+    }
+
+    /// Puts the issue's row and counts into every ready entry, keeping the rest of each entry,
+    /// and marks the index as covering: what the first writer of a store made before entries
+    /// carried them does. Readiness itself is not recomputed (`fleet doctor` compares it with a
+    /// recomputation, which this must not hide).
+    pub(crate) fn cover_ready_entries(&mut self) -> Result<(), StoreError> {
+        let mut covered = Vec::new();
+        for entry in self.tables.ready.iter()? {
+            let (key, value) = entry?;
+            let id = id_of_ready_key(key.value());
+            let counts = self.tables.counts_of(id)?;
+            let row = self.row(id)?.unwrap_or_default();
+            let entry = ReadyEntry {
+                covered: Some(Covered { row: &row, counts: EntryCounts::of(&counts) }),
+                ..ReadyEntry::decode(value.value())
+            };
+            covered.push((key.value().to_vec(), entry.encode()));
+        }
+        for (key, value) in covered {
+            self.tables.ready.insert(key.as_slice(), value.as_slice())?;
+        }
+        self.tables.meta.insert(meta::READY_COVERING, [1u8].as_slice())?;
         Ok(())
     }
 

@@ -104,9 +104,11 @@ impl<I, D, R, C, L, Y, K, B, M, O> TableSet<I, D, R, C, L, Y, K, B, M, O> {
     }
 }
 
-/// What a ready-index entry records beyond its key: enough to filter without loading the issue.
+/// What a ready-index entry records beyond its key: enough to filter without loading the issue,
+/// and (a covering index) the issue's row and computed counts, so `ready` and `ready --json`
+/// read one range and nothing per issue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ReadyEntry {
+pub(crate) struct ReadyEntry<'a> {
     /// Hidden from `ready` until this instant (nanoseconds; 0 = not deferred): the issue's own
     /// `defer_until` or a parent's, whichever is later.
     pub hidden_until: i64,
@@ -115,31 +117,111 @@ pub(crate) struct ReadyEntry {
     pub ephemeral: bool,
     /// Someone is already assigned (claim skips it unless it is the claimer).
     pub assigned: bool,
+    /// The issue's row and counts; `None` in an entry written before entries carried them
+    /// (see `meta::READY_COVERING`).
+    pub covered: Option<Covered<'a>>,
 }
 
-impl ReadyEntry {
-    pub fn encode(&self) -> [u8; 9] {
-        let mut out = [0u8; 9];
-        out[0] = u8::from(self.excluded_type)
-            | (u8::from(self.ephemeral) << 1)
-            | (u8::from(self.assigned) << 2);
-        out[1..].copy_from_slice(&self.hidden_until.to_be_bytes());
+/// What a ready entry carries of its issue, borrowed from the entry's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Covered<'a> {
+    /// The issue's row, as [`ISSUES`] holds it.
+    pub row: &'a [u8],
+    pub counts: EntryCounts<'a>,
+}
+
+/// [`Counts`] as a ready entry stores them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntryCounts<'a> {
+    pub dependencies: u32,
+    pub dependents: u32,
+    pub comments: u32,
+    pub parent: Option<&'a str>,
+}
+
+impl<'a> EntryCounts<'a> {
+    pub fn of(counts: &'a Counts) -> EntryCounts<'a> {
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        EntryCounts {
+            dependencies: narrow(counts.dependencies),
+            dependents: narrow(counts.dependents),
+            comments: narrow(counts.comments),
+            parent: counts.parent.as_deref(),
+        }
+    }
+
+    pub fn to_counts(self) -> Counts {
+        Counts {
+            dependencies: self.dependencies as usize,
+            dependents: self.dependents as usize,
+            comments: self.comments as usize,
+            parent: self.parent.map(str::to_string),
+        }
+    }
+}
+
+/// Length of a ready entry's filter part (flags, then `hidden_until`), and of the counts that
+/// may follow it (three `u32`s, then the length of the parent id as a `u16`; the parent id and
+/// the issue's row make up the rest of the entry).
+const ENTRY_FLAGS_LEN: usize = 9;
+const ENTRY_COUNTS_LEN: usize = 14;
+
+impl<'a> ReadyEntry<'a> {
+    pub fn encode(&self) -> Vec<u8> {
+        let extra = self
+            .covered
+            .map_or(0, |c| ENTRY_COUNTS_LEN + c.counts.parent.map_or(0, str::len) + c.row.len());
+        let mut out = Vec::with_capacity(ENTRY_FLAGS_LEN + extra);
+        out.push(
+            u8::from(self.excluded_type)
+                | (u8::from(self.ephemeral) << 1)
+                | (u8::from(self.assigned) << 2),
+        );
+        out.extend_from_slice(&self.hidden_until.to_be_bytes());
+        if let Some(Covered { row, counts }) = &self.covered {
+            for n in [counts.dependencies, counts.dependents, counts.comments] {
+                out.extend_from_slice(&n.to_be_bytes());
+            }
+            // Ids are short (the id grammar); a parent that would not fit is left out.
+            let parent = counts.parent.filter(|p| p.len() <= usize::from(u16::MAX));
+            let parent = parent.unwrap_or_default();
+            let parent_len = u16::try_from(parent.len()).unwrap_or_default();
+            out.extend_from_slice(&parent_len.to_be_bytes());
+            out.extend_from_slice(parent.as_bytes());
+            out.extend_from_slice(row);
+        }
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> ReadyEntry {
+    pub fn decode(bytes: &'a [u8]) -> ReadyEntry<'a> {
         let flags = bytes.first().copied().unwrap_or(0);
-        let mut until = [0u8; 8];
-        if bytes.len() >= 9 {
-            until.copy_from_slice(&bytes[1..9]);
-        }
+        let until = bytes.get(1..ENTRY_FLAGS_LEN).and_then(|b| <[u8; 8]>::try_from(b).ok());
         ReadyEntry {
-            hidden_until: i64::from_be_bytes(until),
+            hidden_until: until.map_or(0, i64::from_be_bytes),
             excluded_type: flags & 1 != 0,
             ephemeral: flags & 2 != 0,
             assigned: flags & 4 != 0,
+            covered: bytes.get(ENTRY_FLAGS_LEN..).and_then(decode_covered),
         }
     }
+}
+
+/// What a ready entry carries after its flags; `None` when it carries nothing.
+fn decode_covered(bytes: &[u8]) -> Option<Covered<'_>> {
+    let (counts, rest) = bytes.split_at_checked(ENTRY_COUNTS_LEN)?;
+    let number = |at: usize| counts.get(at..at + 4)?.try_into().ok().map(u32::from_be_bytes);
+    let parent_len = counts.get(12..14)?.try_into().ok().map(u16::from_be_bytes)?;
+    let (parent, row) = rest.split_at_checked(usize::from(parent_len))?;
+    let parent = if parent.is_empty() { None } else { Some(std::str::from_utf8(parent).ok()?) };
+    Some(Covered {
+        row,
+        counts: EntryCounts {
+            dependencies: number(0)?,
+            dependents: number(4)?,
+            comments: number(8)?,
+            parent,
+        },
+    })
 }
 
 /// The ready-index key: priority ascending, then newest first, then id — `bd ready`'s order.
@@ -221,6 +303,9 @@ struct IssueText<'a> {
 pub(crate) trait View {
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError>;
     fn contains(&self, id: &str) -> Result<bool, StoreError>;
+    /// The issue in `row`, a copy of `id`'s row (a ready entry's); a row that does not decode
+    /// is treated as [`View::issue`] treats it.
+    fn issue_in(&self, id: &str, row: &[u8]) -> Result<Option<Issue>, StoreError>;
     /// The edges recorded on `id` (what it depends on).
     fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError>;
     fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError>;
@@ -233,7 +318,7 @@ pub(crate) trait View {
     /// Visits ready-index entries in ready order until `visit` returns false.
     fn scan_ready(
         &self,
-        visit: &mut dyn FnMut(&str, ReadyEntry) -> Result<bool, StoreError>,
+        visit: &mut dyn FnMut(&str, ReadyEntry<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError>;
     /// Visits every issue in id order until `visit` returns false.
     fn scan_issues(
@@ -319,6 +404,10 @@ where
         Ok(self.issues.get(id)?.is_some())
     }
 
+    fn issue_in(&self, id: &str, row: &[u8]) -> Result<Option<Issue>, StoreError> {
+        self.decode_or_skip(id, row)
+    }
+
     fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError> {
         let mut out = Vec::new();
         for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
@@ -374,7 +463,7 @@ where
 
     fn scan_ready(
         &self,
-        visit: &mut dyn FnMut(&str, ReadyEntry) -> Result<bool, StoreError>,
+        visit: &mut dyn FnMut(&str, ReadyEntry<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
         for entry in self.ready.iter()? {
             let (key, value) = entry?;
@@ -532,8 +621,32 @@ mod tests {
 
     #[test]
     fn ready_entries_round_trip() {
-        let entry =
-            ReadyEntry { hidden_until: -5, excluded_type: true, ephemeral: false, assigned: true };
-        assert_eq!(ReadyEntry::decode(&entry.encode()), entry);
+        let counts = Counts { dependencies: 3, dependents: 70_000, comments: 1, parent: None };
+        let with_parent = Counts { parent: Some("t-1.2".into()), ..counts.clone() };
+        let row = br#"{"id":"t-1.2.1"}"#;
+        for covered in [
+            None,
+            Some(Covered { row, counts: EntryCounts::of(&counts) }),
+            Some(Covered { row, counts: EntryCounts::of(&with_parent) }),
+        ] {
+            let entry = ReadyEntry {
+                hidden_until: -5,
+                excluded_type: true,
+                ephemeral: false,
+                assigned: true,
+                covered,
+            };
+            assert_eq!(ReadyEntry::decode(&entry.encode()), entry);
+        }
+        assert_eq!(EntryCounts::of(&with_parent).to_counts(), with_parent);
+    }
+
+    /// Entries written before entries carried rows and counts (nine bytes) still decode.
+    #[test]
+    fn an_entry_without_a_row_decodes_as_such() {
+        let mut old = vec![4u8];
+        old.extend_from_slice(&7i64.to_be_bytes());
+        let entry = ReadyEntry::decode(&old);
+        assert!(entry.assigned && entry.hidden_until == 7 && entry.covered.is_none());
     }
 }

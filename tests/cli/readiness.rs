@@ -801,3 +801,42 @@ fn list_pages_count_and_stale_agree_after_claims_and_closes() {
     let stale = ws.json(&["bd", "stale", "--days", "0", "-n", "2"]);
     assert_eq!(stale.as_array().unwrap().len(), 2);
 }
+
+/// `ready --json` prints each issue as `show --json` does — its fields, its counts and its
+/// parent — after the edges, comments, labels and edits that change them, made on the issue
+/// itself or on the issues at the other end of its edges; and `bd ready --json` the same.
+#[test]
+fn ready_json_prints_each_issue_as_show_does() {
+    let ws = Workspace::new();
+    let parent = ws.create("Parent", &[]);
+    let child = ws.create("Child", &["--parent", &parent]);
+    let other = ws.create("Other", &[]);
+    let gone = ws.create("Gone", &[]);
+    ws.run(&["dep", "add", &other, &child, "--type", "related"]).ok();
+    ws.run(&["dep", "add", &gone, &child, "--type", "related"]).ok();
+    ws.run(&["dep", "add", &child, &other, "--type", "tracks"]).ok();
+    ws.run(&["comment", &child, "first"]).ok();
+    ws.run(&["comment", &parent, "on the parent"]).ok();
+    ws.run(&["label", "add", &child, "ui"]).ok();
+    ws.run(&["update", &child, "--title", "Child renamed"]).ok();
+    ws.run(&["dep", "remove", &child, &other]).ok();
+    ws.run(&["delete", &gone, "--force"]).ok();
+
+    let ready = ws.json(&["ready"]);
+    assert_eq!(ids_of(&ready).len(), 3, "{ready}");
+    for printed in ready.as_array().unwrap() {
+        let shown = ws.show(printed["id"].as_str().unwrap());
+        for (key, value) in printed.as_object().unwrap() {
+            assert_eq!(&shown[key], value, "{key} of {}", printed["id"]);
+        }
+    }
+    let child_printed = ready.as_array().unwrap().iter().find(|i| i["id"] == child).unwrap();
+    assert_eq!(child_printed["title"], "Child renamed");
+    assert_eq!(child_printed["labels"], serde_json::json!(["ui"]));
+    let counts = ["dependency_count", "dependent_count", "comment_count", "parent"]
+        .map(|key| child_printed[key].clone());
+    let one = serde_json::Value::from(1);
+    assert_eq!(counts, [one.clone(), one.clone(), one, serde_json::Value::from(parent)]);
+    let bd = ws.run(&["bd", "ready", "--json"]).ok().json();
+    assert_eq!(bd, ready);
+}

@@ -96,6 +96,6 @@ fn write(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), CliError
         return Err(CliError::new("config key is empty"));
     }
     let store = ctx.open_store()?;
-    store.write(&ctx.actor, ctx.require_store()?.clock, |writer| writer.set_config(key, value))?;
+    store.write(ctx.actor(), ctx.require_store()?.clock, |writer| writer.set_config(key, value))?;
     Ok(())
 }

@@ -290,7 +290,7 @@ fn create_draft(
     if let Some(gate @ "any-children") = gate {
         let store = ctx.open_store()?;
         let id = summary.issue.id.clone();
-        store.write(&ctx.actor, ctx.require_store()?.clock, |writer| {
+        store.write(ctx.actor(), ctx.require_store()?.clock, |writer| {
             Ok(crate::tracker::set_wait_gate(writer, &id, gate)?)
         })?;
     }

@@ -535,7 +535,7 @@ fn closed_lines(closed: &[IssueSummary]) -> String {
 fn claim_next_after_close(ctx: &BdContext) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let clock = ctx.require_store()?.clock;
-    match crate::claim::claim_next(&store, &ctx.actor, clock, &ReadyFilter::default())? {
+    match crate::claim::claim_next(&store, ctx.actor(), clock, &ReadyFilter::default())? {
         Some(issue) => {
             ctx.touch(&issue.id);
             ctx.out.note(&format!("✓ Claimed issue: {}", id_title(&issue)));
@@ -723,7 +723,7 @@ pub(super) fn patch_each(
     patch: &IssuePatch,
 ) -> Result<Vec<IssueSummary>, CliError> {
     let store = ctx.open_store()?;
-    let (changed, _) = store.write(&ctx.actor, ctx.require_store()?.clock, |writer| {
+    let (changed, _) = store.write(ctx.actor(), ctx.require_store()?.clock, |writer| {
         let mut changed = Vec::new();
         for input in ids {
             let request = UpdateRequest {

@@ -372,7 +372,7 @@ pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
         filter.parent = Some(reader.resolve(parent)?);
     }
     let page = reader.ready(&filter, ctx.require_store()?.now())?;
-    let summaries = if ctx.out.json { reader.summaries(&page.issues)? } else { Vec::new() };
+    let summaries = if ctx.out.json { reader.ready_summaries(&page)? } else { Vec::new() };
     ctx.out.emit(&summaries, || {
         if !page.issues.is_empty() {
             return format!("\n{}", fleet::render_ready(&page.issues));
@@ -407,7 +407,7 @@ fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), CliError> {
         filter.parent = Some(store.read()?.resolve(parent)?);
     }
     let claimed =
-        crate::claim::claim_next(&store, &ctx.actor, ctx.require_store()?.clock, &filter)?;
+        crate::claim::claim_next(&store, ctx.actor(), ctx.require_store()?.clock, &filter)?;
     let summaries = match claimed {
         Some(issue) => {
             ctx.touch(&issue.id);

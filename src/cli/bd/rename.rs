@@ -61,7 +61,7 @@ pub fn cmd_rename_prefix(ctx: &BdContext, args: RenamePrefixArgs) -> Result<(), 
         return Ok(());
     }
     ctx.check_writable("rename-prefix")?;
-    store.write(&ctx.actor, ctx.clock, |writer| {
+    store.write(ctx.actor(), ctx.clock, |writer| {
         Ok(crate::tracker::rename_prefix(writer, &plan, &new)?)
     })?;
     let done = serde_json::json!({ "old_prefix": old, "new_prefix": new, "renamed": plan.len() });
