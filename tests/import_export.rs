@@ -1074,4 +1074,29 @@ impl TapTombstones for Value {
         self["tombstones"] = json!(1);
         self
     }
+
+/// A bulk import keeps the order index, status counts and readiness exactly as op-by-op
+/// writes would (`fleet doctor` rebuilds and compares them): into an empty workspace, and
+/// again on top of it, where existence checks fall back to the stored issues.
+#[test]
+fn the_store_is_consistent_after_imports_into_empty_and_filled_workspaces() {
+    let home = Home::empty();
+    home.run(&["import", fixture("beads-git-era-sample.jsonl").to_str().unwrap()]).ok();
+    home.run(&["doctor"]).ok();
+    let dep = |from: &str, to: &str, kind: &str| json!({"issue_id": from, "depends_on_id": to, "type": kind, "created_at": "2026-01-01T00:00:00Z"});
+    let ids = home.issue_ids();
+    let mut epic = issue("bd-zz1", "epic", "2026-02-01T00:00:00Z");
+    epic["issue_type"] = json!("epic");
+    epic["dependencies"] = json!([dep("bd-zz1", &ids[0], "blocks")]);
+    let mut child = issue("bd-zz1.1", "child", "2026-02-01T00:00:00Z");
+    child["dependencies"] = json!([dep("bd-zz1.1", "bd-zz1", "parent-child")]);
+    let mut closed = issue(&ids[1], "closed now", "2027-01-01T00:00:00Z");
+    closed["status"] = json!("closed");
+    let mut blocked = issue(&ids[2], "blocked now", "2027-01-01T00:00:00Z");
+    blocked["dependencies"] = json!([dep(&ids[2], "bd-zz1.1", "blocks")]);
+    let report = home.import(&home.write("more.jsonl", &[epic, child, closed, blocked]), &[]);
+    assert_eq!(report["created"], 2, "{report}");
+    assert_eq!(report["updated"], 2, "{report}");
+    let doctor = home.run(&["doctor"]).ok();
+    assert!(doctor.stdout.contains("order index"), "{}", doctor.stdout);
 }

@@ -19,7 +19,9 @@
 //! Put for changed ones, then DepAdd and Comment ops. A dry run plans against a read
 //! snapshot and writes nothing.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use jiff::Timestamp;
 use petgraph::acyclic::Acyclic;
@@ -171,7 +173,9 @@ pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch
             .collect();
         workers.into_iter().map(|w| w.join().expect("a parsing thread does not panic")).collect()
     });
-    let mut batch = Batch { lines: lines.len(), ..Batch::default() };
+    // Sized up front: a records vector grown by doubling would briefly hold two copies.
+    let records = Vec::with_capacity(parsed.iter().map(Vec::len).sum());
+    let mut batch = Batch { lines: lines.len(), records, ..Batch::default() };
     for (number, line) in parsed.into_iter().flatten() {
         match line {
             Ok(Line::Issue(record)) => batch.records.push((number, *record)),
@@ -326,14 +330,14 @@ pub fn run(
     let expected = Expected::of(&batch);
     if options.dry_run {
         let reader = store.read()?;
-        let plan = plan(Known(Some(reader.view())), store.prefix(), batch, progress)?;
+        let plan = plan(Known::of(reader.view())?, store.prefix(), batch, progress)?;
         let mut report = plan.report(true);
         report.fidelity = Fidelity { source: expected.source(), store: None };
         return Ok(report);
     }
     let (mut report, applied) = store.write(actor, clock, |writer| {
-        writer.begin_bulk();
-        let plan = plan(Known(Some(writer.view())), store.prefix(), batch, progress)?;
+        writer.begin_bulk()?;
+        let plan = plan(Known::of(writer.view())?, store.prefix(), batch, progress)?;
         plan.apply(writer, progress)
     })?;
     let reader = store.read()?;
@@ -559,7 +563,7 @@ fn plan_deps(
     for planned in issues.iter_mut() {
         for dep in std::mem::take(&mut planned.deps) {
             let target_known =
-                index.contains_key(&dep.depends_on_id) || view.issue(&dep.depends_on_id)?.is_some();
+                index.contains_key(&dep.depends_on_id) || view.contains(&dep.depends_on_id)?;
             if let Err((dep, reason)) = edges.consider(dep, target_known)? {
                 report.skipped_dependencies.push(SkippedDependency {
                     issue_id: dep.issue_id,
@@ -822,12 +826,22 @@ fn creation_order(
     (order, attached, later)
 }
 
-/// What the store holds, as the planner asks it; `None` is a workspace that does not exist
-/// yet (a dry run before the first import).
+/// What the store holds, as the planner asks it; `None` is a workspace that holds nothing
+/// (or does not exist yet: a dry run before the first import), which is asked nothing.
 #[derive(Clone, Copy)]
 struct Known<'a>(Option<&'a dyn View>);
 
-impl Known<'_> {
+impl<'a> Known<'a> {
+    /// The store seen through `view`; an empty one needs no lookups at all (it has no edges
+    /// or comments without issues).
+    fn of(view: &'a dyn View) -> Result<Known<'a>, StoreError> {
+        Ok(Known((view.issue_count()? > 0).then_some(view)))
+    }
+
+    fn contains(&self, id: &str) -> Result<bool, StoreError> {
+        self.0.map_or(Ok(false), |view| view.contains(id))
+    }
+
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
         self.0.map_or(Ok(None), |view| view.issue(id))
     }

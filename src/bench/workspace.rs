@@ -80,7 +80,7 @@ pub fn fill_fleet(workspace: &Path, plan: &[PlannedIssue]) -> Result<Vec<String>
     check_edges_point_back(plan)?;
     let store = Store::init(&fleet_store_dir(workspace), PREFIX)?;
     let (ids, _) = store.write(FILLER, Clock::System, |writer| {
-        writer.begin_bulk();
+        writer.begin_bulk()?;
         let mut ids: Vec<String> = Vec::with_capacity(plan.len());
         for (index, planned) in plan.iter().enumerate() {
             let issue = planned_issue(writer, index, planned)?;

@@ -77,6 +77,9 @@ pub(super) const NOT_JOURNALED: u64 = 0;
 /// about a megabyte for imported issues.
 pub const BULK_ENTRIES: usize = 1000;
 
+/// How many bulk ops' journal rows may wait, encoded, for the writer to reach them.
+const ROWS_AHEAD: usize = 4;
+
 /// Length of the replica tag in child ids made away from the parent's home replica.
 const REPLICA_TAG_LEN: usize = 6;
 
@@ -301,18 +304,25 @@ impl Writer<'_> {
 
     /// Journals `op`, whose journal row ([`encode_op`]) is `row`.
     fn journal_row(&mut self, op: Op, row: &[u8]) -> Result<(), StoreError> {
+        self.journal_entry(&op, row)?;
+        self.applied.push(op);
+        Ok(())
+    }
+
+    /// Writes `op`'s journal row and its op-id index entry (not yet counted as applied).
+    fn journal_entry(&mut self, op: &Op, row: &[u8]) -> Result<(), StoreError> {
         self.journal_seq += 1;
         self.journal.insert(self.journal_seq, row)?;
         self.op_ids.insert(op.meta.id.0, self.journal_seq)?;
-        self.applied.push(op);
         Ok(())
     }
 
     /// Applies `entries`, made here, as bulk ops ([`OpKind::Bulk`]) of at most
     /// [`BULK_ENTRIES`] entries each: the records of an import. The ops' journal rows are
-    /// encoded on another core while this one writes the tables. An entry the rules refuse is
-    /// an error, after which the transaction must be abandoned (the import's is). Returns how
-    /// many ops were journaled.
+    /// encoded on another core while this one writes the tables, a few rows ahead of it (so
+    /// the rows of a large import are never all in memory at once). An entry the rules refuse
+    /// is an error, after which the transaction must be abandoned (the import's is). Returns
+    /// how many ops were journaled.
     pub fn apply_bulk(&mut self, entries: Vec<OpKind>) -> Result<usize, StoreError> {
         let mut ops = Vec::with_capacity(entries.len().div_ceil(BULK_ENTRIES));
         let mut entries = entries.into_iter().peekable();
@@ -323,35 +333,45 @@ impl Writer<'_> {
             }
             ops.push(self.stamp(OpKind::Bulk { ops: chunk }));
         }
-        let (changed, rows) = std::thread::scope(|scope| {
-            let encoder = scope.spawn(|| ops.iter().map(encode_op).collect::<Vec<_>>());
-            let changed = self.mutate_made_here(&ops);
-            let rows = encoder.join().expect("encoding journal rows does not panic");
-            changed.map(|changed| (changed, rows))
+        let changed = std::thread::scope(|scope| {
+            let (rows, received) = std::sync::mpsc::sync_channel(ROWS_AHEAD);
+            let made = &ops;
+            scope.spawn(move || {
+                // Stops early only when the writer has failed and dropped its end.
+                made.iter().try_for_each(|op| rows.send(encode_op(op)))
+            });
+            self.mutate_made_here(made, &received)
         })?;
         let mut journaled = 0;
-        for ((op, row), changed) in ops.into_iter().zip(rows).zip(changed) {
+        for (op, changed) in ops.into_iter().zip(changed) {
             if changed {
-                self.journal_row(op, &row)?;
+                self.applied.push(op);
                 journaled += 1;
             }
         }
         Ok(journaled)
     }
 
-    /// Applies ops made here (stamped, not yet journaled) and says which changed anything.
-    fn mutate_made_here(&mut self, ops: &[Op]) -> Result<Vec<bool>, StoreError> {
+    /// Applies ops made here (stamped, not yet journaled), journaling each that changed
+    /// anything with its row from `rows` (one row per op, in order), and says which did.
+    fn mutate_made_here(
+        &mut self,
+        ops: &[Op],
+        rows: &std::sync::mpsc::Receiver<Vec<u8>>,
+    ) -> Result<Vec<bool>, StoreError> {
         self.bulk_strict = true;
         let mut changed = Vec::with_capacity(ops.len());
         for op in ops {
             self.note_order(op);
             let seeds = self.mutate(op)?;
+            let row = rows.recv().expect("the encoder sends one row per op");
             changed.push(seeds.is_some());
             match (seeds, &mut self.deferred_seeds) {
                 (Some(seeds), Some(pending)) => pending.extend(seeds),
                 (Some(seeds), None) => self.refresh(seeds)?,
-                (None, _) => {}
+                (None, _) => continue,
             }
+            self.journal_entry(op, &row)?;
         }
         Ok(changed)
     }
@@ -382,7 +402,7 @@ impl Writer<'_> {
     /// The next child id of `parent`: `<parent>.<n>` on the parent's home replica,
     /// `<parent>.<n>_<tag>` elsewhere (module docs, "Child ids").
     fn next_child_id(&self, parent: &str) -> Result<String, StoreError> {
-        if !self.tables.contains(parent)? {
+        if !self.has_issue(parent)? {
             return Err(StoreError::NotFound(parent.to_string()));
         }
         let candidate_depth = id::child_depth(parent) + 1;
@@ -412,7 +432,7 @@ impl Writer<'_> {
         replica: &str,
     ) -> Result<Seeds, StoreError> {
         id::check_id(&issue.id)?;
-        if self.tables.contains(&issue.id)? {
+        if self.has_issue(&issue.id)? {
             return Err(StoreError::AlreadyExists(issue.id.clone()));
         }
         validate_fields(issue)?;
@@ -628,12 +648,15 @@ impl Writer<'_> {
         }
         self.index_order(Some(&old), None)?;
         self.tables.issues.remove(id)?;
+        if let Some(bulk) = &mut self.bulk_ids {
+            bulk.ids.remove(id);
+        }
         self.tables.meta.remove(format!("{}{id}", meta::ORIGIN).as_str())?;
         Ok(Some(seeds))
     }
 
     fn dep_add(&mut self, dep: &Dependency) -> Result<Seeds, StoreError> {
-        if !self.tables.contains(&dep.issue_id)? {
+        if !self.has_issue(&dep.issue_id)? {
             return Err(StoreError::NotFound(dep.issue_id.clone()));
         }
         match self.check_edge(dep)? {
@@ -666,7 +689,7 @@ impl Writer<'_> {
     }
 
     fn comment(&mut self, comment: &Comment) -> Result<Seeds, StoreError> {
-        if !self.tables.contains(&comment.issue_id)? {
+        if !self.has_issue(&comment.issue_id)? {
             return Err(StoreError::NotFound(comment.issue_id.clone()));
         }
         let seq = self.tables.meta_u64(meta::COMMENT_SEQ)? + 1;
@@ -701,7 +724,7 @@ impl Writer<'_> {
         if from == to {
             return Err(StoreError::SelfDependency(from.to_string()));
         }
-        if !self.tables.contains(to)? && !crate::model::is_foreign_ref(to, &self.prefix) {
+        if !self.has_issue(to)? && !crate::model::is_foreign_ref(to, &self.prefix) {
             return Err(StoreError::NotFound(to.to_string()));
         }
         if let Some(existing) = self.tables.dep(from, to)? {
@@ -768,6 +791,11 @@ impl Writer<'_> {
         let row = serde_json::to_vec(issue).expect("an issue serialises");
         self.tables.issues.insert(issue.id.as_str(), row.as_slice())?;
         self.touched.insert(issue.id.clone());
+        if let Some(bulk) = &mut self.bulk_ids
+            && old.is_none()
+        {
+            bulk.ids.insert(issue.id.clone());
+        }
         Ok(())
     }
 }

@@ -978,6 +978,8 @@ pub struct Writer<'t> {
     deferred_seeds: Option<std::collections::BTreeSet<String>>,
     /// In bulk mode, the caller has already refused edges that would close a cycle.
     bulk_acyclic: bool,
+    /// In bulk mode, the ids of the issues written so far ([`Writer::has_issue`]).
+    bulk_ids: Option<BulkIds>,
     /// Whether a refused entry of a bulk op fails the op (ops made here) or is skipped (ops
     /// replayed from elsewhere); set before each op is applied.
     bulk_strict: bool,
@@ -992,6 +994,14 @@ pub struct Writer<'t> {
     /// or added or removed an edge of theirs or a comment on them): seeds of its readiness
     /// refresh, which writes their entries again.
     touched: std::collections::BTreeSet<String>,
+}
+
+/// The issues a bulk-mode [`Writer`] has written: every id written and not deleted since bulk
+/// mode began, plus, when `complete` (the store was empty then), the knowledge that no other
+/// issue exists.
+struct BulkIds {
+    ids: foldhash::HashSet<String>,
+    complete: bool,
 }
 
 impl<'t> Writer<'t> {
@@ -1034,6 +1044,7 @@ impl<'t> Writer<'t> {
             clock_received: false,
             deferred_seeds: None,
             bulk_acyclic: false,
+            bulk_ids: None,
             bulk_strict: false,
             sidelined,
             order_high,
@@ -1153,9 +1164,25 @@ impl<'t> Writer<'t> {
     /// transaction finishes, instead of after every op; and, because the caller promises to
     /// have refused cycle-closing edges itself (over the whole batch, with petgraph), edges are
     /// not walked one by one.
-    pub fn begin_bulk(&mut self) {
+    ///
+    /// The ids of issues written from here on are kept in memory, so the existence checks of
+    /// the batch's edges and comments are a hash lookup instead of a walk down the issue table
+    /// (and none at all for a store that started empty).
+    pub fn begin_bulk(&mut self) -> Result<(), StoreError> {
         self.deferred_seeds.get_or_insert_with(Default::default);
         self.bulk_acyclic = true;
+        let complete = self.tables.issue_count()? == 0;
+        self.bulk_ids = Some(BulkIds { ids: foldhash::HashSet::default(), complete });
+        Ok(())
+    }
+
+    /// Whether issue `id` exists, as this transaction sees it.
+    pub(super) fn has_issue(&self, id: &str) -> Result<bool, StoreError> {
+        match &self.bulk_ids {
+            Some(bulk) if bulk.ids.contains(id) => Ok(true),
+            Some(bulk) if bulk.complete => Ok(false),
+            _ => self.tables.contains(id),
+        }
     }
 
     fn finish(mut self) -> Result<Vec<Op>, StoreError> {
