@@ -1074,6 +1074,7 @@ impl TapTombstones for Value {
         self["tombstones"] = json!(1);
         self
     }
+}
 
 /// A bulk import keeps the order index, status counts and readiness exactly as op-by-op
 /// writes would (`fleet doctor` rebuilds and compares them): into an empty workspace, and
