@@ -71,11 +71,11 @@ pub fn run_worker(
         (Engine::Fleet, WorkerMode::Once | WorkerMode::Loop) => {
             let dir = fleet_store_dir(workspace);
             let mut store = None;
+            let mut session = client::Session::new(&dir);
             claim_until(mode, || {
                 let request = Request::ClaimNext { filter: ReadyFilter::default() };
-                let reply = client::submit(&dir, actor, Clock::System, request, || {
-                    opened(&mut store, &dir)
-                })?;
+                let reply =
+                    session.submit(actor, Clock::System, request, || opened(&mut store, &dir))?;
                 Ok(reply.into_claimed()?.map(|summary| summary.issue.id))
             })
         }

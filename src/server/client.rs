@@ -157,38 +157,74 @@ pub fn submit<E: From<StoreError>, S: Borrow<Store>>(
     request: Request,
     open: impl FnOnce() -> Result<S, E>,
 ) -> Result<Reply, E> {
-    let envelope = envelope(actor, clock, request);
-    let sent = if direct_only() {
-        Sent::NotServed("FLEET_DIRECT is set".into())
-    } else {
-        match Connection::open(dir, deadline()) {
-            Ok(mut connection) => connection.send(&envelope),
-            Err(why) => Sent::NotServed(why),
+    Session::new(dir).submit(actor, clock, request, open)
+}
+
+/// A client that sends many requests (a long-lived process): it keeps its connection to the
+/// server between requests instead of connecting for each.
+pub struct Session<'d> {
+    dir: &'d Path,
+    connection: Option<Connection>,
+}
+
+impl<'d> Session<'d> {
+    pub fn new(dir: &'d Path) -> Session<'d> {
+        Session { dir, connection: None }
+    }
+
+    /// [`submit`] on this session's connection, made or remade as needed.
+    pub fn submit<E: From<StoreError>, S: Borrow<Store>>(
+        &mut self,
+        actor: &str,
+        clock: Clock,
+        request: Request,
+        open: impl FnOnce() -> Result<S, E>,
+    ) -> Result<Reply, E> {
+        let envelope = envelope(actor, clock, request);
+        let check = match self.send(&envelope) {
+            Sent::Answered(Outcome::Applied(reply)) => return Ok(reply),
+            Sent::Answered(Outcome::Refused(refusal)) => {
+                return Err(StoreError::from(refusal).into());
+            }
+            Sent::Answered(Outcome::Direct(why)) => {
+                tracing::debug!(%why, "the server left the request to this command");
+                Some(envelope.id)
+            }
+            Sent::NotServed(why) | Sent::Unanswered(why) if server_required() => {
+                return Err(StoreError::Refused(format!(
+                    "FLEET_REQUIRE_SERVER is set and no server answered: {why}"
+                ))
+                .into());
+            }
+            Sent::NotServed(why) => {
+                tracing::debug!(%why, "no server; applying the request directly");
+                None
+            }
+            Sent::Unanswered(why) => {
+                tracing::info!(%why, "no answer from the server; applying the request directly unless it was applied");
+                Some(envelope.id)
+            }
+        };
+        Ok(apply_directly(open()?.borrow(), actor, clock, check, &envelope.request)?)
+    }
+
+    fn send(&mut self, envelope: &Envelope) -> Sent {
+        if direct_only() {
+            return Sent::NotServed("FLEET_DIRECT is set".into());
         }
-    };
-    let check = match sent {
-        Sent::Answered(Outcome::Applied(reply)) => return Ok(reply),
-        Sent::Answered(Outcome::Refused(refusal)) => return Err(StoreError::from(refusal).into()),
-        Sent::Answered(Outcome::Direct(why)) => {
-            tracing::debug!(%why, "the server left the request to this command");
-            Some(envelope.id)
+        let mut connection = match self.connection.take() {
+            Some(connection) => connection,
+            None => match Connection::open(self.dir, deadline()) {
+                Ok(connection) => connection,
+                Err(why) => return Sent::NotServed(why),
+            },
+        };
+        let sent = connection.send(envelope);
+        if matches!(sent, Sent::Answered(_)) {
+            self.connection = Some(connection);
         }
-        Sent::NotServed(why) | Sent::Unanswered(why) if server_required() => {
-            return Err(StoreError::Refused(format!(
-                "FLEET_REQUIRE_SERVER is set and no server answered: {why}"
-            ))
-            .into());
-        }
-        Sent::NotServed(why) => {
-            tracing::debug!(%why, "no server; applying the request directly");
-            None
-        }
-        Sent::Unanswered(why) => {
-            tracing::info!(%why, "no answer from the server; applying the request directly unless it was applied");
-            Some(envelope.id)
-        }
-    };
-    Ok(apply_directly(open()?.borrow(), actor, clock, check, &envelope.request)?)
+        sent
+    }
 }
 
 /// Applies `request` in a transaction of its own; with `check`, only if that request id is

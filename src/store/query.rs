@@ -887,6 +887,13 @@ impl Writer<'_> {
         detail(self.view(), id)
     }
 
+    /// Issue `id` with its counts and parent, as `list` prints it: what [`Writer::detail`]
+    /// gives as its summary, without reading the linked issues and comments.
+    pub fn summary_of(&self, id: &str) -> Result<IssueSummary, StoreError> {
+        let issue = self.view().issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+        summarize(self.view(), issue)
+    }
+
     pub fn comments(&self, id: &str) -> Result<Vec<Comment>, StoreError> {
         self.view().comments_of(id)
     }

@@ -223,7 +223,7 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
 }
 
 fn summary(writer: &Writer<'_>, id: &str) -> Result<Summary, StoreError> {
-    Ok(writer.detail(id)?.summary.into())
+    Ok(writer.summary_of(id)?.into())
 }
 
 /// Closes each issue that passes the close guards (or all, with `force`); ids that do not
