@@ -210,7 +210,7 @@ fn accept_loop(listener: &UnixListener, jobs: &Sender<Job>, stopping: &AtomicBoo
 fn serve_connection(mut stream: UnixStream, jobs: &Sender<Job>) {
     let _ = stream.set_read_timeout(Some(IDLE));
     loop {
-        let frame: serde_json::Value = match wire::read_frame(&mut stream) {
+        let frame = match wire::read_frame_bytes(&mut stream) {
             Ok(Some(frame)) => frame,
             Ok(None) => return,
             Err(error) => {
@@ -226,28 +226,37 @@ fn serve_connection(mut stream: UnixStream, jobs: &Sender<Job>) {
     }
 }
 
-/// The answer to one frame; `None` when the committer is gone.
-fn answer_frame(frame: serde_json::Value, jobs: &Sender<Job>) -> Option<Answer> {
-    let id = frame
-        .get("id")
-        .and_then(|id| serde_json::from_value::<ulid::Ulid>(id.clone()).ok())
-        .unwrap_or_default();
-    let direct =
-        |why: String| Answer { version: PROTOCOL_VERSION, id, outcome: Outcome::Direct(why) };
-    let version = frame.get("version").and_then(serde_json::Value::as_u64);
-    if version != Some(u64::from(PROTOCOL_VERSION)) {
-        return Some(direct(format!(
-            "protocol version {version:?}; this server speaks {PROTOCOL_VERSION}"
-        )));
-    }
-    let envelope: Envelope = match serde_json::from_value(frame) {
-        Ok(envelope) => envelope,
-        Err(error) => return Some(direct(format!("request not understood: {error}"))),
+/// The answer to one frame; `None` when the committer is gone. An envelope of this protocol
+/// decodes at once; anything else is looked at only for its id and version, and answered
+/// with [`Outcome::Direct`].
+fn answer_frame(frame: Vec<u8>, jobs: &Sender<Job>) -> Option<Answer> {
+    let envelope = match serde_json::from_slice::<Envelope>(&frame) {
+        Ok(envelope) if envelope.version == PROTOCOL_VERSION => envelope,
+        parsed => return Some(not_understood(&frame, parsed.err())),
     };
+    let id = envelope.id;
     let (answer, answered) = sync_channel(1);
     jobs.send(Job { envelope, answer }).ok()?;
     let outcome = answered.recv().ok()?;
     Some(Answer { version: PROTOCOL_VERSION, id, outcome })
+}
+
+/// The answer to a frame that is not an envelope of this protocol: [`Outcome::Direct`], under
+/// its id when it has one.
+fn not_understood(frame: &[u8], error: Option<serde_json::Error>) -> Answer {
+    let value: serde_json::Value = serde_json::from_slice(frame).unwrap_or_default();
+    let id = value
+        .get("id")
+        .and_then(|id| serde_json::from_value::<ulid::Ulid>(id.clone()).ok())
+        .unwrap_or_default();
+    let version = value.get("version").and_then(serde_json::Value::as_u64);
+    let why = match error {
+        Some(error) if version == Some(u64::from(PROTOCOL_VERSION)) => {
+            format!("request not understood: {error}")
+        }
+        _ => format!("protocol version {version:?}; this server speaks {PROTOCOL_VERSION}"),
+    };
+    Answer { version: PROTOCOL_VERSION, id, outcome: Outcome::Direct(why) }
 }
 
 /// The committer thread: takes every request waiting, commits them as one group, answers.

@@ -58,8 +58,16 @@ pub fn write_frame(stream: &mut impl Write, value: &impl Serialize) -> std::io::
     stream.flush()
 }
 
-/// Reads one frame; `Ok(None)` at a clean end of stream before a frame starts.
+/// Reads one frame and decodes it; `Ok(None)` at a clean end of stream before a frame starts.
 pub fn read_frame<T: DeserializeOwned>(stream: &mut impl Read) -> std::io::Result<Option<T>> {
+    let Some(body) = read_frame_bytes(stream)? else { return Ok(None) };
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Reads the body of one frame; `Ok(None)` at a clean end of stream before a frame starts.
+pub fn read_frame_bytes(stream: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match stream.read_exact(&mut len) {
         Ok(()) => {}
@@ -75,7 +83,5 @@ pub fn read_frame<T: DeserializeOwned>(stream: &mut impl Read) -> std::io::Resul
     }
     let mut body = vec![0u8; len];
     stream.read_exact(&mut body)?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    Ok(Some(body))
 }
