@@ -8,6 +8,7 @@
 mod bd;
 mod claim;
 mod comment;
+mod completions;
 mod config;
 mod context;
 mod control;
@@ -152,6 +153,8 @@ pub enum Command {
     /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
     /// max_concurrent at once, until Ctrl-C.
     Run(run::RunArgs),
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish.
+    Completions(completions::CompletionsArgs),
     /// Serve the workspace's writes on its socket while no supervisor runs (`fleet run`
     /// serves its workspace itself): commands send their writes there and they are committed
     /// in groups. Until Ctrl-C or SIGTERM.
@@ -290,6 +293,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Export(args) => transfer::cmd_export(&ctx, args),
         Command::Run(args) => run::cmd_run(&ctx, args),
         Command::Serve(args) => serve::cmd_serve(&ctx, args),
+        Command::Completions(args) => completions::cmd_completions(args),
         Command::Journal(command) => journal::cmd_journal(&ctx, command),
         Command::Rebuild(args) => rebuild::cmd_rebuild(&ctx, args),
         Command::Remote(command) => sync::cmd_remote(&ctx, command),

@@ -318,3 +318,21 @@ fn a_closed_stdout_is_not_an_error() {
         assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{args:?}");
     }
 }
+
+/// `fleet completions SHELL` prints a completion script that knows the commands, also
+/// without any workspace; an unknown shell is a usage error naming the choices.
+#[test]
+fn completion_scripts_know_the_commands() {
+    let ws = Workspace::empty();
+    let bash = ws.run(&["completions", "bash"]).ok().stdout;
+    assert!(bash.starts_with("_fleet()"), "{bash}");
+    for command in ["serve", "tasks", "ready", "claim"] {
+        assert!(bash.contains(command), "bash completion lacks {command}");
+    }
+    let zsh = ws.run(&["completions", "zsh"]).ok().stdout;
+    assert!(zsh.starts_with("#compdef fleet"), "{zsh}");
+    let fish = ws.run(&["completions", "fish"]).ok().stdout;
+    assert!(fish.contains("complete -c fleet"), "{fish}");
+    let bad = ws.run(&["completions", "tcsh"]).fails(2);
+    assert!(bad.stderr.contains("possible values"), "{}", bad.stderr);
+}
