@@ -46,9 +46,12 @@ pub use error::{CliError, exit_code};
 use context::{ContextArgs, Personality};
 use output::Mode;
 
+/// fleet's version and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("FLEET_COMMIT"), ")");
+
 /// fleet: a native beads-compatible task queue for fleets of coding agents.
 #[derive(Debug, Parser)]
-#[command(name = "fleet", version, about, max_term_width = 100)]
+#[command(name = "fleet", version = VERSION, about, max_term_width = 100)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,

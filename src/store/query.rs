@@ -1217,8 +1217,19 @@ mod tests {
         Store::init(&dir.path().join(name).join(".beads"), "t").unwrap()
     }
 
+    /// 24 cases, with the seeds of past failures kept next to this file
+    /// (`query.proptest-regressions`), not in a directory at the top of the repository.
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+            )),
+            ..ProptestConfig::with_cases(24)
+        }
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
+        #![proptest_config(config())]
 
         #[test]
         fn index_driven_reads_match_full_scans(steps in prop::collection::vec(step(), 1..60)) {
@@ -1239,7 +1250,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
+        #![proptest_config(config())]
 
         /// The rows and counts the ready index carries stay right through random histories, a
         /// merge that re-applies every op in the total order, and a bulk op (an import)

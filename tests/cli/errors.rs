@@ -394,7 +394,9 @@ fn usage_errors_exit_2() {
     for command in ["create", "list", "ready", "show", "update", "close", "dep", "claim"] {
         assert!(run.stdout.contains(&format!("\n  {command} ")), "{command} in --help");
     }
-    assert!(ws.run(&["--version"]).ok().stdout.starts_with("fleet "));
+    let version = ws.run(&["--version"]).ok().stdout;
+    assert!(version.starts_with(&format!("fleet {} (", env!("CARGO_PKG_VERSION"))), "{version}");
+    assert!(version.trim_end().ends_with(')'), "the commit it was built from: {version}");
     assert!(ws.run(&["create", "--help"]).ok().stdout.contains("--parent"));
 }
 
