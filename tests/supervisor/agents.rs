@@ -135,8 +135,9 @@ fn context_pressure_releases_without_charge_and_the_next_run_starts_fresh() {
     let fleet = Fleet::new(&[("context_pressure_threshold_pct", "90")]);
     // First run: the prompt grows to 95 % of the 200k window and the agent goes on working
     // (sleeping), so the supervisor stops it at 90 % before it could close — without the
-    // sleep, its `bd close` could land before the stop. The second run finishes.
-    let id = fleet.task("Big refactor", &["once context 95", "once sleep 8", "close refactored"]);
+    // sleep, its `bd close` could land before the stop. The stop comes before the sleep's
+    // `once` marker is written, so the second run sleeps too, then finishes.
+    let id = fleet.task("Big refactor", &["once context 95", "once sleep 3", "close refactored"]);
 
     let run = fleet.run_until_idle(&[]).ok();
 
