@@ -195,6 +195,25 @@ pub fn assert_both_close(scene: &Scene, second: &str) {
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
 
+/// Runs the supervisor on `scene`'s stalling agent and asserts the runner killed it (leaving
+/// no process behind), released the task uncharged and counted the stall.
+#[track_caller]
+pub fn assert_stall_killed_released_and_counted(scene: &Scene) {
+    let mut supervisor = scene.start_with(false, &[]);
+    let finished = supervisor.wait_finished(&scene.id, "stall-requeued", DEADLINE);
+    let left_while_running =
+        scene.sandbox.wait_no_processes(Some(supervisor.pid()), Duration::from_secs(10));
+    let status = supervisor.terminate(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert!(finished.is_some(), "the attempt ends as a stall{}", context());
+    assert!(left_while_running.is_empty(), "left behind: {left_while_running:?}{}", context());
+    assert!(status.is_some_and(|s| s.success()), "{}", context());
+    let issue = scene.sandbox.show(&scene.id);
+    assert_released_uncharged(&issue, &context);
+    assert_eq!(counter(&issue, "stalls"), 1, "{}", context());
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}
+
 /// Everything known about a scenario, for a failure message.
 pub fn diagnose(sandbox: &Sandbox, supervisor: &Supervisor, mock: &MockApi, id: &str) -> String {
     format!(

@@ -154,19 +154,7 @@ fn opencode_context_pressure_stops_the_agent_and_a_fresh_session_finishes() {
 fn opencode_stall_is_killed_released_and_counted() {
     let Some(cli) = agent_cli("opencode") else { return };
     let scene = new_scene_with(&cli, "stall", &[("stall_timeout_secs", "8")]);
-    let mut supervisor = scene.start_with(false, &[]);
-    let finished = supervisor.wait_finished(&scene.id, "stall-requeued", DEADLINE);
-    let left_while_running =
-        scene.sandbox.wait_no_processes(Some(supervisor.pid()), Duration::from_secs(10));
-    let status = supervisor.terminate(DEADLINE);
-    let context = scene.context(&supervisor);
-    assert!(finished.is_some(), "the attempt ends as a stall{}", context());
-    assert!(left_while_running.is_empty(), "left behind: {left_while_running:?}{}", context());
-    assert!(status.is_some_and(|s| s.success()), "{}", context());
-    let issue = scene.sandbox.show(&scene.id);
-    assert_released_uncharged(&issue, &context);
-    assert_eq!(counter(&issue, "stalls"), 1, "{}", context());
-    assert_no_leftovers(&scene.sandbox, None, &context);
+    crate::assert_stall_killed_released_and_counted(&scene);
 }
 
 #[test]
