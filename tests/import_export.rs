@@ -1101,3 +1101,43 @@ fn the_store_is_consistent_after_imports_into_empty_and_filled_workspaces() {
     let doctor = home.run(&["doctor"]).ok();
     assert!(doctor.stdout.contains("order index"), "{}", doctor.stdout);
 }
+
+/// The store side of the fidelity table is the same whether the import makes up most of the
+/// store (read table by table) or a small part of it (each imported issue looked up): a
+/// repeated comment, an edge of another type than the stored one, a label and an edge to a
+/// stored issue are each counted once, and the store's own issues do not inflate the counts.
+#[test]
+fn fidelity_counts_agree_for_small_and_large_imports() {
+    let lines = [
+        json!({"id": "fd-a", "title": "A", "status": "open", "priority": 1, "issue_type": "task",
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "labels": ["x", "y", "x"],
+            "dependencies": [
+                {"issue_id": "fd-a", "depends_on_id": "fd-b", "type": "blocks"},
+                {"issue_id": "fd-a", "depends_on_id": "fd-gone", "type": "blocks"}],
+            "comments": [
+                {"id": 1, "issue_id": "fd-a", "author": "ann", "text": "hi", "created_at": "2026-01-01T00:00:00Z"},
+                {"id": 2, "issue_id": "fd-a", "author": "ann", "text": "hi", "created_at": "2026-01-01T00:00:00Z"}]}),
+        json!({"id": "fd-b", "title": "B", "status": "open", "priority": 2, "issue_type": "task",
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "dependencies": [{"issue_id": "fd-b", "depends_on_id": "fd-c", "type": "related"}]}),
+        json!({"id": "fd-c", "title": "C", "status": "closed", "priority": 2, "issue_type": "task",
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "closed_at": "2026-01-02T00:00:00Z"}),
+    ];
+    let alone = Home::initialised("fd");
+    let file = alone.write("small.jsonl", &lines);
+    let scanned = alone.import(&file, &[]);
+
+    let crowded = Home::initialised("fd");
+    for n in 0..20 {
+        crowded.run(&["create", &format!("Already here {n}"), "--labels", "x"]).ok();
+    }
+    let looked_up = crowded.import(&file, &[]);
+
+    let expected = json!({"issues": 3, "edges": {"blocks": 1, "related": 1}, "comments": 2,
+        "labels": 2, "memories": 0, "tombstones": 0});
+    assert_eq!(scanned["fidelity"]["store"], expected, "{scanned}");
+    assert_eq!(looked_up["fidelity"]["store"], expected, "{looked_up}");
+    assert_eq!(scanned["fidelity"]["source"]["edges"], json!({"blocks": 2, "related": 1}));
+}

@@ -327,7 +327,9 @@ pub fn run(
     options: &ImportOptions,
     progress: &dyn Progress,
 ) -> Result<ImportReport, BeadsError> {
+    let started = std::time::Instant::now();
     let expected = Expected::of(&batch);
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: source counted");
     if options.dry_run {
         let reader = store.read()?;
         let plan = plan(Known::of(reader.view())?, store.prefix(), batch, progress)?;
@@ -338,10 +340,15 @@ pub fn run(
     let (mut report, applied) = store.write(actor, clock, |writer| {
         writer.begin_bulk()?;
         let plan = plan(Known::of(writer.view())?, store.prefix(), batch, progress)?;
-        plan.apply(writer, progress)
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: planned");
+        let report = plan.apply(writer, progress);
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: applied");
+        report
     })?;
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: committed");
     let reader = store.read()?;
     let stored = expected.stored(reader.view(), &reader.config_all()?)?;
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: store counted");
     report.fidelity = Fidelity { source: expected.source(), store: Some(stored) };
     // The applied ops hold a copy of everything imported; freeing a large import's worth of
     // small allocations takes a noticeable fraction of a second, which nobody needs to wait for.

@@ -231,7 +231,9 @@ fn import_source(
     target_dir: &Path,
 ) -> Result<(), CliError> {
     let show_bar = std::io::stderr().is_terminal() && !ctx.out.json && !ctx.out.quiet;
+    let started = std::time::Instant::now();
     let (mut batch, bar) = read_source(ctx, source, target_dir, show_bar)?;
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: source read");
     if !args.skip_bad_lines
         && let Some(error) = batch.first_error()
     {

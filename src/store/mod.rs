@@ -725,9 +725,14 @@ impl Store {
         let (result, applied) = {
             let mut writer = Writer::begin(&txn, self, actor, clock)?;
             let result = body(&mut writer)?;
-            (result, writer.finish()?)
+            let started = std::time::Instant::now();
+            let applied = writer.finish()?;
+            tracing::trace!(ms = started.elapsed().as_millis() as u64, "write: finished");
+            (result, applied)
         };
+        let started = std::time::Instant::now();
         txn.commit()?;
+        tracing::trace!(ms = started.elapsed().as_millis() as u64, "write: committed");
         Ok((result, applied))
     }
 

@@ -265,6 +265,10 @@ pub(crate) fn decode_issue_of(id: &str, bytes: &[u8]) -> Result<Issue, StoreErro
         .map_err(|e| StoreError::Corrupt(format!("issue {id}: its row does not decode ({e})")))
 }
 
+pub(crate) fn decode_comment(bytes: &[u8]) -> Result<Comment, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("comment row: {e}")))
+}
+
 pub(crate) fn decode_dep(bytes: &[u8]) -> Result<Dependency, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))
 }
@@ -332,6 +336,17 @@ pub(crate) trait View {
     fn issue_count(&self) -> Result<u64, StoreError>;
     /// Visits every dependency edge in (issue, target) order until `visit` returns false.
     fn scan_deps(&self, visit: &mut dyn FnMut(Dependency) -> bool) -> Result<(), StoreError>;
+    /// Visits every (issue, label) pair, in label order, until `visit` returns false.
+    fn scan_labels(&self, visit: &mut dyn FnMut(&str, &str) -> bool) -> Result<(), StoreError>;
+    /// Visits every edge as (issue, target, type), in target order, until `visit` returns
+    /// false: the reverse index, so no edge row is decoded.
+    fn scan_edge_types(
+        &self,
+        visit: &mut dyn FnMut(&str, &str, &str) -> bool,
+    ) -> Result<(), StoreError>;
+    /// Visits every comment with its issue's id, in issue order, until `visit` returns false.
+    fn scan_comments(&self, visit: &mut dyn FnMut(&str, Comment) -> bool)
+    -> Result<(), StoreError>;
     /// The ids of every issue carrying `label`, sorted.
     fn ids_with_label(&self, label: &str) -> Result<Vec<String>, StoreError>;
     /// The computed counts of `id` as `list --json` prints them, read from the key ranges of
@@ -437,10 +452,7 @@ where
         let mut out = Vec::new();
         for entry in self.comments.range((id, 0)..=(id, u64::MAX))? {
             let (_, row) = entry?;
-            out.push(
-                serde_json::from_slice(row.value())
-                    .map_err(|e| StoreError::Corrupt(format!("comment row: {e}")))?,
-            );
+            out.push(decode_comment(row.value())?);
         }
         Ok(out)
     }
@@ -519,6 +531,44 @@ where
         for entry in self.deps.iter()? {
             let (_, row) = entry?;
             if !visit(decode_dep(row.value())?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn scan_labels(&self, visit: &mut dyn FnMut(&str, &str) -> bool) -> Result<(), StoreError> {
+        for entry in self.labels.iter()? {
+            let (key, _) = entry?;
+            let (label, id) = key.value();
+            if !visit(id, label) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn scan_edge_types(
+        &self,
+        visit: &mut dyn FnMut(&str, &str, &str) -> bool,
+    ) -> Result<(), StoreError> {
+        for entry in self.rdeps.iter()? {
+            let (key, kind) = entry?;
+            let (target, id) = key.value();
+            if !visit(id, target, kind.value()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn scan_comments(
+        &self,
+        visit: &mut dyn FnMut(&str, Comment) -> bool,
+    ) -> Result<(), StoreError> {
+        for entry in self.comments.iter()? {
+            let (key, row) = entry?;
+            if !visit(key.value().0, decode_comment(row.value())?) {
                 break;
             }
         }
