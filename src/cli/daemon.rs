@@ -256,7 +256,10 @@ fn detach(
     let pid = child.id();
     let record = DaemonRecord {
         pid,
-        start_ticks: i32::try_from(pid).ok().and_then(process::process).map_or(0, |p| p.start_ticks),
+        start_ticks: i32::try_from(pid)
+            .ok()
+            .and_then(process::process)
+            .map_or(0, |p| p.start_ticks),
         boot_id: process::boot_id(),
         started_at: Timestamp::now(),
         workspace: workspace.to_path_buf(),
@@ -264,8 +267,9 @@ fn detach(
         log: home.join(LOG_DIR).join(RUN_LOG_FILE),
         output: output.path.clone(),
     };
-    daemon::save(home, &record)
-        .map_err(|e| CliError::new(format!("writing {}: {e}", daemon::record_path(home).display())))?;
+    daemon::save(home, &record).map_err(|e| {
+        CliError::new(format!("writing {}: {e}", daemon::record_path(home).display()))
+    })?;
     match wait_until_up(&mut child, store, &record) {
         Startup::Up => {}
         Startup::Exited(status) => {
@@ -432,8 +436,9 @@ fn already_running(home: &Path, record: Option<&DaemonRecord>) -> CliError {
         ),
         None => format!("a supervisor is starting in the background for {}", home.display()),
     };
-    CliError::new(message)
-        .with_hint("`fleet run status` shows it, `fleet run stop` stops it, `fleet run restart` restarts it")
+    CliError::new(message).with_hint(
+        "`fleet run status` shows it, `fleet run stop` stops it, `fleet run restart` restarts it",
+    )
 }
 
 /// Reads and judges the pid file under `home`. A stale one is removed — by the holder of the
@@ -468,9 +473,10 @@ fn open_workspace(dir: &Path) -> Option<Store> {
 
 /// The store registration of the recorded supervisor (same pid and start time).
 fn registration_of(store: &Store, record: &DaemonRecord) -> Option<Registration> {
-    lease::registry(store).ok()?.into_iter().find(|r| {
-        r.identity.pid == record.pid && r.identity.start_ticks == record.start_ticks
-    })
+    lease::registry(store)
+        .ok()?
+        .into_iter()
+        .find(|r| r.identity.pid == record.pid && r.identity.start_ticks == record.start_ticks)
 }
 
 /// The recorded supervisor's running agents and its `max_concurrent`.

@@ -58,7 +58,9 @@ pub enum RunControl {
     /// Whether a supervisor runs in the background: its pid, since when, its agents, its log.
     /// A stale pid file (the process is gone, or its pid names another process now) is
     /// reported and removed.
-    #[command(after_help = "Exit status: 0 when it runs, 3 when it does not (as `systemctl status` and LSB init scripts), 1 on errors.")]
+    #[command(
+        after_help = "Exit status: 0 when it runs, 3 when it does not (as `systemctl status` and LSB init scripts), 1 on errors."
+    )]
     Status,
     /// Stop the supervisor running in the background: SIGTERM (its agents get their
     /// shutdown grace and their tasks are released, not charged), then SIGKILL if it has not
@@ -100,7 +102,8 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
 /// `fleet run --detach` started (which prints no events: they are in the run log).
 fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let detached = args.detached_lock_fd.map(|fd| daemon::Detached::adopt(fd, &home)).transpose()?;
+    let detached =
+        args.detached_lock_fd.map(|fd| daemon::Detached::adopt(fd, &home)).transpose()?;
     let store = Arc::new(ctx.open_store()?);
     let options = Options {
         home,

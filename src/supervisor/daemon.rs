@@ -65,10 +65,7 @@ impl DaemonRecord {
     pub fn liveness(&self) -> Liveness {
         let this_boot = process::boot_id();
         if !self.boot_id.is_empty() && !this_boot.is_empty() && self.boot_id != this_boot {
-            return Liveness::Stale(format!(
-                "pid {} ran before the machine restarted",
-                self.pid
-            ));
+            return Liveness::Stale(format!("pid {} ran before the machine restarted", self.pid));
         }
         let found = i32::try_from(self.pid).ok().and_then(process::process);
         match found {

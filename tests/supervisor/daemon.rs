@@ -156,7 +156,10 @@ fn detach_starts_a_session_leader_in_the_background_and_status_describes_it() {
     assert_eq!(doc["agents"], 1, "{doc:#}");
     assert_eq!(doc["max_concurrent"], 2);
     assert_eq!(doc["workspace"], home.join(".beads").display().to_string());
-    assert_eq!(doc["argv"].as_array().unwrap()[1..], json!(["run", "--detach", "--as", "night-shift"]).as_array().unwrap()[..]);
+    assert_eq!(
+        doc["argv"].as_array().unwrap()[1..],
+        json!(["run", "--detach", "--as", "night-shift"]).as_array().unwrap()[..]
+    );
     assert_eq!(doc["log"], log.display().to_string());
     assert_eq!(doc["pid_file"], pid_file(&fleet).display().to_string());
     assert!(doc["uptime_secs"].is_u64(), "{doc}");
@@ -330,7 +333,11 @@ fn a_pid_file_of_a_dead_process_is_stale_and_removed() {
     let run = fleet.ws.run(&["run", "status"]).fails(3);
 
     assert!(run.stdout.starts_with("fleet run: not running in the background"), "{}", run.stdout);
-    assert!(run.stdout.contains(&format!("stale pid file: process {pid} is gone")), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("stale pid file: process {pid} is gone")),
+        "{}",
+        run.stdout
+    );
     assert!(!pid_file(&fleet).exists());
 }
 
@@ -403,7 +410,9 @@ fn a_supervisor_that_fails_to_start_is_reported_with_its_last_lines() {
     let run = detach(&fleet, &[]).fails(1);
 
     assert!(
-        run.stderr.starts_with("error: the supervisor stopped while starting (exit status: 1); the last lines of "),
+        run.stderr.starts_with(
+            "error: the supervisor stopped while starting (exit status: 1); the last lines of "
+        ),
         "{}",
         run.stderr
     );
