@@ -432,7 +432,7 @@ fn already_running(home: &Path, record: Option<&DaemonRecord>) -> CliError {
             "a supervisor already runs in the background for {} (pid {}, since {})",
             home.display(),
             record.pid,
-            record.started_at
+            record.started_at.round(jiff::Unit::Second).unwrap_or(record.started_at)
         ),
         None => format!("a supervisor is starting in the background for {}", home.display()),
     };
@@ -683,9 +683,10 @@ fn render_status(status: &DaemonStatus) -> String {
         (Some(running), Some(max)) => format!("{running} of {max} running"),
         _ => "unknown (not registered in the store yet)".to_owned(),
     };
+    let since = started_at.round(jiff::Unit::Second).unwrap_or(started_at);
     [
         format!(
-            "fleet run: running in the background (pid {pid}) since {started_at}, up {}",
+            "fleet run: running in the background (pid {pid}) since {since}, up {}",
             duration(status.uptime_secs.unwrap_or(0))
         ),
         format!("  agents:    {agents}"),
