@@ -233,6 +233,10 @@ fn detach(
     argv: Vec<String>,
 ) -> Result<DaemonStatus, CliError> {
     let lock = take_lock(home)?;
+    // Absolute (it exists now): the supervisor runs in the fleet home, and the record names
+    // its files wherever it is read from.
+    let home = &std::fs::canonicalize(home)
+        .map_err(|e| CliError::new(format!("resolving {}: {e}", home.display())))?;
     let stale = match inspect(home, Some(&lock))? {
         Found::Running(record) => return Err(already_running(home, Some(&record))),
         Found::NotRunning(stale) => stale,
@@ -246,6 +250,7 @@ fn detach(
     command
         .args(child_args(workspace, args, lock.raw_fd()))
         .env("FLEET_HOME", home)
+        .current_dir(home)
         .stdin(Stdio::null())
         .stdout(output.file.try_clone()?)
         .stderr(output.file.try_clone()?);

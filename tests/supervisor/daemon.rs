@@ -439,3 +439,24 @@ fn run_control_commands_document_their_exit_codes_and_plain_run_still_takes_its_
     let run = fleet.run_until_idle(&["--as", "fg"]).ok();
     assert_eq!(run.lines[0], "fleet run: supervising as fg, up to 2 agents at once (Ctrl-C stops)");
 }
+
+/// A background `--until-idle` run ends by itself and removes its own pid file (nothing stale
+/// is left); its summary reaches its output file and the run log.
+#[test]
+fn a_background_until_idle_run_ends_by_itself_and_removes_its_pid_file() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task("Short job", &["sleep 1", "close done"]);
+    let background = Background::start(&fleet, &["--until-idle"]);
+
+    wait_gone(background.pid);
+
+    assert_eq!(fleet.show(&id)["status"], "closed");
+    assert!(!pid_file(&fleet).exists(), "the supervisor removed its own pid file");
+    let (code, doc) = status(&fleet);
+    assert_eq!(code, 3);
+    assert_eq!(doc.get("stale"), None, "{doc:#}");
+    let output = std::fs::read_to_string(fleet.home().join("logs/fleet-run.out")).unwrap();
+    assert!(output.ends_with("fleet run: 1 attempts — closed 1\n"), "{output}");
+    let log = fleet.ws.run(&["log"]).ok().stdout;
+    assert!(log.contains("INFO fleet run: 1 attempts — closed 1"), "{log}");
+}
