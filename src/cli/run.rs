@@ -134,15 +134,15 @@ fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
 
 /// A task an `--until-idle` run attempted that did not end closed.
 #[derive(Debug)]
-pub struct Unfinished {
-    pub id: String,
-    pub status: Status,
-    pub last_verdict: Verdict,
+struct Unfinished {
+    id: String,
+    status: Status,
+    last_verdict: Verdict,
 }
 
 /// The tasks `summary`'s run attempted that are not closed now, by id. A task someone else
 /// took over, or deleted, is not this run's to finish.
-pub fn unfinished(store: &Store, summary: &Summary) -> Result<Vec<Unfinished>, CliError> {
+fn unfinished(store: &Store, summary: &Summary) -> Result<Vec<Unfinished>, CliError> {
     let reader = store.read()?;
     let mut left = Vec::new();
     for (id, verdict) in &summary.last_verdicts {
