@@ -237,6 +237,12 @@ pub fn process(pid: i32) -> Option<ProcessInfo> {
     parse_stat(pid, &stat)
 }
 
+/// The command name of process `pid` (`/proc/<pid>/comm`), if it exists.
+pub fn command_name(pid: i32) -> Option<String> {
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(name.trim_end().to_owned())
+}
+
 /// Parses the fields after the command name, which may itself contain spaces and parentheses.
 fn parse_stat(pid: i32, stat: &str) -> Option<ProcessInfo> {
     let rest = &stat[stat.rfind(')')? + 2..];

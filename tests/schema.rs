@@ -7,7 +7,10 @@
 //! its command. The journal the scenario leaves behind is validated op by op against
 //! `op.schema.json`. Other tests check that the schemas hang together (ids, references,
 //! README), that beads' own JSONL lines fit `issue.schema.json`, and that the validator does
-//! reject wrong documents, so a passing run means something.
+//! reject wrong documents, so a passing run means something. A second scenario runs the
+//! supervisor with the fake agent (in the foreground, then in the background) and validates the
+//! operator's outputs: `fleet run --json` events, `run status|stop|restart`, `tasks`,
+//! `questions`, `answer`, `kill`, `pause`, `resume`, `log`, `demo` and `show`'s run info.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -390,10 +393,113 @@ fn scenario(schemas: &Schemas) -> Workspace {
     ws
 }
 
+/// Polls `check` every 50 ms until it returns `Some`, for up to 40 s (a loaded machine).
+#[track_caller]
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(start.elapsed().as_secs() < 40, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Validates every line of a JSON Lines stdout against schema `name`; returns the lines.
+#[track_caller]
+fn check_lines(schemas: &Schemas, name: &str, stdout: &str) -> Vec<Value> {
+    assert!(!stdout.trim().is_empty(), "no {name} lines");
+    stdout
+        .lines()
+        .map(|line| {
+            let doc: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("a line that is not JSON ({e}): {line}"));
+            schemas.check(name, &doc);
+            doc
+        })
+        .collect()
+}
+
+/// The supervisor's and the operator's outputs, with real runs of the supervisor and the
+/// scriptable fake agent (`fleet fake-agent`): `fleet run --json` (with tasks that close,
+/// block and fail, so it exits 4), `show`'s run info, `questions`, `answer`, `pause`,
+/// `resume`, the supervisor in the background (`run --detach`, `run status`, `tasks`,
+/// `kill`, `run restart`, `run stop`, a stale pid file), `log` and `demo`.
+fn operator_scenario(schemas: &Schemas) {
+    let ws = Workspace::new();
+    let s = Session { ws: &ws, schemas };
+    let fleet = common::fleet_bin().display().to_string();
+    let config = format!(
+        "max_concurrent = 2\ncoder = \"fake\"\nmax_failures = 1\nretry_backoff_secs = 0\n\
+         shutdown_grace_secs = 1\nstall_timeout_secs = 60\n\n[coders.fake]\n\
+         argv = [{fleet:?}, \"fake-agent\", \"{{prompt}}\"]\nevents = \"claude\"\n"
+    );
+    std::fs::write(ws.home().join("runtime.toml"), config).unwrap();
+    let task = |title: &str, script: &[&str]| {
+        let script: Vec<String> = script.iter().map(|step| format!("fake: {step}")).collect();
+        ws.create(title, &["-d", &script.join("\n")])
+    };
+    let closes = task("Closes", &["spend 1200 30 0.02", "close done"]);
+    let asks = task("Asks", &["once block magic number?", "once exit 0", "close answered"]);
+    task("Fails", &["exit 3"]);
+
+    let run = s.run(&["run", "--until-idle"]).fails(4);
+    let events = check_lines(schemas, "run-event", &run.stdout);
+    assert_eq!(events.last().unwrap()["type"], "stopped");
+    schemas.check("error", &serde_json::from_str(&run.stderr).expect("one JSON error"));
+    let shown = s.out("show", &["show", &closes]);
+    assert_eq!(shown[0]["run"]["last_outcome"], "closed", "{shown:#}");
+    assert_eq!(shown[0]["run"]["tokens_in"], 1200, "{shown:#}");
+    let questions = s.out("questions", &["questions"]);
+    assert_eq!(questions[0]["id"], asks.as_str());
+    s.out("answer", &["answer", &asks, "42"]);
+    s.out("pause", &["pause", "--coder", "fake", "--reason", "lunch"]);
+    let all = s.out("pause", &["pause"]);
+    assert!(all["holds"]["all"]["since"].is_string() && all["holds"]["coders"]["fake"].is_object());
+    s.out("pause", &["resume", "--coder", "fake"]);
+    let resumed = s.out("pause", &["resume"]);
+    assert_eq!(resumed, json!({ "changed": true, "holds": {} }));
+
+    let long = task("Long", &["sleep 30"]);
+    let started = s.out("run-status", &["run", "--detach"]);
+    assert_eq!(started["running"], true);
+    let view = wait_for("the long task to run", || {
+        let view = s.out("tasks", &["tasks"]);
+        (view["running"] == 1).then_some(view)
+    });
+    assert_eq!(view["tasks"][0]["id"], long.as_str());
+    s.out("tasks", &["tasks", "--all"]);
+    let status = s.out("run-status", &["run", "status"]);
+    assert_eq!(status["agents"], 1, "{status:#}");
+    s.out("kill", &["kill", &long, "--reason", "enough"]);
+    let restarted = s.out("run-restart", &["run", "restart"]);
+    assert_ne!(restarted["started"]["pid"], restarted["stopped"]["pid"]);
+    let stopped = s.out("run-stop", &["run", "stop"]);
+    assert_eq!(stopped["was_running"], true);
+    let status = s.run(&["run", "status"]).fails(3).json();
+    schemas.check("run-status", &status);
+    s.out("run-stop", &["run", "stop"]);
+    std::fs::write(ws.home().join("state").join("fleet-run.pid"), "not a record").unwrap();
+    let stale = s.run(&["run", "status"]).fails(3).json();
+    schemas.check("run-status", &stale);
+    assert!(stale["stale"]["reason"].is_string(), "{stale:#}");
+
+    let log = s.run(&["log", "-n", "0"]).ok();
+    let lines = check_lines(schemas, "log", &log.stdout);
+    assert!(lines.iter().any(|l| l["event"] == "finished"), "{}", log.stdout);
+
+    let demo = ws.command(&["demo", "--json"]).env("TMPDIR", ws.home()).output().unwrap();
+    let demo = Run::from(demo).ok();
+    let events = check_lines(schemas, "demo", &demo.stdout);
+    assert_eq!(events.first().unwrap()["type"], "started");
+}
+
 #[test]
 fn every_json_output_matches_its_schema() {
     let schemas = Schemas::load();
     scenario(&schemas);
+    operator_scenario(&schemas);
     let used = schemas.used.borrow();
     let unused: Vec<&String> = schemas
         .validators
@@ -632,4 +738,28 @@ fn the_validator_rejects_wrong_documents() {
         "/down",
     );
     schemas.rejects("dep-add", &json!({ "status": "removed", "issue_id": "a-1", "depends_on_id": "a-2", "type": "blocks" }), "/status");
+
+    // The supervisor's outputs.
+    let finished = json!({ "type": "finished", "id": "sc-a1", "verdict": "closed", "comment": "[fleet] done" });
+    schemas.check("run-event", &finished);
+    schemas.check("demo", &finished);
+    schemas.rejects("run-event", &json!({ "type": "exploded" }), "/type");
+    let mut bad_verdict = finished.clone();
+    bad_verdict["verdict"] = json!("fine");
+    schemas.rejects("run-event", &bad_verdict, "/verdict");
+    let not_running = json!({ "running": false, "log": "/h/logs/fleet-run.log", "output": "/h/logs/fleet-run.out", "pid_file": "/h/state/fleet-run.pid" });
+    schemas.check("run-status", &not_running);
+    let mut claims_a_pid = not_running.clone();
+    claims_a_pid["pid"] = json!(42);
+    schemas.rejects("run-status", &claims_a_pid, "/pid");
+    let mut running_without_pid = not_running.clone();
+    running_without_pid["running"] = json!(true);
+    schemas.rejects("run-status", &running_without_pid, "");
+    schemas.rejects(
+        "run-stop",
+        &json!({ "was_running": true, "forced": false, "waited_secs": 0.5, "leftovers_killed": 0 }),
+        "",
+    );
+    schemas.rejects("kill", &json!({ "id": "sc-a1", "action": "exploded" }), "/action");
+    schemas.rejects("log", &json!({ "ts": "yesterday", "level": "INFO", "message": "m" }), "/ts");
 }

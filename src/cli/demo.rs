@@ -4,7 +4,9 @@
 //! depend on each other, and runs the real supervisor over it with the `exec` coder (each
 //! task's description is a shell command) and three agents at once. One task fails once and is
 //! retried with backoff; one closes itself through `bd close`, as an agent would. A live view
-//! prints each step; a table sums up at the end.
+//! prints each step; a table sums up at the end, followed by the commands for a real run
+//! ([`NEXT_STEPS`]). With `--json`, stdout is the run's events only (JSON Lines, as
+//! `fleet run --json`). Like `fleet run --until-idle`, it exits 4 if a task did not close.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -14,7 +16,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use super::context::Context;
 use super::error::CliError;
 use super::output::write_stdout;
-use super::run::{event_line, summary_line, supervise};
+use super::run::{check_all_closed, event_line, summary_line, supervise};
 use crate::model::{Dependency, Issue, dep_type};
 use crate::store::{ListFilter, Store};
 use crate::supervisor::outcome::Verdict;
@@ -77,16 +79,18 @@ fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
     crate::config::set_values(&config, &settings)
         .map_err(|e| CliError::new(format!("writing the demo config: {}", e.message)))?;
     let ids = fill_queue(&store, home)?;
-    write_stdout(&format!(
-        "fleet demo: {} tasks in a dependency graph, run by the exec coder, 3 at a time (home: {})\n",
-        ids.len(),
-        home.display()
-    ));
+    let json = ctx.out.json;
+    if !json {
+        write_stdout(&format!(
+            "fleet demo: {} tasks in a dependency graph, run by the exec coder, 3 at a time (home: {})\n",
+            ids.len(),
+            home.display()
+        ));
+    }
     let started = Instant::now();
     let total = ids.len();
     let done = Arc::new(Mutex::new(0usize));
     let done_in_view = Arc::clone(&done);
-    let json = ctx.out.json;
     let options = Options {
         home: home.to_path_buf(),
         actor: "fleet-demo".into(),
@@ -97,13 +101,26 @@ fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
     let summary = supervise(Arc::clone(&store), options, move |event| {
         live_view(&event, started, total, &done_in_view, json);
     })?;
-    if json {
-        return Ok(());
+    if !json {
+        write_stdout(&format!("\n{}", final_table(&store)?));
+        write_stdout(&format!(
+            "{} in {:.1}s",
+            summary_line(&summary),
+            started.elapsed().as_secs_f64()
+        ));
+        write_stdout(&format!("\n{NEXT_STEPS}"));
     }
-    write_stdout(&format!("\n{}", final_table(&store)?));
-    write_stdout(&format!("{} in {:.1}s", summary_line(&summary), started.elapsed().as_secs_f64()));
-    Ok(())
+    check_all_closed(&store, &summary)
 }
+
+/// How to go from the demo to a real run, printed after it (`tests/supervisor/demo.rs` runs
+/// each command).
+pub const NEXT_STEPS: &str = "\
+Next: fleet on a real project, with Claude Code or Codex (installed and logged in) as the agent:
+  fleet init                                     # the queue, in $FLEET_HOME (~/.fleet)
+  fleet config set coder=claude                  # or coder=codex
+  fleet create \"Add a --verbose flag\" --cwd .    # from your project: the agent works there
+  fleet run                                      # Ctrl-C stops; --detach runs it in the background";
 
 /// Creates the pipeline in one transaction; returns the ids in pipeline order.
 fn fill_queue(store: &Store, home: &std::path::Path) -> Result<Vec<String>, CliError> {

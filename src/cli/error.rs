@@ -25,6 +25,12 @@ pub mod exit_code {
     /// A usage error: the arguments could not be parsed (clap's usage errors), or a required
     /// one is missing.
     pub const USAGE: i32 = 2;
+    /// `fleet run status`: no supervisor runs in the background (as `systemctl status` and
+    /// LSB init scripts say "not running"). `fleet run restart` with nothing to restart.
+    pub const NOT_RUNNING: i32 = 3;
+    /// `fleet run --until-idle` (and `fleet demo`) stopped with tasks it ran that did not
+    /// close: failed, blocked, or left open (a paused coder, a stop).
+    pub const UNFINISHED: i32 = 4;
 }
 
 /// One item of a multi-id command that failed, while others may have succeeded.
@@ -67,6 +73,18 @@ impl CliError {
     /// Exit 1 without printing anything more (what bd calls a silent exit).
     pub fn silent() -> CliError {
         CliError { silent: true, ..CliError::new("") }
+    }
+
+    /// Exit with `code` and print nothing more: the command already said what it had to (a
+    /// status that is not "running").
+    pub fn exit_only(code: i32) -> CliError {
+        CliError { code, ..CliError::silent() }
+    }
+
+    /// The same error with exit code `code` (one of [`exit_code`]).
+    pub fn with_code(mut self, code: i32) -> CliError {
+        self.code = code;
+        self
     }
 
     /// The error by its message alone, exit 1: how bd reports a failure of the command code it

@@ -113,7 +113,7 @@ pub fn open_run_log(home: &Path) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-fn create_private_dir(dir: &Path) -> io::Result<()> {
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -159,7 +159,7 @@ impl RunLog {
     }
 }
 
-fn open_for_append(path: &Path) -> io::Result<File> {
+pub fn open_for_append(path: &Path) -> io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
     options.create(true).append(true);
     #[cfg(unix)]

@@ -12,6 +12,7 @@ mod completions;
 mod config;
 mod context;
 mod control;
+mod daemon;
 mod demo;
 mod dep;
 mod doctor;
@@ -154,7 +155,8 @@ pub enum Command {
     /// Export issues as beads JSONL that `bd import` accepts.
     Export(transfer::ExportArgs),
     /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
-    /// max_concurrent at once, until Ctrl-C.
+    /// max_concurrent at once, until Ctrl-C (`--detach`: in the background, controlled with
+    /// `fleet run status|stop|restart`).
     Run(run::RunArgs),
     /// Print the shell completion script for bash, zsh, fish, powershell or elvish.
     Completions(completions::CompletionsArgs),

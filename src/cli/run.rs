@@ -2,20 +2,39 @@
 //! `--until-idle`, until the queue is drained). Progress is printed as it happens: one human
 //! line per event, or JSON Lines with `--json`; every event is also logged at info, so it reaches
 //! the run log (`$FLEET_HOME/logs/fleet-run.log`, see `cli::logging`).
+//!
+//! `fleet run --detach` starts the same supervisor in the background, and `fleet run
+//! status|stop|restart` control it (see `cli::daemon`). An `--until-idle` run that ends with
+//! tasks it ran not closed exits [`exit_code::UNFINISHED`] and names them on stderr.
 
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 
 use super::context::{Context, fleet_home};
-use super::error::CliError;
+use super::daemon;
+use super::error::{CliError, exit_code};
 use super::output::write_stdout;
+use crate::model::Status;
 use crate::store::Store;
 use crate::supervisor::outcome::Verdict;
 use crate::supervisor::{Event, Options, Stop, Summary, Supervisor};
 
+/// What `fleet run --help` adds under the options.
+const RUN_AFTER_HELP: &str = "Exit status: 0, or 4 when an --until-idle run stopped with tasks it ran that did not close (failed, blocked, or left open); 1 on errors. `fleet run --detach` runs the supervisor in the background; `fleet run status|stop|restart` control it.";
+
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, after_help = RUN_AFTER_HELP)]
 pub struct RunArgs {
+    #[command(subcommand)]
+    pub control: Option<RunControl>,
+    #[command(flatten)]
+    pub start: StartArgs,
+}
+
+/// How to run the supervisor (`fleet run [OPTIONS]`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StartArgs {
     /// Stop once nothing is running and nothing more can start without a human.
     #[arg(long)]
     pub until_idle: bool,
@@ -23,6 +42,33 @@ pub struct RunArgs {
     /// supervisors may share a name; each run is still its own instance.
     #[arg(long = "as", value_name = "NAME")]
     pub lease_name: Option<String>,
+    /// Run in the background: start the supervisor detached from this terminal (its output
+    /// in $FLEET_HOME/logs/), record it in $FLEET_HOME/state/fleet-run.pid, and return once it
+    /// is up. One per fleet home.
+    #[arg(long)]
+    pub detach: bool,
+    /// The lock descriptor a detached supervisor inherits from `fleet run --detach`.
+    #[arg(long, hide = true, value_name = "FD")]
+    pub detached_lock_fd: Option<i32>,
+}
+
+/// `fleet run status|stop|restart`: the supervisor started with `--detach`.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunControl {
+    /// Whether a supervisor runs in the background: its pid, since when, its agents, its log.
+    /// A stale pid file (the process is gone, or its pid names another process now) is
+    /// reported and removed.
+    #[command(
+        after_help = "Exit status: 0 when it runs, 3 when it does not (as `systemctl status` and LSB init scripts), 1 on errors."
+    )]
+    Status,
+    /// Stop the supervisor running in the background: SIGTERM (its agents get their
+    /// shutdown grace and their tasks are released, not charged), then SIGKILL if it has not
+    /// exited within the timeout; no process of its run is left.
+    Stop(daemon::StopArgs),
+    /// Stop the supervisor running in the background (as `stop`) and start it again with the
+    /// command line it was started with.
+    Restart(daemon::StopArgs),
 }
 
 /// `fleet guard`: the process `fleet run` starts to clean up after it if it is killed (see
@@ -40,11 +86,28 @@ pub fn default_supervisor_name() -> String {
 }
 
 pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
+    match args.control {
+        Some(RunControl::Status) => daemon::cmd_status(ctx),
+        Some(RunControl::Stop(stop)) => daemon::cmd_stop(ctx, &stop),
+        Some(RunControl::Restart(stop)) => daemon::cmd_restart(ctx, &stop),
+        None if args.start.detach => {
+            let argv = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+            daemon::cmd_detach(ctx, &args.start, argv)
+        }
+        None => run_here(ctx, &args.start),
+    }
+}
+
+/// Runs the supervisor in this process: in the foreground, or as the detached supervisor
+/// `fleet run --detach` started (which prints no events: they are in the run log).
+fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
+    let detached =
+        args.detached_lock_fd.map(|fd| daemon::Detached::adopt(fd, &home)).transpose()?;
     let store = Arc::new(ctx.open_store()?);
     let options = Options {
         home,
-        actor: args.lease_name.unwrap_or_else(default_supervisor_name),
+        actor: args.lease_name.clone().unwrap_or_else(default_supervisor_name),
         exe: std::env::current_exe()?,
         until_idle: args.until_idle,
     };
@@ -53,14 +116,69 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
         let dir = options.home.join(super::logging::LOG_DIR);
         tracing::warn!(%error, dir = %dir.display(), "cannot open the run log; logging to stderr only");
     }
-    let summary = supervise(store, options, move |event| {
+    let print = detached.is_none();
+    let summary = supervise(Arc::clone(&store), options, move |event| {
         log_event(&event);
-        print_event(&event, json);
+        if print {
+            print_event(&event, json);
+        }
     })?;
+    let line = summary_line(&summary);
+    tracing::info!("{line}");
     if !json {
-        write_stdout(&summary_line(&summary));
+        write_stdout(&line);
     }
-    Ok(())
+    drop(detached);
+    if args.until_idle { check_all_closed(&store, &summary) } else { Ok(()) }
+}
+
+/// A task an `--until-idle` run attempted that did not end closed.
+#[derive(Debug)]
+struct Unfinished {
+    id: String,
+    status: Status,
+    last_verdict: Verdict,
+}
+
+/// The tasks `summary`'s run attempted that are not closed now, by id. A task someone else
+/// took over, or deleted, is not this run's to finish.
+fn unfinished(store: &Store, summary: &Summary) -> Result<Vec<Unfinished>, CliError> {
+    let reader = store.read()?;
+    let mut left = Vec::new();
+    for (id, verdict) in &summary.last_verdicts {
+        if *verdict == Verdict::TakenOver {
+            continue;
+        }
+        match reader.issue(id)? {
+            Some(issue) if issue.status != Status::Closed => left.push(Unfinished {
+                id: id.clone(),
+                status: issue.status,
+                last_verdict: *verdict,
+            }),
+            _ => {}
+        }
+    }
+    Ok(left)
+}
+
+/// Ok when every task the run attempted closed; else the error (exit
+/// [`exit_code::UNFINISHED`]) whose message is the one-line account of those that did not.
+pub fn check_all_closed(store: &Store, summary: &Summary) -> Result<(), CliError> {
+    let left = unfinished(store, summary)?;
+    if left.is_empty() {
+        return Ok(());
+    }
+    let tasks: Vec<String> =
+        left.iter().map(|t| format!("{} {} ({})", t.id, t.status, t.last_verdict)).collect();
+    let message = format!(
+        "stopped with {} of {} tasks it ran not closed: {}",
+        left.len(),
+        summary.last_verdicts.len(),
+        tasks.join(", ")
+    );
+    Err(CliError::new(message)
+        .with_code(exit_code::UNFINISHED)
+        .with_hint("`fleet show ID` says what happened to each; `fleet questions` lists the questions of blocked agents"))
 }
 
 pub fn cmd_guard(ctx: &Context, args: GuardArgs) -> Result<(), CliError> {

@@ -21,6 +21,8 @@
 //!    charged), and kills and reaps whatever is left.
 //!
 //! A [`guard`] process started at the beginning cleans up if the supervisor itself is killed.
+//! A supervisor started in the background (`fleet run --detach`) is recorded in a pid file
+//! under a lock ([`daemon`]).
 //! When the journal repository has a git remote, it also syncs with it every
 //! `sync_interval_secs` ([`crate::journal::sync::spawn_periodic_sync`]): a claim lost to an
 //! earlier claim made elsewhere changes the task's assignee in the store, which the revocation
@@ -28,6 +30,7 @@
 //! Meanwhile the journal is committed to git every [`JOURNAL_EVERY`] and once more at the end
 //! ([`crate::journal::spawn_periodic`]).
 
+pub mod daemon;
 pub mod guard;
 pub mod hold;
 pub mod lease;
@@ -186,6 +189,9 @@ pub enum Event {
 pub struct Summary {
     pub attempts: usize,
     pub verdicts: std::collections::BTreeMap<String, usize>,
+    /// Every task this run attempted, with the verdict of its last attempt (what
+    /// `--until-idle`'s exit status is decided on).
+    pub last_verdicts: std::collections::BTreeMap<String, Verdict>,
 }
 
 /// The remote of remote claims failed: claiming waits [`REMOTE_RETRY`] before trying again.
@@ -947,6 +953,7 @@ impl Supervisor {
             Ok(Some(plan)) => {
                 self.summary.attempts += 1;
                 *self.summary.verdicts.entry(plan.verdict.to_string()).or_default() += 1;
+                self.summary.last_verdicts.insert(id.clone(), plan.verdict);
                 if let Some(until) = plan.pause_until {
                     self.pause_for_rate_limit(&plan.coder, Some(until), "rate limited");
                 }

@@ -90,7 +90,9 @@ fn claude_agent_marks_its_task_blocked() {
     let mut supervisor = start(&scene, true);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
-    assert!(status.is_some_and(|s| s.success()), "{}", context());
+    assert_eq!(status.and_then(|s| s.code()), Some(4), "a task left blocked: exit 4{}", context());
+    let unfinished = format!("{} blocked (blocked-by-agent)", scene.id);
+    assert!(supervisor.stderr().contains(&unfinished), "{}", context());
 
     let issue = scene.sandbox.show(&scene.id);
     assert_eq!(issue["status"], "blocked", "{}", context());
@@ -278,7 +280,14 @@ fn claude_without_credentials_pauses_the_coder_and_charges_nothing() {
         scene.start_with(true, &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")]);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
-    assert!(status.is_some(), "--until-idle ends: the coder needs a human{}", context());
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(4),
+        "--until-idle ends, the task left open: the coder needs a human{}",
+        context()
+    );
+    let unfinished = format!("{} open (coder-paused)", scene.id);
+    assert!(supervisor.stderr().contains(&unfinished), "{}", context());
     let paused = supervisor.events_of("paused");
     assert!(
         paused.iter().any(|p| p["cause"] == "auth" && p["coder"] == "claude"),

@@ -161,7 +161,14 @@ fn gemini_without_a_key_pauses_the_coder_and_charges_nothing() {
     let mut supervisor = scene.start_with(true, &[]);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
-    assert!(status.is_some(), "--until-idle ends: the coder needs a human{}", context());
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(4),
+        "--until-idle ends, the task left open: the coder needs a human{}",
+        context()
+    );
+    let unfinished = format!("{} open (coder-paused)", scene.id);
+    assert!(supervisor.stderr().contains(&unfinished), "{}", context());
     let paused = supervisor.events_of("paused");
     assert!(
         paused.iter().any(|p| p["cause"] == "auth" && p["coder"] == "gemini"),

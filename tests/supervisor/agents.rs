@@ -49,7 +49,7 @@ fn crash_is_retried_with_backoff_then_blocked_with_the_stderr_tail() {
         Fleet::new(&[("max_failures", "2"), ("retry_backoff_secs", "1"), ("max_concurrent", "1")]);
     let id = fleet.task("Flaky migration", &["exit 3"]);
 
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (failure-blocked)")]);
 
     let issue = fleet.show(&id);
     assert_eq!(issue["status"], "blocked");
@@ -95,7 +95,7 @@ fn exit_without_close_is_requeued_a_bounded_number_of_times_then_blocked() {
     let fleet = Fleet::new(&[("max_noclose", "3")]);
     let id = fleet.task("Never finishes", &["say I think I am done"]);
 
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (noclose-blocked)")]);
 
     let issue = fleet.show(&id);
     assert_eq!(issue["status"], "blocked");
@@ -114,7 +114,7 @@ fn agent_blocking_with_a_question_is_left_blocked_for_a_human() {
     let fleet = Fleet::new(&[]);
     let id = fleet.task("Choose a palette", &["block Which brand colour should the header use?"]);
 
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (blocked-by-agent)")]);
 
     let issue = fleet.show(&id);
     assert_eq!(issue["status"], "blocked");
@@ -177,7 +177,11 @@ fn agent_that_cannot_start_blocks_its_task_with_the_reason() {
     // by the time the task runs.
     fleet.configure_with(&[], ghost);
 
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[
+        &format!("{unknown} blocked (spawn-failed)"),
+        &format!("{nowhere} blocked (spawn-failed)"),
+        &format!("{missing} open (coder-paused)"),
+    ]);
 
     for (id, reason) in [
         (&unknown, "unknown coder \"nope\""),

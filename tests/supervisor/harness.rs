@@ -241,6 +241,28 @@ impl Finished {
         self
     }
 
+    /// Asserts that an `--until-idle` run stopped with tasks it ran not closed (exit 4) and
+    /// that its one-line account on stderr names exactly `tasks`, each as `ID STATUS
+    /// (LAST VERDICT)`, in id order.
+    #[track_caller]
+    pub fn unfinished(self, tasks: &[&str]) -> Finished {
+        assert_eq!(
+            self.code,
+            4,
+            "expected exit 4 (tasks not closed)\nstdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr
+        );
+        let line = self.stderr.lines().find(|l| l.starts_with("error: stopped with "));
+        let line =
+            line.unwrap_or_else(|| panic!("no account of the unfinished tasks:\n{}", self.stderr));
+        let named = line.split_once(" not closed: ").map_or("", |(_, named)| named);
+        let mut expected = tasks.to_vec();
+        expected.sort_unstable();
+        assert_eq!(named, expected.join(", "), "{line}");
+        self
+    }
+
     pub fn stdout(&self) -> String {
         self.lines.join("\n")
     }

@@ -149,7 +149,7 @@ fn attempt_running_past_the_timeout_is_killed_and_charged() {
     let fleet = Fleet::new(&[("attempt_timeout_secs", "1"), ("max_failures", "1")]);
     let id = fleet.task("Endless build", &["say building", "sleep 60"]);
 
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (failure-blocked)")]);
 
     let issue = fleet.show(&id);
     assert_eq!(issue["status"], "blocked");

@@ -10,6 +10,7 @@ mod harness;
 
 mod agents;
 mod claiming;
+mod daemon;
 mod demo;
 mod limits;
 mod logging;

@@ -218,7 +218,7 @@ fn a_question_is_answered_and_the_next_run_reads_the_answer() {
         "Needs a number",
         &["once block magic number?", "once exit 0", "needanswer", "close answered"],
     );
-    fleet.run_until_idle(&[]).ok();
+    fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (blocked-by-agent)")]);
     assert_eq!(fleet.show(&id)["status"], "blocked");
 
     let questions = fleet.ws.run(&["questions"]).ok().stdout;

@@ -340,7 +340,9 @@ fn a_missing_coder_binary_pauses_the_coder_and_charges_no_task() {
         "\n[coders.ghost]\nargv = [\"/nonexistent/ghost-agent\", \"{prompt}\"]\n",
     );
     let ids: Vec<String> = (1..=3).map(|n| fleet.task(&format!("Job {n}"), &[])).collect();
-    let run = fleet.run_until_idle(&[]).ok();
+    let left: Vec<String> = ids.iter().map(|id| format!("{id} open (coder-paused)")).collect();
+    let run =
+        fleet.run_until_idle(&[]).unfinished(&left.iter().map(String::as_str).collect::<Vec<_>>());
 
     let pauses = run.starting("⏸ ghost paused until ");
     assert_eq!(pauses.len(), 1, "{}", run.stdout());
@@ -441,7 +443,7 @@ fn an_exec_command_that_blocks_its_own_task_is_not_closed_on_exit_zero() {
             "bd update $FLEET_TASK_ID --status blocked --notes 'QUESTION: which database?'",
         ],
     );
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (blocked-by-agent)")]);
     let issue = fleet.show(&id);
     assert_eq!(issue["status"], "blocked", "{}", run.stdout());
     assert!(issue["notes"].as_str().unwrap_or_default().contains("QUESTION: which database?"));

@@ -78,3 +78,68 @@ fn the_run_leaves_its_ops_committed_to_the_journal() {
     assert_eq!(verified["store_ops"], verified["journal_ops"], "nothing pending: {verified}");
     assert!(verified["journal_ops"].as_u64().unwrap() >= 3, "create, claim, close: {verified}");
 }
+
+/// `--until-idle` exits 4 when tasks it ran did not close, and says which on one line of
+/// stderr (its stdout is what it always is); a task someone else finished is not counted.
+#[test]
+fn until_idle_exits_4_naming_the_tasks_it_ran_that_did_not_close() {
+    let fleet = Fleet::new(&[("max_failures", "1")]);
+    let done = fleet.task("Closes", &["close done"]);
+    let asks = fleet.task("Asks", &["block Which region?"]);
+    let fails = fleet.task("Fails", &["exit 5"]);
+
+    let run = fleet.run_until_idle(&["--as", "sup"]);
+
+    assert_eq!(run.code, 4, "{}\n{}", run.stdout(), run.stderr);
+    let mut left = [
+        format!("{asks} blocked (blocked-by-agent)"),
+        format!("{fails} blocked (failure-blocked)"),
+    ];
+    left.sort();
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: stopped with 2 of 3 tasks it ran not closed: {}\n\
+             hint: `fleet show ID` says what happened to each; `fleet questions` lists the questions of blocked agents\n",
+            left.join(", ")
+        )
+    );
+    assert_eq!(
+        run.lines.last().unwrap(),
+        "fleet run: 3 attempts — blocked-by-agent 1, closed 1, failure-blocked 1"
+    );
+    assert_eq!(fleet.show(&done)["status"], "closed");
+
+    // A person closes what was left: the next run has nothing to do and exits 0.
+    fleet.ws.run(&["close", &asks, &fails, "--force"]).ok();
+    fleet.run_until_idle(&[]).ok();
+}
+
+#[test]
+fn until_idle_with_json_keeps_stdout_json_and_reports_unfinished_tasks_as_a_json_error() {
+    let fleet = Fleet::new(&[("max_failures", "1")]);
+    let fails = fleet.task("Fails", &["exit 5"]);
+
+    let run = fleet.run_until_idle(&["--json"]);
+
+    assert_eq!(run.code, 4, "{}\n{}", run.stdout(), run.stderr);
+    for line in &run.lines {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|e| panic!("stdout holds a line that is not JSON ({e}): {line}"));
+    }
+    let error: serde_json::Value = serde_json::from_str(&run.stderr).expect("one JSON error");
+    assert_eq!(
+        error["error"],
+        format!("stopped with 1 of 1 tasks it ran not closed: {fails} blocked (failure-blocked)")
+    );
+}
+
+/// A task that fails once, then closes on its retry, counts as closed: exit 0.
+#[test]
+fn until_idle_exits_0_when_a_retried_task_closes_in_the_end() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task("Fails once", &["once exit 1", "close"]);
+    let run = fleet.run_until_idle(&[]).ok();
+    assert_eq!(run.lines.last().unwrap(), "fleet run: 2 attempts — closed 1, failure-retry 1");
+    assert_eq!(fleet.show(&id)["status"], "closed");
+}

@@ -25,7 +25,7 @@ fn a_failure_comment_quotes_stderr_with_every_secret_masked() {
         ),
     );
     let id = fleet.task("Leaky deploy", &["leak GH AWS_ID SLACK_BOT DEPLOY_TOKEN", "exit 2"]);
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (failure-blocked)")]);
 
     let issue = fleet.show(&id);
     assert_eq!(issue["status"], "blocked", "{}", run.stdout());
@@ -42,6 +42,7 @@ fn a_failure_comment_quotes_stderr_with_every_secret_masked() {
         std::fs::read_to_string(fleet.task_file(&id, "events.jsonl")).unwrap(),
         std::fs::read_to_string(fleet.task_file(&id, "task.json")).unwrap(),
         run.stdout(),
+        run.stderr.clone(),
     ]
     .join("\n");
     for secret in [GITHUB, AWS, SLACK, ENV_SECRET] {

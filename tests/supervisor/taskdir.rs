@@ -108,7 +108,7 @@ fn artifacts_are_written_once_and_never_overwritten() {
     // Run 1 writes the plan and stops without closing; run 2 does nothing and stops again.
     rescript(&fleet, &id, &[&format!("once touch {}", plan.display())]);
 
-    fleet.run_until_idle(&[]).ok();
+    fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (noclose-blocked)")]);
 
     assert_eq!(counter(&fleet.show(&id), "attempts"), 2);
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "fake agent was here\n");
@@ -139,7 +139,7 @@ fn coder_and_model_are_frozen_at_the_first_spawn() {
     fleet.configure_with(&[("model", "\"m1\""), ("max_noclose", "1")], &failing_coder());
     let id = fleet.task("Keeps its agent", &["say not done yet"]);
 
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (noclose-blocked)")]);
     assert_eq!(run.starting(&format!("▶ {id} attempt 1 (fake, m1)")).len(), 1, "{}", run.stdout());
     assert_eq!(fleet.show(&id)["status"], "blocked");
 
@@ -151,7 +151,8 @@ fn coder_and_model_are_frozen_at_the_first_spawn() {
     );
     rescript(&fleet, &id, &["close"]);
     let newcomer = fleet.task("New task", &["close"]);
-    let run = fleet.run_until_idle(&[]).ok();
+    let run =
+        fleet.run_until_idle(&[]).unfinished(&[&format!("{newcomer} blocked (failure-blocked)")]);
 
     assert_eq!(run.starting(&format!("▶ {id} attempt 2 (fake, m1)")).len(), 1, "{}", run.stdout());
     assert_eq!(run.starting(&format!("▶ {newcomer} attempt 1 (fake2, m2)")).len(), 1);
@@ -181,7 +182,7 @@ fn coder_and_model_are_frozen_at_the_first_spawn() {
 fn an_empty_first_model_is_frozen_too() {
     let fleet = Fleet::new(&[("max_noclose", "1")]);
     let id = fleet.task("Started with the CLI's default model", &["say not done yet"]);
-    let run = fleet.run_until_idle(&[]).ok();
+    let run = fleet.run_until_idle(&[]).unfinished(&[&format!("{id} blocked (noclose-blocked)")]);
     assert_eq!(run.starting(&format!("▶ {id} attempt 1 (fake): ")).len(), 1, "{}", run.stdout());
 
     fleet.configure(&[("model", "\"m2\""), ("max_noclose", "1")]);
