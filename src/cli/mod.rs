@@ -5,6 +5,7 @@
 //! or `--json` through [`output::Output`]. Data goes to stdout, narration and errors to
 //! stderr. This is the only module that reads the environment or prints.
 
+mod agent_stats;
 mod bd;
 mod claim;
 mod comment;

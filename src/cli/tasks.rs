@@ -28,6 +28,7 @@ use crate::supervisor::hold::Holds;
 use crate::supervisor::lease::{self, Identity, Registration};
 use crate::supervisor::ledger::{AttemptUsage, Ledger};
 use crate::supervisor::pause::Pauses;
+use crate::supervisor::taskdir::task_ids;
 
 #[derive(Debug, clap::Args)]
 pub struct TasksArgs {
@@ -218,7 +219,7 @@ fn finished_rows(
     now: Timestamp,
 ) -> Result<Vec<TaskRow>, CliError> {
     let mut rows = Vec::new();
-    for id in task_dir_ids(home) {
+    for id in task_ids(home) {
         if shown.iter().any(|row| row.id == id) {
             continue;
         }
@@ -228,16 +229,6 @@ fn finished_rows(
     }
     rows.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
     Ok(rows)
-}
-
-/// The ids of every task directory under `home`.
-pub fn task_dir_ids(home: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(home.join("tasks")) else { return Vec::new() };
-    entries
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .collect()
 }
 
 /// The task directory of `id` (never outside `tasks/`).
@@ -422,7 +413,7 @@ fn secs_between(from: Timestamp, to: Timestamp) -> u64 {
 pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
     let zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
     let today = now.to_zoned(zone.clone()).date();
-    task_dir_ids(home)
+    task_ids(home)
         .iter()
         .filter_map(|id| task_root(home, id))
         .flat_map(|root| Ledger::load(&root).attempts)

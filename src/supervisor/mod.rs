@@ -39,6 +39,7 @@ pub mod prompt;
 pub mod recovery;
 pub mod revocation;
 pub mod runner;
+pub mod stats;
 pub mod taskdir;
 
 use std::collections::HashMap;
@@ -995,7 +996,7 @@ impl Supervisor {
         if let Some(account) = &scope.account {
             return match cause {
                 PauseCause::RateLimit => format!(
-                    "nothing to do: {coder}'s other accounts go on; {account} resumes when its window resets"
+                    "nothing to do: {coder}'s other accounts go on; {scope} resumes when its window resets"
                 ),
                 _ => format!(
                     "log in to the account (or fix its key) that [[coders.{coder}.accounts]] name = {account:?} selects in runtime.toml; {coder}'s other accounts go on"

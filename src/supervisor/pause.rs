@@ -29,7 +29,7 @@ pub const FAULT_BACKOFF_START: Duration = Duration::from_secs(30);
 pub const FAULT_BACKOFF_MAX: Duration = Duration::from_secs(600);
 
 /// Why a coder is paused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PauseCause {
     /// The provider refused requests until a window resets (or a window is nearly used up).
