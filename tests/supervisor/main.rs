@@ -8,6 +8,7 @@
 mod common;
 mod harness;
 
+mod accounts;
 mod agents;
 mod claiming;
 mod demo;
