@@ -9,6 +9,7 @@ mod common;
 mod harness;
 
 mod accounts;
+mod agent_stats;
 mod agents;
 mod claiming;
 mod demo;
