@@ -18,7 +18,7 @@ pub fn cmd_agent_stats(ctx: &Context, since: Option<&str>, by: GroupBy) -> Resul
     let since = since
         .map(|text| crate::time::parse_since(text, now))
         .transpose()
-        .map_err(|message| CliError::usage(message))?;
+        .map_err(CliError::usage)?;
     let stats = agent_stats(&home, since, by, now);
     ctx.out.emit(&stats, || render(&stats, now));
     Ok(())

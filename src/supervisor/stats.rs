@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::ledger::{AttemptUsage, Ledger};
-use super::pause::{self, PauseCause, PauseRecord};
+use super::pause::{self, PauseCause, PauseRecord, Scope};
 use super::taskdir;
 
 /// What attempts are grouped by.
@@ -144,14 +144,12 @@ fn recorded_cwd(home: &Path, task_root: &Path) -> String {
 
 /// Counts and lengths of the pauses in `records`, per scope and cause, within `since..now`.
 fn pause_sums(records: &[PauseRecord], since: Option<Timestamp>, now: Timestamp) -> Vec<PauseSums> {
-    let mut spans: BTreeMap<(String, Option<String>, PauseCause), Vec<(Timestamp, Timestamp)>> =
-        BTreeMap::new();
+    let mut spans: BTreeMap<(Scope, PauseCause), Vec<Span>> = BTreeMap::new();
     for record in records {
-        let key = (record.coder.clone(), record.account.clone(), record.cause);
-        spans.entry(key).or_default().push((record.at, record.until));
+        spans.entry((record.scope(), record.cause)).or_default().push((record.at, record.until));
     }
     let mut sums = Vec::new();
-    for ((coder, account, cause), mut spans) in spans {
+    for ((Scope { coder, account }, cause), mut spans) in spans {
         let (mut pauses, mut secs) = (0, 0);
         for (start, end) in merged(&mut spans) {
             let start = since.map_or(start, |since| start.max(since));
@@ -168,10 +166,13 @@ fn pause_sums(records: &[PauseRecord], since: Option<Timestamp>, now: Timestamp)
     sums
 }
 
+/// A stretch of time: from, until.
+type Span = (Timestamp, Timestamp);
+
 /// `spans` sorted and with overlapping ones joined.
-fn merged(spans: &mut [(Timestamp, Timestamp)]) -> Vec<(Timestamp, Timestamp)> {
+fn merged(spans: &mut [Span]) -> Vec<Span> {
     spans.sort();
-    let mut joined: Vec<(Timestamp, Timestamp)> = Vec::new();
+    let mut joined: Vec<Span> = Vec::new();
     for &(start, end) in spans.iter() {
         match joined.last_mut() {
             Some(last) if start <= last.1 => last.1 = last.1.max(end),
