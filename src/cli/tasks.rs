@@ -5,7 +5,8 @@
 //! (`ledger.json` for tokens, context and cost; `events.jsonl`'s time for idleness;
 //! `state/pauses.json` and `state/holds.json` for pauses of coders and of their accounts), so
 //! it works from any shell while `fleet run` works elsewhere. Nothing here writes. A task on
-//! one of its coder's accounts shows as `claude@work·sonnet`.
+//! one of its coder's accounts shows as `claude@work·sonnet`; the table keeps to 80 columns
+//! when it can, leaving out STARTED (ELAPSED says the same) when a row would not fit.
 //!
 //! `--watch` redraws the view every second on a terminal (alternate screen, keys: `q` or
 //! Ctrl-C quits, `j`/`k` or the arrows scroll); without a terminal it prints once.
@@ -510,6 +511,9 @@ fn header(view: &TasksView) -> String {
     )
 }
 
+/// The width the table's lines keep to when they can: a terminal's.
+const TABLE_WIDTH: usize = 80;
+
 /// The table: a line of numbers per task, then its title and working directory.
 fn table(tasks: &[TaskRow], now: Timestamp) -> Vec<String> {
     let head = ["ID", "CODER·MODEL", "STARTED", "ELAPSED", "IDLE", "CTX", "IN/OUT", "COST", "TRY"];
@@ -531,9 +535,18 @@ fn table(tasks: &[TaskRow], now: Timestamp) -> Vec<String> {
             task.attempt.to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..head.len())
+    let mut widths: Vec<usize> = (0..head.len())
         .map(|col| cells.iter().map(|row| row[col].chars().count()).max().unwrap_or(0))
         .collect();
+    // Too wide for a terminal (a long model, an account): ELAPSED says what STARTED does.
+    let width = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    if width > TABLE_WIDTH {
+        let started = head.iter().position(|h| *h == "STARTED").expect("a column of the table");
+        widths.remove(started);
+        for row in &mut cells {
+            row.remove(started);
+        }
+    }
     let mut lines = Vec::new();
     for (index, row) in cells.iter().enumerate() {
         let line: Vec<String> =
@@ -745,6 +758,41 @@ fn print_raw(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_on_an_account_fits_80_columns() {
+        let now = Timestamp::now();
+        let row = TaskRow {
+            id: "fleet-a3f".into(),
+            title: "Fix the login".into(),
+            status: "in_progress".into(),
+            running: true,
+            coder: "claude".into(),
+            model: "sonnet".into(),
+            account: Some("work".into()),
+            default_coder: true,
+            default_model: true,
+            supervisor: "fleet@host".into(),
+            attempt: 1,
+            started_at: Some(now),
+            elapsed_secs: Some(725),
+            idle_secs: Some(65),
+            context_peak: 90_000,
+            context_limit: Some(200_000),
+            context_pct: Some(45.0),
+            tokens_in: 123_400,
+            tokens_out: 5_600,
+            cost_usd: Some(0.123),
+            total_cost_usd: Some(0.123),
+            cwd: "/src".into(),
+        };
+        let lines = table(std::slice::from_ref(&row), now);
+        assert!(lines[1].starts_with("fleet-a3f  claude@work·sonnet  12m05s"), "{lines:#?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= TABLE_WIDTH), "{lines:#?}");
+        let plain = TaskRow { account: None, tokens_in: 950, tokens_out: 20, ..row };
+        let lines = table(&[plain], now);
+        assert!(lines[0].contains("STARTED"), "room for every column: {lines:#?}");
+    }
 
     #[test]
     fn units_read_at_a_glance() {
