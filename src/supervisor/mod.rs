@@ -11,7 +11,8 @@
 //!    running task ([`revocation`]) and stops its agent within a poll;
 //! 4. records each runner's [`Outcome`] as ops (see [`outcome::plan`]); faults of the fleet
 //!    (missing CLI, no login, provider outage) and rate limits pause the coder ([`pause`])
-//!    instead of charging the task;
+//!    instead of charging the task — a coder with accounts runs each attempt on one of them
+//!    and has its rate limits and refused logins pause only that account ([`accounts`]);
 //! 5. refreshes its registration (heartbeat) and takes back tasks of supervisors that died
 //!    ([`recovery`]), after killing what their agents left;
 //! 6. reloads `runtime.toml` when it changes, keeping the previous config if the new one is
@@ -935,7 +936,7 @@ impl Supervisor {
             now.checked_add(pause).unwrap_or(Timestamp::MAX)
         });
         if let Some(paused) = self.pauses.rate_limit(scope, until, detail) {
-            self.emit_pause(paused);
+            self.report_pause(paused);
         }
     }
 
@@ -951,18 +952,31 @@ impl Supervisor {
                 news: true,
             })
             .collect();
+        let mut coders: Vec<String> = carried.iter().map(|p| p.scope.coder.clone()).collect();
+        coders.dedup();
         for paused in carried {
             self.emit_pause(paused);
         }
+        for coder in coders {
+            self.emit_coder_paused_by_accounts(&coder);
+        }
     }
 
-    /// Reports a pause; when it was the last usable account of its coder, also that the coder
-    /// as a whole is paused now.
+    /// Reports a new pause; when it took the last usable account of its coder, also that the
+    /// coder as a whole is paused now.
+    fn report_pause(&self, paused: pause::Paused) {
+        let account_news = paused.news && paused.scope.account.is_some();
+        let coder = paused.scope.coder.clone();
+        self.emit_pause(paused);
+        if account_news {
+            self.emit_coder_paused_by_accounts(&coder);
+        }
+    }
+
     fn emit_pause(&self, paused: pause::Paused) {
         let scope = paused.scope;
-        let coder = scope.coder.clone();
         self.emit(Event::Paused {
-            coder: coder.clone(),
+            coder: scope.coder.clone(),
             account: scope.account.clone(),
             until: paused.pause.until,
             cause: paused.pause.cause,
@@ -970,24 +984,27 @@ impl Supervisor {
             detail: paused.pause.detail,
             news: paused.news,
         });
-        if scope.account.is_none() || !paused.news {
+    }
+
+    /// Reports `coder` paused as a whole when every one of its accounts is paused.
+    fn emit_coder_paused_by_accounts(&self, coder: &str) {
+        let now = Timestamp::now();
+        let blocked = accounts::blocked(self.cfg(), coder, &self.pauses, self.holds.holds(), now);
+        let Some(accounts::Blocked::Paused(soonest, pause)) = blocked else { return };
+        if soonest.account.is_none() {
             return;
         }
-        let now = Timestamp::now();
-        let blocked = accounts::blocked(self.cfg(), &coder, &self.pauses, self.holds.holds(), now);
-        if let Some(accounts::Blocked::Paused(soonest, pause)) = blocked {
-            self.emit(Event::Paused {
-                coder: coder.clone(),
-                account: None,
-                until: pause.until,
-                cause: pause.cause,
-                detail: format!("every account of {coder} is paused; {soonest} resumes first"),
-                fix: format!(
-                    "nothing to do if a window resets by itself; add accounts to [coders.{coder}] in runtime.toml for more room"
-                ),
-                news: true,
-            });
-        }
+        self.emit(Event::Paused {
+            coder: coder.to_owned(),
+            account: None,
+            until: pause.until,
+            cause: pause.cause,
+            detail: format!("every account of {coder} is paused; {soonest} resumes first"),
+            fix: format!(
+                "nothing to do if a window resets by itself; add accounts to [coders.{coder}] in runtime.toml for more room"
+            ),
+            news: true,
+        });
     }
 
     /// What a person can do about a paused coder or account.
@@ -1060,7 +1077,7 @@ impl Supervisor {
             Outcome::CoderFault { cause, detail } => {
                 let scope = Scope::of_attempt(&finished.coder, &finished.account, *cause);
                 if let Some(paused) = self.pauses.fault(&scope, *cause, detail, now) {
-                    self.emit_pause(paused);
+                    self.report_pause(paused);
                 }
             }
             Outcome::Shutdown
