@@ -329,7 +329,7 @@ fn record_start(
     let _ = logs.runner(
         "attempt_started",
         json!({ "attempt": issue.fleet.attempts, "attempt_id": attempt.attempt_id, "pid": pid,
-                "coder": attempt.coder.name(), "account": attempt.account_name(),
+                "coder": attempt.coder.name(), "account": attempt.account.as_ref().map(|a| &a.name),
                 "model": attempt.model, "program": spec.program, "args": shown_args,
                 "cwd": spec.cwd }),
         Timestamp::now(),
