@@ -407,6 +407,10 @@ pub struct Lease {
     pub coder: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
+    /// The coder's account this attempt runs on (`[[coders.NAME.accounts]]`); empty when the
+    /// coder has none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
     pub since: Timestamp,
 }
 

@@ -98,6 +98,37 @@ pub fn parse_user_date(
     start_of_day(date, &zone).map(Some).ok_or_else(out_of_range)
 }
 
+/// The forms `--since` accepts, for messages.
+pub const SINCE_FORMS: &str = "7d, 24h, 30m, 2w, today, monday, 2025-01-15, 2025-01-15T10:00:00Z";
+
+/// Parses a `--since` value: a duration back from `now` (`7d`, `24h`, `30m`, `2w`, with or
+/// without a leading `-`), or a date as [`parse_user_date`] reads it (`2025-01-15`, `today`,
+/// RFC 3339). Relative dates resolve in the local time zone.
+pub fn parse_since(value: &str, now: Timestamp) -> Result<Timestamp, String> {
+    let text = value.trim().to_ascii_lowercase();
+    let invalid = || format!("invalid --since {value:?}; examples: {SINCE_FORMS}");
+    let out_of_range = || format!("--since {value:?}: the date is out of range");
+    let offset = text.strip_prefix('-').unwrap_or(&text);
+    if offset.starts_with(|c: char| c.is_ascii_digit()) && !offset.contains(['-', ':', 't']) {
+        let span = match parse_offset(offset).ok_or_else(invalid)? {
+            Offset::InRange(span) => span,
+            Offset::OutOfRange => return Err(out_of_range()),
+        };
+        let zone = TimeZone::try_system().unwrap_or(TimeZone::UTC);
+        return now
+            .to_zoned(zone)
+            .checked_sub(span)
+            .map(|z| z.timestamp())
+            .map_err(|_| out_of_range());
+    }
+    match parse_user_date("since", value, now) {
+        Ok(Some(at)) => Ok(at),
+        Ok(None) => Err(invalid()),
+        Err(DateError::OutOfRange { .. }) => Err(out_of_range()),
+        Err(DateError::Invalid { .. }) => Err(invalid()),
+    }
+}
+
 /// A relative offset (`6h`, `2w`) as parsed: a span, or a well-formed amount too large for
 /// one.
 enum Offset {
@@ -178,6 +209,19 @@ mod tests {
 
     fn now() -> Timestamp {
         "2026-03-02T12:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn since_takes_a_duration_back_or_a_date() {
+        let now = now();
+        let at = |text: &str| parse_since(text, now).map(|t| t.to_string());
+        assert_eq!(at("24h").as_deref(), Ok("2026-03-01T12:00:00Z"));
+        assert_eq!(at("-30m").as_deref(), Ok("2026-03-02T11:30:00Z"));
+        assert_eq!(at("2026-02-01T00:00:00Z").as_deref(), Ok("2026-02-01T00:00:00Z"));
+        assert!(at("2026-02-01").is_ok());
+        assert!(at("yesterday-ish").unwrap_err().contains("examples: 7d"));
+        assert!(at("").is_err());
+        assert!(at("99999999999w").unwrap_err().contains("out of range"));
     }
 
     #[test]

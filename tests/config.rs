@@ -509,3 +509,101 @@ fn the_file_path_follows_fleet_home() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(Path::new(&nested).join("runtime.toml").exists(), "FLEET_HOME is created if missing");
 }
+
+// --- accounts -----------------------------------------------------------------------------------
+
+#[test]
+fn bad_account_tables_are_refused_naming_the_line_and_the_fix() {
+    let home = Home::new();
+    let account =
+        |body: &str| format!("coder = \"claude\"\n\n[[coders.claude.accounts]]\n{body}\n");
+    let cases: [(String, &str, Option<&str>); 8] = [
+        (
+            account(
+                "name = \"work\"\nenv = { A = \"1\" }\n\n[[coders.claude.accounts]]\nname = \"work\"\nenv = { A = \"2\" }",
+            ),
+            "line 7: coders.claude.accounts[1]: the account name \"work\" is used twice",
+            Some("give each account of a coder a name of its own"),
+        ),
+        (
+            account("name = \"work\"\nenv = {}"),
+            "line 5: coders.claude.accounts[0] (\"work\"): env is empty",
+            Some("an account is name = \"…\" and env = { VAR = \"…\" }"),
+        ),
+        (
+            account("name = \"work\""),
+            "line 3: coders.claude.accounts[0] (\"work\") has no env",
+            None,
+        ),
+        (account("env = { A = \"1\" }"), "line 3: coders.claude.accounts[0] has no name", None),
+        (
+            account("name = \"work\"\nenvv = { A = \"1\" }"),
+            "line 5: unknown key \"coders.claude.accounts[0].envv\" (did you mean \"env\"?)",
+            Some("an account is name"),
+        ),
+        (
+            account("name = \"my work\"\nenv = { A = \"1\" }"),
+            "line 4: coders.claude.accounts[0].name \"my work\" may hold only letters",
+            None,
+        ),
+        (
+            account("name = \"work\"\nenv = { FLEET_HOME = \"/x\" }"),
+            "line 5: coders.claude.accounts[0] (\"work\"): FLEET_HOME is set by fleet for every agent",
+            Some("remove it; an account may not set PATH, BEADS_DIR, BD_ACTOR, FLEET_*"),
+        ),
+        (
+            "[coders.claude]\naccounts = { name = \"work\" }\n".to_owned(),
+            "line 2: coders.claude.accounts must be an array of tables",
+            None,
+        ),
+    ];
+    for (text, message, hint) in cases {
+        home.write(&text);
+        let run = home.fleet(&["config", "show"]).fails(1);
+        assert!(run.stderr.contains(message), "{text}\n---\n{}", run.stderr);
+        if let Some(hint) = hint {
+            assert!(run.stderr.contains(&format!("hint: {hint}")), "{text}\n---\n{}", run.stderr);
+        }
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+    }
+    // A valid table, inline or as an array of tables, loads.
+    home.write(
+        "[coders.codex]\naccounts = [{ name = \"a\", env = { CODEX_HOME = \"/h/a\" } }]\n\n\
+         [[coders.claude.accounts]]\nname = \"me@work.io\"\nenv = { CLAUDE_CONFIG_DIR = \"/h/w\" }\n",
+    );
+    let config = RuntimeConfig::load(&home.file()).unwrap();
+    assert_eq!(config.accounts("claude")[0].name, "me@work.io");
+    assert_eq!(config.accounts("codex")[0].env["CODEX_HOME"], "/h/a");
+    assert!(config.accounts("gemini").is_empty());
+}
+
+#[test]
+fn account_env_values_are_masked_and_make_the_file_private() {
+    let home = Home::new();
+    let table = format!(
+        "coders.claude.accounts=[{{ name = \"work\", env = {{ ANTHROPIC_API_KEY = \"{ENV_SECRET}\" }} }}]"
+    );
+    let set = home.fleet(&["--json", "config", "set", &table]).ok();
+    assert!(!set.stdout.contains(ENV_SECRET), "{}", set.stdout);
+    assert_eq!(
+        set.json()["set"]["coders.claude.accounts"],
+        serde_json::json!([{"name": "work", "env": {"ANTHROPIC_API_KEY": "<redacted>"}}])
+    );
+    assert_eq!(mode_of(&home.file()), 0o600);
+    assert!(home.read().contains(ENV_SECRET));
+
+    let human = home.fleet(&["config", "show"]).ok().stdout;
+    assert!(!human.contains(ENV_SECRET), "{human}");
+    assert!(
+        human.contains("name = \"work\"") && human.contains("ANTHROPIC_API_KEY = \"<redacted>\"")
+    );
+    let json = home.fleet(&["--json", "config", "show"]).ok();
+    assert!(!json.stdout.contains(ENV_SECRET), "{}", json.stdout);
+    assert_eq!(
+        json.json()["config"]["coders"]["claude"]["accounts"][0]["env"]["ANTHROPIC_API_KEY"],
+        "<redacted>"
+    );
+    // The shown config is TOML that loads (with the masked value).
+    let shown = human.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
+    RuntimeConfig::parse(&shown, &home.file()).unwrap();
+}

@@ -348,6 +348,7 @@ fn scenario(schemas: &Schemas) -> Workspace {
         }
     }
     s.out("stats", &["stats"]);
+    agent_stats(&s);
 
     // Claims: a given id, then whatever is ready until nothing is.
     let claimed = s.out("claim", &["claim", &chore]);
@@ -388,6 +389,7 @@ fn scenario(schemas: &Schemas) -> Workspace {
     }
 
     s.out("stats", &["stats"]);
+    agent_stats(&s);
     s.out("ready", &["ready", "--limit", "0"]);
     s.out("blocked", &["blocked"]);
     ws
@@ -493,6 +495,35 @@ fn operator_scenario(schemas: &Schemas) {
     let demo = Run::from(demo).ok();
     let events = check_lines(schemas, "demo", &demo.stdout);
     assert_eq!(events.first().unwrap()["type"], "started");
+}
+
+/// `fleet stats --agents`, over a ledger and a pause history as the supervisor writes them:
+/// an attempt on an account that was rate limited (no cost), and one that closed its task.
+fn agent_stats(s: &Session) {
+    let state = s.ws.home().join("state");
+    let task = s.ws.home().join("tasks").join("sc-agents");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::create_dir_all(&task).unwrap();
+    let ledger = json!({"attempts": [
+        {"attempt": 1, "attempt_id": "A1", "coder": "claude", "model": "sonnet", "account": "work",
+         "cwd": "/src/app", "started_at": "2026-03-01T10:00:00Z", "ended_at": "2026-03-01T10:00:05Z",
+         "tokens_in": 0, "tokens_cached": 0, "tokens_out": 0, "context_peak": 0,
+         "outcome": "rate-limited"},
+        {"attempt": 1, "attempt_id": "A2", "coder": "claude", "model": "sonnet", "account": "home",
+         "cwd": "/src/app", "started_at": "2026-03-01T10:01:00Z", "ended_at": "2026-03-01T10:09:00Z",
+         "tokens_in": 5000, "tokens_cached": 1000, "tokens_out": 300, "context_peak": 4000,
+         "cost_usd": 0.25, "cost_source": "reported", "outcome": "closed"}
+    ]});
+    std::fs::write(task.join("ledger.json"), ledger.to_string()).unwrap();
+    let pause = json!({"at": "2026-03-01T10:00:05Z", "coder": "claude", "account": "work",
+                       "cause": "rate_limit", "until": "2026-03-01T10:05:05Z"});
+    std::fs::write(state.join("pause-history.jsonl"), format!("{pause}\n")).unwrap();
+    let by_account = s.out("stats-agents", &["stats", "--agents", "--by", "account"]);
+    assert_eq!(by_account["groups"][0]["key"], "home");
+    assert_eq!(by_account["groups"][1]["cost_usd"], Value::Null);
+    assert_eq!(by_account["pauses"][0]["paused_secs"], 300);
+    let recent = s.out("stats-agents", &["stats", "--agents", "--since", "2026-03-01T10:00:30Z"]);
+    assert_eq!(recent["total"]["attempts"], 1);
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Stepping in: `fleet kill <id> [--requeue]`, `fleet pause [--coder C]`, `fleet resume`.
+//! Stepping in: `fleet kill <id> [--requeue]`, `fleet pause [--coder C] [--account NAME]`,
+//! `fleet resume [--coder C] [--account NAME]`.
 //!
 //! A kill is a change to the task through the tracker layer — blocked with a comment, or
 //! released with `--requeue` — and the supervisor running it stops its agent because a running
@@ -10,6 +11,9 @@ use serde::Serialize;
 
 use super::context::{Context, fleet_home};
 use super::error::CliError;
+use std::path::Path;
+
+use crate::coders::account::qualified;
 use crate::config::RuntimeConfig;
 use crate::model::Status;
 use crate::op::IssuePatch;
@@ -33,6 +37,10 @@ pub struct PauseArgs {
     /// Only this coder's tasks (default: every coder).
     #[arg(long, value_name = "CODER")]
     pub coder: Option<String>,
+    /// Only new agents on this account (`[[coders.NAME.accounts]]`); the coder goes on with
+    /// its other accounts. Add --coder when two coders have an account of that name.
+    #[arg(long, value_name = "NAME")]
+    pub account: Option<String>,
     /// Why, shown by `fleet tasks`.
     #[arg(long, short)]
     pub reason: Option<String>,
@@ -43,6 +51,9 @@ pub struct ResumeArgs {
     /// Only this coder's pause (default: every pause).
     #[arg(long, value_name = "CODER")]
     pub coder: Option<String>,
+    /// Only this account's pause (placed with `fleet pause --account`).
+    #[arg(long, value_name = "NAME")]
+    pub account: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,18 +103,30 @@ struct HoldsShown {
 
 pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
+    let config = load_config(&home)?;
     if let Some(coder) = &args.coder {
-        check_coder(&home, coder)?;
+        check_coder(&config, coder)?;
     }
+    let account = match &args.account {
+        Some(name) => Some(find_account(&config, args.coder.as_deref(), name)?),
+        None => None,
+    };
     let mut holds = Holds::load(&home);
     let hold = Hold {
         since: ctx.now(),
         by: ctx.actor().to_string(),
         reason: args.reason.clone().unwrap_or_default(),
     };
-    let changed = holds.place(args.coder.as_deref(), hold);
+    let changed = match &account {
+        Some((coder, name)) => holds.place_account(coder, name, hold),
+        None => holds.place(args.coder.as_deref(), hold),
+    };
     holds.save(&home).map_err(|e| CliError::new(format!("writing the pause: {e}")))?;
-    let whom = args.coder.as_deref().map_or("every coder".to_owned(), |c| format!("coder {c}"));
+    let whom = match (&account, args.coder.as_deref()) {
+        (Some((coder, name)), _) => format!("account {}", qualified(coder, name)),
+        (None, Some(coder)) => format!("coder {coder}"),
+        (None, None) => "every coder".to_owned(),
+    };
     let shown = HoldsShown { changed, holds };
     ctx.out.emit(&shown, || {
         let already = if changed { "" } else { " (already paused)" };
@@ -115,24 +138,96 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
 pub fn cmd_resume(ctx: &Context, args: ResumeArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
     let mut holds = Holds::load(&home);
-    let changed = holds.lift(args.coder.as_deref());
+    let (changed, whom) = match &args.account {
+        Some(name) => {
+            let (coder, name) = held_account(&holds, args.coder.as_deref(), name)?;
+            (
+                holds.lift_account(&coder, &name),
+                Some(format!("account {}", qualified(&coder, &name))),
+            )
+        }
+        None => {
+            (holds.lift(args.coder.as_deref()), args.coder.as_ref().map(|c| format!("coder {c}")))
+        }
+    };
     holds.save(&home).map_err(|e| CliError::new(format!("writing the pause: {e}")))?;
     let shown = HoldsShown { changed, holds };
-    ctx.out.emit(&shown, || match (changed, &args.coder) {
-        (false, Some(coder)) => format!("coder {coder} was not paused"),
+    ctx.out.emit(&shown, || match (changed, &whom) {
+        (false, Some(whom)) => format!("{whom} was not paused"),
         (false, None) => "nothing was paused".to_owned(),
-        (true, Some(coder)) => format!("▶ coder {coder} resumed"),
+        (true, Some(whom)) => format!("▶ {whom} resumed"),
         (true, None) => "▶ resumed: new agents start again".to_owned(),
     });
     Ok(())
 }
 
+fn load_config(home: &Path) -> Result<RuntimeConfig, CliError> {
+    RuntimeConfig::load(&home.join(crate::config::FILE_NAME))
+        .map_err(|e| CliError::new(e.to_string()))
+}
+
 /// Refuses a coder runtime.toml does not define.
-fn check_coder(home: &std::path::Path, coder: &str) -> Result<(), CliError> {
-    let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME))
-        .map_err(|e| CliError::new(e.to_string()))?;
+fn check_coder(config: &RuntimeConfig, coder: &str) -> Result<(), CliError> {
     let registry = config.registry().map_err(|e| CliError::new(e.to_string()))?;
     registry.get(coder).map(|_| ()).map_err(|error| {
         CliError::new(error.to_string()).with_hint("`fleet config show` lists the coders")
     })
+}
+
+/// The coder and name of the account `name` (of `coder`, when given), which runtime.toml
+/// must define, once.
+fn find_account(
+    config: &RuntimeConfig,
+    coder: Option<&str>,
+    name: &str,
+) -> Result<(String, String), CliError> {
+    let known: Vec<(String, String)> = config
+        .coders
+        .iter()
+        .filter(|(c, _)| coder.is_none_or(|wanted| wanted == c.as_str()))
+        .flat_map(|(c, table)| table.accounts.iter().map(move |a| (c.clone(), a.name.clone())))
+        .collect();
+    pick_one(known, coder, name, "runtime.toml defines no account")
+        .map_err(|error| error.with_hint("accounts are [[coders.NAME.accounts]] tables in runtime.toml (`fleet config show` lists them)"))
+}
+
+/// The held account `name` (of `coder`, when given).
+fn held_account(
+    holds: &Holds,
+    coder: Option<&str>,
+    name: &str,
+) -> Result<(String, String), CliError> {
+    let held: Vec<(String, String)> = holds
+        .accounts
+        .iter()
+        .filter(|(c, _)| coder.is_none_or(|wanted| wanted == c.as_str()))
+        .flat_map(|(c, accounts)| accounts.keys().map(move |a| (c.clone(), a.clone())))
+        .collect();
+    pick_one(held, coder, name, "no account is paused under the name")
+        .map_err(|error| error.with_hint("`fleet tasks` lists the pauses"))
+}
+
+/// The one `(coder, account)` of `candidates` whose account is `name`.
+fn pick_one(
+    candidates: Vec<(String, String)>,
+    coder: Option<&str>,
+    name: &str,
+    none: &str,
+) -> Result<(String, String), CliError> {
+    let mut matching: Vec<(String, String)> =
+        candidates.into_iter().filter(|(_, account)| account == name).collect();
+    match matching.len() {
+        1 => Ok(matching.remove(0)),
+        0 => {
+            let of = coder.map(|c| format!(" of coder {c}")).unwrap_or_default();
+            Err(CliError::new(format!("{none} {name:?}{of}")))
+        }
+        _ => {
+            let all: Vec<String> = matching.iter().map(|(c, a)| qualified(c, a)).collect();
+            Err(CliError::new(format!(
+                "several coders have an account {name:?}: {}; add --coder to say which",
+                all.join(", ")
+            )))
+        }
+    }
 }

@@ -28,6 +28,8 @@
 //! | `fake: overloaded` | prints the CLI's retries of a 529 and a final "Overloaded" API error result, exits 1 |
 //! | `fake: spend IN OUT COST` | prints an assistant message whose request used IN prompt tokens and OUT output tokens; the final result reports the session's totals and a `total_cost_usd` summed from each COST |
 //! | `fake: once DIRECTIVE` | runs DIRECTIVE only on the task's first run (a marker file in `$FLEET_TASK_DIR` remembers it), so a script can hit a limit once and then finish |
+//! | `fake: when VAR=VALUE DIRECTIVE` | runs DIRECTIVE only when the variable VAR is VALUE (an agent on one account hits a limit, on the others it works) |
+//! | `fake: envfile PATH VAR…` | appends a line `<task> VAR=<value> …` to PATH (proof of the environment the agent got) |
 //!
 //! Without directives it greets, closes the task and exits 0.
 
@@ -211,6 +213,19 @@ fn hold_task_lock(dir: &std::path::Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `envfile PATH VAR…`: appends `<task> VAR=<value> …` to PATH.
+fn record_env(rest: &str) -> Result<(), CliError> {
+    let mut words = rest.split_whitespace();
+    let path = words.next().ok_or_else(|| CliError::new("fake agent: envfile needs a path"))?;
+    let id = std::env::var("FLEET_TASK_ID").unwrap_or_default();
+    let vars: Vec<String> =
+        words.map(|name| format!("{name}={}", std::env::var(name).unwrap_or_default())).collect();
+    let fail = |e: std::io::Error| CliError::new(format!("fake agent: {path}: {e}"));
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(fail)?;
+    writeln!(file, "{id} {}", vars.join(" ")).map_err(fail)
+}
+
 pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
     let prompt = args.prompt.join(" ");
     emit(json!({"type": "system", "subtype": "init", "session_id": session(), "model": "fake",
@@ -224,6 +239,14 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
     let mut spent = Spent::default();
     for (index, step) in script.into_iter().enumerate() {
         let (mut verb, mut rest) = step.split_once(' ').unwrap_or((step, ""));
+        if verb == "when" {
+            let (condition, directive) = rest.split_once(' ').unwrap_or((rest, ""));
+            let (var, value) = condition.split_once('=').unwrap_or((condition, ""));
+            if std::env::var(var).ok().as_deref() != Some(value) {
+                continue;
+            }
+            (verb, rest) = directive.split_once(' ').unwrap_or((directive, ""));
+        }
         if verb == "once" {
             let dir = std::env::var_os("FLEET_TASK_DIR")
                 .ok_or_else(|| CliError::new("FLEET_TASK_DIR is not set"))?;
@@ -299,6 +322,7 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
                 })?;
             }
             "exclusive" => hold_task_lock(std::path::Path::new(rest))?,
+            "envfile" => record_env(rest)?,
             "background" => leave_running(&format!("sleep {rest} &"), false),
             "detach" => leave_running(&format!("sleep {rest}"), true),
             "stderr" => eprintln!("{rest}"),

@@ -102,15 +102,25 @@ fn user_filter(name: &str) -> Option<String> {
 static RUN_LOG: OnceLock<Mutex<Option<RunLog>>> = OnceLock::new();
 
 /// Starts appending log lines to `home/logs/fleet-run.log` (creating `logs/` with mode 0700
-/// and the file with 0600). Returns the file's path.
-pub fn open_run_log(home: &Path) -> io::Result<PathBuf> {
+/// and the file with 0600), each line masked by `redactor` (which also masks token shapes).
+/// Returns the file's path.
+pub fn open_run_log(home: &Path, redactor: Redactor) -> io::Result<PathBuf> {
     let dir = home.join(LOG_DIR);
     create_private_dir(&dir)?;
-    let log = RunLog::open(dir.join(RUN_LOG_FILE), RUN_LOG_MAX_BYTES)?;
+    let mut log = RunLog::open(dir.join(RUN_LOG_FILE), RUN_LOG_MAX_BYTES)?;
+    log.redactor = redactor;
     let path = log.path.clone();
     let slot = RUN_LOG.get_or_init(|| Mutex::new(None));
     *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(log);
     Ok(path)
+}
+
+/// Masks the run log's next lines with `redactor` (the secrets of a reloaded config).
+pub fn set_run_log_redactor(redactor: Redactor) {
+    let Some(slot) = RUN_LOG.get() else { return };
+    if let Some(log) = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+        log.redactor = redactor;
+    }
 }
 
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {

@@ -5,6 +5,7 @@
 //! or `--json` through [`output::Output`]. Data goes to stdout, narration and errors to
 //! stderr. This is the only module that reads the environment or prints.
 
+mod agent_stats;
 mod bd;
 mod claim;
 mod comment;
@@ -187,7 +188,7 @@ pub enum Command {
     Log(log::LogArgs),
     /// Stop a running task's agent: the task is blocked with a comment (or requeued).
     Kill(control::KillArgs),
-    /// Start no new agents (every coder's, or one coder's); running agents go on.
+    /// Start no new agents (every coder's, one coder's, or one account's); running agents go on.
     Pause(control::PauseArgs),
     /// Lift `fleet pause`.
     Resume(control::ResumeArgs),

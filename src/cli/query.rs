@@ -1,4 +1,5 @@
-//! The read-only views of the queue: `list`, `ready`, `blocked`, `search`, `stats`.
+//! The read-only views of the queue: `list`, `ready`, `blocked`, `search`, `stats` (whose
+//! `--agents` view of the agents' ledgers is `agent_stats`).
 
 use super::context::Context;
 use super::doctor::report_damaged;
@@ -7,6 +8,7 @@ use super::issue::split_csv;
 use super::output::{list_line, printable, priority_badge};
 use crate::model::{Issue, SortOrder, Status, parse_issue_type, parse_priority};
 use crate::store::{BlockedIssue, ListFilter, ListSort, ReadyFilter, Stats};
+use crate::supervisor::stats::GroupBy;
 
 /// Filters shared by `list` and `search`.
 #[derive(Debug, clap::Args)]
@@ -323,7 +325,19 @@ pub fn cmd_search(ctx: &Context, args: SearchArgs) -> Result<(), CliError> {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct StatsArgs {}
+pub struct StatsArgs {
+    /// Statistics of the agents instead of the queue: tokens, cost, attempts and closed tasks
+    /// from the task ledgers, and how long rate limits paused coders and accounts.
+    #[arg(long)]
+    pub agents: bool,
+    /// With --agents: only attempts started since then — a duration back from now (7d, 24h,
+    /// 30m, 2w) or a date (2025-01-15, today, RFC 3339).
+    #[arg(long, requires = "agents", value_name = "DURATION|DATE")]
+    pub since: Option<String>,
+    /// With --agents: what to group the attempts by.
+    #[arg(long, requires = "agents", value_enum, default_value_t = GroupBy::Coder)]
+    pub by: GroupBy,
+}
 
 /// `fleet stats`: bd's counts (whose `blocked_issues` counts dependency-blocked issues), and
 /// the issues whose status is blocked.
@@ -334,7 +348,10 @@ struct FleetStats {
     status_blocked_issues: usize,
 }
 
-pub fn cmd_stats(ctx: &Context, _args: StatsArgs) -> Result<(), CliError> {
+pub fn cmd_stats(ctx: &Context, args: StatsArgs) -> Result<(), CliError> {
+    if args.agents {
+        return super::agent_stats::cmd_agent_stats(ctx, args.since.as_deref(), args.by);
+    }
     let store = ctx.open_store()?;
     let reader = store.read()?.skip_damaged();
     let mut s = reader.stats(ctx.now())?;

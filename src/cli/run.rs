@@ -15,6 +15,7 @@ use super::context::{Context, fleet_home};
 use super::daemon;
 use super::error::{CliError, exit_code};
 use super::output::write_stdout;
+use crate::config::RuntimeConfig;
 use crate::model::Status;
 use crate::store::Store;
 use crate::supervisor::outcome::Verdict;
@@ -112,12 +113,21 @@ fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
         until_idle: args.until_idle,
     };
     let json = ctx.out.json;
-    if let Err(error) = super::logging::open_run_log(&options.home) {
+    let secrets = move |home: &std::path::Path| {
+        let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
+        crate::supervisor::config_redactor(&config)
+    };
+    if let Err(error) = super::logging::open_run_log(&options.home, secrets(&options.home)) {
         let dir = options.home.join(super::logging::LOG_DIR);
         tracing::warn!(%error, dir = %dir.display(), "cannot open the run log; logging to stderr only");
     }
     let print = detached.is_none();
+    let home = options.home.clone();
     let summary = supervise(Arc::clone(&store), options, move |event| {
+        if matches!(event, Event::ConfigReloaded { .. }) {
+            // The reloaded file may give accounts new keys: mask them from now on.
+            super::logging::set_run_log_redactor(secrets(&home));
+        }
         log_event(&event);
         if print {
             print_event(&event, json);
@@ -287,6 +297,14 @@ fn log_event(event: &Event) {
     }
 }
 
+/// `claude`, or `claude@work` when the attempt or pause is one account's.
+fn on_account(coder: &str, account: Option<&str>) -> String {
+    match account {
+        Some(account) => crate::coders::account::qualified(coder, account),
+        None => coder.to_owned(),
+    }
+}
+
 /// One human line for an event (`None` for events not worth a line).
 pub fn event_line(event: &Event) -> Option<String> {
     Some(match event {
@@ -295,7 +313,8 @@ pub fn event_line(event: &Event) -> Option<String> {
                 "fleet run: supervising as {actor}, up to {max_concurrent} agents at once (Ctrl-C stops)"
             )
         }
-        Event::Claimed { id, title, coder, model, attempt } => {
+        Event::Claimed { id, title, coder, model, account, attempt } => {
+            let coder = on_account(coder, account.as_deref());
             let model = if model.is_empty() { String::new() } else { format!(", {model}") };
             format!("▶ {id} attempt {attempt} ({coder}{model}): {title}")
         }
@@ -305,18 +324,25 @@ pub fn event_line(event: &Event) -> Option<String> {
             let detail = comment.lines().next().unwrap_or_default();
             format!("{mark} {id} {verdict}: {detail}")
         }
-        Event::Paused { coder, until, cause, detail, fix, news } => {
+        Event::Paused { coder, account, until, cause, detail, fix, news } => {
+            let coder = on_account(coder, account.as_deref());
             let head = format!("⏸ {coder} paused until {until} ({}): {detail}", cause.as_str());
             if *news { format!("{head}\n  fix: {fix}") } else { head }
         }
         Event::ConfigReloaded { max_concurrent } => {
             format!("⚙ runtime.toml reloaded (max_concurrent = {max_concurrent})")
         }
-        Event::Held { all: false, coders } if coders.is_empty() => {
+        Event::Held { all: false, coders, accounts }
+            if coders.is_empty() && accounts.is_empty() =>
+        {
             "▶ spawning resumed (fleet resume)".to_string()
         }
-        Event::Held { all, coders } => {
-            let whom = if *all { "every coder".to_string() } else { coders.join(", ") };
+        Event::Held { all, coders, accounts } => {
+            let whom = if *all {
+                "every coder".to_string()
+            } else {
+                coders.iter().chain(accounts).cloned().collect::<Vec<_>>().join(", ")
+            };
             format!("⏸ spawning paused by fleet pause: {whom}; running agents go on")
         }
         Event::ConfigRejected { error } => {

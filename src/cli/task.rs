@@ -217,7 +217,10 @@ fn runner_line(event: &str, value: &Value) -> Option<String> {
     Some(match event {
         "attempt_started" => format!(
             "▶ attempt {attempt} started: {} {} (pid {}) in {}",
-            value["coder"].as_str().unwrap_or("?"),
+            match (value["coder"].as_str().unwrap_or("?"), value["account"].as_str()) {
+                (coder, Some(account)) => crate::coders::account::qualified(coder, account),
+                (coder, None) => coder.to_owned(),
+            },
             value["model"].as_str().unwrap_or(""),
             value["pid"].as_u64().unwrap_or(0),
             value["cwd"].as_str().unwrap_or("?")
@@ -276,6 +279,10 @@ mod tests {
             "event": "attempt_started", "attempt": 2, "coder": "claude", "model": "opus",
             "pid": 7, "cwd": "/p"}));
         assert!(started.ends_with("▶ attempt 2 started: claude opus (pid 7) in /p"), "{started}");
+        let on_account = line(serde_json::json!({"ts": "2026-03-01T12:00:00Z",
+            "event": "attempt_started", "attempt": 1, "coder": "claude", "account": "work",
+            "model": "opus", "pid": 7, "cwd": "/p"}));
+        assert!(on_account.ends_with("started: claude@work opus (pid 7) in /p"), "{on_account}");
         assert!(render_line(&serde_json::json!({"kind": "step_finished"})).is_none());
     }
 }

@@ -3,8 +3,10 @@
 //! The view is read from the store (tasks in progress and their leases, the supervisors'
 //! registrations and heartbeats, the ready and blocked counts) and from the task files
 //! (`ledger.json` for tokens, context and cost; `events.jsonl`'s time for idleness;
-//! `state/pauses.json` and `state/holds.json` for pauses), so it works from any shell while
-//! `fleet run` works elsewhere. Nothing here writes.
+//! `state/pauses.json` and `state/holds.json` for pauses of coders and of their accounts), so
+//! it works from any shell while `fleet run` works elsewhere. Nothing here writes. A task on
+//! one of its coder's accounts shows as `claude@work·sonnet`; the table keeps to 80 columns
+//! when it can, leaving out STARTED (ELAPSED says the same) when a row would not fit.
 //!
 //! `--watch` redraws the view every second on a terminal (alternate screen, keys: `q` or
 //! Ctrl-C quits, `j`/`k` or the arrows scroll); without a terminal it prints once.
@@ -22,10 +24,12 @@ use super::output::printable;
 use crate::config::RuntimeConfig;
 use crate::model::{Issue, Status};
 use crate::store::{ListFilter, Reader};
+use crate::supervisor::accounts::{self, Blocked};
 use crate::supervisor::hold::Holds;
 use crate::supervisor::lease::{self, Identity, Registration};
 use crate::supervisor::ledger::{AttemptUsage, Ledger};
 use crate::supervisor::pause::Pauses;
+use crate::supervisor::taskdir::task_ids;
 
 #[derive(Debug, clap::Args)]
 pub struct TasksArgs {
@@ -64,11 +68,15 @@ pub struct SupervisorRow {
     pub max_concurrent: usize,
 }
 
-/// A pause of spawning: the supervisor's (rate limit, fault) or a person's (`fleet pause`).
+/// A pause of spawning: the supervisor's (rate limit, fault) or a person's (`fleet pause`),
+/// of a coder or of one of its accounts.
 #[derive(Debug, Serialize)]
 pub struct PauseRow {
     /// The coder, or `*` for every coder.
     pub coder: String,
+    /// The coder's account, when only it is paused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     /// `rate limit`, `not logged in`, … or `fleet pause`.
     pub cause: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,6 +94,9 @@ pub struct TaskRow {
     pub running: bool,
     pub coder: String,
     pub model: String,
+    /// The coder's account the task runs (or last ran) on, when the coder has accounts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     /// The coder and model are the configured defaults (not set on the task).
     pub default_coder: bool,
     pub default_model: bool,
@@ -147,7 +158,7 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         ready: stats.ready_issues,
         blocked: stats.blocked_issues + blocked_status,
         cost_today_usd: cost_today(home, now),
-        pauses: pause_rows(home, now),
+        pauses: pause_rows(home, &config, now),
         tasks,
     })
 }
@@ -209,7 +220,7 @@ fn finished_rows(
     now: Timestamp,
 ) -> Result<Vec<TaskRow>, CliError> {
     let mut rows = Vec::new();
-    for id in task_dir_ids(home) {
+    for id in task_ids(home) {
         if shown.iter().any(|row| row.id == id) {
             continue;
         }
@@ -219,16 +230,6 @@ fn finished_rows(
     }
     rows.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
     Ok(rows)
-}
-
-/// The ids of every task directory under `home`.
-pub fn task_dir_ids(home: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(home.join("tasks")) else { return Vec::new() };
-    entries
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .collect()
 }
 
 /// The task directory of `id` (never outside `tasks/`).
@@ -274,6 +275,9 @@ pub fn effective(issue: &Issue, config: &RuntimeConfig) -> Effective {
 pub struct RunInfo {
     pub coder: String,
     pub model: String,
+    /// The account the task runs (or last ran) on, when its coder has accounts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     pub default_coder: bool,
     pub default_model: bool,
     pub cwd: String,
@@ -294,6 +298,7 @@ impl RunInfo {
         let totals = ledger.totals();
         let effective = effective(issue, &config);
         RunInfo {
+            account: account_of(issue, ledger.last()),
             coder: effective.coder,
             model: effective.model,
             default_coder: effective.default_coder,
@@ -318,8 +323,11 @@ impl RunInfo {
         let mut lines = vec![
             format!("Coder: {}{}", printable(&self.coder), default(self.default_coder)),
             format!("Model: {}{}", printable(model), default(self.default_model)),
-            format!("Working directory: {}", printable(&self.cwd)),
         ];
+        if let Some(account) = &self.account {
+            lines.push(format!("Account: {}", printable(account)));
+        }
+        lines.push(format!("Working directory: {}", printable(&self.cwd)));
         if self.attempts > 0 {
             let last =
                 self.last_outcome.as_deref().map(|o| format!(", last: {o}")).unwrap_or_default();
@@ -361,6 +369,7 @@ fn task_row(
         title: issue.title.clone(),
         status: issue.status.to_string(),
         running,
+        account: account_of(issue, Some(usage)),
         coder: effective.coder,
         model: effective.model,
         default_coder: effective.default_coder,
@@ -385,6 +394,12 @@ fn task_row(
     }
 }
 
+/// The account `issue` runs on (its lease's), else the one its attempt `usage` ran on.
+fn account_of(issue: &Issue, usage: Option<&AttemptUsage>) -> Option<String> {
+    let leased = issue.fleet.lease.as_ref().map(|lease| lease.account.as_str());
+    leased.or(usage.map(|u| u.account.as_str())).filter(|a| !a.is_empty()).map(str::to_owned)
+}
+
 /// When the agent last printed something: the time of `events.jsonl`.
 fn last_output(root: &Path) -> Option<Timestamp> {
     let modified = std::fs::metadata(root.join("events.jsonl")).ok()?.modified().ok()?;
@@ -399,7 +414,7 @@ fn secs_between(from: Timestamp, to: Timestamp) -> u64 {
 pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
     let zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
     let today = now.to_zoned(zone.clone()).date();
-    task_dir_ids(home)
+    task_ids(home)
         .iter()
         .filter_map(|id| task_root(home, id))
         .flat_map(|root| Ledger::load(&root).attempts)
@@ -408,32 +423,46 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
         .sum()
 }
 
-/// The supervisor's pauses in force, then people's holds.
-fn pause_rows(home: &Path, now: Timestamp) -> Vec<PauseRow> {
+/// The supervisor's pauses in force (a coder whose every account is paused also as a whole),
+/// then people's holds.
+fn pause_rows(home: &Path, config: &RuntimeConfig, now: Timestamp) -> Vec<PauseRow> {
     let pauses = Pauses::load(home);
+    let holds = Holds::load(home);
     let mut rows: Vec<PauseRow> = pauses
         .all_active(now)
-        .map(|(coder, pause)| PauseRow {
-            coder: coder.to_owned(),
+        .map(|(scope, pause)| PauseRow {
+            coder: scope.coder.clone(),
+            account: scope.account.clone(),
             cause: pause.cause.as_str().to_owned(),
             until: Some(pause.until),
             detail: pause.detail.clone(),
         })
         .collect();
-    let holds = Holds::load(home);
-    let held =
-        holds.all.iter().map(|h| ("*", h)).chain(holds.coders.iter().map(|(c, h)| (c.as_str(), h)));
-    for (coder, hold) in held {
+    for coder in config.coders.keys() {
+        let blocked = accounts::blocked(config, coder, &pauses, &holds, now);
+        if let Some(Blocked::Paused(scope, pause)) = blocked.filter(|_| !holds.holds(coder))
+            && scope.account.is_some()
+        {
+            rows.push(PauseRow {
+                coder: coder.clone(),
+                account: None,
+                cause: pause.cause.as_str().to_owned(),
+                until: Some(pause.until),
+                detail: format!("every account is paused; {scope} resumes first"),
+            });
+        }
+    }
+    let coders = holds.coders.iter().map(|(c, h)| (c.clone(), None, h));
+    let accounts = holds.accounts.iter().flat_map(|(coder, accounts)| {
+        accounts.iter().map(move |(account, h)| (coder.clone(), Some(account.clone()), h))
+    });
+    let held = holds.all.iter().map(|h| ("*".to_owned(), None, h)).chain(coders).chain(accounts);
+    for (coder, account, hold) in held {
         let mut detail = format!("by {} since {}", hold.by, short_time(hold.since, now));
         if !hold.reason.is_empty() {
             detail.push_str(&format!(": {}", hold.reason));
         }
-        rows.push(PauseRow {
-            coder: coder.to_owned(),
-            cause: "fleet pause".into(),
-            until: None,
-            detail,
-        });
+        rows.push(PauseRow { coder, account, cause: "fleet pause".into(), until: None, detail });
     }
     rows
 }
@@ -442,7 +471,11 @@ fn pause_rows(home: &Path, now: Timestamp) -> Vec<PauseRow> {
 pub fn render(view: &TasksView, now: Timestamp) -> String {
     let mut lines = vec![header(view)];
     for pause in &view.pauses {
-        let coder = if pause.coder == "*" { "every coder" } else { pause.coder.as_str() };
+        let coder = match (pause.coder.as_str(), &pause.account) {
+            ("*", _) => "every coder".to_owned(),
+            (coder, Some(account)) => crate::coders::account::qualified(coder, account),
+            (coder, None) => coder.to_owned(),
+        };
         let until =
             pause.until.map(|u| format!(" until {}", short_time(u, now))).unwrap_or_default();
         lines.push(format!(
@@ -478,6 +511,9 @@ fn header(view: &TasksView) -> String {
     )
 }
 
+/// The width the table's lines keep to when they can: a terminal's.
+const TABLE_WIDTH: usize = 80;
+
 /// The table: a line of numbers per task, then its title and working directory.
 fn table(tasks: &[TaskRow], now: Timestamp) -> Vec<String> {
     let head = ["ID", "CODER·MODEL", "STARTED", "ELAPSED", "IDLE", "CTX", "IN/OUT", "COST", "TRY"];
@@ -499,9 +535,18 @@ fn table(tasks: &[TaskRow], now: Timestamp) -> Vec<String> {
             task.attempt.to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..head.len())
+    let mut widths: Vec<usize> = (0..head.len())
         .map(|col| cells.iter().map(|row| row[col].chars().count()).max().unwrap_or(0))
         .collect();
+    // Too wide for a terminal (a long model, an account): ELAPSED says what STARTED does.
+    let width = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    if width > TABLE_WIDTH {
+        let started = head.iter().position(|h| *h == "STARTED").expect("a column of the table");
+        widths.remove(started);
+        for row in &mut cells {
+            row.remove(started);
+        }
+    }
     let mut lines = Vec::new();
     for (index, row) in cells.iter().enumerate() {
         let line: Vec<String> =
@@ -525,11 +570,18 @@ fn pad(text: &str, width: usize) -> String {
     format!("{text}{}", " ".repeat(width.saturating_sub(count)))
 }
 
-/// `claude·sonnet`, with `*` after a part set on the task.
+/// `claude·sonnet`, with `*` after a part set on the task; `claude@work·sonnet` when the task
+/// runs on the coder's account `work`.
 fn coder_model(task: &TaskRow) -> String {
     let mark = |default: bool| if default { "" } else { "*" };
     let model = if task.model.is_empty() { "-" } else { task.model.as_str() };
-    format!("{}{}·{model}{}", task.coder, mark(task.default_coder), mark(task.default_model))
+    let account = task.account.as_deref().map(|a| format!("@{a}")).unwrap_or_default();
+    format!(
+        "{}{}{account}·{model}{}",
+        task.coder,
+        mark(task.default_coder),
+        mark(task.default_model)
+    )
 }
 
 /// A path with the home directory shown as `~`.
@@ -706,6 +758,41 @@ fn print_raw(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_on_an_account_fits_80_columns() {
+        let now = Timestamp::now();
+        let row = TaskRow {
+            id: "fleet-a3f".into(),
+            title: "Fix the login".into(),
+            status: "in_progress".into(),
+            running: true,
+            coder: "claude".into(),
+            model: "sonnet".into(),
+            account: Some("work".into()),
+            default_coder: true,
+            default_model: true,
+            supervisor: "fleet@host".into(),
+            attempt: 1,
+            started_at: Some(now),
+            elapsed_secs: Some(725),
+            idle_secs: Some(65),
+            context_peak: 90_000,
+            context_limit: Some(200_000),
+            context_pct: Some(45.0),
+            tokens_in: 123_400,
+            tokens_out: 5_600,
+            cost_usd: Some(0.123),
+            total_cost_usd: Some(0.123),
+            cwd: "/src".into(),
+        };
+        let lines = table(std::slice::from_ref(&row), now);
+        assert!(lines[1].starts_with("fleet-a3f  claude@work·sonnet  12m05s"), "{lines:#?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= TABLE_WIDTH), "{lines:#?}");
+        let plain = TaskRow { account: None, tokens_in: 950, tokens_out: 20, ..row };
+        let lines = table(&[plain], now);
+        assert!(lines[0].contains("STARTED"), "room for every column: {lines:#?}");
+    }
 
     #[test]
     fn units_read_at_a_glance() {

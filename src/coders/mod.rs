@@ -12,7 +12,7 @@
 //! described in `runtime.toml` (`[coders.NAME]` with an `argv` template, see [`custom`]) are
 //! looked up by name in a [`Registry`]. The same `[coders.NAME]` table can adjust a built-in:
 //! the program path, the permission flags, extra environment, the default model and the context
-//! limits ([`CoderConfig`]).
+//! limits ([`CoderConfig`]), and the [`account`]s its attempts rotate over.
 //!
 //! The event formats follow the real CLIs as captured in `tests/fixtures/claude-stream/` and
 //! `tests/fixtures/codex-stream/`, which correct several assumptions of the Python fleet:
@@ -22,6 +22,7 @@
 //! total of its usage, which is never a context size. Failures that are the fleet's rather
 //! than the task's (no login, provider down) are recognised in one place, [`diagnose`].
 
+pub mod account;
 pub mod agy;
 pub mod claude;
 pub mod codex;
@@ -36,6 +37,7 @@ mod registry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use account::Account;
 pub use event::{AgentEvent, EventKind, EventLine, Fault, RateLimit, RateLimitStatus, Usage};
 pub(crate) use registry::closest_word;
 pub use registry::{
@@ -91,6 +93,17 @@ impl SpawnSpec {
     /// The value this spec sets for `name`, if any.
     pub fn env_var(&self, name: &str) -> Option<&str> {
         self.env.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+    }
+
+    /// Sets `vars` over the environment this spec already sets (an account's variables over
+    /// the coder's own), each name still once.
+    pub fn set_env<'a>(&mut self, vars: impl IntoIterator<Item = (&'a String, &'a String)>) {
+        for (name, value) in vars {
+            match self.env.iter_mut().find(|(key, _)| key == name) {
+                Some(entry) => entry.1.clone_from(value),
+                None => self.env.push((name.clone(), value.clone())),
+            }
+        }
     }
 }
 

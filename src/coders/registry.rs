@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::account::Account;
 use super::agy::AgyCoder;
 use super::claude::{self, ClaudeCoder};
 use super::codex::CodexCoder;
@@ -129,11 +130,15 @@ pub struct CoderConfig {
     /// Context windows of particular models, over `context_limit`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub model_context_limits: BTreeMap<String, u64>,
+    /// `[[coders.NAME.accounts]]`: logins or keys the coder's attempts rotate over (none: the
+    /// coder runs with its own environment only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<Account>,
 }
 
 impl CoderConfig {
     /// Every key a `[coders.NAME]` table may hold.
-    pub const KEYS: [&'static str; 9] = [
+    pub const KEYS: [&'static str; 10] = [
         "program",
         "permission_args",
         "argv",
@@ -143,6 +148,7 @@ impl CoderConfig {
         "default_model",
         "context_limit",
         "model_context_limits",
+        "accounts",
     ];
 
     fn limits(&self) -> ContextLimits {

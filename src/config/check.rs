@@ -18,6 +18,7 @@ use toml_edit::{Item, TableLike};
 use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, RETIRED_KEYS, RuntimeConfig};
 use super::prices::PRICE_KEYS;
 use super::{ConfigError, ConfigErrorKind, Price};
+use crate::coders::account::{self, Account};
 use crate::coders::{CoderConfig, CoderConfigError, EventFormat};
 
 /// Where a document came from: the file (labels errors) and its text (gives line numbers).
@@ -249,6 +250,7 @@ fn check_coder_value(
             }
         }
         "env" | "model_context_limits" => check_coder_map(source, dotted, field, value, line)?,
+        "accounts" => check_accounts(source, dotted, value, line)?,
         other => unreachable!("{other} is listed in CoderConfig::KEYS but not checked"),
     }
     Ok(())
@@ -283,6 +285,117 @@ fn check_coder_map(
         }
     }
     Ok(())
+}
+
+/// `[[coders.NAME.accounts]]`: an array of tables, each with a unique `name` and a non-empty
+/// `env` of usable variables that fleet does not set itself. Messages never quote env values
+/// (they are often keys).
+fn check_accounts(
+    source: Source,
+    dotted: &str,
+    value: &Item,
+    line: Option<usize>,
+) -> Result<(), ConfigError> {
+    let expected = "an array of tables ([[coders.NAME.accounts]] with name and env)";
+    let tables: Vec<(&dyn TableLike, Option<usize>)> = match value {
+        Item::ArrayOfTables(array) => array
+            .iter()
+            .map(|table| {
+                let line = table.span().map(|span| line_of(source.text, &span)).or(line);
+                (table as &dyn TableLike, line)
+            })
+            .collect(),
+        Item::Value(toml_edit::Value::Array(array)) => {
+            let mut tables = Vec::new();
+            for entry in array.iter() {
+                let Some(table) = entry.as_inline_table() else {
+                    return Err(wrong_type(source, dotted, expected, value, line));
+                };
+                let line = entry.span().map(|span| line_of(source.text, &span)).or(line);
+                tables.push((table as &dyn TableLike, line));
+            }
+            tables
+        }
+        _ => return Err(wrong_type(source, dotted, expected, value, line)),
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (index, (table, line)) in tables.into_iter().enumerate() {
+        let name = check_account(source, &format!("{dotted}[{index}]"), table, line)?;
+        if seen.contains(&name) {
+            return Err(ConfigError::new(
+                source.path,
+                ConfigErrorKind::Invalid,
+                format!("{dotted}[{index}]: the account name {name:?} is used twice"),
+            )
+            .at(line)
+            .key(dotted)
+            .hint("give each account of a coder a name of its own"));
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
+/// One account table; returns its name.
+fn check_account<'a>(
+    source: Source,
+    dotted: &str,
+    table: &'a dyn TableLike,
+    line: Option<usize>,
+) -> Result<&'a str, ConfigError> {
+    let hint = "an account is name = \"…\" and env = { VAR = \"…\" }, the variables that select it";
+    // The line of a field, else of the table.
+    let at = |field: &str| {
+        table.get_key_value(field).and_then(|(key, item)| key_line(source, key, item)).or(line)
+    };
+    let invalid = |field: &str, message: String| {
+        ConfigError::new(source.path, ConfigErrorKind::Invalid, message).at(at(field)).key(dotted)
+    };
+    for (field, item) in table.iter() {
+        if !Account::KEYS.contains(&field) {
+            let (key, _) = table.get_key_value(field).expect("iterated keys exist");
+            let at = key_line(source, key, item).or(line);
+            let dotted = format!("{dotted}.{field}");
+            return Err(unknown(source, &dotted, field, &Account::KEYS, at, hint.to_owned()));
+        }
+    }
+    let name = match table.get("name") {
+        None => return Err(invalid("name", format!("{dotted} has no name")).hint(hint)),
+        Some(item) => item.as_str().ok_or_else(|| {
+            wrong_type(source, &format!("{dotted}.name"), "a string", item, at("name"))
+        })?,
+    };
+    if let Some(problem) = account::name_problem(name) {
+        return Err(invalid("name", format!("{dotted}.name {name:?} {problem}")));
+    }
+    let Some(env) = table.get("env") else {
+        return Err(invalid("env", format!("{dotted} ({name:?}) has no env")).hint(hint));
+    };
+    check_coder_map(source, &format!("{dotted}.env"), "env", env, at("env"))?;
+    let vars = env.as_table_like().expect("checked to be a table");
+    if vars.is_empty() {
+        return Err(invalid("env", format!("{dotted} ({name:?}): env is empty")).hint(hint));
+    }
+    for (var, value) in vars.iter() {
+        let bad_name = var.is_empty() || var.contains('=') || var.contains('\0');
+        if bad_name || value.as_str().is_some_and(|v| v.contains('\0')) {
+            return Err(invalid(
+                "env",
+                format!("{dotted} ({name:?}): {var:?} is not a usable environment variable"),
+            ));
+        }
+        if account::is_reserved_var(var) {
+            return Err(invalid(
+                "env",
+                format!("{dotted} ({name:?}): {var} is set by fleet for every agent"),
+            )
+            .hint(format!(
+                "remove it; an account may not set {}",
+                account::RESERVED_VARS.join(", ")
+            )));
+        }
+    }
+    Ok(name)
 }
 
 /// The config error of a `[coders.*]` table that does not build.

@@ -55,7 +55,12 @@ pub fn header() -> String {
          #   events = \"claude\"                        # claude, codex, opencode, agy or lines\n\
          #   context_limit = 128000\n\
          # Placeholders in argv and env: {prompt} {model} {cwd} {task_id} {task_dir}\n\
-         # {artifact_dir} {title} {description}.\n",
+         # {artifact_dir} {title} {description}.\n\
+         # Accounts: a coder's attempts rotate over its accounts, each a name and the variables\n\
+         # that select it (set over the coder's env); a rate limit pauses only that account:\n\
+         #   [[coders.claude.accounts]]\n\
+         #   name = \"work\"\n\
+         #   env = { CLAUDE_CONFIG_DIR = \"/home/me/.claude-work\" }\n",
     );
     text
 }
@@ -251,14 +256,30 @@ pub fn unset_keys(path: &Path, keys: &[String]) -> Result<ConfigChange, SetError
     })
 }
 
-/// The value of a set key as reported back: coder `env` values masked, names kept.
+/// The value of a set key as reported back: coder and account `env` values masked, names
+/// kept.
 fn shown_value(target: &Target, value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value as Json;
+    let masked = |env: serde_json::Map<String, Json>| {
+        Json::Object(env.into_iter().map(|(name, _)| (name, Json::from(REDACTED))).collect())
+    };
     match (target, value) {
-        (Target::CoderField(_, "env"), Json::Object(env)) => {
-            Json::Object(env.into_iter().map(|(name, _)| (name, Json::from(REDACTED))).collect())
-        }
+        (Target::CoderField(_, "env"), Json::Object(env)) => masked(env),
         (Target::CoderField(_, "env") | Target::CoderEntry(_, "env", _), _) => Json::from(REDACTED),
+        (Target::CoderField(_, "accounts"), Json::Array(accounts)) => Json::Array(
+            accounts
+                .into_iter()
+                .map(|account| match account {
+                    Json::Object(mut fields) => {
+                        if let Some(Json::Object(env)) = fields.remove("env") {
+                            fields.insert("env".to_owned(), masked(env));
+                        }
+                        Json::Object(fields)
+                    }
+                    other => other,
+                })
+                .collect(),
+        ),
         (_, value) => value,
     }
 }

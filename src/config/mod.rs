@@ -4,7 +4,8 @@
 //! run at once, which coder and model tasks use by default, when to stop an agent (context
 //! pressure, stalls, a wall-clock limit), how failures are retried and backed off, how long to
 //! pause for rate limits, and the `[coders.*]` tables that adjust the built-in coders or define
-//! new ones ([`CoderConfig`](crate::coders::CoderConfig)).
+//! new ones ([`CoderConfig`](crate::coders::CoderConfig)), with the accounts each coder
+//! rotates over ([`Account`]).
 //!
 //! The module tree:
 //! - [`keys`]: the one key table — each top-level key's field, default, kind and range, and
@@ -38,7 +39,7 @@ pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, RuntimeConfig};
 pub use prices::Price;
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
-use crate::coders::{Coder, CoderConfigError, Registry, UnknownCoder};
+use crate::coders::{Account, Coder, CoderConfigError, Registry, UnknownCoder};
 use crate::redact::REDACTED;
 
 /// The file name under `FLEET_HOME`.
@@ -195,22 +196,45 @@ impl RuntimeConfig {
         Ok(())
     }
 
-    /// This config with every coder `env` value replaced by `<redacted>`, the names kept:
-    /// what `fleet config show` prints, since env values are often API keys.
+    /// This config with every coder and account `env` value replaced by `<redacted>`, the
+    /// names kept: what `fleet config show` prints, since env values are often API keys.
     pub fn with_env_values_masked(&self) -> RuntimeConfig {
         let mut shown = self.clone();
         for coder in shown.coders.values_mut() {
-            for value in coder.env.values_mut() {
-                *value = REDACTED.to_owned();
+            let accounts = coder.accounts.iter_mut().map(|account| &mut account.env);
+            for env in std::iter::once(&mut coder.env).chain(accounts) {
+                for value in env.values_mut() {
+                    *value = REDACTED.to_owned();
+                }
             }
         }
         shown
     }
 
-    /// Whether any coder has `env` values (then the file is written readable by its owner
-    /// only).
+    /// Whether any coder or account has `env` values (then the file is written readable by
+    /// its owner only).
     pub fn has_env_values(&self) -> bool {
-        self.coders.values().any(|coder| !coder.env.is_empty())
+        self.coders.values().any(|coder| !coder.env.is_empty() || !coder.accounts.is_empty())
+    }
+
+    /// Every variable the `[coders.*]` tables and their accounts set, for redaction: the
+    /// values of the secret-looking ones must never reach a file or a comment.
+    pub fn configured_env(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.coders.values().flat_map(|coder| {
+            let accounts = coder.accounts.iter().flat_map(|account| account.env.iter());
+            coder.env.iter().chain(accounts).map(|(k, v)| (k.as_str(), v.as_str()))
+        })
+    }
+
+    /// The accounts `coder`'s attempts rotate over, in the order the file lists them (empty:
+    /// the coder runs with its own environment only).
+    pub fn accounts(&self, coder: &str) -> &[Account] {
+        self.coders.get(coder).map_or(&[], |table| table.accounts.as_slice())
+    }
+
+    /// `coder`'s account called `name`.
+    pub fn account(&self, coder: &str, name: &str) -> Option<&Account> {
+        self.accounts(coder).iter().find(|account| account.name == name)
     }
 
     /// The coders: built-ins adjusted by, plus those defined in, the `[coders.*]` tables.

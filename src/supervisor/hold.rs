@@ -1,7 +1,8 @@
 //! Holds: a person's pause of spawning (`fleet pause [--coder C]`, `fleet resume`), kept in
 //! `$FLEET_HOME/state/holds.json`.
 //!
-//! A hold stops new agents from starting — every coder's, or one coder's — until it is lifted;
+//! A hold stops new agents from starting — every coder's, one coder's, or those on one account
+//! of a coder — until it is lifted;
 //! running agents go on. It is apart from the supervisor's own [`pauses`](super::pause) (rate
 //! limits, faults), which end by themselves: only people write this file, and a running
 //! supervisor re-reads it whenever it changes ([`HoldWatch`]), so a hold takes effect within a
@@ -34,6 +35,9 @@ pub struct Holds {
     /// Holds of single coders.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub coders: BTreeMap<String, Hold>,
+    /// Holds of single accounts, by coder, then account name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub accounts: BTreeMap<String, BTreeMap<String, Hold>>,
 }
 
 /// The file under `home`.
@@ -67,12 +71,47 @@ impl Holds {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.all.is_none() && self.coders.is_empty()
+        self.all.is_none() && self.coders.is_empty() && self.accounts.is_empty()
     }
 
     /// Whether new agents of `coder` are held.
     pub fn holds(&self, coder: &str) -> bool {
         self.all.is_some() || self.coders.contains_key(coder)
+    }
+
+    /// Whether new agents on `coder`'s account `account` are held (by a hold of the account,
+    /// of the coder, or of everything).
+    pub fn holds_account(&self, coder: &str, account: &str) -> bool {
+        self.holds(coder) || self.accounts.get(coder).is_some_and(|held| held.contains_key(account))
+    }
+
+    /// Every held account, as `coder@account`.
+    pub fn held_accounts(&self) -> impl Iterator<Item = (String, &Hold)> {
+        self.accounts.iter().flat_map(|(coder, accounts)| {
+            accounts.iter().map(move |(account, hold)| {
+                (crate::coders::account::qualified(coder, account), hold)
+            })
+        })
+    }
+
+    /// Places a hold on `coder`'s account `account`. Returns false when it was already in
+    /// place.
+    pub fn place_account(&mut self, coder: &str, account: &str, hold: Hold) -> bool {
+        self.accounts
+            .entry(coder.to_owned())
+            .or_default()
+            .insert(account.to_owned(), hold)
+            .is_none()
+    }
+
+    /// Lifts the hold on `coder`'s account `account`. Returns whether there was one.
+    pub fn lift_account(&mut self, coder: &str, account: &str) -> bool {
+        let Some(held) = self.accounts.get_mut(coder) else { return false };
+        let lifted = held.remove(account).is_some();
+        if held.is_empty() {
+            self.accounts.remove(coder);
+        }
+        lifted
     }
 
     /// Places a hold on `coder`, or on every coder (`None`). Returns false when it was
@@ -156,8 +195,13 @@ mod tests {
         assert!(watch.poll());
         assert!(watch.holds().holds("claude") && !watch.holds().holds("codex"));
         let mut holds = Holds::load(home.path());
+        assert!(holds.place_account("codex", "work", hold()));
+        assert!(!holds.place_account("codex", "work", hold()));
+        assert!(holds.holds_account("codex", "work") && !holds.holds_account("codex", "home"));
+        assert!(!holds.holds("codex"), "a held account leaves the coder's other accounts");
+        assert!(holds.lift_account("codex", "work") && holds.accounts.is_empty());
         assert!(holds.place(None, hold()));
-        assert!(holds.holds("codex"));
+        assert!(holds.holds("codex") && holds.holds_account("codex", "home"));
         assert!(holds.lift(None));
         holds.save(home.path()).unwrap();
         assert!(!holds_path(home.path()).exists());

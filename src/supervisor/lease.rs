@@ -84,7 +84,8 @@ impl Identity {
         }
     }
 
-    /// The lease this supervisor puts on a task for one attempt.
+    /// The lease this supervisor puts on a task for one attempt (on no account: the caller
+    /// names the account, when the coder has some).
     pub fn lease(&self, attempt: &str, coder: &str, model: &str, now: Timestamp) -> Lease {
         Lease {
             owner: self.name.clone(),
@@ -96,6 +97,7 @@ impl Identity {
             attempt: attempt.to_string(),
             coder: coder.to_string(),
             model: model.to_string(),
+            account: String::new(),
             since: now,
         }
     }

@@ -48,6 +48,12 @@ pub struct AttemptUsage {
     pub coder: String,
     #[serde(default)]
     pub model: String,
+    /// The coder's account the attempt ran on (empty: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
+    /// The directory the agent worked in (empty in ledgers written before it was recorded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
     pub started_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<Timestamp>,
@@ -82,6 +88,8 @@ impl AttemptUsage {
             attempt_id: attempt_id.to_owned(),
             coder: coder.to_owned(),
             model: model.to_owned(),
+            account: String::new(),
+            cwd: String::new(),
             started_at: Timestamp::now(),
             ended_at: None,
             tokens_in: 0,

@@ -11,7 +11,8 @@
 //!    running task ([`revocation`]) and stops its agent within a poll;
 //! 4. records each runner's [`Outcome`] as ops (see [`outcome::plan`]); faults of the fleet
 //!    (missing CLI, no login, provider outage) and rate limits pause the coder ([`pause`])
-//!    instead of charging the task;
+//!    instead of charging the task — a coder with accounts runs each attempt on one of them
+//!    and has its rate limits and refused logins pause only that account ([`accounts`]);
 //! 5. refreshes its registration (heartbeat) and takes back tasks of supervisors that died
 //!    ([`recovery`]), after killing what their agents left;
 //! 6. reloads `runtime.toml` when it changes, keeping the previous config if the new one is
@@ -30,6 +31,7 @@
 //! Meanwhile the journal is committed to git every [`JOURNAL_EVERY`] and once more at the end
 //! ([`crate::journal::spawn_periodic`]).
 
+pub mod accounts;
 pub mod daemon;
 pub mod guard;
 pub mod hold;
@@ -41,6 +43,7 @@ pub mod prompt;
 pub mod recovery;
 pub mod revocation;
 pub mod runner;
+pub mod stats;
 pub mod taskdir;
 
 use std::collections::HashMap;
@@ -63,7 +66,7 @@ use crate::time::Clock;
 use crate::tracker::{self, CloseRequest, UpdateRequest};
 use lease::{Identity, Registration};
 use outcome::{Outcome, Verdict};
-use pause::{PauseCause, Pauses};
+use pause::{PauseCause, Pauses, Scope};
 use recovery::{Reclaimed, Scan};
 use revocation::Touch;
 use runner::{Attempt, Control, RunnerSettings, Signal};
@@ -122,6 +125,9 @@ pub enum Event {
         title: String,
         coder: String,
         model: String,
+        /// The coder's account the attempt runs on, when the coder has accounts.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        account: Option<String>,
         attempt: u32,
     },
     AgentStarted {
@@ -133,10 +139,13 @@ pub enum Event {
         verdict: Verdict,
         comment: String,
     },
-    /// No new task starts with `coder` until `until`. `news` is false when the same cause
-    /// repeats (the live view then prints a short line).
+    /// No new task starts with `coder` — or, when `account` is given, on that account of it —
+    /// until `until`. `news` is false when the same cause repeats (the live view then prints a
+    /// short line).
     Paused {
         coder: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        account: Option<String>,
         until: Timestamp,
         cause: PauseCause,
         detail: String,
@@ -147,10 +156,13 @@ pub enum Event {
         max_concurrent: usize,
     },
     /// A person paused or resumed spawning (`fleet pause`, `fleet resume`): no new agent
-    /// starts for `all` coders or for those listed; running agents go on.
+    /// starts for `all` coders, for those listed, or on the accounts listed
+    /// (`coder@account`); running agents go on.
     Held {
         all: bool,
         coders: Vec<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        accounts: Vec<String>,
     },
     ConfigRejected {
         error: String,
@@ -210,8 +222,7 @@ struct ClaimFailure {
 fn claim_locally(
     store: &Store,
     me: &Identity,
-    config: &RuntimeConfig,
-    registry: &crate::coders::Registry,
+    choice: &Choice,
     now: Timestamp,
     accept: &dyn Fn(&Issue) -> bool,
 ) -> Result<Option<(Issue, Issue, Vec<crate::op::Op>)>, ClaimFailure> {
@@ -225,7 +236,7 @@ fn claim_locally(
         let Some(id) = w.first_claimable_where(&filter, accept)? else { return Ok(None) };
         let Some(before) = w.issue(&id)? else { return Ok(None) };
         let issue = tracker::claim(w, &id)?;
-        let fleet = leased_fields(&issue, me, config, registry, w.now());
+        let fleet = leased_fields(&issue, me, choice, w.now());
         let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
         let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
         Ok(w.issue(&id)?.map(|issue| (before, issue)))
@@ -242,7 +253,19 @@ fn claim_locally(
 /// A task with a runner in flight.
 struct Running {
     attempt: String,
+    coder: String,
+    /// The account it runs on (empty: none).
+    account: String,
     control: watch::Sender<Control>,
+}
+
+/// What a claim needs to lease a task: the config, the coders, and the account each coder with
+/// accounts would run its next attempt on.
+struct Choice {
+    config: RuntimeConfig,
+    registry: crate::coders::Registry,
+    /// Coder → account, for the coders with accounts that can start an agent.
+    accounts: HashMap<String, String>,
 }
 
 pub struct Supervisor {
@@ -264,6 +287,8 @@ pub struct Supervisor {
     wake: Arc<tokio::sync::Notify>,
     /// People's pauses of spawning (`fleet pause`), re-read when the file changes.
     holds: hold::HoldWatch,
+    /// When each account last started an agent (the tie-break of account rotation).
+    rotation: accounts::Rotation,
 }
 
 fn config_path(home: &Path) -> PathBuf {
@@ -301,6 +326,7 @@ impl Supervisor {
             summary: Summary::default(),
             remote_retry_at: None,
             wake: Arc::new(tokio::sync::Notify::new()),
+            rotation: accounts::Rotation::default(),
         })
     }
 
@@ -665,19 +691,16 @@ impl Supervisor {
         let soon = now + SignedDuration::try_from(IDLE_WAIT_FOR_PAUSE).unwrap_or_default();
         let mut paused = Vec::new();
         for coder in &pending {
-            if self.holds.holds().holds(coder) {
-                paused.push(format!("{coder}: paused by `fleet pause` (`fleet resume` lifts it)"));
-                continue;
-            }
-            match self.pauses.active(coder, now) {
+            match accounts::blocked(self.cfg(), coder, &self.pauses, self.holds.holds(), now) {
                 None => return false,
-                Some(p)
-                    if !matches!(p.cause, PauseCause::Spawn | PauseCause::Auth)
-                        && p.until <= soon =>
-                {
+                Some(accounts::Blocked::Held) => paused
+                    .push(format!("{coder}: paused by `fleet pause` (`fleet resume` lifts it)")),
+                Some(accounts::Blocked::Paused(_, p)) if !p.needs_a_human() && p.until <= soon => {
                     return false;
                 }
-                Some(p) => paused.push(format!("{coder}: {} until {}", p.cause.as_str(), p.until)),
+                Some(accounts::Blocked::Paused(scope, p)) => {
+                    paused.push(format!("{scope}: {} until {}", p.cause.as_str(), p.until));
+                }
             }
         }
         if !paused.is_empty() {
@@ -719,19 +742,11 @@ impl Supervisor {
     /// uncharged and skipped; a remote that fails is [`RemoteDown`].
     async fn claim_next(&self) -> Result<Option<Issue>, RemoteDown> {
         let me = self.me.clone();
-        let config = self.cfg().clone();
-        let registry = self.config.registry().clone();
         let now = Timestamp::now();
-        let holds = self.holds.holds();
-        if holds.all.is_some() {
+        if self.holds.holds().all.is_some() {
             return Ok(None);
         }
-        let paused: Vec<String> = self
-            .pauses
-            .all_active(now)
-            .map(|(c, _)| c.to_string())
-            .chain(holds.coders.keys().cloned())
-            .collect();
+        let (paused, choice) = self.choose_accounts(now);
         let running: Vec<String> = self.running.keys().cloned().collect();
         let result = self
             .blocking(move |store| -> Result<Option<Issue>, ClaimFailure> {
@@ -746,10 +761,10 @@ impl Supervisor {
                         !running.contains(&issue.id)
                             && !refused.contains(&issue.id)
                             && issue.fleet.retry_after.is_none_or(|at| at <= now)
-                            && !paused.contains(&coder_of(issue, &config.coder))
+                            && !paused.contains(&coder_of(issue, &choice.config.coder))
                     };
                     let Some((before, issue, ops)) =
-                        claim_locally(store, &me, &config, &registry, now, &accept)?
+                        claim_locally(store, &me, &choice, now, &accept)?
                     else {
                         return Ok(None);
                     };
@@ -781,6 +796,30 @@ impl Supervisor {
         }
     }
 
+    /// The coders that cannot start an agent now (paused, held, or every account unusable),
+    /// and for the others with accounts, the account their next attempt would run on.
+    fn choose_accounts(&self, now: Timestamp) -> (Vec<String>, Choice) {
+        let config = self.cfg().clone();
+        let registry = self.config.registry().clone();
+        let holds = self.holds.holds();
+        let mut paused = Vec::new();
+        let mut chosen = HashMap::new();
+        for coder in registry.names() {
+            if accounts::blocked(&config, coder, &self.pauses, holds, now).is_some() {
+                paused.push(coder.to_owned());
+                continue;
+            }
+            let usable = accounts::usable(&config, coder, &self.pauses, holds, now);
+            let running_on = |name: &str| {
+                self.running.values().filter(|r| r.coder == coder && r.account == name).count()
+            };
+            if let Some(account) = self.rotation.pick(coder, &usable, running_on) {
+                chosen.insert(coder.to_owned(), account.name.clone());
+            }
+        }
+        (paused, Choice { config, registry, accounts: chosen })
+    }
+
     fn start(
         &mut self,
         issue: Issue,
@@ -795,11 +834,23 @@ impl Supervisor {
             title: issue.title.clone(),
             coder: lease.coder.clone(),
             model: lease.model.clone(),
+            account: (!lease.account.is_empty()).then(|| lease.account.clone()),
             attempt: issue.fleet.attempts,
         });
         let (control_tx, control) = watch::channel(Control::Run);
-        self.running
-            .insert(id.clone(), Running { attempt: lease.attempt.clone(), control: control_tx });
+        self.running.insert(
+            id.clone(),
+            Running {
+                attempt: lease.attempt.clone(),
+                coder: lease.coder.clone(),
+                account: lease.account.clone(),
+                control: control_tx,
+            },
+        );
+        let account = self.cfg().account(&lease.coder, &lease.account).cloned();
+        if account.is_some() {
+            self.rotation.started(&lease.coder, &lease.account);
+        }
         let task_dir = TaskDir::new(&self.options.home, &id);
         let coder = self.config.registry().get(&lease.coder);
         let cwd = if issue.fleet.cwd.is_empty() {
@@ -817,7 +868,7 @@ impl Supervisor {
         let env = self.agent_env();
         let prices = self.cfg().prices.clone();
         if let Ok(dir) = &task_dir {
-            let _ = dir.write_record(&task_record(&issue), &process_redactor());
+            let _ = dir.write_record(&task_record(&issue), &config_redactor(self.cfg()));
         }
         let instance = self.me.instance.clone();
         let stop = stop.clone();
@@ -835,6 +886,7 @@ impl Supervisor {
                     let attempt = Attempt {
                         issue,
                         coder,
+                        account,
                         model: lease.model.clone(),
                         cwd,
                         task_dir,
@@ -853,6 +905,7 @@ impl Supervisor {
                 id,
                 attempt: attempt_id,
                 coder: lease.coder,
+                account: lease.account,
                 model: lease.model,
                 outcome,
                 closes_on_exit_zero,
@@ -863,9 +916,10 @@ impl Supervisor {
     fn on_signal(&mut self, signal: Signal) {
         match signal {
             Signal::Started { task_id, pid } => self.emit(Event::AgentStarted { id: task_id, pid }),
-            Signal::RateLimited { coder, resets_at, window, near } => {
+            Signal::RateLimited { coder, account, resets_at, window, near } => {
                 let detail = rate_limit_detail(window.as_deref(), near);
-                self.pause_for_rate_limit(&coder, resets_at, &detail);
+                let scope = Scope::of_attempt(&coder, &account, PauseCause::RateLimit);
+                self.pause_for_rate_limit(&scope, resets_at, &detail);
             }
         }
     }
@@ -875,10 +929,11 @@ impl Supervisor {
         self.emit(Event::Held {
             all: holds.all.is_some(),
             coders: holds.coders.keys().cloned().collect(),
+            accounts: holds.held_accounts().map(|(account, _)| account).collect(),
         });
     }
 
-    fn pause_for_rate_limit(&mut self, coder: &str, resets_at: Option<Timestamp>, detail: &str) {
+    fn pause_for_rate_limit(&mut self, scope: &Scope, resets_at: Option<Timestamp>, detail: &str) {
         let now = Timestamp::now();
         let default = self.cfg().rate_limit_default_pause();
         let until = resets_at.filter(|t| *t > now).unwrap_or_else(|| {
@@ -886,8 +941,8 @@ impl Supervisor {
             let pause = SignedDuration::try_from(default).unwrap_or(SignedDuration::MAX);
             now.checked_add(pause).unwrap_or(Timestamp::MAX)
         });
-        if let Some(paused) = self.pauses.rate_limit(coder, until, detail) {
-            self.emit_pause(paused);
+        if let Some(paused) = self.pauses.rate_limit(scope, until, detail) {
+            self.report_pause(paused);
         }
     }
 
@@ -897,31 +952,80 @@ impl Supervisor {
         let carried: Vec<pause::Paused> = self
             .pauses
             .all_active(now)
-            .map(|(coder, pause)| pause::Paused {
-                coder: coder.to_string(),
+            .map(|(scope, pause)| pause::Paused {
+                scope: scope.clone(),
                 pause: pause.clone(),
                 news: true,
             })
             .collect();
+        let mut coders: Vec<String> = carried.iter().map(|p| p.scope.coder.clone()).collect();
+        coders.dedup();
         for paused in carried {
             self.emit_pause(paused);
+        }
+        for coder in coders {
+            self.emit_coder_paused_by_accounts(&coder);
+        }
+    }
+
+    /// Reports a new pause; when it took the last usable account of its coder, also that the
+    /// coder as a whole is paused now.
+    fn report_pause(&self, paused: pause::Paused) {
+        let account_news = paused.news && paused.scope.account.is_some();
+        let coder = paused.scope.coder.clone();
+        self.emit_pause(paused);
+        if account_news {
+            self.emit_coder_paused_by_accounts(&coder);
         }
     }
 
     fn emit_pause(&self, paused: pause::Paused) {
-        let fix = Self::fix_for(&paused.coder, paused.pause.cause);
+        let scope = paused.scope;
         self.emit(Event::Paused {
-            coder: paused.coder,
+            coder: scope.coder.clone(),
+            account: scope.account.clone(),
             until: paused.pause.until,
             cause: paused.pause.cause,
+            fix: Self::fix_for(&scope, paused.pause.cause),
             detail: paused.pause.detail,
-            fix,
             news: paused.news,
         });
     }
 
-    /// What a person can do about a paused coder.
-    fn fix_for(coder: &str, cause: PauseCause) -> String {
+    /// Reports `coder` paused as a whole when every one of its accounts is paused.
+    fn emit_coder_paused_by_accounts(&self, coder: &str) {
+        let now = Timestamp::now();
+        let blocked = accounts::blocked(self.cfg(), coder, &self.pauses, self.holds.holds(), now);
+        let Some(accounts::Blocked::Paused(soonest, pause)) = blocked else { return };
+        if soonest.account.is_none() {
+            return;
+        }
+        self.emit(Event::Paused {
+            coder: coder.to_owned(),
+            account: None,
+            until: pause.until,
+            cause: pause.cause,
+            detail: format!("every account of {coder} is paused; {soonest} resumes first"),
+            fix: format!(
+                "nothing to do if a window resets by itself; add accounts to [coders.{coder}] in runtime.toml for more room"
+            ),
+            news: true,
+        });
+    }
+
+    /// What a person can do about a paused coder or account.
+    fn fix_for(scope: &Scope, cause: PauseCause) -> String {
+        let coder = scope.coder.as_str();
+        if let Some(account) = &scope.account {
+            return match cause {
+                PauseCause::RateLimit => format!(
+                    "nothing to do: {coder}'s other accounts go on; {scope} resumes when its window resets"
+                ),
+                _ => format!(
+                    "log in to the account (or fix its key) that [[coders.{coder}.accounts]] name = {account:?} selects in runtime.toml; {coder}'s other accounts go on"
+                ),
+            };
+        }
         match cause {
             PauseCause::RateLimit => {
                 "nothing to do: spawning resumes when the window resets".into()
@@ -955,7 +1059,9 @@ impl Supervisor {
                 *self.summary.verdicts.entry(plan.verdict.to_string()).or_default() += 1;
                 self.summary.last_verdicts.insert(id.clone(), plan.verdict);
                 if let Some(until) = plan.pause_until {
-                    self.pause_for_rate_limit(&plan.coder, Some(until), "rate limited");
+                    let scope =
+                        Scope::of_attempt(&plan.coder, &plan.account, PauseCause::RateLimit);
+                    self.pause_for_rate_limit(&scope, Some(until), "rate limited");
                 }
                 self.emit(Event::Finished {
                     id: id.clone(),
@@ -970,21 +1076,27 @@ impl Supervisor {
         }
     }
 
-    /// A fault of the fleet pauses the coder; an attempt that ran without one clears its
-    /// fault history.
+    /// A fault of the fleet pauses the coder (or, for a refused login, the account the attempt
+    /// ran on); an attempt that ran without one clears the fault history of both.
     fn note_coder_health(&mut self, finished: &Finished) {
         let now = Timestamp::now();
         match &finished.outcome {
             Outcome::CoderFault { cause, detail } => {
-                if let Some(paused) = self.pauses.fault(&finished.coder, *cause, detail, now) {
-                    self.emit_pause(paused);
+                let scope = Scope::of_attempt(&finished.coder, &finished.account, *cause);
+                if let Some(paused) = self.pauses.fault(&scope, *cause, detail, now) {
+                    self.report_pause(paused);
                 }
             }
             Outcome::Shutdown
             | Outcome::Revoked { .. }
             | Outcome::SpawnFailed { .. }
             | Outcome::Contention { .. } => {}
-            _ => self.pauses.succeeded(&finished.coder, now),
+            _ => {
+                self.pauses.succeeded(&Scope::coder(&finished.coder), now);
+                if !finished.account.is_empty() {
+                    self.pauses.succeeded(&Scope::account(&finished.coder, &finished.account), now);
+                }
+            }
         }
     }
 
@@ -1010,6 +1122,15 @@ pub fn process_redactor() -> Redactor {
             Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         })
         .clone()
+}
+
+/// The redactor for what the supervisor writes about attempts: [`process_redactor`]'s secrets
+/// plus the values of the secret-looking variables runtime.toml gives coders and their
+/// accounts (an account's API key is in no process's environment but its agents').
+pub fn config_redactor(config: &RuntimeConfig) -> Redactor {
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    let inherited = vars.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    Redactor::from_env(inherited.chain(config.configured_env()))
 }
 
 /// A stream that yields when a child process of this one exits (SIGCHLD), so orphans the
@@ -1045,13 +1166,8 @@ fn coder_of(issue: &Issue, default_coder: &str) -> String {
 /// naming the coder and model the attempt runs with. The coder and model are not frozen on the
 /// task here: that happens when the attempt ran (see [`freeze_coder`]), so a task whose spawn
 /// failed picks up a corrected config.
-fn leased_fields(
-    issue: &Issue,
-    me: &Identity,
-    config: &RuntimeConfig,
-    registry: &crate::coders::Registry,
-    now: Timestamp,
-) -> FleetFields {
+fn leased_fields(issue: &Issue, me: &Identity, choice: &Choice, now: Timestamp) -> FleetFields {
+    let (config, registry) = (&choice.config, &choice.registry);
     let mut fleet = issue.fleet.clone();
     let coder = coder_of(issue, &config.coder);
     // The model is resolved only before the first attempt that ran: an empty one ("let the
@@ -1067,7 +1183,9 @@ fn leased_fields(
     fleet.attempts += 1;
     fleet.retry_after = None;
     let attempt = ulid::Ulid::generate().to_string();
-    fleet.lease = Some(me.lease(&attempt, &coder, &model, now));
+    let mut lease = me.lease(&attempt, &coder, &model, now);
+    lease.account = choice.accounts.get(&coder).cloned().unwrap_or_default();
+    fleet.lease = Some(lease);
     fleet
 }
 
@@ -1096,6 +1214,8 @@ struct Finished {
     id: String,
     attempt: String,
     coder: String,
+    /// The account the attempt ran on (empty: none).
+    account: String,
     model: String,
     outcome: Outcome,
     /// The coder treats exit 0 as done (`exec`): the supervisor closes the task itself.
@@ -1108,6 +1228,7 @@ struct Recorded {
     comment: String,
     pause_until: Option<Timestamp>,
     coder: String,
+    account: String,
 }
 
 /// `task.json`: the task as it runs, with the coder and model of its current attempt.
@@ -1145,6 +1266,7 @@ fn record_outcome(
     home: &Path,
 ) -> Result<Option<Recorded>, StoreError> {
     let id = finished.id.as_str();
+    let redactor = config_redactor(config);
     let (recorded, _) = store.write(&me.name, Clock::System, |w| {
         let Some(mut issue) = w.issue(id)? else { return Ok(None) };
         let succeeded = matches!(finished.outcome, Outcome::Exited { code: Some(0), .. });
@@ -1181,7 +1303,7 @@ fn record_outcome(
             }
             tracker::update(w, &UpdateRequest::edit(id, patch))?;
         }
-        let comment = process_redactor().redact_text(&plan.comment).into_owned();
+        let comment = redactor.redact_text(&plan.comment).into_owned();
         tracker::comment(w, id, &me.name, &comment)?;
         Ok(Some((plan, w.issue(id)?)))
     })?;
@@ -1190,14 +1312,15 @@ fn record_outcome(
     // transaction would hold the store's writer lock, which every other process waits on.
     if let Ok(dir) = TaskDir::new(home, id) {
         if let Some(after) = after {
-            let _ = dir.write_record(&task_record(&after), &process_redactor());
+            let _ = dir.write_record(&task_record(&after), &redactor);
         }
         let _ = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
     }
     Ok(Some(Recorded {
         verdict: plan.verdict,
-        comment: process_redactor().redact_text(&plan.comment).into_owned(),
+        comment: redactor.redact_text(&plan.comment).into_owned(),
         pause_until: plan.pause_until,
         coder: finished.coder.clone(),
+        account: finished.account.clone(),
     }))
 }

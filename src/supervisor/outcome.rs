@@ -16,7 +16,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
-use super::pause::PauseCause;
+use super::pause::{PauseCause, Scope};
 use crate::config::RuntimeConfig;
 use crate::model::{FleetFields, Issue, Status};
 use crate::op::IssuePatch;
@@ -203,7 +203,7 @@ fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Time
             context_pressure(fleet, attempt, *peak_tokens, *limit, config)
         }
         Outcome::RateLimited { resets_at, window } => {
-            rate_limited(fleet, attempt, *resets_at, window.as_deref(), config, now)
+            rate_limited(issue, *resets_at, window.as_deref(), config, now)
         }
         Outcome::Shutdown => free_release(
             fleet,
@@ -310,24 +310,35 @@ fn context_pressure(
 }
 
 /// A rate limit: released without charge; spawning with the coder pauses until the reset.
+/// On an account, only that account pauses, and the attempt is not even counted: the account
+/// ran out, not the task, which goes on with the coder's other accounts as if this run had not
+/// happened (like a fault of the fleet).
 fn rate_limited(
-    fleet: FleetFields,
-    attempt: u32,
+    issue: &Issue,
     resets_at: Option<Timestamp>,
     window: Option<&str>,
     config: &RuntimeConfig,
     now: Timestamp,
 ) -> Plan {
+    let attempt = issue.fleet.attempts;
     let default_until = after(now, config.rate_limit_default_pause());
     let until = resets_at.filter(|t| *t > now).unwrap_or(default_until);
     let window = window.map(|w| format!(" ({w} window)")).unwrap_or_default();
-    let mut plan = free_release(
-        fleet,
-        format!(
+    let account = issue.fleet.lease.as_ref().map_or("", |lease| lease.account.as_str());
+    let (fleet, comment) = if account.is_empty() {
+        let comment = format!(
             "[fleet] attempt {attempt}: rate limited{window}; released, not charged; spawning paused until {until}"
-        ),
-        Verdict::RateLimited,
-    );
+        );
+        (issue.fleet.clone(), comment)
+    } else {
+        let (fleet, coder, _) = uncounted(issue, "");
+        let on = crate::coders::account::qualified(coder, account);
+        let comment = format!(
+            "[fleet] attempt {attempt} on {on}: rate limited{window}; released, not charged (the attempt is not counted); {on} paused until {until}, the other accounts go on"
+        );
+        (fleet, comment)
+    };
+    let mut plan = free_release(fleet, comment, Verdict::RateLimited);
     plan.pause_until = Some(until);
     plan
 }
@@ -339,10 +350,16 @@ pub const CONTENTION_RETRY: Duration = Duration::from_secs(10);
 /// (its attempt is not counted and its coder not frozen); the supervisor pauses the coder.
 fn coder_fault(issue: &Issue, cause: PauseCause, detail: &str) -> Plan {
     let (fleet, coder, detail) = uncounted(issue, detail);
+    let account = issue.fleet.lease.as_ref().map_or("", |lease| lease.account.as_str());
+    let paused = match Scope::of_attempt(coder, account, cause) {
+        scope if scope.account.is_some() => format!("{scope} is paused"),
+        _ => "the coder is paused".to_owned(),
+    };
+    let on = if account.is_empty() { String::new() } else { format!(" on account {account}") };
     free_release(
         fleet,
         format!(
-            "[fleet] the {coder} coder could not work ({}): {detail}; released, not charged — the coder is paused and retried with a backoff",
+            "[fleet] the {coder} coder could not work{on} ({}): {detail}; released, not charged — {paused} and retried with a backoff",
             cause.as_str()
         ),
         Verdict::CoderPaused,

@@ -34,7 +34,7 @@ use super::pause::PauseCause;
 use super::taskdir::{TaskDir, TaskLogs};
 use crate::coders::diagnose;
 use crate::coders::{
-    AgentEvent, Coder, EventKind, ExitMeaning, Fault, RateLimitStatus, SpawnSpec, TaskSpec,
+    Account, AgentEvent, Coder, EventKind, ExitMeaning, Fault, RateLimitStatus, SpawnSpec, TaskSpec,
 };
 use crate::config::Price;
 use crate::model::Issue;
@@ -79,6 +79,8 @@ pub enum Control {
 pub struct Attempt {
     pub issue: Issue,
     pub coder: Arc<dyn Coder>,
+    /// The coder's account the attempt runs on: its variables are set over the coder's own.
+    pub account: Option<Account>,
     pub model: String,
     pub cwd: PathBuf,
     pub task_dir: TaskDir,
@@ -97,6 +99,13 @@ pub struct Attempt {
     pub control: watch::Receiver<Control>,
 }
 
+impl Attempt {
+    /// The name of the account the attempt runs on (empty: none).
+    fn account_name(&self) -> &str {
+        self.account.as_ref().map_or("", |account| account.name.as_str())
+    }
+}
+
 /// Messages a runner sends while it runs.
 #[derive(Debug, Clone)]
 pub enum Signal {
@@ -106,6 +115,8 @@ pub enum Signal {
     /// (`near`): stop spawning this coder until then.
     RateLimited {
         coder: String,
+        /// The account the attempt runs on (empty: none): only it pauses.
+        account: String,
         resets_at: Option<Timestamp>,
         window: Option<String>,
         near: Option<f64>,
@@ -236,18 +247,23 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
     attempt.coder.prepare(&task).map_err(|e| {
         format!("preparing {} for {}: {e}", dir.root.display(), attempt.coder.name())
     })?;
-    let spec = attempt.coder.spawn_spec(&task);
+    let mut spec = attempt.coder.spawn_spec(&task);
+    if let Some(account) = &attempt.account {
+        spec.set_env(&account.env);
+    }
     Ok((spec, prompt))
 }
 
 /// The ledger entry of this attempt, priced by the model's entry of the price table.
 fn start_meter(attempt: &Attempt) -> Meter {
-    let usage = AttemptUsage::start(
+    let mut usage = AttemptUsage::start(
         attempt.issue.fleet.attempts,
         &attempt.attempt_id,
         attempt.coder.name(),
         &attempt.model,
     );
+    usage.account = attempt.account_name().to_owned();
+    usage.cwd = attempt.cwd.display().to_string();
     let mut meter =
         Meter::start(&attempt.task_dir.root, usage, attempt.prices.get(&attempt.model).copied());
     meter.set_context_limit(attempt.coder.context_limit(&attempt.model));
@@ -313,8 +329,9 @@ fn record_start(
     let _ = logs.runner(
         "attempt_started",
         json!({ "attempt": issue.fleet.attempts, "attempt_id": attempt.attempt_id, "pid": pid,
-                "coder": attempt.coder.name(), "model": attempt.model, "program": spec.program,
-                "args": shown_args, "cwd": spec.cwd }),
+                "coder": attempt.coder.name(), "account": attempt.account.as_ref().map(|a| &a.name),
+                "model": attempt.model, "program": spec.program, "args": shown_args,
+                "cwd": spec.cwd }),
         Timestamp::now(),
     );
 }
@@ -445,7 +462,7 @@ async fn watch_output(
 ) -> Option<Halt> {
     let root = attempt.task_dir.root.clone();
     let settings = attempt.settings;
-    let coder = attempt.coder.name().to_string();
+    let scope = (attempt.coder.name().to_string(), attempt.account_name().to_owned());
     let mut pressure = Pressure::new(attempt.coder.context_limit(&attempt.model), settings);
     let mut parser = attempt.coder.parser();
     let mut lines = BufReader::new(stdout).lines();
@@ -476,7 +493,7 @@ async fn watch_output(
                         sinks.meter.price_model(attempt.prices.get(model).copied());
                     }
                     sinks.meter.observe(&event);
-                    if let Some(stop) = judge(&event, &mut pressure, &coder, settings, signals) {
+                    if let Some(stop) = judge(&event, &mut pressure, &scope, settings, signals) {
                         return Some(stop);
                     }
                 }
@@ -543,10 +560,11 @@ impl Pressure {
 
 /// Whether an event means the agent must be stopped now; tells the supervisor about rate
 /// limits (stopping on a rejection, pausing early on a window above the threshold).
+/// `scope` is the coder and the account (empty: none) the attempt runs on.
 fn judge(
     event: &AgentEvent,
     pressure: &mut Pressure,
-    coder: &str,
+    scope: &(String, String),
     settings: RunnerSettings,
     signals: &mpsc::UnboundedSender<Signal>,
 ) -> Option<Halt> {
@@ -564,7 +582,8 @@ fn judge(
     // recover. Only a rate-limit event (or a final 429 result) stops the agent.
     if rate.status == RateLimitStatus::Rejected && event.kind != EventKind::ApiRetry {
         let _ = signals.send(Signal::RateLimited {
-            coder: coder.to_string(),
+            coder: scope.0.clone(),
+            account: scope.1.clone(),
             resets_at: rate.resets_at,
             window: rate.window.clone(),
             near: None,
@@ -573,7 +592,8 @@ fn judge(
     }
     if rate.status != RateLimitStatus::Rejected && rate.above(settings.rate_limit_threshold_pct) {
         let _ = signals.send(Signal::RateLimited {
-            coder: coder.to_string(),
+            coder: scope.0.clone(),
+            account: scope.1.clone(),
             resets_at: rate.resets_at,
             window: rate.window.clone(),
             near: rate.utilization_pct,

@@ -51,6 +51,16 @@ pub struct TaskRecord<'a> {
     pub updated_at: Timestamp,
 }
 
+/// The ids of every task directory under `home`.
+pub fn task_ids(home: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(home.join("tasks")) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .collect()
+}
+
 impl TaskDir {
     /// The directory of task `id` under `home`. The id must be one safe path component: not
     /// empty, `.` or `..`, without `/` or NUL, and not starting with `-`; anything else is

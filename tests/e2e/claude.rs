@@ -300,3 +300,132 @@ fn claude_without_credentials_pauses_the_coder_and_charges_nothing() {
     assert!(scene.mock.model_requests().is_empty(), "nothing reached the API{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
+
+/// The keys of the two accounts of [`claude_account_rotation_goes_on_past_a_rate_limited_key`]:
+/// no token shape gives them away, only the name of their variable.
+const KEY_A: &str = "e2e-account-a-key-7f3c9d";
+const KEY_B: &str = "e2e-account-b-key-2b8e41";
+
+#[test]
+fn claude_account_rotation_goes_on_past_a_rate_limited_key() {
+    let Some(cli) = agent_cli("claude") else { return };
+    let sandbox = Sandbox::new();
+    // The mock refuses account a's key with 429 and serves account b's.
+    let mock = MockApi::start(Api::Anthropic, scenario("account_rate_limit"));
+    let coder_env =
+        [("ANTHROPIC_BASE_URL", mock.base_url()), ("CLAUDE_CODE_MAX_RETRIES", "2".to_owned())];
+    let mut toml = runtime_toml("claude", MODEL, &cli, &coder_env, &[("max_concurrent", "2")]);
+    for (name, key) in [("a", KEY_A), ("b", KEY_B)] {
+        toml.push_str(&format!(
+            "\n[[coders.claude.accounts]]\nname = \"{name}\"\nenv = {{ ANTHROPIC_API_KEY = \"{key}\" }}\n"
+        ));
+    }
+    sandbox.write_runtime(&toml);
+    let ids: Vec<String> =
+        (1..=3).map(|n| sandbox.create_task(&format!("e2e account {n}"))).collect();
+    let scene = Scene { sandbox, mock, id: ids[0].clone() };
+    // No key in the supervisor's environment: each agent has only its account's.
+    let mut supervisor =
+        scene.start_with(true, &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")]);
+    let status = supervisor.wait_exit(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert!(status.is_some_and(|s| s.success()), "--until-idle ends once all closed{}", context());
+
+    // The first two agents started one on each account; a's met the 429 and a was paused,
+    // the coder going on with b.
+    let claimed = supervisor.events_of("claimed");
+    assert_eq!(claimed[0]["account"], "a", "{claimed:?}{}", context());
+    assert_eq!(claimed[1]["account"], "b", "{claimed:?}{}", context());
+    let paused = supervisor.events_of("paused");
+    assert!(
+        paused
+            .iter()
+            .any(|p| p["coder"] == "claude" && p["account"] == "a" && p["cause"] == "rate_limit"),
+        "account a paused: {paused:?}{}",
+        context()
+    );
+    assert!(
+        !paused.iter().any(|p| p["account"].is_null()),
+        "the coder itself is never paused: {paused:?}{}",
+        context()
+    );
+    for id in &ids {
+        let issue = scene.sandbox.show(id);
+        assert_eq!(issue["status"], "closed", "{id}{}", context());
+        assert_eq!(counter(&issue, "attempts"), 1, "the 429 is not counted: {id}{}", context());
+        assert_eq!(counter(&issue, "failures"), 0, "{id}{}", context());
+    }
+    let finished = supervisor.events_of("finished");
+    let limited: Vec<&serde_json::Value> =
+        finished.iter().filter(|f| f["verdict"] == "rate-limited").collect();
+    assert_eq!(limited.len(), 1, "{finished:?}{}", context());
+    let limited_id = limited[0]["id"].as_str().unwrap_or_default();
+    let comments = scene.sandbox.comments(limited_id);
+    assert!(
+        comments.iter().any(|c| c.contains("on claude@a: rate limited; released, not charged")),
+        "{comments:?}{}",
+        context()
+    );
+
+    // What reached the API: a's key only got 429s, b's key did the work.
+    let requests = scene.mock.model_requests();
+    assert!(requests.iter().any(|r| r.api_key() == Some(KEY_A)), "{}", context());
+    assert!(requests.iter().all(|r| [Some(KEY_A), Some(KEY_B)].contains(&r.api_key())));
+    let b_sessions: std::collections::BTreeSet<usize> =
+        requests.iter().filter(|r| r.api_key() == Some(KEY_B)).map(|r| r.session).collect();
+    assert_eq!(b_sessions.len(), 3, "three sessions on b's key{}", context());
+
+    // The operator's views: the paused account with its end, and the ledger split by account.
+    let tasks: serde_json::Value =
+        serde_json::from_str(&scene.sandbox.fleet(&["tasks", "--all", "--json"])).unwrap();
+    let pause = &tasks["pauses"][0];
+    assert_eq!((pause["coder"].as_str(), pause["account"].as_str()), (Some("claude"), Some("a")));
+    assert_eq!(pause["cause"], "rate limit", "{tasks:#}");
+    assert!(pause["until"].is_string(), "{tasks:#}");
+    assert!(tasks["tasks"].as_array().unwrap().iter().all(|t| t["account"] == "b"), "{tasks:#}");
+    let ledger = |id: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(scene.sandbox.task_dir(id).join("ledger.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let first = &ledger(limited_id)["attempts"][0];
+    assert_eq!(
+        (first["account"].as_str(), first["outcome"].as_str()),
+        (Some("a"), Some("rate-limited"))
+    );
+    let stats: serde_json::Value = serde_json::from_str(
+        &scene.sandbox.fleet(&["stats", "--agents", "--by", "account", "--json"]),
+    )
+    .unwrap();
+    let group = |key: &str| {
+        stats["groups"].as_array().unwrap().iter().find(|g| g["key"] == key).cloned().unwrap()
+    };
+    assert_eq!(
+        (group("a")["attempts"].as_u64(), group("a")["closed_tasks"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(group("b")["closed_tasks"], 3, "{stats:#}");
+    assert!(group("b")["tokens_in"].as_u64().unwrap_or(0) > 0, "{stats:#}");
+    assert_eq!(stats["pauses"][0]["account"], "a", "{stats:#}");
+
+    // The keys stayed in runtime.toml.
+    let mut written = vec![
+        tasks.to_string(),
+        stats.to_string(),
+        scene.sandbox.fleet(&["config", "show"]),
+        std::fs::read_to_string(scene.sandbox.home.join("logs/fleet-run.log")).unwrap_or_default(),
+        supervisor.events().iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"),
+    ];
+    for id in &ids {
+        written.extend(scene.sandbox.comments(id));
+        for name in ["ledger.json", "log.jsonl", "events.jsonl", "log.stderr", "task.json"] {
+            written.push(
+                std::fs::read_to_string(scene.sandbox.task_dir(id).join(name)).unwrap_or_default(),
+            );
+        }
+    }
+    let written = written.join("\n");
+    for key in [KEY_A, KEY_B] {
+        assert!(!written.contains(key), "{key} leaked:\n{written}");
+    }
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}

@@ -7,6 +7,8 @@
 //! laid out by *session* (one CLI run; the CLI's own session id tells them apart) and *turn*
 //! (how many tool results the request already carries): `sessions[s][t]`. A session or turn
 //! past the end of its list gets the last entry, so `[[{"status": 429}]]` answers 429 forever.
+//! `by_key` gives the requests of one API key replies of their own (laid out the same way), so
+//! one account can be rate limited while another is served.
 //! A reply is text and/or one shell tool call with a prompt size to report, an HTTP error, or
 //! a stall (the request is read and never answered).
 //!
@@ -63,6 +65,10 @@ pub struct Script {
     #[allow(dead_code)]
     pub about: String,
     pub sessions: Vec<Vec<Reply>>,
+    /// Replies for the requests that carry one of these API keys (`x-api-key`, or a bearer
+    /// token) instead of `sessions`.
+    #[serde(default)]
+    pub by_key: std::collections::BTreeMap<String, Vec<Vec<Reply>>>,
 }
 
 /// One answer of the "model".
@@ -90,15 +96,19 @@ impl Script {
     /// Parses a scenario file's text.
     pub fn parse(text: &str) -> Script {
         let script: Script = serde_json::from_str(text).expect("a valid scenario file");
+        let all = std::iter::once(&script.sessions).chain(script.by_key.values());
         assert!(
-            !script.sessions.is_empty() && script.sessions.iter().all(|s| !s.is_empty()),
+            all.clone()
+                .all(|sessions| !sessions.is_empty() && sessions.iter().all(|s| !s.is_empty())),
             "a scenario needs at least one reply per session"
         );
         script
     }
 
-    fn reply(&self, session: usize, turn: usize) -> &Reply {
-        let replies = &self.sessions[session.min(self.sessions.len() - 1)];
+    /// The reply to a request with API key `key` (if any) in `session` at `turn`.
+    fn reply(&self, key: Option<&str>, session: usize, turn: usize) -> &Reply {
+        let sessions = key.and_then(|key| self.by_key.get(key)).unwrap_or(&self.sessions);
+        let replies = &sessions[session.min(sessions.len() - 1)];
         &replies[turn.min(replies.len() - 1)]
     }
 }
@@ -124,6 +134,12 @@ pub struct Request {
 impl Request {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+    }
+
+    /// The API key the request carries: `x-api-key`, else a bearer token.
+    pub fn api_key(&self) -> Option<&str> {
+        self.header("x-api-key")
+            .or_else(|| self.header("authorization").and_then(|v| v.strip_prefix("Bearer ")))
     }
 
     /// Every piece of text in the request body (prompt, system, tool results), joined.
@@ -278,7 +294,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             json!({"type": "error", "error": {"type": "not_found_error", "message": "not mocked"}});
         return write_json(&mut out, 404, "Not Found", &[], &body);
     }
-    let reply = shared.script.reply(session, turn).clone();
+    let reply = shared.script.reply(request.api_key(), session, turn).clone();
     if reply.stall {
         // Hold the connection open, answering nothing, until the client gives up or the
         // mock stops.

@@ -8,6 +8,8 @@
 mod common;
 mod harness;
 
+mod accounts;
+mod agent_stats;
 mod agents;
 mod claiming;
 mod daemon;

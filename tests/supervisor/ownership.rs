@@ -316,7 +316,7 @@ fn two_hundred_attempts_leaving_background_children_leave_no_zombie_and_no_lefto
         .map(|n| fleet.task(&format!("Short {n}"), &["background 300", "detach 300", "close"]))
         .collect();
     let supervisor = fleet.start(&[]);
-    supervisor.wait_until_within(Duration::from_secs(240), "200 tasks closed", || {
+    supervisor.wait_until_within(Duration::from_secs(420), "200 tasks closed", || {
         (supervisor.count(|l| l.starts_with("✓ ")) >= ids.len()).then_some(())
     });
     // Give the last attempts' clean-up a moment, then look while the supervisor still runs.

@@ -1,0 +1,198 @@
+//! Account rotation: which of a coder's accounts an attempt runs on, and whether a coder can
+//! start an agent at all.
+//!
+//! A coder with accounts (`[[coders.NAME.accounts]]`) runs each attempt on one of them: the
+//! usable ones are those neither paused ([`Pauses`], per account for rate limits and refused
+//! logins) nor held by a person (`fleet pause --account`). Among those, [`Rotation::pick`]
+//! takes the account with the fewest agents running now, then the one started least recently,
+//! then the first in the file. Tokens are what runs out, and every account has a window of its
+//! own: spreading the agents that run at once evenly keeps the accounts' burn rates equal, so
+//! none hits its limit long before the others; the least-recently-used tie-break makes a fleet
+//! that runs one agent at a time take turns too, instead of draining the first account.
+//!
+//! A coder stops starting agents ([`blocked`]) when it is paused or held itself, or when it has
+//! accounts and none is usable. A coder without accounts behaves as it always has.
+
+use std::collections::HashMap;
+
+use jiff::Timestamp;
+
+use super::hold::Holds;
+use super::pause::{Pause, Pauses, Scope};
+use crate::coders::Account;
+use crate::config::RuntimeConfig;
+
+/// When each account last started an agent in this run.
+#[derive(Debug, Default)]
+pub struct Rotation {
+    /// `(coder, account)` → the number of the start (later starts have larger numbers).
+    last_started: HashMap<(String, String), u64>,
+    starts: u64,
+}
+
+impl Rotation {
+    /// The account of `coder` the next attempt should run on, among `usable`;
+    /// `running(name)` counts the agents running on account `name` now.
+    pub fn pick<'a>(
+        &self,
+        coder: &str,
+        usable: &[&'a Account],
+        running: impl Fn(&str) -> usize,
+    ) -> Option<&'a Account> {
+        usable
+            .iter()
+            .enumerate()
+            .min_by_key(|(order, account)| {
+                let last = self.last_started.get(&(coder.to_owned(), account.name.clone()));
+                (running(&account.name), last.copied().unwrap_or(0), *order)
+            })
+            .map(|(_, account)| *account)
+    }
+
+    /// Notes that an agent of `coder` started on `account`.
+    pub fn started(&mut self, coder: &str, account: &str) {
+        self.starts += 1;
+        self.last_started.insert((coder.to_owned(), account.to_owned()), self.starts);
+    }
+}
+
+/// The accounts of `coder` that may start an agent now, in the order of the file.
+pub fn usable<'a>(
+    config: &'a RuntimeConfig,
+    coder: &str,
+    pauses: &Pauses,
+    holds: &Holds,
+    now: Timestamp,
+) -> Vec<&'a Account> {
+    config
+        .accounts(coder)
+        .iter()
+        .filter(|account| {
+            !holds.holds_account(coder, &account.name)
+                && pauses.active(&Scope::account(coder, &account.name), now).is_none()
+        })
+        .collect()
+}
+
+/// What keeps a coder from starting agents.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Blocked<'a> {
+    /// A person's `fleet pause` (of everything, the coder, or each of its accounts).
+    Held,
+    /// The pause after which the coder can start again soonest: its own, or — when every
+    /// account is paused — the account pause that ends first, preferring one that ends by
+    /// itself over one that needs a person.
+    Paused(&'a Scope, &'a Pause),
+}
+
+/// Why `coder` cannot start an agent now, if it cannot.
+pub fn blocked<'a>(
+    config: &RuntimeConfig,
+    coder: &str,
+    pauses: &'a Pauses,
+    holds: &Holds,
+    now: Timestamp,
+) -> Option<Blocked<'a>> {
+    if holds.holds(coder) {
+        return Some(Blocked::Held);
+    }
+    if let Some((scope, pause)) =
+        pauses.all_active(now).find(|(scope, _)| scope.coder == coder && scope.account.is_none())
+    {
+        return Some(Blocked::Paused(scope, pause));
+    }
+    let accounts = config.accounts(coder);
+    if accounts.is_empty() || !usable(config, coder, pauses, holds, now).is_empty() {
+        return None;
+    }
+    let soonest = pauses
+        .all_active(now)
+        .filter(|(scope, _)| {
+            scope.coder == coder
+                && scope
+                    .account
+                    .as_ref()
+                    .is_some_and(|name| accounts.iter().any(|a| &a.name == name))
+        })
+        .min_by_key(|(_, pause)| (pause.needs_a_human(), pause.until));
+    Some(soonest.map_or(Blocked::Held, |(scope, pause)| Blocked::Paused(scope, pause)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use jiff::SignedDuration;
+
+    use super::*;
+    use crate::coders::CoderConfig;
+    use crate::supervisor::hold::Hold;
+    use crate::supervisor::pause::PauseCause;
+
+    fn account(name: &str) -> Account {
+        Account { name: name.to_owned(), env: BTreeMap::from([("K".into(), name.into())]) }
+    }
+
+    fn config(names: &[&str]) -> RuntimeConfig {
+        let table = CoderConfig {
+            accounts: names.iter().map(|n| account(n)).collect(),
+            ..CoderConfig::default()
+        };
+        RuntimeConfig {
+            coders: BTreeMap::from([("claude".to_owned(), table)]),
+            ..RuntimeConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_fewest_running_win_then_the_least_recently_started() {
+        let (a, b, c) = (account("a"), account("b"), account("c"));
+        let usable = [&a, &b, &c];
+        let mut rotation = Rotation::default();
+        let pick = |rotation: &Rotation, running: &[&str]| {
+            let count = |name: &str| running.iter().filter(|r| **r == name).count();
+            rotation.pick("claude", &usable, count).map(|a| a.name.clone())
+        };
+        assert_eq!(pick(&rotation, &[]).as_deref(), Some("a"), "the file's order breaks ties");
+        assert_eq!(pick(&rotation, &["a"]).as_deref(), Some("b"));
+        assert_eq!(pick(&rotation, &["a", "b", "b", "c"]).as_deref(), Some("a"));
+        // One at a time: each account takes its turn.
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            let next = pick(&rotation, &[]).unwrap();
+            rotation.started("claude", &next);
+            order.push(next);
+        }
+        assert_eq!(order, ["a", "b", "c", "a"]);
+    }
+
+    #[test]
+    fn a_coder_is_blocked_only_when_every_account_is_paused_or_held() {
+        let config = config(&["a", "b"]);
+        let now = Timestamp::now();
+        let mut pauses = Pauses::default();
+        let holds = Holds::default();
+        assert_eq!(blocked(&config, "claude", &pauses, &holds, now), None);
+        let later = now + SignedDuration::from_secs(600);
+        pauses.rate_limit(&Scope::account("claude", "a"), later, "429");
+        let names: Vec<&str> = usable(&config, "claude", &pauses, &holds, now)
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(names, ["b"]);
+        assert_eq!(blocked(&config, "claude", &pauses, &holds, now), None);
+        pauses.fault(&Scope::account("claude", "b"), PauseCause::Auth, "Invalid API key", now);
+        let Some(Blocked::Paused(scope, pause)) = blocked(&config, "claude", &pauses, &holds, now)
+        else {
+            panic!("every account is paused");
+        };
+        // The login pause of b ends first, but needs a person: a's window is what to wait for.
+        assert_eq!((scope.to_string(), pause.until), ("claude@a".to_owned(), later));
+        assert_eq!(blocked(&config, "codex", &pauses, &holds, now), None, "no accounts: as before");
+        let mut held = Holds::default();
+        let hold = Hold { since: now, by: "me".into(), reason: String::new() };
+        held.place_account("claude", "a", hold.clone());
+        held.place_account("claude", "b", hold);
+        assert_eq!(blocked(&config, "claude", &Pauses::default(), &held, now), Some(Blocked::Held));
+    }
+}
