@@ -9,7 +9,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::context::{Context, fleet_home};
 use super::error::CliError;
-use super::output::write_stdout;
+use super::output::{write_stdout, write_styled};
+use super::style::{Styled, Tone};
 use crate::store::Store;
 use crate::supervisor::outcome::Verdict;
 use crate::supervisor::{Event, Options, Stop, Summary, Supervisor};
@@ -48,14 +49,14 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
         exe: std::env::current_exe()?,
         until_idle: args.until_idle,
     };
-    let json = ctx.out.json;
+    let (json, color) = (ctx.out.json, ctx.out.color);
     if let Err(error) = super::logging::open_run_log(&options.home) {
         let dir = options.home.join(super::logging::LOG_DIR);
         tracing::warn!(%error, dir = %dir.display(), "cannot open the run log; logging to stderr only");
     }
     let summary = supervise(store, options, move |event| {
         log_event(&event);
-        print_event(&event, json);
+        print_event(&event, json, color);
     })?;
     if !json {
         write_stdout(&summary_line(&summary));
@@ -149,14 +150,36 @@ fn listen_for_stop_signals(stop: Arc<watch::Sender<Stop>>) -> std::io::Result<()
     Ok(())
 }
 
-fn print_event(event: &Event, json: bool) {
+fn print_event(event: &Event, json: bool, color: bool) {
     if json {
         if let Ok(line) = serde_json::to_string(event) {
             write_stdout(&line);
         }
     } else if let Some(line) = event_line(event) {
-        write_stdout(&line);
+        write_styled(&marked(&line, event_tone(event)), color);
     }
+}
+
+/// `line` with its leading mark (`▶`, `✓`, `⏸`, …) in `tone`.
+fn marked(line: &str, tone: Option<Tone>) -> Styled {
+    let mut styled = Styled::new();
+    match (tone, line.split_once(' ')) {
+        (Some(tone), Some((mark, rest))) => styled.tone(tone, mark).plain(" ").plain(rest),
+        _ => styled.plain(line),
+    };
+    styled
+}
+
+/// The colour of an event's mark: what started, finished well, needs a look, or failed.
+fn event_tone(event: &Event) -> Option<Tone> {
+    Some(match event {
+        Event::Claimed { .. } => Tone::Active,
+        Event::Finished { verdict, .. } if *verdict == Verdict::Closed => Tone::Good,
+        Event::Finished { .. } | Event::Paused { .. } | Event::Held { .. } => Tone::Warn,
+        Event::Released { .. } => Tone::Warn,
+        Event::ConfigRejected { .. } | Event::Revoked { .. } => Tone::Bad,
+        _ => return None,
+    })
 }
 
 /// Logs an event at info, one line: its human line, or its JSON when it has none.
