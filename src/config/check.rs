@@ -122,16 +122,30 @@ fn unknown_coder_key(
 /// `[coders.*]` tables), then the first other problem of what is left.
 pub(super) fn problems(root: &toml_edit::Table, source: Source) -> Vec<ConfigError> {
     let mut found = Vec::new();
-    let mut known = root.clone();
     for (name, item) in root.iter() {
         let (key, _) = root.get_key_value(name).expect("iterated keys exist");
         if name == "coders" {
             found.extend(unknown_coder_keys(source, item));
-        } else if name != "prices" && KeyInfo::find(name).is_none() {
+        } else if !is_top_level_key(name) {
             found.push(unknown_top_level_key(source, name, key, item));
-            known.remove(name);
         }
     }
+    found.sort_by_key(|error| error.line);
+    if let Err(error) = RuntimeConfig::from_document(&without_unknown_keys(root), source) {
+        found.push(error);
+    }
+    found
+}
+
+fn is_top_level_key(name: &str) -> bool {
+    name == "coders" || name == "prices" || KeyInfo::find(name).is_some()
+}
+
+/// `root` without its unknown keys (top-level, and in `[coders.*]` tables): what the file
+/// means once they are removed.
+pub(super) fn without_unknown_keys(root: &toml_edit::Table) -> toml_edit::Table {
+    let mut known = root.clone();
+    known.retain(|name, _| is_top_level_key(name));
     if let Some(coders) = known.get_mut("coders").and_then(Item::as_table_like_mut) {
         for (_, table) in coders.iter_mut() {
             if let Some(table) = table.as_table_like_mut() {
@@ -146,11 +160,7 @@ pub(super) fn problems(root: &toml_edit::Table, source: Source) -> Vec<ConfigErr
             }
         }
     }
-    found.sort_by_key(|error| error.line);
-    if let Err(error) = RuntimeConfig::from_document(&known, source) {
-        found.push(error);
-    }
-    found
+    known
 }
 
 /// The unknown keys of the `[coders.*]` tables in `coders` (nothing when it is not a table of

@@ -157,6 +157,28 @@ impl RuntimeConfig {
         }
     }
 
+    /// Reads `path` as [`RuntimeConfig::load`] does, but as if its unknown keys (typos, keys
+    /// of the Python fleet) were not there: what the file will mean once they are removed.
+    /// Other problems are still errors.
+    pub fn load_known(path: &Path) -> Result<RuntimeConfig, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Ok(RuntimeConfig::default());
+            }
+            Err(error) => {
+                return Err(ConfigError::new(
+                    path,
+                    ConfigErrorKind::Io,
+                    format!("cannot read the file: {error}"),
+                ));
+            }
+        };
+        let document = parse_document(&text, path)?;
+        let known = check::without_unknown_keys(document.as_table());
+        RuntimeConfig::from_document(&known, Source { text: strip_bom(&text), path })
+    }
+
     /// Every problem of the file at `path` at once (see [`RuntimeConfig::problems`]); none for a
     /// missing file.
     pub fn problems_in(path: &Path) -> Vec<ConfigError> {

@@ -1,19 +1,31 @@
-//! `fleet doctor`: checks the store file for damage, one line per check, and names the fix;
-//! `fleet doctor --salvage` copies everything readable into a new store and swaps it in.
+//! `fleet doctor`: checks everything a fleet needs, one line per check — the store file for
+//! damage, `runtime.toml`, each coder's CLI (found on the agents' PATH, its version, signed
+//! in) and the `bd` agents run — and names the fix of each problem; exits 1 when anything
+//! fails. `fleet doctor --salvage` copies everything readable of a damaged store into a new
+//! store and swaps it in.
 //!
 //! Also [`report_damaged`], with which the read commands (`list`, `search`, `ready`,
 //! `blocked`, `stats`, `export`) report issue rows they had to leave out of a damaged store:
 //! they print the rest, then name the damaged ids on stderr with this command as the fix, and
 //! exit 1.
+//!
+//! The checks of the setup live in `setup` (runtime.toml, bd) and `coders`; this file runs
+//! them with the store's and renders the report: `✓` ok, `!` a warning (nothing fails because
+//! of it), `✗` a problem, each not-ok line followed by its fix.
+
+mod coders;
+mod setup;
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::context::Context;
+use super::context::{Context, fleet_home};
 use super::error::{CliError, ItemError};
+use super::style::{Styled, Tone};
 use crate::store::StoreError;
-use crate::store::check::{self, Report, Salvaged};
+use crate::store::check::{self, Check, Report, Salvaged};
+use setup::{SetupCheck, Status};
 
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
@@ -24,13 +36,17 @@ pub struct DoctorArgs {
     pub salvage: bool,
 }
 
-/// `fleet doctor --json`: the report and, when something is wrong, the fix.
+/// `fleet doctor --json` (schema/doctor.schema.json): the store's report and its fix, then the
+/// checks of the setup.
 #[derive(Serialize)]
 struct DoctorOutput<'r> {
     #[serde(flatten)]
     report: &'r Report,
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
+    setup: &'r [SetupCheck],
+    /// No check found a problem (warnings allowed).
+    ok: bool,
 }
 
 pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
@@ -38,47 +54,121 @@ pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
     if args.salvage {
         return salvage(ctx, dir);
     }
-    let report = check::check(dir)?;
+    let report = match check::check(dir) {
+        Ok(report) => report,
+        Err(StoreError::NotInitialized(_)) => no_store(dir),
+        Err(error) => return Err(error.into()),
+    };
     let fix = (!report.healthy).then(|| fix_for(dir, &report));
-    ctx.out.emit(&DoctorOutput { report: &report, fix: fix.clone() }, || {
-        render(&report, fix.as_deref())
-    });
-    match fix {
-        None => Ok(()),
-        Some(fix) => {
-            let problems = report.checks.iter().filter(|c| !c.ok).count();
-            Err(CliError::new(format!(
-                "{} is damaged: {problems} of {} checks found problems",
-                report.path.display(),
-                report.checks.len()
-            ))
-            .with_hint(fix))
+    let store = if report.healthy { ctx.open_store().ok() } else { None };
+    let setup = setup::setup_checks(&fleet_home()?, store.as_ref());
+    let failed: Vec<&SetupCheck> = setup.iter().filter(|c| c.status == Status::Problem).collect();
+    let output = DoctorOutput {
+        report: &report,
+        fix: fix.clone(),
+        setup: &setup,
+        ok: report.healthy && failed.is_empty(),
+    };
+    ctx.out.emit_styled(&output, || render(&report, fix.as_deref(), &setup));
+    if output.ok {
+        return Ok(());
+    }
+    let mut failures = Vec::new();
+    if !report.healthy {
+        let problems = report.checks.iter().filter(|c| !c.ok).count();
+        failures.push(format!(
+            "{} is damaged: {problems} of {} checks found problems",
+            report.path.display(),
+            report.checks.len()
+        ));
+    }
+    if !failed.is_empty() {
+        let mut what: Vec<(String, usize)> = Vec::new();
+        for check in &failed {
+            let label = format!("{} {}", check.subject, check.check);
+            match what.iter_mut().find(|(known, _)| *known == label) {
+                Some((_, count)) => *count += 1,
+                None => what.push((label, 1)),
+            }
         }
+        let what: Vec<String> = what
+            .into_iter()
+            .map(|(label, count)| if count > 1 { format!("{label} (×{count})") } else { label })
+            .collect();
+        let checks = if failed.len() == 1 { "check" } else { "checks" };
+        failures.push(format!("{} setup {checks} failed: {}", failed.len(), what.join(", ")));
+    }
+    let mut error = CliError::new(failures.join("; "));
+    if let Some(fix) = fix {
+        error = error.with_hint(fix);
+    }
+    if !failed.is_empty() {
+        error = error.with_hint("the fix of each failed check is printed under it");
+    }
+    Err(error)
+}
+
+/// The report of a workspace that has no store yet.
+fn no_store(dir: &Path) -> Report {
+    Report {
+        path: dir.join(crate::store::STORE_FILE),
+        healthy: false,
+        checks: vec![Check {
+            check: "file",
+            ok: false,
+            detail: format!("there is no store in {}", dir.display()),
+            ids: Vec::new(),
+        }],
+        damaged: Vec::new(),
     }
 }
 
-/// One line per check: `ok      <check>: <detail>` or `problem <check>: <detail>`, with the
-/// ids and the fix under each problem.
-fn render(report: &Report, fix: Option<&str>) -> String {
-    let mut lines = vec![format!("fleet doctor: {}", report.path.display())];
+/// One line per check: `✓ store file: opens`, `✗ coder claude sign-in: …`, with the ids and
+/// the fix under each problem.
+fn render(report: &Report, fix: Option<&str>, setup: &[SetupCheck]) -> Styled {
+    let mut text = Styled::new();
+    text.tone(Tone::Strong, &format!("fleet doctor: {}", report.path.display()));
     for check in &report.checks {
-        let mark = if check.ok { "ok     " } else { "problem" };
-        lines.push(format!("{mark} {}: {}", check.check, check.detail));
+        let status = if check.ok { Status::Ok } else { Status::Problem };
+        line(&mut text, status, &format!("store {}", check.check), &check.detail);
         if !check.ok {
             if !check.ids.is_empty() {
-                lines.push(format!("        ids: {}", check.ids.join(", ")));
+                text.plain(&format!("\n  ids: {}", check.ids.join(", ")));
             }
             if let Some(fix) = fix {
-                lines.push(format!("        fix: {fix}"));
+                text.plain(&format!("\n  fix: {fix}"));
             }
         }
     }
-    lines.join("\n")
+    for check in setup {
+        line(&mut text, check.status, &format!("{} {}", check.subject, check.check), &check.detail);
+        if let Some(fix) = &check.fix {
+            text.plain(&format!("\n  fix: {fix}"));
+        }
+    }
+    text
+}
+
+/// `\n✓ what: detail`, the mark in its colour.
+fn line(text: &mut Styled, status: Status, what: &str, detail: &str) {
+    let (mark, tone) = match status {
+        Status::Ok => ("✓", Tone::Good),
+        Status::Warning => ("!", Tone::Warn),
+        Status::Problem => ("✗", Tone::Bad),
+    };
+    text.newline().tone(tone, mark).plain(&format!(" {what}: {detail}"));
 }
 
 /// The repair for a damaged store: a rebuild from the git journal when there is one, else a
 /// salvage — unless nothing in the file can be read, when only a backup or an export helps.
+/// For a workspace without a store: creating it.
 fn fix_for(dir: &Path, report: &Report) -> String {
+    if !report.path.exists() {
+        return format!(
+            "create it with `fleet init`, or import a queue into it: fleet import PATH (a beads export, a .beads directory, a Python-fleet home); {} is where it goes",
+            dir.display()
+        );
+    }
     if journal_present(dir) {
         return "run `fleet rebuild` to rebuild the store from the git journal".to_string();
     }
