@@ -343,14 +343,14 @@ fn edit(
     let (config, problems) = match (checked_edit(&document, path), check) {
         (Ok(config), _) => (Some(config), Vec::new()),
         (Err(error), Check::Valid) => return Err(error),
-        (Err(error), Check::NoWorse) => {
+        (Err(_), Check::NoWorse) => {
             let after = RuntimeConfig::problems(&document.to_string(), path);
             let before = RuntimeConfig::problems(&text, path);
-            let new = after.iter().any(|problem| {
+            let new = after.iter().find(|problem| {
                 !before.iter().any(|old| old.kind == problem.kind && old.message == problem.message)
             });
-            if new {
-                return Err(error);
+            if let Some(new) = new {
+                return Err(not_saved(new, path));
             }
             (None, after)
         }
@@ -387,16 +387,18 @@ pub(super) fn checked_edit(
     // An edited document has no spans, so errors carry no line: a line number of text never
     // written would only confuse.
     let source = Source { text: "", path };
-    RuntimeConfig::from_document(document.as_table(), source).map_err(|error| {
-        let message = format!("not saved: {}", error.message);
-        let hint = error.hint.unwrap_or_default();
-        let hint = if hint.is_empty() {
-            format!("{} is unchanged", path.display())
-        } else {
-            format!("{hint}; {} is unchanged", path.display())
-        };
-        SetError::new(message).hint(hint)
-    })
+    RuntimeConfig::from_document(document.as_table(), source)
+        .map_err(|error| not_saved(&error, path))
+}
+
+/// The refusal of an edit that would leave `problem` in the file at `path`.
+fn not_saved(problem: &super::ConfigError, path: &Path) -> SetError {
+    let unchanged = format!("{} is unchanged", path.display());
+    let hint = match &problem.hint {
+        Some(hint) => format!("{hint}; {unchanged}"),
+        None => unchanged,
+    };
+    SetError::new(format!("not saved: {}", problem.message)).hint(hint)
 }
 
 /// Whether any `[coders.*]` table of the document sets `env` values (often API keys), read
