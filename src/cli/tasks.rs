@@ -410,7 +410,8 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
         .flat_map(|root| Ledger::load(&root).attempts)
         .filter(|a| a.started_at.to_zoned(zone.clone()).date() == today)
         .filter_map(|a| a.cost_usd)
-        .sum()
+        // Folded from +0.0: an empty float sum is -0.0, which prints as "$-0.000".
+        .fold(0.0, |total, cost| total + cost)
 }
 
 /// The supervisor's pauses in force, then people's holds.
@@ -864,5 +865,57 @@ mod tests {
         assert_eq!(cost(Some(0.0125)), "$0.013");
         assert_eq!(cost(Some(12.4)), "$12.40");
         assert_eq!(cost(None), "-");
+    }
+
+    fn wide_view() -> TasksView {
+        let now = Timestamp::now();
+        let row = TaskRow {
+            id: "fleet-3k2x".into(),
+            title: "A title long enough to be cut at the edge of an eighty-column terminal".into(),
+            status: "in_progress".into(),
+            running: true,
+            coder: "claude".into(),
+            model: "claude-sonnet-4-5-20250929".into(),
+            default_coder: true,
+            default_model: false,
+            supervisor: "fleet@a-long-host-name".into(),
+            attempt: 12,
+            started_at: Some(now),
+            elapsed_secs: Some(7620),
+            idle_secs: Some(75),
+            context_peak: 150_000,
+            context_limit: Some(200_000),
+            context_pct: Some(75.0),
+            tokens_in: 1_234_567,
+            tokens_out: 98_765,
+            cost_usd: Some(12.5),
+            total_cost_usd: Some(30.0),
+            cwd: "/srv/projects/one".into(),
+        };
+        TasksView {
+            supervisors: Vec::new(),
+            running: 1,
+            max_concurrent: 8,
+            ready: 120,
+            blocked: 4,
+            cost_today_usd: 123.45,
+            pauses: Vec::new(),
+            tasks: vec![row],
+        }
+    }
+
+    #[test]
+    fn a_narrow_terminal_loses_the_least_needed_columns_not_the_cost() {
+        let view = wide_view();
+        let full = render(&view, Timestamp::now(), None).into_styled().render(false);
+        assert!(full.lines().any(|l| l.contains("STARTED") && l.chars().count() > 80), "{full}");
+        let narrow = render(&view, Timestamp::now(), Some(80));
+        let numbers = narrow.rows[0].render(false);
+        assert!(numbers.chars().count() <= 80, "{numbers}");
+        let header = narrow.head.last().unwrap().render(false);
+        assert!(!header.contains("STARTED") && header.contains("COST"), "{header}");
+        assert!(numbers.contains("$12.50") && numbers.contains("2h07m"), "{numbers}");
+        assert_eq!(render(&view, Timestamp::now(), Some(200)).head.len(), 2, "one header line");
+        assert_eq!(narrow.head.len(), 3, "the header wraps at 80 columns");
     }
 }

@@ -56,7 +56,10 @@ fn piped_output_has_no_colour_unless_forced() {
     assert_eq!(crate::common::pty::strip_escapes(&forced), never);
 
     let bad = run(&ws, &[], &["ready", "--color", "sometimes"]).fails(2).stderr;
-    assert!(bad.contains("invalid value 'sometimes'") && bad.contains("auto, always, never"), "{bad}");
+    assert!(
+        bad.contains("invalid value 'sometimes'") && bad.contains("auto, always, never"),
+        "{bad}"
+    );
 }
 
 #[test]
@@ -98,7 +101,9 @@ fn on_a_terminal_auto_colours_unless_no_color_or_a_dumb_terminal() {
     };
     let auto = on_terminal(&[]);
     assert!(auto.contains("\u{1b}[31m[● P0]\u{1b}[0m"), "{auto:?}");
-    for env in [&[("NO_COLOR", "1")][..], &[("TERM", "dumb")], &[("NO_COLOR", "yes"), ("TERM", "xterm")]] {
+    for env in
+        [&[("NO_COLOR", "1")][..], &[("TERM", "dumb")], &[("NO_COLOR", "yes"), ("TERM", "xterm")]]
+    {
         let plain = on_terminal(env);
         assert!(plain.contains("[● P0]") && !plain.contains(ESC), "{env:?}: {plain:?}");
     }

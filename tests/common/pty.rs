@@ -93,7 +93,11 @@ impl Pty {
     pub fn screen(&self) -> Vec<String> {
         let text = self.text();
         let frame = text.rsplit("\x1b[H").next().unwrap_or_default();
-        strip_escapes(frame).split("\r\n").map(str::to_owned).collect()
+        // Lines end in "\r\n" as written, and the terminal turns "\n" into "\r\n" again.
+        strip_escapes(frame)
+            .split('\n')
+            .map(|line| line.trim_end_matches('\r').to_owned())
+            .collect()
     }
 
     /// Waits until the last screen satisfies `check`, returning it; panics after `within`.
