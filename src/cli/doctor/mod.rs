@@ -34,6 +34,9 @@ pub struct DoctorArgs {
     /// what was saved and what was lost.
     #[arg(long)]
     pub salvage: bool,
+    /// Only the store's checks (`bd doctor`: beads' doctor is about the database).
+    #[arg(skip)]
+    pub store_only: bool,
 }
 
 /// `fleet doctor --json` (schema/doctor.schema.json): the store's report and its fix, then the
@@ -61,7 +64,11 @@ pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
     };
     let fix = (!report.healthy).then(|| fix_for(dir, &report));
     let store = if report.healthy { ctx.open_store().ok() } else { None };
-    let setup = setup::setup_checks(&fleet_home()?, store.as_ref());
+    let setup = if args.store_only {
+        Vec::new()
+    } else {
+        setup::setup_checks(&fleet_home()?, store.as_ref())
+    };
     let failed: Vec<&SetupCheck> = setup.iter().filter(|c| c.status == Status::Problem).collect();
     let output = DoctorOutput {
         report: &report,
