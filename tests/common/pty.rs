@@ -78,6 +78,11 @@ impl Pty {
         Pty { child, master, output, reader: Some(reader) }
     }
 
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything the child wrote so far, as text.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()

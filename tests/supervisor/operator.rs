@@ -382,3 +382,20 @@ fn tasks_watch_with_many_tasks_fits_80_columns_and_scrolls_under_a_fixed_header(
     assert!(pty.text().ends_with("\u{1b}[?25h\u{1b}[?1049l"));
     supervisor.stop();
 }
+
+#[test]
+fn tasks_watch_restores_the_terminal_when_stopped_by_a_signal() {
+    let fleet = Fleet::new(&[]);
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        let mut pty = watch_on_terminal(&fleet, 80, 24);
+        pty.wait_screen("the view", DEADLINE, |s| s[0].starts_with("fleet: 0/0 running"));
+        let pid = i32::try_from(pty.pid()).unwrap();
+        // SAFETY: signals our own child.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let status = pty.wait(DEADLINE).expect("a stop signal ends the watch");
+        assert!(status.success(), "signal {signal}: {status:?}");
+        assert!(pty.text().ends_with("\u{1b}[?25h\u{1b}[?1049l"), "signal {signal}: restored");
+        let lflag = pty.termios().c_lflag;
+        assert_eq!(lflag & (libc::ICANON | libc::ECHO), libc::ICANON | libc::ECHO);
+    }
+}
