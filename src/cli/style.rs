@@ -179,23 +179,6 @@ impl Styled {
         out
     }
 
-    /// The lines of the text, each a styled text of its own.
-    pub fn lines(&self) -> Vec<Styled> {
-        let mut lines = vec![Styled::new()];
-        for (tone, text) in &self.pieces {
-            for (n, part) in text.split('\n').enumerate() {
-                if n > 0 {
-                    lines.push(Styled::new());
-                }
-                let line = lines.last_mut().expect("one line at least");
-                if !part.is_empty() {
-                    line.pieces.push((*tone, part.to_owned()));
-                }
-            }
-        }
-        lines
-    }
-
     /// The first `width` characters of the text (by characters as escaped).
     pub fn truncated(&self, width: usize) -> Styled {
         let mut left = width;
@@ -233,9 +216,8 @@ mod tests {
             text.render(true),
             "\x1b[32m✓\x1b[0m title \\e[31mred\n\x1b[31ma\x1b[0m\n\x1b[31mb\x1b[0m"
         );
-        let lines = text.lines();
-        assert_eq!(lines.len(), 3);
-        assert_eq!(lines[0].truncated(4).render(true), "\x1b[32m✓\x1b[0m ti");
+        assert_eq!(text.truncated(4).render(true), "\x1b[32m✓\x1b[0m ti");
+        assert_eq!(text.truncated(4).render(false), "✓ ti");
     }
 
     #[test]

@@ -444,11 +444,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 fn find_on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| {
-        use std::os::unix::fs::PermissionsExt;
-        candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    crate::fsutil::find_executable(program, &std::env::var_os("PATH")?)
 }
 
 /// Runs `bd export` in a Dolt-backed project and returns the file it wrote. Asks for

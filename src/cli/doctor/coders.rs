@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use super::setup::SetupCheck;
 use crate::coders::{Coder, CredentialFile, Probe, SpawnSpec, TaskSpec};
 use crate::config::RuntimeConfig;
+use crate::fsutil::{find_executable, is_executable};
 use crate::redact::Redactor;
 use crate::supervisor::agent_path;
 
@@ -167,12 +168,7 @@ fn find_program(program: &str, path: &str, cwd: &Path) -> Option<PathBuf> {
         let candidate = cwd.join(program);
         return is_executable(&candidate).then_some(candidate);
     }
-    std::env::split_paths(path).map(|dir| dir.join(program)).find(|c| is_executable(c))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    find_executable(program, path.as_ref())
 }
 
 fn version_check(probe: &Probe, program: &Path, env: &AgentEnv, subject: &str) -> SetupCheck {

@@ -187,9 +187,7 @@ fn bd_check(home: &Path) -> SetupCheck {
         return cannot_link(&bin);
     }
     let inherited = std::env::var("PATH").unwrap_or_default();
-    let first = std::env::split_paths(&agent_path(home, &inherited))
-        .map(|dir| dir.join("bd"))
-        .find(|candidate| candidate.is_file());
+    let first = crate::fsutil::find_executable("bd", agent_path(home, &inherited).as_ref());
     let detail = match first {
         Some(other) if other.canonicalize().ok() == this => {
             return SetupCheck::ok(
