@@ -170,8 +170,9 @@ pub enum Command {
     /// serves its workspace itself): commands send their writes there and they are committed
     /// in groups. Until Ctrl-C or SIGTERM.
     Serve(serve::ServeArgs),
-    /// Check the store for damage (one line per check) and name the fix; `--salvage` copies
-    /// everything readable into a new store.
+    /// Check the store for damage, runtime.toml, each coder's CLI (on the agents' PATH, its
+    /// version, signed in) and the agents' bd — one line per check, each problem with its fix;
+    /// `--salvage` copies everything readable of a damaged store into a new one.
     Doctor(doctor::DoctorArgs),
     /// The git journal of the queue's ops: log, verify, commit.
     #[command(subcommand)]
