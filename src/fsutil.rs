@@ -1,4 +1,5 @@
-//! Small filesystem helpers shared by everything that writes user-visible files.
+//! Small filesystem helpers shared by everything that writes user-visible files, and the
+//! search of a program on a PATH.
 
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -45,6 +46,19 @@ fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::R
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// The first executable file called `program` in the directories of `path` (a PATH value), as
+/// a shell would find it.
+pub fn find_executable(program: &str, path: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+/// Whether `path` is a file someone may execute.
+pub fn is_executable(path: &Path) -> bool {
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ fn an_unknown_key_is_an_error_naming_it_and_the_fix() {
     assert_eq!(
         run.stderr,
         format!(
-            "error: {} line 2: unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)\n\
+            "error: {}:2: unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)\n\
              hint: remove it or fix its spelling; `fleet config show` lists every key\n",
             home.file().display()
         )
@@ -125,7 +125,11 @@ fn an_unknown_key_is_an_error_naming_it_and_the_fix() {
     assert!(error.message.contains("did you mean \"permission_args\""), "{}", error.message);
     home.write("telegram_chat_id = \"123\"\n");
     let error = RuntimeConfig::load(&home.file()).unwrap_err();
-    assert_eq!(error.hint.as_deref(), Some("fleet has no Telegram integration; remove the line"));
+    assert_eq!(
+        error.message,
+        "unknown key \"telegram_chat_id\": the Python fleet's, not used here (fleet has no Telegram integration)"
+    );
+    assert_eq!(error.hint.as_deref(), Some("remove it with `fleet config unset telegram_chat_id`"));
 }
 
 #[test]
@@ -135,7 +139,7 @@ fn a_wrong_type_or_range_names_the_line() {
     let run = home.fleet(&["config", "show"]).fails(1);
     assert!(
         run.stderr.starts_with(&format!(
-            "error: {} line 3: max_concurrent must be an integer from 0 to 1024, found string \"4\"",
+            "error: {}:3: max_concurrent must be an integer from 0 to 1024, found string \"4\"",
             home.file().display()
         )),
         "{}",
@@ -178,7 +182,7 @@ fn coders_are_validated_when_the_config_loads() {
     let run = home.fleet(&["config", "show"]).fails(1);
     assert!(
         run.stderr.contains(
-            "line 2: coder = \"cladue\": unknown coder \"cladue\" (did you mean \"claude\"?)"
+            "runtime.toml:2: coder = \"cladue\": unknown coder \"cladue\" (did you mean \"claude\"?)"
         ),
         "{}",
         run.stderr
@@ -522,38 +526,42 @@ fn bad_account_tables_are_refused_naming_the_line_and_the_fix() {
             account(
                 "name = \"work\"\nenv = { A = \"1\" }\n\n[[coders.claude.accounts]]\nname = \"work\"\nenv = { A = \"2\" }",
             ),
-            "line 7: coders.claude.accounts[1]: the account name \"work\" is used twice",
+            "runtime.toml:7: coders.claude.accounts[1]: the account name \"work\" is used twice",
             Some("give each account of a coder a name of its own"),
         ),
         (
             account("name = \"work\"\nenv = {}"),
-            "line 5: coders.claude.accounts[0] (\"work\"): env is empty",
+            "runtime.toml:5: coders.claude.accounts[0] (\"work\"): env is empty",
             Some("an account is name = \"…\" and env = { VAR = \"…\" }"),
         ),
         (
             account("name = \"work\""),
-            "line 3: coders.claude.accounts[0] (\"work\") has no env",
+            "runtime.toml:3: coders.claude.accounts[0] (\"work\") has no env",
             None,
         ),
-        (account("env = { A = \"1\" }"), "line 3: coders.claude.accounts[0] has no name", None),
+        (
+            account("env = { A = \"1\" }"),
+            "runtime.toml:3: coders.claude.accounts[0] has no name",
+            None,
+        ),
         (
             account("name = \"work\"\nenvv = { A = \"1\" }"),
-            "line 5: unknown key \"coders.claude.accounts[0].envv\" (did you mean \"env\"?)",
+            "runtime.toml:5: unknown key \"coders.claude.accounts[0].envv\" (did you mean \"env\"?)",
             Some("an account is name"),
         ),
         (
             account("name = \"my work\"\nenv = { A = \"1\" }"),
-            "line 4: coders.claude.accounts[0].name \"my work\" may hold only letters",
+            "runtime.toml:4: coders.claude.accounts[0].name \"my work\" may hold only letters",
             None,
         ),
         (
             account("name = \"work\"\nenv = { FLEET_HOME = \"/x\" }"),
-            "line 5: coders.claude.accounts[0] (\"work\"): FLEET_HOME is set by fleet for every agent",
+            "runtime.toml:5: coders.claude.accounts[0] (\"work\"): FLEET_HOME is set by fleet for every agent",
             Some("remove it; an account may not set PATH, BEADS_DIR, BD_ACTOR, FLEET_*"),
         ),
         (
             "[coders.claude]\naccounts = { name = \"work\" }\n".to_owned(),
-            "line 2: coders.claude.accounts must be an array of tables",
+            "runtime.toml:2: coders.claude.accounts must be an array of tables",
             None,
         ),
     ];
@@ -606,4 +614,295 @@ fn account_env_values_are_masked_and_make_the_file_private() {
     // The shown config is TOML that loads (with the masked value).
     let shown = human.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
     RuntimeConfig::parse(&shown, &home.file()).unwrap();
+}
+
+// --- migration from the Python fleet ------------------------------------------------------------
+
+/// A runtime.toml as the Python fleet wrote it (its header, every key it had at its last
+/// release), plus keys of its early versions a long-lived home may still carry.
+const PYTHON_CONFIG: &str = "\
+# Fleet runtime configuration.
+# The supervisor re-reads this file; in-flight subprocesses are never killed by a change.
+# telegram_chat_id: the chat fleet notifies.
+max_concurrent = 4
+model = \"opus\"
+coder = \"claude\"
+context_pressure_threshold_pct = 85
+telegram_chat_id = \"-1001234\"
+telegram_allowed_ids = \"11,22\"
+telegram_default_cwd = \"\"
+
+# from the first versions
+retry_limit = \"2\"
+shutdown_grace_sec = 20
+claim_poll_interval_sec = 5
+";
+
+#[test]
+fn show_names_every_unknown_key_of_a_python_fleet_file_at_once() {
+    let home = Home::new();
+    home.write(PYTHON_CONFIG);
+    let run = home.fleet(&["config", "show"]).fails(1);
+    let file = home.file().display().to_string();
+    let errors: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(
+        errors,
+        [
+            format!(
+                "error: {file}:8: unknown key \"telegram_chat_id\": the Python fleet's, not used here (fleet has no Telegram integration); fix: remove it with `fleet config unset telegram_chat_id`"
+            ),
+            format!(
+                "error: {file}:9: unknown key \"telegram_allowed_ids\": the Python fleet's, not used here (fleet has no Telegram integration); fix: remove it with `fleet config unset telegram_allowed_ids`"
+            ),
+            format!(
+                "error: {file}:10: unknown key \"telegram_default_cwd\": the Python fleet's, not used here (fleet has no Telegram integration); fix: remove it with `fleet config unset telegram_default_cwd`"
+            ),
+            format!(
+                "error: {file}:13: unknown key \"retry_limit\": the Python fleet's name for max_failures; fix: rename it to max_failures"
+            ),
+            format!(
+                "error: {file}:14: unknown key \"shutdown_grace_sec\": the Python fleet's name for shutdown_grace_secs; fix: rename it to shutdown_grace_secs"
+            ),
+            format!(
+                "error: {file}:15: unknown key \"claim_poll_interval_sec\": the Python fleet's, not used here (fleet claims as soon as a task is ready, without polling); fix: remove it with `fleet config unset claim_poll_interval_sec`"
+            ),
+        ],
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(&format!("\nhint: translate the Python fleet's keys (the renamed ones are renamed, the others removed): fleet import {file}\n")), "{}", run.stderr);
+    assert!(run.stderr.contains("\nhint: or remove the unknown keys: fleet config unset telegram_chat_id telegram_allowed_ids telegram_default_cwd retry_limit shutdown_grace_sec claim_poll_interval_sec\n"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+
+    let json = home.fleet(&["--json", "config", "show"]).fails(1);
+    let error: Value = serde_json::from_str(&json.stderr).unwrap();
+    let ids: Vec<&str> =
+        error["errors"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 6, "{error:#}");
+    assert_eq!(ids[3], "retry_limit");
+
+    // A typo and an unknown coder key are listed together with the first other problem.
+    home.write("max_concurent = 4\n[coders.claude]\npermision_args = []\n[coders.x]\nevents = \"claude\"\n");
+    let run = home.fleet(&["config", "show"]).fails(1);
+    let errors: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 3, "{}", run.stderr);
+    assert!(
+        errors[0].contains(":1: unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)")
+    );
+    assert!(errors[1].contains(
+        ":3: unknown key \"coders.claude.permision_args\" (did you mean \"permission_args\"?)"
+    ));
+    assert!(
+        errors[2].contains(":4: coders.x.argv: fleet has no built-in coder \"x\""),
+        "{}",
+        errors[2]
+    );
+}
+
+#[test]
+fn unset_removes_any_key_written_in_the_file_even_an_unknown_one() {
+    let home = Home::new();
+    home.write("# mine\nmax_concurrent = 4\ntelegram_chat_id = \"-100\" # the chat\nretry_limit = 2\n\n[coders.claude]\npermision_args = []\n");
+    let run =
+        home.fleet(&["config", "unset", "telegram_chat_id", "coders.claude.permision_args"]).ok();
+    assert_eq!(
+        run.stdout,
+        format!(
+            "Updated {}: telegram_chat_id removed, coders.claude.permision_args removed\n",
+            home.file().display()
+        )
+    );
+    // What is still wrong is said, with the way out.
+    assert_eq!(
+        run.stderr,
+        format!(
+            "warning: {}:3: unknown key \"retry_limit\": the Python fleet's name for max_failures\n\
+             hint: fleet config unset retry_limit\n",
+            home.file().display()
+        )
+    );
+    assert_eq!(home.read(), "# mine\nmax_concurrent = 4\nretry_limit = 2\n\n[coders.claude]\n");
+
+    let run = home.fleet(&["config", "unset", "retry_limit"]).ok();
+    assert_eq!(run.stderr, "");
+    assert!(home.fleet(&["config", "show"]).ok().stdout.contains("\nmax_concurrent = 4\n"));
+
+    // A key that is neither known nor in the file is still an error.
+    let run = home.fleet(&["config", "unset", "telegram_chat_id"]).fails(1);
+    assert!(run.stderr.starts_with("error: unknown key \"telegram_chat_id\""), "{}", run.stderr);
+}
+
+#[test]
+fn unset_never_makes_a_file_worse() {
+    let home = Home::new();
+    let text = "coder = \"mybot\"\nlog_root = \"logs\"\n\n[coders.mybot]\nargv = [\"mybot\", \"{prompt}\"]\n";
+    home.write(text);
+    // Removing the default coder's table would add a problem: nothing is written.
+    let run = home.fleet(&["config", "unset", "coders.mybot"]).fails(1);
+    assert!(
+        run.stderr.contains("not saved: coder = \"mybot\": unknown coder \"mybot\""),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(home.read(), text);
+    // The problem the file had may stay while another goes.
+    home.fleet(&["config", "unset", "log_root"]).ok();
+    assert_eq!(
+        home.read(),
+        "coder = \"mybot\"\n\n[coders.mybot]\nargv = [\"mybot\", \"{prompt}\"]\n"
+    );
+}
+
+/// A Python fleet's runtime.toml in a directory of its own (the old home).
+fn python_file(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("runtime.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn import_translates_a_python_fleet_runtime_toml_into_this_fleets() {
+    let home = Home::new();
+    let old = tempfile::tempdir().unwrap();
+    let source = python_file(old.path(), PYTHON_CONFIG);
+    let source_arg = source.to_str().unwrap();
+
+    let dry = home.fleet(&["import", source_arg, "--dry-run"]).ok();
+    assert!(!home.file().exists(), "a dry run writes nothing");
+    assert!(dry.stderr.contains("Would translate "), "{}", dry.stderr);
+
+    let run = home.fleet(&["import", source_arg]).ok();
+    let target = home.file();
+    let expected = format!(
+        "Found a runtime configuration {source}\n\
+         Translated {source} into {target}:\n\
+         \x20 max_concurrent = 4\n\
+         \x20 model = \"opus\"\n\
+         \x20 coder = \"claude\"\n\
+         \x20 context_pressure_threshold_pct = 85\n\
+         \x20 retry_limit → max_failures = 2\n\
+         \x20 shutdown_grace_sec → shutdown_grace_secs = 20\n\
+         \x20 dropped telegram_chat_id (line 8): fleet has no Telegram integration\n\
+         \x20 dropped telegram_allowed_ids (line 9): fleet has no Telegram integration\n\
+         \x20 dropped telegram_default_cwd (line 10): fleet has no Telegram integration\n\
+         \x20 dropped claim_poll_interval_sec (line 15): fleet claims as soon as a task is ready, without polling\n",
+        source = source.display(),
+        target = target.display()
+    );
+    assert_eq!(run.stderr, expected);
+    let written = home.read();
+    assert!(written.starts_with("# fleet runtime configuration"), "a new file has the header");
+    assert!(
+        written.ends_with("\nmax_concurrent = 4\nmodel = \"opus\"\ncoder = \"claude\"\ncontext_pressure_threshold_pct = 85\nmax_failures = 2\nshutdown_grace_secs = 20\n"),
+        "{written}"
+    );
+    let shown = home.fleet(&["--json", "config", "show"]).ok().json();
+    assert_eq!(shown["config"]["max_failures"], 2, "\"2\" is read as the Python fleet read it");
+    assert_eq!(shown["config"]["shutdown_grace_secs"], 20);
+    assert_eq!(std::fs::read_to_string(&source).unwrap(), PYTHON_CONFIG, "the source is untouched");
+
+    // Into a file with settings of its own: those stay, and the model meant for the Python
+    // fleet's coder does not become the model of another coder.
+    let other = Home::new();
+    other.write("coder = \"codex\"\nmax_concurrent = 9\n");
+    let json = other.fleet(&["--json", "import", source_arg]).ok().json();
+    assert_eq!(json["in_place"], false);
+    let kept: Vec<&str> =
+        json["kept"].as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+    assert_eq!(kept, ["max_concurrent", "coder"]);
+    let model = json["dropped"].as_array().unwrap().iter().find(|d| d["key"] == "model").unwrap();
+    assert!(
+        model["why"]
+            .as_str()
+            .unwrap()
+            .contains("fleet config set coders.claude.default_model=opus"),
+        "{model}"
+    );
+    assert_eq!(
+        other.read(),
+        "coder = \"codex\"\nmax_concurrent = 9\ncontext_pressure_threshold_pct = 85\nmax_failures = 2\nshutdown_grace_secs = 20\n"
+    );
+}
+
+#[test]
+fn import_translates_the_file_in_place_keeping_comments_and_order() {
+    // The Python fleet and this one share ~/.fleet/runtime.toml.
+    let home = Home::new();
+    home.write(&format!("{PYTHON_CONFIG}max_concurent = 1\nmax_noclose = \"x\"\n"));
+    let file = home.file();
+    let run = home.fleet(&["import", file.to_str().unwrap()]).ok();
+    assert!(
+        run.stderr.contains(&format!("Translated {} in place:\n", file.display())),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("  dropped max_concurent (line 16): neither fleet has this key (did you mean \"max_concurrent\"?)\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("  dropped max_noclose (line 17): \"x\" is not a whole number\n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        home.read(),
+        "\
+# Fleet runtime configuration.
+# The supervisor re-reads this file; in-flight subprocesses are never killed by a change.
+# telegram_chat_id: the chat fleet notifies.
+max_concurrent = 4
+model = \"opus\"
+coder = \"claude\"
+context_pressure_threshold_pct = 85
+
+# from the first versions
+max_failures = 2
+shutdown_grace_secs = 20
+"
+    );
+    home.fleet(&["config", "show"]).ok();
+    // Once more: nothing left to change, nothing written.
+    let again = home.fleet(&["--json", "import", file.to_str().unwrap()]).ok().json();
+    assert_eq!(again["written"], false);
+    assert!(again["dropped"].as_array().unwrap().is_empty());
+
+    // A comment above a key that goes stays, above the line that follows.
+    home.write("# notify this chat\ntelegram_chat_id = \"1\" # ops\nmax_concurrent = 2\n# bye\nlog_root = \"x\"\n");
+    home.fleet(&["import", file.to_str().unwrap()]).ok();
+    assert_eq!(home.read(), "# notify this chat\nmax_concurrent = 2\n# bye\n");
+}
+
+#[test]
+fn importing_a_python_fleet_home_translates_its_runtime_toml_too() {
+    let home = Home::new();
+    let old = tempfile::tempdir().unwrap();
+    let beads = old.path().join(".beads");
+    std::fs::create_dir_all(&beads).unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fleet-own-issues.jsonl");
+    std::fs::copy(fixture, beads.join("issues.jsonl")).unwrap();
+    std::fs::create_dir_all(old.path().join("tasks")).unwrap();
+    python_file(old.path(), "max_concurrent = 6\ncoder = \"codex\"\ntelegram_chat_id = \"1\"\n");
+
+    let run = home.fleet(&["import", old.path().to_str().unwrap()]).ok();
+    assert!(run.stderr.contains("a Python-fleet home at"), "{}", run.stderr);
+    assert!(run.stderr.contains("Imported 9 issues"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "  max_concurrent = 6\n  coder = \"codex\"\n  dropped telegram_chat_id (line 3)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(home.read().ends_with("\nmax_concurrent = 6\ncoder = \"codex\"\n"), "{}", home.read());
+
+    let again = Home::new();
+    let json =
+        again.fleet(&["--json", "import", old.path().to_str().unwrap(), "--dry-run"]).ok().json();
+    assert_eq!(json["created"], 9, "{json:#}");
+    assert_eq!(json["runtime_config"]["dry_run"], true);
+    assert_eq!(json["runtime_config"]["translated"][0]["to"], "max_concurrent");
+    assert!(!again.file().exists());
 }

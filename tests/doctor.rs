@@ -1,13 +1,60 @@
-//! A damaged store, as users meet it: a flipped byte inside one issue's row, a file cut
-//! short, 64 zeroed bytes at offset 4096. The read commands show what they can and name the
-//! damage (or fail naming the file and `fleet doctor`), nothing exits 101, `fleet doctor`
-//! names each damage, and `fleet doctor --salvage` brings back every undamaged issue.
+//! `fleet doctor` as users meet it.
+//!
+//! A damaged store: a flipped byte inside one issue's row, a file cut short, 64 zeroed bytes at
+//! offset 4096. The read commands show what they can and name the damage (or fail naming the
+//! file and `fleet doctor`), nothing exits 101, `fleet doctor` names each damage, and
+//! `fleet doctor --salvage` brings back every undamaged issue. (These run doctor in a healthy
+//! setup — a fake `claude` signed in by key — so only the store decides.)
+//!
+//! A broken setup: a coder whose program is missing, a runtime.toml of the Python fleet with
+//! unknown keys, a coder with no credentials — each named on its own line with its fix, exit 1;
+//! and a healthy one, exit 0, with the version the CLI printed and no secret shown.
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::{Run, Workspace, ids_of};
+use serde_json::Value;
+
+/// An API key shape the redactor knows, so a leak would be caught by value and by shape.
+const KEY: &str = "sk-ant-api03-doctortestkey0123456789abcdefghij";
+
+/// Writes an executable shell script `name` into `dir`.
+fn script(dir: &Path, name: &str, body: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The directory of the fake CLIs of a workspace.
+fn tools(ws: &Workspace) -> PathBuf {
+    ws.home().join("tools")
+}
+
+/// `fleet ARGS` with only the fake CLIs and the system's programs on PATH, and no key set.
+fn doctor_command(ws: &Workspace, args: &[&str]) -> Command {
+    let mut command = ws.command(args);
+    command.env("PATH", format!("{}:/usr/bin:/bin", tools(ws).display()));
+    command
+}
+
+/// A setup in which every check passes: a fake `claude` that prints its version, signed in
+/// by key.
+fn healthy_setup(ws: &Workspace) {
+    script(&tools(ws), "claude", "echo '9.9.9 (Claude Code)'");
+}
+
+/// `fleet doctor ARGS` in the healthy setup.
+fn doctor(ws: &Workspace, args: &[&str]) -> Run {
+    healthy_setup(ws);
+    let mut all = vec!["doctor"];
+    all.extend_from_slice(args);
+    doctor_command(ws, &all).env("ANTHROPIC_API_KEY", KEY).output().unwrap().into()
+}
 
 /// A workspace with `n` issues titled `Job <k> MARK<k>END`, a dependency between the first
 /// two, a comment and a label on the first; returns the ids in creation order.
@@ -109,13 +156,13 @@ fn a_damaged_issue_row_is_named_and_the_rest_is_shown() {
     assert!(show.stderr.contains(&format!("issue {damaged}")), "{}", show.stderr);
     assert_ok_or_names_the_fix(&ws, &show, "show");
 
-    let doctor = ws.run(&["doctor"]).fails(1);
+    let report = doctor(&ws, &[]).fails(1);
     assert!(
-        doctor.stdout.contains(&format!("problem issues: issue {damaged}")),
+        report.stdout.contains(&format!("\n✗ store issues: issue {damaged}")),
         "{}",
-        doctor.stdout
+        report.stdout
     );
-    assert!(doctor.stdout.contains("fleet doctor --salvage"), "{}", doctor.stdout);
+    assert!(report.stdout.contains("\n  fix: run `fleet doctor --salvage`"), "{}", report.stdout);
 }
 
 #[test]
@@ -134,7 +181,7 @@ fn salvage_restores_every_undamaged_issue_and_the_store_is_clean_after() {
     assert!(kept.is_file(), "the damaged file is kept");
     assert!(kept.file_name().unwrap().to_string_lossy().starts_with("beads.db.damaged-"));
 
-    ws.run(&["doctor"]).ok();
+    doctor(&ws, &[]).ok();
     let listed = ids_of(&ws.json(&["list", "--limit", "0"]));
     assert_eq!(listed.len(), 5);
     let expected: Vec<&String> = ids.iter().filter(|id| *id != damaged).collect();
@@ -166,12 +213,12 @@ fn zeroed_bytes_at_4096_fail_writes_cleanly_and_salvage_repairs_them() {
     let create = ws.run(&["create", "x"]);
     assert_eq!(create.code, 1, "a write to the damaged file fails:\n{}", create.stderr);
 
-    let doctor = ws.run(&["doctor"]).fails(1);
-    assert!(doctor.stdout.contains("problem write:"), "{}", doctor.stdout);
+    let report = doctor(&ws, &[]).fails(1);
+    assert!(report.stdout.contains("\n✗ store write:"), "{}", report.stdout);
 
     let salvage = ws.run(&["doctor", "--salvage", "--json"]).ok().json();
     assert_eq!(salvage["issues_saved"], 4);
-    ws.run(&["doctor"]).ok();
+    doctor(&ws, &[]).ok();
     ws.create("writes work again", &[]);
     assert_eq!(ids_of(&ws.json(&["list"])).len(), 5);
 }
@@ -209,8 +256,8 @@ fn a_truncated_file_fails_naming_the_file_and_doctor() {
         let run = ws.run(args);
         assert_ok_or_names_the_fix(&ws, &run, args[0]);
     }
-    let doctor = ws.run(&["doctor"]).fails(1);
-    assert!(doctor.stdout.contains("problem file:"), "{}", doctor.stdout);
+    let report = doctor(&ws, &[]).fails(1);
+    assert!(report.stdout.contains("\n✗ store file:"), "{}", report.stdout);
     let salvage = ws.run(&["doctor", "--salvage"]);
     assert_no_panic(&salvage, "salvage");
 }
@@ -218,8 +265,9 @@ fn a_truncated_file_fails_naming_the_file_and_doctor() {
 #[test]
 fn a_healthy_store_passes_every_check() {
     let (ws, _) = populated(3);
-    let report = ws.run(&["doctor", "--json"]).ok().json();
+    let report = doctor(&ws, &["--json"]).ok().json();
     assert_eq!(report["healthy"], true);
+    assert_eq!(report["ok"], true);
     let checks: Vec<&str> =
         report["checks"].as_array().unwrap().iter().map(|c| c["check"].as_str().unwrap()).collect();
     assert_eq!(
@@ -236,11 +284,229 @@ fn a_healthy_store_passes_every_check() {
             "readiness"
         ]
     );
-    let human = ws.run(&["doctor"]).ok();
+    let human = doctor(&ws, &[]).ok();
     assert_eq!(
-        human.stdout.lines().filter(|l| l.starts_with("ok ")).count(),
+        human.stdout.lines().filter(|l| l.starts_with("✓ store ")).count(),
         9,
         "{}",
         human.stdout
     );
+}
+
+// --- the setup ------------------------------------------------------------------------------
+
+/// The setup entries of `fleet doctor --json` for `subject` and `check`.
+fn setup_entries<'a>(report: &'a Value, subject: &str, check: &str) -> Vec<&'a Value> {
+    report["setup"]
+        .as_array()
+        .expect("setup checks")
+        .iter()
+        .filter(|c| c["subject"] == subject && c["check"] == check)
+        .collect()
+}
+
+/// The line after the one starting with `line`: its fix.
+#[track_caller]
+fn fix_after<'a>(stdout: &'a str, line: &str) -> &'a str {
+    let mut lines = stdout.lines();
+    lines.find(|l| l.starts_with(line)).unwrap_or_else(|| panic!("no line {line:?} in\n{stdout}"));
+    let fix = lines.next().unwrap_or_default();
+    assert!(fix.starts_with("  fix: "), "a fix under {line:?}:\n{stdout}");
+    fix
+}
+
+#[test]
+fn a_broken_setup_names_each_problem_and_its_fix() {
+    let ws = Workspace::new();
+    // A Python fleet's runtime.toml with two keys this fleet does not have, and a coder table
+    // for codex, whose CLI is not installed. The default coder, claude, is installed but signed
+    // in nowhere (no key, no credentials file in its config directory).
+    let config = ws.home().join("runtime.toml");
+    std::fs::write(
+        &config,
+        "max_concurrent = 2\nretry_limit = 2\ntelegram_chat_id = \"-100\"\n\n[coders.codex]\ndefault_model = \"gpt-5.5\"\n",
+    )
+    .unwrap();
+    script(&tools(&ws), "claude", "echo '2.1.0 (Claude Code)'");
+    let claude_dir = ws.home().join("claude-config");
+    std::fs::create_dir_all(&claude_dir).unwrap();
+
+    let run: Run = doctor_command(&ws, &["doctor"])
+        .env("CLAUDE_CONFIG_DIR", &claude_dir)
+        .output()
+        .unwrap()
+        .into();
+    let run = run.fails(1);
+    let out = &run.stdout;
+    let file = config.display();
+
+    let retry = format!(
+        "✗ runtime.toml key: {file}:2: unknown key \"retry_limit\": the Python fleet's name for max_failures"
+    );
+    assert!(out.contains(&retry), "{out}");
+    assert!(fix_after(out, &retry).contains("rename it to max_failures"), "{out}");
+    assert!(fix_after(out, &retry).contains(&format!("fleet import {file}")), "{out}");
+    let telegram = format!("✗ runtime.toml key: {file}:3: unknown key \"telegram_chat_id\"");
+    assert!(out.contains(&telegram), "{out}");
+    assert!(fix_after(out, &telegram).contains("fleet config unset telegram_chat_id"), "{out}");
+
+    let codex = "✗ coder codex program: codex is not on the agents' PATH";
+    assert!(out.contains(codex), "{out}");
+    assert!(fix_after(out, codex).contains("fleet config set coders.codex.program=/path/to/codex"));
+
+    assert!(out.contains("✓ coder claude (default) version: 2.1.0 (Claude Code)"), "{out}");
+    let unsigned = "✗ coder claude (default) sign-in: not signed in: none of ANTHROPIC_API_KEY";
+    assert!(out.contains(unsigned), "{out}");
+    assert!(
+        out.contains(&format!("no {}", claude_dir.join(".credentials.json").display())),
+        "{out}"
+    );
+    assert!(fix_after(out, unsigned).contains("ANTHROPIC_API_KEY"), "{out}");
+
+    // The store is fine, and the bd link is only a warning: `fleet run` makes it.
+    assert!(out.contains("✓ store readiness:"), "{out}");
+    let bd =
+        format!("! agents' bd link: {} does not exist yet", ws.home().join("bin/bd").display());
+    assert!(out.contains(&bd), "{out}");
+    assert!(fix_after(out, &bd).contains("fleet link-bd"), "{out}");
+
+    assert!(
+        run.stderr.starts_with("error: 4 setup checks failed: runtime.toml key (×2), coder claude (default) sign-in, coder codex program"),
+        "{}",
+        run.stderr
+    );
+
+    let report = doctor_command(&ws, &["doctor", "--json"])
+        .env("CLAUDE_CONFIG_DIR", &claude_dir)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["healthy"], true);
+    let keys = setup_entries(&report, "runtime.toml", "key");
+    assert_eq!(keys.len(), 2, "{report:#}");
+    assert_eq!((keys[0]["line"].as_u64(), keys[1]["line"].as_u64()), (Some(2), Some(3)));
+    assert!(keys.iter().all(|k| k["status"] == "problem" && k["fix"].is_string()));
+    assert_eq!(setup_entries(&report, "coder codex", "program")[0]["status"], "problem");
+    assert_eq!(setup_entries(&report, "coder claude (default)", "sign-in")[0]["status"], "problem");
+    assert_eq!(setup_entries(&report, "agents' bd", "link")[0]["status"], "warning");
+}
+
+#[test]
+fn a_healthy_setup_passes_shows_versions_and_never_a_secret() {
+    let ws = Workspace::new();
+    // The fake CLIs print the key they were given, as a careless CLI might.
+    script(&tools(&ws), "claude", "echo \"9.9.9 (Claude Code) key=$ANTHROPIC_API_KEY\"");
+    script(
+        &tools(&ws),
+        "codex",
+        "case \"$1 $2\" in\n  'login status') echo \"Logged in using an API key - $SECRET_FOR_CODEX\";;\n  *) echo 'codex-cli 0.169.0';;\nesac",
+    );
+    std::fs::write(
+        ws.home().join("runtime.toml"),
+        "[coders.codex]\nenv = { SECRET_FOR_CODEX = \"codex-secret-value-1234567890\" }\n",
+    )
+    .unwrap();
+    // bd for agents: as `fleet run` leaves it.
+    let bin = ws.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(common::fleet_bin().canonicalize().unwrap(), bin.join("bd"))
+        .unwrap();
+
+    let run: Run =
+        doctor_command(&ws, &["doctor"]).env("ANTHROPIC_API_KEY", KEY).output().unwrap().into();
+    let run = run.ok();
+    let out = &run.stdout;
+    for line in [
+        "✓ runtime.toml file: ",
+        &format!("✓ coder claude (default) program: {}", tools(&ws).join("claude").display()),
+        "✓ coder claude (default) version: 9.9.9 (Claude Code) key=<redacted",
+        "✓ coder claude (default) sign-in: ANTHROPIC_API_KEY is set",
+        "✓ coder codex version: codex-cli 0.169.0",
+        "✓ coder codex sign-in: `codex login status`: Logged in using an API key - <redacted",
+        &format!("✓ agents' bd link: {} runs this fleet", bin.join("bd").display()),
+    ] {
+        assert!(out.contains(line), "{line:?} in\n{out}");
+    }
+    assert!(!out.contains("✗") && !out.contains("\n!"), "{out}");
+    assert!(!out.contains(KEY) && !out.contains("codex-secret-value"), "no secret shown:\n{out}");
+    assert_eq!(run.stderr, "");
+
+    // A sign-in kept in a file counts as well as a key.
+    let claude_dir = ws.home().join("claude-config");
+    std::fs::create_dir_all(&claude_dir).unwrap();
+    std::fs::write(claude_dir.join(".credentials.json"), "{}").unwrap();
+    let run: Run = doctor_command(&ws, &["doctor", "--json"])
+        .env("CLAUDE_CONFIG_DIR", &claude_dir)
+        .output()
+        .unwrap()
+        .into();
+    let report = run.ok().json();
+    let sign_in = setup_entries(&report, "coder claude (default)", "sign-in")[0];
+    assert_eq!(sign_in["status"], "ok");
+    assert_eq!(
+        sign_in["detail"],
+        format!("credentials in {}", claude_dir.join(".credentials.json").display())
+    );
+}
+
+#[test]
+fn doctor_without_a_workspace_says_how_to_make_one_and_still_checks_the_setup() {
+    let ws = Workspace::empty();
+    healthy_setup(&ws);
+    let run: Run =
+        doctor_command(&ws, &["doctor"]).env("ANTHROPIC_API_KEY", KEY).output().unwrap().into();
+    let run = run.fails(1);
+    let missing = format!("✗ store file: there is no store in {}", ws.beads_dir().display());
+    assert!(run.stdout.contains(&missing), "{}", run.stdout);
+    assert!(fix_after(&run.stdout, &missing).contains("fleet init"), "{}", run.stdout);
+    assert!(run.stdout.contains("✓ coder claude (default) sign-in"), "{}", run.stdout);
+}
+
+/// A coder with accounts gets a sign-in check per account, with the account's variables set as
+/// the supervisor sets them: one signed in by key, one by a config directory holding a login,
+/// one pointing at an empty directory — which is named, with the fix.
+#[test]
+fn each_account_of_a_coder_is_checked_for_its_own_sign_in() {
+    let ws = Workspace::new();
+    healthy_setup(&ws);
+    let signed_in = ws.home().join("claude-work");
+    std::fs::create_dir_all(&signed_in).unwrap();
+    std::fs::write(signed_in.join(".credentials.json"), "{}").unwrap();
+    let empty = ws.home().join("claude-spare");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(
+        ws.home().join("runtime.toml"),
+        format!(
+            "[[coders.claude.accounts]]\nname = \"keyed\"\nenv = {{ ANTHROPIC_API_KEY = \"{KEY}\" }}\n\n\
+             [[coders.claude.accounts]]\nname = \"work\"\nenv = {{ CLAUDE_CONFIG_DIR = \"{}\" }}\n\n\
+             [[coders.claude.accounts]]\nname = \"spare\"\nenv = {{ CLAUDE_CONFIG_DIR = \"{}\" }}\n",
+            signed_in.display(),
+            empty.display()
+        ),
+    )
+    .unwrap();
+    let run: Run = doctor_command(&ws, &["doctor"]).output().unwrap().into();
+    let out = run.stdout.clone();
+    let run = run.fails(1);
+    assert!(
+        out.contains("✓ coder claude (default) account keyed sign-in: ANTHROPIC_API_KEY is set"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "✓ coder claude (default) account work sign-in: credentials in {}",
+            signed_in.join(".credentials.json").display()
+        )),
+        "{out}"
+    );
+    let missing = "✗ coder claude (default) account spare sign-in: not signed in";
+    assert!(out.contains(missing), "{out}");
+    assert!(!fix_after(&out, missing).is_empty(), "a fix follows:\n{out}");
+    assert!(
+        !out.contains("✗ coder claude (default) sign-in"),
+        "no check without an account:\n{out}"
+    );
+    assert!(!out.contains(KEY), "no secret shown:\n{out}");
+    assert!(run.stderr.contains("account spare sign-in"), "{}", run.stderr);
 }

@@ -268,6 +268,8 @@ fn a_damaged_store_is_named_by_doctor_and_rebuilt_whole_from_the_journal() {
 
     ws.run(&["rebuild", "--force"]).ok();
     assert_eq!(export_all(&ws), before, "every issue the journal holds is back, byte for byte");
-    ws.run(&["doctor"]).ok();
+    let report: serde_json::Value =
+        serde_json::from_str(&ws.run(&["doctor", "--json"]).stdout).unwrap();
+    assert_eq!(report["healthy"], true, "the store is healthy again: {report:#}");
     assert_eq!(ws.json(&["show", &a])[0]["status"], "closed");
 }

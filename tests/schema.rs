@@ -392,6 +392,12 @@ fn scenario(schemas: &Schemas) -> Workspace {
     agent_stats(&s);
     s.out("ready", &["ready", "--limit", "0"]);
     s.out("blocked", &["blocked"]);
+
+    // Whether doctor passes depends on the machine (a coder's CLI installed and signed in);
+    // its report is on stdout either way.
+    let doctor = s.run(&["doctor"]);
+    assert!(matches!(doctor.code, 0 | 1), "doctor: {}", doctor.stderr);
+    schemas.check("doctor", &doctor.json());
     ws
 }
 

@@ -15,7 +15,10 @@ use serde::Serialize;
 use super::context::{Context, fleet_home};
 use super::error::CliError;
 use crate::coders::CoderInfo;
-use crate::config::{self, ConfigChange, ConfigError, RuntimeConfig, SetError};
+use std::path::Path;
+
+use super::error::ItemError;
+use crate::config::{self, ConfigChange, ConfigError, ConfigErrorKind, RuntimeConfig, SetError};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
@@ -26,7 +29,9 @@ pub enum ConfigCommand {
     /// Strings need no quotes; arrays and tables are TOML (`'coders.x.argv=["x", "{prompt}"]'`).
     /// Nothing is written unless the whole result is valid.
     Set(SetArgs),
-    /// Remove keys (back to their defaults); `coders.NAME` removes a whole coder table.
+    /// Remove keys (back to their defaults); `coders.NAME` removes a whole coder table. Any key
+    /// written in the file can be removed, also one fleet does not know (a typo, a key of the
+    /// Python fleet).
     Unset(UnsetArgs),
 }
 
@@ -66,6 +71,7 @@ pub fn cmd_config(ctx: &Context, command: ConfigCommand) -> Result<(), CliError>
         ConfigCommand::Unset(args) => {
             let change = config::unset_keys(&path, &args.keys).map_err(set_error)?;
             report_change(ctx, &change);
+            report_remaining(ctx, &change);
             Ok(())
         }
     }
@@ -73,7 +79,7 @@ pub fn cmd_config(ctx: &Context, command: ConfigCommand) -> Result<(), CliError>
 
 fn cmd_config_show(ctx: &Context, path: &std::path::Path) -> Result<(), CliError> {
     let exists = path.exists();
-    let config = RuntimeConfig::load(path).map_err(config_error)?;
+    let config = RuntimeConfig::load(path).map_err(|error| problems_error(path, error))?;
     let registry = config.registry().map_err(|e| CliError::new(e.to_string()))?;
     let config = config.with_env_values_masked();
     let shown = Shown { path: path.display().to_string(), exists, coders: registry.list(), config };
@@ -140,6 +146,20 @@ fn report_change(ctx: &Context, change: &ConfigChange) {
     });
 }
 
+/// After an unset that left problems in the file: each on stderr, and what to do next.
+fn report_remaining(ctx: &Context, change: &ConfigChange) {
+    if change.problems.is_empty() {
+        return;
+    }
+    for problem in &change.problems {
+        ctx.out.warn(&format!("warning: {problem}"));
+    }
+    let unknown = unknown_keys(&change.problems);
+    if !unknown.is_empty() {
+        ctx.out.warn(&format!("hint: fleet config unset {}", unknown.join(" ")));
+    }
+}
+
 fn config_error(error: ConfigError) -> CliError {
     let hint = error.hint.clone();
     let cli = CliError::new(error.to_string());
@@ -147,6 +167,56 @@ fn config_error(error: ConfigError) -> CliError {
         Some(hint) => cli.with_hint(hint),
         None => cli,
     }
+}
+
+/// The error of a config file that does not load (`first` is why): when it has one problem,
+/// that problem and its fix; when it has several, every one of them (an `error:` line each,
+/// with its fix) and how to deal with them all at once.
+pub(super) fn problems_error(path: &Path, first: ConfigError) -> CliError {
+    let problems = RuntimeConfig::problems_in(path);
+    let mut error = match problems.as_slice() {
+        [] => config_error(first),
+        [one] => config_error(one.clone()),
+        many => {
+            let items = many
+                .iter()
+                .map(|problem| ItemError {
+                    id: problem.key.clone().unwrap_or_default(),
+                    error: match &problem.hint {
+                        Some(hint) => format!("{problem}; fix: {hint}"),
+                        None => problem.to_string(),
+                    },
+                })
+                .collect();
+            let message = format!("{} has {} problems", path.display(), many.len());
+            CliError::for_items(message, items)
+        }
+    };
+    let unknown = unknown_keys(&problems);
+    let legacy = unknown.iter().any(|key| config::Legacy::of(key).is_some());
+    if legacy {
+        error = error.with_hint(format!(
+            "translate the Python fleet's keys (the renamed ones are renamed, the others removed): fleet import {}",
+            path.display()
+        ));
+    }
+    if unknown.len() > 1 {
+        error = error.with_hint(format!(
+            "{}remove the unknown keys: fleet config unset {}",
+            if legacy { "or " } else { "" },
+            unknown.join(" ")
+        ));
+    }
+    error
+}
+
+/// The dotted keys of the unknown-key problems among `problems`.
+pub(super) fn unknown_keys(problems: &[ConfigError]) -> Vec<String> {
+    problems
+        .iter()
+        .filter(|p| p.kind == ConfigErrorKind::UnknownKey)
+        .filter_map(|p| p.key.clone())
+        .collect()
 }
 
 fn set_error(error: SetError) -> CliError {

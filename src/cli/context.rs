@@ -26,6 +26,7 @@ use jiff::Timestamp;
 
 use super::error::CliError;
 use super::output::{Mode, Output};
+use super::style::{ColorWhen, Stream};
 use crate::store::{STORE_FILE, Store, StoreError, Writer};
 use crate::time::Clock;
 use crate::tracker::{Reply, Request};
@@ -57,6 +58,8 @@ pub struct ContextArgs {
     pub quiet: bool,
     pub actor: Option<String>,
     pub db: Option<PathBuf>,
+    /// `--color` (fleet only: bd's output is never coloured).
+    pub color: ColorWhen,
 }
 
 pub struct Context {
@@ -78,7 +81,9 @@ impl Context {
         let clock = test_clock()?;
         tracing::debug!(?clock, "acting");
         Ok(Context {
-            out: Output::new(personality.mode(), args.json, args.quiet),
+            out: Output::new(personality.mode(), args.json, args.quiet).with_color(
+                personality == Personality::Fleet && args.color.enabled(Stream::Stdout),
+            ),
             actor_flag: args.actor,
             actor: std::sync::OnceLock::new(),
             clock,

@@ -31,6 +31,8 @@ mod query;
 mod rebuild;
 mod run;
 mod serve;
+mod signals;
+mod style;
 mod sync;
 mod task;
 mod tasks;
@@ -47,6 +49,7 @@ pub use error::{CliError, exit_code};
 
 use context::{ContextArgs, Personality};
 use output::Mode;
+use style::{ColorWhen, Stream};
 
 /// fleet's version and the commit it was built from.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("FLEET_COMMIT"), ")");
@@ -77,6 +80,10 @@ pub struct GlobalArgs {
     /// Print only what was asked for: no narration on stderr.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Colour the output: auto (on a terminal, unless NO_COLOR is set or TERM is dumb),
+    /// always, or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
 }
 
 impl GlobalArgs {
@@ -86,6 +93,7 @@ impl GlobalArgs {
             quiet: self.quiet,
             actor: self.actor.clone(),
             db: self.db.clone(),
+            color: self.color,
         }
     }
 }
@@ -165,8 +173,9 @@ pub enum Command {
     /// serves its workspace itself): commands send their writes there and they are committed
     /// in groups. Until Ctrl-C or SIGTERM.
     Serve(serve::ServeArgs),
-    /// Check the store for damage (one line per check) and name the fix; `--salvage` copies
-    /// everything readable into a new store.
+    /// Check the store for damage, runtime.toml, each coder's CLI (on the agents' PATH, its
+    /// version, signed in) and the agents' bd — one line per check, each problem with its fix;
+    /// `--salvage` copies everything readable of a damaged store into a new one.
     Doctor(doctor::DoctorArgs),
     /// The git journal of the queue's ops: log, verify, commit.
     #[command(subcommand)]
@@ -248,13 +257,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         let bd_args = std::iter::once(OsString::from("bd")).chain(args[2..].iter().cloned());
         return bd::run(bd_args.collect(), Personality::FleetBd);
     }
+    let color = ColorWhen::from_raw_args(&args);
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
-        Err(error) => {
-            let code = if error.use_stderr() { exit_code::USAGE } else { exit_code::SUCCESS };
-            let _ = error.print();
-            return code;
-        }
+        Err(error) => return report_parse_error(&error, color),
     };
     if let Command::Bd { args } = cli.command {
         logging::init(logging::Flavor::Bd);
@@ -266,6 +272,26 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Ok(()) => exit_code::SUCCESS,
         Err(error) => error.report(Mode::Fleet, json),
     }
+}
+
+/// Prints clap's help, version or usage error — coloured as `--color` decides for the stream
+/// it goes to — and returns the exit code.
+fn report_parse_error(error: &clap::Error, color: ColorWhen) -> i32 {
+    use std::io::Write;
+    let (stream, code) = if error.use_stderr() {
+        (Stream::Stderr, exit_code::USAGE)
+    } else {
+        (Stream::Stdout, exit_code::SUCCESS)
+    };
+    let rendered = error.render();
+    let text =
+        if color.enabled(stream) { rendered.ansi().to_string() } else { rendered.to_string() };
+    // A closed stream (`fleet --help | head`) is fine.
+    let _ = match stream {
+        Stream::Stdout => std::io::stdout().lock().write_all(text.as_bytes()),
+        Stream::Stderr => std::io::stderr().lock().write_all(text.as_bytes()),
+    };
+    code
 }
 
 fn dispatch(cli: Cli) -> Result<(), CliError> {

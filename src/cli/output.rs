@@ -20,6 +20,7 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::style::Styled;
 use crate::model::{Issue, Status};
 
 /// The version of bd's `--json` shapes that fleet writes.
@@ -39,6 +40,8 @@ pub struct Output {
     pub mode: Mode,
     pub json: bool,
     pub quiet: bool,
+    /// Human text on stdout is coloured (`--color`, see [`super::style`]); never for bd.
+    pub color: bool,
     /// bd's `BD_JSON_ENVELOPE`: wrap every `--json` payload in `{"data": …}`.
     envelope: bool,
 }
@@ -48,7 +51,12 @@ impl Output {
         let envelope = mode == Mode::Bd
             && std::env::var("BD_JSON_ENVELOPE")
                 .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "yes"));
-        Output { mode, json, quiet, envelope }
+        Output { mode, json, quiet, color: false, envelope }
+    }
+
+    /// The same output, coloured or not.
+    pub fn with_color(self, color: bool) -> Output {
+        Output { color, ..self }
     }
 
     /// The same output with `--json` switched on as well (bd's `--format json`).
@@ -64,6 +72,26 @@ impl Output {
             write_json(&self.bd_json(value));
         } else {
             write_json(&json_bytes(value));
+        }
+    }
+
+    /// [`Output::emit`] for human text with colour: painted when [`Output::color`] is on.
+    pub fn emit_styled<T: Serialize + ?Sized>(&self, value: &T, human: impl FnOnce() -> Styled) {
+        if self.json {
+            self.emit(value, String::new);
+        } else {
+            self.text_styled(&human());
+        }
+    }
+
+    /// Prints styled human text (nothing with `--json`).
+    pub fn text_styled(&self, text: &Styled) {
+        if !self.json {
+            let text = text.render(self.color);
+            if !text.is_empty() {
+                // Already escaped piece by piece (see `Styled`).
+                write_raw(text.trim_end_matches('\n'));
+            }
         }
     }
 
@@ -250,14 +278,23 @@ fn write_block(text: &str) {
     }
 }
 
-/// Writes `text` and a newline to stdout. Control characters other than newlines and tabs are
-/// escaped on the way (see [`printable_block`]): a no-op for JSON, which escapes them itself.
-pub(in crate::cli) fn write_stdout(text: &str) {
-    let text = printable_block(text);
+/// Writes `text`, already safe to print, and a newline to stdout.
+fn write_raw(text: &str) {
     let mut stdout = std::io::stdout().lock();
     // A reader that went away (a pipe into `head`) is fine; nothing else can fail here that a
     // user could act on.
     let _ = writeln!(stdout, "{text}").and_then(|()| stdout.flush());
+}
+
+/// Writes `text` and a newline to stdout. Control characters other than newlines and tabs are
+/// escaped on the way (see [`printable_block`]): a no-op for JSON, which escapes them itself.
+pub(in crate::cli) fn write_stdout(text: &str) {
+    write_raw(&printable_block(text));
+}
+
+/// [`write_stdout`] for styled text: painted when `color`.
+pub(in crate::cli) fn write_styled(text: &Styled, color: bool) {
+    write_raw(&text.render(color));
 }
 
 /// `[● P1]`: the priority as bd shows it.
@@ -361,7 +398,8 @@ mod tests {
 
     #[test]
     fn objects_get_a_schema_version_and_sorted_keys_arrays_stay_bare() {
-        let out = Output { mode: Mode::Bd, json: true, quiet: false, envelope: false };
+        let out =
+            Output { mode: Mode::Bd, json: true, quiet: false, color: false, envelope: false };
         let object = out.json_text(serde_json::json!({ "title": "t", "id": "x-1" }));
         assert_eq!(
             object,
@@ -384,7 +422,8 @@ mod tests {
 
     #[test]
     fn issues_lose_their_fleet_fields_as_bd() {
-        let out = Output { mode: Mode::Bd, json: true, quiet: false, envelope: false };
+        let out =
+            Output { mode: Mode::Bd, json: true, quiet: false, color: false, envelope: false };
         let issue =
             serde_json::json!({ "id": "x-1", "title": "t", "fleet": { "cwd": "/home/me" } });
         let text = out.json_text(serde_json::json!([{ "issue": issue.clone() }, issue]));
@@ -393,7 +432,7 @@ mod tests {
 
     #[test]
     fn the_envelope_wraps_any_payload() {
-        let out = Output { mode: Mode::Bd, json: true, quiet: false, envelope: true };
+        let out = Output { mode: Mode::Bd, json: true, quiet: false, color: false, envelope: true };
         let text = out.json_text(serde_json::json!([1]));
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value, serde_json::json!({ "data": [1], "schema_version": 1 }));

@@ -6,6 +6,7 @@ use super::doctor::report_damaged;
 use super::error::CliError;
 use super::issue::split_csv;
 use super::output::{list_line, printable, priority_badge};
+use super::style::{Styled, Tone};
 use crate::model::{Issue, SortOrder, Status, parse_issue_type, parse_priority};
 use crate::store::{BlockedIssue, ListFilter, ListSort, ReadyFilter, Stats};
 use crate::supervisor::stats::GroupBy;
@@ -157,7 +158,7 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
     }
     let page = reader.ready(&filter, ctx.now())?;
     let summaries = if ctx.out.json { reader.ready_summaries(&page)? } else { Vec::new() };
-    ctx.out.emit(&summaries, || {
+    ctx.out.emit_styled(&summaries, || {
         if page.issues.is_empty() {
             let any_open = reader
                 .list(&ListFilter {
@@ -167,11 +168,11 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
                 })
                 .map(|(_, total)| total > 0)
                 .unwrap_or(false);
-            return if any_open {
-                "✨ No ready work found (all issues have blocking dependencies)".to_string()
+            return Styled::from(if any_open {
+                "✨ No ready work found (all issues have blocking dependencies)"
             } else {
-                "✨ No open issues".to_string()
-            };
+                "✨ No open issues"
+            });
         }
         render_ready(&page.issues)
     });
@@ -184,28 +185,40 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
     report_damaged(ctx, reader.damaged())
 }
 
-pub(super) fn render_ready(issues: &[Issue]) -> String {
-    let mut lines = vec![
-        format!("📋 Ready work ({} issues with no active blockers):", issues.len()),
-        String::new(),
-    ];
+/// The ready list as people read it, the priority badges coloured (see [`priority_tone`]).
+pub(super) fn render_ready(issues: &[Issue]) -> Styled {
+    let mut text = Styled::new();
+    text.plain(&format!("📋 Ready work ({} issues with no active blockers):\n", issues.len()));
     for (n, issue) in issues.iter().enumerate() {
-        lines.push(format!(
-            "{}. {} [{}] {}: {}",
-            n + 1,
-            priority_badge(issue.priority),
+        text.plain(&format!("\n{}. ", n + 1));
+        let badge = priority_badge(issue.priority);
+        match priority_tone(issue.priority) {
+            Some(tone) => text.tone(tone, &badge),
+            None => text.plain(&badge),
+        };
+        text.plain(&format!(
+            " [{}] {}: {}",
             printable(&issue.issue_type),
             issue.id,
             printable(&issue.title)
         ));
         if let Some(minutes) = issue.estimated_minutes {
-            lines.push(format!("   Estimate: {minutes} min"));
+            text.plain(&format!("\n   Estimate: {minutes} min"));
         }
         if !issue.assignee.is_empty() {
-            lines.push(format!("   Assignee: {}", printable(&issue.assignee)));
+            text.plain(&format!("\n   Assignee: {}", printable(&issue.assignee)));
         }
     }
-    lines.join("\n")
+    text
+}
+
+/// The colour of a priority badge: P0 red, P1 yellow, the rest plain.
+fn priority_tone(priority: u8) -> Option<Tone> {
+    match priority {
+        0 => Some(Tone::Bad),
+        1 => Some(Tone::Warn),
+        _ => None,
+    }
 }
 
 #[derive(Debug, clap::Args)]

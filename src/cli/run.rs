@@ -14,7 +14,8 @@ use tokio::sync::{mpsc, watch};
 use super::context::{Context, fleet_home};
 use super::daemon;
 use super::error::{CliError, exit_code};
-use super::output::write_stdout;
+use super::output::{write_stdout, write_styled};
+use super::style::{Styled, Tone};
 use crate::config::RuntimeConfig;
 use crate::model::Status;
 use crate::store::Store;
@@ -112,7 +113,7 @@ fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
         exe: std::env::current_exe()?,
         until_idle: args.until_idle,
     };
-    let json = ctx.out.json;
+    let (json, color) = (ctx.out.json, ctx.out.color);
     let secrets = move |home: &std::path::Path| {
         let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
         crate::supervisor::config_redactor(&config)
@@ -130,7 +131,7 @@ fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
         }
         log_event(&event);
         if print {
-            print_event(&event, json);
+            print_event(&event, json, color);
         }
     })?;
     let line = summary_line(&summary);
@@ -277,14 +278,36 @@ fn listen_for_stop_signals(stop: Arc<watch::Sender<Stop>>) -> std::io::Result<()
     Ok(())
 }
 
-fn print_event(event: &Event, json: bool) {
+fn print_event(event: &Event, json: bool, color: bool) {
     if json {
         if let Ok(line) = serde_json::to_string(event) {
             write_stdout(&line);
         }
     } else if let Some(line) = event_line(event) {
-        write_stdout(&line);
+        write_styled(&marked(&line, event_tone(event)), color);
     }
+}
+
+/// `line` with its leading mark (`▶`, `✓`, `⏸`, …) in `tone`.
+fn marked(line: &str, tone: Option<Tone>) -> Styled {
+    let mut styled = Styled::new();
+    match (tone, line.split_once(' ')) {
+        (Some(tone), Some((mark, rest))) => styled.tone(tone, mark).plain(" ").plain(rest),
+        _ => styled.plain(line),
+    };
+    styled
+}
+
+/// The colour of an event's mark: what started, finished well, needs a look, or failed.
+fn event_tone(event: &Event) -> Option<Tone> {
+    Some(match event {
+        Event::Claimed { .. } => Tone::Active,
+        Event::Finished { verdict, .. } if *verdict == Verdict::Closed => Tone::Good,
+        Event::Finished { .. } | Event::Paused { .. } | Event::Held { .. } => Tone::Warn,
+        Event::Released { .. } => Tone::Warn,
+        Event::ConfigRejected { .. } | Event::Revoked { .. } => Tone::Bad,
+        _ => return None,
+    })
 }
 
 /// Logs an event at info, one line: its human line, or its JSON when it has none.

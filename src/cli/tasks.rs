@@ -8,8 +8,10 @@
 //! one of its coder's accounts shows as `claude@work·sonnet`; the table keeps to 80 columns
 //! when it can, leaving out STARTED (ELAPSED says the same) when a row would not fit.
 //!
-//! `--watch` redraws the view every second on a terminal (alternate screen, keys: `q` or
-//! Ctrl-C quits, `j`/`k` or the arrows scroll); without a terminal it prints once.
+//! `--watch` redraws the view in place every second on a terminal (the alternate screen,
+//! restored on exit; keys: `q` or Ctrl-C quits, `j`/`k`, the arrows, space and PgUp/PgDn
+//! scroll the rows under a header that stays); without a terminal it prints once. On a
+//! terminal the view fits its width: the header wraps and the least needed columns go first.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +23,8 @@ use serde::Serialize;
 use super::context::{Context, fleet_home};
 use super::error::CliError;
 use super::output::printable;
+use super::signals::Blocked as BlockedSignals;
+use super::style::{Styled, Tone};
 use crate::config::RuntimeConfig;
 use crate::model::{Issue, Status};
 use crate::store::{ListFilter, Reader};
@@ -133,7 +137,8 @@ pub fn cmd_tasks(ctx: &Context, args: TasksArgs) -> Result<(), CliError> {
         return watch(ctx, &home, args.all);
     }
     let view = gather(ctx, &home, args.all)?;
-    ctx.out.emit(&view, || render(&view, ctx.now()));
+    let width = std::io::stdout().is_terminal().then(|| terminal_size().0);
+    ctx.out.emit_styled(&view, || render(&view, ctx.now(), width).into_styled());
     Ok(())
 }
 
@@ -420,7 +425,8 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
         .flat_map(|root| Ledger::load(&root).attempts)
         .filter(|a| a.started_at.to_zoned(zone.clone()).date() == today)
         .filter_map(|a| a.cost_usd)
-        .sum()
+        // Folded from +0.0: an empty float sum is -0.0, which prints as "$-0.000".
+        .fold(0.0, |total, cost| total + cost)
 }
 
 /// The supervisor's pauses in force (a coder whose every account is paused also as a whole),
@@ -467,9 +473,33 @@ fn pause_rows(home: &Path, config: &RuntimeConfig, now: Timestamp) -> Vec<PauseR
     rows
 }
 
-/// The human view.
-pub fn render(view: &TasksView, now: Timestamp) -> String {
-    let mut lines = vec![header(view)];
+/// The human view in parts: `--watch` keeps the head in place and scrolls the rows.
+pub struct Rendered {
+    /// The totals, the pauses and the table's column header.
+    pub head: Vec<Styled>,
+    /// Two lines per task (its numbers, then its title and directory), or a line saying there
+    /// is none, and the footnote.
+    pub rows: Vec<Styled>,
+}
+
+impl Rendered {
+    /// Every line, head first.
+    pub fn into_styled(self) -> Styled {
+        let mut text = Styled::new();
+        for (n, line) in self.head.into_iter().chain(self.rows).enumerate() {
+            if n > 0 {
+                text.newline();
+            }
+            text.append(line);
+        }
+        text
+    }
+}
+
+/// The human view, fitted to `width` columns when it is known (a terminal): the header wraps
+/// and the least needed columns are left out rather than cut off.
+pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendered {
+    let mut head = header(view, width);
     for pause in &view.pauses {
         let coder = match (pause.coder.as_str(), &pause.account) {
             ("*", _) => "every coder".to_owned(),
@@ -478,46 +508,64 @@ pub fn render(view: &TasksView, now: Timestamp) -> String {
         };
         let until =
             pause.until.map(|u| format!(" until {}", short_time(u, now))).unwrap_or_default();
-        lines.push(format!(
-            "⏸ {coder} paused{until} ({}): {}",
-            pause.cause,
-            printable(&pause.detail)
-        ));
+        let mut line = Styled::new();
+        line.tone(Tone::Warn, &format!("⏸ {coder} paused{until} ({})", pause.cause))
+            .plain(&format!(": {}", printable(&pause.detail)));
+        head.push(line);
     }
     if view.tasks.is_empty() {
-        lines.push("No running tasks.".to_owned());
-        return lines.join("\n");
+        let mut none = Styled::new();
+        none.tone(Tone::Faint, "No running tasks.");
+        return Rendered { head, rows: vec![none] };
     }
-    lines.extend(table(&view.tasks, now));
+    let (column_header, mut rows) = table(&view.tasks, now, width);
+    head.push(column_header);
     if view.tasks.iter().any(|t| !t.default_coder || !t.default_model) {
-        lines.push("* set on the task (not the configured default)".to_owned());
+        let mut note = Styled::new();
+        note.tone(Tone::Faint, "* set on the task (not the configured default)");
+        rows.push(note);
     }
-    lines.join("\n")
+    Rendered { head, rows }
 }
 
-fn header(view: &TasksView) -> String {
+/// `fleet: 1/2 running · 0 ready · 0 blocked · $0.013 today · supervisor …`, on two lines when
+/// it does not fit `width`.
+fn header(view: &TasksView, width: Option<usize>) -> Vec<Styled> {
     let who = match view.supervisors.as_slice() {
         [] => "no supervisor running".to_owned(),
         [one] => format!("supervisor {} (pid {} on {})", one.name, one.pid, one.host),
         many => format!("{} supervisors", many.len()),
     };
-    format!(
-        "fleet: {}/{} running · {} ready · {} blocked · {} today · {who}",
+    let counts = format!(
+        "fleet: {}/{} running · {} ready · {} blocked · {} today",
         view.running,
         view.max_concurrent,
         view.ready,
         view.blocked,
         cost(Some(view.cost_today_usd))
-    )
+    );
+    let mut first = Styled::new();
+    first.tone(Tone::Strong, &counts);
+    let one_line = counts.chars().count() + 3 + who.chars().count();
+    if width.is_some_and(|width| one_line > width) {
+        let mut second = Styled::new();
+        second.plain(&format!("       {who}"));
+        return vec![first, second];
+    }
+    first.plain(&format!(" · {who}"));
+    vec![first]
 }
 
-/// The width the table's lines keep to when they can: a terminal's.
-const TABLE_WIDTH: usize = 80;
+/// The columns of the table, and which to leave out first when the terminal is narrow (the
+/// start time, then the attempt, then the tokens; the rest always shows).
+const COLUMNS: [&str; 9] =
+    ["ID", "CODER·MODEL", "STARTED", "ELAPSED", "IDLE", "CTX", "IN/OUT", "COST", "TRY"];
+const DROPPABLE: [&str; 3] = ["STARTED", "TRY", "IN/OUT"];
 
-/// The table: a line of numbers per task, then its title and working directory.
-fn table(tasks: &[TaskRow], now: Timestamp) -> Vec<String> {
-    let head = ["ID", "CODER·MODEL", "STARTED", "ELAPSED", "IDLE", "CTX", "IN/OUT", "COST", "TRY"];
-    let mut cells: Vec<Vec<String>> = vec![head.iter().map(|h| (*h).to_owned()).collect()];
+/// The table: its column header, then a line of numbers per task followed by its title and
+/// working directory.
+fn table(tasks: &[TaskRow], now: Timestamp, width: Option<usize>) -> (Styled, Vec<Styled>) {
+    let mut cells: Vec<Vec<String>> = vec![COLUMNS.iter().map(|h| (*h).to_owned()).collect()];
     for task in tasks {
         cells.push(vec![
             task.id.clone(),
@@ -535,34 +583,53 @@ fn table(tasks: &[TaskRow], now: Timestamp) -> Vec<String> {
             task.attempt.to_string(),
         ]);
     }
-    let mut widths: Vec<usize> = (0..head.len())
+    let cells: Vec<Vec<String>> = cells
+        .into_iter()
+        .map(|row| row.iter().map(|c| printable(c).into_owned()).collect())
+        .collect();
+    let widths: Vec<usize> = (0..COLUMNS.len())
         .map(|col| cells.iter().map(|row| row[col].chars().count()).max().unwrap_or(0))
         .collect();
-    // Too wide for a terminal (a long model, an account): ELAPSED says what STARTED does.
-    let width = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
-    if width > TABLE_WIDTH {
-        let started = head.iter().position(|h| *h == "STARTED").expect("a column of the table");
-        widths.remove(started);
-        for row in &mut cells {
-            row.remove(started);
-        }
+    let shown = shown_columns(&widths, width);
+    let line = |row: &[String]| {
+        let parts: Vec<String> = shown.iter().map(|&col| pad(&row[col], widths[col])).collect();
+        parts.join("  ").trim_end().to_owned()
+    };
+    let mut column_header = Styled::new();
+    column_header.tone(Tone::Faint, &line(&cells[0]));
+    let mut rows = Vec::new();
+    for (task, row) in tasks.iter().zip(&cells[1..]) {
+        let text = line(row);
+        let (id, rest) = text.split_at(row[0].len().min(text.len()));
+        let mut numbers = Styled::new();
+        numbers.tone(if task.running { Tone::Active } else { Tone::Faint }, id).plain(rest);
+        rows.push(numbers);
+        let mut title = Styled::new();
+        title.plain(&format!(
+            "{}  {} — {}",
+            " ".repeat(widths[0]),
+            printable(&task.title),
+            printable(&tilde(&task.cwd))
+        ));
+        rows.push(title);
     }
-    let mut lines = Vec::new();
-    for (index, row) in cells.iter().enumerate() {
-        let line: Vec<String> =
-            row.iter().zip(&widths).map(|(cell, width)| pad(&printable(cell), *width)).collect();
-        lines.push(line.join("  ").trim_end().to_owned());
-        if index > 0 {
-            let task = &tasks[index - 1];
-            lines.push(format!(
-                "{}  {} — {}",
-                " ".repeat(widths[0]),
-                printable(&task.title),
-                printable(&tilde(&task.cwd))
-            ));
+    (column_header, rows)
+}
+
+/// The indexes of the columns that fit `width`, leaving out [`DROPPABLE`] ones in order.
+fn shown_columns(widths: &[usize], width: Option<usize>) -> Vec<usize> {
+    let mut shown: Vec<usize> = (0..COLUMNS.len()).collect();
+    let total = |shown: &[usize]| {
+        shown.iter().map(|&col| widths[col]).sum::<usize>() + 2 * shown.len().saturating_sub(1)
+    };
+    let Some(width) = width else { return shown };
+    for name in DROPPABLE {
+        if total(&shown) <= width {
+            break;
         }
+        shown.retain(|&col| COLUMNS[col] != name);
     }
-    lines
+    shown
 }
 
 fn pad(text: &str, width: usize) -> String {
@@ -633,42 +700,101 @@ pub fn cost(usd: Option<f64>) -> String {
     }
 }
 
-/// Redraws the view every second until q or Ctrl-C.
+/// Redraws the view every second, and at once on a key or a resize, until q or Ctrl-C (or
+/// SIGINT, SIGTERM, SIGHUP), restoring the terminal however it ends.
 fn watch(ctx: &Context, home: &Path, all: bool) -> Result<(), CliError> {
-    let _screen = Screen::enter();
+    let signals =
+        BlockedSignals::block(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGWINCH])?;
+    let screen = Screen::enter();
     let mut scroll = 0usize;
     loop {
         let (width, height) = terminal_size();
-        let text = match gather(ctx, home, all) {
-            Ok(view) => render(&view, Timestamp::now()),
-            Err(error) => format!("error: {}", error.message),
+        let rendered = match gather(ctx, home, all) {
+            Ok(view) => render(&view, Timestamp::now(), Some(width)),
+            Err(error) => {
+                let mut line = Styled::new();
+                line.tone(Tone::Bad, &format!("error: {}", error.message));
+                Rendered { head: vec![line], rows: Vec::new() }
+            }
         };
-        let lines: Vec<&str> = text.lines().collect();
-        let room = height.saturating_sub(1).max(1);
-        scroll = scroll.min(lines.len().saturating_sub(room));
-        draw(&lines[scroll..], room, width, lines.len());
-        match Screen::key(Duration::from_secs(1)) {
-            Key::Quit => return Ok(()),
-            Key::Down => scroll += 1,
-            Key::Up => scroll = scroll.saturating_sub(1),
-            Key::Other => {}
+        scroll = draw(&rendered, scroll, width, height, ctx.out.color);
+        match next_input(&screen, &signals, Duration::from_secs(1)) {
+            Input::Quit => return Ok(()),
+            Input::Key(Key::Down) => scroll += 1,
+            Input::Key(Key::Up) => scroll = scroll.saturating_sub(1),
+            Input::Key(Key::PageDown) => scroll += page(&rendered, height),
+            Input::Key(Key::PageUp) => scroll = scroll.saturating_sub(page(&rendered, height)),
+            Input::Key(Key::Quit) => return Ok(()),
+            Input::Key(Key::Other) | Input::Redraw => {}
         }
     }
 }
 
-fn draw(lines: &[&str], room: usize, width: usize, total: usize) {
-    let mut out = String::from("\x1b[H\x1b[2J");
-    for line in lines.iter().take(room) {
-        out.push_str(&line.chars().take(width).collect::<String>());
-        out.push_str("\r\n");
+/// The rows one screen holds below the head (at least one).
+fn page(rendered: &Rendered, height: usize) -> usize {
+    height.saturating_sub(rendered.head.len() + 1).max(1)
+}
+
+/// What ended a wait between redraws.
+enum Input {
+    Key(Key),
+    /// A stop signal.
+    Quit,
+    /// The time is up, or the terminal was resized.
+    Redraw,
+}
+
+/// Waits up to `timeout` for a key or a signal.
+fn next_input(screen: &Screen, signals: &BlockedSignals, timeout: Duration) -> Input {
+    const SLICE: Duration = Duration::from_millis(100);
+    let start = std::time::Instant::now();
+    while start.elapsed() < timeout {
+        match signals.wait(Duration::ZERO) {
+            Some(libc::SIGWINCH) => return Input::Redraw,
+            Some(_) => return Input::Quit,
+            None => {}
+        }
+        if let Some(key) = screen.key(SLICE) {
+            return Input::Key(key);
+        }
     }
-    let more = if total > room { " · j/k scroll" } else { "" };
-    out.push_str(&format!(
-        "\x1b[2mq quits{more} · {}\x1b[0m",
-        short_time(Timestamp::now(), Timestamp::now())
-    ));
+    Input::Redraw
+}
+
+/// Draws the head, the rows from `scroll` on (as many as fit), and the footer line, each line
+/// cut to `width`, over the previous screen; returns the scroll position it used.
+fn draw(rendered: &Rendered, scroll: usize, width: usize, height: usize, color: bool) -> usize {
+    let room = height.saturating_sub(rendered.head.len() + 1);
+    let scroll = scroll.min(rendered.rows.len().saturating_sub(room));
+    let visible = rendered.rows.iter().skip(scroll).take(room);
+    // Home, then each line over the old one with the rest of the old line cleared, then the
+    // rest of the screen cleared: no blank flash between two frames.
+    let mut out = String::from("\x1b[H");
+    for line in rendered.head.iter().take(height.saturating_sub(1)).chain(visible) {
+        out.push_str(&line.truncated(width).render(color));
+        out.push_str("\x1b[K\r\n");
+    }
+    let hidden = rendered.rows.len().saturating_sub(room);
+    let position = if hidden > 0 {
+        format!(
+            " · rows {}-{} of {} · j/k PgUp/PgDn scroll",
+            scroll + 1,
+            (scroll + room).min(rendered.rows.len()),
+            rendered.rows.len()
+        )
+    } else {
+        String::new()
+    };
+    let mut footer = Styled::new();
+    footer.tone(
+        Tone::Faint,
+        &format!("q quits{position} · {}", short_time(Timestamp::now(), Timestamp::now())),
+    );
+    out.push_str(&footer.truncated(width).render(color));
+    out.push_str("\x1b[K\x1b[J");
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
+    scroll
 }
 
 /// `(columns, rows)` of the terminal on stdout (80×24 when it cannot say).
@@ -687,40 +813,50 @@ enum Key {
     Quit,
     Up,
     Down,
+    PageUp,
+    PageDown,
     Other,
 }
 
-/// The terminal while watching: the alternate screen, no cursor, and stdin read key by key
-/// (Ctrl-C arrives as a key); everything is restored on drop.
+/// The terminal while watching: the alternate screen, no cursor, and stdin — when it is the
+/// terminal — read key by key (Ctrl-C arrives as a key); everything is restored on drop.
 struct Screen {
+    /// The terminal settings of stdin before, when stdin is a terminal put in raw mode.
     saved: Option<libc::termios>,
 }
 
 impl Screen {
     fn enter() -> Screen {
         let saved = std::io::stdin().is_terminal().then(raw_stdin).flatten();
-        print_raw("\x1b[?1049h\x1b[?25l");
+        print_raw("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J");
         Screen { saved }
     }
 
-    /// Waits up to `timeout` for a key.
-    fn key(timeout: Duration) -> Key {
+    /// Waits up to `timeout` for a key; never reads stdin unless it is the terminal (a stdin
+    /// at its end would read as a key at once, forever).
+    fn key(&self, timeout: Duration) -> Option<Key> {
+        if self.saved.is_none() {
+            std::thread::sleep(timeout);
+            return None;
+        }
         let mut poll = libc::pollfd { fd: libc::STDIN_FILENO, events: libc::POLLIN, revents: 0 };
         let millis = i32::try_from(timeout.as_millis()).unwrap_or(1000);
         // SAFETY: polls one descriptor we describe in `poll`.
         if unsafe { libc::poll(&mut poll, 1, millis) } <= 0 {
-            return Key::Other;
+            return None;
         }
         let mut buf = [0u8; 16];
         // SAFETY: reads into a buffer we own, at most its length.
         let read = unsafe { libc::read(libc::STDIN_FILENO, buf.as_mut_ptr().cast(), buf.len()) };
-        let Ok(read) = usize::try_from(read) else { return Key::Quit };
-        match &buf[..read] {
+        let Ok(read) = usize::try_from(read) else { return Some(Key::Quit) };
+        Some(match &buf[..read] {
             [] | [b'q' | b'Q' | 3 | 4, ..] => Key::Quit,
             [b'j', ..] | [0x1b, b'[', b'B', ..] => Key::Down,
             [b'k', ..] | [0x1b, b'[', b'A', ..] => Key::Up,
+            [b' ', ..] | [0x1b, b'[', b'6', b'~', ..] => Key::PageDown,
+            [0x1b, b'[', b'5', b'~', ..] => Key::PageUp,
             _ => Key::Other,
-        }
+        })
     }
 }
 
@@ -786,11 +922,14 @@ mod tests {
             total_cost_usd: Some(0.123),
             cwd: "/src".into(),
         };
-        let lines = table(std::slice::from_ref(&row), now);
+        let text = |(header, rows): (Styled, Vec<Styled>)| -> Vec<String> {
+            std::iter::once(header).chain(rows).map(|line| line.render(false)).collect()
+        };
+        let lines = text(table(std::slice::from_ref(&row), now, Some(80)));
         assert!(lines[1].starts_with("fleet-a3f  claude@work·sonnet  12m05s"), "{lines:#?}");
-        assert!(lines.iter().all(|l| l.chars().count() <= TABLE_WIDTH), "{lines:#?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:#?}");
         let plain = TaskRow { account: None, tokens_in: 950, tokens_out: 20, ..row };
-        let lines = table(&[plain], now);
+        let lines = text(table(&[plain], now, Some(80)));
         assert!(lines[0].contains("STARTED"), "room for every column: {lines:#?}");
     }
 
@@ -805,5 +944,58 @@ mod tests {
         assert_eq!(cost(Some(0.0125)), "$0.013");
         assert_eq!(cost(Some(12.4)), "$12.40");
         assert_eq!(cost(None), "-");
+    }
+
+    fn wide_view() -> TasksView {
+        let now = Timestamp::now();
+        let row = TaskRow {
+            id: "fleet-3k2x".into(),
+            title: "A title long enough to be cut at the edge of an eighty-column terminal".into(),
+            status: "in_progress".into(),
+            running: true,
+            coder: "claude".into(),
+            model: "claude-sonnet-4-5-20250929".into(),
+            account: None,
+            default_coder: true,
+            default_model: false,
+            supervisor: "fleet@a-long-host-name".into(),
+            attempt: 12,
+            started_at: Some(now),
+            elapsed_secs: Some(7620),
+            idle_secs: Some(75),
+            context_peak: 150_000,
+            context_limit: Some(200_000),
+            context_pct: Some(75.0),
+            tokens_in: 1_234_567,
+            tokens_out: 98_765,
+            cost_usd: Some(12.5),
+            total_cost_usd: Some(30.0),
+            cwd: "/srv/projects/one".into(),
+        };
+        TasksView {
+            supervisors: Vec::new(),
+            running: 1,
+            max_concurrent: 8,
+            ready: 120,
+            blocked: 4,
+            cost_today_usd: 123.45,
+            pauses: Vec::new(),
+            tasks: vec![row],
+        }
+    }
+
+    #[test]
+    fn a_narrow_terminal_loses_the_least_needed_columns_not_the_cost() {
+        let view = wide_view();
+        let full = render(&view, Timestamp::now(), None).into_styled().render(false);
+        assert!(full.lines().any(|l| l.contains("STARTED") && l.chars().count() > 80), "{full}");
+        let narrow = render(&view, Timestamp::now(), Some(80));
+        let numbers = narrow.rows[0].render(false);
+        assert!(numbers.chars().count() <= 80, "{numbers}");
+        let header = narrow.head.last().unwrap().render(false);
+        assert!(!header.contains("STARTED") && header.contains("COST"), "{header}");
+        assert!(numbers.contains("$12.50") && numbers.contains("2h07m"), "{numbers}");
+        assert_eq!(render(&view, Timestamp::now(), Some(200)).head.len(), 2, "one header line");
+        assert_eq!(narrow.head.len(), 3, "the header wraps at 80 columns");
     }
 }

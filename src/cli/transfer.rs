@@ -11,11 +11,14 @@ use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use serde::Serialize;
+
 use super::context::Context;
 use super::error::CliError;
 use crate::beads::{
     self, Batch, BeadsError, Detected, ExportOptions, ImportOptions, ImportReport, Progress, Source,
 };
+use crate::config::{self, Migration};
 use crate::store::{STORE_FILE, Store, StoreError};
 
 /// Inputs at least this large get a progress bar on a terminal.
@@ -26,8 +29,9 @@ const LISTED_SKIPS: usize = 50;
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
     /// What to import: a beads JSONL file (`-` for stdin), a `.beads/` directory, a project
-    /// that holds one, a legacy SQLite `beads.db`, or a Python-fleet home (default: the
-    /// workspace's `.beads/issues.jsonl`).
+    /// that holds one, a legacy SQLite `beads.db`, a Python-fleet home (its runtime.toml is
+    /// translated into $FLEET_HOME/runtime.toml too), or a Python fleet's runtime.toml alone
+    /// (default: the workspace's `.beads/issues.jsonl`).
     #[arg(value_name = "PATH")]
     pub path: Option<PathBuf>,
     /// The same as PATH (bd's older spelling).
@@ -158,6 +162,13 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         Some(path) => path,
         None => target_dir.join("issues.jsonl"),
     };
+    if is_config_file(&path) {
+        ctx.out.note(&format!("Found a runtime configuration {}", path.display()));
+        let migration = translate_config(&path, args.dry_run)?;
+        ctx.out.emit_plain(&migration, String::new);
+        render_migration(ctx, &migration);
+        return Ok(());
+    }
     let detected = beads::detect(&path).map_err(cli_error)?;
     ctx.out.note(&format!("Found {}", detected.description));
     let mut temp_export = None;
@@ -185,10 +196,83 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
     if let Some(file) = temp_export {
         let _ = std::fs::remove_file(file);
     }
-    if result.is_ok() && !args.dry_run {
+    let report = result?;
+    if !args.dry_run {
         super::journal::commit_after(ctx, target_dir);
     }
-    result
+    let home_config = detected.fleet_home.as_ref().map(|home| home.join(config::FILE_NAME));
+    let migration = match home_config.filter(|file| file.is_file()) {
+        Some(file) => Some(translate_config(&file, args.dry_run)?),
+        None => None,
+    };
+    render_import(ctx, &report, migration.as_ref());
+    Ok(())
+}
+
+/// A path `fleet import` reads as a runtime configuration: a `.toml` file.
+fn is_config_file(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|ext| ext == "toml")
+}
+
+/// Translates the Python fleet's config at `source` into `$FLEET_HOME/runtime.toml`.
+fn translate_config(source: &Path, dry_run: bool) -> Result<Migration, CliError> {
+    let target = super::context::fleet_home()?.join(config::FILE_NAME);
+    config::migrate(source, &target, dry_run).map_err(|error| {
+        let cli = CliError::new(error.message);
+        match error.hint {
+            Some(hint) => cli.with_hint(hint),
+            None => cli,
+        }
+    })
+}
+
+/// What a translation of a config did, on stderr (the way an import narrates).
+fn render_migration(ctx: &Context, migration: &Migration) {
+    if ctx.out.json || ctx.out.quiet {
+        return;
+    }
+    for line in migration_lines(migration) {
+        eprintln!("{line}");
+    }
+}
+
+/// The lines of [`render_migration`]: where from and to, each key taken over (renamed ones as
+/// `old → new`), each one left out and why, each one the target kept.
+fn migration_lines(m: &Migration) -> Vec<String> {
+    let verb = if m.dry_run { "Would translate" } else { "Translated" };
+    let whither = if m.in_place {
+        format!("{verb} {} in place", m.source.display())
+    } else {
+        format!("{verb} {} into {}", m.source.display(), m.target.display())
+    };
+    let mut lines = Vec::new();
+    if m.translated.is_empty() && m.dropped.is_empty() && m.kept.is_empty() {
+        lines.push(format!("{whither}: nothing to translate"));
+        return lines;
+    }
+    lines.push(format!("{whither}:"));
+    for key in &m.translated {
+        let name = if key.from == key.to {
+            key.to.clone()
+        } else {
+            format!("{} → {}", key.from, key.to)
+        };
+        lines.push(format!("  {name} = {}", key.value));
+    }
+    for key in &m.dropped {
+        let line = key.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+        lines.push(format!("  dropped {}{line}: {}", key.key, key.why));
+    }
+    for key in &m.kept {
+        lines.push(format!(
+            "  kept {} = {} (already set here; the source has {})",
+            key.key, key.value, key.source_value
+        ));
+    }
+    if m.translated.is_empty() && !m.in_place {
+        lines.push(format!("  {} is unchanged", m.target.display()));
+    }
+    lines
 }
 
 /// What a legacy SQLite `beads.db` is renamed to when it is migrated in place.
@@ -229,7 +313,7 @@ fn import_source(
     detected: &Detected,
     source: &Source,
     target_dir: &Path,
-) -> Result<(), CliError> {
+) -> Result<ImportReport, CliError> {
     let show_bar = std::io::stderr().is_terminal() && !ctx.out.json && !ctx.out.quiet;
     let started = std::time::Instant::now();
     let (mut batch, bar) = read_source(ctx, source, target_dir, show_bar)?;
@@ -266,8 +350,7 @@ fn import_source(
         report.tasks_applied = Some(applied);
         report.tasks_unmatched = unmatched;
     }
-    render_import(ctx, &report);
-    Ok(())
+    Ok(report)
 }
 
 /// Imports into a workspace that does not exist yet, creating it with the batch's prefix.
@@ -363,11 +446,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 fn find_on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| {
-        use std::os::unix::fs::PermissionsExt;
-        candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    crate::fsutil::find_executable(program, &std::env::var_os("PATH")?)
 }
 
 /// Runs `bd export` in a Dolt-backed project and returns the file it wrote. Asks for
@@ -404,14 +483,31 @@ fn export_with_bd(ctx: &Context, project_dir: &Path) -> Result<PathBuf, CliError
     Err(CliError::new(format!("bd export failed in {}: {last_error}", project_dir.display())))
 }
 
-fn render_import(ctx: &Context, report: &ImportReport) {
+/// `fleet import --json`: the report of the issues, and of the runtime configuration of a
+/// Python-fleet home when it had one.
+#[derive(Serialize)]
+struct Imported<'a> {
+    #[serde(flatten)]
+    report: &'a ImportReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime_config: Option<&'a Migration>,
+}
+
+fn render_import(ctx: &Context, report: &ImportReport, migration: Option<&Migration>) {
     if ctx.out.json {
-        ctx.out.emit_plain(report, String::new);
+        ctx.out.emit_plain(&Imported { report, runtime_config: migration }, String::new);
         return;
     }
     if ctx.out.quiet {
         return;
     }
+    render_issues_import(report);
+    if let Some(migration) = migration {
+        render_migration(ctx, migration);
+    }
+}
+
+fn render_issues_import(report: &ImportReport) {
     for bad in &report.bad_lines {
         eprintln!("Skipped line {}: {}", bad.line, bad.error);
     }

@@ -44,8 +44,8 @@ use serde_json::Value;
 use super::diagnose::{classify_failure, classify_text};
 use super::event::json;
 use super::{
-    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, RateLimitStatus,
-    SpawnSpec, TaskSpec, merge_env, tool_input_summary,
+    AgentEvent, BuiltinSettings, Coder, CredentialFile, EventKind, EventParser, Probe, RateLimit,
+    RateLimitStatus, SignIn, SpawnSpec, TaskSpec, merge_env, tool_input_summary,
 };
 
 /// The model used when the config names none.
@@ -72,6 +72,32 @@ impl ClaudeCoder {
         ClaudeCoder { settings }
     }
 }
+
+/// `--version`, and the sign-in Claude Code reads: an API key or token in the environment
+/// (or a cloud provider's switch), else the login of `/login` in
+/// `$CLAUDE_CONFIG_DIR/.credentials.json` (default `~/.claude`).
+pub const PROBE: Probe = Probe {
+    version_args: &["--version"],
+    sign_in: SignIn {
+        env: &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+            "CLAUDE_CODE_USE_FOUNDRY",
+        ],
+        files: &[CredentialFile {
+            var: "CLAUDE_CONFIG_DIR",
+            under_var: "",
+            under_home: Some(".claude"),
+            file: ".credentials.json",
+        }],
+        status_args: None,
+        fix: "sign in once by running `claude` (then /login), or set ANTHROPIC_API_KEY in the environment `fleet run` starts from",
+        optional: false,
+    },
+};
 
 impl Coder for ClaudeCoder {
     fn name(&self) -> &str {
@@ -104,6 +130,10 @@ impl Coder for ClaudeCoder {
 
     fn parser(&self) -> Box<dyn EventParser> {
         Box::new(ClaudeParser::default())
+    }
+
+    fn probe(&self) -> Option<&'static Probe> {
+        Some(&PROBE)
     }
 }
 

@@ -51,8 +51,8 @@ use serde_json::Value;
 pub(crate) use super::diagnose::{classify_failure, http_status_in, is_rate_limit_text};
 use super::event::json;
 use super::{
-    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, RateLimit, RateLimitStatus,
-    SpawnSpec, TaskSpec, Usage, merge_env,
+    AgentEvent, BuiltinSettings, Coder, CredentialFile, EventKind, EventParser, Probe, RateLimit,
+    RateLimitStatus, SignIn, SpawnSpec, TaskSpec, Usage, merge_env,
 };
 
 /// The flags that let codex write files and run commands unattended.
@@ -71,6 +71,25 @@ impl CodexCoder {
         CodexCoder { settings }
     }
 }
+
+/// `--version`, and the sign-in of `codex login status` (offline: it reads
+/// `$CODEX_HOME/auth.json`, default `~/.codex`), or a key in the environment (`codex exec`
+/// takes `CODEX_API_KEY`, the OpenAI provider `OPENAI_API_KEY`).
+pub const PROBE: Probe = Probe {
+    version_args: &["--version"],
+    sign_in: SignIn {
+        env: &["CODEX_API_KEY", "OPENAI_API_KEY"],
+        files: &[CredentialFile {
+            var: "CODEX_HOME",
+            under_var: "",
+            under_home: Some(".codex"),
+            file: "auth.json",
+        }],
+        status_args: Some(&["login", "status"]),
+        fix: "sign in with `codex login`, or set OPENAI_API_KEY in the environment `fleet run` starts from",
+        optional: false,
+    },
+};
 
 impl Coder for CodexCoder {
     fn name(&self) -> &str {
@@ -106,6 +125,10 @@ impl Coder for CodexCoder {
 
     fn parser(&self) -> Box<dyn EventParser> {
         Box::new(CodexParser::default())
+    }
+
+    fn probe(&self) -> Option<&'static Probe> {
+        Some(&PROBE)
     }
 }
 

@@ -59,8 +59,8 @@ use serde_json::{Value, json};
 use super::diagnose::{classify_text, failure_event};
 use super::event::json;
 use super::{
-    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, ExitMeaning, Fault, SpawnSpec,
-    TaskSpec, merge_env, tool_input_summary,
+    AgentEvent, BuiltinSettings, Coder, CredentialFile, EventKind, EventParser, ExitMeaning, Fault,
+    Probe, SignIn, SpawnSpec, TaskSpec, merge_env, tool_input_summary,
 };
 
 /// The flags that let Gemini CLI run tools unattended.
@@ -94,6 +94,26 @@ fn home_dir(task_dir: &Path) -> PathBuf {
     task_dir.join(HOME_DIR)
 }
 
+/// `--version`, and the sign-in fleet's agents can use: the settings fleet writes select the
+/// API key of `GEMINI_API_KEY`; a Google sign-in (`oauth_creds.json`) counts only where
+/// `GEMINI_CLI_HOME` is pointed at a home that holds one (`[coders.gemini] env`), since each
+/// agent otherwise gets a home of its own.
+pub const PROBE: Probe = Probe {
+    version_args: &["--version"],
+    sign_in: SignIn {
+        env: &["GEMINI_API_KEY"],
+        files: &[CredentialFile {
+            var: HOME_VAR,
+            under_var: ".gemini",
+            under_home: None,
+            file: "oauth_creds.json",
+        }],
+        status_args: None,
+        fix: "set GEMINI_API_KEY in the environment `fleet run` starts from (each gemini agent gets a home of its own, so a Google sign-in in ~/.gemini is used only with `fleet config set coders.gemini.env.GEMINI_CLI_HOME=<that home>`)",
+        optional: false,
+    },
+};
+
 impl Coder for GeminiCoder {
     fn name(&self) -> &str {
         "gemini"
@@ -126,6 +146,10 @@ impl Coder for GeminiCoder {
 
     fn parser(&self) -> Box<dyn EventParser> {
         Box::new(GeminiParser::default())
+    }
+
+    fn probe(&self) -> Option<&'static Probe> {
+        Some(&PROBE)
     }
 
     /// Writes the agent-private home's settings file (once; a file already there is kept, so

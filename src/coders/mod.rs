@@ -152,6 +152,12 @@ pub trait Coder: Send + Sync {
         Ok(())
     }
 
+    /// How `fleet doctor` checks this CLI without running a task: its version flag and where
+    /// its sign-in is kept. `None` (the default): only that the program is there.
+    fn probe(&self) -> Option<&'static Probe> {
+        None
+    }
+
     /// What a non-zero exit code of this CLI means by itself, when its output said nothing
     /// clearer (gemini exits 173 for a 429 and 41 without usable credentials). `None` by
     /// default: an exit code is the task's failure.
@@ -159,6 +165,43 @@ pub trait Coder: Send + Sync {
         let _ = code;
         None
     }
+}
+
+/// What `fleet doctor` may ask of a CLI without calling a model ([`Coder::probe`]). Data only:
+/// the command line does the looking, in the environment agents get.
+#[derive(Debug, Clone, Copy)]
+pub struct Probe {
+    /// The arguments that print the version (`--version`).
+    pub version_args: &'static [&'static str],
+    pub sign_in: SignIn,
+}
+
+/// Where a CLI finds its credentials, as it reads them (found by reading the CLIs).
+#[derive(Debug, Clone, Copy)]
+pub struct SignIn {
+    /// Variables any one of which, set and not empty, is a key or a token the CLI uses.
+    pub env: &'static [&'static str],
+    /// Files a sign-in leaves behind.
+    pub files: &'static [CredentialFile],
+    /// A status command (the arguments after the program) that is cheap and offline and exits
+    /// 0 when signed in.
+    pub status_args: Option<&'static [&'static str]>,
+    /// How to sign in.
+    pub fix: &'static str,
+    /// The CLI may need no credentials (a local model), so none found is only a warning.
+    pub optional: bool,
+}
+
+/// A credential file: `$VAR/<under_var>/<file>` when the variable is set, else
+/// `~/<under_home>/<file>`.
+#[derive(Debug, Clone, Copy)]
+pub struct CredentialFile {
+    /// The variable that moves the CLI's directory (`CLAUDE_CONFIG_DIR`).
+    pub var: &'static str,
+    pub under_var: &'static str,
+    /// `None`: looked for only where the variable points.
+    pub under_home: Option<&'static str>,
+    pub file: &'static str,
 }
 
 /// What a CLI's exit code says about why it stopped ([`Coder::exit_meaning`]).

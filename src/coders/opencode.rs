@@ -38,8 +38,8 @@ use serde_json::Value;
 use super::diagnose::failure_event;
 use super::event::json;
 use super::{
-    AgentEvent, BuiltinSettings, Coder, EventKind, EventParser, SpawnSpec, TaskSpec, Usage,
-    merge_env, tool_input_summary,
+    AgentEvent, BuiltinSettings, Coder, CredentialFile, EventKind, EventParser, Probe, SignIn,
+    SpawnSpec, TaskSpec, Usage, merge_env, tool_input_summary,
 };
 
 /// The context window assumed for opencode models unless the config says otherwise.
@@ -58,6 +58,33 @@ impl OpencodeCoder {
         OpencodeCoder { settings }
     }
 }
+
+/// `--version`, and the sign-ins opencode keeps (`opencode auth login` writes
+/// `$XDG_DATA_HOME/opencode/auth.json`, default `~/.local/share/opencode`) or a provider's key
+/// in the environment. A local provider configured in `opencode.json` needs none, so none
+/// found is only a warning.
+pub const PROBE: Probe = Probe {
+    version_args: &["--version"],
+    sign_in: SignIn {
+        env: &[
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "GEMINI_API_KEY",
+            "GOOGLE_GENERATIVE_AI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "GROQ_API_KEY",
+        ],
+        files: &[CredentialFile {
+            var: "XDG_DATA_HOME",
+            under_var: "opencode",
+            under_home: Some(".local/share/opencode"),
+            file: "auth.json",
+        }],
+        status_args: None,
+        fix: "sign in with `opencode auth login`, or set your provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, …); a local provider in opencode.json needs none",
+        optional: true,
+    },
+};
 
 impl Coder for OpencodeCoder {
     fn name(&self) -> &str {
@@ -91,6 +118,10 @@ impl Coder for OpencodeCoder {
 
     fn parser(&self) -> Box<dyn EventParser> {
         Box::new(OpencodeParser::default())
+    }
+
+    fn probe(&self) -> Option<&'static Probe> {
+        Some(&PROBE)
     }
 }
 

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::IntoDeserializer;
 use toml_edit::{Item, TableLike};
 
-use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, RETIRED_KEYS, RuntimeConfig};
+use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, Legacy, RuntimeConfig};
 use super::prices::PRICE_KEYS;
 use super::{ConfigError, ConfigErrorKind, Price};
 use crate::coders::account::{self, Account};
@@ -62,21 +62,123 @@ pub(super) fn read_document(
     Ok(config)
 }
 
+/// The error of a top-level key fleet does not know: a key of the Python fleet (renamed, or
+/// gone and why), a per-coder key at the top, or a typo.
 fn unknown_top_level_key(
     source: Source,
     name: &str,
     key: &toml_edit::Key,
     item: &Item,
 ) -> ConfigError {
-    let hint = if let Some((_, fix)) = RETIRED_KEYS.iter().find(|(k, _)| *k == name) {
-        (*fix).to_owned()
-    } else if CoderConfig::KEYS.contains(&name) {
+    let line = key_line(source, key, item);
+    let legacy = |message: String, hint: String| {
+        ConfigError::new(source.path, ConfigErrorKind::UnknownKey, message)
+            .at(line)
+            .key(name)
+            .hint(hint)
+    };
+    match Legacy::of(name) {
+        Some(Legacy::Renamed(new)) => {
+            return legacy(
+                format!("unknown key {name:?}: the Python fleet's name for {new}"),
+                format!("rename it to {new}"),
+            );
+        }
+        Some(Legacy::Dropped(why)) => {
+            return legacy(
+                format!("unknown key {name:?}: the Python fleet's, not used here ({why})"),
+                format!("remove it with `fleet config unset {name}`"),
+            );
+        }
+        None => {}
+    }
+    let hint = if CoderConfig::KEYS.contains(&name) {
         format!("{name} is a per-coder key: put it in a [coders.NAME] table")
     } else {
         "remove it or fix its spelling; `fleet config show` lists every key".to_owned()
     };
     let top_level: Vec<&str> = KEYS.iter().map(|k| k.name).chain(["coders", "prices"]).collect();
-    unknown(source, name, name, &top_level, key_line(source, key, item), hint)
+    unknown(source, name, name, &top_level, line, hint)
+}
+
+/// The error of a key of a `[coders.NAME]` table that no coder takes.
+fn unknown_coder_key(
+    source: Source,
+    coder: &str,
+    field: &str,
+    key: &toml_edit::Key,
+    value: &Item,
+) -> ConfigError {
+    unknown(
+        source,
+        &format!("coders.{coder}.{field}"),
+        field,
+        &CoderConfig::KEYS,
+        key_line(source, key, value),
+        format!("a [coders.NAME] table takes: {}", CoderConfig::KEYS.join(", ")),
+    )
+}
+
+/// Every problem of a document at once, in file order: each unknown key (top-level, and in
+/// `[coders.*]` tables), then the first other problem of what is left.
+pub(super) fn problems(root: &toml_edit::Table, source: Source) -> Vec<ConfigError> {
+    let mut found = Vec::new();
+    for (name, item) in root.iter() {
+        let (key, _) = root.get_key_value(name).expect("iterated keys exist");
+        if name == "coders" {
+            found.extend(unknown_coder_keys(source, item));
+        } else if !is_top_level_key(name) {
+            found.push(unknown_top_level_key(source, name, key, item));
+        }
+    }
+    found.sort_by_key(|error| error.line);
+    if let Err(error) = RuntimeConfig::from_document(&without_unknown_keys(root), source) {
+        found.push(error);
+    }
+    found
+}
+
+fn is_top_level_key(name: &str) -> bool {
+    name == "coders" || name == "prices" || KeyInfo::find(name).is_some()
+}
+
+/// `root` without its unknown keys (top-level, and in `[coders.*]` tables): what the file
+/// means once they are removed.
+pub(super) fn without_unknown_keys(root: &toml_edit::Table) -> toml_edit::Table {
+    let mut known = root.clone();
+    known.retain(|name, _| is_top_level_key(name));
+    if let Some(coders) = known.get_mut("coders").and_then(Item::as_table_like_mut) {
+        for (_, table) in coders.iter_mut() {
+            if let Some(table) = table.as_table_like_mut() {
+                let unknown: Vec<String> = table
+                    .iter()
+                    .map(|(field, _)| field.to_owned())
+                    .filter(|field| !CoderConfig::KEYS.contains(&field.as_str()))
+                    .collect();
+                for field in unknown {
+                    table.remove(&field);
+                }
+            }
+        }
+    }
+    known
+}
+
+/// The unknown keys of the `[coders.*]` tables in `coders` (nothing when it is not a table of
+/// tables: that is a type error, reported by the checks).
+fn unknown_coder_keys(source: Source, coders: &Item) -> Vec<ConfigError> {
+    let Some(coders) = coders.as_table_like() else { return Vec::new() };
+    let mut found = Vec::new();
+    for (name, table) in coders.iter() {
+        let Some(table) = table.as_table_like() else { continue };
+        for (field, value) in table.iter() {
+            if !CoderConfig::KEYS.contains(&field) {
+                let (field_key, _) = table.get_key_value(field).expect("iterated keys exist");
+                found.push(unknown_coder_key(source, name, field, field_key, value));
+            }
+        }
+    }
+    found
 }
 
 /// The checked value of a top-level key of `kind`.
@@ -185,14 +287,7 @@ fn check_coders(source: Source, key: &toml_edit::Key, item: &Item) -> Result<(),
             let (field_key, _) = table.get_key_value(field).expect("iterated keys exist");
             let dotted = format!("coders.{name}.{field}");
             if !CoderConfig::KEYS.contains(&field) {
-                return Err(unknown(
-                    source,
-                    &dotted,
-                    field,
-                    &CoderConfig::KEYS,
-                    key_line(source, field_key, value),
-                    format!("a [coders.NAME] table takes: {}", CoderConfig::KEYS.join(", ")),
-                ));
+                return Err(unknown_coder_key(source, name, field, field_key, value));
             }
             let line = value_line(source, field_key, value);
             check_coder_value(source, &dotted, field, value, line)?;

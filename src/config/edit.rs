@@ -76,8 +76,13 @@ pub struct ConfigChange {
     pub set: Vec<(String, serde_json::Value)>,
     /// The keys removed (back to their defaults).
     pub unset: Vec<String>,
-    /// The config now in effect.
-    pub config: RuntimeConfig,
+    /// The config now in effect; `None` when the file still has problems (an unset that
+    /// cleaned up some of them), which `problems` lists.
+    pub config: Option<RuntimeConfig>,
+    /// What is still wrong with the file after an unset (see [`unset_keys`]); empty after a
+    /// set, which writes only a valid file.
+    #[serde(skip)]
+    pub problems: Vec<super::ConfigError>,
 }
 
 /// A `key=value` argument that cannot be applied, or a result that would be invalid.
@@ -89,11 +94,11 @@ pub struct SetError {
 }
 
 impl SetError {
-    fn new(message: impl Into<String>) -> SetError {
+    pub(super) fn new(message: impl Into<String>) -> SetError {
         SetError { message: message.into(), hint: None }
     }
 
-    fn hint(mut self, hint: impl Into<String>) -> SetError {
+    pub(super) fn hint(mut self, hint: impl Into<String>) -> SetError {
         self.hint = Some(hint.into());
         self
     }
@@ -206,7 +211,7 @@ pub fn set_values(path: &Path, assignments: &[String]) -> Result<ConfigChange, S
         let value = parse_value(&target, value);
         parsed.push((key.to_owned(), target, value));
     }
-    edit(path, |document| {
+    edit(path, Check::Valid, |document| {
         let mut set = Vec::new();
         for (key, target, value) in &parsed {
             let json = shown_value(target, toml_to_json(value));
@@ -219,41 +224,82 @@ pub fn set_values(path: &Path, assignments: &[String]) -> Result<ConfigChange, S
             *slot = Item::Value(value);
             set.push((key.clone(), json));
         }
-        (set, Vec::new())
+        Ok((set, Vec::new()))
     })
 }
 
 /// Removes keys from the file at `path` (they go back to their defaults); `coders.NAME`
-/// removes a whole coder table. Validated like [`set_values`]; keys not in the file are
-/// ignored.
+/// removes a whole coder table. Any key written in the file may be removed, known or not, so a
+/// file with unknown keys (a typo, a key of the Python fleet) can be cleaned up; keys not in
+/// the file are ignored. The result must be no worse than the file was: a removal that makes
+/// the file invalid in a new way (the default coder's table) writes nothing, while problems
+/// the file already had may remain (they come back in [`ConfigChange::problems`]).
 pub fn unset_keys(path: &Path, keys: &[String]) -> Result<ConfigChange, SetError> {
-    let targets = keys
-        .iter()
-        .map(|key| Ok((key.trim().to_owned(), parse_target(key.trim())?)))
-        .collect::<Result<Vec<_>, SetError>>()?;
-    edit(path, |document| {
+    let keys: Vec<String> = keys.iter().map(|key| key.trim().to_owned()).collect();
+    edit(path, Check::NoWorse, |document| {
         let mut unset = Vec::new();
-        for (key, target) in &targets {
-            let removed = match target {
-                Target::Top(info) => document.remove(info.name).is_some(),
-                Target::CoderTable(name) => {
-                    coders_table(document).and_then(|coders| coders.remove(name)).is_some()
-                }
-                Target::CoderField(name, field) => {
-                    coder_table(document, name).and_then(|table| table.remove(field)).is_some()
-                }
-                Target::CoderEntry(name, field, entry) => coder_table(document, name)
-                    .and_then(|table| table.get_mut(field))
-                    .and_then(Item::as_table_like_mut)
-                    .and_then(|table| table.remove(entry))
-                    .is_some(),
+        for key in &keys {
+            let removed = match parse_target(key) {
+                Ok(target) => remove_target(document, &target),
+                Err(_) if written_in(document, key) => remove_dotted(document, key),
+                Err(error) => return Err(error),
             };
             if removed {
                 unset.push(key.clone());
             }
         }
-        (Vec::new(), unset)
+        Ok((Vec::new(), unset))
     })
+}
+
+/// Removes what `target` addresses; whether it was there.
+fn remove_target(document: &mut toml_edit::DocumentMut, target: &Target) -> bool {
+    match target {
+        Target::Top(info) => document.remove(info.name).is_some(),
+        Target::CoderTable(name) => {
+            coders_table(document).and_then(|coders| coders.remove(name)).is_some()
+        }
+        Target::CoderField(name, field) => {
+            coder_table(document, name).and_then(|table| table.remove(field)).is_some()
+        }
+        Target::CoderEntry(name, field, entry) => coder_table(document, name)
+            .and_then(|table| table.get_mut(field))
+            .and_then(Item::as_table_like_mut)
+            .and_then(|table| table.remove(entry))
+            .is_some(),
+    }
+}
+
+/// Whether the dotted `key` (`telegram_chat_id`, `coders.claude.permision_args`) is written in
+/// the document.
+fn written_in(document: &toml_edit::DocumentMut, key: &str) -> bool {
+    let mut table: &dyn TableLike = document.as_table();
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        let Some(item) = table.get(part) else { return false };
+        if parts.peek().is_none() {
+            return true;
+        }
+        let Some(inner) = item.as_table_like() else { return false };
+        table = inner;
+    }
+    false
+}
+
+/// Removes the dotted `key` from the document; whether it was there.
+fn remove_dotted(document: &mut toml_edit::DocumentMut, key: &str) -> bool {
+    let (parents, last) = match key.rsplit_once('.') {
+        Some((parents, last)) => (Some(parents), last),
+        None => (None, key),
+    };
+    let mut table: &mut dyn TableLike = document.as_table_mut();
+    for part in parents.into_iter().flat_map(|p| p.split('.')) {
+        let Some(inner) = table.get_mut(part).and_then(Item::as_table_like_mut) else {
+            return false;
+        };
+        table = inner;
+    }
+    table.remove(last).is_some()
 }
 
 /// The value of a set key as reported back: coder and account `env` values masked, names
@@ -286,10 +332,21 @@ fn shown_value(target: &Target, value: serde_json::Value) -> serde_json::Value {
 
 type Edits = (Vec<(String, serde_json::Value)>, Vec<String>);
 
-/// Reads the file (or starts a new one), applies `change`, validates, writes atomically.
+/// How an edited document is checked before it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// It must be a valid config (`set`).
+    Valid,
+    /// It must have no problem the file did not have before (`unset`).
+    NoWorse,
+}
+
+/// Reads the file (or starts a new one), applies `change`, checks the result, writes it
+/// atomically.
 fn edit(
     path: &Path,
-    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Edits,
+    check: Check,
+    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<Edits, SetError>,
 ) -> Result<ConfigChange, SetError> {
     let (text, created) = match std::fs::read_to_string(path) {
         // A byte order mark is dropped: TOML does not allow one.
@@ -303,19 +360,33 @@ fn edit(
         SetError::new(format!("{} is not valid TOML: {}", path.display(), error.message().trim()))
             .hint("fix the file by hand first; nothing was written")
     })?;
-    let (set, unset) = change(&mut document);
-    let config = checked_edit(&document, path)?;
+    let (set, unset) = change(&mut document)?;
+    let (config, problems) = match (checked_edit(&document, path), check) {
+        (Ok(config), _) => (Some(config), Vec::new()),
+        (Err(error), Check::Valid) => return Err(error),
+        (Err(_), Check::NoWorse) => {
+            let after = RuntimeConfig::problems(&document.to_string(), path);
+            let before = RuntimeConfig::problems(&text, path);
+            let new = after.iter().find(|problem| {
+                !before.iter().any(|old| old.kind == problem.kind && old.message == problem.message)
+            });
+            if let Some(new) = new {
+                return Err(not_saved(new, path));
+            }
+            (None, after)
+        }
+    };
     let mut new_text = document.to_string();
     if created {
         new_text = format!("{}\n{new_text}", header());
     }
-    write_file(path, &new_text, config.has_env_values())?;
-    Ok(ConfigChange { path: path.to_path_buf(), created, set, unset, config })
+    write_file(path, &new_text, has_env_values(&document))?;
+    Ok(ConfigChange { path: path.to_path_buf(), created, set, unset, config, problems })
 }
 
 /// Writes the file atomically, creating its directory; private (0600) when it holds env values
 /// or the user had made it private already.
-fn write_file(path: &Path, text: &str, holds_env_values: bool) -> Result<(), SetError> {
+pub(super) fn write_file(path: &Path, text: &str, holds_env_values: bool) -> Result<(), SetError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| SetError::new(format!("cannot create {}: {e}", dir.display())))?;
@@ -330,19 +401,39 @@ fn write_file(path: &Path, text: &str, holds_env_values: bool) -> Result<(), Set
 
 /// The config an edited document describes, checked as a load checks it (the header a new file
 /// gets is comments only, so it changes nothing).
-fn checked_edit(document: &toml_edit::DocumentMut, path: &Path) -> Result<RuntimeConfig, SetError> {
+pub(super) fn checked_edit(
+    document: &toml_edit::DocumentMut,
+    path: &Path,
+) -> Result<RuntimeConfig, SetError> {
     // An edited document has no spans, so errors carry no line: a line number of text never
     // written would only confuse.
     let source = Source { text: "", path };
-    RuntimeConfig::from_document(document.as_table(), source).map_err(|error| {
-        let message = format!("not saved: {}", error.message);
-        let hint = error.hint.unwrap_or_default();
-        let hint = if hint.is_empty() {
-            format!("{} is unchanged", path.display())
-        } else {
-            format!("{hint}; {} is unchanged", path.display())
-        };
-        SetError::new(message).hint(hint)
+    RuntimeConfig::from_document(document.as_table(), source)
+        .map_err(|error| not_saved(&error, path))
+}
+
+/// The refusal of an edit that would leave `problem` in the file at `path`.
+fn not_saved(problem: &super::ConfigError, path: &Path) -> SetError {
+    let unchanged = format!("{} is unchanged", path.display());
+    let hint = match &problem.hint {
+        Some(hint) => format!("{hint}; {unchanged}"),
+        None => unchanged,
+    };
+    SetError::new(format!("not saved: {}", problem.message)).hint(hint)
+}
+
+/// Whether any `[coders.*]` table of the document sets `env` values (often API keys) or lists
+/// accounts (whose env values are keys as often), read from the document itself since it may
+/// not be a valid config yet.
+pub(super) fn has_env_values(document: &toml_edit::DocumentMut) -> bool {
+    let coders = document.get("coders").and_then(Item::as_table_like);
+    coders.is_some_and(|coders| {
+        coders.iter().any(|(_, table)| {
+            let table = table.as_table_like();
+            let env = table.and_then(|t| t.get("env")).and_then(Item::as_table_like);
+            let accounts = table.and_then(|t| t.get("accounts"));
+            env.is_some_and(|env| !env.is_empty()) || accounts.is_some()
+        })
     })
 }
 
@@ -390,7 +481,7 @@ fn slot_for<'a>(document: &'a mut toml_edit::DocumentMut, target: &Target) -> &'
     slot.as_table_like_mut().expect("just made a table").entry(entry).or_insert(Item::None)
 }
 
-fn toml_to_json(value: &toml_edit::Value) -> serde_json::Value {
+pub(super) fn toml_to_json(value: &toml_edit::Value) -> serde_json::Value {
     use serde_json::Value as Json;
     match value {
         toml_edit::Value::String(s) => Json::from(s.value().clone()),

@@ -248,12 +248,46 @@ runtime_keys! {
         "sync with the git remote this often while running, if one is configured (0: never)";
 }
 
-/// Keys of the Python fleet's runtime.toml that this fleet does not have, and what to do.
-pub(super) const RETIRED_KEYS: [(&str, &str); 3] = [
-    ("telegram_chat_id", "fleet has no Telegram integration; remove the line"),
-    ("telegram_allowed_ids", "fleet has no Telegram integration; remove the line"),
-    ("telegram_default_cwd", "fleet has no Telegram integration; remove the line"),
+/// What became of a key of the Python fleet's runtime.toml that this fleet does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Legacy {
+    /// The same setting under another name (same meaning, same unit).
+    Renamed(&'static str),
+    /// No such setting any more; why.
+    Dropped(&'static str),
+}
+
+/// Keys of the Python fleet's `runtime.toml` (at its last release and in its early versions)
+/// that this fleet does not have under the same name. The others (`max_concurrent`, `model`,
+/// `coder`, `context_pressure_threshold_pct`, `rate_limit_threshold_pct`) mean the same here.
+pub const LEGACY_KEYS: [(&str, Legacy); 10] = [
+    ("retry_limit", Legacy::Renamed("max_failures")),
+    ("shutdown_grace_sec", Legacy::Renamed("shutdown_grace_secs")),
+    ("rate_limit_default_sleep_sec", Legacy::Renamed("rate_limit_default_pause_secs")),
+    ("telegram_chat_id", Legacy::Dropped("fleet has no Telegram integration")),
+    ("telegram_allowed_ids", Legacy::Dropped("fleet has no Telegram integration")),
+    ("telegram_default_cwd", Legacy::Dropped("fleet has no Telegram integration")),
+    (
+        "config_poll_interval_sec",
+        Legacy::Dropped("fleet notices a change of runtime.toml by itself, without polling"),
+    ),
+    (
+        "claim_poll_interval_sec",
+        Legacy::Dropped("fleet claims as soon as a task is ready, without polling"),
+    ),
+    (
+        "status_log_interval_sec",
+        Legacy::Dropped("`fleet tasks` shows the supervisor's status whenever asked"),
+    ),
+    ("log_root", Legacy::Dropped("fleet keeps its logs in $FLEET_HOME/logs")),
 ];
+
+impl Legacy {
+    /// What became of the Python fleet's key `name`, if it is one of [`LEGACY_KEYS`].
+    pub fn of(name: &str) -> Option<Legacy> {
+        LEGACY_KEYS.iter().find(|(key, _)| *key == name).map(|(_, legacy)| *legacy)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -280,6 +314,16 @@ mod tests {
             for n in [min, max] {
                 key.set(&mut config, KeyValue::Integer(n)).unwrap();
                 assert_eq!(key.value(&config), KeyValue::Integer(n), "{}", key.name);
+            }
+        }
+    }
+
+    #[test]
+    fn legacy_keys_are_not_keys_and_renames_point_at_keys() {
+        for (name, legacy) in LEGACY_KEYS {
+            assert!(KeyInfo::find(name).is_none(), "{name} is a key of this fleet");
+            if let Legacy::Renamed(new) = legacy {
+                assert!(KeyInfo::find(new).is_some(), "{name} is renamed to a key: {new}");
             }
         }
     }

@@ -14,6 +14,7 @@
 //!   with line numbers);
 //! - `edit`: the comment-keeping edits behind `fleet config set|unset`, and the [`header`] of a
 //!   new file;
+//! - `migrate`: translating the Python fleet's `runtime.toml` ([`migrate()`], `fleet import`);
 //! - `watch`: hot reload ([`ConfigWatcher`]).
 //!
 //! Loading ([`RuntimeConfig::load`]) is pure: it reads the file and never writes it. A missing
@@ -26,6 +27,7 @@
 mod check;
 mod edit;
 pub mod keys;
+mod migrate;
 pub mod prices;
 mod watch;
 
@@ -35,7 +37,8 @@ use std::time::Duration;
 
 use check::Source;
 pub use edit::{ConfigChange, SetError, header, set_values, unset_keys};
-pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, RuntimeConfig};
+pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
+pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
 pub use prices::Price;
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
@@ -62,7 +65,7 @@ pub enum ConfigErrorKind {
 
 /// A config file that cannot be used: where, what, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default())]
+#[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct ConfigError {
     pub path: PathBuf,
     /// 1-based line of the offending key or value, when there is one.
@@ -121,6 +124,25 @@ pub enum CoderNameError {
     Config(#[from] CoderConfigError),
 }
 
+/// `text` without a leading byte order mark (which TOML does not allow, but Windows editors
+/// write).
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// The TOML document of a config file's text, or its syntax error.
+fn parse_document<'t>(
+    text: &'t str,
+    path: &Path,
+) -> Result<toml_edit::Document<&'t str>, ConfigError> {
+    let text = strip_bom(text);
+    toml_edit::Document::parse(text).map_err(|error| {
+        ConfigError::new(path, ConfigErrorKind::Syntax, error.message().trim().to_owned())
+            .at(error.span().map(|span| check::line_of(text, &span)))
+            .hint("fix the TOML syntax; `fleet config show` checks the file")
+    })
+}
+
 impl RuntimeConfig {
     /// Reads `path`. A missing file gives the defaults; anything unusable is an error. Never
     /// writes.
@@ -136,18 +158,61 @@ impl RuntimeConfig {
         }
     }
 
+    /// Reads `path` as [`RuntimeConfig::load`] does, but as if its unknown keys (typos, keys
+    /// of the Python fleet) were not there: what the file will mean once they are removed.
+    /// Other problems are still errors.
+    pub fn load_known(path: &Path) -> Result<RuntimeConfig, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Ok(RuntimeConfig::default());
+            }
+            Err(error) => {
+                return Err(ConfigError::new(
+                    path,
+                    ConfigErrorKind::Io,
+                    format!("cannot read the file: {error}"),
+                ));
+            }
+        };
+        let document = parse_document(&text, path)?;
+        let known = check::without_unknown_keys(document.as_table());
+        RuntimeConfig::from_document(&known, Source { text: strip_bom(&text), path })
+    }
+
+    /// Every problem of the file at `path` at once (see [`RuntimeConfig::problems`]); none for a
+    /// missing file.
+    pub fn problems_in(path: &Path) -> Vec<ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => RuntimeConfig::problems(&text, path),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(error) => vec![ConfigError::new(
+                path,
+                ConfigErrorKind::Io,
+                format!("cannot read the file: {error}"),
+            )],
+        }
+    }
+
+    /// Every problem of a config file's text, where [`RuntimeConfig::parse`] stops at the
+    /// first: a syntax error, or each unknown key (all of them, in file order) followed by the
+    /// first other problem. Empty when the text is a valid config.
+    pub fn problems(text: &str, path: &Path) -> Vec<ConfigError> {
+        match parse_document(text, path) {
+            Ok(document) => {
+                check::problems(document.as_table(), Source { text: strip_bom(text), path })
+            }
+            Err(error) => vec![error],
+        }
+    }
+
     /// Parses and validates the text of a config file; `path` only labels errors.
     ///
     /// A leading byte order mark (which TOML does not allow, but Windows editors write) is
     /// skipped.
     pub fn parse(text: &str, path: &Path) -> Result<RuntimeConfig, ConfigError> {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let document = toml_edit::Document::parse(text).map_err(|error| {
-            ConfigError::new(path, ConfigErrorKind::Syntax, error.message().trim().to_owned())
-                .at(error.span().map(|span| check::line_of(text, &span)))
-                .hint("fix the TOML syntax; `fleet config show` checks the file")
-        })?;
-        RuntimeConfig::from_document(document.as_table(), Source { text, path })
+        let document = parse_document(text, path)?;
+        RuntimeConfig::from_document(document.as_table(), Source { text: strip_bom(text), path })
     }
 
     /// The config a parsed document describes, checked key by key and then as a whole; errors
@@ -209,12 +274,6 @@ impl RuntimeConfig {
             }
         }
         shown
-    }
-
-    /// Whether any coder or account has `env` values (then the file is written readable by
-    /// its owner only).
-    pub fn has_env_values(&self) -> bool {
-        self.coders.values().any(|coder| !coder.env.is_empty() || !coder.accounts.is_empty())
     }
 
     /// Every variable the `[coders.*]` tables and their accounts set, for redaction: the
@@ -323,7 +382,7 @@ mod tests {
         assert_eq!(error.line, Some(3));
         assert_eq!(
             error.to_string(),
-            "runtime.toml line 3: unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)"
+            "runtime.toml:3: unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)"
         );
         let error = parse("max_concurrent = \"4\"\n").unwrap_err();
         assert_eq!(error.kind, ConfigErrorKind::Type);

@@ -295,6 +295,18 @@ fn config_path(home: &Path) -> PathBuf {
     home.join("runtime.toml")
 }
 
+/// Where `fleet run` links `bd` and `fleet` to itself: `$FLEET_HOME/bin`, first on its agents'
+/// PATH.
+pub fn bin_dir(home: &Path) -> PathBuf {
+    home.join("bin")
+}
+
+/// The PATH agents get: [`bin_dir`] first, then `inherited` (the supervisor's own), where
+/// they — and the supervisor, spawning them — find their programs.
+pub fn agent_path(home: &Path, inherited: &str) -> String {
+    format!("{}:{inherited}", bin_dir(home).display())
+}
+
 impl Supervisor {
     /// What wakes the main loop at once when another part of this process committed a write
     /// (the socket server serving agents' commands), instead of at its next poll.
@@ -511,7 +523,7 @@ impl Supervisor {
     }
 
     fn bin_dir(&self) -> PathBuf {
-        self.options.home.join("bin")
+        bin_dir(&self.options.home)
     }
 
     /// Puts `bd` and `fleet` (links to this program) in `$FLEET_HOME/bin`, first on the agents'
@@ -541,7 +553,7 @@ impl Supervisor {
         vec![
             ("FLEET_HOME".into(), self.options.home.display().to_string()),
             ("BEADS_DIR".into(), self.store.dir().display().to_string()),
-            ("PATH".into(), format!("{}:{path}", self.bin_dir().display())),
+            ("PATH".into(), agent_path(&self.options.home, &path)),
             ("BD_ACTOR".into(), self.agent_actor()),
             (lease::INSTANCE_VAR.into(), self.me.instance.clone()),
         ]

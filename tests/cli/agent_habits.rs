@@ -98,7 +98,7 @@ const TABLE: &[Row] = &[
     ("setup codex", 0, Shape::Text("AGENTS.md"), None),
     ("info", 0, Shape::Text("Database"), None),
     ("where", 0, Shape::Text(".beads"), None),
-    ("doctor", 0, Shape::Says("ok"), None),
+    ("doctor", 0, Shape::Says("✓ store file: opens"), None),
     // Everyday work.
     ("q \"Quick capture\"", 0, Shape::Id, Some("q")),
     ("create \"Write the parser\" -t task -p 1 --json", 0, Shape::JsonObject("id"), Some("task")),

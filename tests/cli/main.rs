@@ -16,6 +16,7 @@ mod agent_habits;
 mod bad_input;
 mod beads_compat2;
 mod claims;
+mod color;
 mod deps;
 mod errors;
 mod hooks;

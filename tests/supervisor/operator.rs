@@ -1,10 +1,13 @@
 //! The operator's views, from another shell while `fleet run` works: `fleet tasks` (rows,
-//! totals, tokens and cost from the ledger), `fleet task <id> …` (the rendered log and the
-//! task's files) and `fleet log` (the supervisor's log).
+//! totals, tokens and cost from the ledger) — also `--watch` on a pseudo-terminal, redrawing
+//! in place, fitting 80 columns, scrolling 50 rows, restoring the terminal on q or Ctrl-C —
+//! `fleet task <id> …` (the rendered log and the task's files) and `fleet log` (the
+//! supervisor's log).
 
 use serde_json::Value;
 
-use crate::harness::Fleet;
+use crate::common::pty::Pty;
+use crate::harness::{DEADLINE, Fleet};
 
 /// The fake coder with a context window and a price for the model it reports (`fake`):
 /// $1 per million prompt tokens, $10 per million output tokens.
@@ -246,4 +249,153 @@ fn a_question_is_answered_and_the_next_run_reads_the_answer() {
     assert!(prompt.contains("A human answered your questions: read "), "{prompt}");
     let log = fleet.ws.run(&["task", &id]).ok().stdout;
     assert!(log.contains("agent: the answer is 42"), "{log}");
+}
+
+/// `fleet tasks --watch` on a terminal of `cols` × `rows`.
+fn watch_on_terminal(fleet: &Fleet, cols: u16, rows: u16) -> Pty {
+    let mut command = fleet.ws.command(&["tasks", "--watch"]);
+    command.env("TERM", "xterm-256color");
+    Pty::spawn(command, cols, rows)
+}
+
+/// Asserts that no line of `screen` is wider than `cols` characters.
+#[track_caller]
+fn assert_fits(screen: &[String], cols: usize) {
+    for line in screen {
+        assert!(line.chars().count() <= cols, "wider than {cols}: {line:?}\n{}", screen.join("\n"));
+    }
+}
+
+/// The task row of `id` on `screen`, if shown.
+fn row<'s>(screen: &'s [String], id: &str) -> Option<&'s String> {
+    screen.iter().find(|line| line.starts_with(&format!("{id} ")))
+}
+
+#[test]
+fn tasks_watch_redraws_in_place_on_a_terminal_and_q_restores_it() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task("Watch me work", &["stall"]);
+    let supervisor = fleet.start(&["--as", "sup"]);
+    supervisor.wait_started(&id, 1);
+    let mut pty = watch_on_terminal(&fleet, 80, 24);
+
+    let screen = pty.wait_screen("the running task's row", DEADLINE, |s| row(s, &id).is_some());
+    assert!(screen[0].starts_with("fleet: 1/2 running · 0 ready · 0 blocked"), "{screen:#?}");
+    let cells: Vec<&str> = row(&screen, &id).unwrap().split_whitespace().collect();
+    assert!(cells[1].starts_with("fake·"), "the coder: {cells:?}");
+    assert!(
+        cells.iter().any(|c| c.ends_with('s') && c[..c.len() - 1].parse::<u64>().is_ok()),
+        "an elapsed time: {cells:?}"
+    );
+    assert!(screen.iter().any(|l| l.contains("Watch me work — ")), "{screen:#?}");
+    assert!(screen.last().unwrap().starts_with("q quits"), "{screen:#?}");
+    assert_fits(&screen, 80);
+
+    // The task ends (closed by a person, so its agent is stopped): the row goes and the
+    // header counts change, on the same screen.
+    fleet.ws.run(&["close", &id, "--reason", "done by hand"]).ok();
+    let screen = pty.wait_screen("the row to go", DEADLINE, |s| {
+        s[0].starts_with("fleet: 0/2 running") && row(s, &id).is_none()
+    });
+    assert!(screen.contains(&"No running tasks.".to_owned()), "{screen:#?}");
+
+    pty.send(b"q");
+    let status = pty.wait(DEADLINE).expect("q quits");
+    assert!(status.success(), "exit 0: {status:?}");
+    let text = pty.text();
+    assert!(text.starts_with("\u{1b}[?1049h\u{1b}[?25l"), "the alternate screen, no cursor");
+    assert!(
+        text.ends_with("\u{1b}[?25h\u{1b}[?1049l"),
+        "cursor back, alternate screen left: {:?}",
+        &text[text.len().saturating_sub(80)..]
+    );
+    assert!(text.matches("\u{1b}[H").count() >= 3, "redrawn in place");
+    assert_eq!(
+        text.matches("\u{1b}[2J").count(),
+        1,
+        "cleared once, on entering, never between frames"
+    );
+    let lflag = pty.termios().c_lflag;
+    assert_eq!(
+        lflag & (libc::ICANON | libc::ECHO),
+        libc::ICANON | libc::ECHO,
+        "the terminal is cooked again"
+    );
+    supervisor.stop();
+}
+
+#[test]
+fn tasks_watch_with_many_tasks_fits_80_columns_and_scrolls_under_a_fixed_header() {
+    const TASKS: usize = 25;
+    let fleet = Fleet::new(&[("max_concurrent", "25")]);
+    let ids: Vec<String> =
+        (1..=TASKS).map(|n| fleet.task(&format!("Job {n}"), &["stall"])).collect();
+    let supervisor = fleet.start(&["--as", "sup"]);
+    for id in &ids {
+        supervisor.wait_started(id, 1);
+    }
+    let mut pty = watch_on_terminal(&fleet, 80, 50);
+    let all_running = |s: &[String]| {
+        s.first().is_some_and(|l| l.starts_with(&format!("fleet: {TASKS}/{TASKS} running")))
+    };
+    let screen = pty.wait_screen("every task running", DEADLINE, all_running);
+    assert_eq!(screen.len(), 50, "the whole terminal, no more: {screen:#?}");
+    assert_fits(&screen, 80);
+    // The header wraps rather than being cut, and no column is cut.
+    assert!(screen[1].trim_start().starts_with("supervisor sup (pid "), "{screen:#?}");
+    let column_header =
+        screen.iter().position(|l| l.starts_with("ID ")).expect("the column header");
+    assert!(screen[column_header].ends_with("COST  TRY"), "{screen:#?}");
+    let footer = screen.last().unwrap();
+    assert!(
+        footer.starts_with(&format!(
+            "q quits · rows 1-{} of {}",
+            50 - column_header - 2,
+            2 * TASKS
+        )),
+        "{footer}"
+    );
+    let first_shown =
+        |s: &[String]| s[column_header + 1].split_whitespace().next().unwrap().to_owned();
+    let top = first_shown(&screen);
+
+    // Down a page: the header stays, other rows show.
+    pty.send(b" ");
+    let paged = pty.wait_screen("a page down", DEADLINE, |s| {
+        all_running(s)
+            && s.len() > column_header + 1
+            && s[column_header + 1].split_whitespace().next() != Some(top.as_str())
+    });
+    assert!(paged[column_header].starts_with("ID "), "{paged:#?}");
+    assert!(paged.last().unwrap().contains(&format!(" of {}", 2 * TASKS)), "{paged:#?}");
+    assert_fits(&paged, 80);
+    // Up a page: back at the top.
+    pty.send(b"\x1b[5~");
+    pty.wait_screen("a page up", DEADLINE, |s| {
+        all_running(s) && s.len() > column_header + 1 && first_shown(s) == top
+    });
+
+    // Ctrl-C quits as q does.
+    pty.send(b"\x03");
+    let status = pty.wait(DEADLINE).expect("Ctrl-C quits");
+    assert!(status.success(), "{status:?}");
+    assert!(pty.text().ends_with("\u{1b}[?25h\u{1b}[?1049l"));
+    supervisor.stop();
+}
+
+#[test]
+fn tasks_watch_restores_the_terminal_when_stopped_by_a_signal() {
+    let fleet = Fleet::new(&[]);
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        let mut pty = watch_on_terminal(&fleet, 80, 24);
+        pty.wait_screen("the view", DEADLINE, |s| s[0].starts_with("fleet: 0/0 running"));
+        let pid = i32::try_from(pty.pid()).unwrap();
+        // SAFETY: signals our own child.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let status = pty.wait(DEADLINE).expect("a stop signal ends the watch");
+        assert!(status.success(), "signal {signal}: {status:?}");
+        assert!(pty.text().ends_with("\u{1b}[?25h\u{1b}[?1049l"), "signal {signal}: restored");
+        let lflag = pty.termios().c_lflag;
+        assert_eq!(lflag & (libc::ICANON | libc::ECHO), libc::ICANON | libc::ECHO);
+    }
 }

@@ -41,7 +41,7 @@ fn invalid_runtime_toml_is_reported_and_the_previous_config_kept() {
     let warning = supervisor.wait_for("the warning", |l| l.starts_with("⚠ "));
     assert!(
         warning.starts_with("⚠ runtime.toml is invalid, keeping the previous config: ")
-            && warning.contains("runtime.toml line 1"),
+            && warning.contains("runtime.toml:1:"),
         "{warning}"
     );
 

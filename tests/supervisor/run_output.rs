@@ -56,7 +56,7 @@ fn invalid_runtime_toml_at_start_is_an_error_and_nothing_is_claimed() {
     assert_eq!(
         run.stderr,
         format!(
-            "error: {}/runtime.toml line 1: max_concurrent must be an integer from 0 to 1024, \
+            "error: {}/runtime.toml:1: max_concurrent must be an integer from 0 to 1024, \
              found string \"three\"\nhint: fix runtime.toml (see `fleet config show`)\n",
             fleet.home().display()
         )

@@ -36,6 +36,7 @@ impl BdContext {
             quiet: global.quiet,
             actor: global.actor.clone(),
             db: global.db.clone(),
+            ..ContextArgs::default()
         };
         Ok(BdContext { ctx: Context::new(args, personality)?, readonly: global.readonly })
     }

@@ -96,6 +96,5 @@ fn points_to(link: &Path, exe: &Path) -> bool {
 }
 
 fn first_bd_on_path() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join("bd")).find(|candidate| candidate.is_file())
+    crate::fsutil::find_executable("bd", &std::env::var_os("PATH")?)
 }

@@ -519,8 +519,13 @@ mod tests {
 
     #[test]
     fn fleet_globals_carry_over() {
-        let global =
-            crate::cli::GlobalArgs { json: true, actor: Some("me".into()), db: None, quiet: false };
+        let global = crate::cli::GlobalArgs {
+            json: true,
+            actor: Some("me".into()),
+            db: None,
+            quiet: false,
+            color: Default::default(),
+        };
         let args = args_after_fleet_globals(&global, vec!["ready".into()]);
         assert_eq!(args, ["bd", "--json", "--actor", "me", "ready"].map(OsString::from));
     }

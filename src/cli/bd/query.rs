@@ -375,7 +375,7 @@ pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
     let summaries = if ctx.out.json { reader.ready_summaries(&page)? } else { Vec::new() };
     ctx.out.emit(&summaries, || {
         if !page.issues.is_empty() {
-            return format!("\n{}", fleet::render_ready(&page.issues));
+            return format!("\n{}", fleet::render_ready(&page.issues).render(false));
         }
         let any_open = reader
             .list(&ListFilter { statuses: vec![Status::Open], limit: 1, ..ListFilter::default() })
