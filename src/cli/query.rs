@@ -263,15 +263,24 @@ fn status_blocked(reader: &crate::store::Reader) -> Result<Vec<(Issue, String)>,
         let issue = summary.issue;
         let why = match super::qa::question_of(&issue) {
             Some(question) => format!("QUESTION: {question}"),
-            None => reader
-                .comments(&issue.id)?
-                .last()
-                .map(|c| c.text.lines().next().unwrap_or_default().to_owned())
-                .unwrap_or_else(|| "no reason recorded".to_owned()),
+            None => blocked_reason(&reader.comments(&issue.id)?),
         };
         out.push((issue, why));
     }
     Ok(out)
+}
+
+/// Why a task is blocked, from its comments: the newest, passing over the supervisor's notes
+/// of an agent it stopped because of that change (`fleet kill`'s own comment says why).
+fn blocked_reason(comments: &[crate::model::Comment]) -> String {
+    let first_line =
+        |c: &crate::model::Comment| c.text.lines().next().unwrap_or_default().to_owned();
+    comments
+        .iter()
+        .rev()
+        .find(|c| !crate::supervisor::outcome::is_stopped_note(&c.text))
+        .or(comments.last())
+        .map_or_else(|| "no reason recorded".to_owned(), first_line)
 }
 
 /// `text`, then the section of issues whose status is blocked (when there are any).

@@ -452,8 +452,20 @@ fn exit_text(code: Option<i32>) -> String {
     }
 }
 
+/// What the comment recording a stopped agent says after its attempt number.
+const STOPPED_NOTE: &str = ": agent stopped: ";
+
 fn stopped(attempt: u32, reason: &str) -> Plan {
-    note(format!("[fleet] attempt {attempt}: agent stopped: {reason}"), Verdict::Stopped)
+    note(format!("[fleet] attempt {attempt}{STOPPED_NOTE}{reason}"), Verdict::Stopped)
+}
+
+/// Whether `comment` is the supervisor's record of an agent it stopped because someone else
+/// changed the task: it says what happened to the agent, not why the task is where it is.
+pub fn is_stopped_note(comment: &str) -> bool {
+    comment
+        .strip_prefix("[fleet] attempt ")
+        .and_then(|rest| rest.split_once(STOPPED_NOTE))
+        .is_some_and(|(attempt, _)| attempt.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn note(comment: String, verdict: Verdict) -> Plan {

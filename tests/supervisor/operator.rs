@@ -169,7 +169,9 @@ fn kill_blocks_a_running_task_or_requeues_it_and_show_and_blocked_say_so() {
     let blocked = fleet.ws.run(&["blocked"]).ok().stdout;
     assert!(blocked.starts_with("✨ No issues blocked by dependencies"), "{blocked}");
     assert!(blocked.contains("⏸ Status blocked, waiting for a human (1):"), "{blocked}");
-    assert!(blocked.contains(&format!("{stuck}: Stuck\n  Why: ")), "{blocked}");
+    // The why is the kill's reason, not the supervisor's note of the agent it stopped.
+    let why = "  Why: [fleet] killed by tester: wrong approach; blocked";
+    assert!(blocked.contains(&format!("{stuck}: Stuck\n{why}")), "{blocked}");
     assert!(fleet.ws.json(&["blocked"]).as_array().unwrap().is_empty(), "--json keeps bd's shape");
     let stats = fleet.ws.run(&["stats"]).ok().stdout;
     assert!(stats.contains("Status blocked: 1"), "{stats}");
