@@ -906,3 +906,37 @@ fn importing_a_python_fleet_home_translates_its_runtime_toml_too() {
     assert_eq!(json["runtime_config"]["translated"][0]["to"], "max_concurrent");
     assert!(!again.file().exists());
 }
+
+/// Keys of the Python fleet's later releases: `config show` names each with what it became,
+/// and `fleet import` translates them — minutes into seconds where the unit changed — and
+/// drops the rest with the reason.
+#[test]
+fn later_python_keys_are_named_and_translated_with_their_units() {
+    let home = Home::new();
+    home.write(
+        "max_concurrent = 4\nmax_attempt_minutes = 90\ncontext_kill_pct = 85\nserve_port = 8080\nisolation = \"worktree\"\n",
+    );
+    let shown = home.fleet(&["config", "show"]).fails(1);
+    for message in [
+        "runtime.toml:2: unknown key \"max_attempt_minutes\": the Python fleet's attempt_timeout_secs in minutes",
+        "runtime.toml:3: unknown key \"context_kill_pct\": the Python fleet's name for context_pressure_threshold_pct",
+        "runtime.toml:4: unknown key \"serve_port\": the Python fleet's, not used here (fleet serves no web API",
+        "runtime.toml:5: unknown key \"isolation\"",
+    ] {
+        assert!(shown.stderr.contains(message), "{message:?} in\n{}", shown.stderr);
+    }
+    let file = home.file().display().to_string();
+    let imported = home.fleet(&["--json", "import", &file]).ok().json();
+    let translated = &imported["translated"];
+    assert!(
+        translated.as_array().unwrap().iter().any(|t| t["from"] == "max_attempt_minutes"
+            && t["to"] == "attempt_timeout_secs"
+            && t["value"] == 5400),
+        "{imported:#}"
+    );
+    let text = home.read();
+    assert!(text.contains("attempt_timeout_secs = 5400"), "{text}");
+    assert!(text.contains("context_pressure_threshold_pct = 85"), "{text}");
+    assert!(!text.contains("serve_port") && !text.contains("isolation"), "{text}");
+    home.fleet(&["config", "show"]).ok();
+}

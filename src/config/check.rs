@@ -84,6 +84,15 @@ fn unknown_top_level_key(
                 format!("rename it to {new}"),
             );
         }
+        Some(Legacy::Scaled { to, factor, unit }) => {
+            return legacy(
+                format!("unknown key {name:?}: the Python fleet's {to} in {unit}"),
+                format!(
+                    "set {to} to it times {factor} (`fleet import {}` does it)",
+                    source.path.display()
+                ),
+            );
+        }
         Some(Legacy::Dropped(why)) => {
             return legacy(
                 format!("unknown key {name:?}: the Python fleet's, not used here ({why})"),

@@ -253,6 +253,9 @@ runtime_keys! {
 pub enum Legacy {
     /// The same setting under another name (same meaning, same unit).
     Renamed(&'static str),
+    /// The same setting under another name, in another unit: the new value is the old one
+    /// times `factor` (minutes → seconds).
+    Scaled { to: &'static str, factor: i64, unit: &'static str },
     /// No such setting any more; why.
     Dropped(&'static str),
 }
@@ -260,8 +263,64 @@ pub enum Legacy {
 /// Keys of the Python fleet's `runtime.toml` (at its last release and in its early versions)
 /// that this fleet does not have under the same name. The others (`max_concurrent`, `model`,
 /// `coder`, `context_pressure_threshold_pct`, `rate_limit_threshold_pct`) mean the same here.
-pub const LEGACY_KEYS: [(&str, Legacy); 10] = [
+pub const LEGACY_KEYS: [(&str, Legacy); 29] = [
     ("retry_limit", Legacy::Renamed("max_failures")),
+    // Keys of the Python fleet's later releases.
+    ("context_kill_pct", Legacy::Renamed("context_pressure_threshold_pct")),
+    (
+        "max_attempt_minutes",
+        Legacy::Scaled { to: "attempt_timeout_secs", factor: 60, unit: "minutes" },
+    ),
+    (
+        "context_checkpoint_pct",
+        Legacy::Dropped(
+            "fleet does not ask the agent to wrap up; it stops and requeues it at context_pressure_threshold_pct",
+        ),
+    ),
+    (
+        "stall_warning_minutes",
+        Legacy::Dropped("fleet stops a silent agent after stall_timeout_secs instead of warning"),
+    ),
+    ("stall_action", Legacy::Dropped("a stalled agent is always stopped (stall_timeout_secs)")),
+    (
+        "max_concurrent_overrides",
+        Legacy::Dropped(
+            "no per-coder caps; spread a coder's load with its accounts ([[coders.NAME.accounts]])",
+        ),
+    ),
+    (
+        "context_windows",
+        Legacy::Dropped(
+            "set a model's window in its coder's table: [coders.NAME] model_context_limits = { MODEL = TOKENS }",
+        ),
+    ),
+    ("compaction_coder", Legacy::Dropped("a task that fills its context starts a fresh session")),
+    ("compaction_model", Legacy::Dropped("a task that fills its context starts a fresh session")),
+    (
+        "continue_pack_max_bytes",
+        Legacy::Dropped("a task that fills its context starts a fresh session"),
+    ),
+    ("state_max_bytes", Legacy::Dropped("a task that fills its context starts a fresh session")),
+    ("isolation", Legacy::Dropped("agents work in the task's own directory (--cwd)")),
+    ("post_merge_command", Legacy::Dropped("agents work in the task's own directory (--cwd)")),
+    (
+        "triage_interval_minutes",
+        Legacy::Dropped("blocked tasks wait for a person: `fleet questions`, `fleet answer`"),
+    ),
+    ("job_gate", Legacy::Dropped("fleet has no observer jobs")),
+    ("job_max_children", Legacy::Dropped("fleet has no observer jobs")),
+    (
+        "serve_host",
+        Legacy::Dropped("fleet serves no web API; `fleet tasks --watch` is the live view"),
+    ),
+    (
+        "serve_port",
+        Legacy::Dropped("fleet serves no web API; `fleet tasks --watch` is the live view"),
+    ),
+    (
+        "serve_cors_origins",
+        Legacy::Dropped("fleet serves no web API; `fleet tasks --watch` is the live view"),
+    ),
     ("shutdown_grace_sec", Legacy::Renamed("shutdown_grace_secs")),
     ("rate_limit_default_sleep_sec", Legacy::Renamed("rate_limit_default_pause_secs")),
     ("telegram_chat_id", Legacy::Dropped("fleet has no Telegram integration")),

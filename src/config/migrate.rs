@@ -192,6 +192,25 @@ fn plan_for(name: &str, item: &Item) -> Plan {
     let to = match (KeyInfo::find(name), Legacy::of(name)) {
         (Some(info), _) => info,
         (None, Some(Legacy::Renamed(new))) => KeyInfo::find(new).expect("renamed to a key"),
+        (None, Some(Legacy::Scaled { to, factor, unit })) => {
+            let to = KeyInfo::find(to).expect("scaled to a key");
+            return match coerce(item, to.kind) {
+                Ok(value) => match value
+                    .as_ref()
+                    .and_then(toml_edit::Value::as_integer)
+                    .or(item.as_integer())
+                {
+                    Some(n) => Plan::Take {
+                        to: to.name.to_owned(),
+                        value: Some(toml_edit::Value::from(n.saturating_mul(factor))),
+                    },
+                    None => {
+                        Plan::Drop(format!("{} is not a whole number of {unit}", json_of(item)))
+                    }
+                },
+                Err(why) => Plan::Drop(why),
+            };
+        }
         (None, Some(Legacy::Dropped(why))) => return Plan::Drop(why.to_owned()),
         (None, None) => {
             let mut why = "neither fleet has this key".to_owned();
