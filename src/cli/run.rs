@@ -314,10 +314,14 @@ fn event_tone(event: &Event) -> Option<Tone> {
 fn log_event(event: &Event) {
     let json = serde_json::to_value(event).unwrap_or_default();
     let kind = json["type"].as_str().unwrap_or("event");
-    match event_line(event) {
-        Some(line) => tracing::info!(event = kind, "{}", line.replace('\n', " ")),
-        None => tracing::info!(event = kind, "{json}"),
-    }
+    let line = match (event_line(event), event) {
+        (Some(line), _) => line.replace('\n', " "),
+        // Not worth a line on the terminal, but the log tells the whole story.
+        (None, Event::AgentStarted { id, pid }) => format!("  {id}: agent started (pid {pid})"),
+        (None, Event::Stopped { finished }) => format!("stopped after {finished} attempts"),
+        (None, _) => json.to_string(),
+    };
+    tracing::info!(event = kind, "{line}");
 }
 
 /// `claude`, or `claude@work` when the attempt or pause is one account's.

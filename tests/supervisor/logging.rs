@@ -37,6 +37,9 @@ fn fleet_run_logs_claims_and_outcomes_with_timestamps() {
     let finished = info_line(&log, &format!("✓ {id} closed: [fleet] attempt 1: closed (tidied)"));
     assert!(finished.contains("event=\"finished\""), "{finished}");
     info_line(&log, "fleet run: supervising as sup");
+    let started = info_line(&log, &format!("  {id}: agent started (pid "));
+    assert!(started.contains("event=\"agent_started\""), "{started}");
+    assert!(!log.contains("{\"type\""), "every event is a readable line:\n{log}");
     let dir = std::fs::metadata(fleet.home().join("logs")).unwrap();
     assert_eq!(dir.permissions().mode() & 0o777, 0o700);
 
