@@ -430,3 +430,38 @@ proptest! {
         prop_assert_eq!(export_all(rebuilt), exports[0].clone());
     }
 }
+
+/// Syncs of one workspace started at once (two shells, or a person and the supervisor) all
+/// succeed — one after the other — while writes go on between them, and the other machine
+/// then receives every op.
+#[test]
+fn syncs_of_one_workspace_at_once_all_succeed() {
+    let fleet = Fleet::new(2);
+    let a = &fleet.machines[0];
+    for round in 0..3 {
+        for n in 0..5 {
+            a.create(&format!("round {round} task {n}"), &[]);
+        }
+        let children: Vec<std::process::Child> = (0..3)
+            .map(|_| {
+                a.command(&["sync", "--json"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+    let report = fleet.sync(1);
+    assert_eq!(report["received"], 15, "{report}");
+    let exports = fleet.exports();
+    assert_eq!(exports[0], exports[1]);
+}

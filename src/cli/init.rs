@@ -25,7 +25,7 @@ struct Initialized {
 /// keeps aside and the journal's own repository (`crate::journal`).
 const GITIGNORE: &str = "# fleet / beads workspace\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\n\
 daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n\
-*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\n";
+*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nsync.lock\n";
 
 pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;

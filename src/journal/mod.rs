@@ -163,6 +163,9 @@ pub enum JournalError {
     Changed(PathBuf),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
+    /// Another sync of the workspace kept running for longer than a sync waits for it.
+    #[error("another `fleet sync` of the workspace at {0} has been running for {1} s (lock {2})")]
+    SyncBusy(PathBuf, u64, PathBuf),
 }
 
 impl JournalError {
@@ -190,6 +193,9 @@ impl JournalError {
             JournalError::Git { .. } => {
                 Some("check that the repository is readable and writable (`git fsck` can check it)")
             }
+            JournalError::SyncBusy(..) => Some(
+                "wait for it to finish (a slow or unreachable remote?); `fuser -v .beads/sync.lock` names the process holding it",
+            ),
             _ => None,
         }
     }

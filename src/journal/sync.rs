@@ -253,6 +253,7 @@ pub fn sync_showing(
     remote: Option<&str>,
     progress: FetchProgress,
 ) -> Result<SyncReport, JournalError> {
+    let _one_at_a_time = SyncLock::take(store.dir())?;
     let committed = commit_pending(store)?;
     let repo = JournalRepo::find_or_create(store.dir())?;
     let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
@@ -270,6 +271,48 @@ pub fn sync_showing(
     let mut report = report(&remote, &repo, merged, sent, bad_refs);
     report.committed = committed.ops;
     Ok(report)
+}
+
+/// The file in the workspace whose lock one sync of the workspace holds at a time.
+pub const SYNC_LOCK_FILE: &str = "sync.lock";
+/// How long a sync waits for one already running on the same workspace (a slow remote).
+const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Syncs of one workspace run one after the other: two at once (a person's `fleet sync` and
+/// the supervisor's periodic one, or two shells) would push the same ref from two processes
+/// and one would fail on git's ref lock. The second waits for the first, then finds little or
+/// nothing left to do. The lock is the kernel's (`flock`), so a killed sync releases it.
+struct SyncLock(#[allow(dead_code)] std::fs::File);
+
+impl SyncLock {
+    fn take(workspace: &Path) -> Result<SyncLock, JournalError> {
+        let path = workspace.join(SYNC_LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(JournalError::io(format!("opening {}", path.display())))?;
+        let started = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(SyncLock(file)),
+                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < SYNC_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(JournalError::SyncBusy(
+                        workspace.to_path_buf(),
+                        SYNC_WAIT.as_secs(),
+                        path,
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(error)) => {
+                    return Err(JournalError::io(format!("locking {}", path.display()))(error));
+                }
+            }
+        }
+    }
 }
 
 /// `git fetch --prune <remote> +refs/fleet/journal/*:refs/fleet/remotes/<remote>/*`.
