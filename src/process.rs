@@ -69,6 +69,55 @@ pub fn output_owned(command: &mut std::process::Command) -> io::Result<std::proc
     child.wait_with_output()
 }
 
+/// [`output_owned`] with a deadline: the command runs as the leader of a process group of its
+/// own, and when it has not ended within `limit` the whole group is killed (git's ssh or
+/// remote helper too) and `Ok(None)` says so. For programs that talk to the network, whose
+/// silence would otherwise hold their caller forever.
+pub fn output_owned_within(
+    command: &mut std::process::Command,
+    limit: Duration,
+) -> io::Result<Option<std::process::Output>> {
+    use std::os::unix::process::CommandExt;
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let mut child = {
+        let mut owned = owned();
+        let child = command.spawn()?;
+        owned.insert(i32::try_from(child.id()).unwrap_or(0));
+        child
+    };
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    let _registration = OwnedChild { pid };
+    let read_all = |stream: Option<Box<dyn io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut stream) = stream {
+                let _ = stream.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = read_all(child.stdout.take().map(|s| Box::new(s) as Box<dyn io::Read + Send>));
+    let stderr = read_all(child.stderr.take().map(|s| Box::new(s) as Box<dyn io::Read + Send>));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() >= limit {
+            let _ = signal_group(pid, libc::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    Ok(status.map(|status| std::process::Output { status, stdout, stderr }))
+}
+
 /// [`output_owned`] for a command whose stdout and stderr are left as set (inherited):
 /// returns its exit status.
 pub fn status_owned(command: &mut std::process::Command) -> io::Result<std::process::ExitStatus> {

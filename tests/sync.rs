@@ -465,3 +465,29 @@ fn syncs_of_one_workspace_at_once_all_succeed() {
     let exports = fleet.exports();
     assert_eq!(exports[0], exports[1]);
 }
+
+/// A remote that takes the connection and then says nothing (here: an upload-pack that only
+/// sleeps) stops the sync at the time limit with a message that says so, kills git and what
+/// it started, and the next sync with a live remote completes.
+#[test]
+fn a_silent_remote_stops_the_sync_at_the_time_limit() {
+    let fleet = Fleet::new(1);
+    let a = &fleet.machines[0];
+    a.create("first", &[]);
+    let journal = a.beads_dir().join("journal.git");
+    // A duration no other test uses, to find the process afterwards.
+    let marker = "sleep 317";
+    let pack = format!("{marker}; :");
+    git(&["--git-dir", journal.to_str().unwrap(), "config", "remote.origin.uploadpack", &pack]);
+    let started = std::time::Instant::now();
+    let stopped = a.command(&["sync"]).env("FLEET_GIT_TIMEOUT_SECS", "2").output().unwrap();
+    let stopped = Run::from(stopped).fails(1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(stopped.stderr.contains("git gave no answer within 2 s"), "{}", stopped.stderr);
+    let left = std::process::Command::new("pgrep").args(["-f", marker]).output().unwrap();
+    assert!(left.stdout.is_empty(), "the sleeping upload-pack is gone: {left:?}");
+
+    git(&["--git-dir", journal.to_str().unwrap(), "config", "--unset", "remote.origin.uploadpack"]);
+    let report = fleet.sync(0);
+    assert_eq!(report["sent"], 1, "{report}");
+}
