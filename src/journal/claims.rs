@@ -445,8 +445,19 @@ impl ClaimsRemote {
             .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(Stdio::null());
         // Owned: the supervisor's reaping must not take git's exit status.
-        crate::process::output_owned(&mut command)
-            .map_err(|source| RemoteClaimError::Spawn { remote: self.name.clone(), source })
+        let limit = super::git_time_limit();
+        let output = crate::process::output_owned_within(&mut command, limit)
+            .map_err(|source| RemoteClaimError::Spawn { remote: self.name.clone(), source })?;
+        // A remote that said nothing in time fails like one that cannot be reached.
+        Ok(output.unwrap_or_else(|| Output {
+            status: std::os::unix::process::ExitStatusExt::from_raw(1 << 8),
+            stdout: Vec::new(),
+            stderr: format!(
+                "fatal: git gave no answer within {} s and was stopped (FLEET_GIT_TIMEOUT_SECS sets the limit)",
+                limit.as_secs()
+            )
+            .into_bytes(),
+        }))
     }
 
     /// Fetches the claims ref into the tracking ref; `None` if the remote has none yet.

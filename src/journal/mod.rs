@@ -168,6 +168,14 @@ pub enum JournalError {
     SyncBusy(PathBuf, u64, PathBuf),
 }
 
+/// How long one git command that talks to a remote may take before it is stopped (a remote
+/// that accepts the connection and then says nothing, a network pulled mid-transfer): two
+/// minutes, or `FLEET_GIT_TIMEOUT_SECS`.
+pub(crate) fn git_time_limit() -> std::time::Duration {
+    let secs = std::env::var("FLEET_GIT_TIMEOUT_SECS").ok().and_then(|v| v.parse().ok());
+    std::time::Duration::from_secs(secs.unwrap_or(120).max(1))
+}
+
 impl JournalError {
     /// A git error with what was being done.
     pub(crate) fn git(context: impl Into<String>) -> impl FnOnce(gix::Error) -> JournalError {

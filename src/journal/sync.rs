@@ -195,14 +195,6 @@ fn staging(remote: &str) -> String {
     format!("{STAGING_PREFIX}{remote}/")
 }
 
-/// How long one git command of a sync may take before it is stopped (a remote that accepts the
-/// connection and then says nothing, a network pulled mid-transfer): two minutes, or
-/// `FLEET_GIT_TIMEOUT_SECS`.
-fn git_time_limit() -> std::time::Duration {
-    let secs = std::env::var("FLEET_GIT_TIMEOUT_SECS").ok().and_then(|v| v.parse().ok());
-    std::time::Duration::from_secs(secs.unwrap_or(120).max(1))
-}
-
 /// `git --git-dir <journal repo> ARGS`, never prompting and reading nothing from stdin.
 fn git_command(repo: &JournalRepo, args: &[&str]) -> Command {
     let mut command = Command::new("git");
@@ -219,7 +211,7 @@ fn git_command(repo: &JournalRepo, args: &[&str]) -> Command {
 /// reaping never takes its exit status); a failure names what was being done and carries
 /// git's own message.
 fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalError> {
-    let limit = git_time_limit();
+    let limit = super::git_time_limit();
     let output = crate::process::output_owned_within(&mut git_command(repo, args), limit)
         .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
     let Some(output) = output else {
