@@ -5,19 +5,15 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_purge_delay` and `mi_option_allow_thp` (mimalloc.h, version 3).
+/// mimalloc's `mi_option_purge_delay` (mimalloc.h, version 3).
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-const ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 
 fn main() -> std::process::ExitCode {
-    // Freed memory is kept for reuse rather than handed back to the system, and in small
-    // pages: fleet's processes are short, and purging and clearing huge pages made an
-    // import's threads wait on page faults (a second of system time on a large import).
-    // SAFETY: sets option values; mimalloc reads options at any time, from any thread.
-    unsafe {
-        libmimalloc_sys::mi_option_set(PURGE_DELAY, -1);
-        libmimalloc_sys::mi_option_set(ALLOW_THP, 0);
-    }
+    // Freed memory is kept for reuse rather than handed back to the system: fleet's
+    // processes are short, and purging made an import's threads wait on page faults (a
+    // second of system time on a large import).
+    // SAFETY: sets an option value; mimalloc reads options at any time, from any thread.
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, -1) };
     let code = fleet::cli::run(std::env::args_os());
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
