@@ -273,6 +273,10 @@ impl Writer<'_> {
 
     /// Validates and applies one change (not a bulk op) under `meta`.
     fn mutate_one(&mut self, kind: &OpKind, meta: &OpMeta) -> Result<Seeds, StoreError> {
+        // Only these read no reverse edges while every issue is new (see `Writer::all_new`).
+        if !matches!(kind, OpKind::Create { .. } | OpKind::DepAdd { .. } | OpKind::Comment { .. }) {
+            self.release_held_edges()?;
+        }
         let at = meta.at;
         let replica = meta.replica.as_str();
         Ok(match kind {
@@ -456,6 +460,9 @@ impl Writer<'_> {
             self.insert_edge(dep)?;
         }
         self.count_new_id(&issue.id, replica)?;
+        if self.all_new() {
+            return Ok(Some(BTreeSet::from([issue.id.clone()])));
+        }
         let parents = deps.iter().filter(|d| d.kind == dep_type::PARENT_CHILD);
         Ok(Some(
             self.status_seeds_with_parents(&issue.id, parents.map(|d| d.depends_on_id.as_str()))?,
@@ -682,7 +689,7 @@ impl Writer<'_> {
     /// whatever waits for the parent's children.
     fn edge_seeds(&self, dep: &Dependency) -> Result<BTreeSet<String>, StoreError> {
         let mut seeds = BTreeSet::from([dep.issue_id.clone()]);
-        if dep.kind == dep_type::PARENT_CHILD {
+        if dep.kind == dep_type::PARENT_CHILD && !self.all_new() {
             seeds.extend(self.tables.dependents_by(&dep.depends_on_id, dep_type::WAITS_FOR)?);
         }
         Ok(seeds)
@@ -758,16 +765,29 @@ impl Writer<'_> {
         let row = serde_json::to_vec(dep).expect("a dependency serialises");
         let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         self.tables.deps.insert(key, row.as_slice())?;
-        self.tables
-            .rdeps
-            .insert((dep.depends_on_id.as_str(), dep.issue_id.as_str()), dep.kind.as_str())?;
+        match &mut self.held_edges {
+            Some(held) => {
+                held.insert((dep.depends_on_id.clone(), dep.issue_id.clone()), dep.kind.clone())
+            }
+            None => {
+                self.tables.rdeps.insert(
+                    (dep.depends_on_id.as_str(), dep.issue_id.as_str()),
+                    dep.kind.as_str(),
+                )?;
+            }
+        }
         self.touch_ends(&dep.issue_id, &dep.depends_on_id);
         Ok(())
     }
 
     fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
         self.tables.deps.remove((from, to))?;
-        self.tables.rdeps.remove((to, from))?;
+        match &mut self.held_edges {
+            Some(held) => held.remove((to.to_string(), from.to_string())),
+            None => {
+                self.tables.rdeps.remove((to, from))?;
+            }
+        }
         self.touch_ends(from, to);
         Ok(())
     }

@@ -25,6 +25,7 @@
 mod apply;
 pub mod check;
 mod guard;
+mod held;
 mod merge;
 mod order;
 mod query;
@@ -999,6 +1000,13 @@ pub struct Writer<'t> {
     /// or added or removed an edge of theirs or a comment on them): seeds of its readiness
     /// refresh, which writes their entries again.
     touched: std::collections::BTreeSet<String>,
+    /// In bulk mode, the writes of the order index and of the ready index, made in key order
+    /// when the transaction finishes ([`held`]).
+    held_order: Option<held::HeldBytes>,
+    held_ready: Option<held::HeldBytes>,
+    /// In bulk mode on a store that started empty, the writes of the reverse edges, made in
+    /// key order before anything reads them ([`Writer::release_held_edges`]).
+    held_edges: Option<held::HeldEdges>,
 }
 
 /// The issues a bulk-mode [`Writer`] has written: every id written and not deleted since bulk
@@ -1056,6 +1064,9 @@ impl<'t> Writer<'t> {
             order_high_moved,
             closes_kept: Vec::new(),
             touched: std::collections::BTreeSet::new(),
+            held_order: None,
+            held_ready: None,
+            held_edges: None,
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
             writer.build_order_index()?;
@@ -1172,12 +1183,20 @@ impl<'t> Writer<'t> {
     ///
     /// The ids of issues written from here on are kept in memory, so the existence checks of
     /// the batch's edges and comments are a hash lookup instead of a walk down the issue table
-    /// (and none at all for a store that started empty).
+    /// (and none at all for a store that started empty). Writes of the order and ready
+    /// indexes are held back and made in key order at the end ([`held`]); on a store that
+    /// started empty, so are those of the reverse edges, which only the readiness seeds of
+    /// creates and edges would read (see [`Writer::all_new`]).
     pub fn begin_bulk(&mut self) -> Result<(), StoreError> {
         self.deferred_seeds.get_or_insert_with(Default::default);
         self.bulk_acyclic = true;
         let complete = self.tables.issue_count()? == 0;
         self.bulk_ids = Some(BulkIds { ids: foldhash::HashSet::default(), complete });
+        self.held_order.get_or_insert_with(Default::default);
+        self.held_ready.get_or_insert_with(Default::default);
+        if complete {
+            self.held_edges.get_or_insert_with(Default::default);
+        }
         Ok(())
     }
 
@@ -1190,9 +1209,31 @@ impl<'t> Writer<'t> {
         }
     }
 
+    /// Whether every issue of the store was created in this bulk transaction (it started
+    /// empty). Then every issue seeds the readiness refresh at the end itself, and a create or
+    /// an edge need not name the issues depending on it.
+    pub(super) fn all_new(&self) -> bool {
+        self.bulk_ids.as_ref().is_some_and(|bulk| bulk.complete)
+    }
+
+    /// Makes the held writes of the reverse edges, before anything reads them.
+    pub(super) fn release_held_edges(&mut self) -> Result<(), StoreError> {
+        if let Some(held) = self.held_edges.take() {
+            held.write(&mut self.tables.rdeps)?;
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<Vec<Op>, StoreError> {
+        self.release_held_edges()?;
         if let Some(seeds) = self.deferred_seeds.take() {
             self.refresh(seeds)?;
+        }
+        if let Some(held) = self.held_order.take() {
+            held.write(self.tables.order_mut())?;
+        }
+        if let Some(held) = self.held_ready.take() {
+            held.write(&mut self.tables.ready)?;
         }
         if !self.applied.is_empty() {
             let changes = self.tables.meta_u64(meta::CHANGES)? + 1;

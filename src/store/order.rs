@@ -292,17 +292,17 @@ impl Writer<'_> {
         if old_entries == new_entries {
             return Ok(());
         }
-        for (key, _) in old_entries.iter().flatten() {
-            self.tables.order_mut().remove(key.as_slice())?;
+        for (key, _) in old_entries.into_iter().flatten() {
+            self.order_remove(key)?;
         }
-        for (key, value) in new_entries.iter().flatten() {
-            self.tables.order_mut().insert(key.as_slice(), value.as_slice())?;
+        for (key, value) in new_entries.into_iter().flatten() {
+            self.order_insert(key, value)?;
         }
         self.count_status(old.map(|o| &o.status), new.map(|n| &n.status))?;
         let Some(id) = old.or(new).map(|i| i.id.as_str()) else { return Ok(()) };
         if self.tables.is_blocked(id)? {
             if let Some(old) = old {
-                self.tables.order_mut().remove(blocked_key(old).as_slice())?;
+                self.order_remove(blocked_key(old))?;
             }
             match new {
                 Some(new) => self.set_blocked_entry(new, true)?,
@@ -321,10 +321,27 @@ impl Writer<'_> {
         blocked: bool,
     ) -> Result<(), StoreError> {
         let key = blocked_key(issue);
-        if blocked {
-            self.tables.order_mut().insert(key.as_slice(), [].as_slice())?;
-        } else {
-            self.tables.order_mut().remove(key.as_slice())?;
+        if blocked { self.order_insert(key, Vec::new()) } else { self.order_remove(key) }
+    }
+
+    /// Inserts an entry of the order index (held back in bulk mode).
+    fn order_insert(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), StoreError> {
+        match &mut self.held_order {
+            Some(held) => held.insert(key, value),
+            None => {
+                self.tables.order_mut().insert(key.as_slice(), value.as_slice())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes an entry of the order index (held back in bulk mode).
+    fn order_remove(&mut self, key: Vec<u8>) -> Result<(), StoreError> {
+        match &mut self.held_order {
+            Some(held) => held.remove(key),
+            None => {
+                self.tables.order_mut().remove(key.as_slice())?;
+            }
         }
         Ok(())
     }

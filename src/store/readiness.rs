@@ -222,8 +222,12 @@ impl Writer<'_> {
 
     fn remove_ready_entry(&mut self, id: &str) -> Result<(), StoreError> {
         let old = self.tables.ready_keys.remove(id)?.map(|k| k.value().to_vec());
-        if let Some(old) = old {
-            self.tables.ready.remove(old.as_slice())?;
+        match (old, &mut self.held_ready) {
+            (Some(old), Some(held)) => held.remove(old),
+            (Some(old), None) => {
+                self.tables.ready.remove(old.as_slice())?;
+            }
+            (None, _) => {}
         }
         Ok(())
     }
@@ -250,8 +254,13 @@ impl Writer<'_> {
             covered: Some(Covered { row: issue.row, counts: EntryCounts::of(&counts) }),
         };
         let key = ready_key(&keyed);
-        self.tables.ready.insert(key.as_slice(), entry.encode().as_slice())?;
         self.tables.ready_keys.insert(id, key.as_slice())?;
+        match &mut self.held_ready {
+            Some(held) => held.insert(key, entry.encode()),
+            None => {
+                self.tables.ready.insert(key.as_slice(), entry.encode().as_slice())?;
+            }
+        }
         Ok(())
     }
 
