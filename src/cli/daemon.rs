@@ -125,6 +125,20 @@ pub struct DaemonStatus {
     /// A stale pid file found (and removed) on the way.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<StaleRecord>,
+    /// Supervisors of the workspace started in the foreground (`fleet run` in a terminal),
+    /// when none runs in the background: they count as running.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub foreground: Vec<ForegroundSupervisor>,
+}
+
+/// A live supervisor registered in the store that no pid file names.
+#[derive(Debug, Serialize)]
+pub struct ForegroundSupervisor {
+    pub name: String,
+    pub host: String,
+    pub pid: u32,
+    pub started_at: Timestamp,
+    pub max_concurrent: usize,
 }
 
 /// What `fleet run stop` reports.
@@ -171,7 +185,12 @@ pub fn cmd_status(ctx: &Context) -> Result<(), CliError> {
     let home = fleet_home()?;
     let status = match inspect(&home, None)? {
         Found::Running(record) => status_of(&home, &record),
-        Found::NotRunning(stale) => not_running(&home, stale),
+        Found::NotRunning(stale) => {
+            let mut status = not_running(&home, stale);
+            status.foreground = ctx.store().map(foreground_supervisors).unwrap_or_default();
+            status.running = !status.foreground.is_empty();
+            status
+        }
     };
     ctx.out.emit(&status, || render_status(&status));
     if status.running { Ok(()) } else { Err(CliError::exit_only(exit_code::NOT_RUNNING)) }
@@ -476,6 +495,25 @@ fn open_workspace(dir: &Path) -> Option<Store> {
     Some(store)
 }
 
+/// The live supervisors registered in `store` (none of them started with `--detach`, when
+/// no pid file names one).
+fn foreground_supervisors(store: &Store) -> Vec<ForegroundSupervisor> {
+    let me = lease::Identity::current("fleet run status");
+    let now = Timestamp::now();
+    let registry = lease::registry(store).unwrap_or_default();
+    registry
+        .into_iter()
+        .filter(|r| lease::registration_alive(r, &me, now))
+        .map(|r| ForegroundSupervisor {
+            name: r.identity.name,
+            host: r.identity.host,
+            pid: r.identity.pid,
+            started_at: r.started_at,
+            max_concurrent: r.max_concurrent,
+        })
+        .collect()
+}
+
 /// The store registration of the recorded supervisor (same pid and start time).
 fn registration_of(store: &Store, record: &DaemonRecord) -> Option<Registration> {
     lease::registry(store)
@@ -514,6 +552,7 @@ fn status_of(home: &Path, record: &DaemonRecord) -> DaemonStatus {
         output: record.output.display().to_string(),
         pid_file: daemon::record_path(home).display().to_string(),
         stale: None,
+        foreground: Vec::new(),
     }
 }
 
@@ -532,6 +571,7 @@ fn not_running(home: &Path, stale: Option<StaleRecord>) -> DaemonStatus {
         output: logs.join(OUTPUT_FILE).display().to_string(),
         pid_file: daemon::record_path(home).display().to_string(),
         stale,
+        foreground: Vec::new(),
     }
 }
 
@@ -680,6 +720,17 @@ fn render_status(status: &DaemonStatus) -> String {
             Some(stale) => format!("removed a stale pid file: {}", stale.reason),
             None => format!("no pid file at {}", status.pid_file),
         };
+        if !status.foreground.is_empty() {
+            let mut lines = vec![format!("fleet run: not running in the background ({why})")];
+            for sup in &status.foreground {
+                let since = sup.started_at.round(jiff::Unit::Second).unwrap_or(sup.started_at);
+                lines.push(format!(
+                    "  running in the foreground: {} (pid {} on {}) since {since}, up to {} agents; Ctrl-C in its terminal stops it",
+                    sup.name, sup.pid, sup.host, sup.max_concurrent
+                ));
+            }
+            return lines.join("\n");
+        }
         return format!(
             "fleet run: not running in the background ({why})\n  start it: fleet run --detach"
         );

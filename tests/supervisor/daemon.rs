@@ -460,3 +460,30 @@ fn a_background_until_idle_run_ends_by_itself_and_removes_its_pid_file() {
     let log = fleet.ws.run(&["log"]).ok().stdout;
     assert!(log.contains("INFO fleet run: 1 attempts — closed 1"), "{log}");
 }
+
+/// A supervisor started in a terminal (`fleet run`, no `--detach`) shows in `fleet run status`
+/// as running in the foreground (exit 0), with its pid; once it stops, status says nothing
+/// runs (exit 3).
+#[test]
+fn status_names_a_supervisor_running_in_the_foreground() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task("Long", &["sleep 30"]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_started(&id, 1);
+
+    let (code, doc) = status(&fleet);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["running"], true);
+    assert_eq!(doc["foreground"][0]["pid"], supervisor.pid(), "{doc:#}");
+    assert!(doc.get("pid").is_none(), "no background supervisor: {doc:#}");
+    let human = fleet.ws.run(&["run", "status"]).ok().stdout;
+    assert!(
+        human.contains("running in the foreground: ") && pid_in(&human) == supervisor.pid(),
+        "{human}"
+    );
+
+    supervisor.stop();
+    let (code, doc) = status(&fleet);
+    assert_eq!(code, 3, "{doc:#}");
+    assert!(doc.get("foreground").is_none(), "{doc:#}");
+}
