@@ -53,26 +53,26 @@ pub fn spawn_owned(
     Ok((child, OwnedChild { pid }))
 }
 
-/// Runs `command` to its end like [`std::process::Command::output`], with the child
-/// registered as owned meanwhile, so a supervisor's orphan reaping (which waits for every
-/// zombie child it does not own) never takes the exit status of a helper program such as
-/// `git` — its owner would then see ECHILD instead of the result.
-pub fn output_owned(command: &mut std::process::Command) -> io::Result<std::process::Output> {
-    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    let child = {
-        let mut owned = owned();
-        let child = command.spawn()?;
-        owned.insert(i32::try_from(child.id()).unwrap_or(0));
-        child
-    };
-    let _registration = OwnedChild { pid: i32::try_from(child.id()).unwrap_or(0) };
-    child.wait_with_output()
+/// Spawns `command` with the child registered as owned (see [`spawn_owned`]) for helper
+/// programs such as `git`: a supervisor's orphan reaping (which waits for every zombie child
+/// it does not own) must never take their exit status — the owner would then see ECHILD
+/// instead of the result. Keep the guard until the child has been waited for.
+fn spawn_std_owned(
+    command: &mut std::process::Command,
+) -> io::Result<(std::process::Child, OwnedChild)> {
+    let mut owned = owned();
+    let child = command.spawn()?;
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    owned.insert(pid);
+    Ok((child, OwnedChild { pid }))
 }
 
-/// [`output_owned`] with a deadline: the command runs as the leader of a process group of its
-/// own, and when it has not ended within `limit` the whole group is killed (git's ssh or
-/// remote helper too) and `Ok(None)` says so. For programs that talk to the network, whose
-/// silence would otherwise hold their caller forever.
+/// Runs `command` to its end like [`std::process::Command::output`], owned (see
+/// [`spawn_std_owned`]) and with a deadline: the command runs as the leader of a process group
+/// of its own, and when it has not ended within `limit` the whole group is killed (git's ssh
+/// or remote helper too) and `Ok(None)` says so. For programs that talk to the network, whose
+/// silence would otherwise hold their caller forever. Being in a group of its own, it does not
+/// get a terminal's Ctrl-C: it dies with this process instead ([`die_with_parent`]).
 pub fn output_owned_within(
     command: &mut std::process::Command,
     limit: Duration,
@@ -82,14 +82,9 @@ pub fn output_owned_within(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0);
-    let mut child = {
-        let mut owned = owned();
-        let child = command.spawn()?;
-        owned.insert(i32::try_from(child.id()).unwrap_or(0));
-        child
-    };
-    let pid = i32::try_from(child.id()).unwrap_or(0);
-    let _registration = OwnedChild { pid };
+    die_with_parent(command);
+    let (mut child, registration) = spawn_std_owned(command)?;
+    let pid = registration.pid;
     let read_all = |stream: Option<Box<dyn io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -118,16 +113,10 @@ pub fn output_owned_within(
     Ok(status.map(|status| std::process::Output { status, stdout, stderr }))
 }
 
-/// [`output_owned`] for a command whose stdout and stderr are left as set (inherited):
-/// returns its exit status.
+/// Runs `command`, owned (see [`spawn_std_owned`]), with its stdout and stderr left as set
+/// (inherited): returns its exit status.
 pub fn status_owned(command: &mut std::process::Command) -> io::Result<std::process::ExitStatus> {
-    let mut child = {
-        let mut owned = owned();
-        let child = command.spawn()?;
-        owned.insert(i32::try_from(child.id()).unwrap_or(0));
-        child
-    };
-    let _registration = OwnedChild { pid: i32::try_from(child.id()).unwrap_or(0) };
+    let (mut child, _registration) = spawn_std_owned(command)?;
     child.wait()
 }
 
@@ -375,9 +364,10 @@ pub fn kill_tagged(entry: &str) -> usize {
 ///
 /// The signal follows the thread that spawned the child: spawn from a thread that lives as
 /// long as the supervisor (the runtime's own thread), never from a short-lived worker.
-pub fn die_with_parent(command: &mut tokio::process::Command) {
+pub fn die_with_parent(command: &mut std::process::Command) {
     #[cfg(target_os = "linux")]
     {
+        use std::os::unix::process::CommandExt;
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the child between fork and exec and only calls the
         // async-signal-safe functions prctl, getppid and _exit.

@@ -300,7 +300,7 @@ fn spawn_agent(attempt: &Attempt, spec: &SpawnSpec) -> std::io::Result<SpawnedAg
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    crate::process::die_with_parent(&mut command);
+    crate::process::die_with_parent(command.as_std_mut());
     let (child, owned) = crate::process::spawn_owned(&mut command)?;
     Ok(SpawnedAgent { child, _owned: owned })
 }
