@@ -1,5 +1,5 @@
-//! Small filesystem helpers shared by everything that writes user-visible files, and the
-//! search of a program on a PATH.
+//! Small filesystem helpers shared by everything that writes user-visible files, the lock
+//! files that keep one process at a job, and the search of a program on a PATH.
 
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -15,6 +15,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// writable by its owner only), set on the temporary file before anything is written to it.
 pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with_mode(path, bytes, Some(0o600))
+}
+
+/// Takes an exclusive lock on the file at `path` (created owner-only if missing) without
+/// waiting: `Ok(None)` when another open file description holds it. The lock is the kernel's
+/// (`flock`): it goes with the returned file, and with the process if that is killed.
+pub fn try_lock_exclusive(path: &Path) -> io::Result<Option<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(error)) => Err(error),
+    }
 }
 
 /// Whether the file at `path` exists and is closed to group and others (mode `0?00`).

@@ -297,30 +297,21 @@ struct SyncLock(#[allow(dead_code)] std::fs::File);
 impl SyncLock {
     fn take(workspace: &Path) -> Result<SyncLock, JournalError> {
         let path = workspace.join(SYNC_LOCK_FILE);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(JournalError::io(format!("opening {}", path.display())))?;
         let started = std::time::Instant::now();
         loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(SyncLock(file)),
-                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < SYNC_WAIT => {
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(JournalError::SyncBusy(
-                        workspace.to_path_buf(),
-                        SYNC_WAIT.as_secs(),
-                        path,
-                    ));
-                }
-                Err(std::fs::TryLockError::Error(error)) => {
-                    return Err(JournalError::io(format!("locking {}", path.display()))(error));
-                }
+            let taken = crate::fsutil::try_lock_exclusive(&path)
+                .map_err(JournalError::io(format!("locking {}", path.display())))?;
+            if let Some(file) = taken {
+                return Ok(SyncLock(file));
             }
+            if started.elapsed() >= SYNC_WAIT {
+                return Err(JournalError::SyncBusy(
+                    workspace.to_path_buf(),
+                    SYNC_WAIT.as_secs(),
+                    path,
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
 }

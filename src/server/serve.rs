@@ -18,7 +18,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -142,23 +142,9 @@ impl Drop for Server {
 /// Takes the serving lock of the workspace `dir`, or says who holds it.
 fn take_lock(dir: &Path) -> Result<File, ServeError> {
     let path = dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(io_error(format!("opening {}", path.display())))?;
-    // SAFETY: flock on a descriptor this function owns; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let error = std::io::Error::last_os_error();
-        if error.kind() == std::io::ErrorKind::WouldBlock {
-            return Err(ServeError::AlreadyServed(dir.to_path_buf()));
-        }
-        return Err(io_error(format!("locking {}", path.display()))(error));
-    }
-    Ok(file)
+    crate::fsutil::try_lock_exclusive(&path)
+        .map_err(io_error(format!("locking {}", path.display())))?
+        .ok_or_else(|| ServeError::AlreadyServed(dir.to_path_buf()))
 }
 
 /// Binds the socket, replacing a stale one (the caller holds the serving lock), owner-only.

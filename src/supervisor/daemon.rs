@@ -18,7 +18,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -148,19 +148,7 @@ impl HomeLock {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)?;
-        // SAFETY: flock on a descriptor this function owns; no memory is shared.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc == 0 {
-            return Ok(Some(HomeLock { file }));
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() == io::ErrorKind::WouldBlock { Ok(None) } else { Err(error) }
+        Ok(crate::fsutil::try_lock_exclusive(&path)?.map(|file| HomeLock { file }))
     }
 
     /// The descriptor a child must inherit to hold the lock after this process exits.
