@@ -59,11 +59,7 @@ impl SetupCheck {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        SetupCheck {
-            status: Status::Warning,
-            fix: Some(fix.into()),
-            ..Self::ok(subject, check, detail)
-        }
+        Self::ok(subject, check, detail).needing(Status::Warning, fix)
     }
 
     pub fn problem(
@@ -72,11 +68,12 @@ impl SetupCheck {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        SetupCheck {
-            status: Status::Problem,
-            fix: Some(fix.into()),
-            ..Self::ok(subject, check, detail)
-        }
+        Self::ok(subject, check, detail).needing(Status::Problem, fix)
+    }
+
+    /// This check, not passed: `status` with `fix`.
+    fn needing(self, status: Status, fix: impl Into<String>) -> Self {
+        SetupCheck { status, fix: Some(fix.into()), ..self }
     }
 }
 
