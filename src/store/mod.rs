@@ -698,8 +698,12 @@ impl Store {
     /// Starts a read transaction: a consistent snapshot of the queue.
     pub fn read(&self) -> Result<Reader, StoreError> {
         let txn = self.begin_read()?;
+        self.reader_of(&txn)
+    }
+
+    fn reader_of(&self, txn: &ReadTransaction) -> Result<Reader, StoreError> {
         let path = self.path();
-        let tables = guard::guarded(&path, || open_read_tables(&txn)).map_err(|e| e.at(&path))?;
+        let tables = guard::guarded(&path, || open_read_tables(txn)).map_err(|e| e.at(&path))?;
         Ok(Reader { tables, prefix: self.prefix.clone(), path })
     }
 
@@ -845,6 +849,23 @@ impl Store {
         decode: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
     ) -> Result<Vec<(u64, T)>, StoreError> {
         let txn = self.begin_read()?;
+        self.journal_in(&txn, from, decode)
+    }
+
+    /// The journal from sequence `from` on and a reader of the issues, both of one snapshot:
+    /// every op the issues reflect is in the list, and no later one.
+    pub fn journal_and_read(&self, from: u64) -> Result<(Vec<(u64, Op)>, Reader), StoreError> {
+        let txn = self.begin_read()?;
+        let journal = self.journal_in(&txn, from, |row| serde_json::from_slice(row))?;
+        Ok((journal, self.reader_of(&txn)?))
+    }
+
+    fn journal_in<T>(
+        &self,
+        txn: &ReadTransaction,
+        from: u64,
+        decode: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
+    ) -> Result<Vec<(u64, T)>, StoreError> {
         let path = self.path();
         guard::guarded(&path, || {
             let table = txn.open_table(JOURNAL)?;

@@ -625,8 +625,7 @@ impl Supervisor {
         let ids: HashMap<String, ()> = self.running.keys().map(|id| (id.clone(), ())).collect();
         let read = self
             .blocking(move |s| -> Result<_, StoreError> {
-                let (next, touched) = revocation::touched_since(s, from, &ids)?;
-                let reader = s.read()?;
+                let (next, touched, reader) = revocation::touched_since(s, from, &ids)?;
                 let mut issues = Vec::new();
                 for (id, touch) in touched {
                     issues.push((reader.issue(&id)?, id, touch));

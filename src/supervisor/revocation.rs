@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::lease::Identity;
 use super::runner::Control;
 use crate::model::{Issue, Status};
-use crate::store::{Store, StoreError};
+use crate::store::{Reader, Store, StoreError};
 
 /// The last op that may have changed a task's ownership, per task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,15 +25,19 @@ pub struct Touch {
 }
 
 /// Ops journaled from `from` on that touch one of `running` (comments and labels aside).
-/// Returns the next sequence to read from and, per touched task, the latest such op.
+/// Returns the next sequence to read from, per touched task the latest such op, and a reader
+/// of the same snapshot: the tasks it reads are as those ops left them, so the latest op is
+/// the one that explains a task's state (read later, an agent's close could look like the
+/// work of whoever wrote the op before it).
 pub fn touched_since(
     store: &Store,
     from: u64,
     running: &HashMap<String, impl Sized>,
-) -> Result<(u64, BTreeMap<String, Touch>), StoreError> {
+) -> Result<(u64, BTreeMap<String, Touch>, Reader), StoreError> {
     let mut next = from;
     let mut touched = BTreeMap::new();
-    for (seq, op) in store.journal(from)? {
+    let (journal, reader) = store.journal_and_read(from)?;
+    for (seq, op) in journal {
         next = seq + 1;
         // A bulk op (an import) touches every issue its entries name.
         for kind in op.kind.entries() {
@@ -50,7 +54,7 @@ pub fn touched_since(
             }
         }
     }
-    Ok((next, touched))
+    Ok((next, touched, reader))
 }
 
 /// What the agent of `attempt` must do now that `touch` changed its task, which reads `issue`
@@ -124,8 +128,36 @@ mod tests {
             })
             .unwrap();
         let running = HashMap::from([("t-1".to_string(), ())]);
-        let (_, touched) = touched_since(&store, from, &running).unwrap();
+        let (_, touched, _) = touched_since(&store, from, &running).unwrap();
         assert_eq!(touched["t-1"], Touch { actor: "importer".into(), op: "put" });
+    }
+
+    /// The agent closes its task just after the supervisor's claim was read: the tasks are
+    /// read in the ops' snapshot, so the claim is judged against the task it left (still
+    /// ours), and the close is read, with its actor, next time — never a close by "the
+    /// supervisor" that would stop an agent for finishing.
+    #[test]
+    fn the_tasks_are_read_as_the_listed_ops_left_them() {
+        use crate::op::OpKind;
+        use crate::time::Clock;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let issue = Issue::new("t-1".into(), "x".into(), Timestamp::now());
+        let create = OpKind::Create { issue: Box::new(issue), deps: Vec::new() };
+        store.apply("alice", Clock::System, vec![create]).unwrap();
+        let from = store.journal_head().unwrap() + 1;
+        store.apply("fleet@a", Clock::System, vec![OpKind::Claim { id: "t-1".into() }]).unwrap();
+        let running = HashMap::from([("t-1".to_string(), ())]);
+        let (next, touched, reader) = touched_since(&store, from, &running).unwrap();
+        let close =
+            OpKind::Close { id: "t-1".into(), reason: "done".into(), session: String::new() };
+        store.apply("fleet@a/agent", Clock::System, vec![close]).unwrap();
+
+        assert_eq!(touched["t-1"], Touch { actor: "fleet@a".into(), op: "claim" });
+        assert_eq!(reader.issue("t-1").unwrap().unwrap().status, Status::InProgress);
+        let (_, later, reader) = touched_since(&store, next, &running).unwrap();
+        assert_eq!(later["t-1"], Touch { actor: "fleet@a/agent".into(), op: "close" });
+        assert_eq!(reader.issue("t-1").unwrap().unwrap().status, Status::Closed);
     }
 
     #[test]
@@ -198,7 +230,7 @@ mod tests {
         let merged = a.merge(minute(11), theirs, &[]).unwrap();
         assert_eq!(merged.lost_claims, ["t-1"]);
         let running = HashMap::from([("t-1".to_string(), ())]);
-        let (_, touched) = touched_since(&a, from, &running).unwrap();
+        let (_, touched, _) = touched_since(&a, from, &running).unwrap();
         assert_eq!(touched["t-1"], Touch { actor: "bob".into(), op: "claim" });
         let now = a.read().unwrap().issue("t-1").unwrap().unwrap();
         assert_eq!(now.assignee, "bob");
