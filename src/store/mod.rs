@@ -1246,16 +1246,21 @@ impl<'t> Writer<'t> {
     }
 
     fn finish(mut self) -> Result<Vec<Op>, StoreError> {
+        let started = std::time::Instant::now();
+        let lap = |what: &str| tracing::trace!(ms = started.elapsed().as_millis() as u64, what);
         self.release_held_edges()?;
+        lap("finish: reverse edges written");
         if let Some(seeds) = self.deferred_seeds.take() {
             self.refresh(seeds)?;
         }
+        lap("finish: readiness refreshed");
         if let Some(held) = self.held_order.take() {
             held.write(self.tables.order_mut())?;
         }
         if let Some(held) = self.held_ready.take() {
             held.write(&mut self.tables.ready)?;
         }
+        lap("finish: order and ready written");
         if !self.applied.is_empty() {
             let changes = self.tables.meta_u64(meta::CHANGES)? + 1;
             self.put_meta_u64(meta::CHANGES, changes)?;
