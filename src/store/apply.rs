@@ -536,10 +536,7 @@ impl Writer<'_> {
         patch_issue(&mut issue, patch, at);
         validate_fields(&issue)?;
         self.put_issue(Some(&old), &issue)?;
-        let mut seeds = BTreeSet::from([id.to_string()]);
-        if issue.status != old.status || issue.pinned != old.pinned {
-            seeds.extend(self.status_seeds(id)?);
-        }
+        let mut seeds = self.status_change_seeds(&old, &issue)?;
         if issue.defer_until != old.defer_until {
             seeds.extend(self.tables.dependents_by(id, dep_type::PARENT_CHILD)?);
         }
@@ -571,7 +568,7 @@ impl Writer<'_> {
         issue.started_at.get_or_insert(at);
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
-        Ok(Some(self.status_seeds(id)?))
+        Ok(Some(self.status_change_seeds(&old, &issue)?))
     }
 
     fn release(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {
@@ -591,7 +588,7 @@ impl Writer<'_> {
         issue.fleet.lease = None;
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
-        Ok(Some(self.status_seeds(id)?))
+        Ok(Some(self.status_change_seeds(&old, &issue)?))
     }
 
     fn close(

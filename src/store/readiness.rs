@@ -288,6 +288,22 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Seeds for `old` becoming `new` (the same issue): [`Writer::status_seeds`] when what
+    /// other issues' readiness reads of it changed — whether its status is settled, whether it
+    /// is closed — else only itself. A claim or a release (open ⇄ in progress) changes neither,
+    /// so it recomputes one issue instead of everything it blocks.
+    pub(crate) fn status_change_seeds(
+        &self,
+        old: &Issue,
+        new: &Issue,
+    ) -> Result<BTreeSet<String>, StoreError> {
+        let seen_by_others = |status: &Status| (status.is_settled(), *status == Status::Closed);
+        if seen_by_others(&old.status) == seen_by_others(&new.status) {
+            return Ok(BTreeSet::from([new.id.clone()]));
+        }
+        self.status_seeds(&new.id)
+    }
+
     /// Seeds for a change of `id`'s status: itself, what it blocks directly, and whatever
     /// waits for the children of its parents.
     pub(crate) fn status_seeds(&self, id: &str) -> Result<BTreeSet<String>, StoreError> {
