@@ -40,6 +40,14 @@ fn claim_benchmark_prints_its_table_without_double_claims() {
         assert_eq!(cells[2], claimed, "every issue claimed: {row}");
         assert_eq!(cells[7], "0 / 0", "no double claims: {row}");
     }
+    // The ceiling process start puts on the shapes that start processes per claim.
+    assert!(stdout.contains("Process start alone (`fleet --version`, 4 at once): "), "{stdout}");
+    for shape in ["spawn", "cycle"] {
+        let line =
+            stdout.lines().find(|l| l.trim_start().starts_with(&format!("{shape}: at most")));
+        let line = line.unwrap_or_else(|| panic!("no ceiling for {shape}:\n{stdout}"));
+        assert!(line.contains("2× sqlite needs"), "{line}");
+    }
 }
 
 #[test]
@@ -63,6 +71,9 @@ fn claim_benchmark_reports_json_with_an_audited_final_state() {
             assert_eq!(run["failures"], 0, "{shape}");
         }
     }
+    let start = &report["process_start"];
+    assert_eq!(start["processes"], 50, "one `fleet --version` per spawned claim: {start}");
+    assert!(start["processes_per_sec"].as_f64().is_some_and(|rate| rate > 0.0), "{start}");
 }
 
 /// `fleet bench import` on a small file: both engines import it, and the report names the

@@ -222,6 +222,32 @@ pub struct ClaimReport {
     pub claimers: usize,
     pub machine: Machine,
     pub shapes: Vec<ShapeResult>,
+    /// The machine's rate of starting the binary to do nothing, measured when a shape starts
+    /// processes per claim (spawn, cycle).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_start: Option<ProcessStart>,
+}
+
+/// How many processes of the binary doing nothing (`fleet --version`) the machine starts and
+/// reaps per second, `claimers` at once: the ceiling of any shape that starts one process per
+/// claim (spawn) or three per task (cycle), whatever happens inside them — and the baseline's
+/// workers are the same binary, so it starts them as fast.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessStart {
+    pub processes: usize,
+    pub seconds: f64,
+    pub processes_per_sec: f64,
+}
+
+impl Shape {
+    /// Processes a claim costs in this shape (`None`: processes live across claims).
+    fn processes_per_claim(self) -> Option<f64> {
+        match self {
+            Shape::Spawn => Some(1.0),
+            Shape::Cycle => Some(3.0),
+            Shape::Loop | Shape::Threads => None,
+        }
+    }
 }
 
 /// Runs the claim benchmark.
@@ -254,11 +280,48 @@ pub fn run(config: &ClaimConfig, progress: Progress<'_>) -> Result<ClaimReport, 
             shapes.push(compare(shape, route, config.claimers, fleet, sqlite.clone()));
         }
     }
+    let process_start = if config.shapes.iter().any(|s| s.processes_per_claim().is_some()) {
+        progress("process start: the binary doing nothing, for the ceiling of spawn and cycle");
+        Some(measure_process_start(config)?)
+    } else {
+        None
+    };
     Ok(ClaimReport {
         issues: config.issues,
         claimers: config.claimers,
         machine: Machine::this(),
         shapes,
+        process_start,
+    })
+}
+
+/// Runs `fleet --version` as many times as the spawn shape claims, `claimers` at once.
+fn measure_process_start(config: &ClaimConfig) -> Result<ProcessStart, BenchError> {
+    let processes = Shape::Spawn.issues(config.issues);
+    let (runs, elapsed) = run_claimers(
+        config.claimers,
+        processes,
+        || Ok(()),
+        |(), ticket| {
+            let mut command = Command::new(&config.binary);
+            command.arg("--version").stdin(Stdio::null()).stdout(Stdio::null());
+            match command.status() {
+                // Counted as a "claim" of ticket n, so `won` counts the processes run.
+                Ok(status) if status.success() => {
+                    Claims { won: vec![(String::new(), ticket.to_string())], ..Claims::default() }
+                }
+                Ok(status) => Claims::failed(format!("`fleet --version` {status}")),
+                Err(error) => Claims::failed(format!("spawning `fleet --version`: {error}")),
+            }
+        },
+    )?;
+    if let Some(error) = runs.first_error {
+        return Err(BenchError::Failed(error));
+    }
+    Ok(ProcessStart {
+        processes: runs.won.len(),
+        seconds: elapsed.as_secs_f64(),
+        processes_per_sec: per_second(runs.won.len(), elapsed),
     })
 }
 
@@ -680,10 +743,41 @@ impl ClaimReport {
             ]);
         }
         out.push_str(&grid.to_string());
+        if let Some(start) = &self.process_start {
+            out.push_str(&self.ceilings(start));
+        }
         for result in &self.shapes {
             for (engine, run) in [("fleet", &result.fleet), ("sqlite", &result.sqlite)] {
                 out.push_str(&problems(result.shape, engine, run));
             }
+        }
+        out
+    }
+
+    /// The process-start line, and for each served shape that starts processes the most it
+    /// could reach against what its goal asks.
+    fn ceilings(&self, start: &ProcessStart) -> String {
+        let mut out = format!(
+            "\nProcess start alone (`fleet --version`, {} at once): {}/s.",
+            self.claimers,
+            thousands(start.processes_per_sec)
+        );
+        for result in self.shapes.iter().filter(|r| r.route == Route::Served) {
+            let Some(per_claim) = result.shape.processes_per_claim() else { continue };
+            let Some(Goal::Ratio(wanted)) = result.shape.goal(result.route) else { continue };
+            let ceiling = start.processes_per_sec / per_claim;
+            let needed = wanted * result.sqlite.claims_per_sec;
+            out.push_str(&format!(
+                "\n  {}: at most {}/s with no work at all ({} process{} each); {}× sqlite needs \
+                 {}/s: {}",
+                result.shape.name(),
+                thousands(ceiling),
+                per_claim,
+                if per_claim > 1.0 { "es" } else { "" },
+                wanted,
+                thousands(needed),
+                if ceiling >= needed { "within reach" } else { "out of reach on this machine" }
+            ));
         }
         out
     }
@@ -777,6 +871,7 @@ mod tests {
                 compare(Shape::Loop, Route::Served, 2, run(3000.0), run(1000.0)),
                 compare(Shape::Loop, Route::Direct, 2, run(500.0), run(1000.0)),
             ],
+            process_start: None,
         };
         let text = report.render();
         assert!(text.contains("loop (served): 2 processes, claiming in a loop"), "{text}");
@@ -786,5 +881,62 @@ mod tests {
         assert!(text.contains("≥ 3× sqlite ✓"), "{text}");
         assert!(text.contains("0 / 0"), "{text}");
         assert!(text.contains("2.0"), "claims per commit: {text}");
+        assert!(!text.contains("Process start alone"), "no process shape ran: {text}");
+    }
+
+    /// Starting processes caps the shapes that start them: a served shape whose goal needs
+    /// more than the machine's process-start rate allows is said to be out of reach.
+    #[test]
+    fn the_process_start_rate_caps_spawn_and_cycle() {
+        let run = |rate: f64| EngineRun {
+            claims: 10,
+            seconds: 1.0,
+            claims_per_sec: rate,
+            commits: Some(5),
+            double_claims: 0,
+            in_progress: 10,
+            failures: 0,
+            first_error: None,
+        };
+        let report = ClaimReport {
+            issues: 10,
+            claimers: 64,
+            machine: Machine { cores: 2 },
+            shapes: vec![
+                compare(Shape::Spawn, Route::Served, 64, run(500.0), run(450.0)),
+                compare(Shape::Spawn, Route::Direct, 64, run(300.0), run(450.0)),
+                compare(Shape::Cycle, Route::Served, 64, run(100.0), run(100.0)),
+            ],
+            process_start: Some(ProcessStart {
+                processes: 10,
+                seconds: 0.01,
+                processes_per_sec: 1200.0,
+            }),
+        };
+        let text = report.render();
+        assert!(
+            text.contains("Process start alone (`fleet --version`, 64 at once): 1,200/s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("spawn: at most 1,200/s with no work at all (1 process each); 2× sqlite needs 900/s: within reach"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cycle: at most 400/s with no work at all (3 processes each); 2× sqlite needs 200/s: within reach"),
+            "{text}"
+        );
+        assert_eq!(text.matches("spawn: at most").count(), 1, "served only: {text}");
+        let slow = ClaimReport {
+            process_start: Some(ProcessStart {
+                processes: 10,
+                seconds: 0.1,
+                processes_per_sec: 500.0,
+            }),
+            ..report
+        };
+        let text = slow.render();
+        assert!(text.contains("cycle: at most 167/s"), "{text}");
+        assert!(text.contains("2× sqlite needs 200/s: out of reach on this machine"), "{text}");
     }
 }

@@ -325,8 +325,8 @@ impl EdgeFacts {
         let row: Row<'_> = serde_json::from_slice(row)
             .map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))?;
         let kind = row.kind.map_or_else(|| dep_type::BLOCKS.to_string(), |k| k.into_owned());
-        let any_children = kind == dep_type::WAITS_FOR
-            && Dependency::gate_in_is_any_children(&row.metadata);
+        let any_children =
+            kind == dep_type::WAITS_FOR && Dependency::gate_in_is_any_children(&row.metadata);
         Ok(EdgeFacts { target: target.to_string(), kind, any_children })
     }
 }
