@@ -23,6 +23,14 @@ expect_out '--priority'
 run bd create --help
 expect_ok
 expect_out '--silent'
+# A subcommand's help has bd's layout: its flags under Flags:, help among them, and the
+# global flags below.
+expect_out '^Flags:$'
+expect_out '^  -h, --help +help for create$'
+expect_out '^Global Flags:$'
+run bd ready -h
+expect_ok
+expect_out '^  -h, --help +help for ready$'
 
 run bd version
 expect_ok
