@@ -175,31 +175,16 @@ fn claude_context_pressure_stops_the_agent_and_a_fresh_session_finishes() {
 fn claude_stall_is_killed_released_and_counted() {
     let Some(cli) = agent_cli("claude") else { return };
     let scene = new_scene(&cli, "stall", &[("stall_timeout_secs", "8")], &[]);
-    let mut supervisor = start(&scene, false);
-    let finished = supervisor.wait_finished(&scene.id, "stall-requeued", DEADLINE);
-    // The runner itself stopped the agent's whole process group, before any shutdown.
-    let left_while_running =
-        scene.sandbox.wait_no_processes(Some(supervisor.pid()), Duration::from_secs(10));
-    let status = supervisor.terminate(DEADLINE);
-    let context = scene.context(&supervisor);
-    assert!(finished.is_some(), "the attempt ends as a stall{}", context());
-    assert!(left_while_running.is_empty(), "left behind: {left_while_running:?}{}", context());
-    assert!(status.is_some_and(|s| s.success()), "{}", context());
-
-    let issue = scene.sandbox.show(&scene.id);
-    assert_released_uncharged(&issue, &context);
-    assert_eq!(counter(&issue, "stalls"), 1, "{}", context());
-    assert!(issue["fleet"]["retry_after"].is_string(), "requeued with a backoff{}", context());
+    let issue = crate::assert_stall_killed_released_and_counted(&scene, &SUPERVISOR_ENV);
+    assert!(issue["fleet"]["retry_after"].is_string(), "requeued with a backoff: {issue:#}");
     let comments = scene.sandbox.comments(&scene.id);
     assert!(
         comments
             .iter()
             .any(|c| c.starts_with("[fleet] attempt 1: no output for 8s, killed (stall 1 of 2)")),
-        "{comments:?}{}",
-        context()
+        "{comments:?}"
     );
-    assert_eq!(scene.mock.model_requests().len(), 1, "the CLI was waiting on the API{}", context());
-    assert_no_leftovers(&scene.sandbox, None, &context);
+    assert_eq!(scene.mock.model_requests().len(), 1, "the CLI was waiting on the API");
 }
 
 #[test]
@@ -276,29 +261,8 @@ fn claude_without_credentials_pauses_the_coder_and_charges_nothing() {
     let Some(cli) = agent_cli("claude") else { return };
     let scene = new_scene(&cli, "close", &[], &[]);
     // No API key anywhere and a HOME without a login: the CLI refuses to run.
-    let mut supervisor =
-        scene.start_with(true, &[("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")]);
-    let status = supervisor.wait_exit(DEADLINE);
-    let context = scene.context(&supervisor);
-    assert_eq!(
-        status.and_then(|s| s.code()),
-        Some(4),
-        "--until-idle ends, the task left open: the coder needs a human{}",
-        context()
-    );
-    let unfinished = format!("{} open (coder-paused)", scene.id);
-    assert!(supervisor.stderr().contains(&unfinished), "{}", context());
-    let paused = supervisor.events_of("paused");
-    assert!(
-        paused.iter().any(|p| p["cause"] == "auth" && p["coder"] == "claude"),
-        "paused for authentication: {paused:?}{}",
-        context()
-    );
-    let issue = scene.sandbox.show(&scene.id);
-    assert_released_uncharged(&issue, &context);
-    assert_eq!(counter(&issue, "attempts"), 0, "{}", context());
-    assert!(scene.mock.model_requests().is_empty(), "nothing reached the API{}", context());
-    assert_no_leftovers(&scene.sandbox, None, &context);
+    let env = [("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")];
+    crate::assert_no_sign_in_pauses_the_coder(&scene, "claude", &env);
 }
 
 /// The keys of the two accounts of [`claude_account_rotation_goes_on_past_a_rate_limited_key`]:

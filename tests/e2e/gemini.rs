@@ -151,35 +151,14 @@ fn gemini_daily_quota_releases_uncharged_and_pauses_spawning() {
 fn gemini_stall_is_killed_released_and_counted() {
     let Some(cli) = agent_cli("gemini") else { return };
     let scene = new_scene_with(&cli, "stall", &[("stall_timeout_secs", "8")], true);
-    crate::assert_stall_killed_released_and_counted(&scene);
+    crate::assert_stall_killed_released_and_counted(&scene, &[]);
 }
 
 #[test]
 fn gemini_without_a_key_pauses_the_coder_and_charges_nothing() {
     let Some(cli) = agent_cli("gemini") else { return };
     let scene = new_scene_with(&cli, "close", &[], false);
-    let mut supervisor = scene.start_with(true, &[]);
-    let status = supervisor.wait_exit(DEADLINE);
-    let context = scene.context(&supervisor);
-    assert_eq!(
-        status.and_then(|s| s.code()),
-        Some(4),
-        "--until-idle ends, the task left open: the coder needs a human{}",
-        context()
-    );
-    let unfinished = format!("{} open (coder-paused)", scene.id);
-    assert!(supervisor.stderr().contains(&unfinished), "{}", context());
-    let paused = supervisor.events_of("paused");
-    assert!(
-        paused.iter().any(|p| p["cause"] == "auth" && p["coder"] == "gemini"),
-        "paused for authentication: {paused:?}{}",
-        context()
-    );
-    let issue = scene.sandbox.show(&scene.id);
-    assert_released_uncharged(&issue, &context);
-    assert_eq!(counter(&issue, "attempts"), 0, "{}", context());
-    assert!(scene.mock.model_requests().is_empty(), "nothing reached the API{}", context());
-    assert_no_leftovers(&scene.sandbox, None, &context);
+    crate::assert_no_sign_in_pauses_the_coder(&scene, "gemini", &[]);
 }
 
 #[test]

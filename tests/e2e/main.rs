@@ -198,9 +198,12 @@ pub fn assert_both_close(scene: &Scene, second: &str) {
 /// Runs the supervisor on `scene`'s stalling agent and asserts the runner killed it (leaving
 /// no process behind), released the task uncharged and counted the stall.
 #[track_caller]
-pub fn assert_stall_killed_released_and_counted(scene: &Scene) {
-    let mut supervisor = scene.start_with(false, &[]);
+/// The supervisor runs with `env`. Returns the task as it was left, for the checks a coder
+/// adds.
+pub fn assert_stall_killed_released_and_counted(scene: &Scene, env: &[(&str, &str)]) -> Value {
+    let mut supervisor = scene.start_with(false, env);
     let finished = supervisor.wait_finished(&scene.id, "stall-requeued", DEADLINE);
+    // The runner itself stopped the agent's whole process group, before any shutdown.
     let left_while_running =
         scene.sandbox.wait_no_processes(Some(supervisor.pid()), Duration::from_secs(10));
     let status = supervisor.terminate(DEADLINE);
@@ -211,6 +214,35 @@ pub fn assert_stall_killed_released_and_counted(scene: &Scene) {
     let issue = scene.sandbox.show(&scene.id);
     assert_released_uncharged(&issue, &context);
     assert_eq!(counter(&issue, "stalls"), 1, "{}", context());
+    assert_no_leftovers(&scene.sandbox, None, &context);
+    issue
+}
+
+/// A coder's CLI that cannot sign in: `fleet run --until-idle` (started with `env`) pauses the
+/// coder for authentication, charges the task nothing, and exits 4 naming it; nothing reached
+/// the model API.
+pub fn assert_no_sign_in_pauses_the_coder(scene: &Scene, coder: &str, env: &[(&str, &str)]) {
+    let mut supervisor = scene.start_with(true, env);
+    let status = supervisor.wait_exit(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(4),
+        "--until-idle ends, the task left open: the coder needs a human{}",
+        context()
+    );
+    let unfinished = format!("{} open (coder-paused)", scene.id);
+    assert!(supervisor.stderr().contains(&unfinished), "{}", context());
+    let paused = supervisor.events_of("paused");
+    assert!(
+        paused.iter().any(|p| p["cause"] == "auth" && p["coder"] == coder),
+        "paused for authentication: {paused:?}{}",
+        context()
+    );
+    let issue = scene.sandbox.show(&scene.id);
+    assert_released_uncharged(&issue, &context);
+    assert_eq!(counter(&issue, "attempts"), 0, "{}", context());
+    assert!(scene.mock.model_requests().is_empty(), "nothing reached the API{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
 

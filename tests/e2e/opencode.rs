@@ -154,7 +154,7 @@ fn opencode_context_pressure_stops_the_agent_and_a_fresh_session_finishes() {
 fn opencode_stall_is_killed_released_and_counted() {
     let Some(cli) = agent_cli("opencode") else { return };
     let scene = new_scene_with(&cli, "stall", &[("stall_timeout_secs", "8")]);
-    crate::assert_stall_killed_released_and_counted(&scene);
+    crate::assert_stall_killed_released_and_counted(&scene, &[]);
 }
 
 #[test]
