@@ -14,7 +14,7 @@
 //! The pauses in force are kept in `$FLEET_HOME/state/pauses.json`, so a restarted supervisor
 //! does not walk straight back into a rate limit; every pause is also appended to
 //! `state/pause-history.jsonl` ([`history`]) when it starts or grows, for `fleet stats
-//! --agents`.
+//! --agents`; past 1 MiB the history is cut to its newest half.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -161,6 +161,35 @@ impl PauseRecord {
     }
 }
 
+/// Once the pause history grows past this, it is cut to its newest lines filling half of it
+/// (some thousands of pauses are kept).
+const HISTORY_MAX_BYTES: u64 = 1 << 20;
+
+/// Appends `line` to the history file at `path`, trimming the file when it grew too long.
+fn append_history(path: &Path, line: &str) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes())?;
+    if file.metadata()?.len() > HISTORY_MAX_BYTES {
+        let text = std::fs::read_to_string(path)?;
+        crate::fsutil::write_atomic(path, newest_lines(&text, HISTORY_MAX_BYTES / 2).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The last whole lines of `text` that fit in `budget` bytes, each ending in a newline.
+fn newest_lines(text: &str, budget: u64) -> String {
+    let mut kept = Vec::new();
+    let mut size = 0;
+    for line in text.lines().rev() {
+        size += line.len() as u64 + 1;
+        if size > budget {
+            break;
+        }
+        kept.push(line);
+    }
+    kept.iter().rev().map(|line| format!("{line}\n")).collect()
+}
+
 /// Every line of the pause history under `home` (lines that do not parse are skipped).
 pub fn history(home: &Path) -> Vec<PauseRecord> {
     let Ok(text) = std::fs::read_to_string(home.join("state").join(HISTORY_FILE)) else {
@@ -293,13 +322,8 @@ impl Pauses {
             until: pause.until,
         };
         let Ok(line) = serde_json::to_string(&record) else { return };
-        let appended = std::fs::create_dir_all(dir).and_then(|()| {
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join(HISTORY_FILE))?;
-            std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes())
-        });
+        let appended = std::fs::create_dir_all(dir)
+            .and_then(|()| append_history(&dir.join(HISTORY_FILE), &line));
         if let Err(error) = appended {
             tracing::warn!(%error, dir = %dir.display(), "cannot record the pause in its history");
         }
@@ -332,6 +356,41 @@ pub fn fault_backoff(n: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The history keeps its newest pauses once it grows past its bound, and reads on.
+    #[test]
+    fn a_long_pause_history_is_cut_to_its_newest_pauses() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        let old = PauseRecord {
+            at: "2026-01-01T00:00:00Z".parse().unwrap(),
+            coder: "codex".into(),
+            account: None,
+            cause: PauseCause::RateLimit,
+            until: "2026-01-01T01:00:00Z".parse().unwrap(),
+        };
+        let line = serde_json::to_string(&old).unwrap();
+        let lines = (HISTORY_MAX_BYTES as usize / (line.len() + 1)) + 10;
+        std::fs::write(state.join(HISTORY_FILE), format!("{line}\n").repeat(lines)).unwrap();
+
+        let mut pauses = Pauses::load(dir.path());
+        pauses.fault(&Scope::coder("claude"), PauseCause::Auth, "Not logged in", Timestamp::now());
+
+        let size = std::fs::metadata(state.join(HISTORY_FILE)).unwrap().len();
+        assert!(size <= HISTORY_MAX_BYTES / 2, "{size} bytes left");
+        let history = history(dir.path());
+        assert!(history.len() > 1000, "thousands of pauses kept: {}", history.len());
+        assert_eq!(history.last().map(|r| r.coder.as_str()), Some("claude"), "the newest kept");
+        assert!(history[..history.len() - 1].iter().all(|r| *r == old));
+    }
+
+    #[test]
+    fn newest_lines_keep_whole_lines_within_the_budget() {
+        assert_eq!(newest_lines("aa\nbbb\ncc\n", 7), "bbb\ncc\n");
+        assert_eq!(newest_lines("aa\nbbb\ncc\n", 6), "cc\n");
+        assert_eq!(newest_lines("aa\nbbb\ncc\n", 2), "");
+    }
 
     #[test]
     fn fault_backoff_doubles_up_to_ten_minutes() {
