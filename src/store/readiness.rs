@@ -222,7 +222,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn remove_ready_entry(&mut self, id: &str) -> Result<(), StoreError> {
+    pub(super) fn remove_ready_entry(&mut self, id: &str) -> Result<(), StoreError> {
         let old = self.tables.ready_keys.remove(id)?.map(|k| k.value().to_vec());
         match (old, &mut self.held_ready) {
             (Some(old), Some(held)) => held.remove(old),
