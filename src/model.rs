@@ -295,15 +295,7 @@ fn default_dep_type() -> String {
 impl Dependency {
     /// Whether this waits-for edge is satisfied by any one closed child rather than all.
     pub fn gate_is_any_children(&self) -> bool {
-        Dependency::gate_in_is_any_children(&self.metadata)
-    }
-
-    /// [`Dependency::gate_is_any_children`] of an edge whose `metadata` is this.
-    pub fn gate_in_is_any_children(metadata: &str) -> bool {
-        if metadata.is_empty() {
-            return false;
-        }
-        serde_json::from_str::<Value>(metadata)
+        serde_json::from_str::<Value>(&self.metadata)
             .ok()
             .and_then(|doc| doc.get("gate").and_then(Value::as_str).map(|g| g == "any-children"))
             .unwrap_or(false)

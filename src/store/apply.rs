@@ -568,11 +568,7 @@ impl Writer<'_> {
         issue.started_at.get_or_insert(at);
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
-        // Open → in progress changes nothing that other issues' readiness reads of it, nor its
-        // own blocked flag (neither status is settled, the edges are the same): it only leaves
-        // the ready index, so nothing needs recomputing.
-        self.remove_ready_entry(id)?;
-        Ok(Some(BTreeSet::new()))
+        Ok(Some(self.status_change_seeds(&old, &issue)?))
     }
 
     fn release(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {

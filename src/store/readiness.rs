@@ -28,11 +28,9 @@ use jiff::Timestamp;
 use redb::ReadableTable;
 use serde::Deserialize;
 
-use super::tables::{
-    Covered, EdgeFacts, EntryCounts, MAX_KEY, ReadyEntry, View, id_of_ready_key, ready_key,
-};
+use super::tables::{Covered, EntryCounts, MAX_KEY, ReadyEntry, View, id_of_ready_key, ready_key};
 use super::{StoreError, Writer, meta};
-use crate::model::{Issue, Status, dep_type};
+use crate::model::{Dependency, Issue, Status, dep_type};
 
 /// The fields of an issue row that readiness reads. Decoding only these skips the text
 /// fields and the unmodelled keys (which the full [`Issue`] collects into a map), so a
@@ -137,16 +135,16 @@ impl Writer<'_> {
     fn blocked_by_edges(
         &self,
         cache: &mut FactCache,
-        deps: &[EdgeFacts],
+        deps: &[Dependency],
     ) -> Result<bool, StoreError> {
         for dep in deps {
             let blocked = match dep.kind.as_str() {
                 kind if dep_type::blocks_directly(kind) => {
-                    self.brief(cache, &dep.target)?.is_some_and(|t| !t.settled)
+                    self.brief(cache, &dep.depends_on_id)?.is_some_and(|t| !t.settled)
                 }
-                dep_type::PARENT_CHILD => self.tables.is_blocked(&dep.target)?,
+                dep_type::PARENT_CHILD => self.tables.is_blocked(&dep.depends_on_id)?,
                 dep_type::WAITS_FOR => {
-                    self.waits_on_children(cache, &dep.target, dep.any_children)?
+                    self.waits_on_children(cache, &dep.depends_on_id, dep.gate_is_any_children())?
                 }
                 _ => false,
             };
@@ -180,11 +178,11 @@ impl Writer<'_> {
         &self,
         cache: &mut FactCache,
         own: &Facts,
-        deps: &[EdgeFacts],
+        deps: &[Dependency],
     ) -> Result<i64, StoreError> {
         let mut until = own.defer_until.map_or(0, crate::time::nanos);
         for dep in deps.iter().filter(|d| d.kind == dep_type::PARENT_CHILD) {
-            if let Some(parent) = self.brief(cache, &dep.target)? {
+            if let Some(parent) = self.brief(cache, &dep.depends_on_id)? {
                 until = until.max(parent.defer);
             }
         }
@@ -204,7 +202,7 @@ impl Writer<'_> {
             };
             let facts = facts_in(&id, &row)?;
             cache.briefs.insert(id.clone(), Some(Brief::of(&facts)));
-            let deps = self.tables.edge_facts_of(&id)?;
+            let deps = self.tables.deps_of(&id)?;
             let was_blocked = self.tables.is_blocked(&id)?;
             let blocked = !facts.status.is_settled() && self.blocked_by_edges(&mut cache, &deps)?;
             if blocked != was_blocked {
@@ -222,7 +220,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    pub(super) fn remove_ready_entry(&mut self, id: &str) -> Result<(), StoreError> {
+    fn remove_ready_entry(&mut self, id: &str) -> Result<(), StoreError> {
         let old = self.tables.ready_keys.remove(id)?.map(|k| k.value().to_vec());
         match (old, &mut self.held_ready) {
             (Some(old), Some(held)) => held.remove(old),
@@ -238,7 +236,7 @@ impl Writer<'_> {
         &mut self,
         cache: &mut FactCache,
         issue: &Fetched<'_>,
-        deps: &[EdgeFacts],
+        deps: &[Dependency],
         blocked: bool,
     ) -> Result<(), StoreError> {
         let (id, facts) = (issue.id, issue.facts);

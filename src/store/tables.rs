@@ -303,34 +303,6 @@ struct IssueText<'a> {
     description: std::borrow::Cow<'a, str>,
 }
 
-/// What readiness reads of an edge: its target, its type, and (for `waits-for`) its gate.
-/// Decoded without the edge's creation time, author and the rest of its row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct EdgeFacts {
-    pub target: String,
-    pub kind: String,
-    /// A `waits-for` edge satisfied by any one closed child rather than all.
-    pub any_children: bool,
-}
-
-impl EdgeFacts {
-    fn decode(target: &str, row: &[u8]) -> Result<EdgeFacts, StoreError> {
-        #[derive(serde::Deserialize)]
-        struct Row<'a> {
-            #[serde(rename = "type", borrow, default)]
-            kind: Option<std::borrow::Cow<'a, str>>,
-            #[serde(borrow, default)]
-            metadata: std::borrow::Cow<'a, str>,
-        }
-        let row: Row<'_> = serde_json::from_slice(row)
-            .map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))?;
-        let kind = row.kind.map_or_else(|| dep_type::BLOCKS.to_string(), |k| k.into_owned());
-        let any_children =
-            kind == dep_type::WAITS_FOR && Dependency::gate_in_is_any_children(&row.metadata);
-        Ok(EdgeFacts { target: target.to_string(), kind, any_children })
-    }
-}
-
 /// Read access shared by read and write transactions.
 pub(crate) trait View {
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError>;
@@ -340,8 +312,6 @@ pub(crate) trait View {
     fn issue_in(&self, id: &str, row: &[u8]) -> Result<Option<Issue>, StoreError>;
     /// The edges recorded on `id` (what it depends on).
     fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError>;
-    /// [`View::deps_of`] as readiness reads it.
-    fn edge_facts_of(&self, id: &str) -> Result<Vec<EdgeFacts>, StoreError>;
     fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError>;
     /// The issues that depend on `id`, with the edge type.
     fn dependents_of(&self, id: &str) -> Result<Vec<(String, String)>, StoreError>;
@@ -458,15 +428,6 @@ where
         for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
             let (_, row) = entry?;
             out.push(decode_dep(row.value())?);
-        }
-        Ok(out)
-    }
-
-    fn edge_facts_of(&self, id: &str) -> Result<Vec<EdgeFacts>, StoreError> {
-        let mut out = Vec::new();
-        for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
-            let (key, row) = entry?;
-            out.push(EdgeFacts::decode(key.value().1, row.value())?);
         }
         Ok(out)
     }
