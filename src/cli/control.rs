@@ -103,14 +103,18 @@ struct HoldsShown {
 
 pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let config = load_config(&home)?;
-    if let Some(coder) = &args.coder {
-        check_coder(&config, coder)?;
+    // Pausing everything reads no configuration: a broken runtime.toml, often the very reason
+    // to pause, does not stop it.
+    let mut account = None;
+    if args.coder.is_some() || args.account.is_some() {
+        let config = load_config(&home)?;
+        if let Some(coder) = &args.coder {
+            check_coder(&config, coder)?;
+        }
+        if let Some(name) = &args.account {
+            account = Some(find_account(&config, args.coder.as_deref(), name)?);
+        }
     }
-    let account = match &args.account {
-        Some(name) => Some(find_account(&config, args.coder.as_deref(), name)?),
-        None => None,
-    };
     let mut holds = Holds::load(&home);
     let hold = Hold {
         since: ctx.now(),

@@ -477,8 +477,10 @@ fn inspect(home: &Path, held: Option<&HomeLock>) -> Result<Found, CliError> {
         },
         Err(reason) => (None, reason),
     };
-    let free = held.is_some() || matches!(HomeLock::try_take(home), Ok(Some(_)));
-    if free {
+    // The lock is held until the file is gone: a `--detach` taking it meanwhile would write
+    // its own pid file, which this must not remove.
+    let taken = if held.is_some() { None } else { HomeLock::try_take(home).ok().flatten() };
+    if held.is_some() || taken.is_some() {
         daemon::remove(home).map_err(|e| {
             CliError::new(format!(
                 "removing the stale pid file {}: {e}",

@@ -216,6 +216,19 @@ fn pause_holds_new_agents_until_resume() {
     supervisor.stop();
 }
 
+/// A broken runtime.toml — often why one pauses — does not stop pausing everything; a pause
+/// that names a coder still needs the file and says what is wrong with it.
+#[test]
+fn pause_of_everything_works_with_a_broken_runtime_toml() {
+    let fleet = Fleet::new(&[]);
+    std::fs::write(fleet.home().join("runtime.toml"), "max_concurrent = [\n").unwrap();
+    let paused = fleet.ws.run(&["pause"]).ok().stdout;
+    assert!(paused.starts_with("⏸ new agents paused for every coder"), "{paused}");
+    let named = fleet.ws.run(&["pause", "--coder", "fake"]).fails(1);
+    assert!(named.stderr.contains("runtime.toml"), "{}", named.stderr);
+    assert_eq!(fleet.ws.run(&["resume"]).ok().stdout.lines().count(), 1);
+}
+
 #[test]
 fn a_question_is_answered_and_the_next_run_reads_the_answer() {
     let fleet = Fleet::new(&[]);
