@@ -851,9 +851,9 @@ mod tests {
         assert_eq!(lines, ["a", "b"]);
     }
 
-    #[test]
-    fn report_renders_every_shape_and_its_double_claims() {
-        let run = |rate: f64| EngineRun {
+    /// An engine's run of 10 claims at `rate` per second, in 5 commits, all backed.
+    fn run(rate: f64) -> EngineRun {
+        EngineRun {
             claims: 10,
             seconds: 1.0,
             claims_per_sec: rate,
@@ -862,7 +862,11 @@ mod tests {
             in_progress: 10,
             failures: 0,
             first_error: None,
-        };
+        }
+    }
+
+    #[test]
+    fn report_renders_every_shape_and_its_double_claims() {
         let report = ClaimReport {
             issues: 10,
             claimers: 2,
@@ -888,16 +892,6 @@ mod tests {
     /// more than the machine's process-start rate allows is said to be out of reach.
     #[test]
     fn the_process_start_rate_caps_spawn_and_cycle() {
-        let run = |rate: f64| EngineRun {
-            claims: 10,
-            seconds: 1.0,
-            claims_per_sec: rate,
-            commits: Some(5),
-            double_claims: 0,
-            in_progress: 10,
-            failures: 0,
-            first_error: None,
-        };
         let report = ClaimReport {
             issues: 10,
             claimers: 64,

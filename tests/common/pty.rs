@@ -93,11 +93,14 @@ impl Pty {
         self.master.write_all(bytes).expect("type on the terminal");
     }
 
-    /// The last screen drawn in place: the text after the last cursor-home (`ESC [ H`), as
-    /// lines, without colour codes and line clearing.
+    /// The last screen drawn in place, whole: the text between the last frame end (`ESC [ J`,
+    /// clear to the end of the screen) and the cursor-home (`ESC [ H`) before it, as lines,
+    /// without colour codes and line clearing. A frame still arriving (the terminal passes a
+    /// large write on in pieces) is not read half-way.
     pub fn screen(&self) -> Vec<String> {
         let text = self.text();
-        let frame = text.rsplit("\x1b[H").next().unwrap_or_default();
+        let drawn = text.rfind("\x1b[J").map_or("", |end| &text[..end]);
+        let frame = drawn.rsplit("\x1b[H").next().unwrap_or_default();
         // Lines end in "\r\n" as written, and the terminal turns "\n" into "\r\n" again.
         strip_escapes(frame)
             .split('\n')

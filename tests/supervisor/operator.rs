@@ -288,7 +288,8 @@ fn row<'s>(screen: &'s [String], id: &str) -> Option<&'s String> {
 
 #[test]
 fn tasks_watch_redraws_in_place_on_a_terminal_and_q_restores_it() {
-    let fleet = Fleet::new(&[]);
+    // The agent idles while the view is watched: no stall check may end it meanwhile.
+    let fleet = Fleet::new(&[("stall_timeout_secs", "3600")]);
     let id = fleet.task("Watch me work", &["stall"]);
     let supervisor = fleet.start(&["--as", "sup"]);
     supervisor.wait_started(&id, 1);
@@ -342,7 +343,7 @@ fn tasks_watch_redraws_in_place_on_a_terminal_and_q_restores_it() {
 #[test]
 fn tasks_watch_with_many_tasks_fits_80_columns_and_scrolls_under_a_fixed_header() {
     const TASKS: usize = 25;
-    let fleet = Fleet::new(&[("max_concurrent", "25")]);
+    let fleet = Fleet::new(&[("max_concurrent", "25"), ("stall_timeout_secs", "3600")]);
     let ids: Vec<String> =
         (1..=TASKS).map(|n| fleet.task(&format!("Job {n}"), &["stall"])).collect();
     let supervisor = fleet.start(&["--as", "sup"]);

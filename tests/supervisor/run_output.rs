@@ -123,10 +123,15 @@ fn until_idle_with_json_keeps_stdout_json_and_reports_unfinished_tasks_as_a_json
     let run = fleet.run_until_idle(&["--json"]);
 
     assert_eq!(run.code, 4, "{}\n{}", run.stdout(), run.stderr);
-    for line in &run.lines {
-        serde_json::from_str::<serde_json::Value>(line)
-            .unwrap_or_else(|e| panic!("stdout holds a line that is not JSON ({e}): {line}"));
-    }
+    let events: Vec<serde_json::Value> = run
+        .lines
+        .iter()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("stdout holds a line that is not JSON ({e}): {line}"))
+        })
+        .collect();
+    assert_eq!(events.last().map(|e| e["type"].clone()), Some("stopped".into()), "{events:?}");
     let error: serde_json::Value = serde_json::from_str(&run.stderr).expect("one JSON error");
     assert_eq!(
         error["error"],
