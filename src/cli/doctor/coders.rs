@@ -10,10 +10,9 @@
 //! ([`agent_path`]). Whatever a program prints is redacted before it is shown.
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::setup::SetupCheck;
 use crate::coders::account::Account;
@@ -293,56 +292,21 @@ struct Ran {
 /// Runs `program args` as an agent would be run (its environment, stdin closed, a process
 /// group of its own), for at most [`PROBE_TIMEOUT`]; its output redacted.
 fn run_briefly(program: &Path, args: &[&str], env: &AgentEnv) -> Result<Ran, String> {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(program)
-        .args(args)
-        .envs(env.command_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|error| format!("could not start: {error}"))?;
-    let readers = [
-        child.stdout.take().map(|out| read_all(Box::new(out))),
-        child.stderr.take().map(|err| read_all(Box::new(err))),
-    ];
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) if started.elapsed() < PROBE_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Ok(None) => {
-                let group = i32::try_from(child.id()).unwrap_or(0);
-                let _ = crate::process::signal_group(group, libc::SIGKILL);
-                let _ = child.wait();
-                break Err(format!("gave no answer within {} s", PROBE_TIMEOUT.as_secs()));
-            }
-            Err(error) => break Err(format!("could not be waited for: {error}")),
-        }
-    };
-    let [stdout, stderr] =
-        readers.map(|reader| reader.and_then(|handle| handle.join().ok()).unwrap_or_default());
-    let status = status?;
+    let mut command = Command::new(program);
+    command.args(args).envs(env.command_env()).stdin(Stdio::null());
+    let output = crate::process::output_owned_within(&mut command, PROBE_TIMEOUT)
+        .map_err(|error| format!("could not start: {error}"))?
+        .ok_or_else(|| format!("gave no answer within {} s", PROBE_TIMEOUT.as_secs()))?;
     let redactor = env.redactor();
+    let text = |bytes: &[u8]| redactor.redact_text(&String::from_utf8_lossy(bytes)).into_owned();
     Ok(Ran {
-        success: status.success(),
-        exit: match status.code() {
+        success: output.status.success(),
+        exit: match output.status.code() {
             Some(code) => format!("exit {code}"),
             None => "killed by a signal".to_owned(),
         },
-        stdout: redactor.redact_text(&stdout).into_owned(),
-        stderr: redactor.redact_text(&stderr).into_owned(),
-    })
-}
-
-fn read_all(mut stream: Box<dyn Read + Send>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = stream.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
+        stdout: text(&output.stdout),
+        stderr: text(&output.stderr),
     })
 }
 
