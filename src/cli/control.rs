@@ -185,12 +185,10 @@ fn find_account(
     coder: Option<&str>,
     name: &str,
 ) -> Result<(String, String), CliError> {
-    let known: Vec<(String, String)> = config
+    let known = config
         .coders
         .iter()
-        .filter(|(c, _)| coder.is_none_or(|wanted| wanted == c.as_str()))
-        .flat_map(|(c, table)| table.accounts.iter().map(move |a| (c.clone(), a.name.clone())))
-        .collect();
+        .flat_map(|(c, table)| table.accounts.iter().map(move |a| (c.as_str(), a.name.as_str())));
     pick_one(known, coder, name, "runtime.toml defines no account")
         .map_err(|error| error.with_hint("accounts are [[coders.NAME.accounts]] tables in runtime.toml (`fleet config show` lists them)"))
 }
@@ -201,25 +199,26 @@ fn held_account(
     coder: Option<&str>,
     name: &str,
 ) -> Result<(String, String), CliError> {
-    let held: Vec<(String, String)> = holds
+    let held = holds
         .accounts
         .iter()
-        .filter(|(c, _)| coder.is_none_or(|wanted| wanted == c.as_str()))
-        .flat_map(|(c, accounts)| accounts.keys().map(move |a| (c.clone(), a.clone())))
-        .collect();
+        .flat_map(|(c, accounts)| accounts.keys().map(move |a| (c.as_str(), a.as_str())));
     pick_one(held, coder, name, "no account is paused under the name")
         .map_err(|error| error.with_hint("`fleet tasks` lists the pauses"))
 }
 
-/// The one `(coder, account)` of `candidates` whose account is `name`.
-fn pick_one(
-    candidates: Vec<(String, String)>,
+/// The one `(coder, account)` of `candidates` whose account is `name` (and whose coder is
+/// `coder`, when given).
+fn pick_one<'a>(
+    candidates: impl Iterator<Item = (&'a str, &'a str)>,
     coder: Option<&str>,
     name: &str,
     none: &str,
 ) -> Result<(String, String), CliError> {
-    let mut matching: Vec<(String, String)> =
-        candidates.into_iter().filter(|(_, account)| account == name).collect();
+    let mut matching: Vec<(String, String)> = candidates
+        .filter(|(c, account)| *account == name && coder.is_none_or(|wanted| wanted == *c))
+        .map(|(c, account)| (c.to_owned(), account.to_owned()))
+        .collect();
     match matching.len() {
         1 => Ok(matching.remove(0)),
         0 => {
