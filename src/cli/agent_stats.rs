@@ -50,10 +50,7 @@ fn render(stats: &AgentStats, now: jiff::Timestamp) -> String {
     if !stats.pauses.is_empty() {
         let mut pauses = new_table(&["PAUSED", "CAUSE", "PAUSES", "TOTAL"], 2);
         for pause in &stats.pauses {
-            let scope = match &pause.account {
-                Some(account) => crate::coders::account::qualified(&pause.coder, account),
-                None => pause.coder.clone(),
-            };
+            let scope = crate::coders::account::qualified(&pause.coder, pause.account.as_deref());
             pauses.add_row(vec![
                 printable(&scope).into_owned(),
                 pause.cause.as_str().to_owned(),

@@ -127,7 +127,7 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
     };
     holds.save(&home).map_err(|e| CliError::new(format!("writing the pause: {e}")))?;
     let whom = match (&account, args.coder.as_deref()) {
-        (Some((coder, name)), _) => format!("account {}", qualified(coder, name)),
+        (Some((coder, name)), _) => format!("account {}", qualified(coder, Some(name))),
         (None, Some(coder)) => format!("coder {coder}"),
         (None, None) => "every coder".to_owned(),
     };
@@ -147,7 +147,7 @@ pub fn cmd_resume(ctx: &Context, args: ResumeArgs) -> Result<(), CliError> {
             let (coder, name) = held_account(&holds, args.coder.as_deref(), name)?;
             (
                 holds.lift_account(&coder, &name),
-                Some(format!("account {}", qualified(&coder, &name))),
+                Some(format!("account {}", qualified(&coder, Some(&name)))),
             )
         }
         None => {
@@ -226,7 +226,7 @@ fn pick_one<'a>(
             Err(CliError::new(format!("{none} {name:?}{of}")))
         }
         _ => {
-            let all: Vec<String> = matching.iter().map(|(c, a)| qualified(c, a)).collect();
+            let all: Vec<String> = matching.iter().map(|(c, a)| qualified(c, Some(a))).collect();
             Err(CliError::new(format!(
                 "several coders have an account {name:?}: {}; add --coder to say which",
                 all.join(", ")

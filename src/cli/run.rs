@@ -324,14 +324,6 @@ fn log_event(event: &Event) {
     tracing::info!(event = kind, "{line}");
 }
 
-/// `claude`, or `claude@work` when the attempt or pause is one account's.
-fn on_account(coder: &str, account: Option<&str>) -> String {
-    match account {
-        Some(account) => crate::coders::account::qualified(coder, account),
-        None => coder.to_owned(),
-    }
-}
-
 /// One human line for an event (`None` for events not worth a line).
 pub fn event_line(event: &Event) -> Option<String> {
     Some(match event {
@@ -341,7 +333,7 @@ pub fn event_line(event: &Event) -> Option<String> {
             )
         }
         Event::Claimed { id, title, coder, model, account, attempt } => {
-            let coder = on_account(coder, account.as_deref());
+            let coder = crate::coders::account::qualified(coder, account.as_deref());
             let model = if model.is_empty() { String::new() } else { format!(", {model}") };
             format!("▶ {id} attempt {attempt} ({coder}{model}): {title}")
         }
@@ -352,7 +344,7 @@ pub fn event_line(event: &Event) -> Option<String> {
             format!("{mark} {id} {verdict}: {detail}")
         }
         Event::Paused { coder, account, until, cause, detail, fix, news } => {
-            let coder = on_account(coder, account.as_deref());
+            let coder = crate::coders::account::qualified(coder, account.as_deref());
             let head = format!("⏸ {coder} paused until {until} ({}): {detail}", cause.as_str());
             if *news { format!("{head}\n  fix: {fix}") } else { head }
         }

@@ -217,10 +217,10 @@ fn runner_line(event: &str, value: &Value) -> Option<String> {
     Some(match event {
         "attempt_started" => format!(
             "▶ attempt {attempt} started: {} {} (pid {}) in {}",
-            match (value["coder"].as_str().unwrap_or("?"), value["account"].as_str()) {
-                (coder, Some(account)) => crate::coders::account::qualified(coder, account),
-                (coder, None) => coder.to_owned(),
-            },
+            crate::coders::account::qualified(
+                value["coder"].as_str().unwrap_or("?"),
+                value["account"].as_str()
+            ),
             value["model"].as_str().unwrap_or(""),
             value["pid"].as_u64().unwrap_or(0),
             value["cwd"].as_str().unwrap_or("?")

@@ -503,8 +503,7 @@ pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendere
     for pause in &view.pauses {
         let coder = match (pause.coder.as_str(), &pause.account) {
             ("*", _) => "every coder".to_owned(),
-            (coder, Some(account)) => crate::coders::account::qualified(coder, account),
-            (coder, None) => coder.to_owned(),
+            (coder, account) => crate::coders::account::qualified(coder, account.as_deref()),
         };
         let until =
             pause.until.map(|u| format!(" until {}", short_time(u, now))).unwrap_or_default();

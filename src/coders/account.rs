@@ -62,9 +62,13 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     (!name.chars().all(allowed)).then_some("may hold only letters, digits, '-', '_', '.' and '@'")
 }
 
-/// `coder@account`, the way fleet shows an account next to its coder.
-pub fn qualified(coder: &str, account: &str) -> String {
-    format!("{coder}@{account}")
+/// `coder@account`, the way fleet shows an account next to its coder; the coder alone without
+/// an account.
+pub fn qualified(coder: &str, account: Option<&str>) -> String {
+    match account {
+        Some(account) => format!("{coder}@{account}"),
+        None => coder.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ impl Holds {
     pub fn held_accounts(&self) -> impl Iterator<Item = (String, &Hold)> {
         self.accounts.iter().flat_map(|(coder, accounts)| {
             accounts.iter().map(move |(account, hold)| {
-                (crate::coders::account::qualified(coder, account), hold)
+                (crate::coders::account::qualified(coder, Some(account)), hold)
             })
         })
     }

@@ -332,7 +332,7 @@ fn rate_limited(
         (issue.fleet.clone(), comment)
     } else {
         let (fleet, coder, _) = uncounted(issue, "");
-        let on = crate::coders::account::qualified(coder, account);
+        let on = crate::coders::account::qualified(coder, Some(account));
         let comment = format!(
             "[fleet] attempt {attempt} on {on}: rate limited{window}; released, not charged (the attempt is not counted); {on} paused until {until}, the other accounts go on"
         );

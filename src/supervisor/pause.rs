@@ -109,10 +109,7 @@ impl Scope {
 impl std::fmt::Display for Scope {
     /// `claude`, or `claude@work` for an account.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.account {
-            Some(account) => f.write_str(&crate::coders::account::qualified(&self.coder, account)),
-            None => f.write_str(&self.coder),
-        }
+        f.write_str(&crate::coders::account::qualified(&self.coder, self.account.as_deref()))
     }
 }
 
