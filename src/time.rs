@@ -122,7 +122,16 @@ pub fn parse_since(value: &str, now: Timestamp) -> Result<Timestamp, String> {
             .map_err(|_| out_of_range());
     }
     match parse_user_date("since", value, now) {
-        Ok(Some(at)) => Ok(at),
+        Ok(Some(at)) if at <= now => Ok(at),
+        // A day name means the last one: dates otherwise read it as the next.
+        Ok(Some(at))
+            if text.strip_prefix("next ").is_none() && text.parse::<WeekdayName>().is_ok() =>
+        {
+            let zone = TimeZone::try_system().unwrap_or(TimeZone::UTC);
+            let week = Span::new().days(7);
+            at.to_zoned(zone).checked_sub(week).map(|z| z.timestamp()).map_err(|_| out_of_range())
+        }
+        Ok(Some(_)) => Err(format!("--since {value:?} is in the future; examples: {SINCE_FORMS}")),
         Ok(None) => Err(invalid()),
         Err(DateError::OutOfRange { .. }) => Err(out_of_range()),
         Err(DateError::Invalid { .. }) => Err(invalid()),
@@ -222,6 +231,19 @@ mod tests {
         assert!(at("yesterday-ish").unwrap_err().contains("examples: 7d"));
         assert!(at("").is_err());
         assert!(at("99999999999w").unwrap_err().contains("out of range"));
+        // Since a day: the last one, not the next (now is a Monday, 2 March 2026, noon).
+        let monday = parse_since("monday", now).unwrap();
+        let sunday = parse_since("sunday", now).unwrap();
+        assert!(
+            monday <= now && now.duration_since(monday) < jiff::SignedDuration::from_hours(37),
+            "{monday}"
+        );
+        assert!(
+            sunday < monday && monday.duration_since(sunday) < jiff::SignedDuration::from_hours(49),
+            "{sunday}"
+        );
+        assert!(at("tomorrow").unwrap_err().contains("in the future"));
+        assert!(at("2099-01-01").unwrap_err().contains("in the future"));
     }
 
     #[test]
