@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fleet::model::{Dependency, Issue, Status};
 use fleet::op::{IssuePatch, OpKind};
-use fleet::store::{ReadyFilter, Store};
+use fleet::store::{ReadyFilter, Store, StoreError};
 use fleet::time::Clock;
+use fleet::tracker::ImportBatch;
 use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 
@@ -242,16 +243,49 @@ fn run_sequence(steps: &[Step]) -> Result<(), TestCaseError> {
         }
     }
     let snapshot = Snapshot::read(&store);
+    assert_readiness_is(&store, &snapshot, "op by op")?;
+    // The same issues and edges imported in one bulk transaction into an empty store, whose
+    // readiness is computed once at the end, must come out the same.
+    let imported = dir.path().join("imported");
+    let bulk = Store::init(&imported.join(".beads"), "t").unwrap();
+    bulk_import(&bulk, &snapshot);
+    assert_readiness_is(&bulk, &snapshot, "bulk import")
+}
+
+/// The blocked set and the ready order of `store` are the recomputation's over `snapshot`.
+fn assert_readiness_is(store: &Store, snapshot: &Snapshot, how: &str) -> Result<(), TestCaseError> {
     let expected_blocked = snapshot.blocked_set();
     let reader = store.read().unwrap();
     let actual_blocked: BTreeSet<String> =
         reader.blocked(None, 0).unwrap().0.into_iter().map(|b| b.summary.issue.id).collect();
-    prop_assert_eq!(&actual_blocked, &expected_blocked, "blocked sets differ");
+    prop_assert_eq!(&actual_blocked, &expected_blocked, "blocked sets differ ({})", how);
     let filter = ReadyFilter { limit: 0, ..ReadyFilter::default() };
     let actual_ready: Vec<String> =
         reader.ready(&filter, now()).unwrap().issues.into_iter().map(|i| i.id).collect();
-    prop_assert_eq!(actual_ready, snapshot.ready_order(&expected_blocked), "ready order differs");
+    prop_assert_eq!(
+        actual_ready,
+        snapshot.ready_order(&expected_blocked),
+        "ready order differs ({})",
+        how
+    );
     Ok(())
+}
+
+/// Writes `snapshot`'s issues, then its edges, as an import does: one bulk transaction.
+fn bulk_import(store: &Store, snapshot: &Snapshot) {
+    let mut batch = ImportBatch::with_capacity(snapshot.issues.len());
+    for issue in snapshot.issues.values() {
+        batch.new_issue(issue.clone(), Vec::new());
+    }
+    for dep in snapshot.deps.values().flatten() {
+        batch.edge(dep.clone());
+    }
+    store
+        .write("importer", Clock::Fixed(now()), |writer| {
+            writer.begin_bulk()?;
+            batch.apply(writer).map_err(|refusal| StoreError::Refused(refusal.to_string()))
+        })
+        .unwrap();
 }
 
 proptest! {

@@ -342,7 +342,7 @@ impl Writer<'_> {
             let made = &ops;
             scope.spawn(move || {
                 // Stops early only when the writer has failed and dropped its end.
-                made.iter().try_for_each(|op| rows.send(encode_op(op)))
+                made.iter().try_for_each(|op| rows.send(super::journal_row::pack(encode_op(op))))
             });
             self.mutate_made_here(made, &received)
         })?;
@@ -364,6 +364,7 @@ impl Writer<'_> {
         rows: &std::sync::mpsc::Receiver<Vec<u8>>,
     ) -> Result<Vec<bool>, StoreError> {
         self.bulk_strict = true;
+        let all_new = self.all_new();
         let mut changed = Vec::with_capacity(ops.len());
         for op in ops {
             self.note_order(op);
@@ -371,6 +372,8 @@ impl Writer<'_> {
             let row = rows.recv().expect("the encoder sends one row per op");
             changed.push(seeds.is_some());
             match (seeds, &mut self.deferred_seeds) {
+                // Every issue is refreshed at the end (see `Writer::finish`).
+                (Some(_), Some(_)) if all_new => {}
                 (Some(seeds), Some(pending)) => pending.extend(seeds),
                 (Some(seeds), None) => self.refresh(seeds)?,
                 (None, _) => continue,
@@ -443,7 +446,7 @@ impl Writer<'_> {
         let deps: Vec<Dependency> =
             deps.iter().map(|d| Dependency { issue_id: issue.id.clone(), ..d.clone() }).collect();
         for dep in &deps {
-            self.check_edge(dep)?;
+            self.check_new_edge(dep)?;
         }
         let sorted;
         let issue = if issue.labels.windows(2).all(|pair| pair[0] < pair[1]) {
@@ -461,7 +464,7 @@ impl Writer<'_> {
         }
         self.count_new_id(&issue.id, replica)?;
         if self.all_new() {
-            return Ok(Some(BTreeSet::from([issue.id.clone()])));
+            return Ok(Some(BTreeSet::new()));
         }
         let parents = deps.iter().filter(|d| d.kind == dep_type::PARENT_CHILD);
         Ok(Some(
@@ -700,7 +703,7 @@ impl Writer<'_> {
         self.put_meta_u64(meta::COMMENT_SEQ, seq)?;
         let row = serde_json::to_vec(comment).expect("a comment serialises");
         self.tables.comments.insert((comment.issue_id.as_str(), seq), row.as_slice())?;
-        self.touched.insert(comment.issue_id.clone());
+        self.touch(&comment.issue_id);
         Ok(Some(BTreeSet::new()))
     }
 
@@ -723,14 +726,8 @@ impl Writer<'_> {
     /// Validates a new edge against the store's invariants (request rules such as beads' epic
     /// rule live in the tracker) and says whether it is new or replaces the same edge.
     fn check_edge(&self, dep: &Dependency) -> Result<EdgePlan, StoreError> {
-        validate_dep_type(&dep.kind)?;
+        self.check_new_edge(dep)?;
         let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
-        if from == to {
-            return Err(StoreError::SelfDependency(from.to_string()));
-        }
-        if !self.has_issue(to)? && !crate::model::is_foreign_ref(to, &self.prefix) {
-            return Err(StoreError::NotFound(to.to_string()));
-        }
         if let Some(existing) = self.tables.dep(from, to)? {
             if existing.kind == dep.kind {
                 return Ok(EdgePlan::Replace { unchanged: existing.metadata == dep.metadata });
@@ -756,6 +753,21 @@ impl Writer<'_> {
             });
         }
         Ok(EdgePlan::Insert)
+    }
+
+    /// What an edge of an issue that is being created needs: a known type, another issue as
+    /// its target, and a target that exists (or is another project's). A new issue has no
+    /// edges to replace, and nothing depends on it yet, so no edge of its can close a cycle.
+    fn check_new_edge(&self, dep: &Dependency) -> Result<(), StoreError> {
+        validate_dep_type(&dep.kind)?;
+        let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+        if from == to {
+            return Err(StoreError::SelfDependency(from.to_string()));
+        }
+        if !self.has_issue(to)? && !crate::model::is_foreign_ref(to, &self.prefix) {
+            return Err(StoreError::NotFound(to.to_string()));
+        }
+        Ok(())
     }
 
     fn insert_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {
@@ -791,8 +803,16 @@ impl Writer<'_> {
 
     /// Notes that the counts of both ends of an edge changed.
     fn touch_ends(&mut self, from: &str, to: &str) {
-        self.touched.insert(from.to_string());
-        self.touched.insert(to.to_string());
+        self.touch(from);
+        self.touch(to);
+    }
+
+    /// Notes that `id`'s ready entry may be stale (its row or counts changed). Not needed while
+    /// every issue is new: the refresh at the end takes them all.
+    fn touch(&mut self, id: &str) {
+        if !self.all_new() {
+            self.touched.insert(id.to_string());
+        }
     }
 
     /// Writes an issue row and keeps the label and order indexes in step with it.
@@ -807,7 +827,7 @@ impl Writer<'_> {
         }
         let row = serde_json::to_vec(issue).expect("an issue serialises");
         self.tables.issues.insert(issue.id.as_str(), row.as_slice())?;
-        self.touched.insert(issue.id.clone());
+        self.touch(&issue.id);
         if let Some(bulk) = &mut self.bulk_ids
             && old.is_none()
         {

@@ -223,7 +223,7 @@ pub(super) fn highest_key(
         meta: crate::op::OpMeta,
     }
     let key = |bytes: &[u8]| {
-        serde_json::from_slice::<MetaOnly>(bytes).ok().map(|m| OrderKey {
+        super::journal_row::decode::<MetaOnly>(bytes).ok().map(|m| OrderKey {
             stamp: m.meta.stamp,
             replica: m.meta.replica,
             id: m.meta.id,
@@ -243,7 +243,8 @@ pub(super) fn highest_key(
 /// and the sidelined ops.
 fn known_ops(txn: &WriteTransaction) -> Result<Vec<(Op, Source)>, StoreError> {
     let decode = |what: String, bytes: &[u8]| {
-        serde_json::from_slice::<Op>(bytes).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+        super::journal_row::decode::<Op>(bytes)
+            .map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
     };
     let mut sidelined = HashMap::new();
     for entry in txn.open_table(SIDELINED)?.iter()? {

@@ -1,0 +1,102 @@
+//! How an op is kept in the journal table: its JSON record, compressed when it is large.
+//!
+//! Almost every op is a few hundred bytes of JSON and is stored as it is. A bulk op (an
+//! import's records, [`crate::op::OpKind::Bulk`]) carries up to a thousand issues, so its JSON
+//! runs to a megabyte; an import of 100k issues would otherwise write its whole source a second
+//! time into the store file, which is what made the file (and its commit) about twice as big as
+//! the issues it holds. Such rows are deflated, on the core that encodes them while the other
+//! writes the tables, and inflated again by every reader through [`json`], so nothing outside
+//! the store sees the difference: the JSON a reader gets, and the `ops.jsonl` line git
+//! carries, are byte for byte the op's record.
+//!
+//! A row is one of:
+//! - the JSON record, which starts with `{`;
+//! - [`DEFLATED`], the record's length as 8 bytes little-endian, then its zlib stream.
+
+use std::borrow::Cow;
+
+/// The first byte of a compressed row (a JSON record never starts with it).
+const DEFLATED: u8 = 0x01;
+/// Records at least this long are compressed.
+const COMPRESS_FROM: usize = 16 * 1024;
+/// zlib's fastest level: JSON records shrink about sixfold at it.
+const LEVEL: i32 = 1;
+const HEADER: usize = 9;
+
+/// The row that keeps the JSON record `json`.
+pub(crate) fn pack(json: Vec<u8>) -> Vec<u8> {
+    if json.len() < COMPRESS_FROM {
+        return json;
+    }
+    let mut row = vec![0u8; HEADER + zlib_rs::compress_bound(json.len())];
+    let (compressed, code) =
+        zlib_rs::compress_slice(&mut row[HEADER..], &json, zlib_rs::DeflateConfig::new(LEVEL));
+    if code != zlib_rs::ReturnCode::Ok {
+        return json;
+    }
+    let compressed = compressed.len();
+    row[0] = DEFLATED;
+    row[1..HEADER].copy_from_slice(&(json.len() as u64).to_le_bytes());
+    row.truncate(HEADER + compressed);
+    row
+}
+
+/// The JSON record a row keeps; an error says what is wrong with a row that is neither.
+pub(crate) fn json(row: &[u8]) -> Result<Cow<'_, [u8]>, String> {
+    if row.first() != Some(&DEFLATED) {
+        return Ok(Cow::Borrowed(row));
+    }
+    let length = row
+        .get(1..HEADER)
+        .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|length| usize::try_from(length).ok())
+        .ok_or("a compressed journal row without its length")?;
+    // Deflate shrinks nothing more than about a thousandfold: a larger length is damage, and
+    // is not allocated.
+    if length > (row.len() - HEADER).saturating_mul(1100) {
+        return Err(format!("a compressed journal row claims {length} bytes"));
+    }
+    let mut json = vec![0u8; length];
+    let (inflated, code) =
+        zlib_rs::decompress_slice(&mut json, &row[HEADER..], zlib_rs::InflateConfig::default());
+    if code != zlib_rs::ReturnCode::Ok || inflated.len() != length {
+        return Err(format!("a compressed journal row does not inflate ({code:?})"));
+    }
+    Ok(Cow::Owned(json))
+}
+
+/// Decodes the record a row keeps as `T`.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(row: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(&json(row)?).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_records_are_kept_as_they_are_and_large_ones_come_back_whole() {
+        let small = br#"{"v":1}"#.to_vec();
+        assert_eq!(pack(small.clone()), small);
+        assert_eq!(json(&small).unwrap().as_ref(), small.as_slice());
+
+        let large = format!(r#"{{"ops":[{}]}}"#, vec![r#"{"id":"t-1"}"#; 5000].join(","));
+        let row = pack(large.clone().into_bytes());
+        assert_eq!(row[0], DEFLATED);
+        assert!(row.len() < large.len() / 4, "{} of {}", row.len(), large.len());
+        assert_eq!(json(&row).unwrap().as_ref(), large.as_bytes());
+    }
+
+    #[test]
+    fn a_damaged_compressed_row_is_an_error_not_a_panic() {
+        let large = vec![b'x'; 50_000];
+        let mut row = pack(large);
+        row.truncate(row.len() / 2);
+        assert!(json(&row).is_err());
+        assert!(json(&[DEFLATED, 1, 2]).is_err());
+        let mut lying = pack(vec![b'y'; 50_000]);
+        lying[1..HEADER].copy_from_slice(&(10u64).to_le_bytes());
+        assert!(json(&lying).is_err());
+    }
+}
