@@ -214,15 +214,7 @@ fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalE
     let limit = super::git_time_limit();
     let output = crate::process::output_owned_within(&mut git_command(repo, args), limit)
         .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
-    let Some(output) = output else {
-        return Err(JournalError::Git {
-            context: format!("{what} ({})", repo.git_dir().display()),
-            message: format!(
-                "git gave no answer within {} s and was stopped; is the remote reachable? (FLEET_GIT_TIMEOUT_SECS sets the limit)",
-                limit.as_secs()
-            ),
-        });
-    };
+    let Some(output) = output else { return Err(no_answer(repo, what, limit)) };
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if output.status.success() {
         return Ok(stdout);
@@ -238,6 +230,15 @@ fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalE
         context: format!("{what} ({})", repo.git_dir().display()),
         message: if message.is_empty() { output.status.to_string() } else { message },
     })
+}
+
+/// The error for a git command stopped at the time limit ([`super::git_time_limit`]); `what`
+/// names the remote.
+fn no_answer(repo: &JournalRepo, what: &str, limit: std::time::Duration) -> JournalError {
+    JournalError::NoAnswer {
+        context: format!("{what} ({})", repo.git_dir().display()),
+        secs: limit.as_secs(),
+    }
 }
 
 /// Syncs the workspace of `store` with `remote` (default: `origin` or the only remote); see
@@ -332,14 +333,20 @@ fn fetch(repo: &JournalRepo, remote: &Remote, progress: FetchProgress) -> Result
     }
 }
 
-/// Runs git with its stderr on this process's (for its progress display).
+/// Runs git with its stderr on this process's (for its progress display), within the same
+/// time limit as [`git`].
 fn git_on_terminal(repo: &JournalRepo, args: &[&str], what: &str) -> Result<(), JournalError> {
     let mut command = git_command(repo, args);
     command.stdout(std::process::Stdio::null());
-    let status = crate::process::status_owned(&mut command)
+    let limit = super::git_time_limit();
+    let status = crate::process::status_on_terminal_within(&mut command, limit)
         .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
+    let Some(status) = status else { return Err(no_answer(repo, what, limit)) };
     if status.success() {
         return Ok(());
+    }
+    if std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGINT) {
+        return Err(JournalError::Interrupted(what.to_string()));
     }
     Err(JournalError::Git {
         context: format!("{what} ({})", repo.git_dir().display()),
