@@ -298,22 +298,12 @@ struct SyncLock(#[allow(dead_code)] std::fs::File);
 impl SyncLock {
     fn take(workspace: &Path) -> Result<SyncLock, JournalError> {
         let path = workspace.join(SYNC_LOCK_FILE);
-        let started = std::time::Instant::now();
-        loop {
-            let taken = crate::fsutil::try_lock_exclusive(&path)
-                .map_err(JournalError::io(format!("locking {}", path.display())))?;
-            if let Some(file) = taken {
-                return Ok(SyncLock(file));
-            }
-            if started.elapsed() >= SYNC_WAIT {
-                return Err(JournalError::SyncBusy(
-                    workspace.to_path_buf(),
-                    SYNC_WAIT.as_secs(),
-                    path,
-                ));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let taken = crate::fsutil::lock_exclusive_within(&path, SYNC_WAIT)
+            .map_err(JournalError::io(format!("locking {}", path.display())))?;
+        let file = taken.ok_or_else(|| {
+            JournalError::SyncBusy(workspace.to_path_buf(), SYNC_WAIT.as_secs(), path.clone())
+        })?;
+        Ok(SyncLock(file))
     }
 }
 
