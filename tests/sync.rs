@@ -534,6 +534,35 @@ fn a_silent_remote_stops_a_sync_on_a_terminal_at_the_time_limit() {
     assert_eq!(report["sent"], 1, "{report}");
 }
 
+/// A workspace beads made keeps beads' `.gitignore`, which lacks fleet's lines: the first sync
+/// adds the sync lock's (and the journal repository's) at the end, once, the other lines kept,
+/// so `git status` of the project lists neither; serving the workspace adds the socket's and
+/// its lock's.
+#[test]
+fn a_gitignore_beads_wrote_gets_fleets_lines_once() {
+    let mut fleet = Fleet::new(1);
+    let home = fleet.machines[0].home().to_str().unwrap().to_owned();
+    let gitignore = fleet.machines[0].beads_dir().join(".gitignore");
+    let beads = "# beads\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\ndaemon.log\ndaemon.pid\nbd.sock\n\
+                 !*.jsonl\n!metadata.json\n!config.json\n";
+    std::fs::write(&gitignore, beads).unwrap();
+    git(&["-C", &home, "init", "-q"]);
+    fleet.machines[0].create("first", &[]);
+    fleet.sync(0);
+    fleet.sync(0);
+    let text = std::fs::read_to_string(&gitignore).unwrap();
+    assert_eq!(text, format!("{beads}sync.lock\njournal.git/\n"));
+    let untracked = git(&["-C", &home, "status", "--porcelain", "--untracked-files=all"]);
+    assert!(untracked.contains(".beads/.gitignore"), "{untracked}");
+    assert!(!untracked.contains("sync.lock") && !untracked.contains("journal.git"), "{untracked}");
+
+    fleet.machines[0].serve();
+    let text = std::fs::read_to_string(&gitignore).unwrap();
+    assert_eq!(text, format!("{beads}sync.lock\njournal.git/\nfleet.sock.lock\nfleet.sock\n"));
+    let untracked = git(&["-C", &home, "status", "--porcelain", "--untracked-files=all"]);
+    assert!(!untracked.contains("fleet.sock"), "{untracked}");
+}
+
 /// The live processes whose command line contains `marker`; panics when none shows up within
 /// `within`.
 fn wait_for_processes(

@@ -267,6 +267,7 @@ pub fn sync_showing(
     let _one_at_a_time = SyncLock::take(store.dir())?;
     let committed = commit_pending(store)?;
     let repo = JournalRepo::find_or_create(store.dir())?;
+    ignore_own_files(store.dir(), &repo);
     let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
     fetch(&repo, &remote, progress)?;
     let mut bad_refs = Vec::new();
@@ -282,6 +283,28 @@ pub fn sync_showing(
     let mut report = report(&remote, &repo, merged, sent, bad_refs);
     report.committed = committed.ops;
     Ok(report)
+}
+
+/// Makes sure the workspace's `.gitignore` (a file beads wrote lacks fleet's lines) ignores
+/// what a sync leaves in `.beads/`: the sync lock, and the journal's own repository when the
+/// workspace has one. Checked on every sync, under its lock — one small read next to a fetch —
+/// so a workspace whose `git status` already lists them is mended too. Best effort: a
+/// `.gitignore` that cannot be written is logged, never a failed sync.
+fn ignore_own_files(workspace: &Path, repo: &JournalRepo) {
+    let journal = format!("{}/", super::BARE_DIR);
+    let mut entries = vec![SYNC_LOCK_FILE];
+    if repo.kind == super::RepoKind::Own {
+        entries.push(&journal);
+    }
+    match crate::beads::gitignore::ignore(workspace, &entries) {
+        Ok(added) if !added.is_empty() => {
+            tracing::info!(?added, workspace = %workspace.display(), "added to .beads/.gitignore");
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%error, workspace = %workspace.display(), "could not add fleet's files to .beads/.gitignore")
+        }
+    }
 }
 
 /// The file in the workspace whose lock one sync of the workspace holds at a time.
