@@ -34,6 +34,24 @@ pub fn try_lock_exclusive(path: &Path) -> io::Result<Option<std::fs::File>> {
     }
 }
 
+/// [`try_lock_exclusive`], waiting up to `wait` for the process that holds the lock to let
+/// go: `Ok(None)` when it still holds it then.
+pub fn lock_exclusive_within(
+    path: &Path,
+    wait: std::time::Duration,
+) -> io::Result<Option<std::fs::File>> {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(file) = try_lock_exclusive(path)? {
+            return Ok(Some(file));
+        }
+        if started.elapsed() >= wait {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Whether the file at `path` exists and is closed to group and others (mode `0?00`).
 pub fn is_private(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o077 == 0)

@@ -68,23 +68,15 @@ fn spawn_std_owned(
 }
 
 /// Runs `command` to its end like [`std::process::Command::output`], owned (see
-/// [`spawn_std_owned`]) and with a deadline: the command runs as the leader of a process group
-/// of its own, and when it has not ended within `limit` the whole group is killed (git's ssh
-/// or remote helper too) and `Ok(None)` says so. For programs that talk to the network, whose
-/// silence would otherwise hold their caller forever. Being in a group of its own, it does not
-/// get a terminal's Ctrl-C: it dies with this process instead ([`die_with_parent`]).
+/// [`spawn_std_owned`]) and with a deadline: see [`spawn_group_owned`] and
+/// [`wait_or_kill_group`]; `Ok(None)` when the deadline killed it. For programs that talk to
+/// the network, whose silence would otherwise hold their caller forever.
 pub fn output_owned_within(
     command: &mut std::process::Command,
     limit: Duration,
 ) -> io::Result<Option<std::process::Output>> {
-    use std::os::unix::process::CommandExt;
-    command
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
-    die_with_parent(command);
-    let (mut child, registration) = spawn_std_owned(command)?;
-    let pid = registration.pid;
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let (mut child, _registration) = spawn_group_owned(command)?;
     let read_all = |stream: Option<Box<dyn io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -96,28 +88,104 @@ pub fn output_owned_within(
     };
     let stdout = read_all(child.stdout.take().map(|s| Box::new(s) as Box<dyn io::Read + Send>));
     let stderr = read_all(child.stderr.take().map(|s| Box::new(s) as Box<dyn io::Read + Send>));
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if started.elapsed() >= limit {
-            let _ = signal_group(pid, libc::SIGKILL);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_or_kill_group(&mut child, limit)?;
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
     Ok(status.map(|status| std::process::Output { status, stdout, stderr }))
 }
 
-/// Runs `command`, owned (see [`spawn_std_owned`]), with its stdout and stderr left as set
-/// (inherited): returns its exit status.
-pub fn status_owned(command: &mut std::process::Command) -> io::Result<std::process::ExitStatus> {
-    let (mut child, _registration) = spawn_std_owned(command)?;
-    child.wait()
+/// Runs `command` to its end with its stdio left as set (a terminal, for a program that draws
+/// its progress there), owned and with a deadline like [`output_owned_within`]: its exit
+/// status, or `Ok(None)` when the deadline killed it.
+///
+/// When this process holds the foreground of the terminal on its stderr, the command's group
+/// holds it while the command runs ([`LentTerminal`]), as a shell does for a job it starts:
+/// programs such as git draw their progress only when they are in the foreground, and a
+/// Ctrl-C then reaches the command (which ends, and this process reports it).
+pub fn status_on_terminal_within(
+    command: &mut std::process::Command,
+    limit: Duration,
+) -> io::Result<Option<std::process::ExitStatus>> {
+    let (mut child, registration) = spawn_group_owned(command)?;
+    let _lent = LentTerminal::lend(registration.pid);
+    wait_or_kill_group(&mut child, limit)
+}
+
+/// Spawns `command` owned (see [`spawn_std_owned`]) as the leader of a process group of its
+/// own, so that [`wait_or_kill_group`] reaches everything it starts (git's ssh or remote
+/// helper too). Being in a group of its own, it does not get a terminal's Ctrl-C unless it is
+/// lent the terminal: it dies with this process instead ([`die_with_parent`]).
+fn spawn_group_owned(
+    command: &mut std::process::Command,
+) -> io::Result<(std::process::Child, OwnedChild)> {
+    use std::os::unix::process::CommandExt;
+    command.process_group(0);
+    die_with_parent(command);
+    spawn_std_owned(command)
+}
+
+/// Waits for `child`, the leader of its own process group ([`spawn_group_owned`]), for up to
+/// `limit`: its exit status, or — when it has not ended by then — `None` once the whole group
+/// has been killed and the child reaped.
+fn wait_or_kill_group(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> io::Result<Option<std::process::ExitStatus>> {
+    let group = i32::try_from(child.id()).unwrap_or(0);
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if started.elapsed() >= limit {
+            let _ = signal_group(group, libc::SIGKILL);
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The foreground of the terminal on this process's stderr, lent to a child's process group
+/// and taken back when dropped (also when the child was killed or an error returns early).
+struct LentTerminal {
+    /// This process's own group, which held the foreground before.
+    owner: libc::pid_t,
+}
+
+impl LentTerminal {
+    /// Lends the terminal to group `group`, if this process's group holds its foreground (not
+    /// when stderr is no terminal, or this process runs in the background of a shell).
+    fn lend(group: i32) -> Option<LentTerminal> {
+        // SAFETY: getpgrp, tcgetpgrp and tcsetpgrp read or set the terminal's foreground group
+        // through a descriptor this process has open; they touch no memory of ours.
+        unsafe {
+            let owner = libc::getpgrp();
+            if group <= 1 || libc::tcgetpgrp(libc::STDERR_FILENO) != owner {
+                return None;
+            }
+            (libc::tcsetpgrp(libc::STDERR_FILENO, group) == 0).then_some(LentTerminal { owner })
+        }
+    }
+}
+
+impl Drop for LentTerminal {
+    /// Takes the foreground back. This process is in the background until then, and the
+    /// kernel stops a background process that sets the foreground with SIGTTOU unless the
+    /// signal is blocked: it is, for this call, in this thread.
+    fn drop(&mut self) {
+        // SAFETY: sigemptyset/sigaddset fill sets we own; pthread_sigmask blocks and restores
+        // this thread's mask; tcsetpgrp sets the foreground of the terminal on stderr.
+        unsafe {
+            let mut block: libc::sigset_t = std::mem::zeroed();
+            let mut before: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut block);
+            libc::sigaddset(&raw mut block, libc::SIGTTOU);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &raw const block, &raw mut before);
+            libc::tcsetpgrp(libc::STDERR_FILENO, self.owner);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
+        }
+    }
 }
 
 /// Marks this process as a child subreaper (Linux), so orphaned descendants become its

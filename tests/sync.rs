@@ -7,6 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
+use common::pty::{Pty, strip_escapes};
 use common::{Run, Workspace, git};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -490,4 +491,99 @@ fn a_silent_remote_stops_the_sync_at_the_time_limit() {
     git(&["--git-dir", journal.to_str().unwrap(), "config", "--unset", "remote.origin.uploadpack"]);
     let report = fleet.sync(0);
     assert_eq!(report["sent"], 1, "{report}");
+}
+
+/// The same silent remote, with `fleet sync` run on a terminal, where git draws its progress
+/// there: the fetch is held to the same time limit, git's whole process group is killed, the
+/// message names the remote and what to do, and the sync lock is released.
+#[test]
+fn a_silent_remote_stops_a_sync_on_a_terminal_at_the_time_limit() {
+    let fleet = Fleet::new(1);
+    let a = &fleet.machines[0];
+    a.create("first", &[]);
+    let journal = a.beads_dir().join("journal.git");
+    let marker = "sleep 331";
+    let pack = format!("{marker}; :");
+    git(&["--git-dir", journal.to_str().unwrap(), "config", "remote.origin.uploadpack", &pack]);
+    let mut command = a.command(&["sync"]);
+    command.env("FLEET_GIT_TIMEOUT_SECS", "2").env("TERM", "xterm");
+    let started = std::time::Instant::now();
+    let mut pty = Pty::spawn(command, 200, 40);
+
+    let hanging = wait_for_processes(marker, std::time::Duration::from_secs(20));
+    let group = hanging[0].pgid;
+    let status = pty.wait(std::time::Duration::from_secs(60)).expect("the sync ends");
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(15), "stopped after {took:?}, not at 2 s");
+    assert_eq!(status.code(), Some(1), "{}", pty.text());
+    let text = strip_escapes(&pty.text()).replace("\r\n", "\n");
+    assert!(
+        text.contains("fetching the journal from remote origin (")
+            && text.contains("git gave no answer within 2 s and was stopped"),
+        "{text}"
+    );
+    assert!(text.contains("check the network and the remote's URL"), "{text}");
+    assert!(text.contains("FLEET_GIT_TIMEOUT_SECS"), "{text}");
+    let left: Vec<_> =
+        fleet::process::processes().into_iter().filter(|p| p.pgid == group && !p.zombie).collect();
+    assert!(left.is_empty(), "git's process group {group} is gone: {left:?}");
+
+    // The lock went with the process: the next sync runs (and, the remote answering, ends).
+    git(&["--git-dir", journal.to_str().unwrap(), "config", "--unset", "remote.origin.uploadpack"]);
+    let report = fleet.sync(0);
+    assert_eq!(report["sent"], 1, "{report}");
+}
+
+/// A workspace beads made keeps beads' `.gitignore`, which lacks fleet's lines: the first sync
+/// adds the sync lock's (and the journal repository's) at the end, once, the other lines kept,
+/// so `git status` of the project lists neither; serving the workspace adds the socket's and
+/// its lock's.
+#[test]
+fn a_gitignore_beads_wrote_gets_fleets_lines_once() {
+    let mut fleet = Fleet::new(1);
+    let home = fleet.machines[0].home().to_str().unwrap().to_owned();
+    let gitignore = fleet.machines[0].beads_dir().join(".gitignore");
+    let beads = "# beads\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\ndaemon.log\ndaemon.pid\nbd.sock\n\
+                 !*.jsonl\n!metadata.json\n!config.json\n";
+    std::fs::write(&gitignore, beads).unwrap();
+    git(&["-C", &home, "init", "-q"]);
+    fleet.machines[0].create("first", &[]);
+    fleet.sync(0);
+    fleet.sync(0);
+    let text = std::fs::read_to_string(&gitignore).unwrap();
+    assert_eq!(text, format!("{beads}sync.lock\njournal.git/\n"));
+    let untracked = git(&["-C", &home, "status", "--porcelain", "--untracked-files=all"]);
+    assert!(untracked.contains(".beads/.gitignore"), "{untracked}");
+    assert!(!untracked.contains("sync.lock") && !untracked.contains("journal.git"), "{untracked}");
+
+    fleet.machines[0].serve();
+    let text = std::fs::read_to_string(&gitignore).unwrap();
+    assert_eq!(text, format!("{beads}sync.lock\njournal.git/\nfleet.sock.lock\nfleet.sock\n"));
+    let untracked = git(&["-C", &home, "status", "--porcelain", "--untracked-files=all"]);
+    assert!(!untracked.contains("fleet.sock"), "{untracked}");
+}
+
+/// The live processes whose command line contains `marker`; panics when none shows up within
+/// `within`.
+fn wait_for_processes(
+    marker: &str,
+    within: std::time::Duration,
+) -> Vec<fleet::process::ProcessInfo> {
+    let started = std::time::Instant::now();
+    loop {
+        let found: Vec<_> = fleet::process::processes()
+            .into_iter()
+            .filter(|p| !p.zombie)
+            .filter(|p| {
+                std::fs::read(format!("/proc/{}/cmdline", p.pid)).is_ok_and(|line| {
+                    String::from_utf8_lossy(&line).replace('\0', " ").contains(marker)
+                })
+            })
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+        assert!(started.elapsed() < within, "no process running {marker:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -115,17 +115,17 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
             account = Some(find_account(&config, args.coder.as_deref(), name)?);
         }
     }
-    let mut holds = Holds::load(&home);
+    let mut edit = Holds::edit(&home).map_err(editing_error)?;
     let hold = Hold {
         since: ctx.now(),
         by: ctx.actor().to_string(),
         reason: args.reason.clone().unwrap_or_default(),
     };
     let changed = match &account {
-        Some((coder, name)) => holds.place_account(coder, name, hold),
-        None => holds.place(args.coder.as_deref(), hold),
+        Some((coder, name)) => edit.holds.place_account(coder, name, hold),
+        None => edit.holds.place(args.coder.as_deref(), hold),
     };
-    holds.save(&home).map_err(|e| CliError::new(format!("writing the pause: {e}")))?;
+    let holds = edit.save().map_err(writing_error)?;
     let whom = match (&account, args.coder.as_deref()) {
         (Some((coder, name)), _) => format!("account {}", qualified(coder, Some(name))),
         (None, Some(coder)) => format!("coder {coder}"),
@@ -141,20 +141,21 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
 
 pub fn cmd_resume(ctx: &Context, args: ResumeArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let mut holds = Holds::load(&home);
+    let mut edit = Holds::edit(&home).map_err(editing_error)?;
     let (changed, whom) = match &args.account {
         Some(name) => {
-            let (coder, name) = held_account(&holds, args.coder.as_deref(), name)?;
+            let (coder, name) = held_account(&edit.holds, args.coder.as_deref(), name)?;
             (
-                holds.lift_account(&coder, &name),
+                edit.holds.lift_account(&coder, &name),
                 Some(format!("account {}", qualified(&coder, Some(&name)))),
             )
         }
-        None => {
-            (holds.lift(args.coder.as_deref()), args.coder.as_ref().map(|c| format!("coder {c}")))
-        }
+        None => (
+            edit.holds.lift(args.coder.as_deref()),
+            args.coder.as_ref().map(|c| format!("coder {c}")),
+        ),
     };
-    holds.save(&home).map_err(|e| CliError::new(format!("writing the pause: {e}")))?;
+    let holds = edit.save().map_err(writing_error)?;
     let shown = HoldsShown { changed, holds };
     ctx.out.emit(&shown, || match (changed, &whom) {
         (false, Some(whom)) => format!("{whom} was not paused"),
@@ -163,6 +164,16 @@ pub fn cmd_resume(ctx: &Context, args: ResumeArgs) -> Result<(), CliError> {
         (true, None) => "▶ resumed: new agents start again".to_owned(),
     });
     Ok(())
+}
+
+/// The error for holds that could not be read for a change (their lock, or the state
+/// directory).
+fn editing_error(error: std::io::Error) -> CliError {
+    CliError::new(format!("reading the pauses for a change: {error}"))
+}
+
+fn writing_error(error: std::io::Error) -> CliError {
+    CliError::new(format!("writing the pause: {error}"))
 }
 
 fn load_config(home: &Path) -> Result<RuntimeConfig, CliError> {

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
+use crate::beads::gitignore;
 use crate::store::{STORE_FILE, Store, StoreError};
 
 #[derive(Debug, clap::Args)]
@@ -20,12 +21,6 @@ struct Initialized {
     store: String,
     prefix: String,
 }
-
-/// The `.gitignore` beads keeps in `.beads/`, plus fleet's own: the stores `fleet rebuild`
-/// keeps aside and the journal's own repository (`crate::journal`).
-const GITIGNORE: &str = "# fleet / beads workspace\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\n\
-daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n\
-*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nsync.lock\n";
 
 pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;
@@ -45,8 +40,8 @@ pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
 }
 
 /// Creates the workspace in `dir` (shared by `fleet init` and `bd init`): the store, beads'
-/// `metadata.json`, and the legacy `.gitignore` unless one is there. Creates no
-/// `issues.jsonl` or `export-state.json`.
+/// `metadata.json`, and the legacy `.gitignore` — or fleet's lines added to the one there
+/// ([`gitignore::ignore`]). Creates no `issues.jsonl` or `export-state.json`.
 ///
 /// A `metadata.json` beads already wrote (a Dolt-era workspace: `backend: dolt`) is git-tracked
 /// and read by teammates still on beads; it is left as it is — fleet finds its workspace by
@@ -70,8 +65,11 @@ pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Stor
             format!("{}\n", serde_json::to_string_pretty(&metadata).unwrap_or_default()),
         )?;
     }
-    if !dir.join(".gitignore").exists() {
-        write(".gitignore", GITIGNORE.to_string())?;
+    if !dir.join(gitignore::FILE).exists() {
+        write(gitignore::FILE, gitignore::CONTENTS.to_string())?;
+    } else if let Err(error) = gitignore::ignore(dir, gitignore::FLEET_ENTRIES) {
+        // The workspace is made; a .gitignore fleet may not write only leaves files listed.
+        tracing::warn!(%error, workspace = %dir.display(), "could not add fleet's files to .beads/.gitignore");
     }
     Ok(store)
 }

@@ -140,6 +140,13 @@ pub enum JournalError {
     /// A git operation failed.
     #[error("{context}: {message}")]
     Git { context: String, message: String },
+    /// A git command that talks to a remote was stopped at the time limit
+    /// ([`git_time_limit`]); `context` names the remote.
+    #[error("{context}: git gave no answer within {secs} s and was stopped")]
+    NoAnswer { context: String, secs: u64 },
+    /// A git command on the terminal ended by the person's Ctrl-C.
+    #[error("{0}: stopped by Ctrl-C")]
+    Interrupted(String),
     /// A commit on a journal ref that is not a batch this fleet can read.
     #[error("{reference}: commit {commit} is not a fleet journal batch: {reason}")]
     Format { reference: String, commit: String, reason: String },
@@ -201,6 +208,9 @@ impl JournalError {
             JournalError::Git { .. } => {
                 Some("check that the repository is readable and writable (`git fsck` can check it)")
             }
+            JournalError::NoAnswer { .. } => Some(
+                "check the network and the remote's URL (`fleet remote list`); set FLEET_GIT_TIMEOUT_SECS (seconds) to give git longer",
+            ),
             JournalError::SyncBusy(..) => Some(
                 "wait for it to finish (a slow or unreachable remote?); `fuser -v .beads/sync.lock` names the process holding it",
             ),

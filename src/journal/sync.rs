@@ -214,15 +214,7 @@ fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalE
     let limit = super::git_time_limit();
     let output = crate::process::output_owned_within(&mut git_command(repo, args), limit)
         .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
-    let Some(output) = output else {
-        return Err(JournalError::Git {
-            context: format!("{what} ({})", repo.git_dir().display()),
-            message: format!(
-                "git gave no answer within {} s and was stopped; is the remote reachable? (FLEET_GIT_TIMEOUT_SECS sets the limit)",
-                limit.as_secs()
-            ),
-        });
-    };
+    let Some(output) = output else { return Err(no_answer(repo, what, limit)) };
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if output.status.success() {
         return Ok(stdout);
@@ -238,6 +230,15 @@ fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalE
         context: format!("{what} ({})", repo.git_dir().display()),
         message: if message.is_empty() { output.status.to_string() } else { message },
     })
+}
+
+/// The error for a git command stopped at the time limit ([`super::git_time_limit`]); `what`
+/// names the remote.
+fn no_answer(repo: &JournalRepo, what: &str, limit: std::time::Duration) -> JournalError {
+    JournalError::NoAnswer {
+        context: format!("{what} ({})", repo.git_dir().display()),
+        secs: limit.as_secs(),
+    }
 }
 
 /// Syncs the workspace of `store` with `remote` (default: `origin` or the only remote); see
@@ -266,6 +267,7 @@ pub fn sync_showing(
     let _one_at_a_time = SyncLock::take(store.dir())?;
     let committed = commit_pending(store)?;
     let repo = JournalRepo::find_or_create(store.dir())?;
+    ignore_own_files(store.dir(), &repo);
     let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
     fetch(&repo, &remote, progress)?;
     let mut bad_refs = Vec::new();
@@ -283,6 +285,28 @@ pub fn sync_showing(
     Ok(report)
 }
 
+/// Makes sure the workspace's `.gitignore` (a file beads wrote lacks fleet's lines) ignores
+/// what a sync leaves in `.beads/`: the sync lock, and the journal's own repository when the
+/// workspace has one. Checked on every sync, under its lock — one small read next to a fetch —
+/// so a workspace whose `git status` already lists them is mended too. Best effort: a
+/// `.gitignore` that cannot be written is logged, never a failed sync.
+fn ignore_own_files(workspace: &Path, repo: &JournalRepo) {
+    let journal = format!("{}/", super::BARE_DIR);
+    let mut entries = vec![SYNC_LOCK_FILE];
+    if repo.kind == super::RepoKind::Own {
+        entries.push(&journal);
+    }
+    match crate::beads::gitignore::ignore(workspace, &entries) {
+        Ok(added) if !added.is_empty() => {
+            tracing::info!(?added, workspace = %workspace.display(), "added to .beads/.gitignore");
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%error, workspace = %workspace.display(), "could not add fleet's files to .beads/.gitignore")
+        }
+    }
+}
+
 /// The file in the workspace whose lock one sync of the workspace holds at a time.
 pub const SYNC_LOCK_FILE: &str = "sync.lock";
 /// How long a sync waits for one already running on the same workspace (a slow remote).
@@ -297,22 +321,12 @@ struct SyncLock(#[allow(dead_code)] std::fs::File);
 impl SyncLock {
     fn take(workspace: &Path) -> Result<SyncLock, JournalError> {
         let path = workspace.join(SYNC_LOCK_FILE);
-        let started = std::time::Instant::now();
-        loop {
-            let taken = crate::fsutil::try_lock_exclusive(&path)
-                .map_err(JournalError::io(format!("locking {}", path.display())))?;
-            if let Some(file) = taken {
-                return Ok(SyncLock(file));
-            }
-            if started.elapsed() >= SYNC_WAIT {
-                return Err(JournalError::SyncBusy(
-                    workspace.to_path_buf(),
-                    SYNC_WAIT.as_secs(),
-                    path,
-                ));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let taken = crate::fsutil::lock_exclusive_within(&path, SYNC_WAIT)
+            .map_err(JournalError::io(format!("locking {}", path.display())))?;
+        let file = taken.ok_or_else(|| {
+            JournalError::SyncBusy(workspace.to_path_buf(), SYNC_WAIT.as_secs(), path.clone())
+        })?;
+        Ok(SyncLock(file))
     }
 }
 
@@ -332,14 +346,20 @@ fn fetch(repo: &JournalRepo, remote: &Remote, progress: FetchProgress) -> Result
     }
 }
 
-/// Runs git with its stderr on this process's (for its progress display).
+/// Runs git with its stderr on this process's (for its progress display), within the same
+/// time limit as [`git`].
 fn git_on_terminal(repo: &JournalRepo, args: &[&str], what: &str) -> Result<(), JournalError> {
     let mut command = git_command(repo, args);
     command.stdout(std::process::Stdio::null());
-    let status = crate::process::status_owned(&mut command)
+    let limit = super::git_time_limit();
+    let status = crate::process::status_on_terminal_within(&mut command, limit)
         .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
+    let Some(status) = status else { return Err(no_answer(repo, what, limit)) };
     if status.success() {
         return Ok(());
+    }
+    if std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGINT) {
+        return Err(JournalError::Interrupted(what.to_string()));
     }
     Err(JournalError::Git {
         context: format!("{what} ({})", repo.git_dir().display()),

@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::wire::{self, Answer, Envelope, Outcome, PROTOCOL_VERSION};
-use super::{LOCK_FILE, socket_path};
+use super::{LOCK_FILE, SOCKET_FILE, socket_path};
 use crate::claim::ClaimMode;
 use crate::store::{Store, StoreError};
 use crate::time::Clock;
@@ -139,12 +139,18 @@ impl Drop for Server {
     }
 }
 
-/// Takes the serving lock of the workspace `dir`, or says who holds it.
+/// Takes the serving lock of the workspace `dir`, or says who holds it. Once taken, makes sure
+/// the workspace's `.gitignore` ignores the lock and the socket (a file beads wrote lacks
+/// them); best effort, logged.
 fn take_lock(dir: &Path) -> Result<File, ServeError> {
     let path = dir.join(LOCK_FILE);
-    crate::fsutil::try_lock_exclusive(&path)
+    let file = crate::fsutil::try_lock_exclusive(&path)
         .map_err(io_error(format!("locking {}", path.display())))?
-        .ok_or_else(|| ServeError::AlreadyServed(dir.to_path_buf()))
+        .ok_or_else(|| ServeError::AlreadyServed(dir.to_path_buf()))?;
+    if let Err(error) = crate::beads::gitignore::ignore(dir, &[LOCK_FILE, SOCKET_FILE]) {
+        tracing::warn!(%error, workspace = %dir.display(), "could not add fleet's files to .beads/.gitignore");
+    }
+    Ok(file)
 }
 
 /// Binds the socket, replacing a stale one (the caller holds the serving lock), owner-only.

@@ -7,6 +7,10 @@
 //! limits, faults), which end by themselves: only people write this file, and a running
 //! supervisor re-reads it whenever it changes ([`HoldWatch`]), so a hold takes effect within a
 //! poll.
+//!
+//! Every change is a read-modify-write under an exclusive lock on `state/holds.lock`
+//! ([`Holds::edit`]), and the write replaces the file whole: two `fleet pause` at once both
+//! land, and a reader sees the file before or after a change, never a part.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +49,41 @@ pub fn holds_path(home: &Path) -> PathBuf {
     home.join("state").join("holds.json")
 }
 
+/// The file whose lock one edit of the holds under `home` holds at a time.
+fn lock_path(home: &Path) -> PathBuf {
+    home.join("state").join("holds.lock")
+}
+
+/// How long an edit waits for another one (each takes milliseconds; only a process stopped
+/// in the middle holds the lock longer).
+const EDIT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The holds read for a change, with the lock that keeps every other edit out until
+/// [`HoldsEdit::save`] has written them (or the value is dropped).
+#[derive(Debug)]
+pub struct HoldsEdit {
+    pub holds: Holds,
+    home: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl HoldsEdit {
+    /// Writes the holds atomically (removing the file when there are none), then lets the
+    /// next edit in. Returns what was written.
+    pub fn save(self) -> std::io::Result<Holds> {
+        let path = holds_path(&self.home);
+        if self.holds.is_empty() {
+            match std::fs::remove_file(&path) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+                _ => return Ok(self.holds),
+            }
+        }
+        let text = serde_json::to_string_pretty(&self.holds).map_err(std::io::Error::other)?;
+        crate::fsutil::write_atomic(&path, format!("{text}\n").as_bytes())?;
+        Ok(self.holds)
+    }
+}
+
 impl Holds {
     /// The holds under `home` (none when the file is missing or unreadable).
     pub fn load(home: &Path) -> Holds {
@@ -54,20 +93,26 @@ impl Holds {
             .unwrap_or_default()
     }
 
-    /// Writes the holds under `home` atomically (removing the file when there are none).
-    pub fn save(&self, home: &Path) -> std::io::Result<()> {
-        let path = holds_path(home);
-        if self.is_empty() {
-            return match std::fs::remove_file(&path) {
-                Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-                _ => Ok(()),
-            };
-        }
-        if let Some(dir) = path.parent() {
+    /// The holds under `home`, read under the edit lock (waiting a little for an edit under
+    /// way): the only way to change them, so that no two edits read the same file and one
+    /// overwrites the other's change.
+    pub fn edit(home: &Path) -> std::io::Result<HoldsEdit> {
+        let lock = lock_path(home);
+        if let Some(dir) = lock.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        crate::fsutil::write_atomic(&path, format!("{text}\n").as_bytes())
+        let Some(file) = crate::fsutil::lock_exclusive_within(&lock, EDIT_WAIT)? else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                format!(
+                    "another process has held {} for {} s (a `fleet pause` or `fleet resume` stopped half-way?); `fuser -v {}` names it",
+                    lock.display(),
+                    EDIT_WAIT.as_secs(),
+                    lock.display()
+                ),
+            ));
+        };
+        Ok(HoldsEdit { holds: Holds::load(home), home: home.to_path_buf(), _lock: file })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -184,17 +229,30 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_keeps_other_edits_out_until_it_is_saved() {
+        let home = tempfile::tempdir().unwrap();
+        let mut edit = Holds::edit(home.path()).unwrap();
+        let lock = lock_path(home.path());
+        assert!(crate::fsutil::try_lock_exclusive(&lock).unwrap().is_none());
+        edit.holds.place(None, hold());
+        edit.save().unwrap();
+        assert!(crate::fsutil::try_lock_exclusive(&lock).unwrap().is_some());
+        assert!(Holds::load(home.path()).all.is_some());
+    }
+
+    #[test]
     fn holds_round_trip_and_a_watch_sees_changes() {
         let home = tempfile::tempdir().unwrap();
         let mut watch = HoldWatch::new(home.path());
         assert!(!watch.holds().holds("claude"));
-        let mut holds = Holds::default();
-        assert!(holds.place(Some("claude"), hold()));
-        assert!(!holds.place(Some("claude"), hold()));
-        holds.save(home.path()).unwrap();
+        let mut edit = Holds::edit(home.path()).unwrap();
+        assert!(edit.holds.place(Some("claude"), hold()));
+        assert!(!edit.holds.place(Some("claude"), hold()));
+        edit.save().unwrap();
         assert!(watch.poll());
         assert!(watch.holds().holds("claude") && !watch.holds().holds("codex"));
-        let mut holds = Holds::load(home.path());
+        let mut edit = Holds::edit(home.path()).unwrap();
+        let holds = &mut edit.holds;
         assert!(holds.place_account("codex", "work", hold()));
         assert!(!holds.place_account("codex", "work", hold()));
         assert!(holds.holds_account("codex", "work") && !holds.holds_account("codex", "home"));
@@ -203,7 +261,7 @@ mod tests {
         assert!(holds.place(None, hold()));
         assert!(holds.holds("codex") && holds.holds_account("codex", "home"));
         assert!(holds.lift(None));
-        holds.save(home.path()).unwrap();
+        edit.save().unwrap();
         assert!(!holds_path(home.path()).exists());
         assert!(watch.poll());
         assert!(watch.holds().is_empty());

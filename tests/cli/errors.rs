@@ -309,6 +309,20 @@ fn a_missing_workspace_is_named_with_the_fix() {
     assert!(run.stderr.contains("no fleet workspace at /nonexistent/.beads;"), "{}", run.stderr);
 }
 
+/// `fleet init` in a `.beads/` whose `.gitignore` beads wrote keeps the file and adds fleet's
+/// lines at its end, once.
+#[test]
+fn init_adds_fleets_lines_to_a_gitignore_beads_wrote() {
+    let ws = Workspace::empty();
+    let beads = ws.beads_dir();
+    std::fs::create_dir_all(&beads).unwrap();
+    let theirs = "*.db\ndaemon.log\n!*.jsonl\nsync.lock\n";
+    std::fs::write(beads.join(".gitignore"), theirs).unwrap();
+    ws.run(&["init", "--prefix", "proj"]).ok();
+    let text = std::fs::read_to_string(beads.join(".gitignore")).unwrap();
+    assert_eq!(text, format!("{theirs}*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\n"));
+}
+
 #[test]
 fn init_creates_the_workspace_once() {
     let ws = Workspace::empty();

@@ -241,6 +241,66 @@ fn fleet_pause_account_holds_only_that_account() {
     assert!(fleet.ws.json(&["tasks"])["pauses"].as_array().unwrap().is_empty());
 }
 
+/// Many `fleet pause --account` (then `fleet resume --account`) at once: every one lands —
+/// none reads the holds while another is between its read and its write.
+#[test]
+fn concurrent_account_pauses_and_resumes_all_land() {
+    const ACCOUNTS: usize = 16;
+    let fleet = Fleet::new(&[]);
+    let tables: String = (0..ACCOUNTS)
+        .map(|n| format!("\n[[coders.fake.accounts]]\nname = \"name{n}\"\nenv = {{ FAKE_ACCOUNT = \"name{n}\" }}\n"))
+        .collect();
+    fleet.configure_with(&[], &tables);
+    let at_once = |verb: &str, accounts: &[usize]| {
+        let children: Vec<_> = accounts
+            .iter()
+            .map(|n| {
+                fleet
+                    .ws
+                    .command(&[verb, "--account", &format!("name{n}")])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        }
+    };
+    let paused = |fleet: &Fleet| -> Vec<String> {
+        let view = fleet.ws.json(&["tasks"]);
+        let mut accounts: Vec<String> = view["pauses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|pause| pause["cause"] == "fleet pause")
+            .map(|pause| {
+                format!(
+                    "{}@{}",
+                    pause["coder"].as_str().unwrap(),
+                    pause["account"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        accounts.sort();
+        accounts
+    };
+    fn names(accounts: impl Iterator<Item = usize>) -> Vec<String> {
+        let mut names: Vec<String> = accounts.map(|n| format!("fake@name{n}")).collect();
+        names.sort();
+        names
+    }
+
+    let all: Vec<usize> = (0..ACCOUNTS).collect();
+    at_once("pause", &all);
+    assert_eq!(paused(&fleet), names(all.iter().copied()));
+    let even: Vec<usize> = all.iter().copied().filter(|n| n % 2 == 0).collect();
+    at_once("resume", &even);
+    assert_eq!(paused(&fleet), names(all.iter().copied().filter(|n| n % 2 == 1)));
+}
+
 #[test]
 fn an_accounts_key_never_leaves_runtime_toml() {
     let fleet = fleet_with_accounts(&[("max_failures", "1")]);

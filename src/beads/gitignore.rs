@@ -1,0 +1,100 @@
+//! The `.gitignore` of a workspace's `.beads/`: the lines beads writes, plus fleet's own files.
+//!
+//! `fleet init` (and `bd init`) write it whole when there is none ([`CONTENTS`]), and add
+//! fleet's lines ([`FLEET_ENTRIES`]) to one beads wrote. A workspace beads made and fleet never
+//! initialised keeps beads' file, which lacks them, so `git status` in the user's repository
+//! would list a file fleet creates there: the command that creates such a file adds its line
+//! ([`ignore`]) — at the end, once, every other line left as it was.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+/// The file's name in `.beads/`.
+pub const FILE: &str = ".gitignore";
+
+/// The file for a new workspace: beads' legacy lines, then fleet's own — the stores
+/// `fleet rebuild` keeps aside, the journal's own repository, the serving socket and its lock,
+/// and the sync lock.
+pub const CONTENTS: &str = "# fleet / beads workspace\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\n\
+daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n\
+*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nsync.lock\n";
+
+/// Fleet's own lines of [`CONTENTS`]: the files fleet may create in `.beads/`.
+pub const FLEET_ENTRIES: &[&str] =
+    &["*.db.bak-*", "journal.git/", "fleet.sock", "fleet.sock.lock", "sync.lock"];
+
+/// Adds each of `entries` (patterns as [`CONTENTS`] writes them) that the `.gitignore` in the
+/// workspace `dir` lacks, at its end. A file that has them all is only read; a workspace
+/// without the file gets none (its files are ignored elsewhere, or meant to be seen). Returns
+/// the entries added.
+pub fn ignore<'e>(dir: &Path, entries: &[&'e str]) -> io::Result<Vec<&'e str>> {
+    let path = dir.join(FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let missing: Vec<&str> =
+        entries.iter().copied().filter(|entry| !has_line(&text, entry)).collect();
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    let mut added = String::new();
+    if !text.is_empty() && !text.ends_with('\n') {
+        added.push('\n');
+    }
+    for entry in &missing {
+        added.push_str(entry);
+        added.push('\n');
+    }
+    // Appending keeps the file's mode and every byte before; the caller's lock keeps a second
+    // writer of the same lines out.
+    std::fs::OpenOptions::new().append(true).open(&path)?.write_all(added.as_bytes())?;
+    Ok(missing)
+}
+
+/// Whether `text` has `entry` as a line of its own (also anchored: `/sync.lock`).
+fn has_line(text: &str, entry: &str) -> bool {
+    text.lines().map(str::trim).any(|line| line == entry || line.strip_prefix('/') == Some(entry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_lines_are_added_once_and_the_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let beads = "*.db\ndaemon.log\n!*.jsonl\n/fleet.sock";
+        std::fs::write(&path, beads).unwrap();
+        let added = ignore(dir.path(), &["sync.lock", "fleet.sock", "journal.git/"]).unwrap();
+        assert_eq!(added, ["sync.lock", "journal.git/"]);
+        assert!(ignore(dir.path(), &["sync.lock", "journal.git/"]).unwrap().is_empty());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{beads}\nsync.lock\njournal.git/\n"));
+    }
+
+    #[test]
+    fn a_workspace_without_the_file_gets_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(ignore(dir.path(), &["sync.lock"]).unwrap().is_empty());
+        assert!(!dir.path().join(FILE).exists());
+    }
+
+    #[test]
+    fn a_new_workspace_already_ignores_every_file_fleet_adds_later() {
+        let journal = format!("{}/", crate::journal::BARE_DIR);
+        for entry in [
+            crate::journal::sync::SYNC_LOCK_FILE,
+            crate::server::LOCK_FILE,
+            crate::server::SOCKET_FILE,
+            &journal,
+        ] {
+            assert!(FLEET_ENTRIES.contains(&entry), "{entry}");
+        }
+        for entry in FLEET_ENTRIES {
+            assert!(has_line(CONTENTS, entry), "{entry}");
+        }
+    }
+}
