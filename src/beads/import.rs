@@ -190,10 +190,13 @@ pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch
 }
 
 /// How an import runs.
-#[derive(Debug, Clone, Default)]
-pub struct ImportOptions {
+#[derive(Clone, Copy, Default)]
+pub struct ImportOptions<'a> {
     /// Plan and report, write nothing.
     pub dry_run: bool,
+    /// Work that reads the store once the import is committed (the journal's commit to git),
+    /// run on another core while this one counts what the store holds.
+    pub after_commit: Option<&'a (dyn Fn() + Sync)>,
 }
 
 /// A dependency the import left out, and why.
@@ -346,9 +349,15 @@ pub fn run(
         report
     })?;
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: committed");
-    let reader = store.read()?;
-    let stored = expected.stored(reader.view(), &reader.config_all()?)?;
-    tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: store counted");
+    let stored = std::thread::scope(|scope| {
+        if let Some(work) = options.after_commit {
+            scope.spawn(work);
+        }
+        let reader = store.read()?;
+        let stored = expected.stored(reader.view(), &reader.config_all()?);
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: store counted");
+        stored
+    })?;
     report.fidelity = Fidelity { source: expected.source(), store: Some(stored) };
     // The applied ops hold a copy of everything imported; freeing a large import's worth of
     // small allocations takes a noticeable fraction of a second, which nobody needs to wait for.

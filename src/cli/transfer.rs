@@ -197,9 +197,6 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
         let _ = std::fs::remove_file(file);
     }
     let report = result?;
-    if !args.dry_run {
-        super::journal::commit_after(ctx, target_dir);
-    }
     let home_config = detected.fleet_home.as_ref().map(|home| home.join(config::FILE_NAME));
     let migration = match home_config.filter(|file| file.is_file()) {
         Some(file) => Some(translate_config(&file, args.dry_run)?),
@@ -307,6 +304,11 @@ fn move_legacy_aside(ctx: &Context, path: &Path) -> Result<PathBuf, CliError> {
     Ok(kept)
 }
 
+/// Store cache per imported record for the import's one transaction (see
+/// [`crate::store::size_cache_for_bulk`]): 100k issues import in ~0.4 s less with 400 MiB than
+/// with the default 32 MiB, for ~150 MiB more peak memory.
+const CACHE_PER_RECORD: usize = 4096;
+
 fn import_source(
     ctx: &Context,
     args: &ImportArgs,
@@ -335,7 +337,10 @@ fn import_source(
     if batch.lines == 0 {
         ctx.out.note(&format!("Empty file: {}", source.display()));
     }
-    let options = ImportOptions { dry_run: args.dry_run };
+    let commit_journal = || super::journal::commit_after(ctx, target_dir);
+    let options = ImportOptions { dry_run: args.dry_run, after_commit: Some(&commit_journal) };
+    // A store holds about 1.7 KB per imported issue; the transaction dirties more than that.
+    crate::store::size_cache_for_bulk(batch.records.len().saturating_mul(CACHE_PER_RECORD));
     let mut report = match Store::open(target_dir) {
         Ok(store) => beads::import::run(&store, ctx.actor(), ctx.clock, batch, &options, &bar)
             .map_err(cli_error)?,
