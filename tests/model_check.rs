@@ -249,7 +249,13 @@ fn run_sequence(steps: &[Step]) -> Result<(), TestCaseError> {
     let imported = dir.path().join("imported");
     let bulk = Store::init(&imported.join(".beads"), "t").unwrap();
     bulk_import(&bulk, &snapshot);
-    assert_readiness_is(&bulk, &snapshot, "bulk import")
+    assert_readiness_is(&bulk, &snapshot, "bulk import")?;
+    // And every index agrees with a recomputation (`fleet doctor`'s checks).
+    drop(bulk);
+    let report = fleet::store::check::check(&imported.join(".beads")).unwrap();
+    let failed: Vec<_> = report.checks.iter().filter(|c| !c.ok).collect();
+    prop_assert!(failed.is_empty(), "doctor after a bulk import: {:?}", failed);
+    Ok(())
 }
 
 /// The blocked set and the ready order of `store` are the recomputation's over `snapshot`.

@@ -1272,17 +1272,43 @@ impl<'t> Writer<'t> {
         Ok(ids)
     }
 
-    fn finish(mut self) -> Result<Vec<Op>, StoreError> {
-        let started = std::time::Instant::now();
-        let lap = |what: &str| tracing::trace!(ms = started.elapsed().as_millis() as u64, what);
+    /// Makes the held writes of the reverse edges, then refreshes the readiness of the
+    /// deferred seeds (of every issue, while every issue was new: no op gathered seeds).
+    fn release_held_edges_and_refresh(&mut self, lap: &dyn Fn(&str)) -> Result<(), StoreError> {
         self.release_held_edges()?;
         lap("finish: reverse edges written");
         if let Some(seeds) = self.deferred_seeds.take() {
-            // While every issue was new, no op gathered seeds: they all are.
             let seeds = if self.all_new() { self.all_ids()? } else { seeds };
             self.refresh(seeds)?;
         }
         lap("finish: readiness refreshed");
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<Op>, StoreError> {
+        let started = std::time::Instant::now();
+        let lap = |what: &str| tracing::trace!(ms = started.elapsed().as_millis() as u64, what);
+        match self.held_order.take() {
+            // In bulk mode the order index writes held so far are made on another core while
+            // this one writes the reverse edges and refreshes readiness, which reads nothing of
+            // that index (its own writes to it are held again, and made after).
+            Some(held_order) => {
+                self.held_order = Some(held::HeldBytes::default());
+                let mut order = self.tables.order.take();
+                std::thread::scope(|scope| {
+                    let order_written = scope.spawn(|| match order.as_mut() {
+                        Some(table) => held_order.write(table),
+                        None => Ok(()),
+                    });
+                    let refreshed = self.release_held_edges_and_refresh(&lap);
+                    let written =
+                        order_written.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    refreshed.and(written)
+                })?;
+                self.tables.order = order;
+            }
+            None => self.release_held_edges_and_refresh(&lap)?,
+        }
         if let Some(held) = self.held_order.take() {
             held.write(self.tables.order_mut())?;
         }
