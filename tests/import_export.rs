@@ -221,6 +221,27 @@ fn reimport_is_idempotent_and_comments_are_not_duplicated() {
     assert_eq!(home.export_all(), before);
 }
 
+/// The import's counters (comment numbers, ids made, issues per status) reach the store: a
+/// comment added afterwards joins the imported ones instead of replacing one, a new issue
+/// gets an id of its own, and the status counts match the issues.
+#[test]
+fn writes_after_an_import_build_on_its_counters() {
+    let home = Home::empty();
+    home.import(&fixture("fleet-own-issues.jsonl"), &[]);
+    let comments =
+        |id: &str| home.run(&["comments", id, "--json"]).json().as_array().unwrap().len();
+    assert_eq!(comments("fleet-ca4"), 2);
+    home.run(&["comment", "fleet-ca4", "added after the import"]).ok();
+    assert_eq!(comments("fleet-ca4"), 3);
+    let before = home.run(&["list", "--all", "-n", "0", "--json"]).json();
+    let created = home.run(&["create", "one more", "--json"]).json();
+    let id = created["id"].as_str().unwrap();
+    assert!(before.as_array().unwrap().iter().all(|i| i["id"] != id), "{id} was taken");
+    // The store's own checks (setup checks of coders' CLIs aside) agree with a rebuild.
+    let doctor = home.run_with(home.command(&["doctor", "--json"])).json();
+    assert_eq!(doctor["healthy"], true, "{doctor}");
+}
+
 #[test]
 fn stale_rows_are_skipped_and_labels_are_unioned() {
     let home = Home::initialised("t");

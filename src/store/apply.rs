@@ -400,7 +400,7 @@ impl Writer<'_> {
             actor: &self.actor,
             created_at_nanos: self.clock.now().as_nanosecond(),
         };
-        let existing = self.tables.meta_u64(meta::TOP_LEVEL_COUNT)?;
+        let existing = self.counter(meta::TOP_LEVEL_COUNT)?;
         let issues = &self.tables;
         id::generate(&seed, existing, |candidate| issues.contains(candidate).unwrap_or(true))
             .ok_or(StoreError::IdSpaceExhausted)
@@ -414,7 +414,7 @@ impl Writer<'_> {
         }
         let candidate_depth = id::child_depth(parent) + 1;
         let counter_key = format!("{}{parent}", meta::CHILD_COUNTER);
-        let mut highest = self.tables.meta_u64(&counter_key)?;
+        let mut highest = self.counter(&counter_key)?;
         for child in self.tables.dependents_by(parent, dep_type::PARENT_CHILD)? {
             highest = highest.max(id::child_number(parent, &child).unwrap_or(0));
         }
@@ -485,11 +485,11 @@ impl Writer<'_> {
         match parent_and_number {
             Some((parent, number)) => {
                 let key = format!("{}{parent}", meta::CHILD_COUNTER);
-                let highest = self.tables.meta_u64(&key)?.max(number);
+                let highest = self.counter(&key)?.max(number);
                 self.put_meta_u64(&key, highest)
             }
             None => {
-                let count = self.tables.meta_u64(meta::TOP_LEVEL_COUNT)? + 1;
+                let count = self.counter(meta::TOP_LEVEL_COUNT)? + 1;
                 self.put_meta_u64(meta::TOP_LEVEL_COUNT, count)
             }
         }
@@ -699,7 +699,7 @@ impl Writer<'_> {
         if !self.has_issue(&comment.issue_id)? {
             return Err(StoreError::NotFound(comment.issue_id.clone()));
         }
-        let seq = self.tables.meta_u64(meta::COMMENT_SEQ)? + 1;
+        let seq = self.counter(meta::COMMENT_SEQ)? + 1;
         self.put_meta_u64(meta::COMMENT_SEQ, seq)?;
         let row = serde_json::to_vec(comment).expect("a comment serialises");
         self.tables.comments.insert((comment.issue_id.as_str(), seq), row.as_slice())?;

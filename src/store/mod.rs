@@ -1045,6 +1045,9 @@ pub struct Writer<'t> {
     /// In bulk mode on a store that started empty, the writes of the reverse edges, made in
     /// key order before anything reads them ([`Writer::release_held_edges`]).
     held_edges: Option<held::HeldEdges>,
+    /// In bulk mode, the counters of the meta table written so far (ids made, comments,
+    /// issues per status), which every op of an import would otherwise read and write back.
+    held_counters: Option<foldhash::HashMap<String, u64>>,
 }
 
 /// The issues a bulk-mode [`Writer`] has written: every id written and not deleted since bulk
@@ -1105,6 +1108,7 @@ impl<'t> Writer<'t> {
             held_order: None,
             held_ready: None,
             held_edges: None,
+            held_counters: None,
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
             writer.build_order_index()?;
@@ -1209,8 +1213,24 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
+    /// The counter `key` of the meta table (0 when absent), as this transaction left it.
+    fn counter(&self, key: &str) -> Result<u64, StoreError> {
+        match self.held_counters.as_ref().and_then(|held| held.get(key)) {
+            Some(value) => Ok(*value),
+            None => self.tables.meta_u64(key),
+        }
+    }
+
+    /// Sets the counter `key` (held in memory until the transaction finishes, in bulk mode).
     fn put_meta_u64(&mut self, key: &str, value: u64) -> Result<(), StoreError> {
-        self.tables.meta.insert(key, value.to_be_bytes().as_slice())?;
+        match &mut self.held_counters {
+            Some(held) => {
+                held.insert(key.to_string(), value);
+            }
+            None => {
+                self.tables.meta.insert(key, value.to_be_bytes().as_slice())?;
+            }
+        }
         Ok(())
     }
 
@@ -1232,6 +1252,7 @@ impl<'t> Writer<'t> {
         self.bulk_ids = Some(BulkIds { ids: foldhash::HashSet::default(), complete });
         self.held_order.get_or_insert_with(Default::default);
         self.held_ready.get_or_insert_with(Default::default);
+        self.held_counters.get_or_insert_with(Default::default);
         if complete {
             self.held_edges.get_or_insert_with(Default::default);
         }
@@ -1316,8 +1337,11 @@ impl<'t> Writer<'t> {
             held.write(&mut self.tables.ready)?;
         }
         lap("finish: order and ready written");
+        for (key, value) in self.held_counters.take().unwrap_or_default() {
+            self.put_meta_u64(&key, value)?;
+        }
         if !self.applied.is_empty() {
-            let changes = self.tables.meta_u64(meta::CHANGES)? + 1;
+            let changes = self.counter(meta::CHANGES)? + 1;
             self.put_meta_u64(meta::CHANGES, changes)?;
             self.put_meta_u64(meta::JOURNAL_SEQ, self.journal_seq)?;
         }

@@ -356,12 +356,12 @@ impl Writer<'_> {
         }
         if let Some(old) = old {
             let key = status_count_key(old.as_str());
-            let count = self.tables.meta_u64(&key)?.saturating_sub(1);
+            let count = self.counter(&key)?.saturating_sub(1);
             self.put_meta_u64(&key, count)?;
         }
         if let Some(new) = new {
             let key = status_count_key(new.as_str());
-            let count = self.tables.meta_u64(&key)? + 1;
+            let count = self.counter(&key)? + 1;
             self.put_meta_u64(&key, count)?;
         }
         Ok(())
