@@ -197,6 +197,14 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// How many records the op carries: its entries for a bulk op, else one.
+    pub fn records(&self) -> usize {
+        match self {
+            OpKind::Bulk { ops } => ops.len(),
+            _ => 1,
+        }
+    }
+
     /// The issue the op is about.
     pub fn subject(&self) -> &str {
         match self {

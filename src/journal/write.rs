@@ -83,20 +83,20 @@ fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
 
 /// Splits `ops` into the runs each commit carries: at most `max_ops` ops and, unless one op
 /// alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows.
-fn batches(ops: &[(u64, PendingOp)], max_ops: usize) -> Vec<&[(u64, PendingOp)]> {
+fn batches(ops: &[(u64, PendingOp)], max_ops: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (at, (_, op)) in ops.iter().enumerate() {
         let full =
             at - start == max_ops || (at > start && bytes + op.row.len() > MAX_BYTES_PER_COMMIT);
         if full {
-            out.push(&ops[start..at]);
+            out.push(start..at);
             (start, bytes) = (at, 0);
         }
         bytes += op.row.len() + 1;
     }
     if start < ops.len() {
-        out.push(&ops[start..]);
+        out.push(start..ops.len());
     }
     out
 }
@@ -148,7 +148,7 @@ fn try_commit(
     };
     let chunks = batches(&ops, max_ops);
     for (n, chunk) in chunks.iter().enumerate() {
-        let (info, jsonl, seconds) = encode(replica, chunk);
+        let (info, jsonl, seconds) = encode(replica, &mut ops[chunk.clone()]);
         let Some(id) = repo.commit_batch(&info, &jsonl, tip, seconds)? else {
             return Ok(None);
         };
@@ -195,15 +195,16 @@ fn skip_committed(
     Ok(Recovered { count: at + 1, last_seq: Some(last_seq) })
 }
 
-/// The batch description, `ops.jsonl` and commit time of a non-empty run of ops.
-fn encode(replica: &str, chunk: &[(u64, PendingOp)]) -> (BatchInfo, Vec<u8>, i64) {
-    let (first_seq, first) = &chunk[0];
-    let (last_seq, last) = &chunk[chunk.len() - 1];
+/// The batch description, `ops.jsonl` and commit time of a non-empty run of ops. The rows
+/// move into `ops.jsonl` (each is freed once copied, so a large journal is not held twice).
+fn encode(replica: &str, chunk: &mut [(u64, PendingOp)]) -> (BatchInfo, Vec<u8>, i64) {
     let mut jsonl = Vec::with_capacity(chunk.iter().map(|(_, op)| op.row.len() + 1).sum());
-    for (_, op) in chunk {
-        jsonl.extend_from_slice(&op.row);
+    for (_, op) in chunk.iter_mut() {
+        jsonl.extend_from_slice(&std::mem::take(&mut op.row));
         jsonl.push(b'\n');
     }
+    let (first_seq, first) = &chunk[0];
+    let (last_seq, last) = &chunk[chunk.len() - 1];
     let newest_op = chunk.iter().map(|(_, op)| op.v).max().unwrap_or(1);
     let info = BatchInfo {
         format: batch_format(newest_op),
@@ -338,8 +339,8 @@ mod tests {
         // What a run that died before `record_journal_committed` left behind.
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let tip = repo.tip(store.replica()).unwrap();
-        let pending = scan(&store, store.journal_committed().unwrap()).unwrap();
-        let (info, jsonl, seconds) = encode(store.replica(), &pending.ops);
+        let mut pending = scan(&store, store.journal_committed().unwrap()).unwrap();
+        let (info, jsonl, seconds) = encode(store.replica(), &mut pending.ops);
         repo.commit_batch(&info, &jsonl, tip, seconds).unwrap().unwrap();
         assert_eq!(store.journal_committed().unwrap(), 3);
 
@@ -381,8 +382,8 @@ mod tests {
         add_issues(&store, 1, 2);
         commit_pending(&store).unwrap();
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        let pending = scan(&store, 0).unwrap();
-        let (info, jsonl, seconds) = encode(store.replica(), &pending.ops);
+        let mut pending = scan(&store, 0).unwrap();
+        let (info, jsonl, seconds) = encode(store.replica(), &mut pending.ops);
         // Expecting no ref where there is one, then a parent that is not the tip (dated later,
         // so that the commits differ from the ones already made).
         let later = seconds + 1;

@@ -69,10 +69,10 @@ const CACHE_BYTES: usize = 32 * 1024 * 1024;
 const BULK_CACHE_MAX: usize = 1024 * 1024 * 1024;
 static CACHE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(CACHE_BYTES);
 
-/// Sizes the cache of the store handles this process opens from now on for a transaction that
-/// writes about `bytes` (between the default and [`BULK_CACHE_MAX`]). With a cache smaller than
-/// what one transaction dirties, redb writes pages out to the file and reads them back before
-/// the commit; an import of 100k issues spent a fifth of its time doing so.
+/// Sizes the cache of the writable store handles this process opens from now on for a
+/// transaction that writes about `bytes` (between the default and [`BULK_CACHE_MAX`]). With a
+/// cache smaller than what one transaction dirties, redb writes pages out to the file and
+/// reads them back before the commit; an import of 100k issues spent a fifth of its time so.
 pub fn size_cache_for_bulk(bytes: usize) {
     let size = bytes.clamp(CACHE_BYTES, BULK_CACHE_MAX);
     CACHE.store(size, std::sync::atomic::Ordering::Relaxed);
@@ -365,22 +365,24 @@ fn io_error(context: String) -> impl FnOnce(std::io::Error) -> StoreError {
     move |source| StoreError::Io { context, source }
 }
 
-/// The builder every handle on a store file is opened with.
-fn builder() -> redb::Builder {
+/// The builder every handle on a store file is opened with: read-only handles get the default
+/// cache, writable ones the size the process set ([`size_cache_for_bulk`]).
+fn builder(writable: bool) -> redb::Builder {
     let mut builder = redb::Builder::new();
-    let cache = CACHE.load(std::sync::atomic::Ordering::Relaxed);
+    let cache =
+        if writable { CACHE.load(std::sync::atomic::Ordering::Relaxed) } else { CACHE_BYTES };
     builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter).set_cache_size(cache);
     builder
 }
 
 /// Creates a new database file at `path` (init only).
 fn create_database(path: &Path) -> Result<Database, StoreError> {
-    builder().create(path).map_err(|e| StoreError::from(e).at(path))
+    builder(true).create(path).map_err(|e| StoreError::from(e).at(path))
 }
 
 /// Opens the existing database file at `path` for writing; never creates one.
 fn open_database(path: &Path) -> Result<Database, StoreError> {
-    builder().open(path).map_err(|e| StoreError::from(e).at(path))
+    builder(true).open(path).map_err(|e| StoreError::from(e).at(path))
 }
 
 /// The store file in `dir`, checked to exist and to be a fleet store.
@@ -580,7 +582,7 @@ impl Store {
         let path = store_path(dir)?;
         let identity = FileIdentity::of(&path);
         guard::guarded(&path, || {
-            let (db, snapshot) = match builder().open_read_only(&path) {
+            let (db, snapshot) = match builder(false).open_read_only(&path) {
                 Ok(db) => (Db::ReadOnly(db), None),
                 Err(read_only) => match open_database(&path) {
                     Ok(db) => (Db::ReadWrite(db), None),
