@@ -4,9 +4,12 @@
 //! again as `fleet --db <workspace> run … --detached-lock-fd N` in a new session (`setsid`),
 //! with stdin on /dev/null and stdout and stderr appended to `$FLEET_HOME/logs/fleet-run.out`
 //! (the run log, `fleet-run.log`, keeps the events as in the foreground). The child inherits
-//! the lock and holds it for as long as it lives. The parent writes the pid file and returns
-//! once the supervisor has registered in the store — its config loaded, its guard started, the
-//! store open — or reports the child's failure with the last lines of its output, exit 1.
+//! the lock and holds it for as long as it lives, and writes the pid file itself as soon as it
+//! holds the lock (the command line as typed is handed down with `--detached-argv`), so a
+//! `--detach` killed at any point leaves no supervisor without its record. The parent waits
+//! for that record and returns once the supervisor has registered in the store — its config
+//! loaded, its guard started, the store open — or reports the child's failure with the last
+//! lines of its output, exit 1.
 //!
 //! `status` judges the pid file by pid and start time; a stale one is removed. Exit 0 when the
 //! supervisor runs, [`exit_code::NOT_RUNNING`] when it does not. `stop` sends SIGTERM — the
@@ -71,13 +74,30 @@ pub struct Detached {
 }
 
 impl Detached {
-    /// Adopts the lock `fleet run --detach` handed down as descriptor `fd`.
-    pub fn adopt(fd: i32, home: &Path) -> Result<Detached, CliError> {
+    /// Adopts the lock `fleet run --detach` handed down as descriptor `fd`, then writes the
+    /// pid file naming this process (`argv`: the command line `--detach` was typed as).
+    pub fn start(
+        ctx: &Context,
+        fd: i32,
+        home: &Path,
+        argv: Vec<String>,
+    ) -> Result<Detached, CliError> {
         let lock = HomeLock::adopt(fd, home).map_err(|error| {
             CliError::usage(format!("--detached-lock-fd {fd}: {error}"))
                 .with_hint("this option is for `fleet run --detach` only; use `fleet run --detach`")
         })?;
-        Ok(Detached { home: home.to_path_buf(), _lock: lock })
+        let home = canonical(home)?;
+        let logs = home.join(LOG_DIR);
+        let record = DaemonRecord::of_this_process(
+            canonical_workspace(ctx)?,
+            argv,
+            logs.join(RUN_LOG_FILE),
+            logs.join(OUTPUT_FILE),
+        );
+        daemon::save(&home, &record).map_err(|e| {
+            CliError::new(format!("writing {}: {e}", daemon::record_path(&home).display()))
+        })?;
+        Ok(Detached { home, _lock: lock })
     }
 }
 
@@ -173,10 +193,8 @@ enum Found {
 pub fn cmd_detach(ctx: &Context, args: &StartArgs, argv: Vec<String>) -> Result<(), CliError> {
     let home = fleet_home()?;
     let store = ctx.open_store()?;
-    let dir = ctx.workspace_dir()?;
-    let workspace = std::fs::canonicalize(dir)
-        .map_err(|e| CliError::new(format!("resolving the workspace {}: {e}", dir.display())))?;
-    let status = detach(ctx, &home, &store, &workspace, args, argv)?;
+    let workspace = canonical_workspace(ctx)?;
+    let status = detach(ctx, &home, &store, &workspace, args, &argv)?;
     ctx.out.emit(&status, || render_started(&status));
     Ok(())
 }
@@ -219,7 +237,7 @@ pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
         CliError::new(format!("cannot open the workspace {}", record.workspace.display()))
             .with_hint("check it still exists, or start anew with `fleet run --detach`")
     })?;
-    let started = detach(ctx, &home, &store, &record.workspace, &start, record.argv.clone())?;
+    let started = detach(ctx, &home, &store, &record.workspace, &start, &record.argv)?;
     let restarted = Restarted { stopped, started };
     ctx.out.emit(&restarted, || {
         format!("{}\n{}", render_stop(&restarted.stopped), render_started(&restarted.started))
@@ -231,9 +249,12 @@ pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
 fn recorded_start_args(record: &DaemonRecord) -> Result<StartArgs, CliError> {
     let parsed = <super::Cli as clap::Parser>::try_parse_from(&record.argv);
     match parsed.map(|cli| cli.command) {
-        Ok(super::Command::Run(run)) if run.control.is_none() => {
-            Ok(StartArgs { detach: true, detached_lock_fd: None, ..run.start })
-        }
+        Ok(super::Command::Run(run)) if run.control.is_none() => Ok(StartArgs {
+            detach: true,
+            detached_lock_fd: None,
+            detached_argv: Vec::new(),
+            ..run.start
+        }),
         _ => Err(CliError::new(format!(
             "the pid file records a command line that is not `fleet run --detach`: {}",
             shell_line(&record.argv)
@@ -249,13 +270,12 @@ fn detach(
     store: &Store,
     workspace: &Path,
     args: &StartArgs,
-    argv: Vec<String>,
+    argv: &[String],
 ) -> Result<DaemonStatus, CliError> {
     let lock = take_lock(home)?;
     // Absolute (it exists now): the supervisor runs in the fleet home, and the record names
     // its files wherever it is read from.
-    let home = &std::fs::canonicalize(home)
-        .map_err(|e| CliError::new(format!("resolving {}: {e}", home.display())))?;
+    let home = &canonical(home)?;
     let stale = match inspect(home, Some(&lock))? {
         Found::Running(record) => return Err(already_running(home, Some(&record))),
         Found::NotRunning(stale) => stale,
@@ -267,7 +287,7 @@ fn detach(
     let exe = std::env::current_exe()?;
     let mut command = std::process::Command::new(exe);
     command
-        .args(child_args(workspace, args, lock.raw_fd()))
+        .args(child_args(workspace, args, lock.raw_fd(), argv))
         .env("FLEET_HOME", home)
         .current_dir(home)
         .stdin(Stdio::null())
@@ -278,31 +298,13 @@ fn detach(
         .spawn()
         .map_err(|e| CliError::new(format!("starting the supervisor in the background: {e}")))?;
     let pid = child.id();
-    let record = DaemonRecord {
-        pid,
-        start_ticks: i32::try_from(pid)
-            .ok()
-            .and_then(process::process)
-            .map_or(0, |p| p.start_ticks),
-        boot_id: process::boot_id(),
-        started_at: Timestamp::now(),
-        workspace: workspace.to_path_buf(),
-        argv,
-        log: home.join(LOG_DIR).join(RUN_LOG_FILE),
-        output: output.path.clone(),
-    };
-    daemon::save(home, &record).map_err(|e| {
-        CliError::new(format!("writing {}: {e}", daemon::record_path(home).display()))
-    })?;
-    match wait_until_up(&mut child, store, &record) {
-        Startup::Up => {}
-        Startup::Exited(status) => {
-            let _ = daemon::remove_if_names(home, pid);
-            if !status.success() {
-                return Err(failed_start(&status.to_string(), &output));
-            }
+    let up = match wait_until_up(&mut child, home, store) {
+        Startup::Up(record) => Some(record),
+        Startup::Exited(status) if status.success() => {
             ctx.out.note("fleet run: the supervisor has already finished (--until-idle)");
+            None
         }
+        Startup::Exited(status) => return Err(failed_start(&status.to_string(), &output)),
         Startup::TimedOut => {
             return Err(CliError::new(format!(
                 "the supervisor (pid {pid}) did not come up within {} s; it goes on starting in the background",
@@ -313,17 +315,23 @@ fn detach(
                 output.path.display()
             )));
         }
-    }
-    let mut status = match record.liveness() {
-        Liveness::Running => status_of(home, &record),
-        Liveness::Stale(_) => not_running(home, None),
+    };
+    let mut status = match up {
+        Some(record) if record.liveness() == Liveness::Running => status_of(home, &record),
+        _ => not_running(home, None),
     };
     status.stale = stale;
     Ok(status)
 }
 
-/// `--db <workspace> run [--until-idle] [--as NAME] --detached-lock-fd <fd>`.
-fn child_args(workspace: &Path, args: &StartArgs, lock_fd: i32) -> Vec<std::ffi::OsString> {
+/// `--db <workspace> run [--until-idle] [--as NAME] --detached-lock-fd <fd>`, then
+/// `--detached-argv ARG` for each argument of `typed` (the command line as typed).
+fn child_args(
+    workspace: &Path,
+    args: &StartArgs,
+    lock_fd: i32,
+    typed: &[String],
+) -> Vec<std::ffi::OsString> {
     let mut argv: Vec<std::ffi::OsString> = vec!["--db".into(), workspace.into(), "run".into()];
     if args.until_idle {
         argv.push("--until-idle".into());
@@ -332,6 +340,9 @@ fn child_args(workspace: &Path, args: &StartArgs, lock_fd: i32) -> Vec<std::ffi:
         argv.extend(["--as".into(), name.into()]);
     }
     argv.extend(["--detached-lock-fd".into(), lock_fd.to_string().into()]);
+    for arg in typed {
+        argv.extend(["--detached-argv".into(), arg.into()]);
+    }
     argv
 }
 
@@ -352,22 +363,26 @@ fn in_new_session_keeping(command: &mut std::process::Command, keep: i32) {
 
 /// How the start of a detached supervisor went.
 enum Startup {
-    /// It registered in the store.
-    Up,
+    /// It recorded itself in the pid file and registered in the store.
+    Up(DaemonRecord),
     /// It exited before or right after registering.
     Exited(ExitStatus),
     TimedOut,
 }
 
-/// Waits for the child to register as a supervisor (or to exit, or for the deadline).
-fn wait_until_up(child: &mut Child, store: &Store, record: &DaemonRecord) -> Startup {
+/// Waits for the child to write its pid file under `home` and register as a supervisor in
+/// `store` (or to exit, or for the deadline).
+fn wait_until_up(child: &mut Child, home: &Path, store: &Store) -> Startup {
     let deadline = Instant::now() + STARTUP_DEADLINE;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Startup::Exited(status);
         }
-        if registration_of(store, record).is_some() {
-            return Startup::Up;
+        if let Ok(Some(record)) = daemon::load(home)
+            && record.pid == child.id()
+            && registration_of(store, &record).is_some()
+        {
+            return Startup::Up(record);
         }
         if Instant::now() >= deadline {
             return Startup::TimedOut;
@@ -489,6 +504,19 @@ fn inspect(home: &Path, held: Option<&HomeLock>) -> Result<Found, CliError> {
         })?;
     }
     Ok(Found::NotRunning(Some(StaleRecord { pid: record.as_ref().map(|r| r.pid), reason, record })))
+}
+
+/// `path` made absolute, symbolic links resolved (it exists).
+fn canonical(path: &Path) -> Result<PathBuf, CliError> {
+    std::fs::canonicalize(path)
+        .map_err(|e| CliError::new(format!("resolving {}: {e}", path.display())))
+}
+
+/// The workspace of this command, absolute: the one a detached supervisor serves.
+fn canonical_workspace(ctx: &Context) -> Result<PathBuf, CliError> {
+    let dir = ctx.workspace_dir()?;
+    std::fs::canonicalize(dir)
+        .map_err(|e| CliError::new(format!("resolving the workspace {}: {e}", dir.display())))
 }
 
 fn open_workspace(dir: &Path) -> Option<Store> {

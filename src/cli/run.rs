@@ -52,6 +52,16 @@ pub struct StartArgs {
     /// The lock descriptor a detached supervisor inherits from `fleet run --detach`.
     #[arg(long, hide = true, value_name = "FD")]
     pub detached_lock_fd: Option<i32>,
+    /// The command line `fleet run --detach` was typed as, one argument per use, which the
+    /// detached supervisor records in its pid file (for `fleet run status` and `restart`).
+    #[arg(
+        long,
+        hide = true,
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "detached_lock_fd"
+    )]
+    pub detached_argv: Vec<String>,
 }
 
 /// `fleet run status|stop|restart`: the supervisor started with `--detach`.
@@ -104,8 +114,10 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
 /// `fleet run --detach` started (which prints no events: they are in the run log).
 fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let detached =
-        args.detached_lock_fd.map(|fd| daemon::Detached::adopt(fd, &home)).transpose()?;
+    let detached = args
+        .detached_lock_fd
+        .map(|fd| daemon::Detached::start(ctx, fd, &home, args.detached_argv.clone()))
+        .transpose()?;
     let store = Arc::new(ctx.open_store()?);
     let options = Options {
         home,

@@ -10,8 +10,11 @@
 //! The lock is an exclusive `flock` on `$FLEET_HOME/state/fleet-run.lock` ([`HomeLock`]).
 //! `fleet run --detach` takes it before it starts the supervisor, which inherits the
 //! descriptor ([`HomeLock::adopt`]) and holds it for as long as it lives; the kernel drops it
-//! when the process ends, however it ends. So of two `--detach` racing on one home, one starts
-//! a supervisor and the other is told which one runs. It lives next to `holds.json` and
+//! when the process ends, however it ends. The supervisor writes its own record as soon as it
+//! holds the lock ([`DaemonRecord::of_this_process`]): whatever becomes of the `--detach` that
+//! started it, no supervisor runs in the background unrecorded. So of two `--detach` racing on
+//! one home, one starts a supervisor and the other is told which one runs. It lives next to
+//! `holds.json` and
 //! `pauses.json` because the supervisor's other state does: the unit is the fleet home (its
 //! tasks, logs and pauses), whichever workspace the supervisor serves.
 
@@ -61,6 +64,26 @@ pub enum Liveness {
 }
 
 impl DaemonRecord {
+    /// The record of this process, started now: the supervisor in the background records
+    /// itself (`argv` is the `fleet run --detach` command line it was started by).
+    pub fn of_this_process(
+        workspace: PathBuf,
+        argv: Vec<String>,
+        log: PathBuf,
+        output: PathBuf,
+    ) -> DaemonRecord {
+        DaemonRecord {
+            pid: std::process::id(),
+            start_ticks: process::own_start_ticks(),
+            boot_id: process::boot_id(),
+            started_at: Timestamp::now(),
+            workspace,
+            argv,
+            log,
+            output,
+        }
+    }
+
     /// Judges the record by the process it names: alive, and started when the record says.
     pub fn liveness(&self) -> Liveness {
         let this_boot = process::boot_id();

@@ -71,16 +71,13 @@ pub enum OwnerState {
 impl Identity {
     /// The identity of this process, running as `name`.
     pub fn current(name: &str) -> Identity {
-        let pid = std::process::id();
-        let start_ticks =
-            i32::try_from(pid).ok().and_then(process::process).map_or(0, |p| p.start_ticks);
         Identity {
             name: name.to_string(),
             instance: ulid::Ulid::generate().to_string(),
             host: process::hostname(),
             boot_id: process::boot_id(),
-            pid,
-            start_ticks,
+            pid: std::process::id(),
+            start_ticks: process::own_start_ticks(),
         }
     }
 

@@ -487,3 +487,61 @@ fn status_names_a_supervisor_running_in_the_foreground() {
     assert_eq!(code, 3, "{doc:#}");
     assert!(doc.get("foreground").is_none(), "{doc:#}");
 }
+
+/// The first child of process `parent`, looked for without pause until one appears (or the
+/// deadline passes): a test that kills the parent then catches it right after the fork.
+#[track_caller]
+fn first_child_of(parent: u32) -> u32 {
+    let children = format!("/proc/{parent}/task/{parent}/children");
+    let start = Instant::now();
+    loop {
+        let listed = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(pid) = listed.split_whitespace().next() {
+            return pid.parse().unwrap();
+        }
+        assert!(start.elapsed() < DEADLINE, "process {parent} started no child");
+        std::thread::yield_now();
+    }
+}
+
+/// `fleet run --detach` SIGKILLed as soon as it has started the supervisor: the supervisor
+/// writes its own pid file once it holds the home's lock, so it is still found — by status,
+/// and by stop, which stops it — and the pid file names it, not the killed parent.
+#[test]
+fn a_detach_killed_right_after_the_spawn_leaves_a_supervisor_that_status_and_stop_find() {
+    let fleet = Fleet::new(&[]);
+    let mut parent = fleet
+        .ws
+        .command(&["run", "--detach"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = first_child_of(parent.id());
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let background = Background { fleet: &fleet, pid };
+
+    let record = wait_for("the supervisor's pid file", || {
+        let bytes = std::fs::read(pid_file(&fleet)).ok()?;
+        serde_json::from_slice::<Value>(&bytes).ok()
+    });
+    assert_eq!(record["pid"], pid, "{record:#}");
+    assert_ne!(record["pid"], parent.id());
+    assert_eq!(record["start_ticks"], start_ticks(pid), "{record:#}");
+    assert_eq!(
+        record["argv"].as_array().unwrap()[1..],
+        json!(["run", "--detach"]).as_array().unwrap()[..]
+    );
+    let (code, doc) = wait_for("the supervisor to register", || {
+        let (code, doc) = status(&fleet);
+        doc["agents"].is_u64().then_some((code, doc))
+    });
+    assert_eq!((code, &doc["pid"]), (0, &json!(pid)), "{doc:#}");
+
+    let stopped = fleet.ws.json(&["run", "stop"]);
+    assert_eq!((&stopped["was_running"], &stopped["pid"]), (&json!(true), &json!(pid)));
+    assert!(!alive(pid), "the supervisor is gone when stop returns");
+    assert!(!pid_file(&fleet).exists());
+    drop(background);
+}
