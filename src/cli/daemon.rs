@@ -202,10 +202,12 @@ pub fn cmd_detach(ctx: &Context, args: &StartArgs, argv: Vec<String>) -> Result<
 pub fn cmd_status(ctx: &Context) -> Result<(), CliError> {
     let home = fleet_home()?;
     let status = match inspect(&home, None)? {
-        Found::Running(record) => status_of(&home, &record),
+        Found::Running(record) => {
+            status_of(&home, &record, open_workspace(&record.workspace).as_ref())
+        }
         Found::NotRunning(stale) => {
             let mut status = not_running(&home, stale);
-            status.foreground = ctx.store().map(foreground_supervisors).unwrap_or_default();
+            status.foreground = foreground_supervisors(ctx);
             status.running = !status.foreground.is_empty();
             status
         }
@@ -216,14 +218,14 @@ pub fn cmd_status(ctx: &Context) -> Result<(), CliError> {
 
 pub fn cmd_stop(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let (report, _) = stop(ctx, &home, args)?;
+    let Stopped { report, .. } = stop(ctx, &home, args)?;
     ctx.out.emit(&report, || render_stop(&report));
     Ok(())
 }
 
 pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let (stopped, record) = stop(ctx, &home, args)?;
+    let Stopped { report: stopped, record, store } = stop(ctx, &home, args)?;
     let Some(record) = record else {
         return Err(CliError::new(format!(
             "nothing to restart: no supervisor was started with `fleet run --detach` in {}",
@@ -233,7 +235,7 @@ pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
         .with_code(exit_code::NOT_RUNNING));
     };
     let start = recorded_start_args(&record)?;
-    let store = open_workspace(&record.workspace).ok_or_else(|| {
+    let store = store.or_else(|| open_workspace(&record.workspace)).ok_or_else(|| {
         CliError::new(format!("cannot open the workspace {}", record.workspace.display()))
             .with_hint("check it still exists, or start anew with `fleet run --detach`")
     })?;
@@ -317,7 +319,9 @@ fn detach(
         }
     };
     let mut status = match up {
-        Some(record) if record.liveness() == Liveness::Running => status_of(home, &record),
+        Some(record) if record.liveness() == Liveness::Running => {
+            status_of(home, &record, Some(store))
+        }
         _ => not_running(home, None),
     };
     status.stale = stale;
@@ -525,15 +529,13 @@ fn open_workspace(dir: &Path) -> Option<Store> {
     Some(store)
 }
 
-/// The live supervisors registered in `store` (none of them started with `--detach`, when
-/// no pid file names one).
-fn foreground_supervisors(store: &Store) -> Vec<ForegroundSupervisor> {
-    let me = lease::Identity::current("fleet run status");
-    let now = Timestamp::now();
-    let registry = lease::registry(store).unwrap_or_default();
-    registry
+/// The live supervisors registered in the workspace (none of them started with `--detach`,
+/// when no pid file names one).
+fn foreground_supervisors(ctx: &Context) -> Vec<ForegroundSupervisor> {
+    let live =
+        ctx.store().ok().and_then(|store| lease::live_supervisors(store, Timestamp::now()).ok());
+    live.unwrap_or_default()
         .into_iter()
-        .filter(|r| lease::registration_alive(r, &me, now))
         .map(|r| ForegroundSupervisor {
             name: r.identity.name,
             host: r.identity.host,
@@ -553,9 +555,8 @@ fn registration_of(store: &Store, record: &DaemonRecord) -> Option<Registration>
 }
 
 /// The recorded supervisor's running agents and its `max_concurrent`.
-fn agents_of(record: &DaemonRecord) -> Option<(usize, usize)> {
-    let store = open_workspace(&record.workspace)?;
-    let registration = registration_of(&store, record)?;
+fn agents_of(store: &Store, record: &DaemonRecord) -> Option<(usize, usize)> {
+    let registration = registration_of(store, record)?;
     let filter = ListFilter { statuses: vec![Status::InProgress], ..ListFilter::default() };
     let (issues, _) = store.read().ok()?.list(&filter).ok()?;
     let instance = &registration.identity.instance;
@@ -566,8 +567,10 @@ fn agents_of(record: &DaemonRecord) -> Option<(usize, usize)> {
     Some((running, registration.max_concurrent))
 }
 
-fn status_of(home: &Path, record: &DaemonRecord) -> DaemonStatus {
-    let agents = agents_of(record);
+/// What `status` says of the running supervisor `record` names, whose workspace is `store`
+/// (`None` when it cannot be opened: its agents are then unknown).
+fn status_of(home: &Path, record: &DaemonRecord, store: Option<&Store>) -> DaemonStatus {
+    let agents = store.and_then(|store| agents_of(store, record));
     let uptime = Timestamp::now().duration_since(record.started_at).as_secs().max(0);
     DaemonStatus {
         running: true,
@@ -605,13 +608,17 @@ fn not_running(home: &Path, stale: Option<StaleRecord>) -> DaemonStatus {
     }
 }
 
-/// Stops the supervisor the pid file names, if it runs. Returns the report and the record
-/// (also a stale one's, for `restart`).
-fn stop(
-    ctx: &Context,
-    home: &Path,
-    args: &StopArgs,
-) -> Result<(StopReport, Option<DaemonRecord>), CliError> {
+/// What [`stop`] found and did.
+struct Stopped {
+    report: StopReport,
+    /// The pid file's record (also a stale one's, for `restart`).
+    record: Option<DaemonRecord>,
+    /// The workspace of the supervisor it stopped, opened once (for `restart` to reuse).
+    store: Option<Store>,
+}
+
+/// Stops the supervisor the pid file names, if it runs.
+fn stop(ctx: &Context, home: &Path, args: &StopArgs) -> Result<Stopped, CliError> {
     let record = match inspect(home, None)? {
         Found::Running(record) => record,
         Found::NotRunning(stale) => {
@@ -624,7 +631,7 @@ fn stop(
                 leftovers_killed: 0,
                 stale,
             };
-            return Ok((report, record));
+            return Ok(Stopped { report, record, store: None });
         }
     };
     let timeout = args.timeout.map_or_else(|| default_timeout(home), Duration::from_secs);
@@ -633,9 +640,10 @@ fn stop(
         record.pid,
         timeout.as_secs()
     ));
-    let report = stop_process(&record, timeout);
+    let store = open_workspace(&record.workspace);
+    let report = stop_process(&record, store.as_ref(), timeout);
     let _ = daemon::remove_if_names(home, record.pid);
-    Ok((report, Some(record)))
+    Ok(Stopped { report, record: Some(record), store })
 }
 
 /// `shutdown_grace_secs` of runtime.toml (30 s when it cannot be read) plus a margin.
@@ -645,12 +653,12 @@ fn default_timeout(home: &Path) -> Duration {
 }
 
 /// SIGTERM, up to `timeout` for the process to exit, SIGKILL if it did not; then the clean-up
-/// of whatever its run left (see [`clean_up_after`]).
-fn stop_process(record: &DaemonRecord, timeout: Duration) -> StopReport {
+/// of whatever its run left (see [`clean_up_after`]), the processes tagged with its instance as
+/// its registration in `store` names it.
+fn stop_process(record: &DaemonRecord, store: Option<&Store>, timeout: Duration) -> StopReport {
     let began = Instant::now();
-    let instance = open_workspace(&record.workspace)
-        .and_then(|store| registration_of(&store, record))
-        .map(|r| r.identity.instance);
+    let instance =
+        store.and_then(|store| registration_of(store, record)).map(|r| r.identity.instance);
     let pid = i32::try_from(record.pid).unwrap_or(0);
     let leads_group = process::process(pid).is_some_and(|p| p.pgid == p.pid);
     signal(record, libc::SIGTERM);

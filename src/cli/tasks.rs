@@ -30,7 +30,7 @@ use crate::model::{Issue, Status};
 use crate::store::{ListFilter, Reader};
 use crate::supervisor::accounts::{self, Blocked};
 use crate::supervisor::hold::Holds;
-use crate::supervisor::lease::{self, Identity, Registration};
+use crate::supervisor::lease::{self, Registration};
 use crate::supervisor::ledger::{AttemptUsage, Ledger};
 use crate::supervisor::pause::Pauses;
 use crate::supervisor::taskdir::task_ids;
@@ -147,7 +147,7 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
     let now = ctx.now();
     let store = ctx.open_store()?;
     let reader = store.read()?.skip_damaged();
-    let supervisors = live_supervisors(&lease::registry(&store)?, now);
+    let supervisors = lease::live_supervisors(&store, now)?;
     let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
     let stats = reader.stats(now)?;
     let blocked_status = count_status(&reader, Status::Blocked)?;
@@ -166,12 +166,6 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         pauses: pause_rows(home, &config, now),
         tasks,
     })
-}
-
-/// The registrations whose supervisor still runs.
-fn live_supervisors(registry: &[Registration], now: Timestamp) -> Vec<Registration> {
-    let me = Identity::current("fleet tasks");
-    registry.iter().filter(|r| lease::registration_alive(r, &me, now)).cloned().collect()
 }
 
 fn supervisor_row(reg: &Registration) -> SupervisorRow {

@@ -84,24 +84,31 @@ impl DaemonRecord {
         }
     }
 
-    /// Judges the record by the process it names: alive, and started when the record says.
+    /// Judges the record by the process it names: alive, and started when the record says
+    /// ([`process::is_alive`]); a stale record says why.
     pub fn liveness(&self) -> Liveness {
         let this_boot = process::boot_id();
         if !self.boot_id.is_empty() && !this_boot.is_empty() && self.boot_id != this_boot {
             return Liveness::Stale(format!("pid {} ran before the machine restarted", self.pid));
         }
-        let found = i32::try_from(self.pid).ok().and_then(process::process);
-        match found {
-            None => Liveness::Stale(format!("process {} is gone", self.pid)),
-            Some(p) if p.zombie => Liveness::Stale(format!("process {} has exited", self.pid)),
-            Some(p) if p.start_ticks != self.start_ticks => {
+        if process::is_alive(self.pid, self.start_ticks) {
+            return Liveness::Running;
+        }
+        Liveness::Stale(self.why_not_running())
+    }
+
+    /// What became of the recorded process, which is not running.
+    fn why_not_running(&self) -> String {
+        match i32::try_from(self.pid).ok().and_then(process::process) {
+            None => format!("process {} is gone", self.pid),
+            Some(p) if p.zombie => format!("process {} has exited", self.pid),
+            Some(p) => {
                 let name = process::command_name(p.pid).unwrap_or_else(|| "?".to_owned());
-                Liveness::Stale(format!(
+                format!(
                     "pid {} now names another process ({name}, started at another time)",
                     self.pid
-                ))
+                )
             }
-            Some(_) => Liveness::Running,
         }
     }
 }

@@ -179,6 +179,13 @@ pub fn registration_alive(reg: &Registration, me: &Identity, now: Timestamp) -> 
     owner_state(&lease, me, std::slice::from_ref(reg), now) == OwnerState::Alive
 }
 
+/// The registrations in `store` of the supervisors that still run, as seen from this process
+/// (`fleet tasks`, `fleet run status`).
+pub fn live_supervisors(store: &Store, now: Timestamp) -> Result<Vec<Registration>, StoreError> {
+    let me = Identity::current("observer");
+    Ok(registry(store)?.into_iter().filter(|r| registration_alive(r, &me, now)).collect())
+}
+
 /// The registry as stored (entries that do not parse are skipped: a newer fleet's format).
 pub fn registry(store: &Store) -> Result<Vec<Registration>, StoreError> {
     Ok(store
