@@ -816,11 +816,11 @@ impl Supervisor {
         let mut paused = Vec::new();
         let mut chosen = HashMap::new();
         for coder in registry.names() {
-            if accounts::blocked(&config, coder, &self.pauses, holds, now).is_some() {
+            let Ok(usable) = accounts::availability(&config, coder, &self.pauses, holds, now)
+            else {
                 paused.push(coder.to_owned());
                 continue;
-            }
-            let usable = accounts::usable(&config, coder, &self.pauses, holds, now);
+            };
             let running_on = |name: &str| {
                 self.running.values().filter(|r| r.coder == coder && r.account == name).count()
             };
@@ -1006,17 +1006,18 @@ impl Supervisor {
     /// Reports `coder` paused as a whole when every one of its accounts is paused.
     fn emit_coder_paused_by_accounts(&self, coder: &str) {
         let now = Timestamp::now();
-        let blocked = accounts::blocked(self.cfg(), coder, &self.pauses, self.holds.holds(), now);
-        let Some(accounts::Blocked::Paused(soonest, pause)) = blocked else { return };
-        if soonest.account.is_none() {
+        let holds = self.holds.holds();
+        let Some(pause) =
+            accounts::coder_paused_by_accounts(self.cfg(), coder, &self.pauses, holds, now)
+        else {
             return;
-        }
+        };
         self.emit(Event::Paused {
             coder: coder.to_owned(),
             account: None,
             until: pause.until,
             cause: pause.cause,
-            detail: format!("every account of {coder} is paused; {soonest} resumes first"),
+            detail: pause.detail,
             fix: format!(
                 "nothing to do if a window resets by itself; add accounts to [coders.{coder}] in runtime.toml for more room"
             ),
