@@ -154,6 +154,10 @@ pub enum Event {
     },
     ConfigReloaded {
         max_concurrent: usize,
+        /// The reloaded config's redactor (its accounts may have new keys), for the logs of
+        /// whoever receives the events; not part of the event's JSON.
+        #[serde(skip)]
+        redactor: Redactor,
     },
     /// A person paused or resumed spawning (`fleet pause`, `fleet resume`): no new agent
     /// starts for `all` coders, for those listed, or on the accounts listed
@@ -344,6 +348,12 @@ impl Supervisor {
 
     fn cfg(&self) -> &RuntimeConfig {
         self.config.config()
+    }
+
+    /// The redactor of the config in force (see [`RuntimeConfig::redactor`]); a reload comes
+    /// with its own ([`Event::ConfigReloaded`]).
+    pub fn redactor(&self) -> &Redactor {
+        self.config.redactor()
     }
 
     fn max_concurrent(&self) -> usize {
@@ -879,7 +889,7 @@ impl Supervisor {
         let env = self.agent_env();
         let prices = self.cfg().prices.clone();
         if let Ok(dir) = &task_dir {
-            let _ = dir.write_record(&task_record(&issue), &config_redactor(self.cfg()));
+            let _ = dir.write_record(&task_record(&issue), self.redactor());
         }
         let instance = self.me.instance.clone();
         let stop = stop.clone();
@@ -1062,9 +1072,13 @@ impl Supervisor {
         self.note_coder_health(&finished);
         let me = self.me.clone();
         let config = self.cfg().clone();
+        let redactor = self.redactor().clone();
         let home = self.options.home.clone();
-        let recorded =
-            self.blocking(move |store| record_outcome(store, &me, &finished, &config, &home)).await;
+        let recorded = self
+            .blocking(move |store| {
+                record_outcome(store, &me, &finished, (&config, &redactor), &home)
+            })
+            .await;
         match recorded {
             Ok(Some(plan)) => {
                 self.summary.attempts += 1;
@@ -1116,7 +1130,11 @@ impl Supervisor {
         match self.config.poll() {
             Reload::Unchanged => {}
             Reload::Reloaded => {
-                self.emit(Event::ConfigReloaded { max_concurrent: self.max_concurrent() });
+                let redactor = self.redactor().clone();
+                self.emit(Event::ConfigReloaded {
+                    max_concurrent: self.max_concurrent(),
+                    redactor,
+                });
             }
             Reload::Invalid(error) => self.emit(Event::ConfigRejected { error: error.to_string() }),
         }
@@ -1134,15 +1152,6 @@ pub fn process_redactor() -> Redactor {
             Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         })
         .clone()
-}
-
-/// The redactor for what the supervisor writes about attempts: [`process_redactor`]'s secrets
-/// plus the values of the secret-looking variables runtime.toml gives coders and their
-/// accounts (an account's API key is in no process's environment but its agents').
-pub fn config_redactor(config: &RuntimeConfig) -> Redactor {
-    let vars: Vec<(String, String)> = std::env::vars().collect();
-    let inherited = vars.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-    Redactor::from_env(inherited.chain(config.configured_env()))
 }
 
 /// A stream that yields when a child process of this one exits (SIGCHLD), so orphans the
@@ -1269,16 +1278,16 @@ fn held_by_attempt(issue: &Issue, me: &Identity, attempt: &str) -> bool {
     me.holds(issue) && issue.fleet.lease.as_ref().is_some_and(|l| l.attempt == attempt)
 }
 
-/// Applies the plan for an attempt's outcome in one transaction; `None` if the task is gone.
+/// Applies the plan for an attempt's outcome in one transaction under the config in force
+/// and its redactor; `None` if the task is gone.
 fn record_outcome(
     store: &Store,
     me: &Identity,
     finished: &Finished,
-    config: &RuntimeConfig,
+    (config, redactor): (&RuntimeConfig, &Redactor),
     home: &Path,
 ) -> Result<Option<Recorded>, StoreError> {
     let id = finished.id.as_str();
-    let redactor = config_redactor(config);
     let (recorded, _) = store.write(&me.name, Clock::System, |w| {
         let Some(mut issue) = w.issue(id)? else { return Ok(None) };
         let succeeded = matches!(finished.outcome, Outcome::Exited { code: Some(0), .. });
@@ -1324,7 +1333,7 @@ fn record_outcome(
     // transaction would hold the store's writer lock, which every other process waits on.
     if let Ok(dir) = TaskDir::new(home, id) {
         if let Some(after) = after {
-            let _ = dir.write_record(&task_record(&after), &redactor);
+            let _ = dir.write_record(&task_record(&after), redactor);
         }
         let _ = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
     }
