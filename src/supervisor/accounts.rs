@@ -212,7 +212,7 @@ mod tests {
         let holds = Holds::default();
         assert_eq!(blocked(&config, "claude", &pauses, &holds, now), None);
         let later = now + SignedDuration::from_secs(600);
-        pauses.rate_limit(&Scope::account("claude", "a"), later, "429");
+        pauses.rate_limit(&Scope::account("claude", "a"), later, "429", now);
         let names: Vec<&str> = usable(&config, "claude", &pauses, &holds, now)
             .iter()
             .map(|a| a.name.as_str())

@@ -962,7 +962,7 @@ impl Supervisor {
             let pause = SignedDuration::try_from(default).unwrap_or(SignedDuration::MAX);
             now.checked_add(pause).unwrap_or(Timestamp::MAX)
         });
-        if let Some(paused) = self.pauses.rate_limit(scope, until, detail) {
+        if let Some(paused) = self.pauses.rate_limit(scope, until, detail, now) {
             self.report_pause(paused);
         }
     }
@@ -1066,10 +1066,11 @@ impl Supervisor {
     }
 
     /// Writes an attempt's outcome to the queue, and pauses or clears its coder.
-    async fn record(&mut self, finished: Finished) {
+    async fn record(&mut self, mut finished: Finished) {
         let id = finished.id.clone();
         self.running.remove(&id);
         self.note_coder_health(&finished);
+        self.join_rate_limit_in_force(&mut finished);
         let me = self.me.clone();
         let config = self.cfg().clone();
         let redactor = self.redactor().clone();
@@ -1099,6 +1100,20 @@ impl Supervisor {
             Err(error) => {
                 tracing::error!(%error, task = %id, "recording the attempt's outcome failed");
             }
+        }
+    }
+
+    /// An attempt that ended rate limited while its scope is paused for a rate limit — the one
+    /// its runner reported as it happened, or another agent's — ran into that pause: its
+    /// outcome ends when the pause does, so recording it neither extends the pause nor writes
+    /// it to the history again. A later reset the outcome knows of still extends it.
+    fn join_rate_limit_in_force(&self, finished: &mut Finished) {
+        let Outcome::RateLimited { resets_at, .. } = &mut finished.outcome else { return };
+        let scope = Scope::of_attempt(&finished.coder, &finished.account, PauseCause::RateLimit);
+        let in_force = self.pauses.active(&scope, Timestamp::now());
+        let Some(pause) = in_force.filter(|p| p.cause == PauseCause::RateLimit) else { return };
+        if resets_at.is_none_or(|at| at <= pause.until) {
+            *resets_at = Some(pause.until);
         }
     }
 
