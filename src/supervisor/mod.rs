@@ -430,6 +430,11 @@ impl Supervisor {
             tokio::select! {
                 _ = stop.changed() => {}
                 Some(done) = runners.join_next() => {
+                    // What a runner signalled as it ran (a rate limit) is handled before its
+                    // outcome: the runner sent it before it returned, so it is queued by now.
+                    while let Ok(signal) = signals.try_recv() {
+                        self.on_signal(signal);
+                    }
                     if let Ok(finished) = done {
                         self.record(finished).await;
                     }
