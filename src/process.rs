@@ -337,6 +337,11 @@ fn all_pids() -> impl Iterator<Item = i32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
 }
 
+/// This process's start time in clock ticks since boot (0 where `/proc` does not say).
+pub fn own_start_ticks() -> u64 {
+    i32::try_from(std::process::id()).ok().and_then(process).map_or(0, |p| p.start_ticks)
+}
+
 /// One process, if it exists.
 pub fn process(pid: i32) -> Option<ProcessInfo> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -19,6 +19,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use common::daemon::Background;
 use common::{Run, Workspace};
 use fleet::op::OpKind;
 use jsonschema::{Resource, Validator};
@@ -472,6 +473,7 @@ fn operator_scenario(schemas: &Schemas) {
     let long = task("Long", &["sleep 30"]);
     let started = s.out("run-status", &["run", "--detach"]);
     assert_eq!(started["running"], true);
+    let _first = Background::of(&ws, pid_of(&started["pid"]));
     let view = wait_for("the long task to run", || {
         let view = s.out("tasks", &["tasks"]);
         (view["running"] == 1).then_some(view)
@@ -482,6 +484,7 @@ fn operator_scenario(schemas: &Schemas) {
     assert_eq!(status["agents"], 1, "{status:#}");
     s.out("kill", &["kill", &long, "--reason", "enough"]);
     let restarted = s.out("run-restart", &["run", "restart"]);
+    let _second = Background::of(&ws, pid_of(&restarted["started"]["pid"]));
     assert_ne!(restarted["started"]["pid"], restarted["stopped"]["pid"]);
     let stopped = s.out("run-stop", &["run", "stop"]);
     assert_eq!(stopped["was_running"], true);
@@ -501,6 +504,15 @@ fn operator_scenario(schemas: &Schemas) {
     let demo = Run::from(demo).ok();
     let events = check_lines(schemas, "demo", &demo.stdout);
     assert_eq!(events.first().unwrap()["type"], "started");
+}
+
+/// The pid in a `--json` document.
+#[track_caller]
+fn pid_of(value: &Value) -> u32 {
+    value
+        .as_u64()
+        .and_then(|pid| u32::try_from(pid).ok())
+        .unwrap_or_else(|| panic!("no pid: {value}"))
 }
 
 /// `fleet stats --agents`, over a ledger and a pause history as the supervisor writes them:

@@ -4,9 +4,12 @@
 //! again as `fleet --db <workspace> run … --detached-lock-fd N` in a new session (`setsid`),
 //! with stdin on /dev/null and stdout and stderr appended to `$FLEET_HOME/logs/fleet-run.out`
 //! (the run log, `fleet-run.log`, keeps the events as in the foreground). The child inherits
-//! the lock and holds it for as long as it lives. The parent writes the pid file and returns
-//! once the supervisor has registered in the store — its config loaded, its guard started, the
-//! store open — or reports the child's failure with the last lines of its output, exit 1.
+//! the lock and holds it for as long as it lives, and writes the pid file itself as soon as it
+//! holds the lock (the command line as typed is handed down with `--detached-argv`), so a
+//! `--detach` killed at any point leaves no supervisor without its record. The parent waits
+//! for that record and returns once the supervisor has registered in the store — its config
+//! loaded, its guard started, the store open — or reports the child's failure with the last
+//! lines of its output, exit 1.
 //!
 //! `status` judges the pid file by pid and start time; a stale one is removed. Exit 0 when the
 //! supervisor runs, [`exit_code::NOT_RUNNING`] when it does not. `stop` sends SIGTERM — the
@@ -71,13 +74,30 @@ pub struct Detached {
 }
 
 impl Detached {
-    /// Adopts the lock `fleet run --detach` handed down as descriptor `fd`.
-    pub fn adopt(fd: i32, home: &Path) -> Result<Detached, CliError> {
+    /// Adopts the lock `fleet run --detach` handed down as descriptor `fd`, then writes the
+    /// pid file naming this process (`argv`: the command line `--detach` was typed as).
+    pub fn start(
+        ctx: &Context,
+        fd: i32,
+        home: &Path,
+        argv: Vec<String>,
+    ) -> Result<Detached, CliError> {
         let lock = HomeLock::adopt(fd, home).map_err(|error| {
             CliError::usage(format!("--detached-lock-fd {fd}: {error}"))
                 .with_hint("this option is for `fleet run --detach` only; use `fleet run --detach`")
         })?;
-        Ok(Detached { home: home.to_path_buf(), _lock: lock })
+        let home = canonical(home)?;
+        let logs = home.join(LOG_DIR);
+        let record = DaemonRecord::of_this_process(
+            canonical_workspace(ctx)?,
+            argv,
+            logs.join(RUN_LOG_FILE),
+            logs.join(OUTPUT_FILE),
+        );
+        daemon::save(&home, &record).map_err(|e| {
+            CliError::new(format!("writing {}: {e}", daemon::record_path(&home).display()))
+        })?;
+        Ok(Detached { home, _lock: lock })
     }
 }
 
@@ -173,10 +193,8 @@ enum Found {
 pub fn cmd_detach(ctx: &Context, args: &StartArgs, argv: Vec<String>) -> Result<(), CliError> {
     let home = fleet_home()?;
     let store = ctx.open_store()?;
-    let dir = ctx.workspace_dir()?;
-    let workspace = std::fs::canonicalize(dir)
-        .map_err(|e| CliError::new(format!("resolving the workspace {}: {e}", dir.display())))?;
-    let status = detach(ctx, &home, &store, &workspace, args, argv)?;
+    let workspace = canonical_workspace(ctx)?;
+    let status = detach(ctx, &home, &store, &workspace, args, &argv)?;
     ctx.out.emit(&status, || render_started(&status));
     Ok(())
 }
@@ -184,10 +202,12 @@ pub fn cmd_detach(ctx: &Context, args: &StartArgs, argv: Vec<String>) -> Result<
 pub fn cmd_status(ctx: &Context) -> Result<(), CliError> {
     let home = fleet_home()?;
     let status = match inspect(&home, None)? {
-        Found::Running(record) => status_of(&home, &record),
+        Found::Running(record) => {
+            status_of(&home, &record, open_workspace(&record.workspace).as_ref())
+        }
         Found::NotRunning(stale) => {
             let mut status = not_running(&home, stale);
-            status.foreground = ctx.store().map(foreground_supervisors).unwrap_or_default();
+            status.foreground = foreground_supervisors(ctx);
             status.running = !status.foreground.is_empty();
             status
         }
@@ -198,14 +218,14 @@ pub fn cmd_status(ctx: &Context) -> Result<(), CliError> {
 
 pub fn cmd_stop(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let (report, _) = stop(ctx, &home, args)?;
+    let Stopped { report, .. } = stop(ctx, &home, args)?;
     ctx.out.emit(&report, || render_stop(&report));
     Ok(())
 }
 
 pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let (stopped, record) = stop(ctx, &home, args)?;
+    let Stopped { report: stopped, record, store } = stop(ctx, &home, args)?;
     let Some(record) = record else {
         return Err(CliError::new(format!(
             "nothing to restart: no supervisor was started with `fleet run --detach` in {}",
@@ -215,11 +235,11 @@ pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
         .with_code(exit_code::NOT_RUNNING));
     };
     let start = recorded_start_args(&record)?;
-    let store = open_workspace(&record.workspace).ok_or_else(|| {
+    let store = store.or_else(|| open_workspace(&record.workspace)).ok_or_else(|| {
         CliError::new(format!("cannot open the workspace {}", record.workspace.display()))
             .with_hint("check it still exists, or start anew with `fleet run --detach`")
     })?;
-    let started = detach(ctx, &home, &store, &record.workspace, &start, record.argv.clone())?;
+    let started = detach(ctx, &home, &store, &record.workspace, &start, &record.argv)?;
     let restarted = Restarted { stopped, started };
     ctx.out.emit(&restarted, || {
         format!("{}\n{}", render_stop(&restarted.stopped), render_started(&restarted.started))
@@ -231,9 +251,12 @@ pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
 fn recorded_start_args(record: &DaemonRecord) -> Result<StartArgs, CliError> {
     let parsed = <super::Cli as clap::Parser>::try_parse_from(&record.argv);
     match parsed.map(|cli| cli.command) {
-        Ok(super::Command::Run(run)) if run.control.is_none() => {
-            Ok(StartArgs { detach: true, detached_lock_fd: None, ..run.start })
-        }
+        Ok(super::Command::Run(run)) if run.control.is_none() => Ok(StartArgs {
+            detach: true,
+            detached_lock_fd: None,
+            detached_argv: Vec::new(),
+            ..run.start
+        }),
         _ => Err(CliError::new(format!(
             "the pid file records a command line that is not `fleet run --detach`: {}",
             shell_line(&record.argv)
@@ -249,13 +272,12 @@ fn detach(
     store: &Store,
     workspace: &Path,
     args: &StartArgs,
-    argv: Vec<String>,
+    argv: &[String],
 ) -> Result<DaemonStatus, CliError> {
     let lock = take_lock(home)?;
     // Absolute (it exists now): the supervisor runs in the fleet home, and the record names
     // its files wherever it is read from.
-    let home = &std::fs::canonicalize(home)
-        .map_err(|e| CliError::new(format!("resolving {}: {e}", home.display())))?;
+    let home = &canonical(home)?;
     let stale = match inspect(home, Some(&lock))? {
         Found::Running(record) => return Err(already_running(home, Some(&record))),
         Found::NotRunning(stale) => stale,
@@ -267,7 +289,7 @@ fn detach(
     let exe = std::env::current_exe()?;
     let mut command = std::process::Command::new(exe);
     command
-        .args(child_args(workspace, args, lock.raw_fd()))
+        .args(child_args(workspace, args, lock.raw_fd(), argv))
         .env("FLEET_HOME", home)
         .current_dir(home)
         .stdin(Stdio::null())
@@ -278,31 +300,13 @@ fn detach(
         .spawn()
         .map_err(|e| CliError::new(format!("starting the supervisor in the background: {e}")))?;
     let pid = child.id();
-    let record = DaemonRecord {
-        pid,
-        start_ticks: i32::try_from(pid)
-            .ok()
-            .and_then(process::process)
-            .map_or(0, |p| p.start_ticks),
-        boot_id: process::boot_id(),
-        started_at: Timestamp::now(),
-        workspace: workspace.to_path_buf(),
-        argv,
-        log: home.join(LOG_DIR).join(RUN_LOG_FILE),
-        output: output.path.clone(),
-    };
-    daemon::save(home, &record).map_err(|e| {
-        CliError::new(format!("writing {}: {e}", daemon::record_path(home).display()))
-    })?;
-    match wait_until_up(&mut child, store, &record) {
-        Startup::Up => {}
-        Startup::Exited(status) => {
-            let _ = daemon::remove_if_names(home, pid);
-            if !status.success() {
-                return Err(failed_start(&status.to_string(), &output));
-            }
+    let up = match wait_until_up(&mut child, home, store) {
+        Startup::Up(record) => Some(record),
+        Startup::Exited(status) if status.success() => {
             ctx.out.note("fleet run: the supervisor has already finished (--until-idle)");
+            None
         }
+        Startup::Exited(status) => return Err(failed_start(&status.to_string(), &output)),
         Startup::TimedOut => {
             return Err(CliError::new(format!(
                 "the supervisor (pid {pid}) did not come up within {} s; it goes on starting in the background",
@@ -313,17 +317,25 @@ fn detach(
                 output.path.display()
             )));
         }
-    }
-    let mut status = match record.liveness() {
-        Liveness::Running => status_of(home, &record),
-        Liveness::Stale(_) => not_running(home, None),
+    };
+    let mut status = match up {
+        Some(record) if record.liveness() == Liveness::Running => {
+            status_of(home, &record, Some(store))
+        }
+        _ => not_running(home, None),
     };
     status.stale = stale;
     Ok(status)
 }
 
-/// `--db <workspace> run [--until-idle] [--as NAME] --detached-lock-fd <fd>`.
-fn child_args(workspace: &Path, args: &StartArgs, lock_fd: i32) -> Vec<std::ffi::OsString> {
+/// `--db <workspace> run [--until-idle] [--as NAME] --detached-lock-fd <fd>`, then
+/// `--detached-argv ARG` for each argument of `typed` (the command line as typed).
+fn child_args(
+    workspace: &Path,
+    args: &StartArgs,
+    lock_fd: i32,
+    typed: &[String],
+) -> Vec<std::ffi::OsString> {
     let mut argv: Vec<std::ffi::OsString> = vec!["--db".into(), workspace.into(), "run".into()];
     if args.until_idle {
         argv.push("--until-idle".into());
@@ -332,6 +344,9 @@ fn child_args(workspace: &Path, args: &StartArgs, lock_fd: i32) -> Vec<std::ffi:
         argv.extend(["--as".into(), name.into()]);
     }
     argv.extend(["--detached-lock-fd".into(), lock_fd.to_string().into()]);
+    for arg in typed {
+        argv.extend(["--detached-argv".into(), arg.into()]);
+    }
     argv
 }
 
@@ -352,22 +367,26 @@ fn in_new_session_keeping(command: &mut std::process::Command, keep: i32) {
 
 /// How the start of a detached supervisor went.
 enum Startup {
-    /// It registered in the store.
-    Up,
+    /// It recorded itself in the pid file and registered in the store.
+    Up(DaemonRecord),
     /// It exited before or right after registering.
     Exited(ExitStatus),
     TimedOut,
 }
 
-/// Waits for the child to register as a supervisor (or to exit, or for the deadline).
-fn wait_until_up(child: &mut Child, store: &Store, record: &DaemonRecord) -> Startup {
+/// Waits for the child to write its pid file under `home` and register as a supervisor in
+/// `store` (or to exit, or for the deadline).
+fn wait_until_up(child: &mut Child, home: &Path, store: &Store) -> Startup {
     let deadline = Instant::now() + STARTUP_DEADLINE;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Startup::Exited(status);
         }
-        if registration_of(store, record).is_some() {
-            return Startup::Up;
+        if let Ok(Some(record)) = daemon::load(home)
+            && record.pid == child.id()
+            && registration_of(store, &record).is_some()
+        {
+            return Startup::Up(record);
         }
         if Instant::now() >= deadline {
             return Startup::TimedOut;
@@ -491,21 +510,32 @@ fn inspect(home: &Path, held: Option<&HomeLock>) -> Result<Found, CliError> {
     Ok(Found::NotRunning(Some(StaleRecord { pid: record.as_ref().map(|r| r.pid), reason, record })))
 }
 
+/// `path` made absolute, symbolic links resolved (it exists).
+fn canonical(path: &Path) -> Result<PathBuf, CliError> {
+    std::fs::canonicalize(path)
+        .map_err(|e| CliError::new(format!("resolving {}: {e}", path.display())))
+}
+
+/// The workspace of this command, absolute: the one a detached supervisor serves.
+fn canonical_workspace(ctx: &Context) -> Result<PathBuf, CliError> {
+    let dir = ctx.workspace_dir()?;
+    std::fs::canonicalize(dir)
+        .map_err(|e| CliError::new(format!("resolving the workspace {}: {e}", dir.display())))
+}
+
 fn open_workspace(dir: &Path) -> Option<Store> {
     let mut store = Store::open(dir).ok()?;
     store.skip_close_on_exit();
     Some(store)
 }
 
-/// The live supervisors registered in `store` (none of them started with `--detach`, when
-/// no pid file names one).
-fn foreground_supervisors(store: &Store) -> Vec<ForegroundSupervisor> {
-    let me = lease::Identity::current("fleet run status");
-    let now = Timestamp::now();
-    let registry = lease::registry(store).unwrap_or_default();
-    registry
+/// The live supervisors registered in the workspace (none of them started with `--detach`,
+/// when no pid file names one).
+fn foreground_supervisors(ctx: &Context) -> Vec<ForegroundSupervisor> {
+    let live =
+        ctx.store().ok().and_then(|store| lease::live_supervisors(store, Timestamp::now()).ok());
+    live.unwrap_or_default()
         .into_iter()
-        .filter(|r| lease::registration_alive(r, &me, now))
         .map(|r| ForegroundSupervisor {
             name: r.identity.name,
             host: r.identity.host,
@@ -525,9 +555,8 @@ fn registration_of(store: &Store, record: &DaemonRecord) -> Option<Registration>
 }
 
 /// The recorded supervisor's running agents and its `max_concurrent`.
-fn agents_of(record: &DaemonRecord) -> Option<(usize, usize)> {
-    let store = open_workspace(&record.workspace)?;
-    let registration = registration_of(&store, record)?;
+fn agents_of(store: &Store, record: &DaemonRecord) -> Option<(usize, usize)> {
+    let registration = registration_of(store, record)?;
     let filter = ListFilter { statuses: vec![Status::InProgress], ..ListFilter::default() };
     let (issues, _) = store.read().ok()?.list(&filter).ok()?;
     let instance = &registration.identity.instance;
@@ -538,8 +567,10 @@ fn agents_of(record: &DaemonRecord) -> Option<(usize, usize)> {
     Some((running, registration.max_concurrent))
 }
 
-fn status_of(home: &Path, record: &DaemonRecord) -> DaemonStatus {
-    let agents = agents_of(record);
+/// What `status` says of the running supervisor `record` names, whose workspace is `store`
+/// (`None` when it cannot be opened: its agents are then unknown).
+fn status_of(home: &Path, record: &DaemonRecord, store: Option<&Store>) -> DaemonStatus {
+    let agents = store.and_then(|store| agents_of(store, record));
     let uptime = Timestamp::now().duration_since(record.started_at).as_secs().max(0);
     DaemonStatus {
         running: true,
@@ -577,13 +608,17 @@ fn not_running(home: &Path, stale: Option<StaleRecord>) -> DaemonStatus {
     }
 }
 
-/// Stops the supervisor the pid file names, if it runs. Returns the report and the record
-/// (also a stale one's, for `restart`).
-fn stop(
-    ctx: &Context,
-    home: &Path,
-    args: &StopArgs,
-) -> Result<(StopReport, Option<DaemonRecord>), CliError> {
+/// What [`stop`] found and did.
+struct Stopped {
+    report: StopReport,
+    /// The pid file's record (also a stale one's, for `restart`).
+    record: Option<DaemonRecord>,
+    /// The workspace of the supervisor it stopped, opened once (for `restart` to reuse).
+    store: Option<Store>,
+}
+
+/// Stops the supervisor the pid file names, if it runs.
+fn stop(ctx: &Context, home: &Path, args: &StopArgs) -> Result<Stopped, CliError> {
     let record = match inspect(home, None)? {
         Found::Running(record) => record,
         Found::NotRunning(stale) => {
@@ -596,7 +631,7 @@ fn stop(
                 leftovers_killed: 0,
                 stale,
             };
-            return Ok((report, record));
+            return Ok(Stopped { report, record, store: None });
         }
     };
     let timeout = args.timeout.map_or_else(|| default_timeout(home), Duration::from_secs);
@@ -605,9 +640,10 @@ fn stop(
         record.pid,
         timeout.as_secs()
     ));
-    let report = stop_process(&record, timeout);
+    let store = open_workspace(&record.workspace);
+    let report = stop_process(&record, store.as_ref(), timeout);
     let _ = daemon::remove_if_names(home, record.pid);
-    Ok((report, Some(record)))
+    Ok(Stopped { report, record: Some(record), store })
 }
 
 /// `shutdown_grace_secs` of runtime.toml (30 s when it cannot be read) plus a margin.
@@ -617,12 +653,12 @@ fn default_timeout(home: &Path) -> Duration {
 }
 
 /// SIGTERM, up to `timeout` for the process to exit, SIGKILL if it did not; then the clean-up
-/// of whatever its run left (see [`clean_up_after`]).
-fn stop_process(record: &DaemonRecord, timeout: Duration) -> StopReport {
+/// of whatever its run left (see [`clean_up_after`]), the processes tagged with its instance as
+/// its registration in `store` names it.
+fn stop_process(record: &DaemonRecord, store: Option<&Store>, timeout: Duration) -> StopReport {
     let began = Instant::now();
-    let instance = open_workspace(&record.workspace)
-        .and_then(|store| registration_of(&store, record))
-        .map(|r| r.identity.instance);
+    let instance =
+        store.and_then(|store| registration_of(store, record)).map(|r| r.identity.instance);
     let pid = i32::try_from(record.pid).unwrap_or(0);
     let leads_group = process::process(pid).is_some_and(|p| p.pgid == p.pid);
     signal(record, libc::SIGTERM);

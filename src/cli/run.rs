@@ -16,7 +16,6 @@ use super::daemon;
 use super::error::{CliError, exit_code};
 use super::output::{write_stdout, write_styled};
 use super::style::{Styled, Tone};
-use crate::config::RuntimeConfig;
 use crate::model::Status;
 use crate::store::Store;
 use crate::supervisor::outcome::Verdict;
@@ -52,6 +51,16 @@ pub struct StartArgs {
     /// The lock descriptor a detached supervisor inherits from `fleet run --detach`.
     #[arg(long, hide = true, value_name = "FD")]
     pub detached_lock_fd: Option<i32>,
+    /// The command line `fleet run --detach` was typed as, one argument per use, which the
+    /// detached supervisor records in its pid file (for `fleet run status` and `restart`).
+    #[arg(
+        long,
+        hide = true,
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "detached_lock_fd"
+    )]
+    pub detached_argv: Vec<String>,
 }
 
 /// `fleet run status|stop|restart`: the supervisor started with `--detach`.
@@ -104,8 +113,10 @@ pub fn cmd_run(ctx: &Context, args: RunArgs) -> Result<(), CliError> {
 /// `fleet run --detach` started (which prints no events: they are in the run log).
 fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
-    let detached =
-        args.detached_lock_fd.map(|fd| daemon::Detached::adopt(fd, &home)).transpose()?;
+    let detached = args
+        .detached_lock_fd
+        .map(|fd| daemon::Detached::start(ctx, fd, &home, args.detached_argv.clone()))
+        .transpose()?;
     let store = Arc::new(ctx.open_store()?);
     let options = Options {
         home,
@@ -114,21 +125,15 @@ fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
         until_idle: args.until_idle,
     };
     let (json, color) = (ctx.out.json, ctx.out.color);
-    let secrets = move |home: &std::path::Path| {
-        let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
-        crate::supervisor::config_redactor(&config)
-    };
-    if let Err(error) = super::logging::open_run_log(&options.home, secrets(&options.home)) {
+    // Until the supervisor has loaded runtime.toml (see `supervise`), the secrets of this
+    // process's environment.
+    let redactor = crate::supervisor::process_redactor();
+    if let Err(error) = super::logging::open_run_log(&options.home, redactor) {
         let dir = options.home.join(super::logging::LOG_DIR);
         tracing::warn!(%error, dir = %dir.display(), "cannot open the run log; logging to stderr only");
     }
     let print = detached.is_none();
-    let home = options.home.clone();
     let summary = supervise(Arc::clone(&store), options, move |event| {
-        if matches!(event, Event::ConfigReloaded { .. }) {
-            // The reloaded file may give accounts new keys: mask them from now on.
-            super::logging::set_run_log_redactor(secrets(&home));
-        }
         log_event(&event);
         if print {
             print_event(&event, json, color);
@@ -199,7 +204,8 @@ pub fn cmd_guard(ctx: &Context, args: GuardArgs) -> Result<(), CliError> {
 }
 
 /// Builds the runtime, runs the supervisor until it is stopped (Ctrl-C, SIGTERM, SIGHUP, or
-/// `--until-idle`), and feeds its events to `on_event` as they happen.
+/// `--until-idle`), and feeds its events to `on_event` as they happen. The run log (when one
+/// is open) masks the secrets of the config the supervisor loaded, and of each reload.
 pub fn supervise(
     store: Arc<Store>,
     options: Options,
@@ -213,6 +219,10 @@ pub fn supervise(
         let (events, mut received) = mpsc::unbounded_channel();
         let printer = tokio::spawn(async move {
             while let Some(event) = received.recv().await {
+                if let Event::ConfigReloaded { redactor, .. } = &event {
+                    // The reloaded file may give accounts new keys: mask them from now on.
+                    super::logging::set_run_log_redactor(redactor.clone());
+                }
                 on_event(event);
             }
         });
@@ -224,6 +234,7 @@ pub fn supervise(
         let supervisor = Supervisor::new(store, options, events).map_err(|e| {
             CliError::new(e).with_hint("fix runtime.toml (see `fleet config show`)")
         })?;
+        super::logging::set_run_log_redactor(supervisor.redactor().clone());
         let server = serve_while_running(server_store, supervisor.waker());
         let summary = supervisor.run(stop).await.map_err(CliError::new)?;
         drop(server);
@@ -348,7 +359,7 @@ pub fn event_line(event: &Event) -> Option<String> {
             let head = format!("⏸ {coder} paused until {until} ({}): {detail}", cause.as_str());
             if *news { format!("{head}\n  fix: {fix}") } else { head }
         }
-        Event::ConfigReloaded { max_concurrent } => {
+        Event::ConfigReloaded { max_concurrent, .. } => {
             format!("⚙ runtime.toml reloaded (max_concurrent = {max_concurrent})")
         }
         Event::Held { all: false, coders, accounts }

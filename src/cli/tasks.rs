@@ -28,11 +28,11 @@ use super::style::{Styled, Tone};
 use crate::config::RuntimeConfig;
 use crate::model::{Issue, Status};
 use crate::store::{ListFilter, Reader};
-use crate::supervisor::accounts::{self, Blocked};
+use crate::supervisor::accounts;
 use crate::supervisor::hold::Holds;
-use crate::supervisor::lease::{self, Identity, Registration};
+use crate::supervisor::lease::{self, Registration};
 use crate::supervisor::ledger::{AttemptUsage, Ledger};
-use crate::supervisor::pause::Pauses;
+use crate::supervisor::pause::{Pauses, Scope};
 use crate::supervisor::taskdir::task_ids;
 
 #[derive(Debug, clap::Args)]
@@ -147,7 +147,7 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
     let now = ctx.now();
     let store = ctx.open_store()?;
     let reader = store.read()?.skip_damaged();
-    let supervisors = live_supervisors(&lease::registry(&store)?, now);
+    let supervisors = lease::live_supervisors(&store, now)?;
     let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
     let stats = reader.stats(now)?;
     let blocked_status = count_status(&reader, Status::Blocked)?;
@@ -166,12 +166,6 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         pauses: pause_rows(home, &config, now),
         tasks,
     })
-}
-
-/// The registrations whose supervisor still runs.
-fn live_supervisors(registry: &[Registration], now: Timestamp) -> Vec<Registration> {
-    let me = Identity::current("fleet tasks");
-    registry.iter().filter(|r| lease::registration_alive(r, &me, now)).cloned().collect()
 }
 
 fn supervisor_row(reg: &Registration) -> SupervisorRow {
@@ -434,30 +428,22 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
 fn pause_rows(home: &Path, config: &RuntimeConfig, now: Timestamp) -> Vec<PauseRow> {
     let pauses = Pauses::load(home);
     let holds = Holds::load(home);
+    let by_accounts = config.coders.keys().filter_map(|coder| {
+        let pause = accounts::coder_paused_by_accounts(config, coder, &pauses, &holds, now)?;
+        Some((Scope::coder(coder), pause))
+    });
     let mut rows: Vec<PauseRow> = pauses
         .all_active(now)
+        .map(|(scope, pause)| (scope.clone(), pause.clone()))
+        .chain(by_accounts)
         .map(|(scope, pause)| PauseRow {
-            coder: scope.coder.clone(),
-            account: scope.account.clone(),
+            coder: scope.coder,
+            account: scope.account,
             cause: pause.cause.as_str().to_owned(),
             until: Some(pause.until),
-            detail: pause.detail.clone(),
+            detail: pause.detail,
         })
         .collect();
-    for coder in config.coders.keys() {
-        let blocked = accounts::blocked(config, coder, &pauses, &holds, now);
-        if let Some(Blocked::Paused(scope, pause)) = blocked.filter(|_| !holds.holds(coder))
-            && scope.account.is_some()
-        {
-            rows.push(PauseRow {
-                coder: coder.clone(),
-                account: None,
-                cause: pause.cause.as_str().to_owned(),
-                until: Some(pause.until),
-                detail: format!("every account is paused; {scope} resumes first"),
-            });
-        }
-    }
     let coders = holds.coders.iter().map(|(c, h)| (c.clone(), None, h));
     let accounts = holds.accounts.iter().flat_map(|(coder, accounts)| {
         accounts.iter().map(move |(account, h)| (coder.clone(), Some(account.clone()), h))

@@ -43,7 +43,7 @@ pub use prices::Price;
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
 use crate::coders::{Account, Coder, CoderConfigError, Registry, UnknownCoder};
-use crate::redact::REDACTED;
+use crate::redact::{REDACTED, Redactor};
 
 /// The file name under `FLEET_HOME`.
 pub const FILE_NAME: &str = "runtime.toml";
@@ -274,6 +274,17 @@ impl RuntimeConfig {
             }
         }
         shown
+    }
+
+    /// The redactor for what is written about the runs of this config: token shapes, and the
+    /// values of the secret-looking variables of this process's environment (which every agent
+    /// inherits) and of those the `[coders.*]` tables and their accounts set (an account's API
+    /// key is in no process's environment but its agents'). Built once per load of the file
+    /// ([`ConfigWatcher::redactor`]): it reads the whole environment.
+    pub fn redactor(&self) -> Redactor {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let inherited = vars.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        Redactor::from_env(inherited.chain(self.configured_env()))
     }
 
     /// Every variable the `[coders.*]` tables and their accounts set, for redaction: the

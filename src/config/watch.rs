@@ -3,7 +3,8 @@
 //! [`file_stamp`] tells whether the file changed (time, size, inode), and [`ConfigWatcher`]
 //! wraps the loop every supervisor needs — re-read on change, keep the previous config when
 //! the new one is invalid, report the error once. Reading goes through [`RuntimeConfig::load`],
-//! so a reload checks exactly what a first load checks.
+//! so a reload checks exactly what a first load checks. Each load also builds the config's
+//! coders and its redactor, once, for everything written until the next load.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -11,6 +12,7 @@ use std::time::SystemTime;
 use super::check::coder_error;
 use super::{ConfigError, RuntimeConfig};
 use crate::coders::Registry;
+use crate::redact::Redactor;
 
 /// What identifies one version of a file: modification time, size and inode. An atomic
 /// replace (rename) changes the inode even within one timestamp tick.
@@ -56,6 +58,8 @@ pub struct ConfigWatcher {
     stamp: Option<FileStamp>,
     config: RuntimeConfig,
     registry: Registry,
+    /// [`RuntimeConfig::redactor`] of `config`.
+    redactor: Redactor,
 }
 
 impl ConfigWatcher {
@@ -65,7 +69,8 @@ impl ConfigWatcher {
         let stamp = file_stamp(path);
         let config = RuntimeConfig::load(path)?;
         let registry = config.registry().map_err(|e| coder_error(path, &e))?;
-        Ok(ConfigWatcher { path: path.to_path_buf(), stamp, config, registry })
+        let redactor = config.redactor();
+        Ok(ConfigWatcher { path: path.to_path_buf(), stamp, config, registry, redactor })
     }
 
     pub fn path(&self) -> &Path {
@@ -82,6 +87,11 @@ impl ConfigWatcher {
         &self.registry
     }
 
+    /// The redactor of the current config: what is written about its runs passes through it.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// Re-reads the file if its stamp changed.
     pub fn poll(&mut self) -> Reload {
         let stamp = file_stamp(&self.path);
@@ -95,6 +105,7 @@ impl ConfigWatcher {
         });
         match loaded {
             Ok((config, registry)) => {
+                self.redactor = config.redactor();
                 self.config = config;
                 self.registry = registry;
                 Reload::Reloaded

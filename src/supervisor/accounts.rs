@@ -11,7 +11,10 @@
 //! that runs one agent at a time take turns too, instead of draining the first account.
 //!
 //! A coder stops starting agents ([`blocked`]) when it is paused or held itself, or when it has
-//! accounts and none is usable. A coder without accounts behaves as it always has.
+//! accounts and none is usable; it is then paused as a whole until the account pause that ends
+//! first does ([`coder_paused_by_accounts`], what the live view and `fleet tasks` show). A coder
+//! without accounts behaves as it always has. [`availability`] answers both questions of a
+//! claim at once: which accounts a coder may use, or what stops it.
 
 use std::collections::HashMap;
 
@@ -57,7 +60,7 @@ impl Rotation {
 }
 
 /// The accounts of `coder` that may start an agent now, in the order of the file.
-pub fn usable<'a>(
+fn usable<'a>(
     config: &'a RuntimeConfig,
     coder: &str,
     pauses: &Pauses,
@@ -85,25 +88,27 @@ pub enum Blocked<'a> {
     Paused(&'a Scope, &'a Pause),
 }
 
-/// Why `coder` cannot start an agent now, if it cannot.
-pub fn blocked<'a>(
-    config: &RuntimeConfig,
+/// The accounts `coder` may start its next agent on, in the order of the file (none for a
+/// coder without accounts), or, when it cannot start one now, why.
+pub fn availability<'c, 'p>(
+    config: &'c RuntimeConfig,
     coder: &str,
-    pauses: &'a Pauses,
+    pauses: &'p Pauses,
     holds: &Holds,
     now: Timestamp,
-) -> Option<Blocked<'a>> {
+) -> Result<Vec<&'c Account>, Blocked<'p>> {
     if holds.holds(coder) {
-        return Some(Blocked::Held);
+        return Err(Blocked::Held);
     }
     if let Some((scope, pause)) =
         pauses.all_active(now).find(|(scope, _)| scope.coder == coder && scope.account.is_none())
     {
-        return Some(Blocked::Paused(scope, pause));
+        return Err(Blocked::Paused(scope, pause));
     }
     let accounts = config.accounts(coder);
-    if accounts.is_empty() || !usable(config, coder, pauses, holds, now).is_empty() {
-        return None;
+    let usable = usable(config, coder, pauses, holds, now);
+    if accounts.is_empty() || !usable.is_empty() {
+        return Ok(usable);
     }
     let soonest = pauses
         .all_active(now)
@@ -115,7 +120,40 @@ pub fn blocked<'a>(
                     .is_some_and(|name| accounts.iter().any(|a| &a.name == name))
         })
         .min_by_key(|(_, pause)| (pause.needs_a_human(), pause.until));
-    Some(soonest.map_or(Blocked::Held, |(scope, pause)| Blocked::Paused(scope, pause)))
+    Err(soonest.map_or(Blocked::Held, |(scope, pause)| Blocked::Paused(scope, pause)))
+}
+
+/// Why `coder` cannot start an agent now, if it cannot.
+pub fn blocked<'a>(
+    config: &RuntimeConfig,
+    coder: &str,
+    pauses: &'a Pauses,
+    holds: &Holds,
+    now: Timestamp,
+) -> Option<Blocked<'a>> {
+    availability(config, coder, pauses, holds, now).err()
+}
+
+/// The pause of `coder` as a whole while every one of its accounts is paused (and none of them
+/// is only held by a person): until the account pause [`blocked`] picks, with a detail naming
+/// it. `None` when the coder is not stopped by its accounts' pauses.
+pub fn coder_paused_by_accounts(
+    config: &RuntimeConfig,
+    coder: &str,
+    pauses: &Pauses,
+    holds: &Holds,
+    now: Timestamp,
+) -> Option<Pause> {
+    let Some(Blocked::Paused(soonest, pause)) = blocked(config, coder, pauses, holds, now) else {
+        return None;
+    };
+    soonest.account.as_ref()?;
+    Some(Pause {
+        cause: pause.cause,
+        until: pause.until,
+        detail: format!("every account of {coder} is paused; {soonest} resumes first"),
+        faults_in_row: 0,
+    })
 }
 
 #[cfg(test)]
@@ -174,7 +212,7 @@ mod tests {
         let holds = Holds::default();
         assert_eq!(blocked(&config, "claude", &pauses, &holds, now), None);
         let later = now + SignedDuration::from_secs(600);
-        pauses.rate_limit(&Scope::account("claude", "a"), later, "429");
+        pauses.rate_limit(&Scope::account("claude", "a"), later, "429", now);
         let names: Vec<&str> = usable(&config, "claude", &pauses, &holds, now)
             .iter()
             .map(|a| a.name.as_str())
@@ -188,6 +226,9 @@ mod tests {
         };
         // The login pause of b ends first, but needs a person: a's window is what to wait for.
         assert_eq!((scope.to_string(), pause.until), ("claude@a".to_owned(), later));
+        let whole = coder_paused_by_accounts(&config, "claude", &pauses, &holds, now).unwrap();
+        assert_eq!((whole.cause, whole.until), (PauseCause::RateLimit, later));
+        assert_eq!(whole.detail, "every account of claude is paused; claude@a resumes first");
         assert_eq!(blocked(&config, "codex", &pauses, &holds, now), None, "no accounts: as before");
         let mut held = Holds::default();
         let hold = Hold { since: now, by: "me".into(), reason: String::new() };

@@ -10,8 +10,11 @@
 //! The lock is an exclusive `flock` on `$FLEET_HOME/state/fleet-run.lock` ([`HomeLock`]).
 //! `fleet run --detach` takes it before it starts the supervisor, which inherits the
 //! descriptor ([`HomeLock::adopt`]) and holds it for as long as it lives; the kernel drops it
-//! when the process ends, however it ends. So of two `--detach` racing on one home, one starts
-//! a supervisor and the other is told which one runs. It lives next to `holds.json` and
+//! when the process ends, however it ends. The supervisor writes its own record as soon as it
+//! holds the lock ([`DaemonRecord::of_this_process`]): whatever becomes of the `--detach` that
+//! started it, no supervisor runs in the background unrecorded. So of two `--detach` racing on
+//! one home, one starts a supervisor and the other is told which one runs. It lives next to
+//! `holds.json` and
 //! `pauses.json` because the supervisor's other state does: the unit is the fleet home (its
 //! tasks, logs and pauses), whichever workspace the supervisor serves.
 
@@ -61,24 +64,51 @@ pub enum Liveness {
 }
 
 impl DaemonRecord {
-    /// Judges the record by the process it names: alive, and started when the record says.
+    /// The record of this process, started now: the supervisor in the background records
+    /// itself (`argv` is the `fleet run --detach` command line it was started by).
+    pub fn of_this_process(
+        workspace: PathBuf,
+        argv: Vec<String>,
+        log: PathBuf,
+        output: PathBuf,
+    ) -> DaemonRecord {
+        DaemonRecord {
+            pid: std::process::id(),
+            start_ticks: process::own_start_ticks(),
+            boot_id: process::boot_id(),
+            started_at: Timestamp::now(),
+            workspace,
+            argv,
+            log,
+            output,
+        }
+    }
+
+    /// Judges the record by the process it names: alive, and started when the record says
+    /// ([`process::is_alive`]); a stale record says why.
     pub fn liveness(&self) -> Liveness {
         let this_boot = process::boot_id();
         if !self.boot_id.is_empty() && !this_boot.is_empty() && self.boot_id != this_boot {
             return Liveness::Stale(format!("pid {} ran before the machine restarted", self.pid));
         }
-        let found = i32::try_from(self.pid).ok().and_then(process::process);
-        match found {
-            None => Liveness::Stale(format!("process {} is gone", self.pid)),
-            Some(p) if p.zombie => Liveness::Stale(format!("process {} has exited", self.pid)),
-            Some(p) if p.start_ticks != self.start_ticks => {
+        if process::is_alive(self.pid, self.start_ticks) {
+            return Liveness::Running;
+        }
+        Liveness::Stale(self.why_not_running())
+    }
+
+    /// What became of the recorded process, which is not running.
+    fn why_not_running(&self) -> String {
+        match i32::try_from(self.pid).ok().and_then(process::process) {
+            None => format!("process {} is gone", self.pid),
+            Some(p) if p.zombie => format!("process {} has exited", self.pid),
+            Some(p) => {
                 let name = process::command_name(p.pid).unwrap_or_else(|| "?".to_owned());
-                Liveness::Stale(format!(
+                format!(
                     "pid {} now names another process ({name}, started at another time)",
                     self.pid
-                ))
+                )
             }
-            Some(_) => Liveness::Running,
         }
     }
 }

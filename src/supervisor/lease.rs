@@ -71,16 +71,13 @@ pub enum OwnerState {
 impl Identity {
     /// The identity of this process, running as `name`.
     pub fn current(name: &str) -> Identity {
-        let pid = std::process::id();
-        let start_ticks =
-            i32::try_from(pid).ok().and_then(process::process).map_or(0, |p| p.start_ticks);
         Identity {
             name: name.to_string(),
             instance: ulid::Ulid::generate().to_string(),
             host: process::hostname(),
             boot_id: process::boot_id(),
-            pid,
-            start_ticks,
+            pid: std::process::id(),
+            start_ticks: process::own_start_ticks(),
         }
     }
 
@@ -180,6 +177,13 @@ pub fn registration_alive(reg: &Registration, me: &Identity, now: Timestamp) -> 
         ..probe
     };
     owner_state(&lease, me, std::slice::from_ref(reg), now) == OwnerState::Alive
+}
+
+/// The registrations in `store` of the supervisors that still run, as seen from this process
+/// (`fleet tasks`, `fleet run status`).
+pub fn live_supervisors(store: &Store, now: Timestamp) -> Result<Vec<Registration>, StoreError> {
+    let me = Identity::current("observer");
+    Ok(registry(store)?.into_iter().filter(|r| registration_alive(r, &me, now)).collect())
 }
 
 /// The registry as stored (entries that do not parse are skipped: a newer fleet's format).

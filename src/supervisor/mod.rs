@@ -154,6 +154,10 @@ pub enum Event {
     },
     ConfigReloaded {
         max_concurrent: usize,
+        /// The reloaded config's redactor (its accounts may have new keys), for the logs of
+        /// whoever receives the events; not part of the event's JSON.
+        #[serde(skip)]
+        redactor: Redactor,
     },
     /// A person paused or resumed spawning (`fleet pause`, `fleet resume`): no new agent
     /// starts for `all` coders, for those listed, or on the accounts listed
@@ -346,6 +350,12 @@ impl Supervisor {
         self.config.config()
     }
 
+    /// The redactor of the config in force (see [`RuntimeConfig::redactor`]); a reload comes
+    /// with its own ([`Event::ConfigReloaded`]).
+    pub fn redactor(&self) -> &Redactor {
+        self.config.redactor()
+    }
+
     fn max_concurrent(&self) -> usize {
         usize::try_from(self.cfg().max_concurrent).unwrap_or(usize::MAX)
     }
@@ -420,6 +430,11 @@ impl Supervisor {
             tokio::select! {
                 _ = stop.changed() => {}
                 Some(done) = runners.join_next() => {
+                    // What a runner signalled as it ran (a rate limit) is handled before its
+                    // outcome: the runner sent it before it returned, so it is queued by now.
+                    while let Ok(signal) = signals.try_recv() {
+                        self.on_signal(signal);
+                    }
                     if let Ok(finished) = done {
                         self.record(finished).await;
                     }
@@ -816,11 +831,11 @@ impl Supervisor {
         let mut paused = Vec::new();
         let mut chosen = HashMap::new();
         for coder in registry.names() {
-            if accounts::blocked(&config, coder, &self.pauses, holds, now).is_some() {
+            let Ok(usable) = accounts::availability(&config, coder, &self.pauses, holds, now)
+            else {
                 paused.push(coder.to_owned());
                 continue;
-            }
-            let usable = accounts::usable(&config, coder, &self.pauses, holds, now);
+            };
             let running_on = |name: &str| {
                 self.running.values().filter(|r| r.coder == coder && r.account == name).count()
             };
@@ -879,7 +894,7 @@ impl Supervisor {
         let env = self.agent_env();
         let prices = self.cfg().prices.clone();
         if let Ok(dir) = &task_dir {
-            let _ = dir.write_record(&task_record(&issue), &config_redactor(self.cfg()));
+            let _ = dir.write_record(&task_record(&issue), self.redactor());
         }
         let instance = self.me.instance.clone();
         let stop = stop.clone();
@@ -952,7 +967,7 @@ impl Supervisor {
             let pause = SignedDuration::try_from(default).unwrap_or(SignedDuration::MAX);
             now.checked_add(pause).unwrap_or(Timestamp::MAX)
         });
-        if let Some(paused) = self.pauses.rate_limit(scope, until, detail) {
+        if let Some(paused) = self.pauses.rate_limit(scope, until, detail, now) {
             self.report_pause(paused);
         }
     }
@@ -1006,17 +1021,18 @@ impl Supervisor {
     /// Reports `coder` paused as a whole when every one of its accounts is paused.
     fn emit_coder_paused_by_accounts(&self, coder: &str) {
         let now = Timestamp::now();
-        let blocked = accounts::blocked(self.cfg(), coder, &self.pauses, self.holds.holds(), now);
-        let Some(accounts::Blocked::Paused(soonest, pause)) = blocked else { return };
-        if soonest.account.is_none() {
+        let holds = self.holds.holds();
+        let Some(pause) =
+            accounts::coder_paused_by_accounts(self.cfg(), coder, &self.pauses, holds, now)
+        else {
             return;
-        }
+        };
         self.emit(Event::Paused {
             coder: coder.to_owned(),
             account: None,
             until: pause.until,
             cause: pause.cause,
-            detail: format!("every account of {coder} is paused; {soonest} resumes first"),
+            detail: pause.detail,
             fix: format!(
                 "nothing to do if a window resets by itself; add accounts to [coders.{coder}] in runtime.toml for more room"
             ),
@@ -1055,15 +1071,20 @@ impl Supervisor {
     }
 
     /// Writes an attempt's outcome to the queue, and pauses or clears its coder.
-    async fn record(&mut self, finished: Finished) {
+    async fn record(&mut self, mut finished: Finished) {
         let id = finished.id.clone();
         self.running.remove(&id);
         self.note_coder_health(&finished);
+        self.join_rate_limit_in_force(&mut finished);
         let me = self.me.clone();
         let config = self.cfg().clone();
+        let redactor = self.redactor().clone();
         let home = self.options.home.clone();
-        let recorded =
-            self.blocking(move |store| record_outcome(store, &me, &finished, &config, &home)).await;
+        let recorded = self
+            .blocking(move |store| {
+                record_outcome(store, &me, &finished, (&config, &redactor), &home)
+            })
+            .await;
         match recorded {
             Ok(Some(plan)) => {
                 self.summary.attempts += 1;
@@ -1084,6 +1105,20 @@ impl Supervisor {
             Err(error) => {
                 tracing::error!(%error, task = %id, "recording the attempt's outcome failed");
             }
+        }
+    }
+
+    /// An attempt that ended rate limited while its scope is paused for a rate limit — the one
+    /// its runner reported as it happened, or another agent's — ran into that pause: its
+    /// outcome ends when the pause does, so recording it neither extends the pause nor writes
+    /// it to the history again. A later reset the outcome knows of still extends it.
+    fn join_rate_limit_in_force(&self, finished: &mut Finished) {
+        let Outcome::RateLimited { resets_at, .. } = &mut finished.outcome else { return };
+        let scope = Scope::of_attempt(&finished.coder, &finished.account, PauseCause::RateLimit);
+        let in_force = self.pauses.active(&scope, Timestamp::now());
+        let Some(pause) = in_force.filter(|p| p.cause == PauseCause::RateLimit) else { return };
+        if resets_at.is_none_or(|at| at <= pause.until) {
+            *resets_at = Some(pause.until);
         }
     }
 
@@ -1115,7 +1150,11 @@ impl Supervisor {
         match self.config.poll() {
             Reload::Unchanged => {}
             Reload::Reloaded => {
-                self.emit(Event::ConfigReloaded { max_concurrent: self.max_concurrent() });
+                let redactor = self.redactor().clone();
+                self.emit(Event::ConfigReloaded {
+                    max_concurrent: self.max_concurrent(),
+                    redactor,
+                });
             }
             Reload::Invalid(error) => self.emit(Event::ConfigRejected { error: error.to_string() }),
         }
@@ -1133,15 +1172,6 @@ pub fn process_redactor() -> Redactor {
             Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         })
         .clone()
-}
-
-/// The redactor for what the supervisor writes about attempts: [`process_redactor`]'s secrets
-/// plus the values of the secret-looking variables runtime.toml gives coders and their
-/// accounts (an account's API key is in no process's environment but its agents').
-pub fn config_redactor(config: &RuntimeConfig) -> Redactor {
-    let vars: Vec<(String, String)> = std::env::vars().collect();
-    let inherited = vars.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-    Redactor::from_env(inherited.chain(config.configured_env()))
 }
 
 /// A stream that yields when a child process of this one exits (SIGCHLD), so orphans the
@@ -1268,16 +1298,16 @@ fn held_by_attempt(issue: &Issue, me: &Identity, attempt: &str) -> bool {
     me.holds(issue) && issue.fleet.lease.as_ref().is_some_and(|l| l.attempt == attempt)
 }
 
-/// Applies the plan for an attempt's outcome in one transaction; `None` if the task is gone.
+/// Applies the plan for an attempt's outcome in one transaction under the config in force
+/// and its redactor; `None` if the task is gone.
 fn record_outcome(
     store: &Store,
     me: &Identity,
     finished: &Finished,
-    config: &RuntimeConfig,
+    (config, redactor): (&RuntimeConfig, &Redactor),
     home: &Path,
 ) -> Result<Option<Recorded>, StoreError> {
     let id = finished.id.as_str();
-    let redactor = config_redactor(config);
     let (recorded, _) = store.write(&me.name, Clock::System, |w| {
         let Some(mut issue) = w.issue(id)? else { return Ok(None) };
         let succeeded = matches!(finished.outcome, Outcome::Exited { code: Some(0), .. });
@@ -1323,7 +1353,7 @@ fn record_outcome(
     // transaction would hold the store's writer lock, which every other process waits on.
     if let Ok(dir) = TaskDir::new(home, id) {
         if let Some(after) = after {
-            let _ = dir.write_record(&task_record(&after), &redactor);
+            let _ = dir.write_record(&task_record(&after), redactor);
         }
         let _ = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
     }

@@ -13,8 +13,10 @@
 //!
 //! The pauses in force are kept in `$FLEET_HOME/state/pauses.json`, so a restarted supervisor
 //! does not walk straight back into a rate limit; every pause is also appended to
-//! `state/pause-history.jsonl` ([`history`]) when it starts or grows, for `fleet stats
-//! --agents`; past 1 MiB the history is cut to its newest half.
+//! `state/pause-history.jsonl` ([`history`]) when it starts or grows, stamped with the time the
+//! caller gives, for `fleet stats --agents`; past 1 MiB the history is cut to its newest half.
+//! One rate limit is one pause: the supervisor pauses when the runner reports it, and the
+//! attempt's outcome then names that pause rather than pausing again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -242,10 +244,16 @@ impl Pauses {
         self.all_active(now).map(|(_, p)| p.until).min()
     }
 
-    /// Pauses `scope` for a rate limit until `until`. A pause is never shortened. `None` when
-    /// nothing changed worth telling (the same limit, extended by under a second: the
-    /// runner's signal and then the recorded outcome of one rate limit).
-    pub fn rate_limit(&mut self, scope: &Scope, until: Timestamp, detail: &str) -> Option<Paused> {
+    /// Pauses `scope` for a rate limit until `until`, as of `now`. A pause is never shortened.
+    /// `None` when nothing changed worth telling (the same limit, extended by under a second:
+    /// two agents reporting one limit moments apart).
+    pub fn rate_limit(
+        &mut self,
+        scope: &Scope,
+        until: Timestamp,
+        detail: &str,
+        now: Timestamp,
+    ) -> Option<Paused> {
         let current = self.by_scope.get(scope);
         if current.is_some_and(|p| p.until >= until) {
             return None;
@@ -257,7 +265,7 @@ impl Pauses {
         let faults_in_row = current.map_or(0, |p| p.faults_in_row);
         let pause =
             Pause { cause: PauseCause::RateLimit, until, detail: detail.into(), faults_in_row };
-        self.set(scope, pause.clone());
+        self.set(scope, pause.clone(), now);
         news.then(|| Paused { scope: scope.clone(), pause, news })
     }
 
@@ -283,7 +291,7 @@ impl Pauses {
             .unwrap_or(now);
         let until = previous.map_or(until, |p| p.until.max(until));
         let pause = Pause { cause, until, detail: detail.into(), faults_in_row };
-        self.set(scope, pause.clone());
+        self.set(scope, pause.clone(), now);
         Some(Paused { scope: scope.clone(), pause, news })
     }
 
@@ -302,17 +310,18 @@ impl Pauses {
         self.save();
     }
 
-    fn set(&mut self, scope: &Scope, pause: Pause) {
-        self.record(scope, &pause);
+    fn set(&mut self, scope: &Scope, pause: Pause, now: Timestamp) {
+        self.record(scope, &pause, now);
         self.by_scope.insert(scope.clone(), pause);
         self.save();
     }
 
-    /// Appends the pause to the history (best effort, like the file of pauses in force).
-    fn record(&self, scope: &Scope, pause: &Pause) {
+    /// Appends the pause, starting or grown `at`, to the history (best effort, like the file
+    /// of pauses in force).
+    fn record(&self, scope: &Scope, pause: &Pause, at: Timestamp) {
         let Some(dir) = self.path.as_deref().and_then(Path::parent) else { return };
         let record = PauseRecord {
-            at: Timestamp::now(),
+            at,
             coder: scope.coder.clone(),
             account: scope.account.clone(),
             cause: pause.cause,
@@ -425,8 +434,9 @@ mod tests {
         let later = now + SignedDuration::from_secs(600);
         let codex = Scope::coder("codex");
         let mut pauses = Pauses::default();
-        assert!(pauses.rate_limit(&codex, later, "429").unwrap().news);
-        assert!(pauses.rate_limit(&codex, now + SignedDuration::from_secs(60), "429").is_none());
+        assert!(pauses.rate_limit(&codex, later, "429", now).unwrap().news);
+        let sooner = now + SignedDuration::from_secs(60);
+        assert!(pauses.rate_limit(&codex, sooner, "429", now).is_none());
         assert_eq!(pauses.active(&codex, now).unwrap().until, later);
     }
 
@@ -438,7 +448,7 @@ mod tests {
         let work = Scope::account("claude", "work");
         let mut pauses = Pauses::load(dir.path());
         assert_eq!(
-            pauses.rate_limit(&work, until, "429").unwrap().scope.to_string(),
+            pauses.rate_limit(&work, until, "429", now).unwrap().scope.to_string(),
             "claude@work"
         );
         let reloaded = Pauses::load(dir.path());
@@ -448,6 +458,7 @@ mod tests {
         let recorded = history(dir.path());
         assert_eq!(recorded.len(), 1);
         assert_eq!((recorded[0].scope(), recorded[0].until), (work, until));
+        assert_eq!(recorded[0].at, now, "stamped with the caller's time");
     }
 
     #[test]

@@ -202,8 +202,8 @@ mod tests {
 
     #[test]
     fn overlapping_records_are_one_pause_clipped_to_the_window() {
-        // One limit recorded twice (the runner's signal, then the outcome), a second one later,
-        // and one still in force at `now`.
+        // One limit recorded twice (two agents reporting it moments apart), a second one
+        // later, and one still in force at `now`.
         let records = [
             record("work", 0, 300),
             record("work", 1, 301),

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
 pub mod pty;
 
 use std::path::{Path, PathBuf};

@@ -163,6 +163,9 @@ fn a_rate_limit_pauses_only_its_account_and_the_tasks_close_on_the_other() {
         (Some("one"), Some("rate_limit"))
     );
     assert_eq!(pause["pauses"], 1);
+    // Recorded once, when the runner saw it; the attempt's outcome is the same rate limit.
+    let history = std::fs::read_to_string(fleet.home().join("state/pause-history.jsonl")).unwrap();
+    assert_eq!(history.lines().count(), 1, "{history}");
     let text = fleet.ws.run(&["stats", "--agents", "--by", "account"]).ok().stdout;
     for cell in ["ACCOUNT", "one", "two", "total", "fake@one", "rate limit"] {
         assert!(text.contains(cell), "{cell} in\n{text}");

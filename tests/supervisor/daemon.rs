@@ -1,6 +1,8 @@
 //! The supervisor in the background: `fleet run --detach`, `fleet run status|stop|restart`,
 //! the pid file (`$FLEET_HOME/state/fleet-run.pid`) and what happens to agents when the
-//! background supervisor is stopped, killed, or refuses to stop.
+//! background supervisor is stopped, killed, or refuses to stop. Each test waits on what it can
+//! observe (a process gone, a file written, a task released) with the harness's deadline,
+//! never on the CLI's own waits having been long enough.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,45 +11,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::Run;
+use crate::common::daemon::{Background, alive, pid_in, start_ticks, stat_fields};
 use crate::harness::{DEADLINE, Fleet};
-
-/// A supervisor started with `fleet run --detach`; dropping it stops it (if a test failed
-/// half-way), so no background process outlives a test.
-struct Background<'a> {
-    fleet: &'a Fleet,
-    pid: u32,
-}
-
-impl<'a> Background<'a> {
-    /// `fleet run --detach ARGS`, asserted to succeed.
-    #[track_caller]
-    fn start(fleet: &'a Fleet, args: &[&str]) -> Background<'a> {
-        let run = detach(fleet, args).ok();
-        let pid = pid_in(&run.stdout);
-        Background { fleet, pid }
-    }
-}
-
-impl Drop for Background<'_> {
-    fn drop(&mut self) {
-        let _ = self.fleet.ws.run(&["run", "stop", "--timeout", "2"]);
-        kill_if_alive(self.pid);
-    }
-}
 
 /// `fleet run --detach ARGS`.
 fn detach(fleet: &Fleet, args: &[&str]) -> Run {
     let mut all = vec!["run", "--detach"];
     all.extend_from_slice(args);
     fleet.ws.run(&all)
-}
-
-/// The pid in `… (pid N)`.
-#[track_caller]
-fn pid_in(text: &str) -> u32 {
-    let at = text.find("(pid ").unwrap_or_else(|| panic!("no pid in {text:?}")) + 5;
-    let digits: String = text[at..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().unwrap_or_else(|_| panic!("no pid in {text:?}"))
 }
 
 /// `fleet run status --json`: the exit code and the document.
@@ -59,31 +30,6 @@ fn status(fleet: &Fleet) -> (i32, Value) {
 
 fn pid_file(fleet: &Fleet) -> PathBuf {
     fleet.home().join("state").join("fleet-run.pid")
-}
-
-/// The fields of `/proc/<pid>/stat` after the command name (state first), if the process
-/// exists.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = stat.rsplit_once(')')?.1;
-    Some(rest.split_whitespace().map(str::to_owned).collect())
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| f[0] != "Z" && f[0] != "X")
-}
-
-/// The process's start time in clock ticks (field 22 of its stat line).
-fn start_ticks(pid: u32) -> u64 {
-    stat_fields(pid).expect("the process exists")[19].parse().unwrap()
-}
-
-fn kill_if_alive(pid: u32) {
-    if alive(pid) {
-        // SAFETY: sends SIGKILL to one specific pid a test started (directly or not).
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
 }
 
 /// Polls `check` until it returns `Some`, or fails after [`DEADLINE`] naming `what`.
@@ -124,7 +70,7 @@ fn detach_starts_a_session_leader_in_the_background_and_status_describes_it() {
 
     let run = detach(&fleet, &["--as", "night-shift"]).ok();
     let pid = pid_in(&run.stdout);
-    let background = Background { fleet: &fleet, pid };
+    let background = Background::of(&fleet.ws, pid);
     let home = fleet.home().canonicalize().unwrap();
     assert!(
         run.stdout.starts_with(&format!("fleet run: started in the background (pid {pid})")),
@@ -167,7 +113,11 @@ fn detach_starts_a_session_leader_in_the_background_and_status_describes_it() {
     assert!(jiff::Timestamp::now().duration_since(started).as_secs() < 60, "{started}");
     let record: Value = serde_json::from_slice(&std::fs::read(pid_file(&fleet)).unwrap()).unwrap();
     assert_eq!(record["pid"], pid);
-    assert_eq!(record["start_ticks"], start_ticks(pid), "the pid file keeps the start time");
+    assert_eq!(
+        record["start_ticks"],
+        start_ticks(pid).unwrap(),
+        "the pid file keeps the start time"
+    );
 
     let human = fleet.ws.run(&["run", "status"]).ok().stdout;
     assert!(human.starts_with(&format!("fleet run: running in the background (pid {pid}) since ")));
@@ -183,7 +133,7 @@ fn detach_starts_a_session_leader_in_the_background_and_status_describes_it() {
 fn stop_ends_the_supervisor_and_its_agents_and_releases_their_tasks_uncharged() {
     let fleet = Fleet::new(&[]);
     let id = fleet.task("Long job", &["sleep 30"]);
-    let background = Background::start(&fleet, &[]);
+    let background = Background::start(&fleet.ws, &[]);
     let agent = agent_pid(&fleet, &id);
     assert!(alive(agent));
 
@@ -217,7 +167,7 @@ fn stop_ends_the_supervisor_and_its_agents_and_releases_their_tasks_uncharged() 
 fn stop_kills_a_supervisor_that_outlasts_the_timeout_and_leaves_no_agent_behind() {
     let fleet = Fleet::new(&[("shutdown_grace_secs", "60")]);
     let id = fleet.task("Stubborn", &["ignore-term"]);
-    let background = Background::start(&fleet, &[]);
+    let background = Background::start(&fleet.ws, &[]);
     let agent = agent_pid(&fleet, &id);
     wait_for("the agent's grandchildren", || {
         (fleet.processes(Some(background.pid)).len() >= 3).then_some(())
@@ -227,12 +177,13 @@ fn stop_kills_a_supervisor_that_outlasts_the_timeout_and_leaves_no_agent_behind(
     let stopped = run.json();
 
     assert_eq!(stopped["forced"], true, "{stopped:#}");
-    assert_eq!(stopped["leftovers_killed"], 0, "its guard killed the run's processes: {stopped:#}");
     assert!(stopped["waited_secs"].as_f64().unwrap() >= 1.0, "{stopped:#}");
     assert!(!alive(background.pid));
-    assert!(!alive(agent), "the agent died with its supervisor");
-    fleet.assert_no_processes_left(None);
     assert!(!pid_file(&fleet).exists());
+    // Its guard kills the agent and what the agent started, and releases the task; however
+    // long that takes on a loaded machine (stop gives it a while, then kills what is left).
+    wait_gone(agent);
+    wait_for("the run's processes to end", || fleet.processes(None).is_empty().then_some(()));
     let released = wait_for("the guard to release the task", || {
         let issue = fleet.show(&id);
         (issue["status"] == "open").then_some(issue)
@@ -251,10 +202,10 @@ fn stop_kills_a_supervisor_that_outlasts_the_timeout_and_leaves_no_agent_behind(
 fn a_killed_background_supervisor_takes_its_agents_and_leaves_a_stale_pid_file() {
     let fleet = Fleet::new(&[]);
     let id = fleet.task("Long job", &["sleep 30"]);
-    let background = Background::start(&fleet, &[]);
+    let background = Background::start(&fleet.ws, &[]);
     let agent = agent_pid(&fleet, &id);
 
-    kill_if_alive(background.pid);
+    background.kill();
     wait_gone(background.pid);
     wait_gone(agent);
     fleet.assert_no_processes_left(None);
@@ -275,7 +226,7 @@ fn a_killed_background_supervisor_takes_its_agents_and_leaves_a_stale_pid_file()
 #[test]
 fn restart_starts_a_new_supervisor_with_the_same_command_line() {
     let fleet = Fleet::new(&[]);
-    let first = Background::start(&fleet, &["--as", "sup"]);
+    let first = Background::start(&fleet.ws, &["--as", "sup"]);
     let (_, before) = status(&fleet);
 
     let run = fleet.ws.run(&["run", "restart", "--json"]).ok();
@@ -284,7 +235,7 @@ fn restart_starts_a_new_supervisor_with_the_same_command_line() {
     assert_eq!(restarted["stopped"]["pid"], first.pid, "{restarted:#}");
     assert_eq!(restarted["stopped"]["forced"], false);
     let pid = restarted["started"]["pid"].as_u64().unwrap() as u32;
-    let second = Background { fleet: &fleet, pid };
+    let second = Background::of(&fleet.ws, pid);
     assert_ne!(second.pid, first.pid);
     assert!(!alive(first.pid));
     let (code, after) = status(&fleet);
@@ -348,7 +299,7 @@ fn a_pid_file_whose_pid_names_another_program_is_stale_and_that_program_is_left_
     let fleet = Fleet::new(&[]);
     let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = sleeper.id();
-    write_pid_file(&fleet, pid, start_ticks(pid) + 1);
+    write_pid_file(&fleet, pid, start_ticks(pid).unwrap() + 1);
 
     let (code, doc) = status(&fleet);
     assert_eq!(code, 3, "{doc:#}");
@@ -357,7 +308,7 @@ fn a_pid_file_whose_pid_names_another_program_is_stale_and_that_program_is_left_
     assert!(reason.contains("now names another process (sleep"), "{reason}");
     assert!(!pid_file(&fleet).exists());
 
-    write_pid_file(&fleet, pid, start_ticks(pid) + 1);
+    write_pid_file(&fleet, pid, start_ticks(pid).unwrap() + 1);
     let stopped = fleet.ws.json(&["run", "stop"]);
     assert_eq!(stopped["was_running"], false, "{stopped:#}");
     assert!(stopped["stale"]["reason"].is_string(), "{stopped:#}");
@@ -385,15 +336,16 @@ fn two_detaches_at_once_start_one_supervisor_and_the_other_names_it() {
     let winners: Vec<&Run> = runs.iter().filter(|r| r.code == 0).collect();
     assert_eq!(winners.len(), 1, "{:?}", runs.iter().map(|r| &r.stderr).collect::<Vec<_>>());
     let pid = pid_in(&winners[0].stdout);
-    let _background = Background { fleet: &fleet, pid };
+    let _background = Background::of(&fleet.ws, pid);
     let loser = runs.iter().find(|r| r.code != 0).unwrap();
     assert_eq!(loser.code, 1);
-    assert!(
-        loser.stderr.starts_with("error: a supervisor already runs in the background for "),
-        "{}",
-        loser.stderr
-    );
-    assert!(loser.stderr.contains(&format!("(pid {pid}, since ")), "{}", loser.stderr);
+    // It names the winner once the winner's pid file is there; on a loaded machine it may have
+    // stopped waiting for it while the winner was still starting.
+    let named = loser.stderr.starts_with("error: a supervisor already runs in the background for ")
+        && loser.stderr.contains(&format!("(pid {pid}, since "));
+    let starting =
+        loser.stderr.starts_with("error: a supervisor is starting in the background for ");
+    assert!(named || starting, "{}", loser.stderr);
     let supervisors = fleet.ws.json(&["tasks"])["supervisors"].as_array().unwrap().len();
     assert_eq!(supervisors, 1);
 
@@ -446,7 +398,7 @@ fn run_control_commands_document_their_exit_codes_and_plain_run_still_takes_its_
 fn a_background_until_idle_run_ends_by_itself_and_removes_its_pid_file() {
     let fleet = Fleet::new(&[]);
     let id = fleet.task("Short job", &["sleep 1", "close done"]);
-    let background = Background::start(&fleet, &["--until-idle"]);
+    let background = Background::start(&fleet.ws, &["--until-idle"]);
 
     wait_gone(background.pid);
 
@@ -486,4 +438,62 @@ fn status_names_a_supervisor_running_in_the_foreground() {
     let (code, doc) = status(&fleet);
     assert_eq!(code, 3, "{doc:#}");
     assert!(doc.get("foreground").is_none(), "{doc:#}");
+}
+
+/// The first child of process `parent`, looked for without pause until one appears (or the
+/// deadline passes): a test that kills the parent then catches it right after the fork.
+#[track_caller]
+fn first_child_of(parent: u32) -> u32 {
+    let children = format!("/proc/{parent}/task/{parent}/children");
+    let start = Instant::now();
+    loop {
+        let listed = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(pid) = listed.split_whitespace().next() {
+            return pid.parse().unwrap();
+        }
+        assert!(start.elapsed() < DEADLINE, "process {parent} started no child");
+        std::thread::yield_now();
+    }
+}
+
+/// `fleet run --detach` SIGKILLed as soon as it has started the supervisor: the supervisor
+/// writes its own pid file once it holds the home's lock, so it is still found — by status,
+/// and by stop, which stops it — and the pid file names it, not the killed parent.
+#[test]
+fn a_detach_killed_right_after_the_spawn_leaves_a_supervisor_that_status_and_stop_find() {
+    let fleet = Fleet::new(&[]);
+    let mut parent = fleet
+        .ws
+        .command(&["run", "--detach"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = first_child_of(parent.id());
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let background = Background::of(&fleet.ws, pid);
+
+    let record = wait_for("the supervisor's pid file", || {
+        let bytes = std::fs::read(pid_file(&fleet)).ok()?;
+        serde_json::from_slice::<Value>(&bytes).ok()
+    });
+    assert_eq!(record["pid"], pid, "{record:#}");
+    assert_ne!(record["pid"], parent.id());
+    assert_eq!(record["start_ticks"], start_ticks(pid).unwrap(), "{record:#}");
+    assert_eq!(
+        record["argv"].as_array().unwrap()[1..],
+        json!(["run", "--detach"]).as_array().unwrap()[..]
+    );
+    let (code, doc) = wait_for("the supervisor to register", || {
+        let (code, doc) = status(&fleet);
+        doc["agents"].is_u64().then_some((code, doc))
+    });
+    assert_eq!((code, &doc["pid"]), (0, &json!(pid)), "{doc:#}");
+
+    let stopped = fleet.ws.json(&["run", "stop"]);
+    assert_eq!((&stopped["was_running"], &stopped["pid"]), (&json!(true), &json!(pid)));
+    assert!(!alive(pid), "the supervisor is gone when stop returns");
+    assert!(!pid_file(&fleet).exists());
+    drop(background);
 }
