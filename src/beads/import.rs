@@ -356,14 +356,19 @@ pub fn run(
     if records > 10_000 {
         std::thread::spawn(move || drop(applied));
     }
+    // The count runs on another thread: the journal's commit allocates a copy of the journal,
+    // and on this thread it reuses the memory the import freed.
     let stored = std::thread::scope(|scope| {
+        let counted = scope.spawn(|| {
+            let reader = store.read()?;
+            let stored = expected.stored(reader.view(), &reader.config_all()?);
+            tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: store counted");
+            stored
+        });
         if let Some(work) = options.after_commit {
-            scope.spawn(work);
+            work();
         }
-        let reader = store.read()?;
-        let stored = expected.stored(reader.view(), &reader.config_all()?);
-        tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: store counted");
-        stored
+        counted.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })?;
     report.fidelity = Fidelity { source: expected.source(), store: Some(stored) };
     Ok(report)
