@@ -726,7 +726,7 @@ impl Writer<'_> {
     /// Validates a new edge against the store's invariants (request rules such as beads' epic
     /// rule live in the tracker) and says whether it is new or replaces the same edge.
     fn check_edge(&self, dep: &Dependency) -> Result<EdgePlan, StoreError> {
-        self.check_new_edge(dep)?;
+        self.check_ends(dep)?;
         let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         if let Some(existing) = self.tables.dep(from, to)? {
             if existing.kind == dep.kind {
@@ -742,6 +742,36 @@ impl Writer<'_> {
                 wanted: dep.kind.clone(),
             });
         }
+        self.check_acyclic(dep)?;
+        Ok(EdgePlan::Insert)
+    }
+
+    /// What an edge of an issue that is being created needs: [`Writer::check_ends`] and no
+    /// cycle. A new issue has no edges to replace. Edges can already point at it (an id that
+    /// was another project's reference until it was created here), so a cycle is possible.
+    fn check_new_edge(&self, dep: &Dependency) -> Result<(), StoreError> {
+        self.check_ends(dep)?;
+        self.check_acyclic(dep)
+    }
+
+    /// A known edge type, another issue as the target, and a target that exists (or is
+    /// another project's).
+    fn check_ends(&self, dep: &Dependency) -> Result<(), StoreError> {
+        validate_dep_type(&dep.kind)?;
+        let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+        if from == to {
+            return Err(StoreError::SelfDependency(from.to_string()));
+        }
+        if !self.has_issue(to)? && !crate::model::is_foreign_ref(to, &self.prefix) {
+            return Err(StoreError::NotFound(to.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Refuses an edge of a kind kept acyclic that would close a cycle (unless a bulk caller
+    /// has checked the whole batch itself).
+    fn check_acyclic(&self, dep: &Dependency) -> Result<(), StoreError> {
+        let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         if dep_type::is_cycle_checked(&dep.kind)
             && !self.bulk_acyclic
             && resolver::reaches(&self.tables, to, from, &dep.kind)?
@@ -751,21 +781,6 @@ impl Writer<'_> {
                 to: to.into(),
                 kind: dep.kind.clone(),
             });
-        }
-        Ok(EdgePlan::Insert)
-    }
-
-    /// What an edge of an issue that is being created needs: a known type, another issue as
-    /// its target, and a target that exists (or is another project's). A new issue has no
-    /// edges to replace, and nothing depends on it yet, so no edge of its can close a cycle.
-    fn check_new_edge(&self, dep: &Dependency) -> Result<(), StoreError> {
-        validate_dep_type(&dep.kind)?;
-        let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
-        if from == to {
-            return Err(StoreError::SelfDependency(from.to_string()));
-        }
-        if !self.has_issue(to)? && !crate::model::is_foreign_ref(to, &self.prefix) {
-            return Err(StoreError::NotFound(to.to_string()));
         }
         Ok(())
     }

@@ -106,6 +106,18 @@ fn blocking_cycles_are_refused() {
     assert_eq!(ws.json(&["dep", "cycles"]), serde_json::json!({"cycles": []}));
 }
 
+/// An edge may point at another project's id that is created here later; the new issue's own
+/// edges can then close a cycle through it, and are refused like any other.
+#[test]
+fn a_created_issue_cannot_close_a_cycle_through_edges_already_pointing_at_it() {
+    let ws = Workspace::new();
+    let a = ws.create("A", &[]);
+    ws.run(&["dep", "add", &a, "ot-9"]).ok();
+    let run = ws.run(&["create", "B", "--id", "ot-9", "--deps", &a]).fails(1);
+    assert!(run.stderr.contains("adding dependency would create a cycle"), "{}", run.stderr);
+    assert_eq!(ws.run(&["dep", "cycles"]).ok().stdout, "✓ No dependency cycles detected\n");
+}
+
 #[test]
 fn parent_child_cycles_are_refused() {
     let ws = Workspace::new();
