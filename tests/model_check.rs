@@ -277,14 +277,21 @@ fn assert_readiness_is(store: &Store, snapshot: &Snapshot, how: &str) -> Result<
     Ok(())
 }
 
-/// Writes `snapshot`'s issues, then its edges, as an import does: one bulk transaction.
+/// Writes `snapshot`'s issues and edges as an import does, in one bulk transaction: each issue
+/// is created with its edges to issues created before it (in id order), the other edges are
+/// added after every issue exists.
 fn bulk_import(store: &Store, snapshot: &Snapshot) {
     let mut batch = ImportBatch::with_capacity(snapshot.issues.len());
-    for issue in snapshot.issues.values() {
-        batch.new_issue(issue.clone(), Vec::new());
+    let mut later = Vec::new();
+    for (id, issue) in &snapshot.issues {
+        let deps = snapshot.deps.get(id).cloned().unwrap_or_default();
+        let (now, after): (Vec<_>, Vec<_>) =
+            deps.into_iter().partition(|dep| dep.depends_on_id < *id);
+        batch.new_issue(issue.clone(), now);
+        later.extend(after);
     }
-    for dep in snapshot.deps.values().flatten() {
-        batch.edge(dep.clone());
+    for dep in later {
+        batch.edge(dep);
     }
     store
         .write("importer", Clock::Fixed(now()), |writer| {

@@ -1,9 +1,10 @@
 //! Writes held back until a bulk transaction finishes, then made in key order.
 //!
-//! An import writes tables keyed by something other than the issue it is writing — the order
+//! An import writes tables keyed by something other than the order it writes in — the order
 //! index by status and priority or update time, the ready index in `bd ready` order, the
-//! reverse edges by target — so their entries arrive in no useful order, and each insert
-//! lands somewhere else in a large b-tree. In bulk mode ([`super::Writer::begin_bulk`]) these
+//! edges and their reverse index by issue and target, while issues are created in dependency
+//! order — so their entries arrive in no useful order, and each insert lands somewhere else
+//! in a large b-tree. In bulk mode ([`super::Writer::begin_bulk`]) these
 //! writes are collected here instead while nothing reads the table back, and [`Held::write`]
 //! makes them sorted by key, so the tree fills leaf after leaf.
 //!
@@ -29,8 +30,36 @@ impl<K, V> Default for Held<K, V> {
 /// Held writes of a table keyed and valued by bytes (the order and ready indexes).
 pub(super) type HeldBytes = Held<Vec<u8>, Vec<u8>>;
 
-/// Held writes of the reverse edges: (target, issue) → edge type.
-pub(super) type HeldEdges = Held<(String, String), String>;
+/// Held writes of both edge tables of a store that started empty: the edges, (issue, target)
+/// → the dependency record, and their reverse index, (target, issue) → edge type.
+#[derive(Default)]
+pub(super) struct HeldEdges {
+    pub deps: Held<(String, String), Vec<u8>>,
+    pub rdeps: Held<(String, String), String>,
+}
+
+/// An owned key or value of a held write, lent to redb as its table's type `T`.
+pub(super) trait Lend<T: redb::Value + 'static> {
+    fn lend(&self) -> T::SelfType<'_>;
+}
+
+impl Lend<&'static [u8]> for Vec<u8> {
+    fn lend(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Lend<&'static str> for String {
+    fn lend(&self) -> &str {
+        self
+    }
+}
+
+impl Lend<(&'static str, &'static str)> for (String, String) {
+    fn lend(&self) -> (&str, &str) {
+        (&self.0, &self.1)
+    }
+}
 
 impl<K: Ord, V> Held<K, V> {
     pub fn insert(&mut self, key: K, value: V) {
@@ -58,35 +87,20 @@ impl<K: Ord, V> Held<K, V> {
         }
         Ok(())
     }
-}
 
-impl HeldBytes {
     /// Makes the held writes in `table`, in key order.
-    pub fn write(
+    pub fn write<TK: redb::Key + 'static, TV: redb::Value + 'static>(
         self,
-        table: &mut Table<'_, &'static [u8], &'static [u8]>,
-    ) -> Result<(), StoreError> {
+        table: &mut Table<'_, TK, TV>,
+    ) -> Result<(), StoreError>
+    where
+        K: Lend<TK>,
+        V: Lend<TV>,
+    {
         self.sorted(|key, value| {
             match value {
-                Some(value) => table.insert(key.as_slice(), value.as_slice())?,
-                None => table.remove(key.as_slice())?,
-            };
-            Ok(())
-        })
-    }
-}
-
-impl HeldEdges {
-    /// Makes the held writes in `table`, in key order.
-    pub fn write(
-        self,
-        table: &mut Table<'_, (&'static str, &'static str), &'static str>,
-    ) -> Result<(), StoreError> {
-        self.sorted(|(target, issue), kind| {
-            let key = (target.as_str(), issue.as_str());
-            match kind {
-                Some(kind) => table.insert(key, kind.as_str())?,
-                None => table.remove(key)?,
+                Some(value) => table.insert(key.lend(), value.lend())?,
+                None => table.remove(key.lend())?,
             };
             Ok(())
         })
