@@ -273,8 +273,8 @@ impl Writer<'_> {
 
     /// Validates and applies one change (not a bulk op) under `meta`.
     fn mutate_one(&mut self, kind: &OpKind, meta: &OpMeta) -> Result<Seeds, StoreError> {
-        // Only these read no edges while every issue is new (see `Writer::all_new`).
-        if !matches!(kind, OpKind::Create { .. } | OpKind::Comment { .. }) {
+        // Only these read no reverse edges while every issue is new (see `Writer::all_new`).
+        if !matches!(kind, OpKind::Create { .. } | OpKind::DepAdd { .. } | OpKind::Comment { .. }) {
             self.release_held_edges()?;
         }
         let at = meta.at;
@@ -787,29 +787,28 @@ impl Writer<'_> {
 
     fn insert_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {
         let row = serde_json::to_vec(dep).expect("a dependency serialises");
-        let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+        let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+        self.tables.deps.insert(key, row.as_slice())?;
         match &mut self.held_edges {
             Some(held) => {
-                held.deps.insert((from.to_string(), to.to_string()), row);
-                held.rdeps.insert((to.to_string(), from.to_string()), dep.kind.clone());
+                held.insert((dep.depends_on_id.clone(), dep.issue_id.clone()), dep.kind.clone())
             }
             None => {
-                self.tables.deps.insert((from, to), row.as_slice())?;
-                self.tables.rdeps.insert((to, from), dep.kind.as_str())?;
+                self.tables.rdeps.insert(
+                    (dep.depends_on_id.as_str(), dep.issue_id.as_str()),
+                    dep.kind.as_str(),
+                )?;
             }
         }
-        self.touch_ends(from, to);
+        self.touch_ends(&dep.issue_id, &dep.depends_on_id);
         Ok(())
     }
 
     fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
+        self.tables.deps.remove((from, to))?;
         match &mut self.held_edges {
-            Some(held) => {
-                held.deps.remove((from.to_string(), to.to_string()));
-                held.rdeps.remove((to.to_string(), from.to_string()));
-            }
+            Some(held) => held.remove((to.to_string(), from.to_string())),
             None => {
-                self.tables.deps.remove((from, to))?;
                 self.tables.rdeps.remove((to, from))?;
             }
         }

@@ -1,10 +1,9 @@
 //! Writes held back until a bulk transaction finishes, then made in key order.
 //!
-//! An import writes tables keyed by something other than the order it writes in — the order
+//! An import writes tables keyed by something other than the issue it is writing — the order
 //! index by status and priority or update time, the ready index in `bd ready` order, the
-//! edges and their reverse index by issue and target, while issues are created in dependency
-//! order — so their entries arrive in no useful order, and each insert lands somewhere else
-//! in a large b-tree. In bulk mode ([`super::Writer::begin_bulk`]) these
+//! reverse edges by target — so their entries arrive in no useful order, and each insert
+//! lands somewhere else in a large b-tree. In bulk mode ([`super::Writer::begin_bulk`]) these
 //! writes are collected here instead while nothing reads the table back, and [`Held::write`]
 //! makes them sorted by key, so the tree fills leaf after leaf.
 //!
@@ -30,13 +29,8 @@ impl<K, V> Default for Held<K, V> {
 /// Held writes of a table keyed and valued by bytes (the order and ready indexes).
 pub(super) type HeldBytes = Held<Vec<u8>, Vec<u8>>;
 
-/// Held writes of both edge tables of a store that started empty: the edges, (issue, target)
-/// → the dependency record, and their reverse index, (target, issue) → edge type.
-#[derive(Default)]
-pub(super) struct HeldEdges {
-    pub deps: Held<(String, String), Vec<u8>>,
-    pub rdeps: Held<(String, String), String>,
-}
+/// Held writes of the reverse edges: (target, issue) → edge type.
+pub(super) type HeldEdges = Held<(String, String), String>;
 
 /// An owned key or value of a held write, lent to redb as its table's type `T`.
 pub(super) trait Lend<T: redb::Value + 'static> {

@@ -1044,9 +1044,8 @@ pub struct Writer<'t> {
     /// when the transaction finishes ([`held`]).
     held_order: Option<held::HeldBytes>,
     held_ready: Option<held::HeldBytes>,
-    /// In bulk mode on a store that started empty, the writes of the edges and of their
-    /// reverse index, made in key order before anything reads them
-    /// ([`Writer::release_held_edges`]).
+    /// In bulk mode on a store that started empty, the writes of the reverse edges, made in
+    /// key order before anything reads them ([`Writer::release_held_edges`]).
     held_edges: Option<held::HeldEdges>,
     /// In bulk mode, the counters of the meta table written so far (ids made, comments,
     /// issues per status), which every op of an import would otherwise read and write back.
@@ -1278,17 +1277,12 @@ impl<'t> Writer<'t> {
         self.bulk_ids.as_ref().is_some_and(|bulk| bulk.complete)
     }
 
-    /// Makes the held writes of the edges and of their reverse index, before anything reads
-    /// them: the two tables on two cores.
+    /// Makes the held writes of the reverse edges, before anything reads them.
     pub(super) fn release_held_edges(&mut self) -> Result<(), StoreError> {
-        let Some(held::HeldEdges { deps, rdeps }) = self.held_edges.take() else { return Ok(()) };
-        let (deps_table, rdeps_table) = (&mut self.tables.deps, &mut self.tables.rdeps);
-        std::thread::scope(|scope| {
-            let deps_written = scope.spawn(|| deps.write(deps_table));
-            let rdeps_written = rdeps.write(rdeps_table);
-            let deps_written = deps_written.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            rdeps_written.and(deps_written)
-        })
+        if let Some(held) = self.held_edges.take() {
+            held.write(&mut self.tables.rdeps)?;
+        }
+        Ok(())
     }
 
     /// The id of every issue, in order.
@@ -1305,7 +1299,7 @@ impl<'t> Writer<'t> {
     /// deferred seeds (of every issue, while every issue was new: no op gathered seeds).
     fn release_held_edges_and_refresh(&mut self, lap: &dyn Fn(&str)) -> Result<(), StoreError> {
         self.release_held_edges()?;
-        lap("finish: edges written");
+        lap("finish: reverse edges written");
         if let Some(seeds) = self.deferred_seeds.take() {
             let seeds = if self.all_new() { self.all_ids()? } else { seeds };
             self.refresh(seeds)?;
