@@ -420,8 +420,11 @@ fn plan(
         ..ImportReport::default()
     };
     let mut planner = Planner::new(view, report, batch.records.len());
-    for (line, record) in batch.records {
+    for (at, (line, record)) in batch.records.into_iter().enumerate() {
         planner.add(line, record)?;
+        if at % 4096 == 4095 {
+            progress.advance(4096);
+        }
     }
     let Planner { mut issues, index, comments, mut report, .. } = planner;
     report.comments_added = comments.len();

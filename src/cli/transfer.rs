@@ -121,6 +121,14 @@ impl Bar {
             bar
         }))
     }
+
+    /// Prints a note on a line of its own, not over the bar.
+    fn note(&self, out: &super::output::Output, text: &str) {
+        match &self.0 {
+            Some(bar) => bar.suspend(|| out.note(text)),
+            None => out.note(text),
+        }
+    }
 }
 
 impl Progress for Bar {
@@ -386,7 +394,7 @@ fn import_fresh(
         return Ok(report);
     }
     let store = super::init::init_workspace(dir, &prefix)?;
-    ctx.out.note(&format!("Created workspace {} with prefix {prefix}", dir.display()));
+    bar.note(&ctx.out, &format!("Created workspace {} with prefix {prefix}", dir.display()));
     let mut report = beads::import::run(&store, ctx.actor(), ctx.clock, batch, options, bar)
         .map_err(cli_error)?;
     report.initialized_prefix = Some(prefix);
