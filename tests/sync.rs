@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::pty::{Pty, strip_escapes};
-use common::{Run, Workspace, git};
+use common::{Run, Workspace, all_succeed, git};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -443,28 +443,28 @@ fn syncs_of_one_workspace_at_once_all_succeed() {
         for n in 0..5 {
             a.create(&format!("round {round} task {n}"), &[]);
         }
-        let children: Vec<std::process::Child> = (0..3)
-            .map(|_| {
-                a.command(&["sync", "--json"])
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for child in children {
-            let output = child.wait_with_output().unwrap();
-            assert!(
-                output.status.success(),
-                "round {round}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
+        let syncs = (0..3).map(|_| a.command(&["sync", "--json"]));
+        all_succeed(syncs, &format!("round {round}"));
     }
     let report = fleet.sync(1);
     assert_eq!(report["received"], 15, "{report}");
     let exports = fleet.exports();
     assert_eq!(exports[0], exports[1]);
+}
+
+/// Makes the machine's remote take the connection and then say nothing, by running `marker`
+/// (e.g. `sleep 317`: a duration no other test uses, to find the process afterwards) as its
+/// upload-pack; `None` makes it answer again.
+fn silence_the_remote(machine: &Workspace, marker: Option<&str>) {
+    let journal = machine.beads_dir().join("journal.git");
+    let journal = journal.to_str().unwrap();
+    match marker {
+        Some(marker) => {
+            let pack = format!("{marker}; :");
+            git(&["--git-dir", journal, "config", "remote.origin.uploadpack", &pack])
+        }
+        None => git(&["--git-dir", journal, "config", "--unset", "remote.origin.uploadpack"]),
+    };
 }
 
 /// A remote that takes the connection and then says nothing (here: an upload-pack that only
@@ -475,11 +475,9 @@ fn a_silent_remote_stops_the_sync_at_the_time_limit() {
     let fleet = Fleet::new(1);
     let a = &fleet.machines[0];
     a.create("first", &[]);
-    let journal = a.beads_dir().join("journal.git");
     // A duration no other test uses, to find the process afterwards.
     let marker = "sleep 317";
-    let pack = format!("{marker}; :");
-    git(&["--git-dir", journal.to_str().unwrap(), "config", "remote.origin.uploadpack", &pack]);
+    silence_the_remote(a, Some(marker));
     let started = std::time::Instant::now();
     let stopped = a.command(&["sync"]).env("FLEET_GIT_TIMEOUT_SECS", "2").output().unwrap();
     let stopped = Run::from(stopped).fails(1);
@@ -488,7 +486,7 @@ fn a_silent_remote_stops_the_sync_at_the_time_limit() {
     let left = std::process::Command::new("pgrep").args(["-f", marker]).output().unwrap();
     assert!(left.stdout.is_empty(), "the sleeping upload-pack is gone: {left:?}");
 
-    git(&["--git-dir", journal.to_str().unwrap(), "config", "--unset", "remote.origin.uploadpack"]);
+    silence_the_remote(a, None);
     let report = fleet.sync(0);
     assert_eq!(report["sent"], 1, "{report}");
 }
@@ -501,10 +499,8 @@ fn a_silent_remote_stops_a_sync_on_a_terminal_at_the_time_limit() {
     let fleet = Fleet::new(1);
     let a = &fleet.machines[0];
     a.create("first", &[]);
-    let journal = a.beads_dir().join("journal.git");
     let marker = "sleep 331";
-    let pack = format!("{marker}; :");
-    git(&["--git-dir", journal.to_str().unwrap(), "config", "remote.origin.uploadpack", &pack]);
+    silence_the_remote(a, Some(marker));
     let mut command = a.command(&["sync"]);
     command.env("FLEET_GIT_TIMEOUT_SECS", "2").env("TERM", "xterm");
     let started = std::time::Instant::now();
@@ -529,7 +525,7 @@ fn a_silent_remote_stops_a_sync_on_a_terminal_at_the_time_limit() {
     assert!(left.is_empty(), "git's process group {group} is gone: {left:?}");
 
     // The lock went with the process: the next sync runs (and, the remote answering, ends).
-    git(&["--git-dir", journal.to_str().unwrap(), "config", "--unset", "remote.origin.uploadpack"]);
+    silence_the_remote(a, None);
     let report = fleet.sync(0);
     assert_eq!(report["sent"], 1, "{report}");
 }

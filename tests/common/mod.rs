@@ -32,6 +32,30 @@ pub fn git(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).trim_end().to_string()
 }
 
+/// Starts every command at once (output captured) and waits for all of them; panics with the
+/// stderr of one that failed, naming `what`. Returns their outputs, in order.
+#[track_caller]
+pub fn all_succeed(commands: impl IntoIterator<Item = Command>, what: &str) -> Vec<Output> {
+    let children: Vec<std::process::Child> = commands
+        .into_iter()
+        .map(|mut command| {
+            command
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start the command")
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("wait for the command"))
+        .collect();
+    for output in &outputs {
+        assert!(output.status.success(), "{what}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    outputs
+}
+
 /// Path of the binary under test.
 pub fn fleet_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fleet"))

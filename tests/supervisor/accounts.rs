@@ -255,22 +255,9 @@ fn concurrent_account_pauses_and_resumes_all_land() {
         .collect();
     fleet.configure_with(&[], &tables);
     let at_once = |verb: &str, accounts: &[usize]| {
-        let children: Vec<_> = accounts
-            .iter()
-            .map(|n| {
-                fleet
-                    .ws
-                    .command(&[verb, "--account", &format!("name{n}")])
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for child in children {
-            let output = child.wait_with_output().unwrap();
-            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        }
+        let commands =
+            accounts.iter().map(|n| fleet.ws.command(&[verb, "--account", &format!("name{n}")]));
+        crate::common::all_succeed(commands, verb);
     };
     let paused = |fleet: &Fleet| -> Vec<String> {
         let view = fleet.ws.json(&["tasks"]);
