@@ -242,6 +242,27 @@ fn writes_after_an_import_build_on_its_counters() {
     assert_eq!(doctor["healthy"], true, "{doctor}");
 }
 
+/// The same import run twice at once where no workspace exists yet: one creates it, the other
+/// imports into it (its records already there), and both succeed.
+#[test]
+fn two_imports_at_once_into_no_workspace_both_succeed() {
+    let home = Home::empty();
+    let file = fixture("fleet-own-issues.jsonl");
+    let imports = (0..2).map(|_| home.command(&["import", file.to_str().unwrap(), "--json"]));
+    let reports: Vec<Value> = common::all_succeed(imports, "import")
+        .iter()
+        .map(|output| serde_json::from_slice(&output.stdout).unwrap())
+        .collect();
+    let created: Vec<_> = reports.iter().map(|r| r["created"].as_u64().unwrap()).collect();
+    assert!(created.contains(&9), "{reports:?}");
+    assert_eq!(
+        home.run(&["list", "--all", "-n", "0", "--json"]).json().as_array().unwrap().len(),
+        9
+    );
+    let comments = home.run(&["comments", "fleet-ca4", "--json"]).json();
+    assert_eq!(comments.as_array().unwrap().len(), 2, "no comment twice: {comments}");
+}
+
 #[test]
 fn stale_rows_are_skipped_and_labels_are_unioned() {
     let home = Home::initialised("t");

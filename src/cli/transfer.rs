@@ -393,11 +393,18 @@ fn import_fresh(
         report.initialized_prefix = Some(prefix);
         return Ok(report);
     }
-    let store = super::init::init_workspace(dir, &prefix)?;
-    bar.note(&ctx.out, &format!("Created workspace {} with prefix {prefix}", dir.display()));
+    let (store, created) = match super::init::init_workspace(dir, &prefix) {
+        Ok(store) => (store, Some(prefix)),
+        // Another import (or an init) made it since this one looked: import into that one.
+        Err(_) if dir.join(STORE_FILE).is_file() => (Store::open(dir)?, None),
+        Err(error) => return Err(error),
+    };
+    if let Some(prefix) = &created {
+        bar.note(&ctx.out, &format!("Created workspace {} with prefix {prefix}", dir.display()));
+    }
     let mut report = beads::import::run(&store, ctx.actor(), ctx.clock, batch, options, bar)
         .map_err(cli_error)?;
-    report.initialized_prefix = Some(prefix);
+    report.initialized_prefix = created;
     Ok(report)
 }
 
