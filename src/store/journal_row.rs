@@ -3,8 +3,7 @@
 //! Almost every op is a few hundred bytes of JSON and is stored as it is. A bulk op (an
 //! import's records, [`crate::op::OpKind::Bulk`]) carries up to a thousand issues, so its JSON
 //! runs to a megabyte; an import of 100k issues would otherwise write its whole source a second
-//! time into the store file, which is what made the file (and its commit) about twice as big as
-//! the issues it holds. Such rows are deflated, on the core that encodes them while the other
+//! time into the store file (its journal table held 104 of the file's 285 MB). Such rows are deflated, on the core that encodes them while the other
 //! writes the tables, and inflated again by every reader through [`json`], so nothing outside
 //! the store sees the difference: the JSON a reader gets, and the `ops.jsonl` line git
 //! carries, are byte for byte the op's record.
@@ -19,7 +18,7 @@ use std::borrow::Cow;
 const DEFLATED: u8 = 0x01;
 /// Records at least this long are compressed.
 const COMPRESS_FROM: usize = 16 * 1024;
-/// zlib's fastest level: JSON records shrink about sixfold at it.
+/// zlib's fastest level: the bulk ops of the 100k-issue benchmark shrink fivefold (104 → 21 MB).
 const LEVEL: i32 = 1;
 const HEADER: usize = 9;
 

@@ -72,7 +72,7 @@ static CACHE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::n
 /// Sizes the cache of the writable store handles this process opens from now on for a
 /// transaction that writes about `bytes` (between the default and [`BULK_CACHE_MAX`]). With a
 /// cache smaller than what one transaction dirties, redb writes pages out to the file and
-/// reads them back before the commit; an import of 100k issues spent a fifth of its time so.
+/// reads them back before the commit: a tenth of the profile of an import of 100k issues.
 pub fn size_cache_for_bulk(bytes: usize) {
     let size = bytes.clamp(CACHE_BYTES, BULK_CACHE_MAX);
     CACHE.store(size, std::sync::atomic::Ordering::Relaxed);
