@@ -194,9 +194,9 @@ pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch
 pub struct ImportOptions<'a> {
     /// Plan and report, write nothing.
     pub dry_run: bool,
-    /// Work that reads the store once the import is committed (the journal's commit to git),
-    /// run on another core while this one counts what the store holds.
-    pub after_commit: Option<&'a (dyn Fn() + Sync)>,
+    /// Work on the store once the import is committed (the journal's commit to git), run on
+    /// this thread while another counts what the store holds.
+    pub after_commit: Option<&'a (dyn Fn(&Store) + Sync)>,
 }
 
 /// A dependency the import left out, and why.
@@ -366,7 +366,7 @@ pub fn run(
             stored
         });
         if let Some(work) = options.after_commit {
-            work();
+            work(store);
         }
         counted.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })?;

@@ -150,18 +150,11 @@ fn render_commit(report: &CommitReport) -> String {
     lines.join("\n")
 }
 
-/// Commits the journal at the end of a long-running command (an import) in the workspace
-/// `dir`. A failure is a warning, not the command's failure: the ops are safe in the store,
-/// and the next commit takes them.
-pub(super) fn commit_after(ctx: &Context, dir: &Path) {
-    if !dir.join(crate::store::STORE_FILE).is_file() {
-        return;
-    }
-    let result = Store::open(dir).map_err(JournalError::from).and_then(|mut store| {
-        store.skip_close_on_exit();
-        journal::commit_pending(&store)
-    });
-    match result {
+/// Commits the journal of `store` at the end of a long-running command (an import). A failure
+/// is a warning, not the command's failure: the ops are safe in the store, and the next commit
+/// takes them.
+pub(super) fn commit_after(ctx: &Context, store: &Store) {
+    match journal::commit_pending(store) {
         Ok(report) if report.ops > 0 => {
             ctx.out
                 .note(&format!("Journal: committed {} op(s) to {}", report.ops, report.reference));

@@ -345,10 +345,10 @@ fn import_source(
     if batch.lines == 0 {
         ctx.out.note(&format!("Empty file: {}", source.display()));
     }
-    let commit_journal = || {
+    let commit_journal = |store: &Store| {
         // Its note is a line of its own, not one drawn over the bar.
         bar.finish();
-        super::journal::commit_after(ctx, target_dir);
+        super::journal::commit_after(ctx, store);
     };
     let options = ImportOptions { dry_run: args.dry_run, after_commit: Some(&commit_journal) };
     // A store holds about 1.7 KB per imported issue; the transaction dirties more than that.
