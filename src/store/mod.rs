@@ -361,6 +361,11 @@ impl<'t> WriteSet<'t> {
     }
 }
 
+/// Microseconds since `started`, for the trace of a write's phases.
+fn micros(started: std::time::Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 fn io_error(context: String) -> impl FnOnce(std::io::Error) -> StoreError {
     move |source| StoreError::Io { context, source }
 }
@@ -744,18 +749,22 @@ impl Store {
         clock: Clock,
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
+        let started = std::time::Instant::now();
         let txn = self.writable()?.begin_write()?;
+        tracing::trace!(us = micros(started), "write: began");
         let (result, applied) = {
+            let started = std::time::Instant::now();
             let mut writer = Writer::begin(&txn, self, actor, clock)?;
             let result = body(&mut writer)?;
+            tracing::trace!(us = micros(started), "write: body");
             let started = std::time::Instant::now();
             let applied = writer.finish()?;
-            tracing::trace!(ms = started.elapsed().as_millis() as u64, "write: finished");
+            tracing::trace!(us = micros(started), "write: finished");
             (result, applied)
         };
         let started = std::time::Instant::now();
         txn.commit()?;
-        tracing::trace!(ms = started.elapsed().as_millis() as u64, "write: committed");
+        tracing::trace!(us = micros(started), "write: committed");
         Ok((result, applied))
     }
 
