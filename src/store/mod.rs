@@ -32,6 +32,7 @@ mod order;
 mod query;
 mod readiness;
 mod tables;
+mod text;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::order::{self, RowFacts, Scan};
 use super::tables::{Counts, ReadyEntry, View};
+use super::text::TextNeedle;
 use super::{Reader, StoreError, Writer};
 use crate::model::{Comment, Issue, SortOrder, Status, dep_type};
 
@@ -526,14 +527,9 @@ fn row_matches(filter: &ListFilter, row: &RowFacts) -> bool {
         && filter.updated_before.is_none_or(|before| row.updated_at < before)
 }
 
-/// Whether the lowercase `needle` occurs in the id, title or description (case-insensitive).
-fn text_matches(id: &str, title: &str, description: &str, needle: &str) -> bool {
-    [id, title, description].iter().any(|text| text.to_lowercase().contains(needle))
-}
-
 fn list_matches(filter: &ListFilter, issue: &Issue) -> bool {
-    let text_ok = filter.text.as_ref().is_none_or(|needle| {
-        text_matches(&issue.id, &issue.title, &issue.description, &needle.to_lowercase())
+    let text_ok = filter.text.as_ref().is_none_or(|text| {
+        TextNeedle::new(text).matches(&issue.id, &issue.title, &issue.description)
     });
     row_matches(filter, &RowFacts::of(issue)) && text_ok && has_labels(issue, &filter.labels, &[])
 }
@@ -577,17 +573,22 @@ pub(crate) fn walk_list(
     if !order::indexed(view)? {
         return Ok(None);
     }
-    let statuses: Vec<Status> = order::status_counts(view)?
-        .into_iter()
-        .map(|(status, _)| status)
-        .filter(|status| status_wanted(filter, status))
-        .collect();
+    let counts = order::status_counts(view)?;
+    let stored: u64 = counts.iter().map(|(_, count)| count).sum();
+    let (statuses, walked): (Vec<Status>, Vec<u64>) =
+        counts.into_iter().filter(|(status, _)| status_wanted(filter, status)).unzip();
     let priority = filter.priority.filter(|_| tag == order::BY_PRIORITY);
     let Some(scan) = Scan::open(view, tag, &statuses, priority, filter.reverse)? else {
         return Ok(None);
     };
     let labelled = labelled(view, &filter.labels)?;
-    let needle = filter.text.as_ref().map(|t| t.to_lowercase());
+    let text = match &filter.text {
+        Some(text) => Some(TextFilter::plan(view, text, walked.iter().sum(), stored)?),
+        None => None,
+    };
+    if text.as_ref().is_some_and(TextFilter::excludes_all) {
+        return Ok(Some(()));
+    }
     // Oldest first by update: once one is too recent, so are the rest.
     let oldest_first = tag == order::BY_UPDATED && filter.reverse;
     for row in scan {
@@ -600,10 +601,8 @@ pub(crate) fn walk_list(
         {
             continue;
         }
-        if let Some(needle) = &needle
-            && !view.issue_text(&row.id)?.is_some_and(|(title, description)| {
-                text_matches(&row.id, &title, &description, needle)
-            })
+        if let Some(text) = &text
+            && !text.passes(view, &row.id)?
         {
             continue;
         }
@@ -612,6 +611,41 @@ pub(crate) fn walk_list(
         }
     }
     Ok(Some(()))
+}
+
+/// How a walk of the order index tests its issues for a search text.
+enum TextFilter {
+    /// The ids that have it, found in one pass over every row: when the walk visits a large
+    /// share of the store.
+    Hits(HashSet<String>),
+    /// Each visited issue's row is looked up and tested: when the walk visits few issues.
+    PerRow(Box<TextNeedle>),
+}
+
+impl TextFilter {
+    /// Picks how to test for `text` a walk that visits `walked` of the `stored` issues. One
+    /// pass costs about a third of looking each row up (0.8 against 2.4 µs an issue, measured
+    /// on 100k issues), so it pays once the walk visits more than a third of the store.
+    fn plan(view: &dyn View, text: &str, walked: u64, stored: u64) -> Result<Self, StoreError> {
+        let needle = TextNeedle::new(text);
+        Ok(if walked.saturating_mul(3) > stored {
+            TextFilter::Hits(view.ids_with_text(&needle)?)
+        } else {
+            TextFilter::PerRow(Box::new(needle))
+        })
+    }
+
+    /// Whether no issue can pass (the pass found none).
+    fn excludes_all(&self) -> bool {
+        matches!(self, TextFilter::Hits(hits) if hits.is_empty())
+    }
+
+    fn passes(&self, view: &dyn View, id: &str) -> Result<bool, StoreError> {
+        match self {
+            TextFilter::Hits(hits) => Ok(hits.contains(id)),
+            TextFilter::PerRow(needle) => view.has_text(id, needle),
+        }
+    }
 }
 
 /// Issues matching `filter`, sorted, with the number that matched before the limit. Through
@@ -808,6 +842,24 @@ impl Reader {
 
     pub fn list(&self, filter: &ListFilter) -> Result<(Vec<IssueSummary>, usize), StoreError> {
         self.guarded(|view| list(view, filter))
+    }
+
+    /// How many issues of each status `filter` wants there are (statuses with none left out),
+    /// from the kept status counts: `None` when the filter tests more than the status or the
+    /// store keeps no counts (an unindexed store; use [`Reader::visit_list`]).
+    pub fn status_totals(
+        &self,
+        filter: &ListFilter,
+    ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+        self.guarded(|view| {
+            if !status_only(filter) || !order::indexed(view)? {
+                return Ok(None);
+            }
+            let counts = order::status_counts(view)?;
+            Ok(Some(
+                counts.into_iter().filter(|(status, _)| status_wanted(filter, status)).collect(),
+            ))
+        })
     }
 
     /// Visits the issues matching `filter` in its order, with the facts of each, until `visit`

@@ -4,12 +4,13 @@
 //! read code ([`View`]) serves read transactions (`ReadOnlyTable`) and write transactions
 //! (`Table`), which need to read what they are about to change.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Mutex;
 
 use redb::{ReadableTable, TableDefinition};
 
 use super::StoreError;
+use super::text::TextNeedle;
 use crate::model::{Comment, Dependency, Issue, dep_type};
 
 /// Issue id → the issue as JSON (without edges and comments).
@@ -80,6 +81,16 @@ pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M, O> {
 impl<I, D, R, C, L, Y, K, B, M, O> TableSet<I, D, R, C, L, Y, K, B, M, O> {
     /// The issue in row `bytes` of `id`; a row that does not decode is an error, or, when
     /// damaged rows are skipped, `None` with `id` recorded.
+    /// Whether `row`, the row of `id`, has `needle` in the id, title or description.
+    fn row_has_text(&self, id: &str, row: &[u8], needle: &TextNeedle) -> Result<bool, StoreError> {
+        Ok(match serde_json::from_slice::<IssueText<'_>>(row) {
+            Ok(text) => needle.matches(id, &text.title, &text.description),
+            Err(_) => self
+                .decode_or_skip(id, row)?
+                .is_some_and(|issue| needle.matches(id, &issue.title, &issue.description)),
+        })
+    }
+
     fn decode_or_skip(&self, id: &str, bytes: &[u8]) -> Result<Option<Issue>, StoreError> {
         match (decode_issue_of(id, bytes), &self.damaged) {
             (Ok(issue), _) => Ok(Some(issue)),
@@ -361,9 +372,13 @@ pub(crate) trait View {
     ) -> Result<Option<OrderEntries<'a>>, StoreError>;
     /// The number of blocked issues.
     fn blocked_count(&self) -> Result<u64, StoreError>;
-    /// The title and description of `id`, decoding nothing else of its row; a damaged row is
-    /// treated as [`View::issue`] treats it.
-    fn issue_text(&self, id: &str) -> Result<Option<(String, String)>, StoreError>;
+    /// The ids of the issues whose id, title or description contains `needle`, by one pass
+    /// over the rows that decodes only those the needle's screen lets through, and of them
+    /// only the title and description; a damaged row is treated as [`View::issue`] treats it.
+    fn ids_with_text(&self, needle: &TextNeedle) -> Result<HashSet<String>, StoreError>;
+    /// Whether issue `id` has `needle` in its id, title or description, decoding only the
+    /// title and description of its row (false when there is no such issue).
+    fn has_text(&self, id: &str, needle: &TextNeedle) -> Result<bool, StoreError>;
     /// The meta entries whose keys start with `prefix`, with the prefix cut off.
     fn meta_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
@@ -633,11 +648,26 @@ where
         Ok(self.blocked.len()?)
     }
 
-    fn issue_text(&self, id: &str) -> Result<Option<(String, String)>, StoreError> {
-        let Some(row) = self.issues.get(id)? else { return Ok(None) };
-        match serde_json::from_slice::<IssueText<'_>>(row.value()) {
-            Ok(text) => Ok(Some((text.title.into_owned(), text.description.into_owned()))),
-            Err(_) => Ok(self.decode_or_skip(id, row.value())?.map(|i| (i.title, i.description))),
+    fn ids_with_text(&self, needle: &TextNeedle) -> Result<HashSet<String>, StoreError> {
+        let mut hits = HashSet::new();
+        let mut scratch = Vec::new();
+        for entry in self.issues.iter()? {
+            let (key, row) = entry?;
+            let (id, row) = (key.value(), row.value());
+            if !needle.row_may_match(row, &mut scratch) && !needle.matches(id, "", "") {
+                continue;
+            }
+            if self.row_has_text(id, row, needle)? {
+                hits.insert(id.to_string());
+            }
+        }
+        Ok(hits)
+    }
+
+    fn has_text(&self, id: &str, needle: &TextNeedle) -> Result<bool, StoreError> {
+        match self.issues.get(id)? {
+            Some(row) => self.row_has_text(id, row.value(), needle),
+            None => Ok(false),
         }
     }
 

@@ -124,6 +124,37 @@ fn search_matches_ids_titles_and_descriptions() {
 }
 
 #[test]
+fn search_compares_the_lowercased_text_not_the_stored_row() {
+    let ws = Workspace::new();
+    // Lowercasing turns the Kelvin sign into an ASCII `k` and `É` into `é`.
+    let kelvin = ws.create("\u{212A}elvin scale", &["--id", "t-aaa"]);
+    let emile = ws.create("Ask ÉMILE", &["--id", "t-bbb"]);
+    let quoted = ws.create("say \"hi\" twice", &["--id", "t-ccc"]);
+    let path = ws.create("Path", &["--id", "t-ddd", "-d", r"under C:\Temp"]);
+    let closed = ws.create("Kelvin, closed", &["--id", "t-eee"]);
+    ws.run(&["close", &closed]).ok();
+
+    // In the default order, which the order index serves (`--sort id` would decode every row).
+    let found = |args: &[&str]| {
+        let mut all = vec!["search"];
+        all.extend_from_slice(args);
+        all.push("--json");
+        let mut ids = ids_of(&ws.run(&all).ok().json());
+        ids.sort();
+        ids
+    };
+    assert_eq!(found(&["KELVIN", "--all"]), [kelvin.clone(), closed.clone()]);
+    assert_eq!(found(&["kelvin"]), [kelvin]);
+    assert_eq!(found(&["kelvin", "-s", "closed"]), [closed]);
+    assert_eq!(found(&["émile"]), [emile]);
+    assert_eq!(found(&["\"HI\""]), [quoted]);
+    assert_eq!(found(&[r"c:\temp"]), [path]);
+    // Every stored row names its fields; a field's name is not its text.
+    assert_eq!(found(&["issue_type"]), Vec::<String>::new());
+    assert_eq!(found(&["\"title\""]), Vec::<String>::new());
+}
+
+#[test]
 fn stats_count_issues_by_state() {
     let ws = Workspace::new();
     let run = ws.run(&["stats"]).ok();

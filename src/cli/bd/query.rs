@@ -666,6 +666,12 @@ struct Group {
     count: usize,
 }
 
+impl Group {
+    fn of(group: String, count: u64) -> Group {
+        Group { group, count: usize::try_from(count).unwrap_or(usize::MAX) }
+    }
+}
+
 pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
     let mut filter = args.filter.to_filter(None).map_err(CliError::message_only)?;
     // Counting is about every issue that matches, closed ones included unless filtered.
@@ -686,6 +692,19 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
     };
     let store = ctx.open_store()?;
     let reader = store.read()?;
+    if args.extra.is_empty()
+        && (key.is_none() || args.by_status)
+        && let Some(totals) = reader.status_totals(&filter)?
+    {
+        let mut groups: Vec<Group> = Vec::new();
+        if args.by_status {
+            groups = totals.iter().map(|(s, n)| Group::of(s.to_string(), *n)).collect();
+            groups.sort_by(|a, b| a.group.cmp(&b.group));
+        }
+        let count = totals.iter().map(|(_, n)| usize::try_from(*n).unwrap_or(usize::MAX)).sum();
+        print_counts(ctx, &Counts { count, groups });
+        return Ok(());
+    }
     let mut total = 0;
     let mut names: Vec<String> = Vec::new();
     let mut tally = |row: &RowFacts| {
@@ -711,8 +730,12 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
             _ => groups.push(Group { group: name, count: 1 }),
         }
     }
-    let counts = Counts { count: total, groups };
-    ctx.out.emit(&counts, || {
+    print_counts(ctx, &Counts { count: total, groups });
+    Ok(())
+}
+
+fn print_counts(ctx: &BdContext, counts: &Counts) {
+    ctx.out.emit(counts, || {
         if counts.groups.is_empty() {
             return counts.count.to_string();
         }
@@ -720,7 +743,6 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
         lines.extend(counts.groups.iter().map(|g| format!("  {}: {}", g.group, g.count)));
         lines.join("\n")
     });
-    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
