@@ -88,6 +88,8 @@ const LISTED: &str = "SELECT i.id, i.title, i.status, i.priority, i.issue_type, 
 FROM issues i";
 const LIST_WHERE: &str = "WHERE i.status != 'closed'";
 const BLOCKED_WHERE: &str = "WHERE EXISTS (SELECT 1 FROM blocked b WHERE b.id = i.id)";
+const SEARCH_WHERE: &str =
+    "WHERE i.status != 'closed' AND (lower(i.id) LIKE ?2 OR lower(i.title) LIKE ?2)";
 const LISTED_ORDER: &str = "ORDER BY i.priority, i.created_at DESC, i.id LIMIT ?1";
 const BLOCKED_BY: &str =
     "SELECT d.depends_on_id FROM deps d JOIN issues t ON t.id = d.depends_on_id
@@ -134,10 +136,46 @@ pub fn blocked(conn: &Connection, limit: usize) -> rusqlite::Result<(Vec<ListedR
     Ok((rows, total))
 }
 
+/// The text `search` looks for: in the titles of about ten of 100k issues.
+pub const SEARCH_TEXT: &str = "issue 4242";
+
+/// The first `limit` issues that are not closed and have `text` in their id or title
+/// (case-insensitive), in `list`'s order, and how many there are in all.
+pub fn search(
+    conn: &Connection,
+    text: &str,
+    limit: usize,
+) -> rusqlite::Result<(Vec<ListedRow>, usize)> {
+    let pattern = format!("%{}%", text.to_lowercase());
+    let rows = listed_with(conn, SEARCH_WHERE, limit, Some(&pattern))?;
+    let counted = format!("SELECT count(*) FROM issues i {}", SEARCH_WHERE.replace("?2", "?1"));
+    let total = conn.query_row(&counted, [&pattern], |row| row.get(0).map(count))?;
+    Ok((rows, total))
+}
+
+/// How many issues there are.
+pub fn issue_count(conn: &Connection) -> rusqlite::Result<usize> {
+    conn.query_row("SELECT count(*) FROM issues", [], |row| row.get(0).map(count))
+}
+
 fn listed(conn: &Connection, filter: &str, limit: usize) -> rusqlite::Result<Vec<ListedRow>> {
+    listed_with(conn, filter, limit, None)
+}
+
+/// [`listed`] with a second parameter (`?2`) for the filter.
+fn listed_with(
+    conn: &Connection,
+    filter: &str,
+    limit: usize,
+    parameter: Option<&str>,
+) -> rusqlite::Result<Vec<ListedRow>> {
     let mut query = conn.prepare_cached(&format!("{LISTED} {filter} {LISTED_ORDER}"))?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = query.query_map([limit], |row| {
+    let parameters: Vec<&dyn rusqlite::ToSql> = match &parameter {
+        Some(parameter) => vec![&limit, parameter],
+        None => vec![&limit],
+    };
+    let rows = query.query_map(parameters.as_slice(), |row| {
         Ok(ListedRow {
             id: row.get(0)?,
             title: row.get(1)?,

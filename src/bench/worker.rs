@@ -56,6 +56,11 @@ pub enum ReadQuery {
     List,
     /// `fleet blocked --json`: the first page of blocked issues with their blockers.
     Blocked,
+    /// `fleet search "issue 4242" --json`: the first page of open issues with that text in
+    /// their id or title, and their number.
+    Search,
+    /// `bd count`: how many issues there are.
+    Count,
 }
 
 /// Runs a worker as `actor` on the benchmark workspace directory `workspace`. Returns the lines
@@ -143,6 +148,10 @@ fn sqlite_read(workspace: &Path, query: ReadQuery) -> Result<Vec<String>, BenchE
         ReadQuery::ReadyJson => pretty(&sqlite::ready(&conn, sqlite::READY_LIMIT)?),
         ReadQuery::List => pretty(&sqlite::list(&conn, sqlite::PAGE_LIMIT)?.0),
         ReadQuery::Blocked => pretty(&sqlite::blocked(&conn, sqlite::PAGE_LIMIT)?.0),
+        ReadQuery::Search => {
+            pretty(&sqlite::search(&conn, sqlite::SEARCH_TEXT, sqlite::PAGE_LIMIT)?.0)
+        }
+        ReadQuery::Count => vec![sqlite::issue_count(&conn)?.to_string()],
     })
 }
 
