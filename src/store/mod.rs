@@ -177,6 +177,11 @@ pub enum StoreError {
         "op {id} has format version {version}, newer than this fleet reads ({supported}); upgrade fleet"
     )]
     OpVersion { id: String, version: u32, supported: u32 },
+    #[error(
+        "the store's table layout is version {found}, newer than this fleet reads ({supported}); \
+         upgrade fleet"
+    )]
+    LayoutVersion { found: u64, supported: u64 },
     #[error("store is damaged: {0}")]
     Corrupt(String),
     /// The store file at `path` is damaged: a row does not decode, a page is unreadable, the
@@ -620,6 +625,15 @@ impl Store {
                     .map(|v| String::from_utf8_lossy(v.value()).into_owned())
                     .unwrap_or_default())
             };
+            // A newer fleet may keep its tables differently; writing them the old way would
+            // leave its indexes wrong, and reading them may mislead.
+            let layout = meta_table
+                .get(meta::LAYOUT)?
+                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+                .map_or(0, u64::from_be_bytes);
+            if layout > LAYOUT_VERSION {
+                return Err(StoreError::LayoutVersion { found: layout, supported: LAYOUT_VERSION });
+            }
             (read(meta::REPLICA)?, read(meta::PREFIX)?)
         };
         Ok(Store {
@@ -1426,5 +1440,24 @@ mod tests {
         let report = store.replay(Clock::System, made).unwrap();
         assert!(report.iter().all(|r| matches!(r.outcome, Outcome::Duplicate)), "{report:?}");
         assert_eq!(store.journal_head().unwrap(), 2);
+    }
+
+    /// A store whose tables a newer fleet laid out is refused, with the fix, instead of being
+    /// written the old way.
+    #[test]
+    fn a_store_with_a_newer_layout_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let beads = dir.path().join(".beads");
+        let store = Store::init(&beads, "t").unwrap();
+        let txn = store.writable().unwrap().begin_write().unwrap();
+        let newer = (LAYOUT_VERSION + 1).to_be_bytes();
+        txn.open_table(META).unwrap().insert(meta::LAYOUT, newer.as_slice()).unwrap();
+        txn.commit().unwrap();
+        drop(store);
+
+        let refused = Store::open(&beads).err().expect("a newer layout is refused");
+        let message = refused.to_string();
+        assert!(message.contains("table layout is version 2"), "{message}");
+        assert!(message.contains("upgrade fleet"), "{message}");
     }
 }
