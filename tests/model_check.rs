@@ -23,17 +23,53 @@ const TYPES: [&str; 4] = ["task", "bug", "epic", "gate"];
 /// One random step; issue references are indices into the issues created so far.
 #[derive(Debug, Clone)]
 enum Step {
-    Create { priority: u8, type_index: usize, age_minutes: i64 },
-    SetStatus { issue: usize, status: usize },
-    Claim { issue: usize },
-    Release { issue: usize },
-    Close { issue: usize },
-    Reopen { issue: usize },
-    Defer { issue: usize, future: Option<bool> },
-    Pin { issue: usize, pinned: bool },
-    AddDep { from: usize, to: usize, kind: usize, any_children: bool },
-    RemoveDep { from: usize, to: usize },
-    Delete { issue: usize },
+    Create {
+        priority: u8,
+        type_index: usize,
+        age_minutes: i64,
+    },
+    SetStatus {
+        issue: usize,
+        status: usize,
+    },
+    /// A new priority moves an issue's ready entry to another key.
+    SetPriority {
+        issue: usize,
+        priority: u8,
+    },
+    Claim {
+        issue: usize,
+    },
+    Release {
+        issue: usize,
+    },
+    Close {
+        issue: usize,
+    },
+    Reopen {
+        issue: usize,
+    },
+    Defer {
+        issue: usize,
+        future: Option<bool>,
+    },
+    Pin {
+        issue: usize,
+        pinned: bool,
+    },
+    AddDep {
+        from: usize,
+        to: usize,
+        kind: usize,
+        any_children: bool,
+    },
+    RemoveDep {
+        from: usize,
+        to: usize,
+    },
+    Delete {
+        issue: usize,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -42,6 +78,7 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (0u8..5, 0usize..TYPES.len(), 0i64..5000)
             .prop_map(|(priority, type_index, age_minutes)| Step::Create { priority, type_index, age_minutes }),
         2 => (issue.clone(), 0usize..5).prop_map(|(issue, status)| Step::SetStatus { issue, status }),
+        1 => (issue.clone(), 0u8..5).prop_map(|(issue, priority)| Step::SetPriority { issue, priority }),
         1 => issue.clone().prop_map(|issue| Step::Claim { issue }),
         1 => issue.clone().prop_map(|issue| Step::Release { issue }),
         2 => issue.clone().prop_map(|issue| Step::Close { issue }),
@@ -83,6 +120,9 @@ fn to_op(step: &Step, ids: &[String], serial: usize) -> Option<OpKind> {
             ][*status]
                 .clone();
             patch(IssuePatch { status: Some(status), ..IssuePatch::default() }, pick(*issue)?)
+        }
+        Step::SetPriority { issue, priority } => {
+            patch(IssuePatch { priority: Some(*priority), ..IssuePatch::default() }, pick(*issue)?)
         }
         Step::Claim { issue } => OpKind::Claim { id: pick(*issue)? },
         Step::Release { issue } => OpKind::Release { id: pick(*issue)? },

@@ -59,7 +59,7 @@ use std::collections::BTreeSet;
 use jiff::Timestamp;
 use redb::ReadableTable;
 
-use super::tables::View;
+use super::tables::{View, ready_key};
 use super::{StoreError, Writer, meta};
 use crate::id;
 use crate::model::{Comment, Dependency, Issue, ModelError, Status, dep_type, validate_dep_type};
@@ -547,6 +547,7 @@ impl Writer<'_> {
     }
 
     fn claim(&mut self, id: &str, actor: &str, at: Timestamp) -> Result<Seeds, StoreError> {
+        self.claimed = None;
         let old = self.existing(id)?;
         let mine = old.assignee.is_empty() || old.assignee == actor;
         match old.status {
@@ -571,7 +572,9 @@ impl Writer<'_> {
         issue.started_at.get_or_insert(at);
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
-        Ok(Some(self.status_change_seeds(&old, &issue)?))
+        let seeds = self.status_change_seeds(&old, &issue)?;
+        self.claimed = Some(issue);
+        Ok(Some(seeds))
     }
 
     fn release(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {
@@ -654,6 +657,7 @@ impl Writer<'_> {
             self.tables.labels.remove((label.as_str(), id))?;
         }
         self.index_order(Some(&old), None)?;
+        self.remove_ready_entry(ready_key(&old))?;
         self.tables.issues.remove(id)?;
         if let Some(bulk) = &mut self.bulk_ids {
             bulk.ids.remove(id);
@@ -833,6 +837,13 @@ impl Writer<'_> {
     /// Writes an issue row and keeps the label and order indexes in step with it.
     fn put_issue(&mut self, old: Option<&Issue>, issue: &Issue) -> Result<(), StoreError> {
         self.index_order(old, Some(issue))?;
+        // A ready entry lives under its row's key: a new key leaves the old one behind.
+        if let Some(old) = old {
+            let old_key = ready_key(old);
+            if old_key != ready_key(issue) {
+                self.remove_ready_entry(old_key)?;
+            }
+        }
         let old_labels = old.map(|o| o.labels.as_slice()).unwrap_or_default();
         for label in old_labels.iter().filter(|l| !issue.labels.contains(l)) {
             self.tables.labels.remove((label.as_str(), issue.id.as_str()))?;

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::tables::{
     BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
-    READY_KEYS, decode_dep, decode_issue_of, id_of_ready_key,
+    decode_dep, decode_issue_of, id_of_ready_key,
 };
 use super::{STORE_FILE, Store, StoreError, io_error, meta};
 use crate::model::{Comment, Dependency, Issue, is_foreign_ref};
@@ -222,7 +222,6 @@ fn tables(txn: &ReadTransaction) -> Check {
     probe(txn, COMMENTS, &mut problems);
     probe(txn, LABELS, &mut problems);
     probe(txn, READY, &mut problems);
-    probe(txn, READY_KEYS, &mut problems);
     probe(txn, BLOCKED, &mut problems);
     probe(txn, META, &mut problems);
     probe(txn, JOURNAL, &mut problems);
@@ -385,12 +384,11 @@ fn meta_values(txn: &ReadTransaction) -> Check {
     Check::from_findings("meta", "prefix, replica and layout version present".into(), findings)
 }
 
-/// The stored readiness: blocked flags, ready entries, and the ids of the ready-key index.
+/// The stored readiness: blocked flags and ready entries (by key, which names the issue).
 #[derive(PartialEq, Eq)]
 struct Readiness {
     blocked: BTreeSet<String>,
     ready: BTreeMap<Vec<u8>, Vec<u8>>,
-    ready_keys: BTreeMap<String, Vec<u8>>,
 }
 
 impl Readiness {
@@ -404,32 +402,17 @@ impl Readiness {
             let (key, value) = entry?;
             ready.insert(key.value().to_vec(), value.value().to_vec());
         }
-        let mut ready_keys = BTreeMap::new();
-        for entry in tables.ready_keys.iter()? {
-            let (id, key) = entry?;
-            ready_keys.insert(id.value().to_string(), key.value().to_vec());
-        }
-        Ok(Readiness { blocked, ready, ready_keys })
+        Ok(Readiness { blocked, ready })
     }
 
-    /// The ids whose readiness differs between `self` (stored) and `fresh` (recomputed), and
-    /// ready entries without their key record (or the other way round).
+    /// The ids whose readiness differs between `self` (stored) and `fresh` (recomputed): a
+    /// blocked flag, an entry, or an entry under a key that is not its row's.
     fn differences(&self, fresh: &Readiness) -> BTreeSet<String> {
         let mut ids: BTreeSet<String> =
             self.blocked.symmetric_difference(&fresh.blocked).cloned().collect();
-        let ready_ids = |r: &Readiness| -> BTreeMap<String, Vec<u8>> {
-            r.ready.iter().map(|(k, v)| (id_of_ready_key(k).to_string(), v.clone())).collect()
-        };
-        let (stored, recomputed) = (ready_ids(self), ready_ids(fresh));
-        for id in stored.keys().chain(recomputed.keys()) {
-            if stored.get(id) != recomputed.get(id) {
-                ids.insert(id.clone());
-            }
-        }
-        for key in self.ready.keys() {
-            let id = id_of_ready_key(key);
-            if self.ready_keys.get(id) != Some(key) {
-                ids.insert(id.to_string());
+        for key in self.ready.keys().chain(fresh.ready.keys()) {
+            if self.ready.get(key) != fresh.ready.get(key) {
+                ids.insert(id_of_ready_key(key).to_string());
             }
         }
         ids
@@ -489,6 +472,9 @@ fn readiness(store: &Store, scratch: &Path, path: &Path) -> Check {
             true
         })?;
         let count = all.len();
+        // From scratch: an entry the refresh would not reach (under a stale key) must not
+        // survive into the recomputation.
+        writer.tables.ready.retain(|_, _| false)?;
         writer.refresh(all)?;
         let fresh = Readiness::read(&writer.tables)?;
         Ok((stored.differences(&fresh), count))

@@ -34,8 +34,7 @@ use serde::Serialize;
 
 use super::apply::{NOT_JOURNALED, Outcome, Replayed, encode_op};
 use super::tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
-    READY_KEYS, SIDELINED,
+    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY, SIDELINED,
 };
 use super::{Store, StoreError, Writer, guard, meta};
 use crate::op::{Op, OpKind, OrderKey};
@@ -272,7 +271,6 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(COMMENTS)?;
     txn.delete_table(LABELS)?;
     txn.delete_table(READY)?;
-    txn.delete_table(READY_KEYS)?;
     txn.delete_table(BLOCKED)?;
     txn.delete_table(ORDER)?;
     txn.delete_table(OP_IDS)?;

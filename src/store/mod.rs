@@ -55,13 +55,17 @@ use crate::op::{Hlc, Op, OpKind};
 use crate::time::Clock;
 use tables::{
     BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
-    READY_KEYS, SIDELINED, TableSet,
+    RETIRED_READY_KEYS, SIDELINED, TableSet,
 };
 
 /// The database file inside `.beads/`.
 pub const STORE_FILE: &str = "beads.db";
-/// Version of the table layout, stored in meta.
-const LAYOUT_VERSION: u64 = 1;
+/// Version of the table layout, stored in meta. A store with a newer layout is refused on
+/// open; the first writer of an older one brings it up to this one ([`Writer::begin`]).
+/// - 1: the first layout.
+/// - 2: no id → ready-key table ([`tables::RETIRED_READY_KEYS`]); a ready entry is found from
+///   its issue's row.
+const LAYOUT_VERSION: u64 = 2;
 /// Cache for redb's handles on the store file; the queue's hot set is small. A process about
 /// to write far more than this in one transaction (an import) raises it for the handles it
 /// opens from then on ([`size_cache_for_bulk`]).
@@ -337,7 +341,6 @@ type ReadSet = TableSet<
     ReadOnlyTable<(&'static str, u64), &'static [u8]>,
     ReadOnlyTable<(&'static str, &'static str), ()>,
     ReadOnlyTable<&'static [u8], &'static [u8]>,
-    ReadOnlyTable<&'static str, &'static [u8]>,
     ReadOnlyTable<&'static str, ()>,
     ReadOnlyTable<&'static str, &'static [u8]>,
     ReadOnlyTable<&'static [u8], &'static [u8]>,
@@ -350,7 +353,6 @@ pub(crate) type WriteSet<'t> = TableSet<
     Table<'t, (&'static str, u64), &'static [u8]>,
     Table<'t, (&'static str, &'static str), ()>,
     Table<'t, &'static [u8], &'static [u8]>,
-    Table<'t, &'static str, &'static [u8]>,
     Table<'t, &'static str, ()>,
     Table<'t, &'static str, &'static [u8]>,
     Table<'t, &'static [u8], &'static [u8]>,
@@ -938,7 +940,6 @@ macro_rules! open_tables {
             comments: $txn.open_table(COMMENTS)?,
             labels: $txn.open_table(LABELS)?,
             ready: $txn.open_table(READY)?,
-            ready_keys: $txn.open_table(READY_KEYS)?,
             blocked: $txn.open_table(BLOCKED)?,
             meta: $txn.open_table(META)?,
             order: $order,
@@ -1064,6 +1065,9 @@ pub struct Writer<'t> {
     /// or added or removed an edge of theirs or a comment on them): seeds of its readiness
     /// refresh, which writes their entries again.
     touched: std::collections::BTreeSet<String>,
+    /// The issue as the last claim this writer applied left it ([`Writer::take_claimed`]), so
+    /// the claimer's answer needs no second decode of the row just written.
+    claimed: Option<crate::model::Issue>,
     /// In bulk mode, the writes of the order index and of the ready index, made in key order
     /// when the transaction finishes ([`held`]).
     held_order: Option<held::HeldBytes>,
@@ -1092,6 +1096,10 @@ impl<'t> Writer<'t> {
         clock: Clock,
     ) -> Result<Writer<'t>, StoreError> {
         let mut tables = open_write_tables(txn)?;
+        if tables.meta_u64(meta::LAYOUT)? < LAYOUT_VERSION {
+            txn.delete_table(RETIRED_READY_KEYS)?;
+            tables.meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
+        }
         let journal = txn.open_table(JOURNAL)?;
         let mut op_ids = txn.open_table(OP_IDS)?;
         if tables.meta_bytes(meta::OP_IDS_COMPLETE)?.is_none() {
@@ -1131,6 +1139,7 @@ impl<'t> Writer<'t> {
             order_high_moved,
             closes_kept: Vec::new(),
             touched: std::collections::BTreeSet::new(),
+            claimed: None,
             held_order: None,
             held_ready: None,
             held_edges: None,
@@ -1200,6 +1209,11 @@ impl<'t> Writer<'t> {
         let oldest = ulid::Ulid::from_parts(cutoff, 0).0;
         replies.retain_in(..oldest, |_, _| false)?;
         Ok(())
+    }
+
+    /// The issue `id` as the claim just applied left it, if that claim changed it.
+    pub fn take_claimed(&mut self, id: &str) -> Option<crate::model::Issue> {
+        self.claimed.take().filter(|issue| issue.id == id)
     }
 
     /// The transaction's notion of now.
@@ -1442,6 +1456,36 @@ mod tests {
         assert_eq!(store.journal_head().unwrap(), 2);
     }
 
+    /// The first writer of a layout-1 store drops its id → ready-key table, and the ready
+    /// index it leaves is right: entries were already under their rows' keys.
+    #[test]
+    fn a_layout_1_store_is_brought_up_by_its_first_writer() {
+        use redb::ReadableDatabase;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let now = jiff::Timestamp::now();
+        let create = |id: &str, priority: u8| {
+            let mut issue = Issue::new(id.into(), "x".into(), now);
+            issue.priority = priority;
+            OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
+        };
+        store.apply("a", Clock::System, vec![create("t-1", 2), create("t-2", 1)]).unwrap();
+        // Make it a layout-1 store: version 1 and the key table of that layout.
+        let txn = store.writable().unwrap().begin_write().unwrap();
+        txn.open_table(META).unwrap().insert(meta::LAYOUT, 1u64.to_be_bytes().as_slice()).unwrap();
+        txn.open_table(RETIRED_READY_KEYS).unwrap().insert("t-1", [0u8].as_slice()).unwrap();
+        txn.commit().unwrap();
+
+        crate::claim::claim(&store, "b", Clock::System, "t-2").unwrap();
+
+        let txn = store.writable().unwrap().begin_read().unwrap();
+        assert!(txn.open_table(RETIRED_READY_KEYS).is_err(), "the retired table is gone");
+        assert_eq!(store.meta_counter(meta::LAYOUT).unwrap(), LAYOUT_VERSION);
+        let ready = store.read().unwrap().ready(&ReadyFilter::default(), now).unwrap();
+        let ids: Vec<&str> = ready.issues.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["t-1"]);
+    }
+
     /// A store whose tables a newer fleet laid out is refused, with the fix, instead of being
     /// written the old way.
     #[test]
@@ -1457,7 +1501,8 @@ mod tests {
 
         let refused = Store::open(&beads).err().expect("a newer layout is refused");
         let message = refused.to_string();
-        assert!(message.contains("table layout is version 2"), "{message}");
+        let version = format!("table layout is version {}", LAYOUT_VERSION + 1);
+        assert!(message.contains(&version), "{message}");
         assert!(message.contains("upgrade fleet"), "{message}");
     }
 }

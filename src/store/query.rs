@@ -331,6 +331,16 @@ fn ready_issue(
     }
 }
 
+/// Whether [`ready_filter_matches`] tests anything of the issue.
+fn tests_rows(filter: &ReadyFilter) -> bool {
+    filter.assignee.is_some()
+        || filter.priority.is_some()
+        || !filter.types.is_empty()
+        || !filter.exclude_types.is_empty()
+        || !filter.labels.is_empty()
+        || !filter.labels_any.is_empty()
+}
+
 fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
     filter.assignee.as_ref().is_none_or(|a| &issue.assignee == a)
         && filter.priority.is_none_or(|p| issue.priority == p)
@@ -383,9 +393,11 @@ pub(crate) fn first_claimable(
     actor: &str,
     filter: &ReadyFilter,
     now: Timestamp,
-    accept: &dyn Fn(&Issue) -> bool,
+    accept: Option<&dyn Fn(&Issue) -> bool>,
 ) -> Result<Option<String>, StoreError> {
     let now_nanos = crate::time::nanos(now);
+    // Without a test of the issue itself, an unassigned entry is taken undecoded.
+    let entry_decides = accept.is_none() && !tests_rows(filter);
     let mut chosen = None;
     view.scan_ready(&mut |id, entry| {
         let eligible = (entry.hidden_until <= now_nanos || filter.include_deferred)
@@ -394,11 +406,18 @@ pub(crate) fn first_claimable(
         if !eligible {
             return Ok(true);
         }
+        if entry_decides && !entry.assigned {
+            chosen = Some(id.to_string());
+            return Ok(false);
+        }
         let Some(issue) = ready_issue(view, id, &entry)? else {
             return Ok(true);
         };
         let free = issue.assignee.is_empty() || issue.assignee == actor;
-        if free && ready_filter_matches(filter, &issue) && accept(&issue) {
+        if free
+            && ready_filter_matches(filter, &issue)
+            && accept.is_none_or(|accept| accept(&issue))
+        {
             chosen = Some(issue.id);
             return Ok(false);
         }
@@ -826,7 +845,7 @@ impl Reader {
         filter: &ReadyFilter,
         now: Timestamp,
     ) -> Result<Option<String>, StoreError> {
-        self.guarded(|view| first_claimable(view, actor, filter, now, &|_| true))
+        self.guarded(|view| first_claimable(view, actor, filter, now, None))
     }
 
     /// [`Reader::first_claimable`] among the issues `accept` takes.
@@ -837,7 +856,7 @@ impl Reader {
         now: Timestamp,
         accept: &dyn Fn(&Issue) -> bool,
     ) -> Result<Option<String>, StoreError> {
-        self.guarded(|view| first_claimable(view, actor, filter, now, accept))
+        self.guarded(|view| first_claimable(view, actor, filter, now, Some(accept)))
     }
 
     pub fn list(&self, filter: &ListFilter) -> Result<(Vec<IssueSummary>, usize), StoreError> {
@@ -943,6 +962,11 @@ impl Writer<'_> {
     /// gives as its summary, without reading the linked issues and comments.
     pub fn summary_of(&self, id: &str) -> Result<IssueSummary, StoreError> {
         let issue = self.view().issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+        self.summary(issue)
+    }
+
+    /// `issue`, as this transaction has it, with its computed counts and parent.
+    pub fn summary(&self, issue: Issue) -> Result<IssueSummary, StoreError> {
         summarize(self.view(), issue)
     }
 
@@ -956,7 +980,7 @@ impl Writer<'_> {
 
     /// The first ready issue the current actor may claim.
     pub fn first_claimable(&self, filter: &ReadyFilter) -> Result<Option<String>, StoreError> {
-        first_claimable(self.view(), &self.actor, filter, self.now(), &|_| true)
+        first_claimable(self.view(), &self.actor, filter, self.now(), None)
     }
 
     /// [`Writer::first_claimable`] among the issues `accept` takes.
@@ -965,7 +989,7 @@ impl Writer<'_> {
         filter: &ReadyFilter,
         accept: &dyn Fn(&Issue) -> bool,
     ) -> Result<Option<String>, StoreError> {
-        first_claimable(self.view(), &self.actor, filter, self.now(), accept)
+        first_claimable(self.view(), &self.actor, filter, self.now(), Some(accept))
     }
 
     /// Ids of the open children of `id` (for the close guard on epics).

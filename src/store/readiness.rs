@@ -196,8 +196,8 @@ impl Writer<'_> {
         let mut queue: VecDeque<String> = seeds.into_iter().collect();
         while let Some(id) = queue.pop_front() {
             let Some(row) = self.row(&id)? else {
+                // Its ready entry went with its row (`apply`'s `delete`).
                 self.tables.blocked.remove(id.as_str())?;
-                self.remove_ready_entry(&id)?;
                 continue;
             };
             let facts = facts_in(&id, &row)?;
@@ -220,14 +220,13 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn remove_ready_entry(&mut self, id: &str) -> Result<(), StoreError> {
-        let old = self.tables.ready_keys.remove(id)?.map(|k| k.value().to_vec());
-        match (old, &mut self.held_ready) {
-            (Some(old), Some(held)) => held.remove(old),
-            (Some(old), None) => {
-                self.tables.ready.remove(old.as_slice())?;
+    /// Removes the ready entry under `key`, if there is one.
+    pub(super) fn remove_ready_entry(&mut self, key: Vec<u8>) -> Result<(), StoreError> {
+        match &mut self.held_ready {
+            Some(held) => held.remove(key),
+            None => {
+                self.tables.ready.remove(key.as_slice())?;
             }
-            (None, _) => {}
         }
         Ok(())
     }
@@ -240,11 +239,11 @@ impl Writer<'_> {
         blocked: bool,
     ) -> Result<(), StoreError> {
         let (id, facts) = (issue.id, issue.facts);
-        self.remove_ready_entry(id)?;
-        if facts.status != Status::Open || blocked || facts.pinned {
-            return Ok(());
-        }
         let keyed = facts.keyed(id);
+        let key = ready_key(&keyed);
+        if facts.status != Status::Open || blocked || facts.pinned {
+            return self.remove_ready_entry(key);
+        }
         let counts = self.tables.counts_of(id)?;
         let entry = ReadyEntry {
             hidden_until: self.hidden_until(cache, facts, deps)?,
@@ -253,8 +252,6 @@ impl Writer<'_> {
             assigned: !facts.assignee.is_empty(),
             covered: Some(Covered { row: issue.row, counts: EntryCounts::of(&counts) }),
         };
-        let key = ready_key(&keyed);
-        self.tables.ready_keys.insert(id, key.as_slice())?;
         match &mut self.held_ready {
             Some(held) => held.insert(key, entry.encode()),
             None => {

@@ -23,10 +23,15 @@ pub(crate) const RDEPS: TableDefinition<(&str, &str), &str> = TableDefinition::n
 pub(crate) const COMMENTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("comments");
 /// (label, issue): which issues carry a label.
 pub(crate) const LABELS: TableDefinition<(&str, &str), ()> = TableDefinition::new("labels");
-/// Ready-order key → [`ReadyEntry`] bytes, for every issue that is open and not blocked.
+/// Ready-order key → [`ReadyEntry`] bytes, for every issue that is open and not blocked. An
+/// entry's key is always [`ready_key`] of its issue's stored row, so the entry of an issue is
+/// found from its row, and a write that changes the key's fields removes the entry under the
+/// old key (see `apply`).
 pub(crate) const READY: TableDefinition<&[u8], &[u8]> = TableDefinition::new("ready");
-/// Issue id → its key in [`READY`], so a change can remove the old entry.
-pub(crate) const READY_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("ready_keys");
+/// Layout 1's issue id → key in [`READY`]. Keeping it cost two writes to pages spread by id on
+/// every claim; the first writer of layout 2 deletes it.
+pub(crate) const RETIRED_READY_KEYS: TableDefinition<&str, &[u8]> =
+    TableDefinition::new("ready_keys");
 /// The materialised blocked flag: ids of issues blocked by their dependencies.
 pub(crate) const BLOCKED: TableDefinition<&str, ()> = TableDefinition::new("blocked");
 /// The order indexes of `list`, `blocked` and `stale` (see `super::order`): an encoded key per
@@ -60,14 +65,13 @@ pub(crate) const MAX_KEY: &str = "\u{10ffff}";
 
 /// One handle per table (the journal aside, which only writers touch), and what to do with an
 /// issue row that does not decode.
-pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M, O> {
+pub(crate) struct TableSet<I, D, R, C, L, Y, B, M, O> {
     pub issues: I,
     pub deps: D,
     pub rdeps: R,
     pub comments: C,
     pub labels: L,
     pub ready: Y,
-    pub ready_keys: K,
     pub blocked: B,
     pub meta: M,
     /// The order indexes; `None` in a read of a store made before they existed.
@@ -78,7 +82,7 @@ pub(crate) struct TableSet<I, D, R, C, L, Y, K, B, M, O> {
     pub damaged: Option<Mutex<BTreeSet<String>>>,
 }
 
-impl<I, D, R, C, L, Y, K, B, M, O> TableSet<I, D, R, C, L, Y, K, B, M, O> {
+impl<I, D, R, C, L, Y, B, M, O> TableSet<I, D, R, C, L, Y, B, M, O> {
     /// The issue in row `bytes` of `id`; a row that does not decode is an error, or, when
     /// damaged rows are skipped, `None` with `id` recorded.
     /// Whether `row`, the row of `id`, has `needle` in the id, title or description.
@@ -410,7 +414,7 @@ pub(crate) trait View {
     }
 }
 
-impl<I, D, R, C, L, Y, K, B, M, O> View for TableSet<I, D, R, C, L, Y, K, B, M, O>
+impl<I, D, R, C, L, Y, B, M, O> View for TableSet<I, D, R, C, L, Y, B, M, O>
 where
     I: ReadableTable<&'static str, &'static [u8]>,
     D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
@@ -418,7 +422,6 @@ where
     C: ReadableTable<(&'static str, u64), &'static [u8]>,
     L: ReadableTable<(&'static str, &'static str), ()>,
     Y: ReadableTable<&'static [u8], &'static [u8]>,
-    K: ReadableTable<&'static str, &'static [u8]>,
     B: ReadableTable<&'static str, ()>,
     M: ReadableTable<&'static str, &'static [u8]>,
     O: ReadableTable<&'static [u8], &'static [u8]>,

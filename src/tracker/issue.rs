@@ -154,19 +154,31 @@ fn update_links(writer: &mut Writer<'_>, id: &str, request: &UpdateRequest) -> R
 /// in_progress. Returns the claimed issue.
 pub fn claim(writer: &mut Writer<'_>, id: &str) -> Result<Issue, Refusal> {
     let id = writer.resolve(id)?;
+    claim_exact(writer, id)
+}
+
+/// [`claim`] of an id known to exist as given.
+fn claim_exact(writer: &mut Writer<'_>, id: String) -> Result<Issue, Refusal> {
     writer.apply(OpKind::Claim { id: id.clone() })?;
-    Ok(writer.issue(&id)?.ok_or(StoreError::NotFound(id))?)
+    match writer.take_claimed(&id) {
+        Some(issue) => Ok(issue),
+        None => Ok(writer.issue(&id)?.ok_or(StoreError::NotFound(id))?),
+    }
 }
 
 /// Claims the first ready issue (in ready order) that the writer's actor may take and
-/// `accept` takes.
+/// `accept`, if given, takes.
 pub fn claim_next(
     writer: &mut Writer<'_>,
     filter: &ReadyFilter,
-    accept: &dyn Fn(&Issue) -> bool,
+    accept: Option<&dyn Fn(&Issue) -> bool>,
 ) -> Result<Option<Issue>, Refusal> {
-    match writer.first_claimable_where(filter, accept)? {
-        Some(id) => claim(writer, &id).map(Some),
+    let first = match accept {
+        Some(accept) => writer.first_claimable_where(filter, accept)?,
+        None => writer.first_claimable(filter)?,
+    };
+    match first {
+        Some(id) => claim_exact(writer, id).map(Some),
         None => Ok(None),
     }
 }

@@ -200,8 +200,9 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
             Ok(Reply::Summary(Box::new(summary(writer, &issue.id)?)))
         }
         Request::ClaimNext { filter } => {
-            let claimed = super::claim_next(writer, filter, &|_| true)?;
-            let summary = claimed.map(|issue| summary(writer, &issue.id)).transpose()?;
+            let claimed = super::claim_next(writer, filter, None)?;
+            let summary = claimed.map(|issue| writer.summary(issue).map(Summary::from));
+            let summary = summary.transpose()?;
             Ok(Reply::Claimed(summary.map(Box::new)))
         }
         Request::Release { ids } => {
