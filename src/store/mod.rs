@@ -1096,7 +1096,12 @@ impl<'t> Writer<'t> {
         clock: Clock,
     ) -> Result<Writer<'t>, StoreError> {
         let mut tables = open_write_tables(txn)?;
-        if tables.meta_u64(meta::LAYOUT)? < LAYOUT_VERSION {
+        let layout = tables.meta_u64(meta::LAYOUT)?;
+        // A long-lived process opened the store before a newer fleet laid it out anew.
+        if layout > LAYOUT_VERSION {
+            return Err(StoreError::LayoutVersion { found: layout, supported: LAYOUT_VERSION });
+        }
+        if layout < LAYOUT_VERSION {
             txn.delete_table(RETIRED_READY_KEYS)?;
             tables.meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
         }
@@ -1497,8 +1502,11 @@ mod tests {
         let newer = (LAYOUT_VERSION + 1).to_be_bytes();
         txn.open_table(META).unwrap().insert(meta::LAYOUT, newer.as_slice()).unwrap();
         txn.commit().unwrap();
-        drop(store);
 
+        // Neither by a process that had it open already, nor by one opening it now.
+        let write = store.apply("a", Clock::System, Vec::new());
+        assert!(matches!(write, Err(StoreError::LayoutVersion { .. })), "{write:?}");
+        drop(store);
         let refused = Store::open(&beads).err().expect("a newer layout is refused");
         let message = refused.to_string();
         let version = format!("table layout is version {}", LAYOUT_VERSION + 1);

@@ -263,8 +263,40 @@ fn descendants(view: &dyn View, parent: &str) -> Result<BTreeSet<String>, StoreE
     Ok(found)
 }
 
-fn under_parent(id: &str, parent: &str, family: &BTreeSet<String>) -> bool {
-    family.contains(id) || id.strip_prefix(parent).is_some_and(|rest| rest.starts_with('.'))
+/// The issues a ready filter's `parent` admits: its descendants through parent-child edges,
+/// and ids under its own (`parent.N`); every issue when the filter names no parent.
+struct Family {
+    parent: Option<(String, BTreeSet<String>)>,
+}
+
+impl Family {
+    fn of(view: &dyn View, filter: &ReadyFilter) -> Result<Family, StoreError> {
+        Family::under(view, filter.parent.as_deref())
+    }
+
+    fn under(view: &dyn View, parent: Option<&str>) -> Result<Family, StoreError> {
+        let parent = match parent {
+            Some(parent) => Some((parent.to_string(), descendants(view, parent)?)),
+            None => None,
+        };
+        Ok(Family { parent })
+    }
+
+    fn admits(&self, id: &str) -> bool {
+        self.parent.as_ref().is_none_or(|(parent, family)| {
+            family.contains(id)
+                || id.strip_prefix(parent.as_str()).is_some_and(|rest| rest.starts_with('.'))
+        })
+    }
+}
+
+/// Whether a ready entry passes what `filter` tests of the entry itself: deferral, an
+/// excluded type, ephemerality, and assignment when only unassigned work is wanted.
+fn entry_passes(filter: &ReadyFilter, entry: &ReadyEntry<'_>, now_nanos: i64) -> bool {
+    (entry.hidden_until <= now_nanos || filter.include_deferred)
+        && (!entry.excluded_type || !filter.types.is_empty())
+        && (!entry.ephemeral || filter.include_ephemeral)
+        && !(entry.assigned && filter.unassigned)
 }
 
 fn has_labels(issue: &Issue, all: &[String], any: &[String]) -> bool {
@@ -280,26 +312,12 @@ pub(crate) fn ready(
     now: Timestamp,
 ) -> Result<ReadyPage, StoreError> {
     let now_nanos = crate::time::nanos(now);
-    let family = match &filter.parent {
-        Some(parent) => Some(descendants(view, parent)?),
-        None => None,
-    };
+    let family = Family::of(view, filter)?;
     let wanted = if filter.limit == 0 { usize::MAX } else { filter.limit.saturating_add(1) };
     let in_index_order = filter.sort == SortOrder::Priority;
     let mut found: Vec<(Issue, Option<Counts>)> = Vec::with_capacity(wanted.min(1024));
     view.scan_ready(&mut |id, entry| {
-        let hidden = entry.hidden_until > now_nanos && !filter.include_deferred;
-        let excluded = entry.excluded_type && filter.types.is_empty();
-        let skip = hidden
-            || excluded
-            || (entry.ephemeral && !filter.include_ephemeral)
-            || (entry.assigned && filter.unassigned);
-        if skip {
-            return Ok(true);
-        }
-        if let (Some(parent), Some(family)) = (&filter.parent, &family)
-            && !under_parent(id, parent, family)
-        {
+        if !entry_passes(filter, &entry, now_nanos) || !family.admits(id) {
             return Ok(true);
         }
         let Some(issue) = ready_issue(view, id, &entry)? else {
@@ -396,14 +414,12 @@ pub(crate) fn first_claimable(
     accept: Option<&dyn Fn(&Issue) -> bool>,
 ) -> Result<Option<String>, StoreError> {
     let now_nanos = crate::time::nanos(now);
+    let family = Family::of(view, filter)?;
     // Without a test of the issue itself, an unassigned entry is taken undecoded.
     let entry_decides = accept.is_none() && !tests_rows(filter);
     let mut chosen = None;
     view.scan_ready(&mut |id, entry| {
-        let eligible = (entry.hidden_until <= now_nanos || filter.include_deferred)
-            && (!entry.excluded_type || !filter.types.is_empty())
-            && (!entry.ephemeral || filter.include_ephemeral);
-        if !eligible {
+        if !entry_passes(filter, &entry, now_nanos) || !family.admits(id) {
             return Ok(true);
         }
         if entry_decides && !entry.assigned {
@@ -475,14 +491,8 @@ pub(crate) fn blocked(
     parent: Option<&str>,
     limit: usize,
 ) -> Result<(Vec<BlockedIssue>, usize), StoreError> {
-    let family = match parent {
-        Some(parent) => Some(descendants(view, parent)?),
-        None => None,
-    };
-    let wanted = |id: &str| match (parent, &family) {
-        (Some(parent), Some(family)) => under_parent(id, parent, family),
-        _ => true,
-    };
+    let family = Family::under(view, parent)?;
+    let wanted = |id: &str| family.admits(id);
     let cap = if limit == 0 { usize::MAX } else { limit };
     let mut page = Vec::new();
     let mut total = 0;

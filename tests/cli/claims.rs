@@ -62,6 +62,24 @@ fn claim_next_takes_work_already_assigned_to_the_actor() {
     assert_eq!(ws.show(&mine)["status"], "in_progress");
 }
 
+/// `bd ready --claim` takes the first issue `bd ready` with the same filters would list:
+/// `--parent` keeps it under the parent, `--unassigned` skips work already the actor's.
+#[test]
+fn ready_claim_honours_parent_and_unassigned() {
+    let ws = Workspace::new();
+    let outside = ws.create("Outside, most urgent", &["-p", "0"]);
+    let epic = ws.create("Epic", &["-t", "epic", "-p", "4"]);
+    let child = ws.create("Child", &["-p", "3", "--parent", &epic]);
+    let claimed = ws.json(&["bd", "ready", "--claim", "--parent", &epic, "--actor", "a"]);
+    assert_eq!(ids_of(&claimed), [child]);
+    assert_eq!(ws.show(&outside)["status"], "open");
+
+    let mine = ws.create("Mine already", &["-p", "0", "-a", "b"]);
+    let claimed = ws.json(&["bd", "ready", "--claim", "--unassigned", "--actor", "b"]);
+    assert_eq!(ids_of(&claimed), std::slice::from_ref(&outside), "not {mine}, b has it");
+    assert_eq!(ws.show(&mine)["status"], "open");
+}
+
 #[test]
 fn an_issue_claimed_by_someone_else_is_refused() {
     let ws = Workspace::new();
