@@ -404,6 +404,18 @@ fn sort_ready_by<T>(
     }
 }
 
+/// How many issues `ready` lists with no filter and no limit, counted from the ready index's
+/// entries without reading their rows.
+fn ready_count(view: &dyn View, now: Timestamp) -> Result<u64, StoreError> {
+    let (filter, now_nanos) = (ReadyFilter::default(), crate::time::nanos(now));
+    let mut count = 0;
+    view.scan_ready(&mut |_, entry| {
+        count += u64::from(entry_passes(&filter, &entry, now_nanos));
+        Ok(true)
+    })?;
+    Ok(count)
+}
+
 /// The first ready issue this actor may claim: open, unblocked, unassigned or its own, and
 /// accepted by `accept` (the supervisor skips tasks it still runs and paused coders).
 pub(crate) fn first_claimable(
@@ -765,12 +777,42 @@ fn sort_list(issues: &mut [Issue], sort: ListSort) {
     }
 }
 
+/// What `stats` reads of an issue row; decoding only these skips the text fields.
+#[derive(serde::Deserialize)]
+struct StatsFacts {
+    #[serde(default)]
+    status: Status,
+    #[serde(default)]
+    issue_type: String,
+    #[serde(default = "crate::model::epoch")]
+    created_at: Timestamp,
+    #[serde(default)]
+    closed_at: Option<Timestamp>,
+}
+
+impl StatsFacts {
+    /// The facts of `id`'s row; a row they do not decode from is decoded whole, and skipped
+    /// or refused as [`View::issue_in`] says.
+    fn of(view: &dyn View, id: &str, row: &[u8]) -> Result<Option<StatsFacts>, StoreError> {
+        if let Ok(facts) = serde_json::from_slice::<StatsFacts>(row) {
+            return Ok(Some(facts));
+        }
+        Ok(view.issue_in(id, row)?.map(|issue| StatsFacts {
+            status: issue.status,
+            issue_type: issue.issue_type,
+            created_at: issue.created_at,
+            closed_at: issue.closed_at,
+        }))
+    }
+}
+
 pub(crate) fn stats(view: &dyn View, now: Timestamp) -> Result<Stats, StoreError> {
     let mut stats = Stats::default();
     let mut lead_hours_total = 0.0;
     let mut closed_with_times = 0u64;
     let mut epics = Vec::new();
-    view.scan_issues(&mut |issue| {
+    view.scan_rows(&mut |id, row| {
+        let Some(issue) = StatsFacts::of(view, id, row)? else { return Ok(true) };
         stats.total_issues += 1;
         match issue.status {
             Status::Open => stats.open_issues += 1,
@@ -785,12 +827,12 @@ pub(crate) fn stats(view: &dyn View, now: Timestamp) -> Result<Stats, StoreError
             closed_with_times += 1;
         }
         if issue.issue_type == "epic" && issue.status != Status::Closed {
-            epics.push(issue.id);
+            epics.push(id.to_string());
         }
         Ok(true)
     })?;
     stats.blocked_issues = view.blocked_count()?;
-    stats.ready_issues = ready(view, &ReadyFilter::default(), now)?.issues.len() as u64;
+    stats.ready_issues = ready_count(view, now)?;
     for epic in epics {
         let children = view.dependents_by(&epic, dep_type::PARENT_CHILD)?;
         let mut all_closed = !children.is_empty();

@@ -318,6 +318,9 @@ struct IssueText<'a> {
     description: std::borrow::Cow<'a, str>,
 }
 
+/// What [`View::scan_rows`] calls with each issue id and undecoded row: false stops the scan.
+pub(crate) type RowVisitor<'a> = dyn FnMut(&str, &[u8]) -> Result<bool, StoreError> + 'a;
+
 /// Read access shared by read and write transactions.
 pub(crate) trait View {
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError>;
@@ -344,6 +347,9 @@ pub(crate) trait View {
         &self,
         visit: &mut dyn FnMut(Issue) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError>;
+    /// Visits every issue row, undecoded, in id order until `visit` returns false (a row that
+    /// does not decode is the visitor's to treat as [`View::issue_in`] does).
+    fn scan_rows(&self, visit: &mut RowVisitor<'_>) -> Result<(), StoreError>;
     /// Visits every issue id in order until `visit` returns false.
     fn scan_ids(&self, visit: &mut dyn FnMut(&str) -> bool) -> Result<(), StoreError>;
     /// Every label with the number of issues carrying it, sorted.
@@ -518,6 +524,16 @@ where
         Ok(())
     }
 
+    fn scan_rows(&self, visit: &mut RowVisitor<'_>) -> Result<(), StoreError> {
+        for entry in self.issues.iter()? {
+            let (key, row) = entry?;
+            if !visit(key.value(), row.value())? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn scan_ids(&self, visit: &mut dyn FnMut(&str) -> bool) -> Result<(), StoreError> {
         for entry in self.issues.iter()? {
             let (key, _) = entry?;
@@ -654,16 +670,14 @@ where
     fn ids_with_text(&self, needle: &TextNeedle) -> Result<HashSet<String>, StoreError> {
         let mut hits = HashSet::new();
         let mut scratch = Vec::new();
-        for entry in self.issues.iter()? {
-            let (key, row) = entry?;
-            let (id, row) = (key.value(), row.value());
-            if !needle.row_may_match(row, &mut scratch) && !needle.matches(id, "", "") {
-                continue;
-            }
-            if self.row_has_text(id, row, needle)? {
+        self.scan_rows(&mut |id, row| {
+            let screened_out =
+                !needle.row_may_match(row, &mut scratch) && !needle.matches(id, "", "");
+            if !screened_out && self.row_has_text(id, row, needle)? {
                 hits.insert(id.to_string());
             }
-        }
+            Ok(true)
+        })?;
         Ok(hits)
     }
 
