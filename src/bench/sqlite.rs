@@ -88,8 +88,12 @@ const LISTED: &str = "SELECT i.id, i.title, i.status, i.priority, i.issue_type, 
 FROM issues i";
 const LIST_WHERE: &str = "WHERE i.status != 'closed'";
 const BLOCKED_WHERE: &str = "WHERE EXISTS (SELECT 1 FROM blocked b WHERE b.id = i.id)";
-const SEARCH_WHERE: &str =
-    "WHERE i.status != 'closed' AND (lower(i.id) LIKE ?2 OR lower(i.title) LIKE ?2)";
+/// `search`'s filter, with the pattern as SQL parameter `parameter` (`?1`, `?2`…).
+fn search_where(parameter: &str) -> String {
+    format!(
+        "WHERE i.status != 'closed' AND (lower(i.id) LIKE {parameter} OR lower(i.title) LIKE {parameter})"
+    )
+}
 const LISTED_ORDER: &str = "ORDER BY i.priority, i.created_at DESC, i.id LIMIT ?1";
 const BLOCKED_BY: &str =
     "SELECT d.depends_on_id FROM deps d JOIN issues t ON t.id = d.depends_on_id
@@ -147,8 +151,9 @@ pub fn search(
     limit: usize,
 ) -> rusqlite::Result<(Vec<ListedRow>, usize)> {
     let pattern = format!("%{}%", text.to_lowercase());
-    let rows = listed_with(conn, SEARCH_WHERE, limit, Some(&pattern))?;
-    let counted = format!("SELECT count(*) FROM issues i {}", SEARCH_WHERE.replace("?2", "?1"));
+    // `listed` binds the limit as ?1.
+    let rows = listed_with(conn, &search_where("?2"), limit, Some(&pattern))?;
+    let counted = format!("SELECT count(*) FROM issues i {}", search_where("?1"));
     let total = conn.query_row(&counted, [&pattern], |row| row.get(0).map(count))?;
     Ok((rows, total))
 }

@@ -83,8 +83,6 @@ pub(crate) struct TableSet<I, D, R, C, L, Y, B, M, O> {
 }
 
 impl<I, D, R, C, L, Y, B, M, O> TableSet<I, D, R, C, L, Y, B, M, O> {
-    /// The issue in row `bytes` of `id`; a row that does not decode is an error, or, when
-    /// damaged rows are skipped, `None` with `id` recorded.
     /// Whether `row`, the row of `id`, has `needle` in the id, title or description.
     fn row_has_text(&self, id: &str, row: &[u8], needle: &TextNeedle) -> Result<bool, StoreError> {
         Ok(match serde_json::from_slice::<IssueText<'_>>(row) {
@@ -95,6 +93,8 @@ impl<I, D, R, C, L, Y, B, M, O> TableSet<I, D, R, C, L, Y, B, M, O> {
         })
     }
 
+    /// The issue in row `bytes` of `id`; a row that does not decode is an error, or, when
+    /// damaged rows are skipped, `None` with `id` recorded.
     fn decode_or_skip(&self, id: &str, bytes: &[u8]) -> Result<Option<Issue>, StoreError> {
         match (decode_issue_of(id, bytes), &self.damaged) {
             (Ok(issue), _) => Ok(Some(issue)),
@@ -514,14 +514,10 @@ where
         &self,
         visit: &mut dyn FnMut(Issue) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
-        for entry in self.issues.iter()? {
-            let (key, row) = entry?;
-            let Some(issue) = self.decode_or_skip(key.value(), row.value())? else { continue };
-            if !visit(issue)? {
-                break;
-            }
-        }
-        Ok(())
+        self.scan_rows(&mut |id, row| match self.decode_or_skip(id, row)? {
+            Some(issue) => visit(issue),
+            None => Ok(true),
+        })
     }
 
     fn scan_rows(&self, visit: &mut RowVisitor<'_>) -> Result<(), StoreError> {
@@ -671,9 +667,9 @@ where
         let mut hits = HashSet::new();
         let mut scratch = Vec::new();
         self.scan_rows(&mut |id, row| {
-            let screened_out =
-                !needle.row_may_match(row, &mut scratch) && !needle.matches(id, "", "");
-            if !screened_out && self.row_has_text(id, row, needle)? {
+            // The id is the row's key, which the screen of the row does not see.
+            let may_match = needle.row_may_match(row, &mut scratch) || needle.occurs_in(id);
+            if may_match && self.row_has_text(id, row, needle)? {
                 hits.insert(id.to_string());
             }
             Ok(true)

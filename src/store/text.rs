@@ -29,7 +29,12 @@ impl TextNeedle {
 
     /// Whether the needle occurs in the id, the title or the description (the rule).
     pub fn matches(&self, id: &str, title: &str, description: &str) -> bool {
-        [id, title, description].iter().any(|text| text.to_lowercase().contains(&self.lower))
+        [id, title, description].iter().any(|text| self.occurs_in(text))
+    }
+
+    /// Whether the needle occurs in `text`, case aside.
+    pub fn occurs_in(&self, text: &str) -> bool {
+        text.to_lowercase().contains(&self.lower)
     }
 
     /// Whether the issue stored as `row` (its JSON) may match: false only when it cannot.

@@ -97,6 +97,11 @@ fn labels_are_added_removed_and_listed() {
     assert_eq!(changes, serde_json::json!([{"id": b, "label": "backend", "changed": false}]));
 }
 
+/// The ids `search ARGS --json` prints, in its order.
+fn searched(ws: &Workspace, args: &[&str]) -> Vec<String> {
+    ids_of(&ws.run(&[&["search"], args, &["--json"]].concat()).ok().json())
+}
+
 #[test]
 fn search_matches_ids_titles_and_descriptions() {
     let ws = Workspace::new();
@@ -107,12 +112,7 @@ fn search_matches_ids_titles_and_descriptions() {
     ws.run(&["close", &closed]).ok();
     ws.create("Nothing here", &["--id", "t-ddd"]);
 
-    let found = |args: &[&str]| {
-        let mut all = vec!["search"];
-        all.extend_from_slice(args);
-        all.extend(["--json", "--sort", "id"]);
-        ids_of(&ws.run(&all).ok().json())
-    };
+    let found = |args: &[&str]| searched(&ws, &[args, &["--sort", "id"]].concat());
     assert_eq!(found(&["login"]), [login.clone(), desc.clone(), by_id.clone()]);
     assert_eq!(found(&["Login", "--all"]), [login.clone(), desc.clone(), closed.clone(), by_id]);
     assert_eq!(found(&["login", "-s", "closed"]), [closed]);
@@ -136,10 +136,7 @@ fn search_compares_the_lowercased_text_not_the_stored_row() {
 
     // In the default order, which the order index serves (`--sort id` would decode every row).
     let found = |args: &[&str]| {
-        let mut all = vec!["search"];
-        all.extend_from_slice(args);
-        all.push("--json");
-        let mut ids = ids_of(&ws.run(&all).ok().json());
+        let mut ids = searched(&ws, args);
         ids.sort();
         ids
     };
