@@ -342,7 +342,7 @@ impl Writer<'_> {
             let made = &ops;
             scope.spawn(move || {
                 // Stops early only when the writer has failed and dropped its end.
-                made.iter().try_for_each(|op| rows.send(super::journal_row::pack(encode_op(op))))
+                made.iter().try_for_each(|op| rows.send(encode_op(op)))
             });
             self.mutate_made_here(made, &received)
         })?;
@@ -863,10 +863,13 @@ impl Writer<'_> {
     }
 }
 
-/// An op's journal row: its JSON record (`schema/op.schema.json`), which `ops.jsonl` in git
-/// carries line for line.
+/// An op's journal (or sidelined) row: its JSON record (`schema/op.schema.json`), which
+/// `ops.jsonl` in git carries line for line, deflated when it is large ([`journal_row`]) —
+/// whichever path journals it: an import made here or the same bulk op arriving by sync.
+///
+/// [`journal_row`]: super::journal_row
 pub(super) fn encode_op(op: &Op) -> Vec<u8> {
-    serde_json::to_vec(op).expect("an op serialises")
+    super::journal_row::pack(serde_json::to_vec(op).expect("an op serialises"))
 }
 
 /// The tag a replica puts on child ids it makes away from the parent's home: the end of its

@@ -1360,18 +1360,16 @@ impl<'t> Writer<'t> {
             // that index (its own writes to it are held again, and made after).
             Some(held_order) => {
                 self.held_order = Some(held::HeldBytes::default());
-                let mut order = self.tables.order.take();
+                let mut order =
+                    self.tables.order.take().expect("write transactions open the order index");
                 std::thread::scope(|scope| {
-                    let order_written = scope.spawn(|| match order.as_mut() {
-                        Some(table) => held_order.write(table),
-                        None => Ok(()),
-                    });
+                    let order_written = scope.spawn(|| held_order.write(&mut order));
                     let refreshed = self.release_held_edges_and_refresh(&lap);
                     let written =
                         order_written.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                     refreshed.and(written)
                 })?;
-                self.tables.order = order;
+                self.tables.order = Some(order);
             }
             None => self.release_held_edges_and_refresh(&lap)?,
         }
@@ -1489,6 +1487,36 @@ mod tests {
         let ready = store.read().unwrap().ready(&ReadyFilter::default(), now).unwrap();
         let ids: Vec<&str> = ready.issues.iter().map(|i| i.id.as_str()).collect();
         assert_eq!(ids, ["t-1"]);
+    }
+
+    /// A large bulk op keeps a deflated journal row wherever it is journaled: in the store
+    /// that made it and in one it reaches by replay (sync).
+    #[test]
+    fn a_replayed_bulk_op_is_journaled_deflated_too() {
+        use redb::{ReadableDatabase, ReadableTable};
+        let dir = tempfile::tempdir().unwrap();
+        let made = Store::init(&dir.path().join("a/.beads"), "t").unwrap();
+        let now = jiff::Timestamp::now();
+        let creates = (0..200)
+            .map(|n| OpKind::Create {
+                issue: Box::new(Issue::new(format!("t-{n}"), "a title of some length".into(), now)),
+                deps: Vec::new(),
+            })
+            .collect();
+        made.write("a", Clock::System, |w| w.apply_bulk(creates)).unwrap();
+        let ops: Vec<Op> = made.journal(0).unwrap().into_iter().map(|(_, op)| op).collect();
+        let other = Store::init(&dir.path().join("b/.beads"), "t").unwrap();
+        other.replay(Clock::System, ops).unwrap();
+
+        for store in [&made, &other] {
+            let txn = store.writable().unwrap().begin_read().unwrap();
+            let journal = txn.open_table(JOURNAL).unwrap();
+            let rows: Vec<Vec<u8>> =
+                journal.iter().unwrap().map(|e| e.unwrap().1.value().to_vec()).collect();
+            assert_eq!(rows.len(), 1, "one bulk op");
+            let json = journal_row::json(&rows[0]).unwrap();
+            assert!(rows[0].len() * 2 < json.len(), "{} of {} bytes", rows[0].len(), json.len());
+        }
     }
 
     /// A store whose tables a newer fleet laid out is refused, with the fix, instead of being
