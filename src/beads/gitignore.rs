@@ -27,8 +27,16 @@ pub const FLEET_ENTRIES: &[&str] =
 /// workspace `dir` lacks, at its end. A file that has them all is only read; a workspace
 /// without the file gets none (its files are ignored elsewhere, or meant to be seen). Returns
 /// the entries added.
+/// A `.gitignore` that is a symbolic link is refused: appending would write through it, to
+/// wherever a cloned repository points it.
 pub fn ignore<'e>(dir: &Path, entries: &[&'e str]) -> io::Result<Vec<&'e str>> {
     let path = dir.join(FILE);
+    if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is a symbolic link; fleet does not write through it", path.display()),
+        ));
+    }
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -53,6 +61,20 @@ pub fn ignore<'e>(dir: &Path, entries: &[&'e str]) -> io::Result<Vec<&'e str>> {
     Ok(missing)
 }
 
+/// [`ignore`] for a command whose work is done either way: a `.gitignore` fleet may not write
+/// only leaves its files listed by `git status`, so that is logged, not returned.
+pub fn ignore_or_warn(dir: &Path, entries: &[&str]) {
+    match ignore(dir, entries) {
+        Ok(added) if !added.is_empty() => {
+            tracing::info!(?added, workspace = %dir.display(), "added to .beads/.gitignore");
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%error, workspace = %dir.display(), "could not add fleet's files to .beads/.gitignore");
+        }
+    }
+}
+
 /// Whether `text` has `entry` as a line of its own (also anchored: `/sync.lock`).
 fn has_line(text: &str, entry: &str) -> bool {
     text.lines().map(str::trim).any(|line| line == entry || line.strip_prefix('/') == Some(entry))
@@ -61,6 +83,17 @@ fn has_line(text: &str, entry: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_linked_gitignore_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "keep\n").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.path().join(FILE)).unwrap();
+        let refused = ignore(dir.path(), &["sync.lock"]).unwrap_err();
+        assert!(refused.to_string().contains("is a symbolic link"), "{refused}");
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "keep\n");
+    }
 
     #[test]
     fn missing_lines_are_added_once_and_the_others_kept() {

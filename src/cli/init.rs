@@ -67,9 +67,8 @@ pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Stor
     }
     if !dir.join(gitignore::FILE).exists() {
         write(gitignore::FILE, gitignore::CONTENTS.to_string())?;
-    } else if let Err(error) = gitignore::ignore(dir, gitignore::FLEET_ENTRIES) {
-        // The workspace is made; a .gitignore fleet may not write only leaves files listed.
-        tracing::warn!(%error, workspace = %dir.display(), "could not add fleet's files to .beads/.gitignore");
+    } else {
+        gitignore::ignore_or_warn(dir, gitignore::FLEET_ENTRIES);
     }
     Ok(store)
 }

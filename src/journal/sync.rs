@@ -296,15 +296,7 @@ fn ignore_own_files(workspace: &Path, repo: &JournalRepo) {
     if repo.kind == super::RepoKind::Own {
         entries.push(&journal);
     }
-    match crate::beads::gitignore::ignore(workspace, &entries) {
-        Ok(added) if !added.is_empty() => {
-            tracing::info!(?added, workspace = %workspace.display(), "added to .beads/.gitignore");
-        }
-        Ok(_) => {}
-        Err(error) => {
-            tracing::warn!(%error, workspace = %workspace.display(), "could not add fleet's files to .beads/.gitignore")
-        }
-    }
+    crate::beads::gitignore::ignore_or_warn(workspace, &entries);
 }
 
 /// The file in the workspace whose lock one sync of the workspace holds at a time.

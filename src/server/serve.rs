@@ -147,9 +147,7 @@ fn take_lock(dir: &Path) -> Result<File, ServeError> {
     let file = crate::fsutil::try_lock_exclusive(&path)
         .map_err(io_error(format!("locking {}", path.display())))?
         .ok_or_else(|| ServeError::AlreadyServed(dir.to_path_buf()))?;
-    if let Err(error) = crate::beads::gitignore::ignore(dir, &[LOCK_FILE, SOCKET_FILE]) {
-        tracing::warn!(%error, workspace = %dir.display(), "could not add fleet's files to .beads/.gitignore");
-    }
+    crate::beads::gitignore::ignore_or_warn(dir, &[LOCK_FILE, SOCKET_FILE]);
     Ok(file)
 }
 
