@@ -233,10 +233,8 @@ fn writes_after_an_import_build_on_its_counters() {
     assert_eq!(comments("fleet-ca4"), 2);
     home.run(&["comment", "fleet-ca4", "added after the import"]).ok();
     assert_eq!(comments("fleet-ca4"), 3);
-    let before = home.run(&["list", "--all", "-n", "0", "--json"]).json();
-    let created = home.run(&["create", "one more", "--json"]).json();
-    let id = created["id"].as_str().unwrap();
-    assert!(before.as_array().unwrap().iter().all(|i| i["id"] != id), "{id} was taken");
+    // (The issue counter after a bulk import: `store::tests::a_bulk_import_counts_its_issues`;
+    // a create here could not show it, as new ids skip taken ones whatever the counter says.)
     // The store's own checks (setup checks of coders' CLIs aside) agree with a rebuild.
     let doctor = home.run_with(home.command(&["doctor", "--json"])).json();
     assert_eq!(doctor["healthy"], true, "{doctor}");

@@ -1519,6 +1519,28 @@ mod tests {
         }
     }
 
+    /// The counters a bulk import holds in memory reach the store: the number of issues made,
+    /// which picks the length of new ids.
+    #[test]
+    fn a_bulk_import_counts_its_issues() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let now = jiff::Timestamp::now();
+        let creates = (0..30)
+            .map(|n| OpKind::Create {
+                issue: Box::new(Issue::new(format!("t-{n}"), "x".into(), now)),
+                deps: Vec::new(),
+            })
+            .collect();
+        store
+            .write("a", Clock::System, |w| {
+                w.begin_bulk()?;
+                w.apply_bulk(creates)
+            })
+            .unwrap();
+        assert_eq!(store.meta_counter(meta::TOP_LEVEL_COUNT).unwrap(), 30);
+    }
+
     /// A store whose tables a newer fleet laid out is refused, with the fix, instead of being
     /// written the old way.
     #[test]
