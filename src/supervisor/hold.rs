@@ -87,10 +87,26 @@ impl HoldsEdit {
 impl Holds {
     /// The holds under `home` (none when the file is missing or unreadable).
     pub fn load(home: &Path) -> Holds {
-        std::fs::read(holds_path(home))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
+        Holds::read(home).ok().unwrap_or_default()
+    }
+
+    /// The holds under `home`: none when there is no file; an error names a file that cannot
+    /// be read or parsed, which an edit must not overwrite with its one change.
+    fn read(home: &Path) -> std::io::Result<Holds> {
+        let path = holds_path(home);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Holds::default());
+            }
+            Err(error) => return Err(error),
+        };
+        serde_json::from_slice(&bytes).map_err(|error| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} is not a holds file ({error}); fix it or remove it", path.display()),
+            )
+        })
     }
 
     /// The holds under `home`, read under the edit lock (waiting a little for an edit under
@@ -112,7 +128,7 @@ impl Holds {
                 ),
             ));
         };
-        Ok(HoldsEdit { holds: Holds::load(home), home: home.to_path_buf(), _lock: file })
+        Ok(HoldsEdit { holds: Holds::read(home)?, home: home.to_path_buf(), _lock: file })
     }
 
     pub fn is_empty(&self) -> bool {

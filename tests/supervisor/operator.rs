@@ -229,6 +229,19 @@ fn pause_of_everything_works_with_a_broken_runtime_toml() {
     assert_eq!(fleet.ws.run(&["resume"]).ok().stdout.lines().count(), 1);
 }
 
+/// A holds file that does not parse (a hand edit gone wrong) is named, not overwritten by the
+/// next pause with its one hold, which would drop every other one.
+#[test]
+fn a_pause_does_not_overwrite_a_holds_file_it_cannot_read() {
+    let fleet = Fleet::new(&[]);
+    let holds = fleet.home().join("state").join("holds.json");
+    std::fs::create_dir_all(holds.parent().unwrap()).unwrap();
+    std::fs::write(&holds, "{\"all\": ").unwrap();
+    let refused = fleet.ws.run(&["pause"]).fails(1);
+    assert!(refused.stderr.contains("holds.json"), "{}", refused.stderr);
+    assert_eq!(std::fs::read_to_string(&holds).unwrap(), "{\"all\": ");
+}
+
 #[test]
 fn a_question_is_answered_and_the_next_run_reads_the_answer() {
     let fleet = Fleet::new(&[]);
