@@ -91,6 +91,11 @@ impl DaemonRecord {
         if !self.boot_id.is_empty() && !this_boot.is_empty() && self.boot_id != this_boot {
             return Liveness::Stale(format!("pid {} ran before the machine restarted", self.pid));
         }
+        // Without its start time a record names only a pid, which the system reuses: not
+        // proof enough to report, or to stop, a running supervisor.
+        if self.start_ticks == 0 {
+            return Liveness::Stale(format!("the record of pid {} has no start time", self.pid));
+        }
         if process::is_alive(self.pid, self.start_ticks) {
             return Liveness::Running;
         }
@@ -235,6 +240,8 @@ mod tests {
         assert_eq!(record_of(std::process::id(), me.start_ticks).liveness(), Liveness::Running);
         let reused = record_of(std::process::id(), me.start_ticks + 1).liveness();
         assert!(matches!(&reused, Liveness::Stale(why) if why.contains("another process")));
+        let unknown_start = record_of(std::process::id(), 0).liveness();
+        assert!(matches!(&unknown_start, Liveness::Stale(why) if why.contains("no start time")));
         let mut rebooted = record_of(std::process::id(), me.start_ticks);
         rebooted.boot_id = "another-boot".into();
         if !process::boot_id().is_empty() {
