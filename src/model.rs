@@ -295,11 +295,20 @@ fn default_dep_type() -> String {
 impl Dependency {
     /// Whether this waits-for edge is satisfied by any one closed child rather than all.
     pub fn gate_is_any_children(&self) -> bool {
-        serde_json::from_str::<Value>(&self.metadata)
-            .ok()
-            .and_then(|doc| doc.get("gate").and_then(Value::as_str).map(|g| g == "any-children"))
-            .unwrap_or(false)
+        gate_is_any_children(&self.metadata)
     }
+}
+
+/// Whether a waits-for edge's metadata (a JSON document kept as a string) sets its gate to
+/// `any-children`.
+pub fn gate_is_any_children(metadata: &str) -> bool {
+    if metadata.is_empty() {
+        return false;
+    }
+    serde_json::from_str::<Value>(metadata)
+        .ok()
+        .and_then(|doc| doc.get("gate").and_then(Value::as_str).map(|g| g == "any-children"))
+        .unwrap_or(false)
 }
 
 /// A comment id: beads writes strings (UUIDv7); legacy files wrote integers. Both are kept as

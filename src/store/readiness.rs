@@ -28,9 +28,12 @@ use jiff::Timestamp;
 use redb::ReadableTable;
 use serde::Deserialize;
 
-use super::tables::{Covered, EntryCounts, MAX_KEY, ReadyEntry, View, id_of_ready_key, ready_key};
+use super::tables::{
+    Covered, EdgeFacts, EdgeRole, EntryCounts, MAX_KEY, ReadyEntry, View, id_of_ready_key,
+    ready_key,
+};
 use super::{StoreError, Writer, meta};
-use crate::model::{Dependency, Issue, Status, dep_type};
+use crate::model::{Issue, Status, dep_type};
 
 /// The fields of an issue row that readiness reads. Decoding only these skips the text
 /// fields and the unmodelled keys (which the full [`Issue`] collects into a map), so a
@@ -135,18 +138,16 @@ impl Writer<'_> {
     fn blocked_by_edges(
         &self,
         cache: &mut FactCache,
-        deps: &[Dependency],
+        edges: &[EdgeFacts],
     ) -> Result<bool, StoreError> {
-        for dep in deps {
-            let blocked = match dep.kind.as_str() {
-                kind if dep_type::blocks_directly(kind) => {
-                    self.brief(cache, &dep.depends_on_id)?.is_some_and(|t| !t.settled)
+        for edge in edges {
+            let blocked = match edge.role {
+                EdgeRole::Blocks => self.brief(cache, &edge.target)?.is_some_and(|t| !t.settled),
+                EdgeRole::ParentChild => self.tables.is_blocked(&edge.target)?,
+                EdgeRole::WaitsFor { any_children } => {
+                    self.waits_on_children(cache, &edge.target, any_children)?
                 }
-                dep_type::PARENT_CHILD => self.tables.is_blocked(&dep.depends_on_id)?,
-                dep_type::WAITS_FOR => {
-                    self.waits_on_children(cache, &dep.depends_on_id, dep.gate_is_any_children())?
-                }
-                _ => false,
+                EdgeRole::Other => false,
             };
             if blocked {
                 return Ok(true);
@@ -178,11 +179,11 @@ impl Writer<'_> {
         &self,
         cache: &mut FactCache,
         own: &Facts,
-        deps: &[Dependency],
+        edges: &[EdgeFacts],
     ) -> Result<i64, StoreError> {
         let mut until = own.defer_until.map_or(0, crate::time::nanos);
-        for dep in deps.iter().filter(|d| d.kind == dep_type::PARENT_CHILD) {
-            if let Some(parent) = self.brief(cache, &dep.depends_on_id)? {
+        for edge in edges.iter().filter(|edge| edge.role == EdgeRole::ParentChild) {
+            if let Some(parent) = self.brief(cache, &edge.target)? {
                 until = until.max(parent.defer);
             }
         }
@@ -202,9 +203,10 @@ impl Writer<'_> {
             };
             let facts = facts_in(&id, &row)?;
             cache.briefs.insert(id.clone(), Some(Brief::of(&facts)));
-            let deps = self.tables.deps_of(&id)?;
+            let edges = self.tables.edges_of(&id)?;
             let was_blocked = self.tables.is_blocked(&id)?;
-            let blocked = !facts.status.is_settled() && self.blocked_by_edges(&mut cache, &deps)?;
+            let blocked =
+                !facts.status.is_settled() && self.blocked_by_edges(&mut cache, &edges)?;
             if blocked != was_blocked {
                 if blocked {
                     self.tables.blocked.insert(id.as_str(), ())?;
@@ -215,7 +217,7 @@ impl Writer<'_> {
                 queue.extend(self.tables.dependents_by(&id, dep_type::PARENT_CHILD)?);
             }
             let issue = Fetched { id: &id, row: &row, facts: &facts };
-            self.write_ready_entry(&mut cache, &issue, &deps, blocked)?;
+            self.write_ready_entry(&mut cache, &issue, &edges, blocked)?;
         }
         Ok(())
     }
@@ -235,7 +237,7 @@ impl Writer<'_> {
         &mut self,
         cache: &mut FactCache,
         issue: &Fetched<'_>,
-        deps: &[Dependency],
+        edges: &[EdgeFacts],
         blocked: bool,
     ) -> Result<(), StoreError> {
         let (id, facts) = (issue.id, issue.facts);
@@ -244,9 +246,9 @@ impl Writer<'_> {
         if facts.status != Status::Open || blocked || facts.pinned {
             return self.remove_ready_entry(key);
         }
-        let counts = self.tables.counts_of(id)?;
+        let counts = self.tables.counts_beside(id, edges)?;
         let entry = ReadyEntry {
-            hidden_until: self.hidden_until(cache, facts, deps)?,
+            hidden_until: self.hidden_until(cache, facts, edges)?,
             excluded_type: keyed.is_excluded_from_ready(),
             ephemeral: facts.ephemeral,
             assigned: !facts.assignee.is_empty(),

@@ -302,11 +302,57 @@ pub(crate) struct Counts {
 pub(crate) type OrderEntries<'a> =
     Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), StoreError>> + 'a>;
 
-/// Only the type of a dependency row, which is all [`View::counts_of`] needs.
+/// What readiness and the counts read of one of an issue's dependency edges: its target and
+/// what the edge does to the issue. Decoded from the row without its times and texts, which
+/// is most of what a refresh of a large import spends on edges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EdgeFacts {
+    pub target: String,
+    pub role: EdgeRole,
+}
+
+/// What a dependency edge does to readiness (spec §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EdgeRole {
+    /// `blocks`, `conditional-blocks`: an unsettled target blocks.
+    Blocks,
+    /// A blocked parent blocks; the parent's deferral hides.
+    ParentChild,
+    /// The target's unsettled children block (unless one closed child is enough).
+    WaitsFor { any_children: bool },
+    /// Edges that do not affect readiness.
+    Other,
+}
+
+impl EdgeRole {
+    fn of(kind: &str, metadata: &str) -> EdgeRole {
+        match kind {
+            kind if dep_type::blocks_directly(kind) => EdgeRole::Blocks,
+            dep_type::PARENT_CHILD => EdgeRole::ParentChild,
+            dep_type::WAITS_FOR => {
+                EdgeRole::WaitsFor { any_children: crate::model::gate_is_any_children(metadata) }
+            }
+            _ => EdgeRole::Other,
+        }
+    }
+}
+
+/// The parts of a dependency row that [`EdgeFacts`] reads, borrowed from the row.
 #[derive(serde::Deserialize)]
-struct EdgeType<'a> {
+struct EdgeRow<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    metadata: Option<std::borrow::Cow<'a, str>>,
+}
+
+fn decode_edge_facts(target: &str, row: &[u8]) -> Result<EdgeFacts, StoreError> {
+    let edge: EdgeRow<'_> = serde_json::from_slice(row)
+        .map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))?;
+    // A row without a type is a `blocks` edge (the model's default).
+    let kind = edge.kind.as_deref().unwrap_or(dep_type::BLOCKS);
+    let role = EdgeRole::of(kind, edge.metadata.as_deref().unwrap_or_default());
+    Ok(EdgeFacts { target: target.to_string(), role })
 }
 
 /// Only the text fields of an issue row, which a search reads.
@@ -372,7 +418,13 @@ pub(crate) trait View {
     fn ids_with_label(&self, label: &str) -> Result<Vec<String>, StoreError>;
     /// The computed counts of `id` as `list --json` prints them, read from the key ranges of
     /// its edges and comments (no row is decoded but its own edges' types).
-    fn counts_of(&self, id: &str) -> Result<Counts, StoreError>;
+    fn counts_of(&self, id: &str) -> Result<Counts, StoreError> {
+        self.counts_beside(id, &self.edges_of(id)?)
+    }
+    /// What readiness reads of `id`'s own dependency edges, in target order.
+    fn edges_of(&self, id: &str) -> Result<Vec<EdgeFacts>, StoreError>;
+    /// [`View::counts_of`] for an issue whose own edges are `edges` (its [`View::edges_of`]).
+    fn counts_beside(&self, id: &str, edges: &[EdgeFacts]) -> Result<Counts, StoreError>;
     /// The entries of the order index whose keys start with `prefix`, in key order (or
     /// reversed); `None` when the store has no order index yet.
     fn order_range<'a>(
@@ -613,20 +665,24 @@ where
         Ok(out)
     }
 
-    fn counts_of(&self, id: &str) -> Result<Counts, StoreError> {
-        let mut counts = Counts::default();
+    fn edges_of(&self, id: &str) -> Result<Vec<EdgeFacts>, StoreError> {
+        let mut out = Vec::new();
         for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
             let (key, row) = entry?;
-            counts.dependencies += 1;
-            if counts.parent.is_none() {
-                let edge: EdgeType<'_> = serde_json::from_slice(row.value())
-                    .map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))?;
-                // A row without a type is a `blocks` edge (the model's default).
-                if edge.kind.as_deref() == Some(dep_type::PARENT_CHILD) {
-                    counts.parent = Some(key.value().1.to_string());
-                }
-            }
+            out.push(decode_edge_facts(key.value().1, row.value())?);
         }
+        Ok(out)
+    }
+
+    fn counts_beside(&self, id: &str, edges: &[EdgeFacts]) -> Result<Counts, StoreError> {
+        let mut counts = Counts {
+            dependencies: edges.len(),
+            parent: edges
+                .iter()
+                .find(|edge| edge.role == EdgeRole::ParentChild)
+                .map(|edge| edge.target.clone()),
+            ..Counts::default()
+        };
         for entry in self.rdeps.range((id, "")..=(id, MAX_KEY))? {
             entry?;
             counts.dependents += 1;
