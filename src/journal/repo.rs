@@ -53,6 +53,13 @@ impl JournalRepo {
     }
 
     /// [`JournalRepo::find`], creating `.beads/journal.git` when there is none.
+    /// The repository whose git directory is `git_dir`, found before as `kind`.
+    pub(super) fn open_again(git_dir: &Path, kind: RepoKind) -> Result<JournalRepo, JournalError> {
+        let repo = gix::open(git_dir)
+            .map_err(JournalError::git(format!("opening {}", git_dir.display())))?;
+        Ok(JournalRepo { repo, kind })
+    }
+
     pub fn find_or_create(dir: &Path) -> Result<JournalRepo, JournalError> {
         if let Some(found) = JournalRepo::find(dir)? {
             return Ok(found);
@@ -261,6 +268,7 @@ impl JournalRepo {
     /// Writes a batch commit and moves `replica`'s ref from `parent` to it (compare-and-swap:
     /// the ref must still be at `parent`, or absent when there is none). Returns the new
     /// commit, or `None` if the ref had moved.
+    #[cfg(test)]
     pub(super) fn commit_batch(
         &self,
         info: &BatchInfo,
@@ -269,6 +277,17 @@ impl JournalRepo {
         seconds: i64,
     ) -> Result<Option<ObjectId>, JournalError> {
         let tree = self.write_tree(info, ops_jsonl)?;
+        self.commit_tree(info, tree, parent, seconds)
+    }
+
+    /// [`JournalRepo::commit_batch`] for a tree [`JournalRepo::write_tree`] wrote.
+    pub(super) fn commit_tree(
+        &self,
+        info: &BatchInfo,
+        tree: ObjectId,
+        parent: Option<ObjectId>,
+        seconds: i64,
+    ) -> Result<Option<ObjectId>, JournalError> {
         let signature = gix::actor::Signature {
             name: info.replica.as_str().into(),
             email: super::EMAIL.into(),
@@ -291,7 +310,12 @@ impl JournalRepo {
         Ok(moved.then(|| id.detach()))
     }
 
-    fn write_tree(&self, info: &BatchInfo, ops_jsonl: &[u8]) -> Result<ObjectId, JournalError> {
+    /// Writes the tree of one journal commit: `batch.json` and `ops.jsonl`.
+    pub(super) fn write_tree(
+        &self,
+        info: &BatchInfo,
+        ops_jsonl: &[u8],
+    ) -> Result<ObjectId, JournalError> {
         let batch_json = serde_json::to_vec_pretty(info).expect("batch info serialises");
         let blob = |bytes: &[u8]| {
             self.repo

@@ -147,9 +147,9 @@ fn try_commit(
         committed_seq: 0,
     };
     let chunks = batches(&ops, max_ops);
-    for (n, chunk) in chunks.iter().enumerate() {
-        let (info, jsonl, seconds) = encode(replica, &mut ops[chunk.clone()]);
-        let Some(id) = repo.commit_batch(&info, &jsonl, tip, seconds)? else {
+    let trees = write_trees(repo, replica, &mut ops, &chunks)?;
+    for (n, (info, tree, seconds)) in trees.into_iter().enumerate() {
+        let Some(id) = repo.commit_tree(&info, tree, tip, seconds)? else {
             return Ok(None);
         };
         let last = n + 1 == chunks.len();
@@ -165,6 +165,61 @@ fn try_commit(
     }
     report.committed_seq = store.journal_committed()?;
     Ok(Some(report))
+}
+
+/// Writes the tree of each chunk of `ops` (its rows move into the tree's `ops.jsonl`), with
+/// the batch description and commit time of each. A journal of more than one chunk (a large
+/// import's) is compressed into the object store on every core, a chunk per thread; a tree no
+/// commit ends up naming is an unreachable object, which git's garbage collection removes.
+fn write_trees(
+    repo: &JournalRepo,
+    replica: &str,
+    ops: &mut [(u64, PendingOp)],
+    chunks: &[std::ops::Range<usize>],
+) -> Result<Vec<(BatchInfo, gix::ObjectId, i64)>, JournalError> {
+    let write_one =
+        |repo: &JournalRepo, chunk: &mut [(u64, PendingOp)]| -> Result<_, JournalError> {
+            let (info, jsonl, seconds) = encode(replica, chunk);
+            let tree = repo.write_tree(&info, &jsonl)?;
+            Ok((info, tree, seconds))
+        };
+    let mut runs = split_into(ops, chunks);
+    if runs.len() < 2 {
+        return runs.iter_mut().map(|run| write_one(repo, run)).collect();
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let (git_dir, kind) = (repo.git_dir(), repo.kind);
+    let mut written = Vec::with_capacity(runs.len());
+    for wave in runs.chunks_mut(cores) {
+        let results: Vec<Result<_, JournalError>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = wave
+                .iter_mut()
+                .map(|run| {
+                    // A gix repository is not shared between threads: each opens its own.
+                    scope.spawn(move || write_one(&JournalRepo::open_again(git_dir, kind)?, run))
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        for result in results {
+            written.push(result?);
+        }
+    }
+    Ok(written)
+}
+
+/// `ops` cut at the bounds of `chunks` (consecutive ranges that cover it from the start).
+fn split_into<'a, T>(mut ops: &'a mut [T], chunks: &[std::ops::Range<usize>]) -> Vec<&'a mut [T]> {
+    let mut runs = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let (run, rest) = std::mem::take(&mut ops).split_at_mut(chunk.len());
+        runs.push(run);
+        ops = rest;
+    }
+    runs
 }
 
 /// What [`skip_committed`] found.

@@ -65,6 +65,67 @@ pub(crate) fn json(row: &[u8]) -> Result<Cow<'_, [u8]>, String> {
     Ok(Cow::Owned(json))
 }
 
+/// Rows of at least this many bytes in all are decoded on every core (an import's bulk ops).
+const PARALLEL_FROM: usize = 1024 * 1024;
+
+/// Decodes journal rows `(seq, row)` with `decode`, in order. A large journal (an import's
+/// bulk ops) is inflated and decoded on every core, in contiguous runs of about equal size;
+/// the first row that fails, in journal order, is the error, with its sequence.
+pub(crate) fn decode_rows<T: Send>(
+    rows: Vec<(u64, Vec<u8>)>,
+    decode: &(dyn Fn(&[u8]) -> Result<T, serde_json::Error> + Sync),
+) -> Result<Vec<(u64, T)>, (u64, String)> {
+    let bytes: usize = rows.iter().map(|(_, row)| row.len()).sum();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    if bytes < PARALLEL_FROM || cores == 1 || rows.len() < 2 {
+        return decode_run(&rows, decode);
+    }
+    let runs = runs_of_equal_size(&rows, bytes.div_ceil(cores));
+    let decoded: Vec<_> = std::thread::scope(|scope| {
+        let workers: Vec<_> =
+            runs.into_iter().map(|run| scope.spawn(move || decode_run(run, decode))).collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut out = Vec::with_capacity(rows.len());
+    for run in decoded {
+        out.extend(run?);
+    }
+    Ok(out)
+}
+
+fn decode_run<T>(
+    rows: &[(u64, Vec<u8>)],
+    decode: &(dyn Fn(&[u8]) -> Result<T, serde_json::Error> + Sync),
+) -> Result<Vec<(u64, T)>, (u64, String)> {
+    rows.iter()
+        .map(|(seq, row)| {
+            let json = json(row).map_err(|e| (*seq, e))?;
+            let value = decode(&json).map_err(|e| (*seq, e.to_string()))?;
+            Ok((*seq, value))
+        })
+        .collect()
+}
+
+/// `rows` cut into contiguous runs of about `size` bytes each (at least one row per run).
+fn runs_of_equal_size(rows: &[(u64, Vec<u8>)], size: usize) -> Vec<&[(u64, Vec<u8>)]> {
+    let mut runs = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (at, (_, row)) in rows.iter().enumerate() {
+        bytes += row.len();
+        if bytes >= size {
+            runs.push(&rows[start..=at]);
+            (start, bytes) = (at + 1, 0);
+        }
+    }
+    if start < rows.len() {
+        runs.push(&rows[start..]);
+    }
+    runs
+}
+
 /// Decodes the record a row keeps as `T`.
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(row: &[u8]) -> Result<T, String> {
     serde_json::from_slice(&json(row)?).map_err(|e| e.to_string())
@@ -97,5 +158,48 @@ mod tests {
         let mut lying = pack(vec![b'y'; 50_000]);
         lying[1..HEADER].copy_from_slice(&(10u64).to_le_bytes());
         assert!(json(&lying).is_err());
+    }
+
+    /// Rows `1..=n` of about 40 KB each (compressed), numbering their records.
+    fn numbered_rows(n: u64) -> Vec<(u64, Vec<u8>)> {
+        (1..=n)
+            .map(|seq| {
+                let padding = "x".repeat(40_000 + seq as usize);
+                (seq, pack(format!(r#"{{"n":{seq},"pad":"{padding}"}}"#).into_bytes()))
+            })
+            .collect()
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Numbered {
+        n: u64,
+    }
+
+    #[test]
+    fn a_large_journal_decodes_in_order_on_every_core() {
+        let rows = numbered_rows(60);
+        assert!(rows.iter().map(|(_, row)| row.len()).sum::<usize>() < PARALLEL_FROM);
+        let padded: Vec<(u64, Vec<u8>)> = (1..=60)
+            .map(|seq| (seq, format!(r#"{{"n":{seq},"pad":"{}"}}"#, "y".repeat(40_000)).into()))
+            .collect();
+        for rows in [rows, padded] {
+            let decoded =
+                decode_rows(rows, &|row| serde_json::from_slice::<Numbered>(row)).unwrap();
+            let order: Vec<(u64, u64)> = decoded.iter().map(|(seq, row)| (*seq, row.n)).collect();
+            assert_eq!(order, (1..=60).map(|n| (n, n)).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn the_first_bad_row_of_a_large_journal_is_the_error() {
+        let mut rows: Vec<(u64, Vec<u8>)> = (1..=60)
+            .map(|seq| (seq, format!(r#"{{"n":{seq},"pad":"{}"}}"#, "y".repeat(40_000)).into()))
+            .collect();
+        rows[44].1 = b"{not json".to_vec();
+        rows[50].1 = vec![DEFLATED, 1];
+        let (seq, _) = decode_rows(rows, &|row| serde_json::from_slice::<Numbered>(row))
+            .err()
+            .expect("a bad row fails the decode");
+        assert_eq!(seq, 45);
     }
 }

@@ -887,10 +887,10 @@ impl Store {
 
     /// The journal from sequence `from` on, each row decoded by `decode` (into the whole op, or
     /// only the part the caller reads), in apply order.
-    pub fn journal_decoded<T>(
+    pub fn journal_decoded<T: Send>(
         &self,
         from: u64,
-        decode: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
+        decode: impl Fn(&[u8]) -> Result<T, serde_json::Error> + Sync,
     ) -> Result<Vec<(u64, T)>, StoreError> {
         let txn = self.begin_read()?;
         self.journal_in(&txn, from, decode)
@@ -904,25 +904,22 @@ impl Store {
         Ok((journal, self.reader_of(&txn)?))
     }
 
-    fn journal_in<T>(
+    fn journal_in<T: Send>(
         &self,
         txn: &ReadTransaction,
         from: u64,
-        decode: impl Fn(&[u8]) -> Result<T, serde_json::Error>,
+        decode: impl Fn(&[u8]) -> Result<T, serde_json::Error> + Sync,
     ) -> Result<Vec<(u64, T)>, StoreError> {
         let path = self.path();
         guard::guarded(&path, || {
             let table = txn.open_table(JOURNAL)?;
-            let mut out = Vec::new();
+            let mut rows = Vec::new();
             for entry in table.range(from..)? {
                 let (seq, row) = entry?;
-                let corrupt =
-                    |e: String| StoreError::Corrupt(format!("journal entry {}: {e}", seq.value()));
-                let json = journal_row::json(row.value()).map_err(corrupt)?;
-                let op = decode(&json).map_err(|e| corrupt(e.to_string()))?;
-                out.push((seq.value(), op));
+                rows.push((seq.value(), row.value().to_vec()));
             }
-            Ok(out)
+            journal_row::decode_rows(rows, &decode)
+                .map_err(|(seq, e)| StoreError::Corrupt(format!("journal entry {seq}: {e}")))
         })
         .map_err(|e| e.at(&path))
     }
