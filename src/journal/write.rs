@@ -82,13 +82,15 @@ fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
 }
 
 /// Splits `ops` into the runs each commit carries: at most `max_ops` ops and, unless one op
-/// alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows.
+/// alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows. The bytes are spread evenly over
+/// as few commits as that allows, so that commits written side by side finish together.
 fn batches(ops: &[(u64, PendingOp)], max_ops: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = ops.iter().map(|(_, op)| op.row.len() + 1).sum();
+    let per_commit = total.div_ceil(total.div_ceil(MAX_BYTES_PER_COMMIT).max(1));
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (at, (_, op)) in ops.iter().enumerate() {
-        let full =
-            at - start == max_ops || (at > start && bytes + op.row.len() > MAX_BYTES_PER_COMMIT);
+        let full = at - start == max_ops || (at > start && bytes + op.row.len() > per_commit);
         if full {
             out.push(start..at);
             (start, bytes) = (at, 0);
@@ -405,6 +407,41 @@ mod tests {
         assert_eq!(repo.chain(store.replica(), usize::MAX).unwrap().len(), 2);
         assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
         assert!(verify(&store).unwrap().ok);
+    }
+
+    /// Pending ops whose rows have these sizes (their metas do not matter here).
+    fn rows_of(sizes: &[usize]) -> Vec<(u64, PendingOp)> {
+        let meta = OpMeta {
+            id: ulid::Ulid::nil(),
+            actor: "a".into(),
+            replica: "r".into(),
+            stamp: crate::op::Hlc::ZERO,
+            at: jiff::Timestamp::UNIX_EPOCH,
+        };
+        let op = |size: usize| PendingOp { v: 1, meta: meta.clone(), row: vec![b'x'; size] };
+        sizes.iter().enumerate().map(|(at, size)| (at as u64 + 1, op(*size))).collect()
+    }
+
+    #[test]
+    fn commits_share_the_bytes_evenly_and_none_holds_more_than_the_limit() {
+        let mb = 1024 * 1024;
+        // 104 MB in rows of 2 MB: two commits of 52 MB, not 64 and 40.
+        let chunks = batches(&rows_of(&[2 * mb - 1; 52]), MAX_OPS_PER_COMMIT);
+        assert_eq!(chunks, [0..26, 26..52]);
+        // Under the limit: one commit; one row larger than the limit: a commit of its own.
+        assert_eq!(batches(&rows_of(&[mb; 10]), MAX_OPS_PER_COMMIT), [0..10]);
+        let chunks = batches(&rows_of(&[mb, 70 * mb, mb]), MAX_OPS_PER_COMMIT);
+        assert_eq!(chunks, [0..1, 1..2, 2..3]);
+        let sizes = [3 * mb, 5 * mb, 7 * mb, 11 * mb, 13 * mb, 17 * mb, 19 * mb, 23 * mb, 29 * mb];
+        let ops = rows_of(&sizes);
+        let chunks = batches(&ops, MAX_OPS_PER_COMMIT);
+        assert_eq!(chunks.first().map(|c| c.start), Some(0));
+        assert_eq!(chunks.last().map(|c| c.end), Some(sizes.len()));
+        for chunk in &chunks {
+            let bytes: usize = ops[chunk.clone()].iter().map(|(_, op)| op.row.len() + 1).sum();
+            assert!(bytes <= MAX_BYTES_PER_COMMIT, "{chunk:?}: {bytes}");
+        }
+        assert!(batches(&[], MAX_OPS_PER_COMMIT).is_empty());
     }
 
     #[test]
