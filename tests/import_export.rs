@@ -383,6 +383,51 @@ fn dependencies_to_missing_targets_and_cycles_are_reported_and_skipped() {
     assert_eq!(exported["t-c"]["dependencies"][0]["depends_on_id"], "external:proj:cap");
 }
 
+/// An edge listed again for the same issue — on the same line, or on a later line of the
+/// same id — is one edge, the later copy's; a different type for the same pair is skipped.
+#[test]
+fn an_edge_repeated_in_the_batch_keeps_the_later_copy() {
+    let home = Home::initialised("t");
+    let dep = |to: &str, kind: &str, n: u32| {
+        json!({"issue_id": "t-a", "depends_on_id": to,
+        "type": kind, "created_at": "2026-01-01T00:00:00Z", "metadata": format!("{{\"n\":{n}}}")})
+    };
+    let mut first = issue("t-a", "a", "2026-01-01T00:00:00Z");
+    first["dependencies"] = json!([dep("t-b", "blocks", 1), dep("t-c", "related", 1)]);
+    let mut again = issue("t-a", "a again", "2026-01-02T00:00:00Z");
+    again["dependencies"] =
+        json!([dep("t-b", "blocks", 2), dep("t-c", "related", 2), dep("t-c", "related", 3)]);
+    let mut third = issue("t-a", "a once more", "2026-01-03T00:00:00Z");
+    third["dependencies"] = json!([dep("t-b", "tracks", 4)]);
+    let b = issue("t-b", "b", "2026-01-01T00:00:00Z");
+    let c = issue("t-c", "c", "2026-01-01T00:00:00Z");
+    let report = home.import(&home.write("again.jsonl", &[first, b, again, c, third]), &[]);
+    assert_eq!(
+        skipped(&report),
+        [("t-a".into(), "t-b".into(), "t-a already depends on t-b as blocks".into())]
+    );
+    assert_eq!(report["dependencies_added"], 2, "{report}");
+    let exported = home.exported();
+    let edges: Vec<(String, String, String)> = exported["t-a"]["dependencies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let text = |k: &str| d[k].as_str().unwrap().to_string();
+            (text("depends_on_id"), text("type"), text("metadata"))
+        })
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            ("t-b".into(), "blocks".into(), r#"{"n":2}"#.into()),
+            ("t-c".into(), "related".into(), r#"{"n":3}"#.into())
+        ]
+    );
+    assert_eq!(exported["t-a"]["title"], "a once more");
+    assert_eq!(exported["t-a"]["dependency_count"], 2);
+}
+
 #[test]
 fn memories_and_schema_headers() {
     let home = Home::initialised("t");

@@ -584,10 +584,11 @@ fn plan_deps(
         view,
         prefix,
         graphs: CycleGraphs::load(view)?,
-        added: Vec::new(),
-        pairs: HashMap::new(),
+        added: Vec::with_capacity(issues.iter().map(|planned| planned.deps.len()).sum()),
+        first_of_issue: 0,
     };
     for planned in issues.iter_mut() {
+        edges.first_of_issue = edges.added.len();
         for dep in std::mem::take(&mut planned.deps) {
             let target_known =
                 index.contains_key(&dep.depends_on_id) || view.contains(&dep.depends_on_id)?;
@@ -610,8 +611,10 @@ struct EdgePlanner<'v, 'p> {
     prefix: &'p str,
     graphs: CycleGraphs,
     added: Vec<Dependency>,
-    /// (issue, target) → position in `added`, for edges repeated within the batch.
-    pairs: HashMap<(String, String), usize>,
+    /// Where the edges of the issue being planned start in `added`. An issue is planned once
+    /// (a repeated id is merged into one record first), so an edge repeated within the batch
+    /// repeats among these.
+    first_of_issue: usize,
 }
 
 impl EdgePlanner<'_, '_> {
@@ -624,11 +627,13 @@ impl EdgePlanner<'_, '_> {
         dep: Dependency,
         target_known: bool,
     ) -> Result<Result<(), (Dependency, String)>, StoreError> {
-        let pair = (dep.issue_id.clone(), dep.depends_on_id.clone());
-        let earlier = self.pairs.get(&pair).copied();
+        let earlier = self.added[self.first_of_issue..]
+            .iter()
+            .position(|added| added.depends_on_id == dep.depends_on_id)
+            .map(|at| self.first_of_issue + at);
         let stored = match earlier {
             Some(_) => None,
-            None => self.view.dep(&pair.0, &pair.1)?,
+            None => self.view.dep(&dep.issue_id, &dep.depends_on_id)?,
         };
         if let Some(reason) = self.skip_reason(&dep, target_known, earlier, stored.as_ref()) {
             return Ok(Err((dep, reason)));
@@ -638,10 +643,7 @@ impl EdgePlanner<'_, '_> {
             (Some(at), _) => self.added[at] = dep,
             // Stored already: rewritten only when its metadata changed.
             (None, Some(stored)) if stored.metadata == dep.metadata => {}
-            _ => {
-                self.pairs.insert(pair, self.added.len());
-                self.added.push(dep);
-            }
+            _ => self.added.push(dep),
         }
         Ok(Ok(()))
     }
