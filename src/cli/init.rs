@@ -48,12 +48,26 @@ pub fn cmd_init(ctx: &Context, args: InitArgs) -> Result<(), CliError> {
 /// its own store file.
 pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Store, CliError> {
     // `Store::init` is the atomic step: of racing inits, only its winner gets here.
-    let store = Store::init(dir, prefix).map_err(|error| match error {
-        StoreError::AlreadyInitialized(_) => CliError::from(error).with_hint(
-            "use the workspace as it is, or point --db / BEADS_DIR at another directory",
-        ),
-        other => other.into(),
-    })?;
+    match Store::init(dir, prefix) {
+        Ok(store) => {
+            lay_out_workspace(dir)?;
+            Ok(store)
+        }
+        Err(error @ StoreError::AlreadyInitialized(_)) => {
+            // An init killed between its store and these files left them out; this one, which
+            // finds the store, puts them in.
+            lay_out_workspace(dir)?;
+            Err(CliError::from(error).with_hint(
+                "use the workspace as it is, or point --db / BEADS_DIR at another directory",
+            ))
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Writes what a workspace holds besides its store, where it is missing: beads'
+/// `metadata.json` and the legacy `.gitignore` (or fleet's lines added to the one there).
+pub(super) fn lay_out_workspace(dir: &std::path::Path) -> Result<(), CliError> {
     let write = |name: &str, text: String| {
         crate::fsutil::write_atomic(&dir.join(name), text.as_bytes())
             .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
@@ -70,5 +84,5 @@ pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Stor
     } else {
         gitignore::ignore_or_warn(dir, gitignore::FLEET_ENTRIES);
     }
-    Ok(store)
+    Ok(())
 }

@@ -393,12 +393,13 @@ fn import_fresh(
         report.initialized_prefix = Some(prefix);
         return Ok(report);
     }
-    let (store, created) = match super::init::init_workspace(dir, &prefix) {
+    let (store, created) = match Store::init(dir, &prefix) {
         Ok(store) => (store, Some(prefix)),
         // Another import (or an init) made it since this one looked: import into that one.
-        Err(_) if dir.join(STORE_FILE).is_file() => (Store::open(dir)?, None),
-        Err(error) => return Err(error),
+        Err(StoreError::AlreadyInitialized(_)) => (Store::open(dir)?, None),
+        Err(error) => return Err(error.into()),
     };
+    super::init::lay_out_workspace(dir)?;
     if let Some(prefix) = &created {
         bar.note(&ctx.out, &format!("Created workspace {} with prefix {prefix}", dir.display()));
     }

@@ -350,6 +350,25 @@ fn init_creates_the_workspace_once() {
     assert!(!fresh.beads_dir().join("beads.db").exists());
 }
 
+/// An init killed after it published the store and before it wrote the workspace's other
+/// files left a `.beads/` with only the store: the next `fleet init` still refuses to make a
+/// second workspace, and puts the missing `.gitignore` (which keeps the store out of git) and
+/// `metadata.json` in.
+#[test]
+fn init_on_a_half_made_workspace_writes_its_missing_files() {
+    let ws = Workspace::empty();
+    ws.run(&["init", "--prefix", "proj"]).ok();
+    let beads = ws.beads_dir();
+    let gitignore = std::fs::read_to_string(beads.join(".gitignore")).unwrap();
+    let metadata = std::fs::read_to_string(beads.join("metadata.json")).unwrap();
+    std::fs::remove_file(beads.join(".gitignore")).unwrap();
+    std::fs::remove_file(beads.join("metadata.json")).unwrap();
+    assert_error(ws.run(&["init", "--prefix", "proj"]), "already exists");
+    assert_eq!(std::fs::read_to_string(beads.join(".gitignore")).unwrap(), gitignore);
+    assert_eq!(std::fs::read_to_string(beads.join("metadata.json")).unwrap(), metadata);
+    assert!(ws.create("Still here", &[]).starts_with("proj-"));
+}
+
 #[test]
 fn json_errors_are_json_on_stderr() {
     let ws = Workspace::new();
