@@ -429,7 +429,7 @@ mod tests {
         let chunks = batches(&rows_of(&[2 * mb - 1; 52]), MAX_OPS_PER_COMMIT);
         assert_eq!(chunks, [0..26, 26..52]);
         // Under the limit: one commit; one row larger than the limit: a commit of its own.
-        assert_eq!(batches(&rows_of(&[mb; 10]), MAX_OPS_PER_COMMIT), [0..10]);
+        assert_eq!(batches(&rows_of(&[mb; 10]), MAX_OPS_PER_COMMIT), vec![(0..10)]);
         let chunks = batches(&rows_of(&[mb, 70 * mb, mb]), MAX_OPS_PER_COMMIT);
         assert_eq!(chunks, [0..1, 1..2, 2..3]);
         let sizes = [3 * mb, 5 * mb, 7 * mb, 11 * mb, 13 * mb, 17 * mb, 19 * mb, 23 * mb, 29 * mb];
