@@ -54,12 +54,18 @@ pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Stor
             Ok(store)
         }
         Err(error @ StoreError::AlreadyInitialized(_)) => {
-            // An init killed between its store and these files left them out; this one, which
-            // finds the store, puts them in.
-            lay_out_workspace(dir)?;
-            Err(CliError::from(error).with_hint(
+            let mut refused = CliError::from(error).with_hint(
                 "use the workspace as it is, or point --db / BEADS_DIR at another directory",
-            ))
+            );
+            // An init killed between its store and these files left them out; this one puts
+            // them in — only beside a store that opens (the name alone is not a workspace), and
+            // a failure is a hint, not in place of what the user is told.
+            if Store::open(dir).is_ok()
+                && let Err(failed) = lay_out_workspace(dir)
+            {
+                refused = refused.with_hint(failed.message);
+            }
+            Err(refused)
         }
         Err(other) => Err(other.into()),
     }

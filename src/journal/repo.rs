@@ -52,14 +52,15 @@ impl JournalRepo {
         }
     }
 
-    /// [`JournalRepo::find`], creating `.beads/journal.git` when there is none.
-    /// The repository whose git directory is `git_dir`, found before as `kind`.
+    /// The repository whose git directory is `git_dir`, found before as `kind` (a gix
+    /// repository is not shared between threads: each thread opens its own).
     pub(super) fn open_again(git_dir: &Path, kind: RepoKind) -> Result<JournalRepo, JournalError> {
         let repo = gix::open(git_dir)
             .map_err(JournalError::git(format!("opening {}", git_dir.display())))?;
         Ok(JournalRepo { repo, kind })
     }
 
+    /// [`JournalRepo::find`], creating `.beads/journal.git` when there is none.
     pub fn find_or_create(dir: &Path) -> Result<JournalRepo, JournalError> {
         if let Some(found) = JournalRepo::find(dir)? {
             return Ok(found);

@@ -82,15 +82,25 @@ fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
 }
 
 /// Splits `ops` into the runs each commit carries: at most `max_ops` ops and, unless one op
-/// alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows. The bytes are spread evenly over
-/// as few commits as that allows, so that commits written side by side finish together.
+/// alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows. Where the rows allow, the bytes
+/// are spread evenly over the fewest commits, so that commits written side by side finish
+/// together.
 fn batches(ops: &[(u64, PendingOp)], max_ops: usize) -> Vec<std::ops::Range<usize>> {
     let total: usize = ops.iter().map(|(_, op)| op.row.len() + 1).sum();
-    let per_commit = total.div_ceil(total.div_ceil(MAX_BYTES_PER_COMMIT).max(1));
+    let fewest = total.div_ceil(MAX_BYTES_PER_COMMIT).max(1);
+    let even = cut(ops, max_ops, total.div_ceil(fewest));
+    // Rows do not divide evenly: when an even share leaves a remnant for one more commit, the
+    // commits are filled up to the limit instead.
+    if even.len() > fewest { cut(ops, max_ops, MAX_BYTES_PER_COMMIT) } else { even }
+}
+
+/// `ops` cut into runs of at most `max_ops` ops and, unless one op alone is larger,
+/// `max_bytes` bytes of rows (each with its line's newline).
+fn cut(ops: &[(u64, PendingOp)], max_ops: usize, max_bytes: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (at, (_, op)) in ops.iter().enumerate() {
-        let full = at - start == max_ops || (at > start && bytes + op.row.len() > per_commit);
+        let full = at - start == max_ops || (at > start && bytes + op.row.len() + 1 > max_bytes);
         if full {
             out.push(start..at);
             (start, bytes) = (at, 0);
@@ -186,10 +196,10 @@ fn write_trees(
             Ok((info, tree, seconds))
         };
     let mut runs = split_into(ops, chunks);
-    if runs.len() < 2 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    if runs.len() < 2 || cores == 1 {
         return runs.iter_mut().map(|run| write_one(repo, run)).collect();
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     let (git_dir, kind) = (repo.git_dir(), repo.kind);
     let mut written = Vec::with_capacity(runs.len());
     for wave in runs.chunks_mut(cores) {
@@ -432,6 +442,9 @@ mod tests {
         assert_eq!(batches(&rows_of(&[mb; 10]), MAX_OPS_PER_COMMIT), vec![(0..10)]);
         let chunks = batches(&rows_of(&[mb, 70 * mb, mb]), MAX_OPS_PER_COMMIT);
         assert_eq!(chunks, [0..1, 1..2, 2..3]);
+        // Rows that no even share fits take no more commits than filling each to the limit.
+        assert_eq!(batches(&rows_of(&[3 * mb; 35]), MAX_OPS_PER_COMMIT).len(), 2);
+        assert_eq!(batches(&rows_of(&[40 * mb, 40 * mb, 20 * mb]), MAX_OPS_PER_COMMIT).len(), 2);
         let sizes = [3 * mb, 5 * mb, 7 * mb, 11 * mb, 13 * mb, 17 * mb, 19 * mb, 23 * mb, 29 * mb];
         let ops = rows_of(&sizes);
         let chunks = batches(&ops, MAX_OPS_PER_COMMIT);
@@ -441,6 +454,8 @@ mod tests {
             let bytes: usize = ops[chunk.clone()].iter().map(|(_, op)| op.row.len() + 1).sum();
             assert!(bytes <= MAX_BYTES_PER_COMMIT, "{chunk:?}: {bytes}");
         }
+        // The newline counts: rows that fill the limit only with theirs go in two commits.
+        assert_eq!(batches(&rows_of(&[32 * mb, 32 * mb]), MAX_OPS_PER_COMMIT).len(), 2);
         assert!(batches(&[], MAX_OPS_PER_COMMIT).is_empty());
     }
 

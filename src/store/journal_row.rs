@@ -76,10 +76,10 @@ pub(crate) fn decode_rows<T: Send>(
     decode: &(dyn Fn(&[u8]) -> Result<T, serde_json::Error> + Sync),
 ) -> Result<Vec<(u64, T)>, (u64, String)> {
     let bytes: usize = rows.iter().map(|(_, row)| row.len()).sum();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-    if bytes < PARALLEL_FROM || cores == 1 || rows.len() < 2 {
+    if bytes < PARALLEL_FROM || rows.len() < 2 {
         return decode_run(&rows, decode);
     }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     let runs = runs_of_equal_size(&rows, bytes.div_ceil(cores));
     let decoded: Vec<_> = std::thread::scope(|scope| {
         let workers: Vec<_> =
@@ -160,7 +160,8 @@ mod tests {
         assert!(json(&lying).is_err());
     }
 
-    /// Rows `1..=n` of about 40 KB each (compressed), numbering their records.
+    /// Rows `1..=n` of about 40 KB of JSON each, compressed (to a few hundred bytes: the
+    /// journal they make is small, and decoded on one core), numbering their records.
     fn numbered_rows(n: u64) -> Vec<(u64, Vec<u8>)> {
         (1..=n)
             .map(|seq| {
@@ -195,11 +196,17 @@ mod tests {
         let mut rows: Vec<(u64, Vec<u8>)> = (1..=60)
             .map(|seq| (seq, format!(r#"{{"n":{seq},"pad":"{}"}}"#, "y".repeat(40_000)).into()))
             .collect();
-        rows[44].1 = b"{not json".to_vec();
+        // One bad row in each half (each run, on two cores or more).
+        rows[14].1 = b"{not json".to_vec();
         rows[50].1 = vec![DEFLATED, 1];
+        let (seq, _) = decode_rows(rows.clone(), &|row| serde_json::from_slice::<Numbered>(row))
+            .err()
+            .expect("a bad row fails the decode");
+        assert_eq!(seq, 15);
+        rows[14].1 = br#"{"n":15}"#.to_vec();
         let (seq, _) = decode_rows(rows, &|row| serde_json::from_slice::<Numbered>(row))
             .err()
             .expect("a bad row fails the decode");
-        assert_eq!(seq, 45);
+        assert_eq!(seq, 51);
     }
 }

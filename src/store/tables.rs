@@ -417,7 +417,7 @@ pub(crate) trait View {
     /// The ids of every issue carrying `label`, sorted.
     fn ids_with_label(&self, label: &str) -> Result<Vec<String>, StoreError>;
     /// The computed counts of `id` as `list --json` prints them, read from the key ranges of
-    /// its edges and comments (no row is decoded but its own edges' types).
+    /// its edges and comments (of rows, only its own edges' types are decoded).
     fn counts_of(&self, id: &str) -> Result<Counts, StoreError> {
         self.counts_beside(id, &self.edges_of(id)?)
     }

@@ -367,6 +367,15 @@ fn init_on_a_half_made_workspace_writes_its_missing_files() {
     assert_eq!(std::fs::read_to_string(beads.join(".gitignore")).unwrap(), gitignore);
     assert_eq!(std::fs::read_to_string(beads.join("metadata.json")).unwrap(), metadata);
     assert!(ws.create("Still here", &[]).starts_with("proj-"));
+    // A `beads.db` that is no store (here an empty file) is refused, and nothing is written
+    // beside it.
+    let other = Workspace::empty();
+    let beads = other.beads_dir();
+    std::fs::create_dir_all(&beads).unwrap();
+    std::fs::write(beads.join("beads.db"), b"").unwrap();
+    assert!(other.run(&["init", "--prefix", "proj"]).code != 0);
+    let left: Vec<_> = std::fs::read_dir(&beads).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["beads.db"]);
 }
 
 #[test]
