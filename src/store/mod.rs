@@ -125,6 +125,20 @@ pub(crate) mod meta {
     /// Prefix of `sync_seen/<replica>` → the last journal commit of that replica whose ops
     /// this store has merged (hex). Book-keeping of sync, not an op.
     pub const SYNC_SEEN: &str = "sync_seen/";
+
+    /// The value of a counter entry (8 bytes, big-endian); 0 for an absent or damaged one.
+    pub fn counter(bytes: Option<&[u8]>) -> u64 {
+        bytes.and_then(|b| <[u8; 8]>::try_from(b).ok()).map_or(0, u64::from_be_bytes)
+    }
+}
+
+/// Refuses a store whose tables a newer fleet laid out (`found` is its layout version): writing
+/// them the old way would leave its indexes wrong, and reading them may mislead.
+fn check_layout(found: u64) -> Result<(), StoreError> {
+    if found > LAYOUT_VERSION {
+        return Err(StoreError::LayoutVersion { found, supported: LAYOUT_VERSION });
+    }
+    Ok(())
 }
 
 /// Errors of the store, each naming the issue, edge or file it is about.
@@ -627,15 +641,7 @@ impl Store {
                     .map(|v| String::from_utf8_lossy(v.value()).into_owned())
                     .unwrap_or_default())
             };
-            // A newer fleet may keep its tables differently; writing them the old way would
-            // leave its indexes wrong, and reading them may mislead.
-            let layout = meta_table
-                .get(meta::LAYOUT)?
-                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-                .map_or(0, u64::from_be_bytes);
-            if layout > LAYOUT_VERSION {
-                return Err(StoreError::LayoutVersion { found: layout, supported: LAYOUT_VERSION });
-            }
+            check_layout(meta::counter(meta_table.get(meta::LAYOUT)?.as_ref().map(|v| v.value())))?;
             (read(meta::REPLICA)?, read(meta::PREFIX)?)
         };
         Ok(Store {
@@ -854,10 +860,8 @@ impl Store {
         let txn = self.writable()?.begin_write()?;
         {
             let mut meta_table = txn.open_table(META)?;
-            let old = meta_table
-                .get(meta::JOURNAL_COMMITTED)?
-                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-                .map_or(0, u64::from_be_bytes);
+            let old =
+                meta::counter(meta_table.get(meta::JOURNAL_COMMITTED)?.as_ref().map(|v| v.value()));
             if reset || seq > old {
                 meta_table.insert(meta::JOURNAL_COMMITTED, seq.to_be_bytes().as_slice())?;
             }
@@ -872,10 +876,7 @@ impl Store {
         let path = self.path();
         guard::guarded(&path, || {
             let meta_table = txn.open_table(META)?;
-            Ok(meta_table
-                .get(key)?
-                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-                .map_or(0, u64::from_be_bytes))
+            Ok(meta::counter(meta_table.get(key)?.as_ref().map(|v| v.value())))
         })
         .map_err(|e| e.at(&path))
     }
@@ -1095,9 +1096,7 @@ impl<'t> Writer<'t> {
         let mut tables = open_write_tables(txn)?;
         let layout = tables.meta_u64(meta::LAYOUT)?;
         // A long-lived process opened the store before a newer fleet laid it out anew.
-        if layout > LAYOUT_VERSION {
-            return Err(StoreError::LayoutVersion { found: layout, supported: LAYOUT_VERSION });
-        }
+        check_layout(layout)?;
         if layout < LAYOUT_VERSION {
             txn.delete_table(RETIRED_READY_KEYS)?;
             tables.meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
@@ -1486,6 +1485,17 @@ mod tests {
         assert_eq!(ids, ["t-1"]);
     }
 
+    /// Create ops of `n` issues `t-0`… titled `title`, without edges.
+    fn creates(n: usize, title: &str) -> Vec<OpKind> {
+        let now = jiff::Timestamp::now();
+        (0..n)
+            .map(|n| OpKind::Create {
+                issue: Box::new(Issue::new(format!("t-{n}"), title.into(), now)),
+                deps: Vec::new(),
+            })
+            .collect()
+    }
+
     /// A large bulk op keeps a deflated journal row wherever it is journaled: in the store
     /// that made it and in one it reaches by replay (sync).
     #[test]
@@ -1493,13 +1503,7 @@ mod tests {
         use redb::{ReadableDatabase, ReadableTable};
         let dir = tempfile::tempdir().unwrap();
         let made = Store::init(&dir.path().join("a/.beads"), "t").unwrap();
-        let now = jiff::Timestamp::now();
-        let creates = (0..200)
-            .map(|n| OpKind::Create {
-                issue: Box::new(Issue::new(format!("t-{n}"), "a title of some length".into(), now)),
-                deps: Vec::new(),
-            })
-            .collect();
+        let creates = creates(200, "a title of some length");
         made.write("a", Clock::System, |w| w.apply_bulk(creates)).unwrap();
         let ops: Vec<Op> = made.journal(0).unwrap().into_iter().map(|(_, op)| op).collect();
         let other = Store::init(&dir.path().join("b/.beads"), "t").unwrap();
@@ -1522,13 +1526,7 @@ mod tests {
     fn a_bulk_import_counts_its_issues() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
-        let now = jiff::Timestamp::now();
-        let creates = (0..30)
-            .map(|n| OpKind::Create {
-                issue: Box::new(Issue::new(format!("t-{n}"), "x".into(), now)),
-                deps: Vec::new(),
-            })
-            .collect();
+        let creates = creates(30, "x");
         store
             .write("a", Clock::System, |w| {
                 w.begin_bulk()?;

@@ -161,7 +161,7 @@ pub(crate) fn status_counts(view: &dyn View) -> Result<Vec<(Status, u64)>, Store
         .meta_with_prefix(meta::STATUS_COUNT)?
         .into_iter()
         .filter_map(|(name, bytes)| {
-            let count = u64::from_be_bytes(<[u8; 8]>::try_from(bytes.as_slice()).ok()?);
+            let count = meta::counter(Some(&bytes));
             (count > 0).then(|| (Status::from_name(&name), count))
         })
         .collect())

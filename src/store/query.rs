@@ -654,6 +654,15 @@ pub(crate) fn walk_list(
     Ok(Some(()))
 }
 
+/// The kept count of each status `filter` wants (statuses with none left out).
+fn wanted_status_counts(
+    view: &dyn View,
+    filter: &ListFilter,
+) -> Result<Vec<(Status, u64)>, StoreError> {
+    let counts = order::status_counts(view)?;
+    Ok(counts.into_iter().filter(|(status, _)| status_wanted(filter, status)).collect())
+}
+
 /// How a walk of the order index tests its issues for a search text.
 enum TextFilter {
     /// The ids that have it, found in one pass over every row: when the walk visits a large
@@ -710,9 +719,8 @@ pub(crate) fn list(
         return list_by_scan(view, filter);
     }
     if counted {
-        total = order::status_counts(view)?
+        total = wanted_status_counts(view, filter)?
             .into_iter()
-            .filter(|(status, _)| status_wanted(filter, status))
             .map(|(_, count)| usize::try_from(count).unwrap_or(usize::MAX))
             .sum();
     }
@@ -926,10 +934,7 @@ impl Reader {
             if !status_only(filter) || !order::indexed(view)? {
                 return Ok(None);
             }
-            let counts = order::status_counts(view)?;
-            Ok(Some(
-                counts.into_iter().filter(|(status, _)| status_wanted(filter, status)).collect(),
-            ))
+            wanted_status_counts(view, filter).map(Some)
         })
     }
 

@@ -445,19 +445,16 @@ pub(crate) trait View {
     fn meta_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
     fn meta_u64(&self, key: &str) -> Result<u64, StoreError> {
-        Ok(self
-            .meta_bytes(key)?
-            .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-            .map_or(0, u64::from_be_bytes))
+        Ok(super::meta::counter(self.meta_bytes(key)?.as_deref()))
     }
 
     /// The parent-child parents of `id`.
     fn parents_of(&self, id: &str) -> Result<Vec<String>, StoreError> {
         Ok(self
-            .deps_of(id)?
+            .edges_of(id)?
             .into_iter()
-            .filter(|d| d.kind == dep_type::PARENT_CHILD)
-            .map(|d| d.depends_on_id)
+            .filter(|edge| edge.role == EdgeRole::ParentChild)
+            .map(|edge| edge.target)
             .collect())
     }
 
