@@ -218,14 +218,22 @@ impl HoldWatch {
         }
     }
 
-    /// Re-reads the file if it changed; returns whether the holds changed.
+    /// Re-reads the file if it changed; returns whether the holds changed. A file that cannot
+    /// be read or parsed (a hand edit gone wrong) changes nothing: the holds in force stay, and
+    /// are not lifted by a broken file.
     pub fn poll(&mut self) -> bool {
         let stamp = file_stamp(&holds_path(&self.home));
         if stamp == self.stamp {
             return false;
         }
         self.stamp = stamp;
-        let holds = Holds::load(&self.home);
+        let holds = match Holds::read(&self.home) {
+            Ok(holds) => holds,
+            Err(error) => {
+                tracing::warn!(%error, "the pauses in force stay as they were");
+                return false;
+            }
+        };
         let changed = holds != self.holds;
         self.holds = holds;
         changed
@@ -254,6 +262,19 @@ mod tests {
         edit.save().unwrap();
         assert!(crate::fsutil::try_lock_exclusive(&lock).unwrap().is_some());
         assert!(Holds::load(home.path()).all.is_some());
+    }
+
+    #[test]
+    fn a_broken_holds_file_lifts_no_hold_a_watch_has() {
+        let home = tempfile::tempdir().unwrap();
+        let mut edit = Holds::edit(home.path()).unwrap();
+        edit.holds.place(None, hold());
+        edit.save().unwrap();
+        let mut watch = HoldWatch::new(home.path());
+        assert!(watch.holds().holds("claude"));
+        std::fs::write(holds_path(home.path()), b"{ half an edit").unwrap();
+        assert!(!watch.poll());
+        assert!(watch.holds().holds("claude"), "the pause stays in force");
     }
 
     #[test]
