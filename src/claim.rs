@@ -93,7 +93,7 @@ pub fn claim_next_in(
     writer: &mut Writer<'_>,
     filter: &ReadyFilter,
 ) -> Result<Option<Issue>, StoreError> {
-    Ok(tracker::claim_next(writer, filter, None)?)
+    Ok(tracker::claim_next(writer, filter)?)
 }
 
 /// Claims `id` for `actor` in its own transaction; in remote mode, confirmed on the remote.

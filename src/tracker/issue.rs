@@ -166,18 +166,9 @@ fn claim_exact(writer: &mut Writer<'_>, id: String) -> Result<Issue, Refusal> {
     }
 }
 
-/// Claims the first ready issue (in ready order) that the writer's actor may take and
-/// `accept`, if given, takes.
-pub fn claim_next(
-    writer: &mut Writer<'_>,
-    filter: &ReadyFilter,
-    accept: Option<&dyn Fn(&Issue) -> bool>,
-) -> Result<Option<Issue>, Refusal> {
-    let first = match accept {
-        Some(accept) => writer.first_claimable_where(filter, accept)?,
-        None => writer.first_claimable(filter)?,
-    };
-    match first {
+/// Claims the first ready issue (in ready order) that the writer's actor may take.
+pub fn claim_next(writer: &mut Writer<'_>, filter: &ReadyFilter) -> Result<Option<Issue>, Refusal> {
+    match writer.first_claimable(filter)? {
         Some(id) => claim_exact(writer, id).map(Some),
         None => Ok(None),
     }

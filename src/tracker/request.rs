@@ -197,10 +197,10 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
         }
         Request::Claim { id } => {
             let issue = super::claim(writer, id)?;
-            Ok(Reply::Summary(Box::new(summary(writer, &issue.id)?)))
+            Ok(Reply::Summary(Box::new(writer.summary(issue)?.into())))
         }
         Request::ClaimNext { filter } => {
-            let claimed = super::claim_next(writer, filter, None)?;
+            let claimed = super::claim_next(writer, filter)?;
             let summary = claimed.map(|issue| writer.summary(issue).map(Summary::from));
             let summary = summary.transpose()?;
             Ok(Reply::Claimed(summary.map(Box::new)))
