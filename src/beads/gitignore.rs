@@ -6,7 +6,7 @@
 //! would list a file fleet creates there: the command that creates such a file adds its line
 //! ([`ignore`]) — at the end, once, every other line left as it was.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 /// The file's name in `.beads/`.
@@ -27,21 +27,36 @@ pub const FLEET_ENTRIES: &[&str] =
 /// workspace `dir` lacks, at its end. A file that has them all is only read; a workspace
 /// without the file gets none (its files are ignored elsewhere, or meant to be seen). Returns
 /// the entries added.
+///
 /// A `.gitignore` that is a symbolic link is refused: appending would write through it, to
-/// wherever a cloned repository points it.
+/// wherever a cloned repository points it. The file is opened once, not following a link,
+/// and locked while it is read and added to, so two fleet processes at once add the lines
+/// once and a link swapped in meanwhile is not written through.
 pub fn ignore<'e>(dir: &Path, entries: &[&'e str]) -> io::Result<Vec<&'e str>> {
     let path = dir.join(FILE);
-    if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_symlink()) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is a symbolic link; fleet does not write through it", path.display()),
-        ));
-    }
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+    let mut file = match open_unfollowed(&path, true) {
+        Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        // A file fleet may not write is only read: one that has every line needs nothing.
+        Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
+            let mut text = String::new();
+            open_unfollowed(&path, false)?.read_to_string(&mut text)?;
+            if entries.iter().all(|entry| has_line(&text, entry)) {
+                return Ok(Vec::new());
+            }
+            return Err(error);
+        }
+        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is a symbolic link; fleet does not write through it", path.display()),
+            ));
+        }
         Err(error) => return Err(error),
     };
+    file.lock()?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
     let missing: Vec<&str> =
         entries.iter().copied().filter(|entry| !has_line(&text, entry)).collect();
     if missing.is_empty() {
@@ -55,10 +70,16 @@ pub fn ignore<'e>(dir: &Path, entries: &[&'e str]) -> io::Result<Vec<&'e str>> {
         added.push_str(entry);
         added.push('\n');
     }
-    // Appending keeps the file's mode and every byte before; the caller's lock keeps a second
-    // writer of the same lines out.
-    std::fs::OpenOptions::new().append(true).open(&path)?.write_all(added.as_bytes())?;
+    // Appending keeps the file's mode and every byte before; the lock (released when the
+    // file closes) keeps a second writer of the same lines out.
+    file.write_all(added.as_bytes())?;
     Ok(missing)
+}
+
+/// Opens `path` to read (and to append, with `append`), refusing to follow a symbolic link.
+fn open_unfollowed(path: &Path, append: bool) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).append(append).custom_flags(libc::O_NOFOLLOW).open(path)
 }
 
 /// [`ignore`] for a command whose work is done either way: a `.gitignore` fleet may not write
