@@ -586,9 +586,10 @@ fn plan_deps(
         graphs: CycleGraphs::load(view)?,
         added: Vec::with_capacity(issues.iter().map(|planned| planned.deps.len()).sum()),
         first_of_issue: 0,
+        targets: None,
     };
     for planned in issues.iter_mut() {
-        edges.first_of_issue = edges.added.len();
+        edges.start_issue(planned.deps.len());
         for dep in std::mem::take(&mut planned.deps) {
             let target_known =
                 index.contains_key(&dep.depends_on_id) || view.contains(&dep.depends_on_id)?;
@@ -615,9 +616,32 @@ struct EdgePlanner<'v, 'p> {
     /// (a repeated id is merged into one record first), so an edge repeated within the batch
     /// repeats among these.
     first_of_issue: usize,
+    /// For an issue with many edges, their targets → position in `added`, so finding a repeat
+    /// does not compare each edge with all before it.
+    targets: Option<HashMap<String, usize>>,
 }
 
+/// An issue with more edges than this finds repeats through a map rather than a scan.
+const SCANNED_EDGES: usize = 32;
+
 impl EdgePlanner<'_, '_> {
+    /// Starts planning the `edges` edges of the next issue.
+    fn start_issue(&mut self, edges: usize) {
+        self.first_of_issue = self.added.len();
+        self.targets = (edges > SCANNED_EDGES).then(|| HashMap::with_capacity(edges));
+    }
+
+    /// Where an edge of the current issue to `target` is in `added`, if one is.
+    fn earlier(&self, target: &str) -> Option<usize> {
+        match &self.targets {
+            Some(targets) => targets.get(target).copied(),
+            None => self.added[self.first_of_issue..]
+                .iter()
+                .position(|added| added.depends_on_id == target)
+                .map(|at| self.first_of_issue + at),
+        }
+    }
+
     /// Adds `dep` if the store can hold it (`target_known`: its target is an issue of the
     /// batch or the store), or hands it back with the reason it is skipped. Beads' epic rule is
     /// a rule of `dep add` requests (see `tracker::deps`): edges from before it, which beads
@@ -627,10 +651,7 @@ impl EdgePlanner<'_, '_> {
         dep: Dependency,
         target_known: bool,
     ) -> Result<Result<(), (Dependency, String)>, StoreError> {
-        let earlier = self.added[self.first_of_issue..]
-            .iter()
-            .position(|added| added.depends_on_id == dep.depends_on_id)
-            .map(|at| self.first_of_issue + at);
+        let earlier = self.earlier(&dep.depends_on_id);
         let stored = match earlier {
             Some(_) => None,
             None => self.view.dep(&dep.issue_id, &dep.depends_on_id)?,
@@ -643,7 +664,12 @@ impl EdgePlanner<'_, '_> {
             (Some(at), _) => self.added[at] = dep,
             // Stored already: rewritten only when its metadata changed.
             (None, Some(stored)) if stored.metadata == dep.metadata => {}
-            _ => self.added.push(dep),
+            _ => {
+                if let Some(targets) = &mut self.targets {
+                    targets.insert(dep.depends_on_id.clone(), self.added.len());
+                }
+                self.added.push(dep);
+            }
         }
         Ok(Ok(()))
     }

@@ -74,6 +74,15 @@ pub(super) fn init_workspace(dir: &std::path::Path, prefix: &str) -> Result<Stor
 /// Writes what a workspace holds besides its store, where it is missing: beads'
 /// `metadata.json` and the legacy `.gitignore` (or fleet's lines added to the one there).
 pub(super) fn lay_out_workspace(dir: &std::path::Path) -> Result<(), CliError> {
+    if dir.join(gitignore::FILE).exists() {
+        gitignore::ignore_or_warn(dir, gitignore::FLEET_ENTRIES);
+    }
+    write_missing_files(dir)
+}
+
+/// Writes `metadata.json` and the legacy `.gitignore` where they are missing, and changes
+/// nothing that is there: the repair of a workspace whose making was cut short.
+pub(super) fn write_missing_files(dir: &std::path::Path) -> Result<(), CliError> {
     let write = |name: &str, text: String| {
         crate::fsutil::write_atomic(&dir.join(name), text.as_bytes())
             .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
@@ -87,8 +96,6 @@ pub(super) fn lay_out_workspace(dir: &std::path::Path) -> Result<(), CliError> {
     }
     if !dir.join(gitignore::FILE).exists() {
         write(gitignore::FILE, gitignore::CONTENTS.to_string())?;
-    } else {
-        gitignore::ignore_or_warn(dir, gitignore::FLEET_ENTRIES);
     }
     Ok(())
 }

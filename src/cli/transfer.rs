@@ -354,8 +354,14 @@ fn import_source(
     // A store holds about 1.7 KB per imported issue; the transaction dirties more than that.
     crate::store::size_cache_for_bulk(batch.records.len().saturating_mul(CACHE_PER_RECORD));
     let mut report = match Store::open(target_dir) {
-        Ok(store) => beads::import::run(&store, ctx.actor(), ctx.clock, batch, &options, &bar)
-            .map_err(cli_error)?,
+        Ok(store) => {
+            if !args.dry_run {
+                // An import killed between making the store and these files left them out.
+                warn_unless_written(ctx, super::init::write_missing_files(target_dir));
+            }
+            beads::import::run(&store, ctx.actor(), ctx.clock, batch, &options, &bar)
+                .map_err(cli_error)?
+        }
         Err(StoreError::NotInitialized(_)) => import_fresh(ctx, target_dir, batch, &options, &bar)?,
         Err(error) => return Err(error.into()),
     };
@@ -399,7 +405,8 @@ fn import_fresh(
         Err(StoreError::AlreadyInitialized(_)) => (Store::open(dir)?, None),
         Err(error) => return Err(error.into()),
     };
-    super::init::lay_out_workspace(dir)?;
+    // The store is made and fine: a file beside it that cannot be written is a warning.
+    warn_unless_written(ctx, super::init::lay_out_workspace(dir));
     if let Some(prefix) = &created {
         bar.note(&ctx.out, &format!("Created workspace {} with prefix {prefix}", dir.display()));
     }
@@ -407,6 +414,14 @@ fn import_fresh(
         .map_err(cli_error)?;
     report.initialized_prefix = created;
     Ok(report)
+}
+
+/// Tells the user about a workspace file that could not be written, without failing the
+/// import.
+fn warn_unless_written(ctx: &Context, written: Result<(), CliError>) {
+    if let Err(error) = written {
+        ctx.out.warn(&format!("warning: {}", error.message));
+    }
 }
 
 fn read_source(
