@@ -196,8 +196,11 @@ fn write_trees(
             Ok((info, tree, seconds))
         };
     let mut runs = split_into(ops, chunks);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-    if runs.len() < 2 || cores == 1 {
+    let cores = match runs.len() {
+        0 | 1 => 1,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8),
+    };
+    if cores == 1 {
         return runs.iter_mut().map(|run| write_one(repo, run)).collect();
     }
     let (git_dir, kind) = (repo.git_dir(), repo.kind);
@@ -428,34 +431,44 @@ mod tests {
             stamp: crate::op::Hlc::ZERO,
             at: jiff::Timestamp::UNIX_EPOCH,
         };
-        let op = |size: usize| PendingOp { v: 1, meta: meta.clone(), row: vec![b'x'; size] };
+        // Zeroed rows are never touched, so their megabytes cost no memory.
+        let op = |size: usize| PendingOp { v: 1, meta: meta.clone(), row: vec![0u8; size] };
         sizes.iter().enumerate().map(|(at, size)| (at as u64 + 1, op(*size))).collect()
+    }
+
+    /// The runs `batches` cuts rows of these sizes into: they cover the rows in order, and
+    /// each holds at most the limit in bytes, each row with its newline (unless one row alone
+    /// is larger).
+    fn checked_batches(sizes: &[usize]) -> Vec<std::ops::Range<usize>> {
+        let ops = rows_of(sizes);
+        let chunks = batches(&ops, MAX_OPS_PER_COMMIT);
+        let mut next = 0;
+        for chunk in &chunks {
+            assert_eq!(chunk.start, next, "{chunks:?}");
+            next = chunk.end;
+            let bytes: usize = sizes[chunk.clone()].iter().map(|size| size + 1).sum();
+            assert!(bytes <= MAX_BYTES_PER_COMMIT || chunk.len() == 1, "{chunk:?}: {bytes}");
+        }
+        assert_eq!(next, sizes.len());
+        chunks
     }
 
     #[test]
     fn commits_share_the_bytes_evenly_and_none_holds_more_than_the_limit() {
         let mb = 1024 * 1024;
         // 104 MB in rows of 2 MB: two commits of 52 MB, not 64 and 40.
-        let chunks = batches(&rows_of(&[2 * mb - 1; 52]), MAX_OPS_PER_COMMIT);
-        assert_eq!(chunks, [0..26, 26..52]);
+        assert_eq!(checked_batches(&[2 * mb - 1; 52]), [0..26, 26..52]);
         // Under the limit: one commit; one row larger than the limit: a commit of its own.
-        assert_eq!(batches(&rows_of(&[mb; 10]), MAX_OPS_PER_COMMIT), vec![(0..10)]);
-        let chunks = batches(&rows_of(&[mb, 70 * mb, mb]), MAX_OPS_PER_COMMIT);
-        assert_eq!(chunks, [0..1, 1..2, 2..3]);
+        assert_eq!(checked_batches(&[mb; 10]), vec![(0..10)]);
+        assert_eq!(checked_batches(&[mb, 70 * mb, mb]), [0..1, 1..2, 2..3]);
         // Rows that no even share fits take no more commits than filling each to the limit.
-        assert_eq!(batches(&rows_of(&[3 * mb; 35]), MAX_OPS_PER_COMMIT).len(), 2);
-        assert_eq!(batches(&rows_of(&[40 * mb, 40 * mb, 20 * mb]), MAX_OPS_PER_COMMIT).len(), 2);
-        let sizes = [3 * mb, 5 * mb, 7 * mb, 11 * mb, 13 * mb, 17 * mb, 19 * mb, 23 * mb, 29 * mb];
-        let ops = rows_of(&sizes);
-        let chunks = batches(&ops, MAX_OPS_PER_COMMIT);
-        assert_eq!(chunks.first().map(|c| c.start), Some(0));
-        assert_eq!(chunks.last().map(|c| c.end), Some(sizes.len()));
-        for chunk in &chunks {
-            let bytes: usize = ops[chunk.clone()].iter().map(|(_, op)| op.row.len() + 1).sum();
-            assert!(bytes <= MAX_BYTES_PER_COMMIT, "{chunk:?}: {bytes}");
-        }
-        // The newline counts: rows that fill the limit only with theirs go in two commits.
-        assert_eq!(batches(&rows_of(&[32 * mb, 32 * mb]), MAX_OPS_PER_COMMIT).len(), 2);
+        assert_eq!(checked_batches(&[3 * mb; 35]).len(), 2);
+        assert_eq!(checked_batches(&[40 * mb, 40 * mb, 20 * mb]).len(), 2);
+        checked_batches(&[3 * mb, 5 * mb, 7 * mb, 11 * mb, 13 * mb, 17 * mb, 19 * mb, 23 * mb]);
+        // The newline counts: 64 rows of 1 MB are over the limit with theirs, so 128 of them
+        // take three commits; rows that fill the limit only with theirs go in two.
+        assert_eq!(checked_batches(&[mb; 128]).len(), 3);
+        assert_eq!(checked_batches(&[32 * mb, 32 * mb]).len(), 2);
         assert!(batches(&[], MAX_OPS_PER_COMMIT).is_empty());
     }
 

@@ -191,6 +191,21 @@ mod tests {
         }
     }
 
+    /// The runs cover the rows in order, each row once, and are never more than the cores
+    /// (whatever cores the machine running the tests has): whole rows fill each run up to its
+    /// share, so 8 cores get 5 runs of 2 rows.
+    #[test]
+    fn rows_are_cut_into_contiguous_runs_of_about_equal_size() {
+        let rows: Vec<(u64, Vec<u8>)> = (1..=10).map(|seq| (seq, vec![0u8; 100])).collect();
+        for (cores, runs) in [(1, 1), (2, 2), (3, 3), (8, 5)] {
+            let cut = runs_of_equal_size(&rows, 1000usize.div_ceil(cores));
+            assert_eq!(cut.len(), runs, "{cores} cores");
+            let seqs: Vec<u64> =
+                cut.iter().flat_map(|run| run.iter().map(|(seq, _)| *seq)).collect();
+            assert_eq!(seqs, (1..=10).collect::<Vec<_>>(), "{cores} cores");
+        }
+    }
+
     #[test]
     fn the_first_bad_row_of_a_large_journal_is_the_error() {
         let mut rows: Vec<(u64, Vec<u8>)> = (1..=60)

@@ -1438,12 +1438,8 @@ mod tests {
     fn the_op_index_is_filled_for_an_older_store() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
-        let now = jiff::Timestamp::now();
-        let create = |id: &str| OpKind::Create {
-            issue: Box::new(Issue::new(id.into(), "x".into(), now)),
-            deps: Vec::new(),
-        };
-        let made = store.apply("a", Clock::System, vec![create("t-1"), create("t-2")]).unwrap();
+        let made =
+            store.apply("a", Clock::System, vec![create("t-1", 2), create("t-2", 2)]).unwrap();
         // Make it look like an older store: no index, no marker.
         let txn = store.writable().unwrap().begin_write().unwrap();
         txn.delete_table(OP_IDS).unwrap();
@@ -1463,11 +1459,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
         let now = jiff::Timestamp::now();
-        let create = |id: &str, priority: u8| {
-            let mut issue = Issue::new(id.into(), "x".into(), now);
-            issue.priority = priority;
-            OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
-        };
         store.apply("a", Clock::System, vec![create("t-1", 2), create("t-2", 1)]).unwrap();
         // Make it a layout-1 store: version 1 and the key table of that layout.
         let txn = store.writable().unwrap().begin_write().unwrap();
@@ -1483,6 +1474,13 @@ mod tests {
         let ready = store.read().unwrap().ready(&ReadyFilter::default(), now).unwrap();
         let ids: Vec<&str> = ready.issues.iter().map(|i| i.id.as_str()).collect();
         assert_eq!(ids, ["t-1"]);
+    }
+
+    /// The create op of issue `id` at `priority`, without edges.
+    fn create(id: &str, priority: u8) -> OpKind {
+        let mut issue = Issue::new(id.into(), "x".into(), jiff::Timestamp::now());
+        issue.priority = priority;
+        OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
     }
 
     /// Create ops of `n` issues `t-0`… titled `title`, without edges.
@@ -1526,6 +1524,8 @@ mod tests {
     fn a_bulk_import_counts_its_issues() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        // Counted on from what the store already holds.
+        store.apply("a", Clock::System, vec![create("t-a", 2), create("t-b", 2)]).unwrap();
         let creates = creates(30, "x");
         store
             .write("a", Clock::System, |w| {
@@ -1533,7 +1533,7 @@ mod tests {
                 w.apply_bulk(creates)
             })
             .unwrap();
-        assert_eq!(store.meta_counter(meta::TOP_LEVEL_COUNT).unwrap(), 30);
+        assert_eq!(store.meta_counter(meta::TOP_LEVEL_COUNT).unwrap(), 32);
     }
 
     /// A store whose tables a newer fleet laid out is refused, with the fix, instead of being

@@ -82,7 +82,10 @@ mod tests {
         // JSON escapes quotes and backslashes, so a needle holding one is not screened.
         assert!(may_match("say \"hi\"", r#"{"title":"say \"hi\""}"#));
         assert!(may_match(r"C:\tmp", r#"{"title":"C:\\tmp"}"#));
+        // Nor is a needle with a control character, which JSON writes escaped.
+        assert!(may_match("a\tb", r#"{"title":"a\tb"}"#));
         // A non-ASCII needle is not screened either.
+        assert!(TextNeedle::new("émile").screen.is_none());
         assert!(may_match("émile", r#"{"title":"ÉMILE"}"#));
         assert!(TextNeedle::new("émile").matches("x", "ÉMILE", ""));
     }

@@ -74,6 +74,8 @@ fn ready_claim_honours_parent_and_unassigned() {
     assert_eq!(ids_of(&claimed), [child]);
     assert_eq!(ws.show(&outside)["status"], "open");
 
+    // Created after `outside` at the same priority, so `bd ready` lists it first (newest
+    // first): only --unassigned makes the claim pass it over.
     let mine = ws.create("Mine already", &["-p", "0", "-a", "b"]);
     let claimed = ws.json(&["bd", "ready", "--claim", "--unassigned", "--actor", "b"]);
     assert_eq!(ids_of(&claimed), std::slice::from_ref(&outside), "not {mine}, b has it");

@@ -367,13 +367,17 @@ fn init_on_a_half_made_workspace_writes_its_missing_files() {
     assert_eq!(std::fs::read_to_string(beads.join(".gitignore")).unwrap(), gitignore);
     assert_eq!(std::fs::read_to_string(beads.join("metadata.json")).unwrap(), metadata);
     assert!(ws.create("Still here", &[]).starts_with("proj-"));
-    // A `beads.db` that is no store (here an empty file) is refused, and nothing is written
-    // beside it.
+}
+
+/// A `beads.db` that is no store (here an empty file) is refused, and nothing is written
+/// beside it: the name alone does not make a workspace to lay out.
+#[test]
+fn init_beside_a_file_that_is_no_store_writes_nothing() {
     let other = Workspace::empty();
     let beads = other.beads_dir();
     std::fs::create_dir_all(&beads).unwrap();
     std::fs::write(beads.join("beads.db"), b"").unwrap();
-    assert!(other.run(&["init", "--prefix", "proj"]).code != 0);
+    assert_error(other.run(&["init", "--prefix", "proj"]), "already exists");
     let left: Vec<_> = std::fs::read_dir(&beads).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["beads.db"]);
 }
