@@ -1324,24 +1324,13 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
-    /// The id of every issue, in order.
-    fn all_ids(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        let mut ids = std::collections::BTreeSet::new();
-        self.tables.scan_ids(&mut |id| {
-            ids.insert(id.to_string());
-            true
-        })?;
-        Ok(ids)
-    }
-
     /// Makes the held writes of the reverse edges, then refreshes the readiness of the
     /// deferred seeds (of every issue, while every issue was new: no op gathered seeds).
     fn release_held_edges_and_refresh(&mut self, lap: &dyn Fn(&str)) -> Result<(), StoreError> {
         self.release_held_edges()?;
         lap("finish: reverse edges written");
         if let Some(seeds) = self.deferred_seeds.take() {
-            let seeds = if self.all_new() { self.all_ids()? } else { seeds };
-            self.refresh(seeds)?;
+            if self.all_new() { self.refresh_every_issue()? } else { self.refresh(seeds)? }
         }
         lap("finish: readiness refreshed");
         Ok(())

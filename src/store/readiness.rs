@@ -19,18 +19,19 @@
 //!
 //! A refresh reads only the few fields readiness depends on (status, priority, type,
 //! assignee, creation and deferral times, flags), not whole issue rows, and remembers what it
-//! read about each issue until it returns, so a bulk refresh after an import of 100k issues
-//! decodes each row about once.
+//! read about each issue until it returns. A refresh of every issue (after an import into an
+//! empty store) reads them ahead, with every issue's edges, in one pass over each table, and
+//! visits each issue once, after its parents, looking up only the rows of the ready ones.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 use jiff::Timestamp;
 use redb::ReadableTable;
 use serde::Deserialize;
 
 use super::tables::{
-    Covered, EdgeFacts, EdgeRole, EntryCounts, MAX_KEY, ReadyEntry, View, id_of_ready_key,
-    ready_key,
+    Covered, EdgeFacts, EdgeRole, EntryCounts, MAX_KEY, ReadyEntry, View, edge_facts_by_issue,
+    id_of_ready_key, ready_key,
 };
 use super::{StoreError, Writer, meta};
 use crate::model::{Issue, Status, dep_type};
@@ -92,18 +93,76 @@ impl Brief {
     }
 }
 
-/// An issue a refresh read: its id, its row, and the facts in the row.
-struct Fetched<'a> {
-    id: &'a str,
-    row: &'a [u8],
-    facts: &'a Facts,
+/// What a refresh reads of an issue it visits: its facts, its own edges, and its row when
+/// the facts came from it (an issue read ahead has its row read only if it is ready).
+struct Visit {
+    facts: Facts,
+    edges: Vec<EdgeFacts>,
+    row: Option<Vec<u8>>,
 }
 
 /// Issue facts read during one [`Writer::refresh`]. A refresh only writes the blocked flags
-/// and the ready index, never issue rows, so what it reads stays true until it returns.
+/// and the ready index, never issue rows or edges, so what it reads stays true until it
+/// returns.
 #[derive(Default)]
 struct FactCache {
-    briefs: HashMap<String, Option<Brief>>,
+    briefs: foldhash::HashMap<String, Option<Brief>>,
+}
+
+/// Every issue's facts and own edges, read ahead of a refresh of every issue in one pass
+/// over the issue table and one over the edge table, both in id order: a lookup of each
+/// issue in each table costs several times more.
+struct ReadAhead {
+    /// Every issue's id, sorted.
+    ids: Vec<String>,
+    /// Each issue's facts and edges, until the refresh visits it.
+    unvisited: Vec<Option<(Facts, Vec<EdgeFacts>)>>,
+}
+
+impl ReadAhead {
+    /// The positions of the parent-child parents of the issue at `at` (those that exist).
+    fn parents(&self, at: usize) -> impl Iterator<Item = usize> + '_ {
+        let edges = self.unvisited[at].as_ref().map_or(&[][..], |(_, edges)| edges.as_slice());
+        edges
+            .iter()
+            .filter(|edge| edge.role == EdgeRole::ParentChild)
+            .filter_map(|edge| self.ids.binary_search_by(|id| id.as_str().cmp(&edge.target)).ok())
+    }
+
+    /// The positions of every issue, each after all of its parents: the order in which one
+    /// visit per issue finds every parent's blocked flag final (parent-child edges are
+    /// acyclic; were one a cycle, its closing edge would be passed over).
+    fn parents_first(&self) -> Vec<usize> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            Unseen,
+            Open,
+            Placed,
+        }
+        let mut marks = vec![Mark::Unseen; self.ids.len()];
+        let mut order = Vec::with_capacity(self.ids.len());
+        for root in 0..self.ids.len() {
+            if marks[root] != Mark::Unseen {
+                continue;
+            }
+            marks[root] = Mark::Open;
+            let mut stack = vec![root];
+            while let Some(&at) = stack.last() {
+                match self.parents(at).find(|&parent| marks[parent] == Mark::Unseen) {
+                    Some(parent) => {
+                        marks[parent] = Mark::Open;
+                        stack.push(parent);
+                    }
+                    None => {
+                        marks[at] = Mark::Placed;
+                        order.push(at);
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        order
+    }
 }
 
 /// The facts in the row of issue `id`.
@@ -203,23 +262,86 @@ impl Writer<'_> {
             };
             let facts = facts_in(&id, &row)?;
             cache.briefs.insert(id.clone(), Some(Brief::of(&facts)));
-            let edges = self.tables.edges_of(&id)?;
-            let was_blocked = self.tables.is_blocked(&id)?;
-            let blocked =
-                !facts.status.is_settled() && self.blocked_by_edges(&mut cache, &edges)?;
-            if blocked != was_blocked {
-                if blocked {
-                    self.tables.blocked.insert(id.as_str(), ())?;
-                } else {
-                    self.tables.blocked.remove(id.as_str())?;
-                }
-                self.set_blocked_entry(&facts.keyed(&id), blocked)?;
+            let visit = Visit { facts, edges: self.tables.edges_of(&id)?, row: Some(row) };
+            if self.refresh_one(&mut cache, &id, visit)? {
                 queue.extend(self.tables.dependents_by(&id, dep_type::PARENT_CHILD)?);
             }
-            let issue = Fetched { id: &id, row: &row, facts: &facts };
-            self.write_ready_entry(&mut cache, &issue, &edges, blocked)?;
         }
         Ok(())
+    }
+
+    /// [`Writer::refresh`] with every issue as a seed, on facts and edges read ahead in one
+    /// pass over each table and visited parents first, so that each issue is visited once.
+    pub(crate) fn refresh_every_issue(&mut self) -> Result<(), StoreError> {
+        let mut cache = FactCache::default();
+        let mut ahead = self.read_ahead(&mut cache)?;
+        for at in ahead.parents_first() {
+            let Some((facts, edges)) = ahead.unvisited[at].take() else { continue };
+            let visit = Visit { facts, edges, row: None };
+            self.refresh_one(&mut cache, &ahead.ids[at], visit)?;
+        }
+        Ok(())
+    }
+
+    /// Recomputes the blocked flag and ready entry of `id`; true when the flag changed.
+    fn refresh_one(
+        &mut self,
+        cache: &mut FactCache,
+        id: &str,
+        visit: Visit,
+    ) -> Result<bool, StoreError> {
+        let was_blocked = self.tables.is_blocked(id)?;
+        let blocked =
+            !visit.facts.status.is_settled() && self.blocked_by_edges(cache, &visit.edges)?;
+        let changed = blocked != was_blocked;
+        if changed {
+            if blocked {
+                self.tables.blocked.insert(id, ())?;
+            } else {
+                self.tables.blocked.remove(id)?;
+            }
+            self.set_blocked_entry(&visit.facts.keyed(id), blocked)?;
+        }
+        self.write_ready_entry(cache, id, visit, blocked)?;
+        Ok(changed)
+    }
+
+    /// Every issue's facts and edges, for [`Writer::refresh_every_issue`], with every
+    /// issue's brief put in `cache`. The edges are read on another core meanwhile.
+    fn read_ahead(&self, cache: &mut FactCache) -> Result<ReadAhead, StoreError> {
+        let deps = &self.tables.deps;
+        let (issues, edges) = std::thread::scope(|scope| {
+            let edges = scope.spawn(|| edge_facts_by_issue(deps));
+            let issues = self.read_facts(cache);
+            (issues, edges.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        let mut ahead = issues?;
+        // Both lists are in id order, so one cursor over the ids finds each edge's issue.
+        let mut at = 0;
+        for (issue, edges) in edges? {
+            while ahead.ids.get(at).is_some_and(|id| *id < issue) {
+                at += 1;
+            }
+            if ahead.ids.get(at).is_some_and(|id| *id == issue)
+                && let Some((_, own)) = &mut ahead.unvisited[at]
+            {
+                *own = edges;
+            }
+        }
+        Ok(ahead)
+    }
+
+    /// Every issue's id and facts, without edges yet, with its brief put in `cache`.
+    fn read_facts(&self, cache: &mut FactCache) -> Result<ReadAhead, StoreError> {
+        let (mut ids, mut unvisited) = (Vec::new(), Vec::new());
+        self.tables.scan_rows(&mut |id, row| {
+            let facts = facts_in(id, row)?;
+            cache.briefs.insert(id.to_string(), Some(Brief::of(&facts)));
+            ids.push(id.to_string());
+            unvisited.push(Some((facts, Vec::new())));
+            Ok(true)
+        })?;
+        Ok(ReadAhead { ids, unvisited })
     }
 
     /// Removes the ready entry under `key`, if there is one.
@@ -236,23 +358,29 @@ impl Writer<'_> {
     fn write_ready_entry(
         &mut self,
         cache: &mut FactCache,
-        issue: &Fetched<'_>,
-        edges: &[EdgeFacts],
+        id: &str,
+        visit: Visit,
         blocked: bool,
     ) -> Result<(), StoreError> {
-        let (id, facts) = (issue.id, issue.facts);
+        let Visit { facts, edges, row } = visit;
         let keyed = facts.keyed(id);
         let key = ready_key(&keyed);
         if facts.status != Status::Open || blocked || facts.pinned {
             return self.remove_ready_entry(key);
         }
-        let counts = self.tables.counts_beside(id, edges)?;
+        let row = match row {
+            Some(row) => row,
+            None => self.row(id)?.ok_or_else(|| {
+                StoreError::Corrupt(format!("issue row {id} went missing during a refresh"))
+            })?,
+        };
+        let counts = self.tables.counts_beside(id, &edges)?;
         let entry = ReadyEntry {
-            hidden_until: self.hidden_until(cache, facts, edges)?,
+            hidden_until: self.hidden_until(cache, &facts, &edges)?,
             excluded_type: keyed.is_excluded_from_ready(),
             ephemeral: facts.ephemeral,
             assigned: !facts.assignee.is_empty(),
-            covered: Some(Covered { row: issue.row, counts: EntryCounts::of(&counts) }),
+            covered: Some(Covered { row: &row, counts: EntryCounts::of(&counts) }),
         };
         match &mut self.held_ready {
             Some(held) => held.insert(key, entry.encode()),
@@ -340,5 +468,48 @@ impl Writer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> Facts {
+        serde_json::from_str("{}").expect("every fact has a default")
+    }
+
+    /// Issues `ids` (sorted), each with parent-child edges to the given targets.
+    fn ahead(issues: &[(&str, &[&str])]) -> ReadAhead {
+        let edges = |parents: &[&str]| {
+            let to = |target: &&str| EdgeFacts {
+                target: target.to_string(),
+                role: EdgeRole::ParentChild,
+            };
+            parents.iter().map(to).collect()
+        };
+        ReadAhead {
+            ids: issues.iter().map(|(id, _)| id.to_string()).collect(),
+            unvisited: issues.iter().map(|(_, parents)| Some((facts(), edges(parents)))).collect(),
+        }
+    }
+
+    fn order_of(ahead: &ReadAhead) -> Vec<&str> {
+        ahead.parents_first().into_iter().map(|at| ahead.ids[at].as_str()).collect()
+    }
+
+    #[test]
+    fn parents_come_before_their_children_whatever_the_id_order() {
+        // a's parent is b, b's is c, and d has two parents (a and c) and one that is no issue.
+        let ahead = ahead(&[("a", &["b"]), ("b", &["c"]), ("c", &[]), ("d", &["a", "x", "c"])]);
+        assert_eq!(order_of(&ahead), ["c", "b", "a", "d"]);
+    }
+
+    #[test]
+    fn a_cycle_of_parents_still_visits_each_issue_once() {
+        let ahead = ahead(&[("a", &["b"]), ("b", &["a"]), ("c", &["c"])]);
+        let mut order = order_of(&ahead);
+        order.sort_unstable();
+        assert_eq!(order, ["a", "b", "c"]);
     }
 }

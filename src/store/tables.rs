@@ -355,6 +355,25 @@ fn decode_edge_facts(target: &str, row: &[u8]) -> Result<EdgeFacts, StoreError> 
     Ok(EdgeFacts { target: target.to_string(), role })
 }
 
+/// [`View::edges_of`] of every issue that has edges, in id order, from one pass over the
+/// edge table `deps`.
+pub(crate) fn edge_facts_by_issue<D>(deps: &D) -> Result<Vec<(String, Vec<EdgeFacts>)>, StoreError>
+where
+    D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
+{
+    let mut out: Vec<(String, Vec<EdgeFacts>)> = Vec::new();
+    for entry in deps.iter()? {
+        let (key, row) = entry?;
+        let (issue, target) = key.value();
+        let edge = decode_edge_facts(target, row.value())?;
+        match out.last_mut() {
+            Some((last, edges)) if last == issue => edges.push(edge),
+            _ => out.push((issue.to_string(), vec![edge])),
+        }
+    }
+    Ok(out)
+}
+
 /// Only the text fields of an issue row, which a search reads.
 #[derive(serde::Deserialize)]
 struct IssueText<'a> {
