@@ -37,10 +37,12 @@
 //! - [`redact`]: the one redactor for everything that leaves an agent or reaches the queue:
 //!   known token shapes and the values of secret-looking environment variables;
 //! - [`fsutil`]: atomic writes of user-visible files;
+//! - [`ahead`]: work done ahead on idle cores (a large import's journal trees);
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
 //!   environment.
 
+pub mod ahead;
 pub mod beads;
 pub mod bench;
 pub mod claim;
@@ -60,3 +62,8 @@ pub mod store;
 pub mod supervisor;
 pub mod time;
 pub mod tracker;
+
+/// The threads a large piece of work is spread over: this machine's cores, at most eight.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+}

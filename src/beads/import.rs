@@ -32,6 +32,7 @@ use serde::Serialize;
 use super::fidelity::{Expected, Fidelity};
 use super::jsonl::{BadLine, Line, Record, parse_line};
 use super::{BeadsError, Progress};
+use crate::journal::{self, CommitReport, JournalError};
 use crate::model::{Comment, Dependency, FleetFields, Issue, dep_type, validate_dep_type};
 use crate::store::{Store, StoreError, View, Writer};
 use crate::time::Clock;
@@ -148,7 +149,7 @@ pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch
         _ => &lines[..],
     };
     progress.start("reading", lines.len() as u64);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let threads = crate::cores();
     let chunk = lines.len().div_ceil(threads).max(1);
     let parsed: Vec<Vec<(usize, Result<Line, String>)>> = std::thread::scope(|scope| {
         let workers: Vec<_> = lines
@@ -194,9 +195,10 @@ pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch
 pub struct ImportOptions<'a> {
     /// Plan and report, write nothing.
     pub dry_run: bool,
-    /// Work on the store once the import is committed (the journal's commit to git), run on
-    /// this thread while another counts what the store holds.
-    pub after_commit: Option<&'a (dyn Fn(&Store) + Sync)>,
+    /// Commit the journal to git once the import is committed, and hand the outcome to this
+    /// (run on this thread while another counts what the store holds). The commit's trees are
+    /// written on another core while the store finishes the import.
+    pub commit_journal: Option<&'a (dyn Fn(Result<CommitReport, JournalError>) + Sync)>,
 }
 
 /// A dependency the import left out, and why.
@@ -340,13 +342,14 @@ pub fn run(
         report.fidelity = Fidelity { source: expected.source(), store: None };
         return Ok(report);
     }
-    let (mut report, applied) = store.write(actor, clock, |writer| {
+    let ((mut report, ahead), applied) = store.write(actor, clock, |writer| {
         writer.begin_bulk()?;
         let plan = plan(Known::of(writer.view())?, store.prefix(), batch, progress)?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: planned");
-        let report = plan.apply(writer, progress);
+        let report = plan.apply(writer, progress)?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: applied");
-        report
+        let ahead = options.commit_journal.and_then(|_| trees_ahead(store, writer));
+        Ok((report, ahead))
     })?;
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: committed");
     // The applied ops hold a copy of everything imported; freeing a large import's worth of
@@ -365,13 +368,24 @@ pub fn run(
             tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: store counted");
             stored
         });
-        if let Some(work) = options.after_commit {
-            work(store);
+        if let Some(report) = options.commit_journal {
+            report(match ahead {
+                Some(ahead) => journal::commit_pending_ahead(store, ahead),
+                None => journal::commit_pending(store),
+            });
         }
         counted.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })?;
     report.fidelity = Fidelity { source: expected.source(), store: Some(stored) };
     Ok(report)
+}
+
+/// Starts writing the journal commit's trees while the store finishes the import; `None`
+/// (the commit then writes them itself) if the journal cannot be read.
+fn trees_ahead(store: &Store, writer: &Writer<'_>) -> Option<journal::WritingAhead> {
+    journal::write_trees_ahead(store.dir(), writer)
+        .inspect_err(|error| tracing::debug!(%error, "the journal's trees are not written ahead"))
+        .ok()
 }
 
 /// A dry run into a workspace that does not exist yet (with the prefix it would get).

@@ -6,7 +6,6 @@ use std::path::Path;
 use super::context::Context;
 use super::error::CliError;
 use crate::journal::{self, CommitReport, JournalError, JournalRepo, LogEntry, VerifyReport};
-use crate::store::Store;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum JournalCommand {
@@ -150,11 +149,14 @@ fn render_commit(report: &CommitReport) -> String {
     lines.join("\n")
 }
 
-/// Commits the journal of `store` at the end of a long-running command (an import). A failure
+/// Reports the journal's commit at the end of a long-running command (an import). A failure
 /// is a warning, not the command's failure: the ops are safe in the store, and the next commit
 /// takes them.
-pub(super) fn commit_after(ctx: &Context, store: &Store) {
-    match journal::commit_pending(store) {
+pub(super) fn report_commit_after(
+    ctx: &Context,
+    committed: Result<journal::CommitReport, journal::JournalError>,
+) {
+    match committed {
         Ok(report) if report.ops > 0 => {
             ctx.out
                 .note(&format!("Journal: committed {} op(s) to {}", report.ops, report.reference));

@@ -345,12 +345,12 @@ fn import_source(
     if batch.lines == 0 {
         ctx.out.note(&format!("Empty file: {}", source.display()));
     }
-    let commit_journal = |store: &Store| {
+    let commit_journal = |committed| {
         // Its note is a line of its own, not one drawn over the bar.
         bar.finish();
-        super::journal::commit_after(ctx, store);
+        super::journal::report_commit_after(ctx, committed);
     };
-    let options = ImportOptions { dry_run: args.dry_run, after_commit: Some(&commit_journal) };
+    let options = ImportOptions { dry_run: args.dry_run, commit_journal: Some(&commit_journal) };
     // A store holds about 1.7 KB per imported issue; the transaction dirties more than that.
     crate::store::size_cache_for_bulk(batch.records.len().saturating_mul(CACHE_PER_RECORD));
     let mut report = match Store::open(target_dir) {

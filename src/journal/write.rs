@@ -1,7 +1,7 @@
 //! Committing the store's pending ops to git ([`commit_pending`]), and doing so every few
 //! seconds from an async program ([`spawn_periodic`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +13,9 @@ use super::{
     BatchInfo, JournalError, MAX_BYTES_PER_COMMIT, MAX_OPS_PER_COMMIT, RepoKind, batch_format,
     ref_name,
 };
+use crate::ahead::Ahead;
 use crate::op::OpMeta;
-use crate::store::Store;
+use crate::store::{Store, Writer, decode_journal_row, journal_json};
 
 /// How often [`commit_pending`] retries after losing the ref to another process.
 const ATTEMPTS: usize = 3;
@@ -58,13 +59,19 @@ pub struct PendingOp {
 
 impl PendingOp {
     fn decode(row: &[u8]) -> Result<PendingOp, serde_json::Error> {
+        let (head, _) = PendingOp::head_of(row)?;
+        Ok(PendingOp { row: row.to_vec(), ..head })
+    }
+
+    /// The op in `row` without a copy of the row (its `row` is empty), and the row's length.
+    fn head_of(row: &[u8]) -> Result<(PendingOp, usize), serde_json::Error> {
         #[derive(serde::Deserialize)]
         struct Head {
             v: u32,
             meta: OpMeta,
         }
         let head: Head = serde_json::from_slice(row)?;
-        Ok(PendingOp { v: head.v, meta: head.meta, row: row.to_vec() })
+        Ok((PendingOp { v: head.v, meta: head.meta, row: Vec::new() }, row.len()))
     }
 }
 
@@ -76,41 +83,51 @@ pub fn pending_ops(store: &Store) -> Result<Vec<(u64, PendingOp)>, JournalError>
 
 fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
     let entries = store.journal_decoded(committed + 1, PendingOp::decode)?;
-    let scanned_to = entries.last().map_or(committed, |(seq, _)| *seq);
-    let ops = entries.into_iter().filter(|(_, op)| op.meta.replica == store.replica()).collect();
-    Ok(Pending { ops, scanned_to })
+    Ok(pending_in(entries, committed, store.replica()))
 }
 
-/// Splits `ops` into the runs each commit carries: at most `max_ops` ops and, unless one op
-/// alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows. Where the rows allow, the bytes
-/// are spread evenly over the fewest commits, so that commits written side by side finish
-/// together.
-fn batches(ops: &[(u64, PendingOp)], max_ops: usize) -> Vec<std::ops::Range<usize>> {
-    let total: usize = ops.iter().map(|(_, op)| op.row.len() + 1).sum();
+/// The ops of `replica` among the journal `entries` after the committed mark `committed`.
+fn pending_in(entries: Vec<(u64, PendingOp)>, committed: u64, replica: &str) -> Pending {
+    let scanned_to = entries.last().map_or(committed, |(seq, _)| *seq);
+    let ops = entries.into_iter().filter(|(_, op)| op.meta.replica == replica).collect();
+    Pending { ops, scanned_to }
+}
+
+/// Splits ops whose rows are `sizes` bytes long into the runs each commit carries: at most
+/// `max_ops` ops and, unless one op alone is larger, [`MAX_BYTES_PER_COMMIT`] bytes of rows.
+/// Where the rows allow, the bytes are spread evenly over the fewest commits, so that commits
+/// written side by side finish together.
+fn batches(sizes: &[usize], max_ops: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = sizes.iter().map(|size| size + 1).sum();
     let fewest = total.div_ceil(MAX_BYTES_PER_COMMIT).max(1);
-    let even = cut(ops, max_ops, total.div_ceil(fewest));
+    let even = cut(sizes, max_ops, total.div_ceil(fewest));
     // Rows do not divide evenly: when an even share leaves a remnant for one more commit, the
     // commits are filled up to the limit instead.
-    if even.len() > fewest { cut(ops, max_ops, MAX_BYTES_PER_COMMIT) } else { even }
+    if even.len() > fewest { cut(sizes, max_ops, MAX_BYTES_PER_COMMIT) } else { even }
 }
 
-/// `ops` cut into runs of at most `max_ops` ops and, unless one op alone is larger,
-/// `max_bytes` bytes of rows (each with its line's newline).
-fn cut(ops: &[(u64, PendingOp)], max_ops: usize, max_bytes: usize) -> Vec<std::ops::Range<usize>> {
+/// Rows of `sizes` bytes cut into runs of at most `max_ops` rows and, unless one row alone is
+/// larger, `max_bytes` bytes (each row with its line's newline).
+fn cut(sizes: &[usize], max_ops: usize, max_bytes: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
-    for (at, (_, op)) in ops.iter().enumerate() {
-        let full = at - start == max_ops || (at > start && bytes + op.row.len() + 1 > max_bytes);
+    for (at, size) in sizes.iter().enumerate() {
+        let full = at - start == max_ops || (at > start && bytes + size + 1 > max_bytes);
         if full {
             out.push(start..at);
             (start, bytes) = (at, 0);
         }
-        bytes += op.row.len() + 1;
+        bytes += size + 1;
     }
-    if start < ops.len() {
-        out.push(start..ops.len());
+    if start < sizes.len() {
+        out.push(start..sizes.len());
     }
     out
+}
+
+/// The length of each op's row.
+fn sizes_of(ops: &[(u64, PendingOp)]) -> Vec<usize> {
+    ops.iter().map(|(_, op)| op.row.len()).collect()
 }
 
 /// Commits the ops this replica journaled since the last commit to its ref (see the module
@@ -118,14 +135,27 @@ fn cut(ops: &[(u64, PendingOp)], max_ops: usize, max_bytes: usize) -> Vec<std::o
 /// journal is committed. Finds `.beads/journal.git` or the enclosing repository, creating the
 /// former if there is neither. With nothing pending it writes nothing.
 pub fn commit_pending(store: &Store) -> Result<CommitReport, JournalError> {
-    commit_in_batches(store, MAX_OPS_PER_COMMIT)
+    commit_in_batches(store, MAX_OPS_PER_COMMIT, None)
+}
+
+/// [`commit_pending`] with the trees [`write_trees_ahead`] wrote, if they carry exactly the
+/// ops pending now (else it writes its own, as [`commit_pending`] does).
+pub fn commit_pending_ahead(
+    store: &Store,
+    ahead: WritingAhead,
+) -> Result<CommitReport, JournalError> {
+    commit_in_batches(store, MAX_OPS_PER_COMMIT, ahead.finish())
 }
 
 /// [`commit_pending`] with at most `max_ops` ops per commit.
-fn commit_in_batches(store: &Store, max_ops: usize) -> Result<CommitReport, JournalError> {
+fn commit_in_batches(
+    store: &Store,
+    max_ops: usize,
+    mut ahead: Option<TreesAhead>,
+) -> Result<CommitReport, JournalError> {
     let repo = JournalRepo::find_or_create(store.dir())?;
     for _ in 0..ATTEMPTS {
-        if let Some(report) = try_commit(store, &repo, max_ops)? {
+        if let Some(report) = try_commit(store, &repo, max_ops, ahead.take())? {
             return Ok(report);
         }
     }
@@ -135,36 +165,49 @@ fn commit_in_batches(store: &Store, max_ops: usize) -> Result<CommitReport, Jour
     })
 }
 
-/// One attempt; `None` if another process moved the ref meanwhile.
+/// One attempt; `None` if another process moved the ref meanwhile. The trees written `ahead`
+/// are used if they carry exactly what is pending.
 fn try_commit(
     store: &Store,
     repo: &JournalRepo,
     max_ops: usize,
+    ahead: Option<TreesAhead>,
 ) -> Result<Option<CommitReport>, JournalError> {
     let replica = store.replica();
     let mut tip = repo.tip(replica)?;
     let committed = store.journal_committed()?;
-    let Pending { mut ops, scanned_to } = scan(store, committed)?;
-    let recovered = skip_committed(repo, replica, tip, &mut ops)?;
-    if let Some(seq) = recovered.last_seq {
-        store.record_journal_committed(seq)?;
-    }
     let mut report = CommitReport {
         repo: repo.git_dir().to_path_buf(),
         repo_kind: repo.kind,
         reference: ref_name(replica),
         ops: 0,
         commits: Vec::new(),
-        recovered: recovered.count,
+        recovered: 0,
         committed_seq: 0,
     };
-    let chunks = batches(&ops, max_ops);
-    let trees = write_trees(repo, replica, &mut ops, &chunks)?;
+    let usable = match ahead {
+        Some(ahead) if ahead.carries_what_is_pending(store, repo, committed, tip)? => Some(ahead),
+        _ => None,
+    };
+    let (trees, scanned_to) = match usable {
+        Some(ahead) => (ahead.trees, ahead.scanned_to),
+        None => {
+            let Pending { mut ops, scanned_to } = scan(store, committed)?;
+            let recovered = skip_committed(repo, replica, tip, &mut ops)?;
+            if let Some(seq) = recovered.last_seq {
+                store.record_journal_committed(seq)?;
+            }
+            report.recovered = recovered.count;
+            let chunks = batches(&sizes_of(&ops), max_ops);
+            (write_trees(repo, replica, &mut ops, &chunks, crate::cores())?, scanned_to)
+        }
+    };
+    let commits = trees.len();
     for (n, (info, tree, seconds)) in trees.into_iter().enumerate() {
         let Some(id) = repo.commit_tree(&info, tree, tip, seconds)? else {
             return Ok(None);
         };
-        let last = n + 1 == chunks.len();
+        let last = n + 1 == commits;
         store.record_journal_committed(if last { scanned_to } else { info.last_seq })?;
         report.ops += info.count;
         report.commits.push(LogEntry::new(id, tip, info, seconds));
@@ -172,22 +215,132 @@ fn try_commit(
     }
     // Ops of other replicas were passed over: move the mark past them, but an idle queue
     // (nothing scanned) costs no write transaction.
-    if chunks.is_empty() && scanned_to > committed {
+    if commits == 0 && scanned_to > committed {
         store.record_journal_committed(scanned_to)?;
     }
     report.committed_seq = store.journal_committed()?;
     Ok(Some(report))
 }
 
+/// The trees of a journal commit, written before the store committed the ops they carry
+/// ([`write_trees_ahead`]).
+pub struct TreesAhead {
+    /// The committed mark, and the last journal sequence, as the writing transaction saw them.
+    committed: u64,
+    scanned_to: u64,
+    /// The ids of the ops the trees carry.
+    ops: Vec<ulid::Ulid>,
+    trees: Vec<(BatchInfo, gix::ObjectId, i64)>,
+}
+
+impl TreesAhead {
+    /// Whether the trees carry exactly this replica's pending ops: the committed mark is
+    /// where it was, nothing was journaled since, and the ref's tip holds none of them (as it
+    /// would had a process died between moving the ref and recording the mark).
+    fn carries_what_is_pending(
+        &self,
+        store: &Store,
+        repo: &JournalRepo,
+        committed: u64,
+        tip: Option<gix::ObjectId>,
+    ) -> Result<bool, JournalError> {
+        if committed != self.committed || store.journal_head()? != self.scanned_to {
+            return Ok(false);
+        }
+        match tip {
+            Some(tip) if !self.ops.is_empty() => {
+                let last_op = repo.batch(store.replica(), tip)?.info.last_op;
+                Ok(!self.ops.contains(&last_op))
+            }
+            _ => Ok(true),
+        }
+    }
+}
+
+/// A journal commit's trees being written ahead ([`write_trees_ahead`]). Dropping it waits
+/// for them, so nothing writes into the repository after its owner gave up.
+pub struct WritingAhead(Ahead<Result<TreesAhead, JournalError>>);
+
+impl WritingAhead {
+    /// The trees, once written; `None` if writing them failed (the commit then writes its
+    /// own, and meets the same fault there if it lasts).
+    fn finish(self) -> Option<TreesAhead> {
+        match self.0.wait() {
+            Some(Ok(trees)) => Some(trees),
+            Some(Err(error)) => {
+                tracing::debug!(%error, "the journal's trees were not written ahead");
+                None
+            }
+            None => {
+                tracing::debug!("writing the journal's trees ahead panicked");
+                None
+            }
+        }
+    }
+}
+
+/// Starts writing, on a core nothing else wants ([`Ahead`]), the trees of the journal commit
+/// that is to follow the commit of `writer`'s transaction, from the rows past the committed
+/// mark as that transaction sees them: a large import's trees are then compressed while the
+/// store finishes and commits the import, and [`commit_pending_ahead`] only makes the
+/// commits. Objects no commit ends up naming (the transaction failed, or the trees were not
+/// used) are unreachable, which git's garbage collection removes. `dir` is the store's
+/// workspace.
+pub fn write_trees_ahead(dir: &Path, writer: &Writer<'_>) -> Result<WritingAhead, JournalError> {
+    trees_ahead_in_batches(dir, writer, MAX_OPS_PER_COMMIT)
+}
+
+/// [`write_trees_ahead`] with at most `max_ops` ops per commit.
+fn trees_ahead_in_batches(
+    dir: &Path,
+    writer: &Writer<'_>,
+    max_ops: usize,
+) -> Result<WritingAhead, JournalError> {
+    let (committed, rows) = writer.journal_past_mark()?;
+    let (dir, replica) = (dir.to_path_buf(), writer.replica().to_string());
+    // One thread (threads it started would keep the idle priority after the wait), and one
+    // commit's rows inflated at a time: the store's transaction is still held meanwhile.
+    let work = move || {
+        let scanned_to = rows.last().map_or(committed, |(seq, _)| *seq);
+        let mut heads = Vec::new();
+        for (at, (seq, row)) in rows.iter().enumerate() {
+            let (op, size) = decode_journal_row(*seq, row, &PendingOp::head_of)?;
+            if op.meta.replica == replica {
+                heads.push((at, op, size));
+            }
+        }
+        let repo = JournalRepo::find_or_create(&dir)?;
+        let ids = heads.iter().map(|(_, op, _)| op.meta.id).collect();
+        let sizes: Vec<usize> = heads.iter().map(|(_, _, size)| *size).collect();
+        let mut trees = Vec::new();
+        for chunk in batches(&sizes, max_ops) {
+            let mut ops = Vec::with_capacity(chunk.len());
+            for (at, op, _) in &heads[chunk] {
+                let (seq, row) = &rows[*at];
+                ops.push((
+                    *seq,
+                    PendingOp { row: journal_json(*seq, row)?.into_owned(), ..op.clone() },
+                ));
+            }
+            let whole = 0..ops.len();
+            trees.extend(write_trees(&repo, &replica, &mut ops, std::slice::from_ref(&whole), 1)?);
+        }
+        Ok(TreesAhead { committed, scanned_to, ops: ids, trees })
+    };
+    Ok(WritingAhead(Ahead::start(work)))
+}
+
 /// Writes the tree of each chunk of `ops` (its rows move into the tree's `ops.jsonl`), with
 /// the batch description and commit time of each. A journal of more than one chunk (a large
-/// import's) is compressed into the object store on every core, a chunk per thread; a tree no
-/// commit ends up naming is an unreachable object, which git's garbage collection removes.
+/// import's) is compressed into the object store on up to `cores` threads, a chunk per
+/// thread; a tree no commit ends up naming is an unreachable object, which git's garbage
+/// collection removes.
 fn write_trees(
     repo: &JournalRepo,
     replica: &str,
     ops: &mut [(u64, PendingOp)],
     chunks: &[std::ops::Range<usize>],
+    cores: usize,
 ) -> Result<Vec<(BatchInfo, gix::ObjectId, i64)>, JournalError> {
     let write_one =
         |repo: &JournalRepo, chunk: &mut [(u64, PendingOp)]| -> Result<_, JournalError> {
@@ -196,11 +349,7 @@ fn write_trees(
             Ok((info, tree, seconds))
         };
     let mut runs = split_into(ops, chunks);
-    let cores = match runs.len() {
-        0 | 1 => 1,
-        _ => std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8),
-    };
-    if cores == 1 {
+    if cores < 2 || runs.len() < 2 {
         return runs.iter_mut().map(|run| write_one(repo, run)).collect();
     }
     let (git_dir, kind) = (repo.git_dir(), repo.kind);
@@ -423,25 +572,8 @@ mod tests {
     }
 
     /// Pending ops whose rows have these sizes (their metas do not matter here).
-    fn rows_of(sizes: &[usize]) -> Vec<(u64, PendingOp)> {
-        let meta = OpMeta {
-            id: ulid::Ulid::nil(),
-            actor: "a".into(),
-            replica: "r".into(),
-            stamp: crate::op::Hlc::ZERO,
-            at: jiff::Timestamp::UNIX_EPOCH,
-        };
-        // Zeroed rows are never touched, so their megabytes cost no memory.
-        let op = |size: usize| PendingOp { v: 1, meta: meta.clone(), row: vec![0u8; size] };
-        sizes.iter().enumerate().map(|(at, size)| (at as u64 + 1, op(*size))).collect()
-    }
-
-    /// The runs `batches` cuts rows of these sizes into: they cover the rows in order, and
-    /// each holds at most the limit in bytes, each row with its newline (unless one row alone
-    /// is larger).
     fn checked_batches(sizes: &[usize]) -> Vec<std::ops::Range<usize>> {
-        let ops = rows_of(sizes);
-        let chunks = batches(&ops, MAX_OPS_PER_COMMIT);
+        let chunks = batches(sizes, MAX_OPS_PER_COMMIT);
         let mut next = 0;
         for chunk in &chunks {
             assert_eq!(chunk.start, next, "{chunks:?}");
@@ -476,7 +608,7 @@ mod tests {
     fn large_batches_are_split() {
         let (_dir, store) = new_store();
         add_issues(&store, 1, 25);
-        let report = commit_in_batches(&store, 10).unwrap();
+        let report = commit_in_batches(&store, 10, None).unwrap();
         let counts: Vec<usize> = report.commits.iter().map(|c| c.info.count).collect();
         assert_eq!(counts, [10, 10, 5]);
         assert_eq!(report.commits[2].info.first_seq, 21);
@@ -512,5 +644,89 @@ mod tests {
         let other = repo.commit_batch(&info, &jsonl, Some(tip), seconds).unwrap().unwrap();
         assert!(repo.commit_batch(&info, &jsonl, Some(tip), later).unwrap().is_none());
         assert_eq!(repo.tip(store.replica()).unwrap(), Some(other));
+    }
+
+    /// Adds issues `t-<from>`… in one transaction, during which the journal's trees are
+    /// written ahead at most `max_ops` ops per commit; the trees, once written.
+    fn add_issues_writing_ahead(
+        store: &Store,
+        from: usize,
+        n: usize,
+        max_ops: usize,
+    ) -> TreesAhead {
+        let now = jiff::Timestamp::now();
+        let (ahead, _) = store
+            .write("tester", Clock::System, |writer| {
+                for i in from..from + n {
+                    let issue = Issue::new(format!("t-{i}"), format!("issue {i}"), now);
+                    crate::tracker::import_new(writer, issue, Vec::new())?;
+                }
+                Ok(trees_ahead_in_batches(store.dir(), writer, max_ops).unwrap())
+            })
+            .unwrap();
+        ahead.finish().expect("the trees are written")
+    }
+
+    fn tree_ids(trees: &[(BatchInfo, gix::ObjectId, i64)]) -> Vec<gix::ObjectId> {
+        trees.iter().map(|(_, tree, _)| *tree).collect()
+    }
+
+    #[test]
+    fn trees_written_ahead_are_those_a_commit_after_writes_and_are_committed() {
+        let (_dir, store) = new_store();
+        add_issues(&store, 1, 4);
+        let ahead = add_issues_writing_ahead(&store, 5, 21, 10);
+        // 25 ops, 10 to a commit: three trees, one row inflated at a time into each.
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        let Pending { mut ops, .. } = scan(&store, 0).unwrap();
+        let chunks = batches(&sizes_of(&ops), 10);
+        let after = write_trees(&repo, store.replica(), &mut ops, &chunks, 2).unwrap();
+        assert_eq!(tree_ids(&ahead.trees), tree_ids(&after));
+        assert_eq!(ahead.trees.len(), 3);
+
+        let report = commit_in_batches(&store, 10, Some(ahead)).unwrap();
+        assert_eq!((report.ops, report.commits.len(), report.committed_seq), (25, 3, 25));
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert!(verify(&store).unwrap().ok);
+    }
+
+    #[test]
+    fn trees_ahead_of_a_commit_made_meanwhile_commit_nothing_twice() {
+        let (_dir, store) = new_store();
+        let ahead = add_issues_writing_ahead(&store, 1, 12, 10);
+        // Another process committed the journal first.
+        assert_eq!(commit_pending(&store).unwrap().ops, 12);
+        let report = commit_in_batches(&store, 10, Some(ahead)).unwrap();
+        assert_eq!((report.ops, report.recovered, report.committed_seq), (0, 0, 12));
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert!(verify(&store).unwrap().ok);
+    }
+
+    #[test]
+    fn trees_ahead_of_ops_journaled_since_leave_none_out() {
+        let (_dir, store) = new_store();
+        let ahead = add_issues_writing_ahead(&store, 1, 12, 10);
+        add_issues(&store, 13, 2);
+        let report = commit_in_batches(&store, 10, Some(ahead)).unwrap();
+        assert_eq!((report.ops, report.committed_seq), (14, 14));
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert!(verify(&store).unwrap().ok);
+    }
+
+    #[test]
+    fn trees_ahead_of_a_ref_that_already_holds_them_are_not_committed_twice() {
+        let (_dir, store) = new_store();
+        let ahead = add_issues_writing_ahead(&store, 1, 12, 10);
+        // A commit that moved the ref, then died before recording the mark.
+        commit_pending(&store).unwrap();
+        store.reset_journal_committed(0).unwrap();
+        let report = commit_in_batches(&store, 10, Some(ahead)).unwrap();
+        assert_eq!((report.ops, report.recovered, report.committed_seq), (0, 12, 12));
+        // The one commit the first run made, and no second.
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(repo.chain(store.replica(), usize::MAX).unwrap().len(), 1);
+        assert!(verify(&store).unwrap().ok);
     }
 }

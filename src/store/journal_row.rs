@@ -79,7 +79,7 @@ pub(crate) fn decode_rows<T: Send>(
     if bytes < PARALLEL_FROM || rows.len() < 2 {
         return decode_run(&rows, decode);
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let cores = crate::cores();
     let runs = runs_of_equal_size(&rows, bytes.div_ceil(cores));
     let decoded: Vec<_> = std::thread::scope(|scope| {
         let workers: Vec<_> =
@@ -100,13 +100,17 @@ fn decode_run<T>(
     rows: &[(u64, Vec<u8>)],
     decode: &(dyn Fn(&[u8]) -> Result<T, serde_json::Error> + Sync),
 ) -> Result<Vec<(u64, T)>, (u64, String)> {
-    rows.iter()
-        .map(|(seq, row)| {
-            let json = json(row).map_err(|e| (*seq, e))?;
-            let value = decode(&json).map_err(|e| (*seq, e.to_string()))?;
-            Ok((*seq, value))
-        })
-        .collect()
+    rows.iter().map(|(seq, row)| Ok((*seq, decode_row(*seq, row, decode)?))).collect()
+}
+
+/// Decodes journal row `seq` with `decode`; an error carries the sequence.
+pub(crate) fn decode_row<T>(
+    seq: u64,
+    row: &[u8],
+    decode: &dyn Fn(&[u8]) -> Result<T, serde_json::Error>,
+) -> Result<T, (u64, String)> {
+    let json = json(row).map_err(|e| (seq, e))?;
+    decode(&json).map_err(|e| (seq, e.to_string()))
 }
 
 /// `rows` cut into contiguous runs of about `size` bytes each (at least one row per run).

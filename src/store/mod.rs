@@ -914,16 +914,46 @@ impl Store {
         let path = self.path();
         guard::guarded(&path, || {
             let table = txn.open_table(JOURNAL)?;
-            let mut rows = Vec::new();
-            for entry in table.range(from..)? {
-                let (seq, row) = entry?;
-                rows.push((seq.value(), row.value().to_vec()));
-            }
-            journal_row::decode_rows(rows, &decode)
-                .map_err(|(seq, e)| StoreError::Corrupt(format!("journal entry {seq}: {e}")))
+            journal_row::decode_rows(copy_journal_rows(&table, from)?, &decode)
+                .map_err(|(seq, e)| journal_entry_error(seq, e))
         })
         .map_err(|e| e.at(&path))
     }
+}
+
+/// Journal rows copied out of the store, undecoded, with their sequences.
+pub type JournalRows = Vec<(u64, Vec<u8>)>;
+
+/// Copies of the journal rows of `table` from sequence `from` on.
+fn copy_journal_rows(
+    table: &impl redb::ReadableTable<u64, &'static [u8]>,
+    from: u64,
+) -> Result<JournalRows, StoreError> {
+    let mut rows = Vec::new();
+    for entry in table.range(from..)? {
+        let (seq, row) = entry?;
+        rows.push((seq.value(), row.value().to_vec()));
+    }
+    Ok(rows)
+}
+
+/// The JSON record (the op) that journal row `seq` keeps, as copied out of the store by
+/// [`Writer::journal_past_mark`].
+pub fn journal_json(seq: u64, row: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, StoreError> {
+    journal_row::json(row).map_err(|e| journal_entry_error(seq, e))
+}
+
+/// Journal row `seq`, copied out of the store, decoded with `decode`.
+pub fn decode_journal_row<T>(
+    seq: u64,
+    row: &[u8],
+    decode: &dyn Fn(&[u8]) -> Result<T, serde_json::Error>,
+) -> Result<T, StoreError> {
+    journal_row::decode_row(seq, row, decode).map_err(|(seq, e)| journal_entry_error(seq, e))
+}
+
+fn journal_entry_error(seq: u64, error: String) -> StoreError {
+    StoreError::Corrupt(format!("journal entry {seq}: {error}"))
 }
 
 /// Opens every table of [`TableSet`] in a read or a write transaction (their `open_table`
@@ -1298,6 +1328,18 @@ impl<'t> Writer<'t> {
             self.held_edges.get_or_insert_with(Default::default);
         }
         Ok(())
+    }
+
+    /// The journal's committed mark as this transaction sees it, with copies of the rows
+    /// after it (undecoded): what a journal commit right after this transaction would carry.
+    pub fn journal_past_mark(&self) -> Result<(u64, JournalRows), StoreError> {
+        let committed = self.counter(meta::JOURNAL_COMMITTED)?;
+        Ok((committed, copy_journal_rows(&self.journal, committed + 1)?))
+    }
+
+    /// The replica this store journals ops as.
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     /// Whether issue `id` exists, as this transaction sees it.
