@@ -68,6 +68,9 @@ pub(crate) struct Expected {
     tombstones: usize,
 }
 
+/// Sources of at least this many issues are counted on every core.
+const PARALLEL_FROM: usize = 4096;
+
 /// The fixed-seed hash of one fact (the same in every process and run).
 fn fact(parts: impl Hash) -> u64 {
     foldhash::fast::FixedState::with_seed(0x5eed).hash_one(parts)
@@ -83,23 +86,45 @@ impl Expected {
         for (_, record) in &batch.records {
             last.insert(record.issue.id.as_str(), record);
         }
+        let last: Vec<(&str, &Record)> = last.into_iter().collect();
+        // A large source is counted on every core, a share of its issues each.
+        let cores = if last.len() < PARALLEL_FROM { 1 } else { crate::cores() };
+        let share = last.len().div_ceil(cores).max(1);
+        let mut parts = std::thread::scope(|scope| {
+            let workers: Vec<_> =
+                last.chunks(share).map(|part| scope.spawn(|| Expected::of_records(part))).collect();
+            let joined = workers.into_iter().map(|worker| worker.join());
+            joined
+                .map(|part| part.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect::<Vec<_>>()
+        })
+        .into_iter();
+        let mut expected = parts.next().unwrap_or_else(|| Expected::of_records(&[]));
+        parts.for_each(|part| expected.absorb(part));
+        expected.memories = batch
+            .memories
+            .iter()
+            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+            .cloned()
+            .collect();
+        expected.tombstones = batch.tombstones;
+        expected
+    }
+
+    /// The facts of `records` (each the last line of its id), without memories or tombstones.
+    fn of_records(records: &[(&str, &Record)]) -> Expected {
         let mut expected = Expected {
-            ids: last.keys().map(|id| id.to_string()).collect(),
-            issues: HashSet::with_capacity(last.len()),
+            ids: records.iter().map(|(id, _)| id.to_string()).collect(),
+            issues: HashSet::with_capacity(records.len()),
             labels: HashSet::default(),
-            edges: HashMap::with_capacity(last.len() * 2),
+            edges: HashMap::with_capacity(records.len() * 2),
             edge_types: BTreeMap::new(),
             comments: HashMap::default(),
             comment_total: 0,
-            memories: batch
-                .memories
-                .iter()
-                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-                .cloned()
-                .collect(),
-            tombstones: batch.tombstones,
+            memories: std::collections::HashMap::new(),
+            tombstones: 0,
         };
-        for (id, record) in last {
+        for &(id, record) in records {
             expected.issues.insert(fact(id));
             for label in &record.issue.labels {
                 expected.labels.insert(fact((id, label)));
@@ -118,6 +143,22 @@ impl Expected {
             expected.comment_total += record.comments.len();
         }
         expected
+    }
+
+    /// Adds the facts of `other`, counted from other issues.
+    fn absorb(&mut self, other: Expected) {
+        self.ids.extend(other.ids);
+        self.issues.extend(other.issues);
+        self.labels.extend(other.labels);
+        // Edge pairs start with their issue's id: no pair is in both.
+        self.edges.extend(other.edges);
+        for (kind, count) in other.edge_types {
+            *self.edge_types.entry(kind).or_default() += count;
+        }
+        for (comment, count) in other.comments {
+            *self.comments.entry(comment).or_default() += count;
+        }
+        self.comment_total += other.comment_total;
     }
 
     /// The counts of the source.
@@ -243,5 +284,73 @@ impl Tally<'_> {
             self.comment(id, &comment);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every fact of an [`Expected`], sorted, so that two computations compare whole.
+    #[derive(Debug, PartialEq)]
+    struct AllFacts {
+        counts: Counts,
+        issues_and_labels: Vec<u64>,
+        edges: Vec<(u64, u64)>,
+        comments: Vec<(u64, usize)>,
+    }
+
+    fn facts(expected: &Expected) -> AllFacts {
+        let sorted = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v
+        };
+        let mut edges: Vec<(u64, u64)> = expected.edges.iter().map(|(k, v)| (*k, *v)).collect();
+        edges.sort_unstable();
+        let mut comments: Vec<(u64, usize)> =
+            expected.comments.iter().map(|(k, v)| (*k, *v)).collect();
+        comments.sort_unstable();
+        let mut issues = sorted(expected.issues.iter().copied().collect());
+        issues.extend(sorted(expected.labels.iter().copied().collect()));
+        AllFacts { counts: expected.source(), issues_and_labels: issues, edges, comments }
+    }
+
+    /// A source large enough to be counted on several cores gives the facts one pass over it
+    /// gives: repeated ids (the last line counts), repeated edge pairs (the first counts), and
+    /// comments repeated within an issue.
+    #[test]
+    fn a_large_source_counted_on_every_core_has_the_facts_of_one_pass() {
+        let mut text = String::new();
+        for n in 0..6000 {
+            let id = format!("fd-{}", n % 5000);
+            let line = serde_json::json!({
+                "id": id, "title": format!("issue {n}"), "labels": [format!("l{}", n % 7), "all"],
+                "dependencies": [
+                    {"issue_id": id, "depends_on_id": format!("fd-{}", (n + 1) % 5000), "type": "blocks"},
+                    {"issue_id": id, "depends_on_id": format!("fd-{}", (n + 1) % 5000), "type": "related"},
+                    {"issue_id": id, "depends_on_id": format!("fd-{}", (n + 2) % 5000), "type": "parent-child"}],
+                "comments": [
+                    {"id": 1, "issue_id": id, "author": "ann", "text": "same", "created_at": "2026-01-01T00:00:00Z"},
+                    {"id": 2, "issue_id": id, "author": "ann", "text": "same", "created_at": "2026-01-01T00:00:00Z"}],
+            });
+            text.push_str(&format!("{line}\n"));
+        }
+        let batch = super::super::import::read_jsonl(
+            text.as_bytes(),
+            jiff::Timestamp::UNIX_EPOCH,
+            &super::super::NoProgress,
+        );
+        assert_eq!(batch.records.len(), 6000);
+        let mut last: HashMap<&str, &Record> = HashMap::new();
+        for (_, record) in &batch.records {
+            last.insert(record.issue.id.as_str(), record);
+        }
+        let last: Vec<(&str, &Record)> = last.into_iter().collect();
+        let one_pass = Expected::of_records(&last);
+        let counted = Expected::of(&batch);
+        assert_eq!(facts(&counted), facts(&one_pass));
+        let source = counted.source();
+        assert_eq!((source.issues, source.comments, source.labels), (5000, 10_000, 10_000));
+        assert_eq!(source.edges.values().sum::<usize>(), 10_000);
     }
 }
