@@ -82,14 +82,19 @@ fn comment_fact(issue: &str, comment: &Comment) -> u64 {
 
 impl Expected {
     pub fn of(batch: &Batch) -> Expected {
+        Expected::of_on(batch, crate::cores())
+    }
+
+    /// [`Expected::of`], a large source counted on `threads` threads.
+    fn of_on(batch: &Batch, threads: usize) -> Expected {
         let mut last: HashMap<&str, &Record> = HashMap::with_capacity(batch.records.len());
         for (_, record) in &batch.records {
             last.insert(record.issue.id.as_str(), record);
         }
         let last: Vec<(&str, &Record)> = last.into_iter().collect();
-        // A large source is counted on every core, a share of its issues each.
-        let cores = if last.len() < PARALLEL_FROM { 1 } else { crate::cores() };
-        let share = last.len().div_ceil(cores).max(1);
+        // A large source is counted on every thread, a share of its issues each.
+        let threads = if last.len() < PARALLEL_FROM { 1 } else { threads.max(1) };
+        let share = last.len().div_ceil(threads).max(1);
         let mut parts = std::thread::scope(|scope| {
             let workers: Vec<_> =
                 last.chunks(share).map(|part| scope.spawn(|| Expected::of_records(part))).collect();
@@ -347,7 +352,7 @@ mod tests {
         }
         let last: Vec<(&str, &Record)> = last.into_iter().collect();
         let one_pass = Expected::of_records(&last);
-        let counted = Expected::of(&batch);
+        let counted = Expected::of_on(&batch, 3);
         assert_eq!(facts(&counted), facts(&one_pass));
         let source = counted.source();
         assert_eq!((source.issues, source.comments, source.labels), (5000, 10_000, 10_000));

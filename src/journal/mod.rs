@@ -78,8 +78,8 @@ pub use rebuild::{RebuildOptions, RebuildReport, rebuild};
 pub use repo::{JournalRepo, RepoKind};
 pub use verify::{Divergence, VerifyReport, verify};
 pub use write::{
-    CommitReport, Finally, PendingOp, Periodic, TreesAhead, WritingAhead, commit_pending,
-    commit_pending_ahead, pending_ops, spawn_periodic, write_trees_ahead,
+    CommitReport, Finally, PendingOp, Periodic, WritingAhead, commit_pending, commit_pending_ahead,
+    pending_ops, spawn_periodic, write_trees_ahead,
 };
 
 /// Version of the batch format this build reads (the layout of a commit's tree and

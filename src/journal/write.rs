@@ -13,7 +13,7 @@ use super::{
     BatchInfo, JournalError, MAX_BYTES_PER_COMMIT, MAX_OPS_PER_COMMIT, RepoKind, batch_format,
     ref_name,
 };
-use crate::ahead::Ahead;
+use crate::ahead::{Ahead, Signals};
 use crate::op::OpMeta;
 use crate::store::{Store, Writer, decode_journal_row, journal_json};
 
@@ -224,7 +224,7 @@ fn try_commit(
 
 /// The trees of a journal commit, written before the store committed the ops they carry
 /// ([`write_trees_ahead`]).
-pub struct TreesAhead {
+struct TreesAhead {
     /// The committed mark, and the last journal sequence, as the writing transaction saw them.
     committed: u64,
     scanned_to: u64,
@@ -257,16 +257,17 @@ impl TreesAhead {
     }
 }
 
-/// A journal commit's trees being written ahead ([`write_trees_ahead`]). Dropping it waits
-/// for them, so nothing writes into the repository after its owner gave up.
-pub struct WritingAhead(Ahead<Result<TreesAhead, JournalError>>);
+/// A journal commit's trees being written ahead ([`write_trees_ahead`]). Dropping it (the
+/// import failed) stops the writing at the next row and waits for it, so nothing writes into
+/// the repository after its owner gave up.
+pub struct WritingAhead(Ahead<Result<Option<TreesAhead>, JournalError>>);
 
 impl WritingAhead {
     /// The trees, once written; `None` if writing them failed (the commit then writes its
     /// own, and meets the same fault there if it lasts).
     fn finish(self) -> Option<TreesAhead> {
         match self.0.wait() {
-            Some(Ok(trees)) => Some(trees),
+            Some(Ok(trees)) => trees,
             Some(Err(error)) => {
                 tracing::debug!(%error, "the journal's trees were not written ahead");
                 None
@@ -299,11 +300,15 @@ fn trees_ahead_in_batches(
     let (committed, rows) = writer.journal_past_mark()?;
     let (dir, replica) = (dir.to_path_buf(), writer.replica().to_string());
     // One thread (threads it started would keep the idle priority after the wait), and one
-    // commit's rows inflated at a time: the store's transaction is still held meanwhile.
-    let work = move || {
+    // commit's rows inflated at a time (each row is inflated twice: for its head, and into its
+    // commit): the store's transaction is still held meanwhile.
+    let work = move |signals: &Signals| {
         let scanned_to = rows.last().map_or(committed, |(seq, _)| *seq);
         let mut heads = Vec::new();
         for (at, (seq, row)) in rows.iter().enumerate() {
+            if signals.abandoned() {
+                return Ok(None);
+            }
             let (op, size) = decode_journal_row(*seq, row, &PendingOp::head_of)?;
             if op.meta.replica == replica {
                 heads.push((at, op, size));
@@ -314,6 +319,9 @@ fn trees_ahead_in_batches(
         let sizes: Vec<usize> = heads.iter().map(|(_, _, size)| *size).collect();
         let mut trees = Vec::new();
         for chunk in batches(&sizes, max_ops) {
+            if signals.abandoned() {
+                return Ok(None);
+            }
             let mut ops = Vec::with_capacity(chunk.len());
             for (at, op, _) in &heads[chunk] {
                 let (seq, row) = &rows[*at];
@@ -325,9 +333,11 @@ fn trees_ahead_in_batches(
             let whole = 0..ops.len();
             trees.extend(write_trees(&repo, &replica, &mut ops, std::slice::from_ref(&whole), 1)?);
         }
-        Ok(TreesAhead { committed, scanned_to, ops: ids, trees })
+        Ok(Some(TreesAhead { committed, scanned_to, ops: ids, trees }))
     };
-    Ok(WritingAhead(Ahead::start(work)))
+    let started =
+        Ahead::start(work).map_err(JournalError::io("starting the journal's tree writer"))?;
+    Ok(WritingAhead(started))
 }
 
 /// Writes the tree of each chunk of `ops` (its rows move into the tree's `ops.jsonl`), with
@@ -684,7 +694,8 @@ mod tests {
         assert_eq!(tree_ids(&ahead.trees), tree_ids(&after));
         assert_eq!(ahead.trees.len(), 3);
 
-        let report = commit_in_batches(&store, 10, Some(ahead)).unwrap();
+        // Written ahead 10 to a commit, used by a commit of at most 20 (which would make two).
+        let report = commit_in_batches(&store, 20, Some(ahead)).unwrap();
         assert_eq!((report.ops, report.commits.len(), report.committed_seq), (25, 3, 25));
         assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
         assert!(verify(&store).unwrap().ok);

@@ -922,7 +922,7 @@ impl Store {
 }
 
 /// Journal rows copied out of the store, undecoded, with their sequences.
-pub type JournalRows = Vec<(u64, Vec<u8>)>;
+pub(crate) type JournalRows = Vec<(u64, Vec<u8>)>;
 
 /// Copies of the journal rows of `table` from sequence `from` on.
 fn copy_journal_rows(
@@ -939,12 +939,12 @@ fn copy_journal_rows(
 
 /// The JSON record (the op) that journal row `seq` keeps, as copied out of the store by
 /// [`Writer::journal_past_mark`].
-pub fn journal_json(seq: u64, row: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, StoreError> {
+pub(crate) fn journal_json(seq: u64, row: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, StoreError> {
     journal_row::json(row).map_err(|e| journal_entry_error(seq, e))
 }
 
 /// Journal row `seq`, copied out of the store, decoded with `decode`.
-pub fn decode_journal_row<T>(
+pub(crate) fn decode_journal_row<T>(
     seq: u64,
     row: &[u8],
     decode: &dyn Fn(&[u8]) -> Result<T, serde_json::Error>,
@@ -1332,7 +1332,7 @@ impl<'t> Writer<'t> {
 
     /// The journal's committed mark as this transaction sees it, with copies of the rows
     /// after it (undecoded): what a journal commit right after this transaction would carry.
-    pub fn journal_past_mark(&self) -> Result<(u64, JournalRows), StoreError> {
+    pub(crate) fn journal_past_mark(&self) -> Result<(u64, JournalRows), StoreError> {
         let committed = self.counter(meta::JOURNAL_COMMITTED)?;
         Ok((committed, copy_journal_rows(&self.journal, committed + 1)?))
     }

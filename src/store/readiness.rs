@@ -272,6 +272,8 @@ impl Writer<'_> {
 
     /// [`Writer::refresh`] with every issue as a seed, on facts and edges read ahead in one
     /// pass over each table and visited parents first, so that each issue is visited once.
+    /// That is the same fixpoint only while parent-child edges are acyclic, as `apply` and
+    /// the importer keep them.
     pub(crate) fn refresh_every_issue(&mut self) -> Result<(), StoreError> {
         let mut cache = FactCache::default();
         let mut ahead = self.read_ahead(&mut cache)?;
