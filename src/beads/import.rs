@@ -607,10 +607,13 @@ fn plan_deps(
     index: &HashMap<String, usize>,
     report: &mut ImportReport,
 ) -> Result<Vec<Dependency>, StoreError> {
+    let mut graphs = CycleGraphs::load(view)?;
+    // Into an empty store, a batch whose edges form no cycle at all needs no check per edge.
+    graphs.known_acyclic = view.issue_count()? == 0 && batch_is_acyclic(issues, index);
     let mut edges = EdgePlanner {
         view,
         prefix,
-        graphs: CycleGraphs::load(view)?,
+        graphs,
         added: Vec::with_capacity(issues.iter().map(|planned| planned.deps.len()).sum()),
         first_of_issue: 0,
         targets: None,
@@ -737,6 +740,53 @@ impl EdgePlanner<'_, '_> {
 struct CycleGraphs {
     blocking: ClassGraph,
     hierarchy: ClassGraph,
+    /// Every edge that could be added is known to close no cycle (see [`batch_is_acyclic`]):
+    /// nothing is checked or kept.
+    known_acyclic: bool,
+}
+
+/// Whether `kind` is of the hierarchy class (parent-child) rather than the blocking one,
+/// given that it is cycle-checked.
+fn is_hierarchy(kind: &str) -> bool {
+    kind == dep_type::PARENT_CHILD
+}
+
+/// Whether the batch's cycle-checked edges between its own issues, all of them, form no
+/// cycle within either class. A cycle needs edges between known issues, and the planner
+/// refuses a self-edge before its cycle check; so into an empty store, no edge the planner
+/// considers can then close a cycle, whichever others it keeps or skips.
+fn batch_is_acyclic(issues: &[Planned], index: &HashMap<String, usize>) -> bool {
+    let mut blocking = vec![Vec::new(); issues.len()];
+    let mut hierarchy = vec![Vec::new(); issues.len()];
+    for (from, planned) in issues.iter().enumerate() {
+        for dep in planned.deps.iter().filter(|dep| dep_type::is_cycle_checked(&dep.kind)) {
+            let Some(&to) = index.get(&dep.depends_on_id) else { continue };
+            if to != from {
+                let class = if is_hierarchy(&dep.kind) { &mut hierarchy } else { &mut blocking };
+                class[from].push(to);
+            }
+        }
+    }
+    has_no_cycle(&blocking) && has_no_cycle(&hierarchy)
+}
+
+/// Whether the graph whose node `n` has edges to `targets[n]` has no cycle: every node can be
+/// taken away once nothing points at it any more (Kahn's order).
+fn has_no_cycle(targets: &[Vec<usize>]) -> bool {
+    let mut pointed_at = vec![0usize; targets.len()];
+    targets.iter().flatten().for_each(|&to| pointed_at[to] += 1);
+    let mut free: Vec<usize> = (0..targets.len()).filter(|&n| pointed_at[n] == 0).collect();
+    let mut taken = 0;
+    while let Some(node) = free.pop() {
+        taken += 1;
+        for &to in &targets[node] {
+            pointed_at[to] -= 1;
+            if pointed_at[to] == 0 {
+                free.push(to);
+            }
+        }
+    }
+    taken == targets.len()
 }
 
 #[derive(Default)]
@@ -768,8 +818,11 @@ impl ClassGraph {
 impl CycleGraphs {
     /// Starts from the stored edges (which fleet keeps acyclic per class).
     fn load(view: Known<'_>) -> Result<CycleGraphs, StoreError> {
-        let mut graphs =
-            CycleGraphs { blocking: ClassGraph::default(), hierarchy: ClassGraph::default() };
+        let mut graphs = CycleGraphs {
+            blocking: ClassGraph::default(),
+            hierarchy: ClassGraph::default(),
+            known_acyclic: false,
+        };
         if view.issue_count()? == 0 {
             return Ok(graphs);
         }
@@ -785,8 +838,10 @@ impl CycleGraphs {
     }
 
     fn try_add(&mut self, kind: &str, from: &str, to: &str) -> bool {
-        let graph =
-            if kind == dep_type::PARENT_CHILD { &mut self.hierarchy } else { &mut self.blocking };
+        if self.known_acyclic {
+            return true;
+        }
+        let graph = if is_hierarchy(kind) { &mut self.hierarchy } else { &mut self.blocking };
         graph.try_add(from, to)
     }
 }
@@ -956,6 +1011,47 @@ mod tests {
         let ids = ["my-proj-a1", "my-proj-b2"];
         assert_eq!(prefix_of("my-proj-a1", ids.into_iter()).as_deref(), Some("my-proj"));
         assert_eq!(prefix_of("nohyphen", ["nohyphen"].into_iter()), None);
+    }
+
+    #[test]
+    fn a_graph_has_no_cycle_until_its_edges_close_one() {
+        assert!(has_no_cycle(&[vec![1], vec![2], vec![]]));
+        assert!(has_no_cycle(&[vec![1, 2], vec![2], vec![], vec![0, 0]]));
+        assert!(!has_no_cycle(&[vec![1], vec![2], vec![0]]));
+        assert!(!has_no_cycle(&[vec![], vec![1]]));
+    }
+
+    /// A planned issue `id` with edges `(target, type)`.
+    fn planned(id: &str, deps: &[(&str, &str)]) -> Planned {
+        let edge = |(target, kind): &(&str, &str)| -> Dependency {
+            let json = serde_json::json!({"issue_id": id, "depends_on_id": target, "type": kind});
+            serde_json::from_value(json).unwrap()
+        };
+        let issue = Issue::new(id.to_string(), id.to_string(), Timestamp::UNIX_EPOCH);
+        Planned { issue, stored: None, deps: deps.iter().map(edge).collect() }
+    }
+
+    #[test]
+    fn only_a_loop_within_one_class_makes_a_batch_cyclic() {
+        let check = |issues: &[Planned]| {
+            let index: HashMap<String, usize> =
+                issues.iter().enumerate().map(|(at, p)| (p.issue.id.clone(), at)).collect();
+            batch_is_acyclic(issues, &index)
+        };
+        // A loop through two classes, a self-edge, an edge that is not checked, and an edge
+        // to an issue outside the batch close no cycle.
+        let mixed = [
+            planned("t-a", &[("t-b", "blocks"), ("t-a", "blocks"), ("t-gone", "blocks")]),
+            planned("t-b", &[("t-a", "parent-child"), ("t-a", "related")]),
+        ];
+        assert!(check(&mixed));
+        let blocking = [planned("t-a", &[("t-b", "blocks")]), planned("t-b", &[("t-a", "blocks")])];
+        assert!(!check(&blocking));
+        let hierarchy = [
+            planned("t-a", &[("t-b", "parent-child")]),
+            planned("t-b", &[("t-a", "parent-child")]),
+        ];
+        assert!(!check(&hierarchy));
     }
 
     #[test]
