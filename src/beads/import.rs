@@ -607,13 +607,10 @@ fn plan_deps(
     index: &HashMap<String, usize>,
     report: &mut ImportReport,
 ) -> Result<Vec<Dependency>, StoreError> {
-    let mut graphs = CycleGraphs::load(view)?;
-    // Into an empty store, a batch whose edges form no cycle at all needs no check per edge.
-    graphs.known_acyclic = view.issue_count()? == 0 && batch_is_acyclic(issues, index);
     let mut edges = EdgePlanner {
         view,
         prefix,
-        graphs,
+        graphs: CycleGraphs::load(view, issues, index)?,
         added: Vec::with_capacity(issues.iter().map(|planned| planned.deps.len()).sum()),
         first_of_issue: 0,
         targets: None,
@@ -816,14 +813,21 @@ impl ClassGraph {
 }
 
 impl CycleGraphs {
-    /// Starts from the stored edges (which fleet keeps acyclic per class).
-    fn load(view: Known<'_>) -> Result<CycleGraphs, StoreError> {
+    /// Starts from the stored edges (which fleet keeps acyclic per class). Into an empty
+    /// store, a batch (`issues`, positioned by `index`) whose edges form no cycle at all
+    /// needs no check per edge.
+    fn load(
+        view: Known<'_>,
+        issues: &[Planned],
+        index: &HashMap<String, usize>,
+    ) -> Result<CycleGraphs, StoreError> {
         let mut graphs = CycleGraphs {
             blocking: ClassGraph::default(),
             hierarchy: ClassGraph::default(),
             known_acyclic: false,
         };
         if view.issue_count()? == 0 {
+            graphs.known_acyclic = batch_is_acyclic(issues, index);
             return Ok(graphs);
         }
         view.scan_deps(&mut |dep| {
