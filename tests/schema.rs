@@ -474,14 +474,16 @@ fn operator_scenario(schemas: &Schemas) {
     let started = s.out("run-status", &["run", "--detach"]);
     assert_eq!(started["running"], true);
     let _first = Background::of(&ws, pid_of(&started["pid"]));
-    let view = wait_for("the long task to run", || {
+    // The answered task is ready again too: its next runs (an exit, then its close) may
+    // overlap the long one's for a moment, so wait until the long task runs alone.
+    let (view, status) = wait_for("the long task to run alone", || {
         let view = s.out("tasks", &["tasks"]);
-        (view["running"] == 1).then_some(view)
+        let status = s.out("run-status", &["run", "status"]);
+        (view["running"] == 1 && status["agents"] == 1).then_some((view, status))
     });
     assert_eq!(view["tasks"][0]["id"], long.as_str());
-    s.out("tasks", &["tasks", "--all"]);
-    let status = s.out("run-status", &["run", "status"]);
     assert_eq!(status["agents"], 1, "{status:#}");
+    s.out("tasks", &["tasks", "--all"]);
     s.out("kill", &["kill", &long, "--reason", "enough"]);
     let restarted = s.out("run-restart", &["run", "restart"]);
     let _second = Background::of(&ws, pid_of(&restarted["started"]["pid"]));
