@@ -231,9 +231,8 @@ pub fn supervise(
         listen_for_stop_signals(Arc::clone(&stop_tx))
             .map_err(|e| CliError::new(format!("installing signal handlers: {e}")))?;
         let server_store = Arc::clone(&store);
-        let supervisor = Supervisor::new(store, options, events).map_err(|e| {
-            CliError::new(e).with_hint("fix runtime.toml (see `fleet config show`)")
-        })?;
+        let supervisor = Supervisor::new(store, options, events)
+            .map_err(|e| CliError::new(e.to_string()).with_hint(e.hint()))?;
         super::logging::set_run_log_redactor(supervisor.redactor().clone());
         let server = serve_while_running(server_store, supervisor.waker());
         let summary = supervisor.run(stop).await.map_err(CliError::new)?;

@@ -210,12 +210,14 @@ pub struct HoldWatch {
 }
 
 impl HoldWatch {
-    pub fn new(home: &Path) -> HoldWatch {
-        HoldWatch {
+    /// Starts watching the holds under `home`; an error names a holds file that cannot be
+    /// read or parsed, which a supervisor must not take for "nothing is paused".
+    pub fn new(home: &Path) -> std::io::Result<HoldWatch> {
+        Ok(HoldWatch {
             home: home.to_path_buf(),
             stamp: file_stamp(&holds_path(home)),
-            holds: Holds::load(home),
-        }
+            holds: Holds::read(home)?,
+        })
     }
 
     /// Re-reads the file if it changed; returns whether the holds changed. A file that cannot
@@ -270,7 +272,7 @@ mod tests {
         let mut edit = Holds::edit(home.path()).unwrap();
         edit.holds.place(None, hold());
         edit.save().unwrap();
-        let mut watch = HoldWatch::new(home.path());
+        let mut watch = HoldWatch::new(home.path()).unwrap();
         assert!(watch.holds().holds("claude"));
         std::fs::write(holds_path(home.path()), b"{ half an edit").unwrap();
         assert!(!watch.poll());
@@ -280,7 +282,7 @@ mod tests {
     #[test]
     fn holds_round_trip_and_a_watch_sees_changes() {
         let home = tempfile::tempdir().unwrap();
-        let mut watch = HoldWatch::new(home.path());
+        let mut watch = HoldWatch::new(home.path()).unwrap();
         assert!(!watch.holds().holds("claude"));
         let mut edit = Holds::edit(home.path()).unwrap();
         assert!(edit.holds.place(Some("claude"), hold()));

@@ -88,6 +88,29 @@ const IDLE_WAIT_FOR_PAUSE: Duration = Duration::from_secs(600);
 /// After the claims remote failed (remote claim mode), claiming waits this long.
 const REMOTE_RETRY: Duration = Duration::from_secs(10);
 
+/// Why a supervisor cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// `runtime.toml` is not valid.
+    #[error("{0}")]
+    Config(String),
+    /// The holds file (`fleet pause`) cannot be read: nothing says what is paused.
+    #[error(transparent)]
+    Holds(std::io::Error),
+}
+
+impl StartError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            StartError::Config(_) => "fix runtime.toml (see `fleet config show`)",
+            StartError::Holds(_) => {
+                "fix its JSON, or remove it (which lifts every `fleet pause`), and start again"
+            }
+        }
+    }
+}
+
 /// How far a shutdown has gone: the first Ctrl-C (or SIGTERM, SIGHUP) asks for a graceful
 /// stop, a second one for an immediate one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -318,16 +341,18 @@ impl Supervisor {
         Arc::clone(&self.wake)
     }
 
-    /// Loads the config (an invalid one is an error here: there is nothing to fall back to).
+    /// Loads the config and the holds (an invalid one is an error here: there is nothing to
+    /// fall back to, and a broken holds file must not start agents a pause holds back).
     pub fn new(
         store: Arc<Store>,
         options: Options,
         events: mpsc::UnboundedSender<Event>,
-    ) -> Result<Supervisor, String> {
-        let config = ConfigWatcher::new(&config_path(&options.home)).map_err(|e| e.to_string())?;
+    ) -> Result<Supervisor, StartError> {
+        let config = ConfigWatcher::new(&config_path(&options.home))
+            .map_err(|e| StartError::Config(e.to_string()))?;
         let me = Identity::current(&options.actor);
         let pauses = Pauses::load(&options.home);
-        let holds = hold::HoldWatch::new(&options.home);
+        let holds = hold::HoldWatch::new(&options.home).map_err(StartError::Holds)?;
         Ok(Supervisor {
             holds,
             store,

@@ -242,6 +242,26 @@ fn a_pause_does_not_overwrite_a_holds_file_it_cannot_read() {
     assert_eq!(std::fs::read_to_string(&holds).unwrap(), "{\"all\": ");
 }
 
+/// A supervisor does not take a holds file it cannot read for "nothing is paused": it names
+/// the file and does not start, and no agent runs a task a pause may be holding back.
+#[test]
+fn a_broken_holds_file_keeps_the_supervisor_from_starting() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task("Held back", &["close done"]);
+    let holds = fleet.home().join("state").join("holds.json");
+    std::fs::create_dir_all(holds.parent().unwrap()).unwrap();
+    std::fs::write(&holds, "{\"all\": ").unwrap();
+    let refused = fleet.ws.run(&["run", "--until-idle"]).fails(1);
+    assert!(refused.stderr.contains("holds.json is not a holds file"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("lifts every `fleet pause`"), "{}", refused.stderr);
+    assert_eq!(fleet.show(&id)["status"], "open");
+    assert_eq!(std::fs::read_to_string(&holds).unwrap(), "{\"all\": ");
+
+    std::fs::remove_file(&holds).unwrap();
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&id)["status"], "closed");
+}
+
 #[test]
 fn a_question_is_answered_and_the_next_run_reads_the_answer() {
     let fleet = Fleet::new(&[]);
