@@ -83,14 +83,21 @@ pub fn pending_ops(store: &Store) -> Result<Vec<(u64, PendingOp)>, JournalError>
 
 fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
     let entries = store.journal_decoded(committed + 1, PendingOp::decode)?;
-    Ok(pending_in(entries, committed, store.replica()))
+    let (ops, scanned_to) = ours(entries, committed, store.replica(), |op| op);
+    Ok(Pending { ops, scanned_to })
 }
 
-/// The ops of `replica` among the journal `entries` after the committed mark `committed`.
-fn pending_in(entries: Vec<(u64, PendingOp)>, committed: u64, replica: &str) -> Pending {
+/// The entries of `replica`'s ops among the journal `entries` after the committed mark
+/// `committed` (`op` finds an entry's op), and the last sequence among all of them.
+fn ours<T>(
+    entries: Vec<(u64, T)>,
+    committed: u64,
+    replica: &str,
+    op: impl Fn(&T) -> &PendingOp,
+) -> (Vec<(u64, T)>, u64) {
     let scanned_to = entries.last().map_or(committed, |(seq, _)| *seq);
-    let ops = entries.into_iter().filter(|(_, op)| op.meta.replica == replica).collect();
-    Pending { ops, scanned_to }
+    let ours = entries.into_iter().filter(|(_, entry)| op(entry).meta.replica == replica);
+    (ours.collect(), scanned_to)
 }
 
 /// Splits ops whose rows are `sizes` bytes long into the runs each commit carries: at most
@@ -299,45 +306,67 @@ fn trees_ahead_in_batches(
 ) -> Result<WritingAhead, JournalError> {
     let (committed, rows) = writer.journal_past_mark()?;
     let (dir, replica) = (dir.to_path_buf(), writer.replica().to_string());
-    // One thread (threads it started would keep the idle priority after the wait), and one
-    // commit's rows inflated at a time (each row is inflated twice: for its head, and into its
-    // commit): the store's transaction is still held meanwhile.
     let work = move |signals: &Signals| {
-        let scanned_to = rows.last().map_or(committed, |(seq, _)| *seq);
-        let mut heads = Vec::new();
-        for (at, (seq, row)) in rows.iter().enumerate() {
+        let rows = RowsPastMark { committed, rows };
+        rows.write_trees(&dir, &replica, max_ops, signals)
+    };
+    let started =
+        Ahead::start(work).map_err(JournalError::io("starting the journal's tree writer"))?;
+    Ok(WritingAhead(started))
+}
+
+/// An op read ahead without its row: the row's length, and its place among the rows.
+struct Head {
+    op: PendingOp,
+    size: usize,
+    at: usize,
+}
+
+/// Journal rows copied out of a write transaction, after its committed mark `committed`.
+struct RowsPastMark {
+    committed: u64,
+    rows: crate::store::JournalRows,
+}
+
+impl RowsPastMark {
+    /// The trees of `replica`'s ops among the rows, at most `max_ops` to a commit, in the
+    /// repository of workspace `dir`; `None` once `signals` say they are abandoned. One thread
+    /// (threads it started would keep the idle priority after the wait), and one commit's rows
+    /// inflated at a time (each row is inflated twice: for its head, and into its commit): the
+    /// store's transaction is still held meanwhile.
+    fn write_trees(
+        &self,
+        dir: &Path,
+        replica: &str,
+        max_ops: usize,
+        signals: &Signals,
+    ) -> Result<Option<TreesAhead>, JournalError> {
+        let mut heads = Vec::with_capacity(self.rows.len());
+        for (at, (seq, row)) in self.rows.iter().enumerate() {
             if signals.abandoned() {
                 return Ok(None);
             }
             let (op, size) = decode_journal_row(*seq, row, &PendingOp::head_of)?;
-            if op.meta.replica == replica {
-                heads.push((at, op, size));
-            }
+            heads.push((*seq, Head { op, size, at }));
         }
-        let repo = JournalRepo::find_or_create(&dir)?;
-        let ids = heads.iter().map(|(_, op, _)| op.meta.id).collect();
-        let sizes: Vec<usize> = heads.iter().map(|(_, _, size)| *size).collect();
+        let (heads, scanned_to) = ours(heads, self.committed, replica, |head| &head.op);
+        let repo = JournalRepo::find_or_create(dir)?;
+        let sizes: Vec<usize> = heads.iter().map(|(_, head)| head.size).collect();
         let mut trees = Vec::new();
         for chunk in batches(&sizes, max_ops) {
             if signals.abandoned() {
                 return Ok(None);
             }
             let mut ops = Vec::with_capacity(chunk.len());
-            for (at, op, _) in &heads[chunk] {
-                let (seq, row) = &rows[*at];
-                ops.push((
-                    *seq,
-                    PendingOp { row: journal_json(*seq, row)?.into_owned(), ..op.clone() },
-                ));
+            for (seq, head) in &heads[chunk] {
+                let row = journal_json(*seq, &self.rows[head.at].1)?.into_owned();
+                ops.push((*seq, PendingOp { row, ..head.op.clone() }));
             }
-            let whole = 0..ops.len();
-            trees.extend(write_trees(&repo, &replica, &mut ops, std::slice::from_ref(&whole), 1)?);
+            trees.push(tree_of(&repo, replica, &mut ops)?);
         }
-        Ok(Some(TreesAhead { committed, scanned_to, ops: ids, trees }))
-    };
-    let started =
-        Ahead::start(work).map_err(JournalError::io("starting the journal's tree writer"))?;
-    Ok(WritingAhead(started))
+        let ops = heads.iter().map(|(_, head)| head.op.meta.id).collect();
+        Ok(Some(TreesAhead { committed: self.committed, scanned_to, ops, trees }))
+    }
 }
 
 /// Writes the tree of each chunk of `ops` (its rows move into the tree's `ops.jsonl`), with
@@ -352,15 +381,9 @@ fn write_trees(
     chunks: &[std::ops::Range<usize>],
     cores: usize,
 ) -> Result<Vec<(BatchInfo, gix::ObjectId, i64)>, JournalError> {
-    let write_one =
-        |repo: &JournalRepo, chunk: &mut [(u64, PendingOp)]| -> Result<_, JournalError> {
-            let (info, jsonl, seconds) = encode(replica, chunk);
-            let tree = repo.write_tree(&info, &jsonl)?;
-            Ok((info, tree, seconds))
-        };
     let mut runs = split_into(ops, chunks);
     if cores < 2 || runs.len() < 2 {
-        return runs.iter_mut().map(|run| write_one(repo, run)).collect();
+        return runs.iter_mut().map(|run| tree_of(repo, replica, run)).collect();
     }
     let (git_dir, kind) = (repo.git_dir(), repo.kind);
     let mut written = Vec::with_capacity(runs.len());
@@ -370,7 +393,9 @@ fn write_trees(
                 .iter_mut()
                 .map(|run| {
                     // A gix repository is not shared between threads: each opens its own.
-                    scope.spawn(move || write_one(&JournalRepo::open_again(git_dir, kind)?, run))
+                    scope.spawn(move || {
+                        tree_of(&JournalRepo::open_again(git_dir, kind)?, replica, run)
+                    })
                 })
                 .collect();
             workers
@@ -383,6 +408,18 @@ fn write_trees(
         }
     }
     Ok(written)
+}
+
+/// The tree of one commit's `chunk` of ops (its rows move into the tree's `ops.jsonl`), with
+/// the batch description and commit time.
+fn tree_of(
+    repo: &JournalRepo,
+    replica: &str,
+    chunk: &mut [(u64, PendingOp)],
+) -> Result<(BatchInfo, gix::ObjectId, i64), JournalError> {
+    let (info, jsonl, seconds) = encode(replica, chunk);
+    let tree = repo.write_tree(&info, &jsonl)?;
+    Ok((info, tree, seconds))
 }
 
 /// `ops` cut at the bounds of `chunks` (consecutive ranges that cover it from the start).
@@ -541,6 +578,13 @@ mod tests {
         store.journal(1).unwrap().into_iter().map(|(_, op)| op).collect()
     }
 
+    /// The journal in git holds this replica's ops exactly as the store journaled them.
+    fn assert_journal_is_the_stores(store: &Store) {
+        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
+        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(store));
+        assert!(verify(store).unwrap().ok);
+    }
+
     #[test]
     fn pending_ops_are_committed_once() {
         let (_dir, store) = new_store();
@@ -697,8 +741,7 @@ mod tests {
         // Written ahead 10 to a commit, used by a commit of at most 20 (which would make two).
         let report = commit_in_batches(&store, 20, Some(ahead)).unwrap();
         assert_eq!((report.ops, report.commits.len(), report.committed_seq), (25, 3, 25));
-        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
-        assert!(verify(&store).unwrap().ok);
+        assert_journal_is_the_stores(&store);
     }
 
     #[test]
@@ -709,9 +752,7 @@ mod tests {
         assert_eq!(commit_pending(&store).unwrap().ops, 12);
         let report = commit_in_batches(&store, 10, Some(ahead)).unwrap();
         assert_eq!((report.ops, report.recovered, report.committed_seq), (0, 0, 12));
-        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
-        assert!(verify(&store).unwrap().ok);
+        assert_journal_is_the_stores(&store);
     }
 
     #[test]
@@ -721,9 +762,7 @@ mod tests {
         add_issues(&store, 13, 2);
         let report = commit_in_batches(&store, 10, Some(ahead)).unwrap();
         assert_eq!((report.ops, report.committed_seq), (14, 14));
-        let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
-        assert!(verify(&store).unwrap().ok);
+        assert_journal_is_the_stores(&store);
     }
 
     #[test]
