@@ -37,6 +37,7 @@
 //! - [`redact`]: the one redactor for everything that leaves an agent or reaches the queue:
 //!   known token shapes and the values of secret-looking environment variables;
 //! - [`fsutil`]: atomic writes of user-visible files;
+//! - `parallel`: work spread over the machine's cores;
 //! - [`ahead`]: work done ahead on idle cores (a large import's journal trees);
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
@@ -54,6 +55,7 @@ pub mod id;
 pub mod journal;
 pub mod model;
 pub mod op;
+pub(crate) mod parallel;
 pub mod process;
 pub mod redact;
 pub mod resolver;
@@ -62,8 +64,3 @@ pub mod store;
 pub mod supervisor;
 pub mod time;
 pub mod tracker;
-
-/// The threads a large piece of work is spread over: this machine's cores, at most eight.
-pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
-}

@@ -82,7 +82,7 @@ fn comment_fact(issue: &str, comment: &Comment) -> u64 {
 
 impl Expected {
     pub fn of(batch: &Batch) -> Expected {
-        Expected::of_on(batch, crate::cores())
+        Expected::of_on(batch, crate::parallel::cores())
     }
 
     /// [`Expected::of`], a large source counted on `threads` threads.
@@ -95,15 +95,8 @@ impl Expected {
         // A large source is counted on every thread, a share of its issues each.
         let threads = if last.len() < PARALLEL_FROM { 1 } else { threads.max(1) };
         let share = last.len().div_ceil(threads).max(1);
-        let mut parts = std::thread::scope(|scope| {
-            let workers: Vec<_> =
-                last.chunks(share).map(|part| scope.spawn(|| Expected::of_records(part))).collect();
-            let joined = workers.into_iter().map(|worker| worker.join());
-            joined
-                .map(|part| part.unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect::<Vec<_>>()
-        })
-        .into_iter();
+        let mut parts =
+            crate::parallel::on_threads(last.chunks(share), Expected::of_records).into_iter();
         let mut expected = parts.next().unwrap_or_else(|| Expected::of_records(&[]));
         parts.for_each(|part| expected.absorb(part));
         expected.memories = batch

@@ -149,31 +149,23 @@ pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch
         _ => &lines[..],
     };
     progress.start("reading", lines.len() as u64);
-    let threads = crate::cores();
+    let threads = crate::parallel::cores();
     let chunk = lines.len().div_ceil(threads).max(1);
-    let parsed: Vec<Vec<(usize, Result<Line, String>)>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = lines
-            .chunks(chunk)
-            .enumerate()
-            .map(|(part, slice)| {
-                scope.spawn(move || {
-                    let mut out = Vec::with_capacity(slice.len());
-                    for (at, bytes) in slice.iter().enumerate() {
-                        let number = part * chunk + at + 1;
-                        let line = std::str::from_utf8(bytes)
-                            .map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to()))
-                            .and_then(|text| parse_line(text, now));
-                        out.push((number, line));
-                        if at % 4096 == 4095 {
-                            progress.advance(4096);
-                        }
-                    }
-                    out
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().expect("a parsing thread does not panic")).collect()
-    });
+    let parse_part = |(part, slice): (usize, &[&[u8]])| {
+        let mut out = Vec::with_capacity(slice.len());
+        for (at, bytes) in slice.iter().enumerate() {
+            let number = part * chunk + at + 1;
+            let line = std::str::from_utf8(bytes)
+                .map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+                .and_then(|text| parse_line(text, now));
+            out.push((number, line));
+            if at % 4096 == 4095 {
+                progress.advance(4096);
+            }
+        }
+        out
+    };
+    let parsed = crate::parallel::on_threads(lines.chunks(chunk).enumerate(), parse_part);
     // Sized up front: a records vector grown by doubling would briefly hold two copies.
     let records = Vec::with_capacity(parsed.iter().map(Vec::len).sum());
     let mut batch = Batch { lines: lines.len(), records, ..Batch::default() };

@@ -206,7 +206,7 @@ fn try_commit(
             }
             report.recovered = recovered.count;
             let chunks = batches(&sizes_of(&ops), max_ops);
-            (write_trees(repo, replica, &mut ops, &chunks, crate::cores())?, scanned_to)
+            (write_trees(repo, replica, &mut ops, &chunks, crate::parallel::cores())?, scanned_to)
         }
     };
     let commits = trees.len();
@@ -388,20 +388,9 @@ fn write_trees(
     let (git_dir, kind) = (repo.git_dir(), repo.kind);
     let mut written = Vec::with_capacity(runs.len());
     for wave in runs.chunks_mut(cores) {
-        let results: Vec<Result<_, JournalError>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = wave
-                .iter_mut()
-                .map(|run| {
-                    // A gix repository is not shared between threads: each opens its own.
-                    scope.spawn(move || {
-                        tree_of(&JournalRepo::open_again(git_dir, kind)?, replica, run)
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+        // A gix repository is not shared between threads: each opens its own.
+        let results = crate::parallel::on_threads(wave.iter_mut(), |run| {
+            tree_of(&JournalRepo::open_again(git_dir, kind)?, replica, run)
         });
         for result in results {
             written.push(result?);

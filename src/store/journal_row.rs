@@ -79,16 +79,9 @@ pub(crate) fn decode_rows<T: Send>(
     if bytes < PARALLEL_FROM || rows.len() < 2 {
         return decode_run(&rows, decode);
     }
-    let cores = crate::cores();
+    let cores = crate::parallel::cores();
     let runs = runs_of_equal_size(&rows, bytes.div_ceil(cores));
-    let decoded: Vec<_> = std::thread::scope(|scope| {
-        let workers: Vec<_> =
-            runs.into_iter().map(|run| scope.spawn(move || decode_run(run, decode))).collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+    let decoded = crate::parallel::on_threads(runs, |run| decode_run(run, decode));
     let mut out = Vec::with_capacity(rows.len());
     for run in decoded {
         out.extend(run?);

@@ -130,6 +130,14 @@ pub(crate) mod meta {
     pub fn counter(bytes: Option<&[u8]>) -> u64 {
         bytes.and_then(|b| <[u8; 8]>::try_from(b).ok()).map_or(0, u64::from_be_bytes)
     }
+
+    /// The counter under `key` in the meta table `table`.
+    pub fn counter_in(
+        table: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+        key: &str,
+    ) -> Result<u64, redb::StorageError> {
+        Ok(counter(table.get(key)?.as_ref().map(|v| v.value())))
+    }
 }
 
 /// Refuses a store whose tables a newer fleet laid out (`found` is its layout version): writing
@@ -641,7 +649,7 @@ impl Store {
                     .map(|v| String::from_utf8_lossy(v.value()).into_owned())
                     .unwrap_or_default())
             };
-            check_layout(meta::counter(meta_table.get(meta::LAYOUT)?.as_ref().map(|v| v.value())))?;
+            check_layout(meta::counter_in(&meta_table, meta::LAYOUT)?)?;
             (read(meta::REPLICA)?, read(meta::PREFIX)?)
         };
         Ok(Store {
@@ -856,12 +864,10 @@ impl Store {
     }
 
     fn set_committed(&self, seq: u64, reset: bool) -> Result<(), StoreError> {
-        use redb::ReadableTable;
         let txn = self.writable()?.begin_write()?;
         {
             let mut meta_table = txn.open_table(META)?;
-            let old =
-                meta::counter(meta_table.get(meta::JOURNAL_COMMITTED)?.as_ref().map(|v| v.value()));
+            let old = meta::counter_in(&meta_table, meta::JOURNAL_COMMITTED)?;
             if reset || seq > old {
                 meta_table.insert(meta::JOURNAL_COMMITTED, seq.to_be_bytes().as_slice())?;
             }
@@ -876,7 +882,7 @@ impl Store {
         let path = self.path();
         guard::guarded(&path, || {
             let meta_table = txn.open_table(META)?;
-            Ok(meta::counter(meta_table.get(key)?.as_ref().map(|v| v.value())))
+            Ok(meta::counter_in(&meta_table, key)?)
         })
         .map_err(|e| e.at(&path))
     }
