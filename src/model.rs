@@ -288,7 +288,8 @@ pub struct Dependency {
     pub thread_id: String,
 }
 
-fn default_dep_type() -> String {
+/// The type of an edge that names none.
+pub(crate) fn default_dep_type() -> String {
     dep_type::BLOCKS.to_string()
 }
 
