@@ -327,7 +327,7 @@ fn bulk_import(store: &Store, snapshot: &Snapshot) {
         let deps = snapshot.deps.get(id).cloned().unwrap_or_default();
         let (now, after): (Vec<_>, Vec<_>) =
             deps.into_iter().partition(|dep| dep.depends_on_id < *id);
-        batch.new_issue(issue.clone(), now);
+        batch.new_issue(Box::new(issue.clone()), now);
         later.extend(after);
     }
     for dep in later {

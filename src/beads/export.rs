@@ -122,7 +122,7 @@ pub fn write_export(
                 .find(|d| d.kind == dep_type::PARENT_CHILD)
                 .map(|d| d.depends_on_id.clone()),
         };
-        let record = Record { issue, deps, comments };
+        let record = Record { issue: Box::new(issue), deps, comments };
         line.clear();
         jsonl::write_line(&mut line, &Value::Object(jsonl::record_value(&record, &counts)));
         if let Err(error) = out.write_all(&line) {

@@ -171,7 +171,7 @@ pub fn read_jsonl(text: &[u8], now: Timestamp, progress: &dyn Progress) -> Batch
     let mut batch = Batch { lines: lines.len(), records, ..Batch::default() };
     for (number, line) in parsed.into_iter().flatten() {
         match line {
-            Ok(Line::Issue(record)) => batch.records.push((number, *record)),
+            Ok(Line::Issue(record)) => batch.records.push((number, record)),
             Ok(Line::Memory { key, value }) => batch.memories.push((key, value)),
             Ok(Line::Tombstone { .. }) => batch.tombstones += 1,
             Ok(Line::Header) => batch.headers += 1,
@@ -407,7 +407,7 @@ pub fn dry_run_fresh(
 
 /// One issue of the plan.
 struct Planned {
-    issue: Issue,
+    issue: Box<Issue>,
     /// The stored row it replaces (boxed: most plans replace nothing, and a plan of 100k
     /// issues would otherwise fill a hundred megabytes with empty slots).
     stored: Option<Box<Issue>>,
@@ -496,7 +496,7 @@ impl<'v> Planner<'v> {
             Some(_) => None,
             None => self.view.issue(&id)?.map(Box::new),
         };
-        let older = slot.map(|at| &self.issues[at].issue).or(stored.as_deref());
+        let older = slot.map(|at| &*self.issues[at].issue).or(stored.as_deref());
         let stale = older.is_some_and(|older| incoming.updated_at < older.updated_at);
         self.report.duplicate_ids.extend(self.id_lines.note(&id, line, stale));
         if stale {
@@ -578,7 +578,7 @@ fn count_changes(report: &mut ImportReport, issues: &[Planned]) {
                 report.created += 1;
                 report.labels_added += planned.issue.labels.len();
             }
-            Some(stored) if **stored == planned.issue => report.unchanged += 1,
+            Some(stored) if **stored == *planned.issue => report.unchanged += 1,
             Some(stored) => {
                 report.updated += 1;
                 report.labels_added += planned.issue.labels.len() - stored.labels.len();
@@ -867,7 +867,7 @@ impl Plan {
         }
         for planned in issues.into_iter().flatten() {
             match planned.stored {
-                Some(stored) if *stored == planned.issue => {}
+                Some(stored) if *stored == *planned.issue => {}
                 _ => batch.record(planned.issue),
             }
         }
@@ -1024,7 +1024,7 @@ mod tests {
             serde_json::from_value(json).unwrap()
         };
         let issue = Issue::new(id.to_string(), id.to_string(), Timestamp::UNIX_EPOCH);
-        Planned { issue, stored: None, deps: deps.iter().map(edge).collect() }
+        Planned { issue: Box::new(issue), stored: None, deps: deps.iter().map(edge).collect() }
     }
 
     #[test]

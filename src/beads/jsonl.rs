@@ -23,7 +23,8 @@ mod fast;
 /// An issue with the edges and comments that travel embedded in its line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    pub issue: Issue,
+    /// Boxed: an issue is a kilobyte, and a large import moves each record several times.
+    pub issue: Box<Issue>,
     /// Edges where this issue is the dependent (`issue_id`).
     pub deps: Vec<Dependency>,
     pub comments: Vec<Comment>,
@@ -32,7 +33,7 @@ pub struct Record {
 /// What one line of a beads JSONL file holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {
-    Issue(Box<Record>),
+    Issue(Record),
     /// A `bd remember` memory.
     Memory {
         key: String,
@@ -168,7 +169,7 @@ pub fn parse_line(text: &str, now: Timestamp) -> Result<Line, String> {
         return Ok(Line::Blank);
     }
     match fast::parse_issue_line(text, now) {
-        Some(record) => Ok(Line::Issue(Box::new(record))),
+        Some(record) => Ok(Line::Issue(record)),
         None => parse_general(text, now),
     }
 }
@@ -276,7 +277,7 @@ pub fn parse_object(map: Map<String, Value>, now: Timestamp) -> Result<Line, Str
     fill_times(&mut issue, now);
     let deps = parse_deps(deps, &issue).map_err(|e| format!("{id}: {e}"))?;
     let comments = parse_comments(comments, &issue).map_err(|e| format!("{id}: {e}"))?;
-    Ok(Line::Issue(Box::new(Record { issue, deps, comments })))
+    Ok(Line::Issue(Record { issue: Box::new(issue), deps, comments }))
 }
 
 /// Checks the type of a modelled key's value, and rewrites a timestamp in UTC so the model
@@ -606,7 +607,7 @@ mod tests {
 
     fn issue_of(line: &str) -> Record {
         match parse_line(line, now()).unwrap() {
-            Line::Issue(record) => *record,
+            Line::Issue(record) => record,
             other => panic!("not an issue: {other:?}"),
         }
     }

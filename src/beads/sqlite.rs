@@ -93,7 +93,7 @@ fn read(conn: &Connection, now: Timestamp) -> Result<Batch, rusqlite::Error> {
             row.insert("comments".into(), Value::Array(comments));
         }
         match parse_object(row, now) {
-            Ok(Line::Issue(record)) => batch.records.push((number + 1, *record)),
+            Ok(Line::Issue(record)) => batch.records.push((number + 1, record)),
             Ok(Line::Tombstone { .. }) => batch.tombstones += 1,
             Ok(_) => {}
             Err(error) => {

@@ -122,8 +122,8 @@ mod tests {
         store
             .write("importer", Clock::System, |writer| {
                 let mut batch = crate::tracker::ImportBatch::default();
-                batch.new_issue(issue("t-2"), Vec::new());
-                batch.record(issue("t-1"));
+                batch.new_issue(Box::new(issue("t-2")), Vec::new());
+                batch.record(Box::new(issue("t-1")));
                 batch.apply(writer).map_err(|e| StoreError::Refused(e.to_string()))
             })
             .unwrap();

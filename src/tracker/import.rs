@@ -36,13 +36,13 @@ impl ImportBatch {
     }
 
     /// A new issue with the edges it starts with (their targets must be written before it).
-    pub fn new_issue(&mut self, issue: Issue, deps: Vec<Dependency>) {
-        self.entries.push(OpKind::Create { issue: Box::new(issue), deps });
+    pub fn new_issue(&mut self, issue: Box<Issue>, deps: Vec<Dependency>) {
+        self.entries.push(OpKind::Create { issue, deps });
     }
 
     /// An issue record as given, creating it or replacing the stored one.
-    pub fn record(&mut self, issue: Issue) {
-        self.entries.push(OpKind::Put { issue: Box::new(issue) });
+    pub fn record(&mut self, issue: Box<Issue>) {
+        self.entries.push(OpKind::Put { issue });
     }
 
     /// An edge as the source has it.
