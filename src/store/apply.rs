@@ -59,6 +59,7 @@ use std::collections::BTreeSet;
 use jiff::Timestamp;
 use redb::ReadableTable;
 
+use super::ahead_rows::{Encoded, RowsAhead, edge_of, edge_row, issue_row, labels_in_stored_order};
 use super::tables::{View, ready_key};
 use super::{StoreError, Writer, meta};
 use crate::id;
@@ -342,7 +343,9 @@ impl Writer<'_> {
             let made = &ops;
             scope.spawn(move || {
                 // Stops early only when the writer has failed and dropped its end.
-                made.iter().try_for_each(|op| rows.send(encode_op(op)))
+                made.iter().try_for_each(|op| {
+                    rows.send(Encoded { journal: encode_op(op), rows: RowsAhead::of(&op.kind) })
+                })
             });
             self.mutate_made_here(made, &received)
         })?;
@@ -357,19 +360,24 @@ impl Writer<'_> {
     }
 
     /// Applies ops made here (stamped, not yet journaled), journaling each that changed
-    /// anything with its row from `rows` (one row per op, in order), and says which did.
+    /// anything with its journal row from `encoded` (one per op, in order, with the rows of
+    /// its new issues), and says which did.
     fn mutate_made_here(
         &mut self,
         ops: &[Op],
-        rows: &std::sync::mpsc::Receiver<Vec<u8>>,
+        encoded: &std::sync::mpsc::Receiver<Encoded>,
     ) -> Result<Vec<bool>, StoreError> {
         self.bulk_strict = true;
         let all_new = self.all_new();
         let mut changed = Vec::with_capacity(ops.len());
         for op in ops {
             self.note_order(op);
-            let seeds = self.mutate(op)?;
-            let row = rows.recv().expect("the encoder sends one row per op");
+            let Encoded { journal: row, rows } =
+                encoded.recv().expect("the encoder sends one row per op");
+            self.rows_ahead = rows;
+            let seeds = self.mutate(op);
+            self.rows_ahead = RowsAhead::default();
+            let seeds = seeds?;
             changed.push(seeds.is_some());
             match (seeds, &mut self.deferred_seeds) {
                 // Every issue is refreshed at the end (see `Writer::finish`).
@@ -443,13 +451,12 @@ impl Writer<'_> {
             return Err(StoreError::AlreadyExists(issue.id.clone()));
         }
         validate_fields(issue)?;
-        let deps: Vec<Dependency> =
-            deps.iter().map(|d| Dependency { issue_id: issue.id.clone(), ..d.clone() }).collect();
+        let deps: Vec<Dependency> = deps.iter().map(|dep| edge_of(&issue.id, dep)).collect();
         for dep in &deps {
             self.check_new_edge(dep)?;
         }
         let sorted;
-        let issue = if issue.labels.windows(2).all(|pair| pair[0] < pair[1]) {
+        let issue = if labels_in_stored_order(issue) {
             issue
         } else {
             let mut copy = issue.clone();
@@ -458,9 +465,14 @@ impl Writer<'_> {
             sorted = copy;
             &sorted
         };
-        self.put_issue(None, issue)?;
-        for dep in &deps {
-            self.insert_edge(dep)?;
+        let ahead = self.rows_ahead.take(issue).filter(|rows| rows.edges.len() == deps.len());
+        let (issue_row, edge_rows) = match ahead {
+            Some(rows) => (rows.issue, rows.edges),
+            None => (issue_row(issue), deps.iter().map(edge_row).collect()),
+        };
+        self.put_issue_row(None, issue, &issue_row)?;
+        for (dep, row) in deps.iter().zip(&edge_rows) {
+            self.insert_edge_row(dep, row)?;
         }
         self.count_new_id(&issue.id, replica)?;
         if self.all_new() {
@@ -790,9 +802,13 @@ impl Writer<'_> {
     }
 
     fn insert_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {
-        let row = serde_json::to_vec(dep).expect("a dependency serialises");
+        self.insert_edge_row(dep, &edge_row(dep))
+    }
+
+    /// Inserts `dep`, whose edge row ([`edge_row`]) is `row`.
+    fn insert_edge_row(&mut self, dep: &Dependency, row: &[u8]) -> Result<(), StoreError> {
         let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
-        self.tables.deps.insert(key, row.as_slice())?;
+        self.tables.deps.insert(key, row)?;
         match &mut self.held_edges {
             Some(held) => {
                 held.insert((dep.depends_on_id.clone(), dep.issue_id.clone()), dep.kind.clone())
@@ -836,6 +852,16 @@ impl Writer<'_> {
 
     /// Writes an issue row and keeps the label and order indexes in step with it.
     fn put_issue(&mut self, old: Option<&Issue>, issue: &Issue) -> Result<(), StoreError> {
+        self.put_issue_row(old, issue, &issue_row(issue))
+    }
+
+    /// Writes `issue`, whose issue row ([`issue_row`]) is `row`, in place of `old`.
+    fn put_issue_row(
+        &mut self,
+        old: Option<&Issue>,
+        issue: &Issue,
+        row: &[u8],
+    ) -> Result<(), StoreError> {
         self.index_order(old, Some(issue))?;
         // A ready entry lives under its row's key: a new key leaves the old one behind.
         if let Some(old) = old {
@@ -851,8 +877,7 @@ impl Writer<'_> {
         for label in issue.labels.iter().filter(|l| !old_labels.contains(l)) {
             self.tables.labels.insert((label.as_str(), issue.id.as_str()), ())?;
         }
-        let row = serde_json::to_vec(issue).expect("an issue serialises");
-        self.tables.issues.insert(issue.id.as_str(), row.as_slice())?;
+        self.tables.issues.insert(issue.id.as_str(), row)?;
         self.touch(&issue.id);
         if let Some(bulk) = &mut self.bulk_ids
             && old.is_none()

@@ -22,6 +22,7 @@
 //! byte-range locks, and every commit is durable. Every commit that applied an op bumps the
 //! `changes` counter, which watchers poll to notice other processes' writes.
 
+mod ahead_rows;
 mod apply;
 pub mod check;
 mod guard;
@@ -1112,6 +1113,9 @@ pub struct Writer<'t> {
     /// In bulk mode, the counters of the meta table written so far (ids made, comments,
     /// issues per status), which every op of an import would otherwise read and write back.
     held_counters: Option<foldhash::HashMap<String, u64>>,
+    /// The rows of the bulk op being applied, made ahead on the encoder thread
+    /// ([`ahead_rows`]).
+    rows_ahead: ahead_rows::RowsAhead,
 }
 
 /// The issues a bulk-mode [`Writer`] has written: every id written and not deleted since bulk
@@ -1181,6 +1185,7 @@ impl<'t> Writer<'t> {
             held_ready: None,
             held_edges: None,
             held_counters: None,
+            rows_ahead: ahead_rows::RowsAhead::default(),
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
             writer.build_order_index()?;
