@@ -10,7 +10,7 @@
 //! - a value of another type than the key's, or out of its range;
 //! - a key given twice;
 //! - header, memory and tombstone lines, the legacy `wisp` alias, a top-level `fleet` key;
-//! - embedded edges or comments with nulls or unusual forms;
+//! - embedded edges or comments of unusual form, or with keys beyond the known ones;
 //! - an id or title the import refuses, broken fleet fields in the metadata.
 //!
 //! The general reader ([`super::parse_general`]) then reads the line. So rare forms and every
@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use jiff::Timestamp;
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserializer as _, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::{
@@ -207,7 +207,9 @@ impl Draft {
             }
             "_schema" | "wisp" | "fleet" => return Err(decline()),
             computed if COMPUTED_KEYS.contains(&computed) => {
-                map.next_value::<IgnoredAny>()?;
+                // Read, not skipped: skipping checks less than the general reader's parse
+                // (number range, escapes, depth), and a line it refuses must be declined.
+                map.next_value::<Value>()?;
                 return Ok(());
             }
             other => {
@@ -309,9 +311,10 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
     }
 }
 
-/// An embedded edge as the line has it. Keys beyond these are ignored, as the general reader
-/// ignores them; a key given twice is an error, which declines the line.
+/// An embedded edge as the line has it. A key beyond these (which the general reader checks
+/// as JSON and ignores) or a key given twice is an error, which declines the line.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct DepLine {
     /// Only its type is checked: the edge belongs to the line's issue.
     issue_id: Option<String>,
@@ -340,8 +343,9 @@ impl DepLine {
     }
 }
 
-/// An embedded comment as the line has it.
+/// An embedded comment as the line has it; other keys decline the line, as for edges.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CommentLine {
     id: Option<Value>,
     /// Only its type is checked: the comment belongs to the line's issue.
@@ -439,7 +443,7 @@ mod tests {
             r#""compacted_at":"2025-11-02 21:58:07 -0800 PST","rig":{"deep":[null,1.5]},"#,
             r#""dependencies":[{"issue_id":"bd-7.1","depends_on_id":"bd-7","type":"parent-child","#,
             r#""created_at":"2025-11-02T21:58:07Z","created_by":"c","#,
-            r#""metadata":"{\"gate\":\"any-children\"}","thread_id":"t","extra":1},"#,
+            r#""metadata":"{\"gate\":\"any-children\"}","thread_id":"t"},"#,
             r#"{"depends_on_id":"other-1","created_by":null}],"#,
             r#""comments":[{"id":7,"author":"a","text":"hi","created_at":"2025-11-02T21:59:00-08:00"},"#,
             r#"{"id":"0190-uuid","text":"there"}],"#,
@@ -473,10 +477,22 @@ mod tests {
             r#"{"id":"a-1"}"#,
             r#"{"id":"a-1","title":"t"} x"#,
             r#"[1]"#,
+            // Values the general reader's parse refuses, under keys it then ignores.
+            r#"{"id":"a-1","title":"t","dependency_count":1e400}"#,
+            r#"{"id":"a-1","title":"t","parent":"\udc00"}"#,
+            r#"{"id":"a-1","title":"t","dependencies":[{"depends_on_id":"a-2","x":1e999}]}"#,
+            r#"{"id":"a-1","title":"t","comments":[{"id":1,"text":"x","x":"\ud800"}]}"#,
         ] {
             assert_eq!(parse_issue_line(line, now()), None, "{line}");
             assert_eq!(parse_line(line, now()), general(line), "{line}");
         }
+        let deep = format!(
+            r#"{{"id":"a-1","title":"t","comment_count":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(parse_issue_line(&deep, now()), None);
+        assert!(parse_line(&deep, now()).unwrap_err().contains("recursion limit"));
     }
 
     fn one_of(texts: &'static [&'static str]) -> impl Strategy<Value = Value> + Clone {
