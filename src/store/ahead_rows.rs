@@ -1,19 +1,21 @@
-//! The rows of a bulk op's new issues, serialised on the encoder thread.
+//! The rows of a bulk op's new issues and comments, serialised on the encoder thread.
 //!
 //! An import's bulk ops are written on one thread while a second encodes each op's journal
 //! row ([`Writer::apply_bulk`]). The second thread also serialises the rows the op's new
-//! issues and their first edges will be stored as, so the writing thread only inserts them.
+//! issues, their first edges and its comments will be stored as, so the writing thread only
+//! inserts them.
 //!
-//! A row is used only for the very issue it was made from, found by its address in the op
+//! A row is used only for the very value it was made from, found by its address in the op
 //! (which lives, unchanged, until the op is applied). An issue the writer stores in another
 //! form (labels put in order) has another address and is serialised where it is written, so a
 //! row made ahead can never stand for a value it was not made from.
 //!
 //! [`Writer::apply_bulk`]: super::Writer::apply_bulk
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
-use crate::model::{Dependency, Issue};
+use crate::model::{Comment, Dependency, Issue};
 use crate::op::OpKind;
 
 /// An op's journal row and the rows of its new issues, as the encoder thread sends them.
@@ -22,53 +24,79 @@ pub(super) struct Encoded {
     pub rows: RowsAhead,
 }
 
-/// The rows made ahead for one op's `Create` entries, in entry order.
+/// The rows made ahead for one op's `Create` and `Comment` entries, in entry order.
 #[derive(Default)]
 pub(super) struct RowsAhead {
-    issues: VecDeque<NewIssueRows>,
+    issues: MadeFrom<NewIssueRows>,
+    comments: MadeFrom<Vec<u8>>,
 }
 
 /// One new issue's rows: its issue row and one edge row per edge it is created with.
 pub(super) struct NewIssueRows {
-    /// The address of the issue they were made from (compared, never followed).
-    made_from: usize,
     pub issue: Vec<u8>,
     pub edges: Vec<Vec<u8>>,
 }
 
 impl RowsAhead {
-    /// Serialises the rows of a bulk op's new issues whose labels are already in stored order.
+    /// Serialises the rows of a bulk op's comments and of its new issues whose labels are
+    /// already in stored order.
     pub fn of(op: &OpKind) -> RowsAhead {
+        let mut ahead = RowsAhead::default();
         let OpKind::Bulk { ops } = op else {
-            return RowsAhead::default();
+            return ahead;
         };
-        let issues = ops
-            .iter()
-            .filter_map(|entry| match entry {
+        for entry in ops {
+            match entry {
                 OpKind::Create { issue, deps } if labels_in_stored_order(issue) => {
-                    Some(NewIssueRows {
-                        made_from: address(issue),
-                        issue: issue_row(issue),
-                        edges: deps.iter().map(|dep| edge_row(&edge_of(&issue.id, dep))).collect(),
-                    })
+                    let edges = edges_of(&issue.id, deps).iter().map(edge_row).collect();
+                    let rows = NewIssueRows { issue: issue_row(issue), edges };
+                    ahead.issues.push(&**issue, rows);
                 }
-                _ => None,
-            })
-            .collect();
-        RowsAhead { issues }
+                OpKind::Comment { comment } => ahead.comments.push(comment, comment_row(comment)),
+                _ => {}
+            }
+        }
+        ahead
     }
 
     /// The rows made from `issue` (this very value), if any were.
-    pub fn take(&mut self, issue: &Issue) -> Option<NewIssueRows> {
-        let at = self.issues.iter().position(|rows| rows.made_from == address(issue))?;
-        // Entries before it were not written as created (refused, or stored in another form).
-        self.issues.drain(..at);
-        self.issues.pop_front()
+    pub fn take_issue(&mut self, issue: &Issue) -> Option<NewIssueRows> {
+        self.issues.take(issue)
+    }
+
+    /// The row made from `comment` (this very value), if one was.
+    pub fn take_comment(&mut self, comment: &Comment) -> Option<Vec<u8>> {
+        self.comments.take(comment)
     }
 }
 
-fn address(issue: &Issue) -> usize {
-    std::ptr::from_ref(issue) as usize
+/// Rows, each with the address of the value it was made from (compared, never followed), in
+/// the order the values come in their op.
+struct MadeFrom<T> {
+    rows: VecDeque<(usize, T)>,
+}
+
+impl<T> Default for MadeFrom<T> {
+    fn default() -> Self {
+        MadeFrom { rows: VecDeque::new() }
+    }
+}
+
+impl<T> MadeFrom<T> {
+    fn push<V>(&mut self, value: &V, row: T) {
+        self.rows.push_back((address(value), row));
+    }
+
+    fn take<V>(&mut self, value: &V) -> Option<T> {
+        let at = self.rows.iter().position(|(made_from, _)| *made_from == address(value))?;
+        // Rows before it were not used: their values were refused or stored in another form.
+        self.rows.drain(..at);
+        self.rows.pop_front().map(|(_, row)| row)
+    }
+}
+
+fn address<V>(value: &V) -> usize {
+    std::ptr::from_ref(value) as usize
 }
 
 /// Whether `issue`'s labels are as the store keeps them: sorted, without repeats.
@@ -81,15 +109,24 @@ pub(super) fn issue_row(issue: &Issue) -> Vec<u8> {
     serde_json::to_vec(issue).expect("an issue serialises")
 }
 
+/// A comment's row in the comment table.
+pub(super) fn comment_row(comment: &Comment) -> Vec<u8> {
+    serde_json::to_vec(comment).expect("a comment serialises")
+}
+
 /// An edge's row in the edge table.
 pub(super) fn edge_row(dep: &Dependency) -> Vec<u8> {
     serde_json::to_vec(dep).expect("a dependency serialises")
 }
 
-/// An edge a new issue is created with, as stored: it belongs to the issue, whatever its
-/// `issue_id` said.
-pub(super) fn edge_of(issue_id: &str, dep: &Dependency) -> Dependency {
-    Dependency { issue_id: issue_id.to_string(), ..dep.clone() }
+/// The edges a new issue is created with, as stored: they belong to the issue, whatever their
+/// `issue_id` said (borrowed when they all say so already, as an import's do).
+pub(super) fn edges_of<'d>(issue_id: &str, deps: &'d [Dependency]) -> Cow<'d, [Dependency]> {
+    if deps.iter().all(|dep| dep.issue_id == issue_id) {
+        return Cow::Borrowed(deps);
+    }
+    let owned = deps.iter().map(|dep| Dependency { issue_id: issue_id.to_string(), ..dep.clone() });
+    Cow::Owned(owned.collect())
 }
 
 #[cfg(test)]
@@ -115,9 +152,13 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_made_as_stored_and_taken_only_for_their_own_issue() {
+    fn rows_are_made_as_stored_and_taken_only_for_their_own_value() {
         let dep: Dependency = serde_json::from_str(
             r#"{"issue_id":"t-other","depends_on_id":"t-1","type":"blocks","created_at":"2026-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        let comment: Comment = serde_json::from_str(
+            r#"{"id":1,"issue_id":"t-3","author":"a","text":"hi","created_at":"2026-01-01T00:00:00Z"}"#,
         )
         .unwrap();
         let bulk = OpKind::Bulk {
@@ -125,21 +166,28 @@ mod tests {
                 new_issue("t-1", &["b", "a"], Vec::new()),
                 new_issue("t-2", &["a", "b"], vec![dep.clone()]),
                 new_issue("t-3", &[], Vec::new()),
+                OpKind::Comment { comment: comment.clone() },
             ],
         };
         let mut ahead = RowsAhead::of(&bulk);
         // Unsorted labels are stored in another form: no row is made for t-1.
-        assert!(ahead.take(issue_in(&bulk, 0)).is_none());
+        assert!(ahead.take_issue(issue_in(&bulk, 0)).is_none());
         // An equal issue elsewhere is not the one the rows were made from.
-        assert!(ahead.take(&issue_in(&bulk, 1).clone()).is_none());
-        let rows = ahead.take(issue_in(&bulk, 1)).expect("rows of t-2");
+        assert!(ahead.take_issue(&issue_in(&bulk, 1).clone()).is_none());
+        let rows = ahead.take_issue(issue_in(&bulk, 1)).expect("rows of t-2");
         assert_eq!(rows.issue, issue_row(issue_in(&bulk, 1)));
         let stored_edge: Dependency = serde_json::from_slice(&rows.edges[0]).unwrap();
         assert_eq!(stored_edge, Dependency { issue_id: "t-2".into(), ..dep });
-        assert!(ahead.take(issue_in(&bulk, 1)).is_none(), "rows are taken once");
-        assert!(ahead.take(issue_in(&bulk, 2)).is_some());
+        assert!(ahead.take_issue(issue_in(&bulk, 1)).is_none(), "rows are taken once");
+        assert!(ahead.take_issue(issue_in(&bulk, 2)).is_some());
+        let OpKind::Bulk { ops } = &bulk else { unreachable!() };
+        let OpKind::Comment { comment: in_op } = &ops[3] else { unreachable!() };
+        assert!(ahead.take_comment(&comment).is_none(), "an equal comment elsewhere");
+        assert_eq!(ahead.take_comment(in_op), Some(comment_row(&comment)));
         assert!(
-            RowsAhead::of(&new_issue("t-4", &[], Vec::new())).take(issue_in(&bulk, 2)).is_none()
+            RowsAhead::of(&new_issue("t-4", &[], Vec::new()))
+                .take_issue(issue_in(&bulk, 2))
+                .is_none()
         );
     }
 }

@@ -59,7 +59,9 @@ use std::collections::BTreeSet;
 use jiff::Timestamp;
 use redb::ReadableTable;
 
-use super::ahead_rows::{Encoded, RowsAhead, edge_of, edge_row, issue_row, labels_in_stored_order};
+use super::ahead_rows::{
+    Encoded, RowsAhead, comment_row, edge_row, edges_of, issue_row, labels_in_stored_order,
+};
 use super::tables::{View, ready_key};
 use super::{StoreError, Writer, meta};
 use crate::id;
@@ -451,8 +453,8 @@ impl Writer<'_> {
             return Err(StoreError::AlreadyExists(issue.id.clone()));
         }
         validate_fields(issue)?;
-        let deps: Vec<Dependency> = deps.iter().map(|dep| edge_of(&issue.id, dep)).collect();
-        for dep in &deps {
+        let deps = edges_of(&issue.id, deps);
+        for dep in deps.iter() {
             self.check_new_edge(dep)?;
         }
         let sorted;
@@ -465,7 +467,7 @@ impl Writer<'_> {
             sorted = copy;
             &sorted
         };
-        let ahead = self.rows_ahead.take(issue).filter(|rows| rows.edges.len() == deps.len());
+        let ahead = self.rows_ahead.take_issue(issue).filter(|rows| rows.edges.len() == deps.len());
         let (issue_row, edge_rows) = match ahead {
             Some(rows) => (rows.issue, rows.edges),
             None => (issue_row(issue), deps.iter().map(edge_row).collect()),
@@ -717,7 +719,7 @@ impl Writer<'_> {
         }
         let seq = self.counter(meta::COMMENT_SEQ)? + 1;
         self.put_meta_u64(meta::COMMENT_SEQ, seq)?;
-        let row = serde_json::to_vec(comment).expect("a comment serialises");
+        let row = self.rows_ahead.take_comment(comment).unwrap_or_else(|| comment_row(comment));
         self.tables.comments.insert((comment.issue_id.as_str(), seq), row.as_slice())?;
         self.touch(&comment.issue_id);
         Ok(Some(BTreeSet::new()))
