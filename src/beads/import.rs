@@ -480,7 +480,7 @@ impl<'v> Planner<'v> {
             index: HashMap::with_capacity(capacity),
             comments: Vec::new(),
             seen_comments: HashMap::new(),
-            id_lines: IdLines::default(),
+            id_lines: IdLines(HashMap::with_capacity(capacity)),
             report,
         }
     }
