@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
+use super::readiness::{Facts, facts_in};
 use crate::model::{Comment, Dependency, Issue};
 use crate::op::OpKind;
 
@@ -31,10 +32,12 @@ pub(super) struct RowsAhead {
     comments: MadeFrom<Vec<u8>>,
 }
 
-/// One new issue's rows: its issue row and one edge row per edge it is created with.
+/// One new issue's rows: its issue row and one edge row per edge it is created with, and
+/// the readiness facts read back from its row (with its id).
 pub(super) struct NewIssueRows {
     pub issue: Vec<u8>,
     pub edges: Vec<Vec<u8>>,
+    pub facts: Option<(String, Facts)>,
 }
 
 impl RowsAhead {
@@ -49,7 +52,10 @@ impl RowsAhead {
             match entry {
                 OpKind::Create { issue, deps } if labels_in_stored_order(issue) => {
                     let edges = edges_of(&issue.id, deps).iter().map(edge_row).collect();
-                    let rows = NewIssueRows { issue: issue_row(issue), edges };
+                    let row = issue_row(issue);
+                    let facts =
+                        facts_in(&issue.id, &row).ok().map(|facts| (issue.id.clone(), facts));
+                    let rows = NewIssueRows { issue: row, edges, facts };
                     ahead.issues.push(&**issue, rows);
                 }
                 OpKind::Comment { comment } => ahead.comments.push(comment, comment_row(comment)),

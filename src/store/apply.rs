@@ -468,11 +468,12 @@ impl Writer<'_> {
             &sorted
         };
         let ahead = self.rows_ahead.take_issue(issue).filter(|rows| rows.edges.len() == deps.len());
-        let (issue_row, edge_rows) = match ahead {
-            Some(rows) => (rows.issue, rows.edges),
-            None => (issue_row(issue), deps.iter().map(edge_row).collect()),
+        let (issue_row, edge_rows, facts) = match ahead {
+            Some(rows) => (rows.issue, rows.edges, rows.facts),
+            None => (issue_row(issue), deps.iter().map(edge_row).collect(), None),
         };
         self.put_issue_row(None, issue, &issue_row)?;
+        self.keep_created_facts(facts);
         for (dep, row) in deps.iter().zip(&edge_rows) {
             self.insert_edge_row(dep, row)?;
         }
@@ -672,6 +673,7 @@ impl Writer<'_> {
         }
         self.index_order(Some(&old), None)?;
         self.remove_ready_entry(ready_key(&old))?;
+        self.keep_created_facts(None);
         self.tables.issues.remove(id)?;
         if let Some(bulk) = &mut self.bulk_ids {
             bulk.ids.remove(id);
@@ -854,7 +856,18 @@ impl Writer<'_> {
 
     /// Writes an issue row and keeps the label and order indexes in step with it.
     fn put_issue(&mut self, old: Option<&Issue>, issue: &Issue) -> Result<(), StoreError> {
+        self.keep_created_facts(None);
         self.put_issue_row(old, issue, &issue_row(issue))
+    }
+
+    /// Keeps the facts of the issue just written by a create (`None`: an issue row written
+    /// without them, after which the kept facts no longer describe the issue table).
+    fn keep_created_facts(&mut self, facts: Option<(String, super::readiness::Facts)>) {
+        match (&mut self.created_facts, facts) {
+            (Some(kept), Some(facts)) => kept.push(facts),
+            (Some(_), None) => self.created_facts = None,
+            (None, _) => {}
+        }
     }
 
     /// Writes `issue`, whose issue row ([`issue_row`]) is `row`, in place of `old`.

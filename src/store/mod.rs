@@ -1116,6 +1116,10 @@ pub struct Writer<'t> {
     /// The rows of the bulk op being applied, made ahead on the encoder thread
     /// ([`ahead_rows`]).
     rows_ahead: ahead_rows::RowsAhead,
+    /// In bulk mode on a store that started empty, each created issue's id and readiness
+    /// facts, read from its row on the encoder thread, so the refresh at the end scans no
+    /// issue row. Dropped by any other write of an issue row ([`Writer::keep_created_facts`]).
+    created_facts: Option<Vec<(String, readiness::Facts)>>,
 }
 
 /// The issues a bulk-mode [`Writer`] has written: every id written and not deleted since bulk
@@ -1186,6 +1190,7 @@ impl<'t> Writer<'t> {
             held_edges: None,
             held_counters: None,
             rows_ahead: ahead_rows::RowsAhead::default(),
+            created_facts: None,
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
             writer.build_order_index()?;
@@ -1337,6 +1342,7 @@ impl<'t> Writer<'t> {
         self.held_counters.get_or_insert_with(Default::default);
         if complete {
             self.held_edges.get_or_insert_with(Default::default);
+            self.created_facts.get_or_insert_with(Vec::new);
         }
         Ok(())
     }
@@ -1558,6 +1564,116 @@ mod tests {
             let json = journal_row::json(&rows[0]).unwrap();
             assert!(rows[0].len() * 2 < json.len(), "{} of {} bytes", rows[0].len(), json.len());
         }
+    }
+
+    /// A bulk import into an empty store refreshes readiness from the facts kept as its issues
+    /// were created; the ready and blocked tables come out as a scan of the issue rows makes
+    /// them (parents, blockers, closed and deferred issues, a custom status).
+    #[test]
+    fn readiness_from_created_facts_is_readiness_from_the_rows() {
+        use redb::{ReadableDatabase, ReadableTable};
+        let at: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let issue = |id: &str, status: &str| {
+            let mut issue = Issue::new(id.into(), "x".into(), at);
+            issue.status = crate::model::Status::from_name(status);
+            issue.priority = (id.len() % 5) as u8;
+            if id == "t-6" {
+                issue.defer_until = Some(at + jiff::SignedDuration::from_hours(24 * 365 * 10));
+            }
+            Box::new(issue)
+        };
+        let edge = |from: &str, to: &str, kind: &str| -> crate::model::Dependency {
+            serde_json::from_value(serde_json::json!({
+                "issue_id": from, "depends_on_id": to, "type": kind, "created_at": at.to_string()
+            }))
+            .unwrap()
+        };
+        // Created out of id order, as an import creates targets before their dependents.
+        let entries = || {
+            vec![
+                OpKind::Create { issue: issue("t-2", "open"), deps: Vec::new() },
+                OpKind::Create {
+                    issue: issue("t-3", "in_progress"),
+                    deps: vec![edge("t-3", "t-2", "blocks")],
+                },
+                OpKind::Create { issue: issue("t-6", "open"), deps: Vec::new() },
+                OpKind::Create {
+                    issue: issue("t-6.1", "open"),
+                    deps: vec![
+                        edge("t-6.1", "t-3", "blocks"),
+                        edge("t-6.1", "t-6", "parent-child"),
+                    ],
+                },
+                OpKind::Create { issue: issue("t-1", "open"), deps: Vec::new() },
+                OpKind::Create {
+                    issue: issue("t-1.1", "open"),
+                    deps: vec![edge("t-1.1", "t-1", "parent-child")],
+                },
+                OpKind::Create { issue: issue("t-4", "closed"), deps: Vec::new() },
+                OpKind::Create {
+                    issue: issue("t-5", "review"),
+                    deps: vec![edge("t-5", "t-4", "blocks")],
+                },
+            ]
+        };
+        let indexes_after = |keep_facts: bool| {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+            store
+                .write("a", Clock::System, |w| {
+                    w.begin_bulk()?;
+                    w.apply_bulk(entries())?;
+                    assert_eq!(w.created_facts.as_ref().map(Vec::len), Some(8), "facts were kept");
+                    if !keep_facts {
+                        w.created_facts = None;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            let txn = store.writable().unwrap().begin_read().unwrap();
+            let ready: Vec<(Vec<u8>, Vec<u8>)> = txn
+                .open_table(READY)
+                .unwrap()
+                .iter()
+                .unwrap()
+                .map(|e| e.map(|(k, v)| (k.value().to_vec(), v.value().to_vec())).unwrap())
+                .collect();
+            let blocked: Vec<String> = txn
+                .open_table(BLOCKED)
+                .unwrap()
+                .iter()
+                .unwrap()
+                .map(|e| e.unwrap().0.value().to_string())
+                .collect();
+            (ready, blocked)
+        };
+        let (kept, scanned) = (indexes_after(true), indexes_after(false));
+        assert_eq!(kept.1, ["t-3", "t-6.1"]);
+        assert!(!kept.0.is_empty());
+        assert_eq!(kept, scanned);
+    }
+
+    /// Facts kept from the creates no longer describe the issue table once a row is written
+    /// another way (a replaced record here), so the refresh scans the rows again.
+    #[test]
+    fn an_issue_row_written_otherwise_drops_the_created_facts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let mut replaced = Issue::new("t-0".into(), "replaced".into(), jiff::Timestamp::now());
+        replaced.status = crate::model::Status::Closed;
+        store
+            .write("a", Clock::System, |w| {
+                w.begin_bulk()?;
+                w.apply_bulk(creates(3, "x"))?;
+                assert_eq!(w.created_facts.as_ref().map(Vec::len), Some(3));
+                w.apply_bulk(vec![OpKind::Put { issue: Box::new(replaced) }])?;
+                assert!(w.created_facts.is_none());
+                Ok(())
+            })
+            .unwrap();
+        let ready = store.read().unwrap().ready(&ReadyFilter::default(), jiff::Timestamp::now());
+        let ids: Vec<String> = ready.unwrap().issues.into_iter().map(|i| i.id).collect();
+        assert_eq!(ids, ["t-1", "t-2"], "the closed record is not ready");
     }
 
     /// The counters a bulk import holds in memory reach the store: the number of issues made,

@@ -40,7 +40,7 @@ use crate::model::{Issue, Status, dep_type};
 /// fields and the unmodelled keys (which the full [`Issue`] collects into a map), so a
 /// refresh of a whole import costs a fraction of full decodes.
 #[derive(Deserialize)]
-struct Facts {
+pub(super) struct Facts {
     #[serde(default)]
     status: Status,
     #[serde(default)]
@@ -166,7 +166,7 @@ impl ReadAhead {
 }
 
 /// The facts in the row of issue `id`.
-fn facts_in(id: &str, row: &[u8]) -> Result<Facts, StoreError> {
+pub(super) fn facts_in(id: &str, row: &[u8]) -> Result<Facts, StoreError> {
     serde_json::from_slice(row).map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}")))
 }
 
@@ -310,11 +310,19 @@ impl Writer<'_> {
 
     /// Every issue's facts and edges, for [`Writer::refresh_every_issue`], with every
     /// issue's brief put in `cache`. The edges are read on another core meanwhile.
-    fn read_ahead(&self, cache: &mut FactCache) -> Result<ReadAhead, StoreError> {
+    fn read_ahead(&mut self, cache: &mut FactCache) -> Result<ReadAhead, StoreError> {
+        let created = self.created_facts.take();
+        let created = match created {
+            Some(created) if created.len() as u64 == self.tables.issue_count()? => Some(created),
+            _ => None,
+        };
         let deps = &self.tables.deps;
         let (issues, edges) = std::thread::scope(|scope| {
             let edges = scope.spawn(|| edge_facts_by_issue(deps));
-            let issues = self.read_facts(cache);
+            let issues = match created {
+                Some(created) => Ok(Self::created_facts_ahead(created, cache)),
+                None => self.read_facts(cache),
+            };
             (issues, edges.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });
         let mut ahead = issues?;
@@ -331,6 +339,20 @@ impl Writer<'_> {
             }
         }
         Ok(ahead)
+    }
+
+    /// [`Writer::read_facts`] from the facts kept as the issues were created (each read from
+    /// the row it was stored with), which then hold every issue in the store.
+    fn created_facts_ahead(mut created: Vec<(String, Facts)>, cache: &mut FactCache) -> ReadAhead {
+        created.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let (mut ids, mut unvisited) =
+            (Vec::with_capacity(created.len()), Vec::with_capacity(created.len()));
+        for (id, facts) in created {
+            cache.briefs.insert(id.clone(), Some(Brief::of(&facts)));
+            ids.push(id);
+            unvisited.push(Some((facts, Vec::new())));
+        }
+        ReadAhead { ids, unvisited }
     }
 
     /// Every issue's id and facts, without edges yet, with its brief put in `cache`.
