@@ -340,13 +340,17 @@ impl Writer<'_> {
             }
             ops.push(self.stamp(OpKind::Bulk { ops: chunk }));
         }
+        let with_facts = self.created_facts.is_some();
         let changed = std::thread::scope(|scope| {
             let (rows, received) = std::sync::mpsc::sync_channel(ROWS_AHEAD);
             let made = &ops;
             scope.spawn(move || {
                 // Stops early only when the writer has failed and dropped its end.
                 made.iter().try_for_each(|op| {
-                    rows.send(Encoded { journal: encode_op(op), rows: RowsAhead::of(&op.kind) })
+                    rows.send(Encoded {
+                        journal: encode_op(op),
+                        rows: RowsAhead::of(&op.kind, with_facts),
+                    })
                 })
             });
             self.mutate_made_here(made, &received)

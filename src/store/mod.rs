@@ -1616,7 +1616,15 @@ mod tests {
                 },
             ]
         };
-        let indexes_after = |keep_facts: bool| {
+        // How the kept facts are used: as they are, dropped (the scan), or with two issues'
+        // facts swapped (which must show, or the kept facts were not what the refresh read).
+        #[derive(Clone, Copy, PartialEq)]
+        enum Kept {
+            AsMade,
+            Dropped,
+            Swapped,
+        }
+        let indexes_after = |kept: Kept| {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
             store
@@ -1624,8 +1632,16 @@ mod tests {
                     w.begin_bulk()?;
                     w.apply_bulk(entries())?;
                     assert_eq!(w.created_facts.as_ref().map(Vec::len), Some(8), "facts were kept");
-                    if !keep_facts {
-                        w.created_facts = None;
+                    match (kept, &mut w.created_facts) {
+                        (Kept::Dropped, facts) => *facts = None,
+                        (Kept::Swapped, Some(facts)) => {
+                            // t-2 (open, t-3's blocker) takes the facts of t-4 (closed).
+                            let at = |id: &str| facts.iter().position(|(i, _)| i == id).unwrap();
+                            let (open, closed) = (at("t-2"), at("t-4"));
+                            facts[open].0 = "t-4".into();
+                            facts[closed].0 = "t-2".into();
+                        }
+                        _ => {}
                     }
                     Ok(())
                 })
@@ -1647,10 +1663,11 @@ mod tests {
                 .collect();
             (ready, blocked)
         };
-        let (kept, scanned) = (indexes_after(true), indexes_after(false));
+        let (kept, scanned) = (indexes_after(Kept::AsMade), indexes_after(Kept::Dropped));
         assert_eq!(kept.1, ["t-3", "t-6.1"]);
         assert!(!kept.0.is_empty());
         assert_eq!(kept, scanned);
+        assert_ne!(indexes_after(Kept::Swapped).1, kept.1, "the refresh reads the kept facts");
     }
 
     /// Facts kept from the creates no longer describe the issue table once a row is written
