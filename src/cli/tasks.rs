@@ -163,7 +163,7 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         ready: stats.ready_issues,
         blocked: stats.blocked_issues + blocked_status,
         cost_today_usd: cost_today(home, now),
-        pauses: pause_rows(home, &config, now),
+        pauses: pause_rows(home, &config, &holds_or_warn(ctx, home), now),
         tasks,
     })
 }
@@ -423,13 +423,23 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
         .fold(0.0, |total, cost| total + cost)
 }
 
+/// People's holds (`fleet pause`); a file that cannot be read is shown as a warning, since
+/// the supervisor will not start on it, and as no holds.
+fn holds_or_warn(ctx: &Context, home: &Path) -> Holds {
+    Holds::read(home).unwrap_or_else(|error| {
+        ctx.out.warn(&format!(
+            "warning: {error}. Until then `fleet run` will not start, and no `fleet pause` shows here"
+        ));
+        Holds::default()
+    })
+}
+
 /// The supervisor's pauses in force (a coder whose every account is paused also as a whole),
 /// then people's holds.
-fn pause_rows(home: &Path, config: &RuntimeConfig, now: Timestamp) -> Vec<PauseRow> {
+fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp) -> Vec<PauseRow> {
     let pauses = Pauses::load(home);
-    let holds = Holds::load(home);
     let by_accounts = config.coders.keys().filter_map(|coder| {
-        let pause = accounts::coder_paused_by_accounts(config, coder, &pauses, &holds, now)?;
+        let pause = accounts::coder_paused_by_accounts(config, coder, &pauses, holds, now)?;
         Some((Scope::coder(coder), pause))
     });
     let mut rows: Vec<PauseRow> = pauses

@@ -85,14 +85,9 @@ impl HoldsEdit {
 }
 
 impl Holds {
-    /// The holds under `home` (none when the file is missing or unreadable).
-    pub fn load(home: &Path) -> Holds {
-        Holds::read(home).ok().unwrap_or_default()
-    }
-
     /// The holds under `home`: none when there is no file; an error names a file that cannot
     /// be read or parsed, which an edit must not overwrite with its one change.
-    fn read(home: &Path) -> std::io::Result<Holds> {
+    pub fn read(home: &Path) -> std::io::Result<Holds> {
         let path = holds_path(home);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -263,7 +258,7 @@ mod tests {
         edit.holds.place(None, hold());
         edit.save().unwrap();
         assert!(crate::fsutil::try_lock_exclusive(&lock).unwrap().is_some());
-        assert!(Holds::load(home.path()).all.is_some());
+        assert!(Holds::read(home.path()).unwrap().all.is_some());
     }
 
     #[test]

@@ -256,6 +256,10 @@ fn a_broken_holds_file_keeps_the_supervisor_from_starting() {
     assert!(refused.stderr.contains("lifts every `fleet pause`"), "{}", refused.stderr);
     assert_eq!(fleet.show(&id)["status"], "open");
     assert_eq!(std::fs::read_to_string(&holds).unwrap(), "{\"all\": ");
+    // The operator's view says so too, rather than showing nothing paused.
+    let tasks = fleet.ws.run(&["tasks"]).ok();
+    assert!(tasks.stderr.contains("holds.json is not a holds file"), "{}", tasks.stderr);
+    assert!(tasks.stderr.contains("`fleet run` will not start"), "{}", tasks.stderr);
 
     std::fs::remove_file(&holds).unwrap();
     fleet.run_until_idle(&[]).ok();
