@@ -452,6 +452,29 @@ mod tests {
         assert_taken_alike(line);
     }
 
+    /// Every key the general reader models is one this reader reads into its field (not into
+    /// `extra`), so a field added to the model and to `modelled_kind` alone fails here.
+    #[test]
+    fn every_modelled_key_is_read_into_the_model() {
+        use super::super::{BEADS_ORDER, Kind, modelled_kind};
+        for key in BEADS_ORDER.iter().filter(|key| !matches!(**key, "id" | "title")) {
+            let Some(kind) = modelled_kind(key) else { continue };
+            let value = match kind {
+                Kind::Text => json!("x"),
+                Kind::Integer => json!(1),
+                Kind::Flag => json!(true),
+                Kind::Time => json!("2025-01-01T00:00:00Z"),
+                Kind::Texts => json!(["a"]),
+                Kind::Json => json!({"k": 1}),
+            };
+            let line = format!(r#"{{"id":"a-1","title":"t",{}:{value}}}"#, Value::from(*key));
+            let record =
+                parse_issue_line(&line, now()).unwrap_or_else(|| panic!("declined {line}"));
+            assert!(record.issue.extra.is_empty(), "{key} went to extra");
+            assert_taken_alike(&line);
+        }
+    }
+
     #[test]
     fn unusual_lines_are_left_to_the_general_reader() {
         for line in [
