@@ -1693,6 +1693,49 @@ mod tests {
         assert_eq!(ids, ["t-1", "t-2"], "the closed record is not ready");
     }
 
+    /// A text search of a store large enough to be scanned from both ends at once finds every
+    /// match: the first and last rows, the rows around the middle, descriptions, and a text
+    /// nearly every row holds.
+    #[test]
+    fn a_large_store_is_searched_from_both_ends_completely() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let now = jiff::Timestamp::now();
+        let n = 20_500;
+        let matches =
+            |k: usize| k.is_multiple_of(997) || k == n - 1 || (10_240..10_260).contains(&k);
+        let entries = (0..n)
+            .map(|k| {
+                let title =
+                    if matches(k) { format!("a NeedLe {k}") } else { format!("common {k}") };
+                let mut issue = Issue::new(format!("t-{k:05}"), title, now);
+                if k == 7 {
+                    issue.description = "the needle is here".into();
+                }
+                OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
+            })
+            .collect();
+        store
+            .write("a", Clock::System, |w| {
+                w.begin_bulk()?;
+                w.apply_bulk(entries)
+            })
+            .unwrap();
+        let filter = ListFilter { text: Some("needle".into()), limit: 0, ..ListFilter::default() };
+        let (found, total) = store.read().unwrap().list(&filter).unwrap();
+        let mut ids: Vec<String> = found.into_iter().map(|s| s.issue.id).collect();
+        ids.sort();
+        let mut expected: Vec<String> =
+            (0..n).filter(|&k| matches(k) || k == 7).map(|k| format!("t-{k:05}")).collect();
+        expected.sort();
+        assert_eq!(total, expected.len());
+        assert_eq!(ids, expected);
+        // A text almost every row holds: a row missed where the two scans meet shows here.
+        let filter = ListFilter { text: Some("COMMON".into()), limit: 0, ..ListFilter::default() };
+        let (_, total) = store.read().unwrap().list(&filter).unwrap();
+        assert_eq!(total, (0..n).filter(|&k| !matches(k)).count());
+    }
+
     /// The counters a bulk import holds in memory reach the store: the number of issues made,
     /// which picks the length of new ids.
     #[test]

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use redb::{ReadableTable, TableDefinition};
 
@@ -488,17 +489,26 @@ pub(crate) trait View {
     }
 }
 
+/// A table this large is searched by two scans at once, one from each end ([`View::ids_with_text`]).
+const SCANNED_FROM_BOTH_ENDS: u64 = 20_000;
+
+/// An entry of the issue table as its iterators give it.
+type IssueEntry<'a> = Result<
+    (redb::AccessGuard<'a, &'static str>, redb::AccessGuard<'a, &'static [u8]>),
+    redb::StorageError,
+>;
+
 impl<I, D, R, C, L, Y, B, M, O> View for TableSet<I, D, R, C, L, Y, B, M, O>
 where
-    I: ReadableTable<&'static str, &'static [u8]>,
-    D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
-    R: ReadableTable<(&'static str, &'static str), &'static str>,
-    C: ReadableTable<(&'static str, u64), &'static [u8]>,
-    L: ReadableTable<(&'static str, &'static str), ()>,
-    Y: ReadableTable<&'static [u8], &'static [u8]>,
-    B: ReadableTable<&'static str, ()>,
-    M: ReadableTable<&'static str, &'static [u8]>,
-    O: ReadableTable<&'static [u8], &'static [u8]>,
+    I: ReadableTable<&'static str, &'static [u8]> + Sync,
+    D: ReadableTable<(&'static str, &'static str), &'static [u8]> + Sync,
+    R: ReadableTable<(&'static str, &'static str), &'static str> + Sync,
+    C: ReadableTable<(&'static str, u64), &'static [u8]> + Sync,
+    L: ReadableTable<(&'static str, &'static str), ()> + Sync,
+    Y: ReadableTable<&'static [u8], &'static [u8]> + Sync,
+    B: ReadableTable<&'static str, ()> + Sync,
+    M: ReadableTable<&'static str, &'static [u8]> + Sync,
+    O: ReadableTable<&'static [u8], &'static [u8]> + Sync,
 {
     fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
         match self.issues.get(id)? {
@@ -736,17 +746,35 @@ where
     }
 
     fn ids_with_text(&self, needle: &TextNeedle) -> Result<HashSet<String>, StoreError> {
-        let mut hits = HashSet::new();
-        let mut scratch = Vec::new();
-        self.scan_rows(&mut |id, row| {
-            // The id is the row's key, which the screen of the row does not see.
-            let may_match = needle.row_may_match(row, &mut scratch) || needle.occurs_in(id);
-            if may_match && self.row_has_text(id, row, needle)? {
-                hits.insert(id.to_string());
+        let total = self.issues.len()?;
+        // Each row is read by the one scan that claims it: one from the first row on, one
+        // (for a large table) from the last row back, until every row is claimed.
+        let claimed = AtomicU64::new(0);
+        let scan = |rows: &mut dyn Iterator<Item = IssueEntry<'_>>| {
+            let (mut hits, mut scratch) = (Vec::new(), Vec::new());
+            while claimed.fetch_add(1, Ordering::Relaxed) < total {
+                let Some(entry) = rows.next() else { break };
+                let (key, row) = entry?;
+                let (id, row) = (key.value(), row.value());
+                // The id is the row's key, which the screen of the row does not see.
+                let may_match = needle.row_may_match(row, &mut scratch) || needle.occurs_in(id);
+                if may_match && self.row_has_text(id, row, needle)? {
+                    hits.push(id.to_string());
+                }
             }
-            Ok(true)
-        })?;
-        Ok(hits)
+            Ok::<_, StoreError>(hits)
+        };
+        let (front, back) = if total < SCANNED_FROM_BOTH_ENDS {
+            (scan(&mut self.issues.iter()?), Ok(Vec::new()))
+        } else {
+            let (forward, backward) = (self.issues.iter()?, self.issues.iter()?.rev());
+            std::thread::scope(|scope| {
+                let back = scope.spawn(|| scan(&mut { backward }));
+                let front = scan(&mut { forward });
+                (front, back.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            })
+        };
+        Ok(front?.into_iter().chain(back?).collect())
     }
 
     fn has_text(&self, id: &str, needle: &TextNeedle) -> Result<bool, StoreError> {
