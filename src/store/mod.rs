@@ -1588,32 +1588,21 @@ mod tests {
             }))
             .unwrap()
         };
+        let create = |id: &str, status: &str, deps: &[(&str, &str)]| OpKind::Create {
+            issue: issue(id, status),
+            deps: deps.iter().map(|(to, kind)| edge(id, to, kind)).collect(),
+        };
         // Created out of id order, as an import creates targets before their dependents.
         let entries = || {
             vec![
-                OpKind::Create { issue: issue("t-2", "open"), deps: Vec::new() },
-                OpKind::Create {
-                    issue: issue("t-3", "in_progress"),
-                    deps: vec![edge("t-3", "t-2", "blocks")],
-                },
-                OpKind::Create { issue: issue("t-6", "open"), deps: Vec::new() },
-                OpKind::Create {
-                    issue: issue("t-6.1", "open"),
-                    deps: vec![
-                        edge("t-6.1", "t-3", "blocks"),
-                        edge("t-6.1", "t-6", "parent-child"),
-                    ],
-                },
-                OpKind::Create { issue: issue("t-1", "open"), deps: Vec::new() },
-                OpKind::Create {
-                    issue: issue("t-1.1", "open"),
-                    deps: vec![edge("t-1.1", "t-1", "parent-child")],
-                },
-                OpKind::Create { issue: issue("t-4", "closed"), deps: Vec::new() },
-                OpKind::Create {
-                    issue: issue("t-5", "review"),
-                    deps: vec![edge("t-5", "t-4", "blocks")],
-                },
+                create("t-2", "open", &[]),
+                create("t-3", "in_progress", &[("t-2", "blocks")]),
+                create("t-6", "open", &[]),
+                create("t-6.1", "open", &[("t-3", "blocks"), ("t-6", "parent-child")]),
+                create("t-1", "open", &[]),
+                create("t-1.1", "open", &[("t-1", "parent-child")]),
+                create("t-4", "closed", &[]),
+                create("t-5", "review", &[("t-4", "blocks")]),
             ]
         };
         // How the kept facts are used: as they are, dropped (the scan), or with two issues'

@@ -317,6 +317,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
 #[serde(deny_unknown_fields)]
 struct DepLine {
     /// Only its type is checked: the edge belongs to the line's issue.
+    #[allow(dead_code)]
     issue_id: Option<String>,
     depends_on_id: Option<String>,
     #[serde(rename = "type")]
@@ -330,7 +331,6 @@ struct DepLine {
 
 impl DepLine {
     fn into_dependency(self, issue: &Issue) -> Option<Dependency> {
-        let _ = self.issue_id;
         Some(Dependency {
             issue_id: issue.id.clone(),
             depends_on_id: self.depends_on_id.filter(|target| !target.is_empty())?,
@@ -349,6 +349,7 @@ impl DepLine {
 struct CommentLine {
     id: Option<Value>,
     /// Only its type is checked: the comment belongs to the line's issue.
+    #[allow(dead_code)]
     issue_id: Option<String>,
     author: Option<String>,
     text: Option<String>,
@@ -357,7 +358,6 @@ struct CommentLine {
 
 impl CommentLine {
     fn into_comment(self, issue: &Issue) -> Option<Comment> {
-        let _ = self.issue_id;
         let id = match self.id? {
             Value::String(text) => CommentId::Text(text),
             Value::Number(number) => CommentId::Number(number.as_i64()?),
