@@ -60,6 +60,10 @@ pub struct TasksView {
     pub cost_today_usd: f64,
     pub pauses: Vec<PauseRow>,
     pub tasks: Vec<TaskRow>,
+    /// What the view could not read (a broken holds file): on stderr once, or at the head of
+    /// the watched screen.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -136,7 +140,10 @@ pub fn cmd_tasks(ctx: &Context, args: TasksArgs) -> Result<(), CliError> {
     if args.watch && !ctx.out.json && std::io::stdout().is_terminal() {
         return watch(ctx, &home, args.all);
     }
-    let view = gather(ctx, &home, args.all)?;
+    let mut view = gather(ctx, &home, args.all)?;
+    for warning in std::mem::take(&mut view.warnings) {
+        ctx.out.warn(&format!("warning: {warning}"));
+    }
     let width = std::io::stdout().is_terminal().then(|| terminal_size().0);
     ctx.out.emit_styled(&view, || render(&view, ctx.now(), width).into_styled());
     Ok(())
@@ -156,6 +163,7 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         tasks.extend(finished_rows(&reader, home, &config, &tasks, now)?);
     }
     let running = tasks.iter().filter(|t| t.running).count();
+    let (holds, warnings) = holds_and_warnings(home);
     Ok(TasksView {
         max_concurrent: supervisors.iter().map(|s| s.max_concurrent).sum(),
         supervisors: supervisors.iter().map(supervisor_row).collect(),
@@ -163,8 +171,9 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         ready: stats.ready_issues,
         blocked: stats.blocked_issues + blocked_status,
         cost_today_usd: cost_today(home, now),
-        pauses: pause_rows(home, &config, &holds_or_warn(ctx, home), now),
+        pauses: pause_rows(home, &config, &holds, now),
         tasks,
+        warnings,
     })
 }
 
@@ -423,15 +432,18 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
         .fold(0.0, |total, cost| total + cost)
 }
 
-/// People's holds (`fleet pause`); a file that cannot be read is shown as a warning, since
-/// the supervisor will not start on it, and as no holds.
-fn holds_or_warn(ctx: &Context, home: &Path) -> Holds {
-    Holds::read(home).unwrap_or_else(|error| {
-        ctx.out.warn(&format!(
-            "warning: {error}. Until then `fleet run` will not start, and no `fleet pause` shows here"
-        ));
-        Holds::default()
-    })
+/// People's holds (`fleet pause`); a file that cannot be read is a warning, since the
+/// supervisor will not start on it, and reads as no holds.
+fn holds_and_warnings(home: &Path) -> (Holds, Vec<String>) {
+    match Holds::read(home) {
+        Ok(holds) => (holds, Vec::new()),
+        Err(error) => (
+            Holds::default(),
+            vec![format!(
+                "{error}. Until then `fleet run` will not start, and no `fleet pause` shows here"
+            )],
+        ),
+    }
 }
 
 /// The supervisor's pauses in force (a coder whose every account is paused also as a whole),
@@ -496,6 +508,11 @@ impl Rendered {
 /// and the least needed columns are left out rather than cut off.
 pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendered {
     let mut head = header(view, width);
+    for warning in &view.warnings {
+        let mut line = Styled::new();
+        line.tone(Tone::Bad, &format!("warning: {}", printable(warning)));
+        head.push(line);
+    }
     for pause in &view.pauses {
         let coder = match (pause.coder.as_str(), &pause.account) {
             ("*", _) => "every coder".to_owned(),
@@ -976,7 +993,18 @@ mod tests {
             cost_today_usd: 123.45,
             pauses: Vec::new(),
             tasks: vec![row],
+            warnings: Vec::new(),
         }
+    }
+
+    /// The watched screen shows what the view could not read at its head (the one-shot view
+    /// prints it on stderr instead, before the view).
+    #[test]
+    fn a_warning_heads_the_rendered_view() {
+        let view = TasksView { warnings: vec!["holds.json is broken".into()], ..wide_view() };
+        let rendered = render(&view, Timestamp::now(), Some(200));
+        let lines: Vec<String> = rendered.head.iter().map(|l| l.render(false)).collect();
+        assert!(lines[1].contains("warning: holds.json is broken"), "{lines:?}");
     }
 
     #[test]
