@@ -462,16 +462,16 @@ impl Writer<'_> {
             self.check_new_edge(dep)?;
         }
         let sorted;
-        let issue = if labels_in_stored_order(issue) {
-            issue
+        let (issue, ahead) = if labels_in_stored_order(issue) {
+            (issue, self.rows_ahead.take_issue(issue))
         } else {
+            // Stored in another form than the op holds it: no row was made ahead for it.
             let mut copy = issue.clone();
             copy.labels.sort();
             copy.labels.dedup();
             sorted = copy;
-            &sorted
+            (&sorted, None)
         };
-        let ahead = self.rows_ahead.take_issue(issue).filter(|rows| rows.edges.len() == deps.len());
         let (issue_row, edge_rows, facts) = match ahead {
             Some(rows) => (rows.issue, rows.edges, rows.facts),
             None => (issue_row(issue), deps.iter().map(edge_row).collect(), None),

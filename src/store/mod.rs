@@ -1690,7 +1690,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
         let now = jiff::Timestamp::now();
-        let n = 20_500;
+        let n = tables::SCANNED_FROM_BOTH_ENDS as usize + 500;
         let matches =
             |k: usize| k.is_multiple_of(997) || k == n - 1 || (10_240..10_260).contains(&k);
         let entries = (0..n)

@@ -490,7 +490,7 @@ pub(crate) trait View {
 }
 
 /// A table this large is searched by two scans at once, one from each end ([`View::ids_with_text`]).
-const SCANNED_FROM_BOTH_ENDS: u64 = 20_000;
+pub(super) const SCANNED_FROM_BOTH_ENDS: u64 = 20_000;
 
 /// An entry of the issue table as its iterators give it.
 type IssueEntry<'a> = Result<
@@ -746,7 +746,7 @@ where
     }
 
     fn ids_with_text(&self, needle: &TextNeedle) -> Result<HashSet<String>, StoreError> {
-        let total = self.issues.len()?;
+        let total = self.issue_count()?;
         // Each row is read by the one scan that claims it: one from the first row on, one
         // (for a large table) from the last row back, until every row is claimed.
         let claimed = AtomicU64::new(0);

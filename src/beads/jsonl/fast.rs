@@ -231,9 +231,8 @@ impl Draft {
     /// The record, once the checks that need the whole line pass.
     fn finish(self, now: Timestamp) -> Option<Record> {
         let Draft { mut issue, deps, comments, .. } = self;
-        if issue.id.trim().is_empty() || crate::id::check_id(&issue.id).is_err() {
-            return None;
-        }
+        // An empty or blank id is one `check_id` refuses too.
+        crate::id::check_id(&issue.id).ok()?;
         crate::model::validate_title(&issue.title).ok()?;
         issue.fleet = split_fleet_fields(&mut issue.metadata).ok()?;
         fill_times(&mut issue, now);
