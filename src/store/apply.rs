@@ -817,6 +817,9 @@ impl Writer<'_> {
     fn insert_edge_row(&mut self, dep: &Dependency, row: &[u8]) -> Result<(), StoreError> {
         let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         self.tables.deps.insert(key, row)?;
+        if let Some(created) = &mut self.created_edges {
+            created.note(dep);
+        }
         match &mut self.held_edges {
             Some(held) => {
                 held.insert((dep.depends_on_id.clone(), dep.issue_id.clone()), dep.kind.clone())
@@ -834,6 +837,7 @@ impl Writer<'_> {
 
     fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
         self.tables.deps.remove((from, to))?;
+        self.created_edges = None;
         match &mut self.held_edges {
             Some(held) => held.remove((to.to_string(), from.to_string())),
             None => {

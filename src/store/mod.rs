@@ -1120,6 +1120,9 @@ pub struct Writer<'t> {
     /// facts, read from its row on the encoder thread, so the refresh at the end scans no
     /// issue row. Dropped by any other write of an issue row ([`Writer::keep_created_facts`]).
     created_facts: Option<Vec<(String, readiness::Facts)>>,
+    /// In bulk mode on a store that started empty, the edges inserted, so the refresh at the
+    /// end reads no edge row. Dropped when an edge is removed.
+    created_edges: Option<readiness::CreatedEdges>,
 }
 
 /// The issues a bulk-mode [`Writer`] has written: every id written and not deleted since bulk
@@ -1191,6 +1194,7 @@ impl<'t> Writer<'t> {
             held_counters: None,
             rows_ahead: ahead_rows::RowsAhead::default(),
             created_facts: None,
+            created_edges: None,
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
             writer.build_order_index()?;
@@ -1343,6 +1347,7 @@ impl<'t> Writer<'t> {
         if complete {
             self.held_edges.get_or_insert_with(Default::default);
             self.created_facts.get_or_insert_with(Vec::new);
+            self.created_edges.get_or_insert_with(Default::default);
         }
         Ok(())
     }
@@ -1607,11 +1612,15 @@ mod tests {
         };
         // How the kept facts are used: as they are, dropped (the scan), or with two issues'
         // facts swapped (which must show, or the kept facts were not what the refresh read).
+        // The same for the edges noted as they were inserted: dropped (the edge table is
+        // read), or with t-3's blocker made an edge of no effect.
         #[derive(Clone, Copy, PartialEq)]
         enum Kept {
             AsMade,
             Dropped,
             Swapped,
+            EdgesDropped,
+            EdgesDisarmed,
         }
         let indexes_after = |kept: Kept| {
             let dir = tempfile::tempdir().unwrap();
@@ -1621,6 +1630,16 @@ mod tests {
                     w.begin_bulk()?;
                     w.apply_bulk(entries())?;
                     assert_eq!(w.created_facts.as_ref().map(Vec::len), Some(8), "facts were kept");
+                    assert_eq!(w.created_edges.as_ref().map(|e| e.groups.len()), Some(4));
+                    match (kept, &mut w.created_edges) {
+                        (Kept::EdgesDropped, edges) => *edges = None,
+                        (Kept::EdgesDisarmed, Some(edges)) => {
+                            let (_, blockers) =
+                                edges.groups.iter_mut().find(|(id, _)| id == "t-3").unwrap();
+                            blockers[0].role = tables::EdgeRole::Other;
+                        }
+                        _ => {}
+                    }
                     match (kept, &mut w.created_facts) {
                         (Kept::Dropped, facts) => *facts = None,
                         (Kept::Swapped, Some(facts)) => {
@@ -1656,7 +1675,9 @@ mod tests {
         assert_eq!(kept.1, ["t-3", "t-6.1"]);
         assert!(!kept.0.is_empty());
         assert_eq!(kept, scanned);
+        assert_eq!(kept, indexes_after(Kept::EdgesDropped));
         assert_ne!(indexes_after(Kept::Swapped).1, kept.1, "the refresh reads the kept facts");
+        assert_eq!(indexes_after(Kept::EdgesDisarmed).1, ["t-6.1"], "it reads the kept edges");
     }
 
     /// Facts kept from the creates no longer describe the issue table once a row is written
@@ -1680,6 +1701,39 @@ mod tests {
         let ready = store.read().unwrap().ready(&ReadyFilter::default(), jiff::Timestamp::now());
         let ids: Vec<String> = ready.unwrap().issues.into_iter().map(|i| i.id).collect();
         assert_eq!(ids, ["t-1", "t-2"], "the closed record is not ready");
+    }
+
+    /// Edges noted as they were inserted no longer describe the edge table once one is
+    /// removed, so the refresh reads the table: the issue whose blocker edge went is ready.
+    #[test]
+    fn a_removed_edge_drops_the_noted_edges() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let mut creates = creates(2, "x");
+        if let OpKind::Create { deps, .. } = &mut creates[1] {
+            *deps = vec![
+                serde_json::from_value(serde_json::json!({
+                    "issue_id": "t-1", "depends_on_id": "t-0", "type": "blocks"
+                }))
+                .unwrap(),
+            ];
+        }
+        store
+            .write("a", Clock::System, |w| {
+                w.begin_bulk()?;
+                w.apply_bulk(creates)?;
+                assert!(w.created_edges.is_some());
+                w.apply_bulk(vec![OpKind::DepRemove {
+                    issue_id: "t-1".into(),
+                    depends_on_id: "t-0".into(),
+                }])?;
+                assert!(w.created_edges.is_none());
+                Ok(())
+            })
+            .unwrap();
+        let ready = store.read().unwrap().ready(&ReadyFilter::default(), jiff::Timestamp::now());
+        let ids: Vec<String> = ready.unwrap().issues.into_iter().map(|i| i.id).collect();
+        assert_eq!(ids, ["t-0", "t-1"], "t-1 is no longer blocked");
     }
 
     /// A text search of a store large enough to be scanned from both ends at once finds every

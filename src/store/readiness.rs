@@ -26,12 +26,12 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use jiff::Timestamp;
-use redb::ReadableTable;
+use redb::{ReadableTable, ReadableTableMetadata};
 use serde::Deserialize;
 
 use super::tables::{
-    Covered, EdgeFacts, EdgeRole, EntryCounts, MAX_KEY, ReadyEntry, View, edge_facts_by_issue,
-    id_of_ready_key, ready_key,
+    Covered, EdgeFacts, EdgeRole, EdgesByIssue, EntryCounts, MAX_KEY, ReadyEntry, View,
+    edge_facts_by_issue, id_of_ready_key, ready_key,
 };
 use super::{StoreError, Writer, meta};
 use crate::model::{Issue, Status, dep_type};
@@ -112,6 +112,61 @@ struct FactCache {
 /// Every issue's facts and own edges, read ahead of a refresh of every issue in one pass
 /// over the issue table and one over the edge table, both in id order: a lookup of each
 /// issue in each table costs several times more.
+/// The edges a bulk transaction on a store that started empty inserted, with what each does to
+/// readiness, noted as they were inserted ([`Writer::created_edges`]) so that the refresh at the
+/// end reads no edge row. Grouped by issue in the order they came.
+#[derive(Debug, Default)]
+pub(super) struct CreatedEdges {
+    pub(super) groups: EdgesByIssue,
+}
+
+impl CreatedEdges {
+    /// Notes the edge `dep`, just inserted.
+    pub fn note(&mut self, dep: &crate::model::Dependency) {
+        let facts = EdgeFacts::of_edge(dep);
+        match self.groups.last_mut() {
+            Some((issue, edges)) if *issue == dep.issue_id => edges.push(facts),
+            _ => self.groups.push((dep.issue_id.clone(), vec![facts])),
+        }
+    }
+
+    /// The edges as [`edge_facts_by_issue`] reads them from the table: issues in id order,
+    /// each issue's edges in target order, and of an edge inserted twice the last.
+    fn by_issue(self) -> EdgesByIssue {
+        let mut groups = self.groups;
+        // An import creates issues in id order, so this sort is rarely needed; it is stable,
+        // so the groups of one issue stay in the order made.
+        if !groups.is_sorted_by(|a, b| a.0 < b.0) {
+            groups.sort_by(|a, b| a.0.cmp(&b.0));
+            groups = merge_groups_of_one_issue(groups);
+        }
+        for (_, edges) in &mut groups {
+            edges.sort_by(|a, b| a.target.cmp(&b.target));
+            // Of one target's edges, the last inserted takes the place of the one kept.
+            edges.dedup_by(|later, kept| {
+                let same = later.target == kept.target;
+                if same {
+                    std::mem::swap(later, kept);
+                }
+                same
+            });
+        }
+        groups
+    }
+}
+
+/// `groups` (sorted by issue) with the adjacent groups of one issue made one, in order.
+fn merge_groups_of_one_issue(groups: EdgesByIssue) -> EdgesByIssue {
+    let mut merged: EdgesByIssue = Vec::with_capacity(groups.len());
+    for (issue, edges) in groups {
+        match merged.last_mut() {
+            Some((last, kept)) if *last == issue => kept.extend(edges),
+            _ => merged.push((issue, edges)),
+        }
+    }
+    merged
+}
+
 struct ReadAhead {
     /// Every issue's id, sorted.
     ids: Vec<String>,
@@ -316,9 +371,13 @@ impl Writer<'_> {
             Some(created) if created.len() as u64 == self.tables.issue_count()? => Some(created),
             _ => None,
         };
+        let created_edges = self.created_edges_in_table()?;
         let deps = &self.tables.deps;
         let (issues, edges) = std::thread::scope(|scope| {
-            let edges = scope.spawn(|| edge_facts_by_issue(deps));
+            let edges = scope.spawn(|| match created_edges {
+                Some(created) => Ok(created),
+                None => edge_facts_by_issue(deps),
+            });
             let issues = match created {
                 Some(created) => Ok(Self::created_facts_ahead(created, cache)),
                 None => self.read_facts(cache),
@@ -339,6 +398,15 @@ impl Writer<'_> {
             }
         }
         Ok(ahead)
+    }
+
+    /// The edges noted as they were inserted ([`CreatedEdges`]), if they are every edge of the
+    /// table.
+    fn created_edges_in_table(&mut self) -> Result<Option<EdgesByIssue>, StoreError> {
+        let Some(created) = self.created_edges.take() else { return Ok(None) };
+        let by_issue = created.by_issue();
+        let noted: usize = by_issue.iter().map(|(_, edges)| edges.len()).sum();
+        Ok((noted as u64 == self.tables.deps.len()?).then_some(by_issue))
     }
 
     /// [`Writer::read_facts`] from the facts kept as the issues were created (each read from
@@ -516,6 +584,50 @@ mod tests {
             ids: issues.iter().map(|(id, _)| id.to_string()).collect(),
             unvisited: issues.iter().map(|(_, parents)| Some((facts(), edges(parents)))).collect(),
         }
+    }
+
+    /// The noted edges come out as the edge table reads: issues in id order, each issue's
+    /// edges by target, one entry per edge with the last type inserted.
+    #[test]
+    fn noted_edges_read_as_the_edge_table_does() {
+        let edge = |from: &str, to: &str, kind: &str| -> crate::model::Dependency {
+            serde_json::from_value(serde_json::json!({
+                "issue_id": from, "depends_on_id": to, "type": kind
+            }))
+            .unwrap()
+        };
+        let mut noted = CreatedEdges::default();
+        for (from, to, kind) in [
+            ("t-2", "t-9", "blocks"),
+            ("t-2", "t-1", "related"),
+            ("t-1", "t-3", "parent-child"),
+            ("t-2", "t-9", "waits-for"),
+            ("t-3", "t-1", "blocks"),
+            ("t-2", "t-4", "blocks"),
+        ] {
+            noted.note(&edge(from, to, kind));
+        }
+        let read: Vec<(String, Vec<(String, EdgeRole)>)> = noted
+            .by_issue()
+            .into_iter()
+            .map(|(id, edges)| (id, edges.into_iter().map(|e| (e.target, e.role)).collect()))
+            .collect();
+        let to = |target: &str, role| (target.to_string(), role);
+        assert_eq!(
+            read,
+            [
+                ("t-1".to_string(), vec![to("t-3", EdgeRole::ParentChild)]),
+                (
+                    "t-2".to_string(),
+                    vec![
+                        to("t-1", EdgeRole::Other),
+                        to("t-4", EdgeRole::Blocks),
+                        to("t-9", EdgeRole::WaitsFor { any_children: false }),
+                    ]
+                ),
+                ("t-3".to_string(), vec![to("t-1", EdgeRole::Blocks)]),
+            ]
+        );
     }
 
     fn order_of(ahead: &ReadAhead) -> Vec<&str> {

@@ -325,6 +325,16 @@ pub(crate) enum EdgeRole {
     Other,
 }
 
+impl EdgeFacts {
+    /// The facts of `dep` as its stored row gives them.
+    pub fn of_edge(dep: &crate::model::Dependency) -> EdgeFacts {
+        EdgeFacts {
+            target: dep.depends_on_id.clone(),
+            role: EdgeRole::of(&dep.kind, &dep.metadata),
+        }
+    }
+}
+
 impl EdgeRole {
     fn of(kind: &str, metadata: &str) -> EdgeRole {
         match kind {
@@ -356,13 +366,16 @@ fn decode_edge_facts(target: &str, row: &[u8]) -> Result<EdgeFacts, StoreError> 
     Ok(EdgeFacts { target: target.to_string(), role })
 }
 
+/// Issues with their edges' facts, in id order, each issue's edges in target order.
+pub(crate) type EdgesByIssue = Vec<(String, Vec<EdgeFacts>)>;
+
 /// [`View::edges_of`] of every issue that has edges, in id order, from one pass over the
 /// edge table `deps`.
-pub(crate) fn edge_facts_by_issue<D>(deps: &D) -> Result<Vec<(String, Vec<EdgeFacts>)>, StoreError>
+pub(crate) fn edge_facts_by_issue<D>(deps: &D) -> Result<EdgesByIssue, StoreError>
 where
     D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
 {
-    let mut out: Vec<(String, Vec<EdgeFacts>)> = Vec::new();
+    let mut out: EdgesByIssue = Vec::new();
     for entry in deps.iter()? {
         let (key, row) = entry?;
         let (issue, target) = key.value();
