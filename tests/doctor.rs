@@ -262,6 +262,34 @@ fn a_truncated_file_fails_naming_the_file_and_doctor() {
     assert_no_panic(&salvage, "salvage");
 }
 
+/// An empty store file (left by `touch`, or a copy cut short) holds nothing: doctor says so
+/// and that removing it loses nothing, instead of asking for a backup; after following the fix
+/// an import makes the workspace.
+#[test]
+fn an_empty_store_file_is_named_empty_with_the_fix() {
+    let ws = Workspace::empty();
+    std::fs::create_dir_all(ws.beads_dir()).unwrap();
+    std::fs::write(store_file(&ws), b"").unwrap();
+    let list = ws.run(&["list"]);
+    assert_ok_or_names_the_fix(&ws, &list, "list");
+    assert_eq!(list.code, 1, "{}", list.stderr);
+
+    let report = doctor(&ws, &[]).fails(1);
+    let failed = "\n✗ store file:";
+    assert!(report.stdout.contains(failed), "{}", report.stdout);
+    let fix = fix_after(&report.stdout, failed.trim_start());
+    let file = store_file(&ws).display().to_string();
+    assert!(fix.contains(&format!("{file} is empty")), "{fix}");
+    assert!(fix.contains(&format!("`rm {file}`")), "{fix}");
+    assert!(!fix.contains("backup"), "{fix}");
+
+    std::fs::remove_file(store_file(&ws)).unwrap();
+    let source = ws.home().join("one.jsonl");
+    std::fs::write(&source, "{\"id\":\"em-1\",\"title\":\"kept\"}\n").unwrap();
+    ws.run(&["import", source.to_str().unwrap()]).ok();
+    assert!(ws.run(&["show", "em-1"]).ok().stdout.contains("kept"));
+}
+
 #[test]
 fn a_healthy_store_passes_every_check() {
     let (ws, _) = populated(3);

@@ -168,7 +168,7 @@ fn line(text: &mut Styled, status: Status, what: &str, detail: &str) {
 
 /// The repair for a damaged store: a rebuild from the git journal when there is one, else a
 /// salvage — unless nothing in the file can be read, when only a backup or an export helps.
-/// For a workspace without a store: creating it.
+/// For a workspace without a store, or with an empty file in its place: creating it.
 fn fix_for(dir: &Path, report: &Report) -> String {
     if !report.path.exists() {
         return format!(
@@ -178,6 +178,13 @@ fn fix_for(dir: &Path, report: &Report) -> String {
     }
     if journal_present(dir) {
         return "run `fleet rebuild` to rebuild the store from the git journal".to_string();
+    }
+    if std::fs::metadata(&report.path).is_ok_and(|meta| meta.len() == 0) {
+        return format!(
+            "{} is empty: no store was ever written to it, so removing it loses nothing (`rm {}`); then create the store with `fleet init`, or by importing a queue: fleet import PATH",
+            report.path.display(),
+            report.path.display()
+        );
     }
     let unreadable = report.checks.first().is_some_and(|c| !c.ok);
     if !unreadable {
