@@ -43,8 +43,9 @@ pub(super) struct NewIssueRows {
 impl RowsAhead {
     /// Serialises the rows of a bulk op's comments and of its new issues whose labels are
     /// already in stored order, with each issue's facts when `with_facts` (see
-    /// `Writer::created_facts`).
-    pub fn of(op: &OpKind, with_facts: bool) -> RowsAhead {
+    /// `Writer::created_facts`), and its edges' rows when `with_edges` (not when the encoder
+    /// inserts the edges itself).
+    pub fn of(op: &OpKind, with_facts: bool, with_edges: bool) -> RowsAhead {
         let mut ahead = RowsAhead::default();
         let OpKind::Bulk { ops } = op else {
             return ahead;
@@ -52,7 +53,10 @@ impl RowsAhead {
         for entry in ops {
             match entry {
                 OpKind::Create { issue, deps } if labels_in_stored_order(issue) => {
-                    let edges = edges_of(&issue.id, deps).iter().map(edge_row).collect();
+                    let edges = match with_edges {
+                        true => edges_of(&issue.id, deps).iter().map(edge_row).collect(),
+                        false => Vec::new(),
+                    };
                     let row = issue_row(issue);
                     let facts = with_facts
                         .then(|| facts_in(&issue.id, &row).ok())
@@ -178,7 +182,7 @@ mod tests {
                 OpKind::Comment { comment: comment.clone() },
             ],
         };
-        let mut ahead = RowsAhead::of(&bulk, true);
+        let mut ahead = RowsAhead::of(&bulk, true, true);
         // Unsorted labels are stored in another form: no row is made for t-1.
         assert!(ahead.take_issue(issue_in(&bulk, 0)).is_none());
         // An equal issue elsewhere is not the one the rows were made from.
@@ -194,7 +198,7 @@ mod tests {
         assert!(ahead.take_comment(&comment).is_none(), "an equal comment elsewhere");
         assert_eq!(ahead.take_comment(in_op), Some(comment_row(&comment)));
         assert!(
-            RowsAhead::of(&new_issue("t-4", &[], Vec::new()), true)
+            RowsAhead::of(&new_issue("t-4", &[], Vec::new()), true, true)
                 .take_issue(issue_in(&bulk, 2))
                 .is_none()
         );

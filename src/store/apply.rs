@@ -341,20 +341,27 @@ impl Writer<'_> {
             ops.push(self.stamp(OpKind::Bulk { ops: chunk }));
         }
         let with_facts = self.created_facts.is_some();
-        let changed = std::thread::scope(|scope| {
+        let mut lent_deps =
+            if self.edges_can_go_ahead(&ops) { self.tables.deps.take() } else { None };
+        self.edges_written_ahead = lent_deps.is_some();
+        let (changed, encoded) = std::thread::scope(|scope| {
             let (rows, received) = std::sync::mpsc::sync_channel(ROWS_AHEAD);
             let made = &ops;
-            scope.spawn(move || {
-                // Stops early only when the writer has failed and dropped its end.
-                made.iter().try_for_each(|op| {
-                    rows.send(Encoded {
-                        journal: encode_op(op),
-                        rows: RowsAhead::of(&op.kind, with_facts),
-                    })
-                })
-            });
-            self.mutate_made_here(made, &received)
-        })?;
+            let deps = lent_deps.as_mut();
+            let encoder = scope.spawn(move || encode_ahead(made, with_facts, deps, &rows));
+            let changed = self.mutate_made_here(made, &received);
+            // The encoder may be waiting to hand over a row the writer, failed, will not take.
+            drop(received);
+            (changed, encoder.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        if let Some(deps) = lent_deps {
+            self.tables.deps = Some(deps);
+            self.edges_written_ahead = false;
+            // The encoder inserted the edges of ops the writer never reached.
+            self.abandoned_bulk |= changed.is_err() || encoded.is_err();
+        }
+        encoded?;
+        let changed = changed?;
         let mut journaled = 0;
         for (op, changed) in ops.into_iter().zip(changed) {
             if changed {
@@ -363,6 +370,21 @@ impl Writer<'_> {
             }
         }
         Ok(journaled)
+    }
+
+    /// Whether the encoder thread may insert the edges of `ops` itself: on a store that
+    /// started empty, ops of creates and comments only read no edge (a create's checks look
+    /// at the ids written, not at the edge table; cycles were refused over the whole batch),
+    /// so the edge table can be written on the encoder's core, which has time to spare, in
+    /// the order the writer would write it.
+    pub(super) fn edges_can_go_ahead(&self, ops: &[Op]) -> bool {
+        let creates_and_comments = |op: &Op| match &op.kind {
+            OpKind::Bulk { ops } => ops
+                .iter()
+                .all(|entry| matches!(entry, OpKind::Create { .. } | OpKind::Comment { .. })),
+            _ => false,
+        };
+        self.all_new() && self.bulk_acyclic && ops.iter().all(creates_and_comments)
     }
 
     /// Applies ops made here (stamped, not yet journaled), journaling each that changed
@@ -378,8 +400,8 @@ impl Writer<'_> {
         let mut changed = Vec::with_capacity(ops.len());
         for op in ops {
             self.note_order(op);
-            let Encoded { journal: row, rows } =
-                encoded.recv().expect("the encoder sends one row per op");
+            // The encoder stops early only on an error of its own, which apply_bulk reports.
+            let Ok(Encoded { journal: row, rows }) = encoded.recv() else { break };
             self.rows_ahead = rows;
             let seeds = self.mutate(op);
             self.rows_ahead = RowsAhead::default();
@@ -474,12 +496,19 @@ impl Writer<'_> {
         };
         let (issue_row, edge_rows, facts) = match ahead {
             Some(rows) => (rows.issue, rows.edges, rows.facts),
+            None if self.edges_written_ahead => (issue_row(issue), Vec::new(), None),
             None => (issue_row(issue), deps.iter().map(edge_row).collect(), None),
         };
         self.put_issue_row(None, issue, &issue_row)?;
         self.keep_created_facts(facts);
-        for (dep, row) in deps.iter().zip(&edge_rows) {
-            self.insert_edge_row(dep, row)?;
+        if self.edges_written_ahead {
+            for dep in deps.iter() {
+                self.note_inserted_edge(dep)?;
+            }
+        } else {
+            for (dep, row) in deps.iter().zip(&edge_rows) {
+                self.insert_edge_row(dep, row)?;
+            }
         }
         self.count_new_id(&issue.id, replica)?;
         if self.all_new() {
@@ -816,7 +845,13 @@ impl Writer<'_> {
     /// Inserts `dep`, whose edge row ([`edge_row`]) is `row`.
     fn insert_edge_row(&mut self, dep: &Dependency, row: &[u8]) -> Result<(), StoreError> {
         let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
-        self.tables.deps.insert(key, row)?;
+        self.tables.deps_mut().insert(key, row)?;
+        self.note_inserted_edge(dep)
+    }
+
+    /// What goes with an edge row inserted: its reverse edge, its note for the refresh, the
+    /// counts of its ends.
+    fn note_inserted_edge(&mut self, dep: &Dependency) -> Result<(), StoreError> {
         if let Some(created) = &mut self.created_edges {
             created.note(dep);
         }
@@ -836,7 +871,7 @@ impl Writer<'_> {
     }
 
     fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
-        self.tables.deps.remove((from, to))?;
+        self.tables.deps_mut().remove((from, to))?;
         self.created_edges = None;
         match &mut self.held_edges {
             Some(held) => held.remove((to.to_string(), from.to_string())),
@@ -916,6 +951,49 @@ impl Writer<'_> {
 /// whichever path journals it: an import made here or the same bulk op arriving by sync.
 ///
 /// [`journal_row`]: super::journal_row
+/// The edge table as a write transaction holds it.
+type EdgeTable<'t> = redb::Table<'t, (&'static str, &'static str), &'static [u8]>;
+
+/// The encoder thread of [`Writer::apply_bulk`]: each op's journal row and the rows of its new
+/// issues and comments, sent in op order. With the edge table lent (see
+/// [`Writer::edges_can_go_ahead`]) it also inserts the edges of the op's creates, as the
+/// writer would, before handing the op over. Stops early when the writer stops taking rows.
+fn encode_ahead(
+    ops: &[Op],
+    with_facts: bool,
+    mut deps: Option<&mut EdgeTable<'_>>,
+    rows: &std::sync::mpsc::SyncSender<Encoded>,
+) -> Result<(), StoreError> {
+    for op in ops {
+        if let Some(deps) = deps.as_deref_mut() {
+            insert_created_edges(deps, &op.kind)?;
+        }
+        let with_edges = deps.is_none();
+        let encoded = Encoded {
+            journal: encode_op(op),
+            rows: RowsAhead::of(&op.kind, with_facts, with_edges),
+        };
+        if rows.send(encoded).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Inserts the edges of the creates of bulk op `op` into `deps`, in entry order.
+fn insert_created_edges(deps: &mut EdgeTable<'_>, op: &OpKind) -> Result<(), StoreError> {
+    let OpKind::Bulk { ops } = op else { return Ok(()) };
+    for entry in ops {
+        if let OpKind::Create { issue, deps: edges } = entry {
+            for dep in edges_of(&issue.id, edges).iter() {
+                let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+                deps.insert(key, edge_row(dep).as_slice())?;
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn encode_op(op: &Op) -> Vec<u8> {
     super::journal_row::pack(serde_json::to_vec(op).expect("an op serialises"))
 }

@@ -390,6 +390,10 @@ impl<'t> WriteSet<'t> {
     fn order_ref(&self) -> &Table<'t, &'static [u8], &'static [u8]> {
         self.order.as_ref().expect("write transactions open the order index")
     }
+
+    fn deps_mut(&mut self) -> &mut Table<'t, (&'static str, &'static str), &'static [u8]> {
+        self.deps.as_mut().expect("the edge table is back from a bulk write's encoder")
+    }
 }
 
 /// Microseconds since `started`, for the trace of a write's phases.
@@ -970,7 +974,7 @@ macro_rules! open_tables {
     ($txn:expr, $order:expr) => {
         Ok(TableSet {
             issues: $txn.open_table(ISSUES)?,
-            deps: $txn.open_table(DEPS)?,
+            deps: Some($txn.open_table(DEPS)?),
             rdeps: $txn.open_table(RDEPS)?,
             comments: $txn.open_table(COMMENTS)?,
             labels: $txn.open_table(LABELS)?,
@@ -1123,6 +1127,12 @@ pub struct Writer<'t> {
     /// In bulk mode on a store that started empty, the edges inserted, so the refresh at the
     /// end reads no edge row. Dropped when an edge is removed.
     created_edges: Option<readiness::CreatedEdges>,
+    /// While a bulk apply lends the edge table to its encoder thread, which inserts the edges
+    /// of creates itself ([`Writer::apply_bulk`]).
+    edges_written_ahead: bool,
+    /// A bulk apply with edges written ahead failed part-way: the table holds edges of ops
+    /// never applied, so this transaction must not commit.
+    abandoned_bulk: bool,
 }
 
 /// The issues a bulk-mode [`Writer`] has written: every id written and not deleted since bulk
@@ -1195,6 +1205,8 @@ impl<'t> Writer<'t> {
             rows_ahead: ahead_rows::RowsAhead::default(),
             created_facts: None,
             created_edges: None,
+            edges_written_ahead: false,
+            abandoned_bulk: false,
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
             writer.build_order_index()?;
@@ -1401,6 +1413,11 @@ impl<'t> Writer<'t> {
     }
 
     fn finish(mut self) -> Result<Vec<Op>, StoreError> {
+        if self.abandoned_bulk {
+            return Err(StoreError::Refused(
+                "a bulk write failed part-way; its transaction is abandoned".into(),
+            ));
+        }
         let started = std::time::Instant::now();
         let lap = |what: &str| tracing::trace!(ms = started.elapsed().as_millis() as u64, what);
         match self.held_order.take() {
@@ -1701,6 +1718,108 @@ mod tests {
         let ready = store.read().unwrap().ready(&ReadyFilter::default(), jiff::Timestamp::now());
         let ids: Vec<String> = ready.unwrap().issues.into_iter().map(|i| i.id).collect();
         assert_eq!(ids, ["t-1", "t-2"], "the closed record is not ready");
+    }
+
+    /// The edge and reverse-edge tables as (key, value) strings, for comparing stores.
+    fn edge_tables(store: &Store) -> Vec<(String, String)> {
+        use redb::{ReadableDatabase, ReadableTable};
+        let txn = store.writable().unwrap().begin_read().unwrap();
+        let mut out = Vec::new();
+        for entry in txn.open_table(DEPS).unwrap().iter().unwrap() {
+            let (key, row) = entry.unwrap();
+            let (from, to) = key.value();
+            out.push((format!("dep {from} {to}"), String::from_utf8_lossy(row.value()).into()));
+        }
+        for entry in txn.open_table(RDEPS).unwrap().iter().unwrap() {
+            let (key, kind) = entry.unwrap();
+            let (to, from) = key.value();
+            out.push((format!("rdep {to} {from}"), kind.value().to_string()));
+        }
+        out
+    }
+
+    /// Creates with edges (one naming another issue as its source, one target given twice
+    /// with different types), and a comment, in two bulk ops.
+    fn creates_with_edges() -> Vec<OpKind> {
+        let at: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let edge = |from: &str, to: &str, kind: &str| -> crate::model::Dependency {
+            serde_json::from_value(serde_json::json!({
+                "issue_id": from, "depends_on_id": to, "type": kind, "created_at": at.to_string()
+            }))
+            .unwrap()
+        };
+        let mut entries = Vec::new();
+        for n in 0..(BULK_ENTRIES + 3) {
+            let id = format!("t-{n:04}");
+            let deps = match n {
+                0 => Vec::new(),
+                1 => vec![edge("elsewhere", "t-0000", "blocks")],
+                2 => vec![edge("t-0002", "t-0001", "blocks"), edge("t-0002", "t-0001", "related")],
+                _ => vec![edge(&id, "t-0000", "parent-child"), edge(&id, "t-0002", "blocks")],
+            };
+            entries.push(OpKind::Create { issue: Box::new(Issue::new(id, "x".into(), at)), deps });
+        }
+        let comment = crate::model::Comment {
+            id: crate::model::CommentId::Text("c-1".into()),
+            issue_id: "t-0001".into(),
+            author: "a".into(),
+            text: "noted".into(),
+            created_at: at,
+        };
+        entries.push(OpKind::Comment { comment });
+        entries
+    }
+
+    /// A bulk write into an empty store has its encoder thread insert the edges of its
+    /// creates; the edge tables come out as the writer makes them applying the same creates
+    /// one by one.
+    #[test]
+    fn edges_inserted_ahead_are_the_edges_the_writer_inserts() {
+        let (ahead_dir, one_by_one_dir) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let ahead = Store::init(&ahead_dir.path().join(".beads"), "t").unwrap();
+        ahead
+            .write("a", Clock::System, |w| {
+                w.begin_bulk()?;
+                let op = w.stamp(OpKind::Bulk { ops: creates_with_edges() });
+                assert!(w.edges_can_go_ahead(&[op]), "the encoder inserts the edges");
+                w.apply_bulk(creates_with_edges())
+            })
+            .unwrap();
+        let one_by_one = Store::init(&one_by_one_dir.path().join(".beads"), "t").unwrap();
+        one_by_one
+            .write("a", Clock::System, |w| {
+                for kind in creates_with_edges() {
+                    w.apply(kind)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let edges = edge_tables(&ahead);
+        assert_eq!(edges.len(), 2 * (1 + 1 + 2 * BULK_ENTRIES), "{edges:?}");
+        assert!(edges.iter().any(|(k, v)| k == "dep t-0002 t-0001" && v.contains("related")));
+        assert_eq!(edges, edge_tables(&one_by_one));
+    }
+
+    /// A bulk write whose edges went ahead and which then failed (a create's edge names no
+    /// issue) cannot be committed, even by a caller that goes on after the error.
+    #[test]
+    fn a_failed_bulk_write_with_edges_ahead_is_never_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let mut entries = creates_with_edges();
+        if let OpKind::Create { deps, .. } = &mut entries[5] {
+            deps[0].depends_on_id = "t-missing".into();
+        }
+        let result = store.write("a", Clock::System, |w| {
+            w.begin_bulk()?;
+            let failed = w.apply_bulk(entries);
+            assert!(matches!(failed, Err(StoreError::NotFound(ref id)) if id == "t-missing"));
+            Ok(())
+        });
+        assert!(matches!(result, Err(StoreError::Refused(_))), "{result:?}");
+        assert_eq!(store.read().unwrap().view().issue_count().unwrap(), 0);
+        assert!(edge_tables(&store).is_empty());
     }
 
     /// Edges noted as they were inserted no longer describe the edge table once one is

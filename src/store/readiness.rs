@@ -372,7 +372,7 @@ impl Writer<'_> {
             _ => None,
         };
         let created_edges = self.created_edges_in_table()?;
-        let deps = &self.tables.deps;
+        let deps = self.tables.deps();
         let (issues, edges) = std::thread::scope(|scope| {
             let edges = scope.spawn(|| match created_edges {
                 Some(created) => Ok(created),
@@ -406,7 +406,7 @@ impl Writer<'_> {
         let Some(created) = self.created_edges.take() else { return Ok(None) };
         let by_issue = created.by_issue();
         let noted: usize = by_issue.iter().map(|(_, edges)| edges.len()).sum();
-        Ok((noted as u64 == self.tables.deps.len()?).then_some(by_issue))
+        Ok((noted as u64 == self.tables.deps().len()?).then_some(by_issue))
     }
 
     /// [`Writer::read_facts`] from the facts kept as the issues were created (each read from

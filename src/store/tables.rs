@@ -68,7 +68,9 @@ pub(crate) const MAX_KEY: &str = "\u{10ffff}";
 /// issue row that does not decode.
 pub(crate) struct TableSet<I, D, R, C, L, Y, B, M, O> {
     pub issues: I,
-    pub deps: D,
+    /// The edges; `None` only while a bulk write lends the table to its encoder thread
+    /// ([`super::Writer::apply_bulk`]), when nothing reads it.
+    pub deps: Option<D>,
     pub rdeps: R,
     pub comments: C,
     pub labels: L,
@@ -84,6 +86,11 @@ pub(crate) struct TableSet<I, D, R, C, L, Y, B, M, O> {
 }
 
 impl<I, D, R, C, L, Y, B, M, O> TableSet<I, D, R, C, L, Y, B, M, O> {
+    /// The edge table, which every transaction opens.
+    pub fn deps(&self) -> &D {
+        self.deps.as_ref().expect("the edge table is back from a bulk write's encoder")
+    }
+
     /// Whether `row`, the row of `id`, has `needle` in the id, title or description.
     fn row_has_text(&self, id: &str, row: &[u8], needle: &TextNeedle) -> Result<bool, StoreError> {
         Ok(match serde_json::from_slice::<IssueText<'_>>(row) {
@@ -540,7 +547,7 @@ where
 
     fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError> {
         let mut out = Vec::new();
-        for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
+        for entry in self.deps().range((id, "")..=(id, MAX_KEY))? {
             let (_, row) = entry?;
             out.push(decode_dep(row.value())?);
         }
@@ -548,7 +555,7 @@ where
     }
 
     fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError> {
-        match self.deps.get((id, target))? {
+        match self.deps().get((id, target))? {
             Some(row) => decode_dep(row.value()).map(Some),
             None => Ok(None),
         }
@@ -649,7 +656,7 @@ where
     }
 
     fn scan_deps(&self, visit: &mut dyn FnMut(Dependency) -> bool) -> Result<(), StoreError> {
-        for entry in self.deps.iter()? {
+        for entry in self.deps().iter()? {
             let (_, row) = entry?;
             if !visit(decode_dep(row.value())?) {
                 break;
@@ -706,7 +713,7 @@ where
 
     fn edges_of(&self, id: &str) -> Result<Vec<EdgeFacts>, StoreError> {
         let mut out = Vec::new();
-        for entry in self.deps.range((id, "")..=(id, MAX_KEY))? {
+        for entry in self.deps().range((id, "")..=(id, MAX_KEY))? {
             let (key, row) = entry?;
             out.push(decode_edge_facts(key.value().1, row.value())?);
         }
