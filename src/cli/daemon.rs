@@ -725,17 +725,7 @@ fn clean_up_after(pid: i32, leads_group: bool, instance: Option<&str>) -> usize 
 
 /// A command line for people: arguments with spaces or quotes are quoted.
 fn shell_line(argv: &[String]) -> String {
-    let quoted: Vec<String> = argv
-        .iter()
-        .map(|arg| {
-            if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c))
-            {
-                format!("'{}'", arg.replace('\'', "'\\''"))
-            } else {
-                arg.clone()
-            }
-        })
-        .collect();
+    let quoted: Vec<String> = argv.iter().map(|arg| super::output::shell_word(arg)).collect();
     quoted.join(" ")
 }
 

@@ -380,6 +380,16 @@ pub fn status_marker(status: &Status) -> &'static str {
     }
 }
 
+/// `arg` as a shell word for a command line shown to people: quoted when it has spaces,
+/// quotes or shell characters.
+pub(crate) fn shell_word(arg: &str) -> String {
+    if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c)) {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    } else {
+        arg.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,7 +63,7 @@ use super::ahead_rows::{
     Encoded, RowsAhead, comment_row, edge_row, edges_of, issue_row, labels_in_stored_order,
 };
 use super::tables::{View, ready_key};
-use super::{StoreError, Writer, meta};
+use super::{StoreError, Writer, guard, meta};
 use crate::id;
 use crate::model::{Comment, Dependency, Issue, ModelError, Status, dep_type, validate_dep_type};
 use crate::op::{IssuePatch, OP_FORMAT_VERSION, Op, OpKind, OpMeta, OrderKey};
@@ -328,7 +328,7 @@ impl Writer<'_> {
     /// [`BULK_ENTRIES`] entries each: the records of an import. The ops' journal rows are
     /// encoded on another core while this one writes the tables, a few rows ahead of it (so
     /// the rows of a large import are never all in memory at once). An entry the rules refuse
-    /// is an error, after which the transaction must be abandoned (the import's is). Returns
+    /// is an error, after which the transaction is abandoned: it no longer commits. Returns
     /// how many ops were journaled.
     pub fn apply_bulk(&mut self, entries: Vec<OpKind>) -> Result<usize, StoreError> {
         let mut ops = Vec::with_capacity(entries.len().div_ceil(BULK_ENTRIES));
@@ -348,7 +348,8 @@ impl Writer<'_> {
             let (rows, received) = std::sync::mpsc::sync_channel(ROWS_AHEAD);
             let made = &ops;
             let deps = lent_deps.as_mut();
-            let encoder = scope.spawn(move || encode_ahead(made, with_facts, deps, &rows));
+            let encoder =
+                scope.spawn(move || guard::carried(|| encode_ahead(made, with_facts, deps, &rows)));
             let changed = self.mutate_made_here(made, &received);
             // The encoder may be waiting to hand over a row the writer, failed, will not take.
             drop(received);
@@ -357,9 +358,9 @@ impl Writer<'_> {
         if let Some(deps) = lent_deps {
             self.tables.deps = Some(deps);
             self.edges_written_ahead = false;
-            // The encoder inserted the edges of ops the writer never reached.
-            self.abandoned_bulk |= changed.is_err() || encoded.is_err();
         }
+        // Half the ops (and, gone ahead, the edges of ops never reached) are written.
+        self.abandoned_bulk |= changed.is_err() || encoded.is_err();
         encoded?;
         let changed = changed?;
         let mut journaled = 0;
@@ -946,11 +947,6 @@ impl Writer<'_> {
     }
 }
 
-/// An op's journal (or sidelined) row: its JSON record (`schema/op.schema.json`), which
-/// `ops.jsonl` in git carries line for line, deflated when it is large ([`journal_row`]) —
-/// whichever path journals it: an import made here or the same bulk op arriving by sync.
-///
-/// [`journal_row`]: super::journal_row
 /// The edge table as a write transaction holds it.
 type EdgeTable<'t> = redb::Table<'t, (&'static str, &'static str), &'static [u8]>;
 
@@ -994,6 +990,11 @@ fn insert_created_edges(deps: &mut EdgeTable<'_>, op: &OpKind) -> Result<(), Sto
     Ok(())
 }
 
+/// An op's journal (or sidelined) row: its JSON record (`schema/op.schema.json`), which
+/// `ops.jsonl` in git carries line for line, deflated when it is large ([`journal_row`]) —
+/// whichever path journals it: an import made here or the same bulk op arriving by sync.
+///
+/// [`journal_row`]: super::journal_row
 pub(super) fn encode_op(op: &Op) -> Vec<u8> {
     super::journal_row::pack(serde_json::to_vec(op).expect("an op serialises"))
 }

@@ -67,10 +67,33 @@ pub(crate) fn guarded<R>(
     DEPTH.with(|depth| depth.set(depth.get() - 1));
     match result {
         Ok(result) => result,
-        Err(payload) if ENGINE_PANIC.with(Cell::get) => Err(StoreError::Damaged {
-            path: path.to_path_buf(),
-            detail: format!("the database engine failed on it ({})", panic_text(&*payload)),
-        }),
+        Err(payload) if ENGINE_PANIC.with(Cell::get) || payload.is::<EnginePanic>() => {
+            Err(StoreError::Damaged {
+                path: path.to_path_buf(),
+                detail: format!("the database engine failed on it ({})", panic_text(&*payload)),
+            })
+        }
+        Err(payload) => resume_unwind(payload),
+    }
+}
+
+/// The payload a worker thread's engine panic travels on to the thread that joins it.
+struct EnginePanic(String);
+
+/// Runs `work` on a worker thread of a guarded transaction (one writing or reading tables on
+/// another core), so that an engine panic in it reaches [`guarded`], through the join, as the
+/// engine's: quiet, and turned into [`StoreError::Damaged`]. Other panics unwind as they are.
+pub(crate) fn carried<R>(work: impl FnOnce() -> R) -> R {
+    install_hook();
+    DEPTH.with(|depth| depth.set(depth.get() + 1));
+    ENGINE_PANIC.with(|flag| flag.set(false));
+    let result = catch_unwind(AssertUnwindSafe(work));
+    DEPTH.with(|depth| depth.set(depth.get() - 1));
+    match result {
+        Ok(result) => result,
+        Err(payload) if ENGINE_PANIC.with(Cell::get) => {
+            resume_unwind(Box::new(EnginePanic(panic_text(&*payload).to_string())))
+        }
         Err(payload) => resume_unwind(payload),
     }
 }
@@ -81,6 +104,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .or_else(|| payload.downcast_ref::<EnginePanic>().map(|engine| engine.0.as_str()))
         .unwrap_or("a panic")
 }
 
@@ -93,6 +117,34 @@ mod tests {
         let caught =
             catch_unwind(|| guarded(Path::new("x.db"), || -> Result<(), _> { panic!("ours") }));
         assert!(caught.is_err());
+    }
+
+    /// Runs `work` on a worker thread under [`carried`], inside a guard, joining it as the
+    /// store's worker threads are joined.
+    fn guarded_worker(work: fn()) -> Result<(), StoreError> {
+        guarded(Path::new("x.db"), || {
+            std::thread::scope(|scope| {
+                let worker = scope.spawn(|| carried(work));
+                worker.join().unwrap_or_else(|panic| resume_unwind(panic));
+            });
+            Ok(())
+        })
+    }
+
+    /// An engine panic on a worker thread of a guarded transaction is the engine's when the
+    /// guarded thread joins it; any other panic of a worker unwinds as it is.
+    #[test]
+    fn engine_panics_of_workers_are_carried_to_the_guard() {
+        let result = guarded_worker(|| {
+            // What the hook records for a panic raised in the engine's source.
+            ENGINE_PANIC.with(|flag| flag.set(true));
+            panic!("an engine panic");
+        });
+        match result {
+            Err(StoreError::Damaged { detail, .. }) => assert!(detail.contains("an engine panic")),
+            other => panic!("not damage: {other:?}"),
+        }
+        assert!(catch_unwind(|| guarded_worker(|| panic!("ours"))).is_err());
     }
 
     #[test]

@@ -1130,8 +1130,8 @@ pub struct Writer<'t> {
     /// While a bulk apply lends the edge table to its encoder thread, which inserts the edges
     /// of creates itself ([`Writer::apply_bulk`]).
     edges_written_ahead: bool,
-    /// A bulk apply with edges written ahead failed part-way: the table holds edges of ops
-    /// never applied, so this transaction must not commit.
+    /// A bulk apply failed part-way: the tables hold some of its ops (and, when its edges
+    /// went ahead, edges of ops never applied), so this transaction must not commit.
     abandoned_bulk: bool,
 }
 
@@ -1429,7 +1429,8 @@ impl<'t> Writer<'t> {
                 let mut order =
                     self.tables.order.take().expect("write transactions open the order index");
                 std::thread::scope(|scope| {
-                    let order_written = scope.spawn(|| held_order.write(&mut order));
+                    let order_written =
+                        scope.spawn(|| guard::carried(|| held_order.write(&mut order)));
                     let refreshed = self.release_held_edges_and_refresh(&lap);
                     let written =
                         order_written.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -1801,8 +1802,8 @@ mod tests {
         assert_eq!(edges, edge_tables(&one_by_one));
     }
 
-    /// A bulk write whose edges went ahead and which then failed (a create's edge names no
-    /// issue) cannot be committed, even by a caller that goes on after the error.
+    /// A bulk write that failed part-way (a create's edge names no issue, after its edges
+    /// went ahead) cannot be committed, even by a caller that goes on after the error.
     #[test]
     fn a_failed_bulk_write_with_edges_ahead_is_never_committed() {
         let dir = tempfile::tempdir().unwrap();

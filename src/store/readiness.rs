@@ -26,7 +26,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use jiff::Timestamp;
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::ReadableTable;
 use serde::Deserialize;
 
 use super::tables::{
@@ -109,9 +109,6 @@ struct FactCache {
     briefs: foldhash::HashMap<String, Option<Brief>>,
 }
 
-/// Every issue's facts and own edges, read ahead of a refresh of every issue in one pass
-/// over the issue table and one over the edge table, both in id order: a lookup of each
-/// issue in each table costs several times more.
 /// The edges a bulk transaction on a store that started empty inserted, with what each does to
 /// readiness, noted as they were inserted ([`Writer::created_edges`]) so that the refresh at the
 /// end reads no edge row. Grouped by issue in the order they came.
@@ -155,6 +152,22 @@ impl CreatedEdges {
     }
 }
 
+/// Every issue's edges: as noted while they were inserted (`created`), if the notes count
+/// every row of the edge table `deps`, else as read from it.
+fn edges_by_issue<D>(created: Option<CreatedEdges>, deps: &D) -> Result<EdgesByIssue, StoreError>
+where
+    D: ReadableTable<(&'static str, &'static str), &'static [u8]>,
+{
+    if let Some(created) = created {
+        let by_issue = created.by_issue();
+        let noted: usize = by_issue.iter().map(|(_, edges)| edges.len()).sum();
+        if noted as u64 == deps.len()? {
+            return Ok(by_issue);
+        }
+    }
+    edge_facts_by_issue(deps)
+}
+
 /// `groups` (sorted by issue) with the adjacent groups of one issue made one, in order.
 fn merge_groups_of_one_issue(groups: EdgesByIssue) -> EdgesByIssue {
     let mut merged: EdgesByIssue = Vec::with_capacity(groups.len());
@@ -167,6 +180,9 @@ fn merge_groups_of_one_issue(groups: EdgesByIssue) -> EdgesByIssue {
     merged
 }
 
+/// Every issue's facts and own edges, read ahead of a refresh of every issue in one pass
+/// over the issue table and one over the edge table, both in id order: a lookup of each
+/// issue in each table costs several times more.
 struct ReadAhead {
     /// Every issue's id, sorted.
     ids: Vec<String>,
@@ -371,13 +387,11 @@ impl Writer<'_> {
             Some(created) if created.len() as u64 == self.tables.issue_count()? => Some(created),
             _ => None,
         };
-        let created_edges = self.created_edges_in_table()?;
+        let created_edges = self.created_edges.take();
         let deps = self.tables.deps();
         let (issues, edges) = std::thread::scope(|scope| {
-            let edges = scope.spawn(|| match created_edges {
-                Some(created) => Ok(created),
-                None => edge_facts_by_issue(deps),
-            });
+            let edges =
+                scope.spawn(|| super::guard::carried(|| edges_by_issue(created_edges, deps)));
             let issues = match created {
                 Some(created) => Ok(Self::created_facts_ahead(created, cache)),
                 None => self.read_facts(cache),
@@ -398,15 +412,6 @@ impl Writer<'_> {
             }
         }
         Ok(ahead)
-    }
-
-    /// The edges noted as they were inserted ([`CreatedEdges`]), if they are every edge of the
-    /// table.
-    fn created_edges_in_table(&mut self) -> Result<Option<EdgesByIssue>, StoreError> {
-        let Some(created) = self.created_edges.take() else { return Ok(None) };
-        let by_issue = created.by_issue();
-        let noted: usize = by_issue.iter().map(|(_, edges)| edges.len()).sum();
-        Ok((noted as u64 == self.tables.deps().len()?).then_some(by_issue))
     }
 
     /// [`Writer::read_facts`] from the facts kept as the issues were created (each read from

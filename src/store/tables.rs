@@ -789,7 +789,7 @@ where
         } else {
             let (forward, backward) = (self.issues.iter()?, self.issues.iter()?.rev());
             std::thread::scope(|scope| {
-                let back = scope.spawn(|| scan(&mut { backward }));
+                let back = scope.spawn(|| super::guard::carried(|| scan(&mut { backward })));
                 let front = scan(&mut { forward });
                 (front, back.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             })

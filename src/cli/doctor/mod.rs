@@ -180,10 +180,11 @@ fn fix_for(dir: &Path, report: &Report) -> String {
         return "run `fleet rebuild` to rebuild the store from the git journal".to_string();
     }
     if std::fs::metadata(&report.path).is_ok_and(|meta| meta.len() == 0) {
+        let path = report.path.display().to_string();
         return format!(
-            "{} is empty: no store was ever written to it, so removing it loses nothing (`rm {}`); then create the store with `fleet init`, or by importing a queue: fleet import PATH",
-            report.path.display(),
-            report.path.display()
+            "{path} is empty: it holds nothing, so removing it loses nothing (`rm {}`); then \
+             create the store with `fleet init`, or by importing a queue: `fleet import PATH`",
+            crate::cli::output::shell_word(&path)
         );
     }
     let unreadable = report.checks.first().is_some_and(|c| !c.ok);
