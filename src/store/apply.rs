@@ -348,8 +348,9 @@ impl Writer<'_> {
             let (rows, received) = std::sync::mpsc::sync_channel(ROWS_AHEAD);
             let made = &ops;
             let deps = lent_deps.as_mut();
+            let carried = guard::carry();
             let encoder =
-                scope.spawn(move || guard::carried(|| encode_ahead(made, with_facts, deps, &rows)));
+                scope.spawn(move || carried.run(|| encode_ahead(made, with_facts, deps, &rows)));
             let changed = self.mutate_made_here(made, &received);
             // The encoder may be waiting to hand over a row the writer, failed, will not take.
             drop(received);

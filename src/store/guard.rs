@@ -80,21 +80,37 @@ pub(crate) fn guarded<R>(
 /// The payload a worker thread's engine panic travels on to the thread that joins it.
 struct EnginePanic(String);
 
-/// Runs `work` on a worker thread of a guarded transaction (one writing or reading tables on
-/// another core), so that an engine panic in it reaches [`guarded`], through the join, as the
-/// engine's: quiet, and turned into [`StoreError::Damaged`]. Other panics unwind as they are.
-pub(crate) fn carried<R>(work: impl FnOnce() -> R) -> R {
-    install_hook();
-    DEPTH.with(|depth| depth.set(depth.get() + 1));
-    ENGINE_PANIC.with(|flag| flag.set(false));
-    let result = catch_unwind(AssertUnwindSafe(work));
-    DEPTH.with(|depth| depth.set(depth.get() - 1));
-    match result {
-        Ok(result) => result,
-        Err(payload) if ENGINE_PANIC.with(Cell::get) => {
-            resume_unwind(Box::new(EnginePanic(panic_text(&*payload).to_string())))
+/// Whether the thread that starts a worker thread is inside a guard, carried into the worker
+/// ([`carry`], then [`Carried::run`] there).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Carried {
+    guarded: bool,
+}
+
+/// The guard of this thread, to carry into a worker thread it starts.
+pub(crate) fn carry() -> Carried {
+    Carried { guarded: DEPTH.with(Cell::get) > 0 }
+}
+
+impl Carried {
+    /// Runs `work` on the worker thread so that, when the starting thread was guarded, an
+    /// engine panic in it reaches [`guarded`], through the join, as the engine's: quiet, and
+    /// turned into [`StoreError::Damaged`]. Other panics unwind as they are.
+    pub(crate) fn run<R>(self, work: impl FnOnce() -> R) -> R {
+        if !self.guarded {
+            return work();
         }
-        Err(payload) => resume_unwind(payload),
+        DEPTH.with(|depth| depth.set(depth.get() + 1));
+        ENGINE_PANIC.with(|flag| flag.set(false));
+        let result = catch_unwind(AssertUnwindSafe(work));
+        DEPTH.with(|depth| depth.set(depth.get() - 1));
+        match result {
+            Ok(result) => result,
+            Err(payload) if ENGINE_PANIC.with(Cell::get) => {
+                resume_unwind(Box::new(EnginePanic(panic_text(&*payload).to_string())))
+            }
+            Err(payload) => resume_unwind(payload),
+        }
     }
 }
 
@@ -119,12 +135,13 @@ mod tests {
         assert!(caught.is_err());
     }
 
-    /// Runs `work` on a worker thread under [`carried`], inside a guard, joining it as the
-    /// store's worker threads are joined.
+    /// Runs `work` on a worker thread that carries the guard it is started inside, joining it
+    /// as the store's worker threads are joined.
     fn guarded_worker(work: fn()) -> Result<(), StoreError> {
         guarded(Path::new("x.db"), || {
+            let carried = carry();
             std::thread::scope(|scope| {
-                let worker = scope.spawn(|| carried(work));
+                let worker = scope.spawn(move || carried.run(work));
                 worker.join().unwrap_or_else(|panic| resume_unwind(panic));
             });
             Ok(())

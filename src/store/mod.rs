@@ -1428,9 +1428,10 @@ impl<'t> Writer<'t> {
                 self.held_order = Some(held::HeldBytes::default());
                 let mut order =
                     self.tables.order.take().expect("write transactions open the order index");
+                let carried = guard::carry();
                 std::thread::scope(|scope| {
                     let order_written =
-                        scope.spawn(|| guard::carried(|| held_order.write(&mut order)));
+                        scope.spawn(|| carried.run(|| held_order.write(&mut order)));
                     let refreshed = self.release_held_edges_and_refresh(&lap);
                     let written =
                         order_written.join().unwrap_or_else(|p| std::panic::resume_unwind(p));

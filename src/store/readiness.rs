@@ -389,9 +389,9 @@ impl Writer<'_> {
         };
         let created_edges = self.created_edges.take();
         let deps = self.tables.deps();
+        let carried = super::guard::carry();
         let (issues, edges) = std::thread::scope(|scope| {
-            let edges =
-                scope.spawn(|| super::guard::carried(|| edges_by_issue(created_edges, deps)));
+            let edges = scope.spawn(|| carried.run(|| edges_by_issue(created_edges, deps)));
             let issues = match created {
                 Some(created) => Ok(Self::created_facts_ahead(created, cache)),
                 None => self.read_facts(cache),

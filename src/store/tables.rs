@@ -788,8 +788,9 @@ where
             (scan(&mut self.issues.iter()?), Ok(Vec::new()))
         } else {
             let (forward, backward) = (self.issues.iter()?, self.issues.iter()?.rev());
+            let carried = super::guard::carry();
             std::thread::scope(|scope| {
-                let back = scope.spawn(|| super::guard::carried(|| scan(&mut { backward })));
+                let back = scope.spawn(|| carried.run(|| scan(&mut { backward })));
                 let front = scan(&mut { forward });
                 (front, back.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             })
