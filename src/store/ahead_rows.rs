@@ -43,8 +43,8 @@ pub(super) struct NewIssueRows {
 impl RowsAhead {
     /// Serialises the rows of a bulk op's comments and of its new issues whose labels are
     /// already in stored order, with each issue's facts when `with_facts` (see
-    /// `Writer::created_facts`), and its edges' rows when `with_edges` (not when the encoder
-    /// inserts the edges itself).
+    /// `Writer::created_facts`), and its edges' rows when `with_edges` (not when a thread of
+    /// their own inserts the edges).
     pub fn of(op: &OpKind, with_facts: bool, with_edges: bool) -> RowsAhead {
         let mut ahead = RowsAhead::default();
         let OpKind::Bulk { ops } = op else {

@@ -344,25 +344,33 @@ impl Writer<'_> {
         let mut lent_deps =
             if self.edges_can_go_ahead(&ops) { self.tables.deps.take() } else { None };
         self.edges_written_ahead = lent_deps.is_some();
-        let (changed, encoded) = std::thread::scope(|scope| {
+        let abandon = std::sync::atomic::AtomicBool::new(false);
+        let (changed, edges_written) = std::thread::scope(|scope| {
             let (rows, received) = std::sync::mpsc::sync_channel(ROWS_AHEAD);
             let made = &ops;
-            let deps = lent_deps.as_mut();
+            let with_edges = lent_deps.is_none();
             let carried = guard::carry();
-            let encoder =
-                scope.spawn(move || carried.run(|| encode_ahead(made, with_facts, deps, &rows)));
+            scope.spawn(move || carried.run(|| encode_ahead(made, with_facts, with_edges, &rows)));
+            let (abandon, deps) = (&abandon, lent_deps.as_mut());
+            let edges = deps.map(|deps| {
+                scope.spawn(move || carried.run(|| insert_created_edges(deps, made, abandon)))
+            });
             let changed = self.mutate_made_here(made, &received);
+            abandon.store(changed.is_err(), std::sync::atomic::Ordering::Relaxed);
             // The encoder may be waiting to hand over a row the writer, failed, will not take.
             drop(received);
-            (changed, encoder.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            let edges_written = edges.map_or(Ok(()), |edges| {
+                edges.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            (changed, edges_written)
         });
         if let Some(deps) = lent_deps {
             self.tables.deps = Some(deps);
             self.edges_written_ahead = false;
         }
-        // Half the ops (and, gone ahead, the edges of ops never reached) are written.
-        self.abandoned_bulk |= changed.is_err() || encoded.is_err();
-        encoded?;
+        // Some of the ops (and, gone ahead, edges of ops never reached) are written.
+        self.abandoned_bulk |= changed.is_err() || edges_written.is_err();
+        edges_written?;
         let changed = changed?;
         let mut journaled = 0;
         for (op, changed) in ops.into_iter().zip(changed) {
@@ -374,11 +382,11 @@ impl Writer<'_> {
         Ok(journaled)
     }
 
-    /// Whether the encoder thread may insert the edges of `ops` itself: on a store that
-    /// started empty, ops of creates and comments only read no edge (a create's checks look
-    /// at the ids written, not at the edge table; cycles were refused over the whole batch),
-    /// so the edge table can be written on the encoder's core, which has time to spare, in
-    /// the order the writer would write it.
+    /// Whether a thread of its own may insert the edges of `ops` while the writer does the
+    /// rest: on a store that started empty, ops of creates and comments only read no edge (a
+    /// create's checks look at the ids written, not at the edge table; cycles were refused
+    /// over the whole batch), so the edge table can be written on another core, in the order
+    /// the writer would write it.
     pub(super) fn edges_can_go_ahead(&self, ops: &[Op]) -> bool {
         let creates_and_comments = |op: &Op| match &op.kind {
             OpKind::Bulk { ops } => ops
@@ -402,8 +410,8 @@ impl Writer<'_> {
         let mut changed = Vec::with_capacity(ops.len());
         for op in ops {
             self.note_order(op);
-            // The encoder stops early only on an error of its own, which apply_bulk reports.
-            let Ok(Encoded { journal: row, rows }) = encoded.recv() else { break };
+            let Encoded { journal: row, rows } =
+                encoded.recv().expect("the encoder sends one row per op");
             self.rows_ahead = rows;
             let seeds = self.mutate(op);
             self.rows_ahead = RowsAhead::default();
@@ -952,39 +960,45 @@ impl Writer<'_> {
 type EdgeTable<'t> = redb::Table<'t, (&'static str, &'static str), &'static [u8]>;
 
 /// The encoder thread of [`Writer::apply_bulk`]: each op's journal row and the rows of its new
-/// issues and comments, sent in op order. With the edge table lent (see
-/// [`Writer::edges_can_go_ahead`]) it also inserts the edges of the op's creates, as the
-/// writer would, before handing the op over. Stops early when the writer stops taking rows.
+/// issues and comments (with their edges' rows when `with_edges`), sent in op order. Stops
+/// early when the writer stops taking rows.
 fn encode_ahead(
     ops: &[Op],
     with_facts: bool,
-    mut deps: Option<&mut EdgeTable<'_>>,
+    with_edges: bool,
     rows: &std::sync::mpsc::SyncSender<Encoded>,
-) -> Result<(), StoreError> {
+) {
     for op in ops {
-        if let Some(deps) = deps.as_deref_mut() {
-            insert_created_edges(deps, &op.kind)?;
-        }
-        let with_edges = deps.is_none();
         let encoded = Encoded {
             journal: encode_op(op),
             rows: RowsAhead::of(&op.kind, with_facts, with_edges),
         };
         if rows.send(encoded).is_err() {
-            break;
+            return;
         }
     }
-    Ok(())
 }
 
-/// Inserts the edges of the creates of bulk op `op` into `deps`, in entry order.
-fn insert_created_edges(deps: &mut EdgeTable<'_>, op: &OpKind) -> Result<(), StoreError> {
-    let OpKind::Bulk { ops } = op else { return Ok(()) };
-    for entry in ops {
-        if let OpKind::Create { issue, deps: edges } = entry {
-            for dep in edges_of(&issue.id, edges).iter() {
-                let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
-                deps.insert(key, edge_row(dep).as_slice())?;
+/// The edge thread of [`Writer::apply_bulk`], when the edge table is lent to it (see
+/// [`Writer::edges_can_go_ahead`]): inserts the edges of the creates of `ops` into `deps`, in
+/// op and entry order, as the writer would. Stops early once the writer has failed
+/// (`abandon`), since the transaction is then abandoned.
+fn insert_created_edges(
+    deps: &mut EdgeTable<'_>,
+    ops: &[Op],
+    abandon: &std::sync::atomic::AtomicBool,
+) -> Result<(), StoreError> {
+    for op in ops {
+        if abandon.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let OpKind::Bulk { ops: entries } = &op.kind else { continue };
+        for entry in entries {
+            if let OpKind::Create { issue, deps: edges } = entry {
+                for dep in edges_of(&issue.id, edges).iter() {
+                    let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
+                    deps.insert(key, edge_row(dep).as_slice())?;
+                }
             }
         }
     }

@@ -392,7 +392,7 @@ impl<'t> WriteSet<'t> {
     }
 
     fn deps_mut(&mut self) -> &mut Table<'t, (&'static str, &'static str), &'static [u8]> {
-        self.deps.as_mut().expect("the edge table is back from a bulk write's encoder")
+        self.deps.as_mut().expect("the edge table is back from a bulk write's edge thread")
     }
 }
 
@@ -1127,8 +1127,8 @@ pub struct Writer<'t> {
     /// In bulk mode on a store that started empty, the edges inserted, so the refresh at the
     /// end reads no edge row. Dropped when an edge is removed.
     created_edges: Option<readiness::CreatedEdges>,
-    /// While a bulk apply lends the edge table to its encoder thread, which inserts the edges
-    /// of creates itself ([`Writer::apply_bulk`]).
+    /// While a bulk apply lends the edge table to a thread of its own, which inserts the
+    /// edges of creates ([`Writer::apply_bulk`]).
     edges_written_ahead: bool,
     /// A bulk apply failed part-way: the tables hold some of its ops (and, when its edges
     /// went ahead, edges of ops never applied), so this transaction must not commit.
@@ -1772,7 +1772,7 @@ mod tests {
         entries
     }
 
-    /// A bulk write into an empty store has its encoder thread insert the edges of its
+    /// A bulk write into an empty store has a thread of its own insert the edges of its
     /// creates; the edge tables come out as the writer makes them applying the same creates
     /// one by one.
     #[test]
@@ -1784,7 +1784,7 @@ mod tests {
             .write("a", Clock::System, |w| {
                 w.begin_bulk()?;
                 let op = w.stamp(OpKind::Bulk { ops: creates_with_edges() });
-                assert!(w.edges_can_go_ahead(&[op]), "the encoder inserts the edges");
+                assert!(w.edges_can_go_ahead(&[op]), "a thread of its own inserts the edges");
                 w.apply_bulk(creates_with_edges())
             })
             .unwrap();

@@ -68,7 +68,7 @@ pub(crate) const MAX_KEY: &str = "\u{10ffff}";
 /// issue row that does not decode.
 pub(crate) struct TableSet<I, D, R, C, L, Y, B, M, O> {
     pub issues: I,
-    /// The edges; `None` only while a bulk write lends the table to its encoder thread
+    /// The edges; `None` only while a bulk write lends the table to its edge thread
     /// ([`super::Writer::apply_bulk`]), when nothing reads it.
     pub deps: Option<D>,
     pub rdeps: R,
@@ -88,7 +88,7 @@ pub(crate) struct TableSet<I, D, R, C, L, Y, B, M, O> {
 impl<I, D, R, C, L, Y, B, M, O> TableSet<I, D, R, C, L, Y, B, M, O> {
     /// The edge table, which every transaction opens.
     pub fn deps(&self) -> &D {
-        self.deps.as_ref().expect("the edge table is back from a bulk write's encoder")
+        self.deps.as_ref().expect("the edge table is back from a bulk write's edge thread")
     }
 
     /// Whether `row`, the row of `id`, has `needle` in the id, title or description.
