@@ -39,11 +39,13 @@
 //! - [`fsutil`]: atomic writes of user-visible files;
 //! - `parallel`: work spread over the machine's cores;
 //! - [`ahead`]: work done ahead on idle cores (a large import's journal trees);
+//! - [`allocator`]: hints to the binary's allocator (short commands keep freed memory);
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
 //! - [`cli`]: argument parsing and output; the only module that prints or reads the
 //!   environment.
 
 pub mod ahead;
+pub mod allocator;
 pub mod beads;
 pub mod bench;
 pub mod claim;

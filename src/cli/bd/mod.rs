@@ -259,6 +259,24 @@ pub enum BdCommand {
     Version,
 }
 
+impl BdCommand {
+    /// Whether this is one of the short commands agents run, as opposed to one that reads or
+    /// writes a whole queue (import, export, sync, git hooks, doctor, renaming the prefix).
+    fn is_short_and_light(&self) -> bool {
+        !matches!(
+            self,
+            BdCommand::Import(_)
+                | BdCommand::Export(_)
+                | BdCommand::Sync(_)
+                | BdCommand::Dolt(_)
+                | BdCommand::Hooks(_)
+                | BdCommand::Hook(_)
+                | BdCommand::Doctor(_)
+                | BdCommand::RenamePrefix(_)
+        )
+    }
+}
+
 /// Runs the bd personality on `args` (`args[0]` is the program name). Returns the exit code.
 pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
     // Styling every subcommand's help rebuilds all their arguments; only help, version and
@@ -275,6 +293,9 @@ pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
         Ok(cli) => cli,
         Err(error) => return report_usage_error(&error),
     };
+    if cli.command.as_ref().is_some_and(BdCommand::is_short_and_light) {
+        crate::allocator::short_lived();
+    }
     let json = cli.global.json;
     match dispatch(cli, personality) {
         Ok(()) => 0,
