@@ -394,6 +394,18 @@ pub(crate) fn shell_word(arg: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A shell reads a word back as the text it was made from (spaces, quotes, `$`, backticks,
+    /// the empty text), and a plain word is shown as it is.
+    #[test]
+    fn a_shell_word_reads_back_as_its_text() {
+        assert_eq!(shell_word("/tmp/w/.beads/beads.db"), "/tmp/w/.beads/beads.db");
+        for text in ["/tmp/my work/beads.db", "it's", "$HOME `id` \\n", ""] {
+            let line = format!("printf %s {}", shell_word(text));
+            let out = std::process::Command::new("sh").arg("-c").arg(&line).output().unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), text, "{line}");
+        }
+    }
+
     #[test]
     fn controls_are_escaped_in_single_line_fields() {
         assert_eq!(printable("plain — ünïcode"), "plain — ünïcode");

@@ -343,7 +343,6 @@ impl Writer<'_> {
         let with_facts = self.created_facts.is_some();
         let mut lent_deps =
             if self.edges_can_go_ahead(&ops) { self.tables.deps.take() } else { None };
-        self.edges_written_ahead = lent_deps.is_some();
         let abandon = std::sync::atomic::AtomicBool::new(false);
         let (changed, edges_written) = std::thread::scope(|scope| {
             let (rows, received) = std::sync::mpsc::sync_channel(ROWS_AHEAD);
@@ -366,7 +365,6 @@ impl Writer<'_> {
         });
         if let Some(deps) = lent_deps {
             self.tables.deps = Some(deps);
-            self.edges_written_ahead = false;
         }
         // Some of the ops (and, gone ahead, edges of ops never reached) are written.
         self.abandoned_bulk |= changed.is_err() || edges_written.is_err();
@@ -506,20 +504,11 @@ impl Writer<'_> {
         };
         let (issue_row, edge_rows, facts) = match ahead {
             Some(rows) => (rows.issue, rows.edges, rows.facts),
-            None if self.edges_written_ahead => (issue_row(issue), Vec::new(), None),
-            None => (issue_row(issue), deps.iter().map(edge_row).collect(), None),
+            None => (issue_row(issue), Vec::new(), None),
         };
         self.put_issue_row(None, issue, &issue_row)?;
         self.keep_created_facts(facts);
-        if self.edges_written_ahead {
-            for dep in deps.iter() {
-                self.note_inserted_edge(dep)?;
-            }
-        } else {
-            for (dep, row) in deps.iter().zip(&edge_rows) {
-                self.insert_edge_row(dep, row)?;
-            }
-        }
+        self.insert_new_edges(&deps, &edge_rows)?;
         self.count_new_id(&issue.id, replica)?;
         if self.all_new() {
             return Ok(Some(BTreeSet::new()));
@@ -844,6 +833,25 @@ impl Writer<'_> {
                 to: to.into(),
                 kind: dep.kind.clone(),
             });
+        }
+        Ok(())
+    }
+
+    /// Inserts a new issue's edges `deps`, each with its row made ahead where `rows` has one;
+    /// while a thread of their own writes the edge table ([`Writer::apply_bulk`]), only what
+    /// goes with each.
+    fn insert_new_edges(
+        &mut self,
+        deps: &[Dependency],
+        rows: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        let written_ahead = self.tables.deps.is_none();
+        for (at, dep) in deps.iter().enumerate() {
+            match rows.get(at) {
+                _ if written_ahead => self.note_inserted_edge(dep)?,
+                Some(row) => self.insert_edge_row(dep, row)?,
+                None => self.insert_edge(dep)?,
+            }
         }
         Ok(())
     }

@@ -58,6 +58,19 @@ pub(crate) fn guarded<R>(
     path: &Path,
     work: impl FnOnce() -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
+    match inside_guard(work) {
+        Ok(result) => result,
+        Err(engine_panic) => Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            detail: format!("the database engine failed on it ({engine_panic})"),
+        }),
+    }
+}
+
+/// Runs `work` inside a guard on this thread: its value, or the message of an engine panic
+/// in it (raised here, or carried from a worker thread it joined). Any other panic goes on
+/// unwinding.
+fn inside_guard<R>(work: impl FnOnce() -> R) -> Result<R, String> {
     install_hook();
     DEPTH.with(|depth| depth.set(depth.get() + 1));
     ENGINE_PANIC.with(|flag| flag.set(false));
@@ -66,12 +79,9 @@ pub(crate) fn guarded<R>(
     let result = catch_unwind(AssertUnwindSafe(work));
     DEPTH.with(|depth| depth.set(depth.get() - 1));
     match result {
-        Ok(result) => result,
+        Ok(value) => Ok(value),
         Err(payload) if ENGINE_PANIC.with(Cell::get) || payload.is::<EnginePanic>() => {
-            Err(StoreError::Damaged {
-                path: path.to_path_buf(),
-                detail: format!("the database engine failed on it ({})", panic_text(&*payload)),
-            })
+            Err(panic_text(&*payload).to_string())
         }
         Err(payload) => resume_unwind(payload),
     }
@@ -100,17 +110,8 @@ impl Carried {
         if !self.guarded {
             return work();
         }
-        DEPTH.with(|depth| depth.set(depth.get() + 1));
-        ENGINE_PANIC.with(|flag| flag.set(false));
-        let result = catch_unwind(AssertUnwindSafe(work));
-        DEPTH.with(|depth| depth.set(depth.get() - 1));
-        match result {
-            Ok(result) => result,
-            Err(payload) if ENGINE_PANIC.with(Cell::get) => {
-                resume_unwind(Box::new(EnginePanic(panic_text(&*payload).to_string())))
-            }
-            Err(payload) => resume_unwind(payload),
-        }
+        inside_guard(work)
+            .unwrap_or_else(|engine_panic| resume_unwind(Box::new(EnginePanic(engine_panic))))
     }
 }
 

@@ -1127,9 +1127,6 @@ pub struct Writer<'t> {
     /// In bulk mode on a store that started empty, the edges inserted, so the refresh at the
     /// end reads no edge row. Dropped when an edge is removed.
     created_edges: Option<readiness::CreatedEdges>,
-    /// While a bulk apply lends the edge table to a thread of its own, which inserts the
-    /// edges of creates ([`Writer::apply_bulk`]).
-    edges_written_ahead: bool,
     /// A bulk apply failed part-way: the tables hold some of its ops (and, when its edges
     /// went ahead, edges of ops never applied), so this transaction must not commit.
     abandoned_bulk: bool,
@@ -1205,7 +1202,6 @@ impl<'t> Writer<'t> {
             rows_ahead: ahead_rows::RowsAhead::default(),
             created_facts: None,
             created_edges: None,
-            edges_written_ahead: false,
             abandoned_bulk: false,
         };
         if writer.tables.meta_bytes(meta::ORDER_INDEX)?.is_none() {
@@ -1555,6 +1551,15 @@ mod tests {
         OpKind::Create { issue: Box::new(issue), deps: Vec::new() }
     }
 
+    /// The edge `from` → `to` of type `kind`, made at a fixed time.
+    pub(super) fn edge(from: &str, to: &str, kind: &str) -> crate::model::Dependency {
+        serde_json::from_value(serde_json::json!({
+            "issue_id": from, "depends_on_id": to, "type": kind,
+            "created_at": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap()
+    }
+
     /// Create ops of `n` issues `t-0`… titled `title`, without edges.
     fn creates(n: usize, title: &str) -> Vec<OpKind> {
         let now = jiff::Timestamp::now();
@@ -1605,12 +1610,6 @@ mod tests {
                 issue.defer_until = Some(at + jiff::SignedDuration::from_hours(24 * 365 * 10));
             }
             Box::new(issue)
-        };
-        let edge = |from: &str, to: &str, kind: &str| -> crate::model::Dependency {
-            serde_json::from_value(serde_json::json!({
-                "issue_id": from, "depends_on_id": to, "type": kind, "created_at": at.to_string()
-            }))
-            .unwrap()
         };
         let create = |id: &str, status: &str, deps: &[(&str, &str)]| OpKind::Create {
             issue: issue(id, status),
@@ -1744,12 +1743,6 @@ mod tests {
     /// with different types), and a comment, in two bulk ops.
     fn creates_with_edges() -> Vec<OpKind> {
         let at: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        let edge = |from: &str, to: &str, kind: &str| -> crate::model::Dependency {
-            serde_json::from_value(serde_json::json!({
-                "issue_id": from, "depends_on_id": to, "type": kind, "created_at": at.to_string()
-            }))
-            .unwrap()
-        };
         let mut entries = Vec::new();
         for n in 0..(BULK_ENTRIES + 3) {
             let id = format!("t-{n:04}");
@@ -1832,12 +1825,7 @@ mod tests {
         let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
         let mut creates = creates(2, "x");
         if let OpKind::Create { deps, .. } = &mut creates[1] {
-            *deps = vec![
-                serde_json::from_value(serde_json::json!({
-                    "issue_id": "t-1", "depends_on_id": "t-0", "type": "blocks"
-                }))
-                .unwrap(),
-            ];
+            *deps = vec![edge("t-1", "t-0", "blocks")];
         }
         store
             .write("a", Clock::System, |w| {

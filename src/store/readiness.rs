@@ -595,12 +595,7 @@ mod tests {
     /// edges by target, one entry per edge with the last type inserted.
     #[test]
     fn noted_edges_read_as_the_edge_table_does() {
-        let edge = |from: &str, to: &str, kind: &str| -> crate::model::Dependency {
-            serde_json::from_value(serde_json::json!({
-                "issue_id": from, "depends_on_id": to, "type": kind
-            }))
-            .unwrap()
-        };
+        use crate::store::tests::edge;
         let mut noted = CreatedEdges::default();
         for (from, to, kind) in [
             ("t-2", "t-9", "blocks"),
