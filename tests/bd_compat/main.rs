@@ -15,7 +15,7 @@ use std::process::Command;
 /// The scripts, one test each. `every_script_is_listed` keeps this in step with the directory.
 const SCRIPTS: &[&str] = &[
     "init", "create", "show", "update", "close", "ready", "deps", "annotate", "views", "delete",
-    "config", "lint", "guides", "errors", "json", "actor", "export", "fleet_bd",
+    "config", "lint", "guides", "errors", "json", "actor", "export", "fleet_bd", "help",
 ];
 
 fn dir() -> PathBuf {
@@ -100,7 +100,7 @@ macro_rules! scripts {
 
 scripts!(
     init, create, show, update, close, ready, deps, annotate, views, delete, config, lint, guides,
-    errors, json, actor, export, fleet_bd,
+    errors, json, actor, export, fleet_bd, help,
 );
 
 #[test]
