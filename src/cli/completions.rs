@@ -4,8 +4,8 @@
 
 use clap::CommandFactory;
 
-use super::Cli;
 use super::error::CliError;
+use super::{Cli, EagerCommand};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Install, for example:\n  \
@@ -20,7 +20,7 @@ pub struct CompletionsArgs {
 }
 
 pub fn cmd_completions(args: CompletionsArgs) -> Result<(), CliError> {
-    let mut command = Cli::command();
+    let mut command = Cli::<EagerCommand>::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "fleet", &mut script);
     super::output::write_stdout(String::from_utf8_lossy(&script).trim_end());

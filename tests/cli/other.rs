@@ -357,6 +357,11 @@ fn completion_scripts_know_the_commands() {
     for command in ["serve", "tasks", "ready", "claim"] {
         assert!(bash.contains(command), "bash completion lacks {command}");
     }
+    // A subcommand's own flags and the `help` tree's nested commands (`fleet help run
+    // restart`) are there too: the script is made from the whole command tree.
+    for word in ["--coder", "--ready-ids", "help__subcmd__run__subcmd__restart"] {
+        assert!(bash.contains(word), "bash completion lacks {word}");
+    }
     let zsh = ws.run(&["completions", "zsh"]).ok().stdout;
     assert!(zsh.starts_with("#compdef fleet"), "{zsh}");
     let fish = ws.run(&["completions", "fish"]).ok().stdout;

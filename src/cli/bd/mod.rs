@@ -300,15 +300,11 @@ impl BdCommand {
 
 /// Runs the bd personality on `args` (`args[0]` is the program name). Returns the exit code.
 pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
-    // Styling every subcommand's help rebuilds all their arguments; only help, version and
-    // usage errors show it, so the plain command parses and the styled one is built only when
-    // the parse stops (the same parse, so the same stop, now rendered in bd's layout).
-    let matches = match <BdCli>::command().try_get_matches_from(&args) {
+    // The deferred command parses; where it stops (help, version, a usage error) the styled
+    // one, built whole, parses again and shows the same stop in bd's layout.
+    let matches = match super::parse_deferred(<BdCli>::command(), styled_command, &args) {
         Ok(matches) => matches,
-        Err(_) => match styled_command().try_get_matches_from(args) {
-            Ok(matches) => matches,
-            Err(error) => return report_usage_error(&error),
-        },
+        Err(error) => return report_usage_error(&error),
     };
     let cli = match <BdCli>::from_arg_matches(&matches) {
         Ok(cli) => cli,
