@@ -17,6 +17,30 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with_mode(path, bytes, Some(0o600))
 }
 
+/// Makes `bytes` the content of the small, best-effort note at `path` (created if missing),
+/// writing nothing when it already holds them. The file is overwritten in place and then cut to
+/// the new length, never truncated to zero first: on ext4, a file truncated to zero and written
+/// again is flushed to disk when it is closed (`auto_da_alloc`), a disk write per command that a
+/// note such as bd's last-touched issue does not need. Not atomic: a crash in the middle can
+/// leave a mix of the old and the new text, so only for notes whose loss is harmless.
+pub fn write_note(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    let mut current = Vec::with_capacity(bytes.len() + 1);
+    (&file).take(bytes.len() as u64 + 1).read_to_end(&mut current)?;
+    if current == bytes {
+        return Ok(());
+    }
+    file.write_all_at(bytes, 0)?;
+    file.set_len(bytes.len() as u64)
+}
+
 /// Takes an exclusive lock on the file at `path` (created owner-only if missing) without
 /// waiting: `Ok(None)` when another open file description holds it. The lock is the kernel's
 /// (`flock`): it goes with the returned file, and with the process if that is killed.
@@ -98,6 +122,32 @@ pub fn is_executable(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_note_is_replaced_whole_whether_longer_or_shorter() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("last-touched");
+        super::write_note(&path, b"bd-1\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"bd-1\n");
+        super::write_note(&path, b"bd-longer.2\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"bd-longer.2\n");
+        super::write_note(&path, b"bd-3\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"bd-3\n");
+    }
+
+    /// The same note again is not written: the file keeps its modification time.
+    #[test]
+    fn an_unchanged_note_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("last-touched");
+        super::write_note(&path, b"bd-1\n").unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+        super::write_note(&path, b"bd-1\n").unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), old);
+        super::write_note(&path, b"bd-1\nx").unwrap();
+        assert_ne!(std::fs::metadata(&path).unwrap().modified().unwrap(), old);
+    }
+
     #[test]
     fn replaces_the_whole_file() {
         let dir = tempfile::tempdir().unwrap();

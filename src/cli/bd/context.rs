@@ -108,7 +108,8 @@ impl BdContext {
     /// Records `id` as last touched. Best effort: failing to write it never fails a command.
     pub fn touch(&self, id: &str) {
         if let Ok(dir) = self.workspace_dir() {
-            let _ = std::fs::write(dir.join(LAST_TOUCHED), format!("{id}\n"));
+            let _ =
+                crate::fsutil::write_note(&dir.join(LAST_TOUCHED), format!("{id}\n").as_bytes());
         }
     }
 
