@@ -95,25 +95,67 @@ impl Connection {
     }
 }
 
-/// Connects to `socket`, giving up after `deadline`. The attempt runs on a thread of its own
-/// that is left behind if it blocks; nothing has been sent then.
+/// Connects to `socket` within `deadline`. The connect does not block: a server that stopped
+/// accepting, with its queue of connections full, refuses it at once (`EAGAIN`), and it is
+/// tried again every millisecond until the deadline (a blocking connect would wait forever).
 fn connect_within(socket: &Path, deadline: Duration) -> Result<UnixStream, String> {
     if !socket.exists() {
         return Err(format!("no socket at {}", socket.display()));
     }
-    let (connected, received) = std::sync::mpsc::channel();
-    let path = socket.to_path_buf();
-    std::thread::Builder::new()
-        .name("fleet-connect".into())
-        .spawn(move || {
-            let _ = connected.send(UnixStream::connect(&path));
-        })
-        .map_err(|e| format!("connecting: {e}"))?;
-    match received.recv_timeout(deadline) {
-        Ok(Ok(stream)) => Ok(stream),
-        Ok(Err(error)) => Err(format!("{}: {error}", socket.display())),
-        Err(_) => Err(format!("{}: no connection within {deadline:?}", socket.display())),
+    let until = std::time::Instant::now() + deadline;
+    loop {
+        match connect_nonblocking(socket) {
+            Ok(stream) => {
+                stream.set_nonblocking(false).map_err(|e| format!("connecting: {e}"))?;
+                return Ok(stream);
+            }
+            Err(error)
+                if error.kind() == std::io::ErrorKind::WouldBlock
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(format!("{}: no connection within {deadline:?}", socket.display()));
+            }
+            Err(error) => return Err(format!("{}: {error}", socket.display())),
+        }
     }
+}
+
+/// One nonblocking connect to the Unix socket at `path`.
+fn connect_nonblocking(path: &Path) -> std::io::Result<UnixStream> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let mut address =
+        libc::sockaddr_un { sun_family: libc::AF_UNIX as libc::sa_family_t, sun_path: [0; 108] };
+    let bytes = path.as_os_str().as_bytes();
+    // The path and its terminating NUL must fit (the NUL is already there: the array is zeroed).
+    if bytes.len() >= address.sun_path.len() || bytes.contains(&0) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("a socket path must be shorter than {} bytes", address.sun_path.len()),
+        ));
+    }
+    for (slot, byte) in address.sun_path.iter_mut().zip(bytes) {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: socket has no preconditions; a negative result is an error, checked below.
+    let fd = unsafe {
+        libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0)
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a socket just made and owned by nothing else.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    let length = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    // SAFETY: `address` is a valid sockaddr_un of `length` bytes that outlives the call.
+    let rc = unsafe { libc::connect(fd, (&raw const address).cast(), length) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(UnixStream::from(socket))
 }
 
 /// Reads from a stream with one deadline for all reads together.
@@ -282,5 +324,59 @@ fn claim_error(error: ClaimError) -> StoreError {
     match error {
         ClaimError::Store(error) => error,
         other => StoreError::Refused(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn a_listening_socket_connects() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let stream = connect_within(&path, Duration::from_secs(2)).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        // The stream is blocking again (reads wait for the answer).
+        assert!(stream.set_read_timeout(Some(Duration::from_millis(20))).is_ok());
+        drop(accepted);
+        let mut byte = [0u8; 1];
+        assert_eq!(std::io::Read::read(&mut &stream, &mut byte).unwrap(), 0);
+    }
+
+    /// A server that stopped accepting, its queue of connections full, is given up on at the
+    /// deadline instead of blocking the command forever.
+    #[test]
+    fn a_server_with_a_full_queue_is_given_up_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let _listener = UnixListener::bind(&path).unwrap();
+        let mut queued = Vec::new();
+        loop {
+            match connect_nonblocking(&path) {
+                Ok(stream) => queued.push(stream),
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(error) => panic!("filling the queue: {error}"),
+            }
+            assert!(queued.len() < 100_000, "the queue never filled");
+        }
+        let started = std::time::Instant::now();
+        let error = connect_within(&path, Duration::from_millis(100)).unwrap_err();
+        let took = started.elapsed();
+        assert!(error.contains("no connection within"), "{error}");
+        assert!(took >= Duration::from_millis(100) && took < Duration::from_secs(2), "{took:?}");
+    }
+
+    #[test]
+    fn no_socket_and_a_too_long_path_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = connect_within(&dir.path().join("none.sock"), Duration::from_secs(1));
+        assert!(missing.unwrap_err().contains("no socket at"));
+        let long = dir.path().join("x".repeat(200));
+        std::fs::write(&long, "").unwrap();
+        let error = connect_within(&long, Duration::from_secs(1)).unwrap_err();
+        assert!(error.contains("shorter than 108 bytes"), "{error}");
     }
 }
