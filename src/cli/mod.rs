@@ -26,6 +26,7 @@ mod label;
 mod log;
 mod logging;
 mod output;
+mod parse;
 mod qa;
 mod query;
 mod rebuild;
@@ -276,8 +277,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         return bd::run(bd_args.collect(), Personality::FleetBd);
     }
     let color = ColorWhen::from_raw_args(&args);
-    let parsed = parse_deferred(<Cli>::command(), Cli::<EagerCommand>::command, &args)
-        .and_then(|matches| <Cli>::from_arg_matches(&matches));
+    let parts = parse::Parts {
+        bare_root: Cli::<parse::NoSubcommands>::command,
+        subcommands: Command::augment_subcommands,
+        eager: Cli::<EagerCommand>::command,
+    };
+    let parsed = parse::parse(&parts, &args).and_then(|matches| <Cli>::from_arg_matches(&matches));
     let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => return report_parse_error(&error, color),
@@ -292,18 +297,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Ok(()) => exit_code::SUCCESS,
         Err(error) => error.report(Mode::Fleet, json),
     }
-}
-
-/// Parses `args` with `deferred`, a command whose subcommands are built only when parsed, so
-/// a process builds just the one it runs. Where that parse stops (help, version, a usage
-/// error), the same parse is made again with `eager()`, the same commands built all at once, so
-/// what is shown has the layout and wording of the whole tree.
-pub(crate) fn parse_deferred(
-    deferred: clap::Command,
-    eager: fn() -> clap::Command,
-    args: &[OsString],
-) -> Result<clap::ArgMatches, clap::Error> {
-    deferred.try_get_matches_from(args).or_else(|_| eager().try_get_matches_from(args))
 }
 
 /// Prints clap's help, version or usage error — coloured as `--color` decides for the stream

@@ -44,6 +44,7 @@ use context::BdContext;
 use super::CliError;
 use super::context::Personality;
 use super::output::Mode;
+use super::parse;
 
 /// The beads release whose CLI contract this personality follows.
 pub const BD_COMPAT_VERSION: &str = "1.0.5";
@@ -300,9 +301,13 @@ impl BdCommand {
 
 /// Runs the bd personality on `args` (`args[0]` is the program name). Returns the exit code.
 pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
-    // The deferred command parses; where it stops (help, version, a usage error) the styled
-    // one, built whole, parses again and shows the same stop in bd's layout.
-    let matches = match super::parse_deferred(<BdCli>::command(), styled_command, &args) {
+    // Help, version and usage errors come from the styled tree, built whole (see `parse`).
+    let parts = parse::Parts {
+        bare_root: BdCli::<parse::NoSubcommands>::command,
+        subcommands: BdCommand::augment_subcommands,
+        eager: styled_command,
+    };
+    let matches = match parse::parse(&parts, &args) {
         Ok(matches) => matches,
         Err(error) => return report_usage_error(&error),
     };
