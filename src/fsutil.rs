@@ -21,8 +21,10 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// writing nothing when it already holds them. The file is overwritten in place and then cut to
 /// the new length, never truncated to zero first: on ext4, a file truncated to zero and written
 /// again is flushed to disk when it is closed (`auto_da_alloc`), a disk write per command that a
-/// note such as bd's last-touched issue does not need. Not atomic: a crash in the middle can
-/// leave a mix of the old and the new text, so only for notes whose loss is harmless.
+/// note such as bd's last-touched issue does not need. Writers take the file's lock (`flock`),
+/// so two never interleave, and [`read_note`] never sees one half-way. Not crash-atomic: a
+/// crash in the middle can leave a mix of the old and the new text, so only for notes whose
+/// loss is harmless.
 pub fn write_note(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Read;
     use std::os::unix::fs::FileExt;
@@ -32,6 +34,7 @@ pub fn write_note(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .create(true)
         .truncate(false)
         .open(path)?;
+    file.lock()?;
     let mut current = Vec::with_capacity(bytes.len() + 1);
     (&file).take(bytes.len() as u64 + 1).read_to_end(&mut current)?;
     if current == bytes {
@@ -39,6 +42,16 @@ pub fn write_note(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
+}
+
+/// The text of the note at `path` (see [`write_note`]), read under the file's shared lock.
+pub fn read_note(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    file.lock_shared()?;
+    let mut text = String::new();
+    (&file).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Takes an exclusive lock on the file at `path` (created owner-only if missing) without
@@ -146,6 +159,35 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), old);
         super::write_note(&path, b"bd-1\nx").unwrap();
         assert_ne!(std::fs::metadata(&path).unwrap().modified().unwrap(), old);
+        // A note that begins the current text is written too (and the rest cut).
+        super::write_note(&path, b"bd-1\n").unwrap();
+        assert_eq!(super::read_note(&path).unwrap(), "bd-1\n");
+    }
+
+    /// Two processes' worth of writers racing with readers: every read is one whole note.
+    #[test]
+    fn racing_writers_never_leave_a_mix_of_notes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("last-touched");
+        let notes = ["bd-123456789\n", "bd-4\n", "bd-55.1\n"];
+        std::thread::scope(|scope| {
+            for note in notes {
+                let path = &path;
+                scope.spawn(move || {
+                    for _ in 0..5000 {
+                        super::write_note(path, note.as_bytes()).unwrap();
+                    }
+                });
+            }
+            scope.spawn(|| {
+                for _ in 0..5000 {
+                    if let Ok(text) = super::read_note(&path) {
+                        assert!(text.is_empty() || notes.contains(&text.as_str()), "{text:?}");
+                    }
+                }
+            });
+        });
+        assert!(notes.contains(&super::read_note(&path).unwrap().as_str()));
     }
 
     #[test]

@@ -277,12 +277,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         return bd::run(bd_args.collect(), Personality::FleetBd);
     }
     let color = ColorWhen::from_raw_args(&args);
-    let parts = parse::Parts {
-        bare_root: Cli::<parse::NoSubcommands>::command,
-        subcommands: Command::augment_subcommands,
-        eager: Cli::<EagerCommand>::command,
-    };
-    let parsed = parse::parse(&parts, &args).and_then(|matches| <Cli>::from_arg_matches(&matches));
+    let parsed = parse::parse(&parse_parts(), &args).and_then(|matches| {
+        <Cli>::from_arg_matches(&matches)
+            .map_err(|error| error.format(&mut Cli::<EagerCommand>::command()))
+    });
     let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => return report_parse_error(&error, color),
@@ -296,6 +294,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     match dispatch(cli) {
         Ok(()) => exit_code::SUCCESS,
         Err(error) => error.report(Mode::Fleet, json),
+    }
+}
+
+/// fleet's command line for [`parse::parse`].
+fn parse_parts() -> parse::Parts {
+    parse::Parts {
+        bare_root: Cli::<parse::NoSubcommands>::command,
+        subcommands: Command::augment_subcommands,
+        eager: Cli::<EagerCommand>::command,
     }
 }
 
@@ -372,4 +379,36 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         transfer::auto_export(&ctx);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_trees_are_consistent() {
+        Cli::<EagerCommand>::command().debug_assert();
+        // The deferred tree too: there a subcommand's own flags come after the global ones.
+        <Cli>::command().debug_assert();
+    }
+
+    /// Everyday lines parse on the pruned root (one subcommand), not only on the whole tree
+    /// the fallback builds.
+    #[test]
+    fn everyday_lines_parse_on_the_pruned_root() {
+        for line in [
+            "fleet ready --json",
+            "fleet --json claim",
+            "fleet --db /tmp/x --actor a close x-1 --reason done",
+            "fleet --color never list --status open",
+            "fleet dep add x-1 x-2",
+            "fleet -q run --until-idle --as night",
+        ] {
+            let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+            let root = parse::pruned_root(&parse_parts(), &args);
+            assert_eq!(root.get_subcommands().count(), 1, "{line}");
+            let parsed = root.try_get_matches_from(&args);
+            assert!(parsed.is_ok(), "{line}: {:?}", parsed.err());
+        }
+    }
 }

@@ -37,7 +37,7 @@ pub(crate) fn parse(parts: &Parts, args: &[OsString]) -> Result<ArgMatches, clap
 
 /// The bare root with the subcommand `args` names, or alone when the line names none that
 /// exists (a line without a subcommand, such as `--version`, parses there; any other fails).
-fn pruned_root(parts: &Parts, args: &[OsString]) -> Command {
+pub(crate) fn pruned_root(parts: &Parts, args: &[OsString]) -> Command {
     let root = (parts.bare_root)();
     let Some(word) = subcommand_word(&root, args) else { return root };
     match (parts.subcommands)(Command::new("all")).find_subcommand(word) {

@@ -101,8 +101,9 @@ impl BdContext {
     /// The issue the last create, update, close or show was about, if any.
     pub fn last_touched(&self) -> Option<String> {
         let dir = self.workspace_dir().ok()?;
-        let text = std::fs::read_to_string(dir.join(LAST_TOUCHED)).ok()?;
-        Some(text.trim().to_string()).filter(|id| !id.is_empty())
+        let text = crate::fsutil::read_note(&dir.join(LAST_TOUCHED)).ok()?;
+        let id = text.trim();
+        (!id.is_empty() && !id.contains(['\n', '\0'])).then(|| id.to_string())
     }
 
     /// Records `id` as last touched. Best effort: failing to write it never fails a command.

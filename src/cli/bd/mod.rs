@@ -301,13 +301,7 @@ impl BdCommand {
 
 /// Runs the bd personality on `args` (`args[0]` is the program name). Returns the exit code.
 pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
-    // Help, version and usage errors come from the styled tree, built whole (see `parse`).
-    let parts = parse::Parts {
-        bare_root: BdCli::<parse::NoSubcommands>::command,
-        subcommands: BdCommand::augment_subcommands,
-        eager: styled_command,
-    };
-    let matches = match parse::parse(&parts, &args) {
+    let matches = match parse::parse(&parse_parts(), &args) {
         Ok(matches) => matches,
         Err(error) => return report_usage_error(&error),
     };
@@ -322,6 +316,16 @@ pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
     match dispatch(cli, personality) {
         Ok(()) => 0,
         Err(error) => error.report(Mode::Bd, json),
+    }
+}
+
+/// bd's command line for [`parse::parse`]: help, version and usage errors come from the styled
+/// tree, built whole.
+fn parse_parts() -> parse::Parts {
+    parse::Parts {
+        bare_root: BdCli::<parse::NoSubcommands>::command,
+        subcommands: BdCommand::augment_subcommands,
+        eager: styled_command,
     }
 }
 
@@ -540,6 +544,31 @@ mod tests {
     #[test]
     fn the_command_tree_is_consistent() {
         styled_command().debug_assert();
+        // The deferred tree too: there a subcommand's own flags come after the global ones.
+        <BdCli>::command().debug_assert();
+    }
+
+    /// The lines agents run parse on the pruned root (one subcommand), not only on the whole
+    /// tree the fallback builds.
+    #[test]
+    fn agents_lines_parse_on_the_pruned_root() {
+        for line in [
+            "bd ready --json --limit 100",
+            "bd --json ready",
+            "bd show bd-1 --json",
+            "bd update bd-1 --claim --json",
+            "bd --db /tmp/x --actor a close bd-1 --reason done",
+            "bd dep add bd-1 bd-2",
+            "bd ls --status open",
+            "bd --json=false list",
+            "bd -q create Title -p 1",
+        ] {
+            let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+            let root = parse::pruned_root(&parse_parts(), &args);
+            assert_eq!(root.get_subcommands().count(), 1, "{line}");
+            let parsed = root.try_get_matches_from(&args);
+            assert!(parsed.is_ok(), "{line}: {:?}", parsed.err());
+        }
     }
 
     #[test]
