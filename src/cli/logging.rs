@@ -52,10 +52,13 @@ pub fn init(flavor: Flavor) {
         .with_writer(io::stderr)
         .without_time()
         .with_filter(stderr_filter);
-    let run_log = tracing_subscriber::fmt::layer()
-        .with_writer(RunLogWriter)
-        .with_target(false)
-        .with_filter(run_log_filter());
+    // Only `fleet run` opens the run log; bd never does, and skips building its layer.
+    let run_log = (flavor == Flavor::Fleet).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(RunLogWriter)
+            .with_target(false)
+            .with_filter(run_log_filter())
+    });
     let installed = tracing_subscriber::registry().with(stderr).with(run_log).try_init();
     if let (Ok(()), Some(problem), Flavor::Fleet) = (installed, problem, flavor) {
         // A closed stderr leaves nowhere to say it.
