@@ -2,8 +2,9 @@
 //! two milliseconds, and building clap's whole command tree (~50 subcommands, each given a copy
 //! of every global flag) was a fifth of that. So a command line is parsed by a root that holds
 //! only the subcommand it names, whose arguments are built only then (clap's `defer`); where
-//! that parse stops — help, version, a usage error, a word it cannot place — the same line is
-//! parsed again by the whole tree built at once, which is what every message is shown from.
+//! that parse stops — help, a usage error, a word it cannot place — the same line is parsed
+//! again by the whole tree built at once, which is what every message is shown from (all but
+//! the version, which is the root's whatever the tree).
 //!
 //! The pruned parse can only succeed where the whole tree's parse succeeds the same way: its
 //! root has the same flags and settings, and the one subcommand it holds is the one clap itself
@@ -30,9 +31,13 @@ pub(crate) struct Parts {
 
 /// Parses `args` (`args[0]` is the program) as described in the module documentation.
 pub(crate) fn parse(parts: &Parts, args: &[OsString]) -> Result<ArgMatches, clap::Error> {
-    pruned_root(parts, args)
-        .try_get_matches_from(args)
-        .or_else(|_| (parts.eager)().try_get_matches_from(args))
+    match pruned_root(parts, args).try_get_matches_from(args) {
+        Ok(matches) => Ok(matches),
+        // The version is the root's, whatever the tree (`fleet --version`, which the claim
+        // benchmark times as the cost of starting the binary at all).
+        Err(stop) if stop.kind() == clap::error::ErrorKind::DisplayVersion => Err(stop),
+        Err(_) => (parts.eager)().try_get_matches_from(args),
+    }
 }
 
 /// The bare root with the subcommand `args` names, or alone when the line names none that

@@ -443,6 +443,8 @@ fn usage_errors_exit_2() {
     let version = ws.run(&["--version"]).ok().stdout;
     assert!(version.starts_with(&format!("fleet {} (", env!("CARGO_PKG_VERSION"))), "{version}");
     assert!(version.trim_end().ends_with(')'), "the commit it was built from: {version}");
+    assert_eq!(ws.run(&["-V"]).ok().stdout, version);
+    assert_eq!(ws.run(&["--json", "--version"]).ok().stdout, version);
     assert!(ws.run(&["create", "--help"]).ok().stdout.contains("--parent"));
 }
 

@@ -309,7 +309,7 @@ pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
         Ok(cli) => cli,
         Err(error) => return report_usage_error(&error),
     };
-    if cli.command.as_ref().is_some_and(BdCommand::is_short_and_light) {
+    if cli.command.as_ref().is_none_or(BdCommand::is_short_and_light) {
         crate::allocator::short_lived();
     }
     let json = cli.global.json;
