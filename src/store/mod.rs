@@ -1794,6 +1794,27 @@ mod tests {
         assert_eq!(edges.len(), 2 * (1 + 1 + 2 * BULK_ENTRIES), "{edges:?}");
         assert!(edges.iter().any(|(k, v)| k == "dep t-0002 t-0001" && v.contains("related")));
         assert_eq!(edges, edge_tables(&one_by_one));
+        // The readiness refreshed once at the end of the bulk write (with the dependent counts
+        // of the ready entries) is the readiness the writer keeps one op at a time.
+        let ready = readiness_tables(&ahead);
+        assert!(ready.iter().any(|(k, _)| k.starts_with("ready ")), "{ready:?}");
+        assert_eq!(ready, readiness_tables(&one_by_one));
+    }
+
+    /// The ready and blocked tables, entry by entry.
+    fn readiness_tables(store: &Store) -> Vec<(String, Vec<u8>)> {
+        use redb::{ReadableDatabase, ReadableTable};
+        let txn = store.writable().unwrap().begin_read().unwrap();
+        let mut out = Vec::new();
+        for entry in txn.open_table(READY).unwrap().iter().unwrap() {
+            let (key, value) = entry.unwrap();
+            out.push((format!("ready {:?}", key.value()), value.value().to_vec()));
+        }
+        for entry in txn.open_table(BLOCKED).unwrap().iter().unwrap() {
+            let (key, _) = entry.unwrap();
+            out.push((format!("blocked {}", key.value()), Vec::new()));
+        }
+        out
     }
 
     /// A bulk write that failed part-way (a create's edge names no issue, after its edges
