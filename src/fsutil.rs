@@ -164,7 +164,8 @@ mod tests {
         assert_eq!(super::read_note(&path).unwrap(), "bd-1\n");
     }
 
-    /// Two processes' worth of writers racing with readers: every read is one whole note.
+    /// Three writers, each with a file of its own as separate processes would have, racing
+    /// with a reader: every read is one whole note.
     #[test]
     fn racing_writers_never_leave_a_mix_of_notes() {
         let dir = tempfile::tempdir().unwrap();

@@ -103,136 +103,121 @@ impl GlobalArgs {
 const CONFIG_AFTER_HELP: &str = "This edits fleet's runtime.toml (the supervisor and its coders). \
 Workspace settings kept in the issue store (export.auto, import.path, …) are `fleet bd config`'s.";
 
-/// fleet's commands, written once and derived twice (as bd's are, see `bd::bd_commands`):
-/// [`Command`] runs, each subcommand's arguments built only when it is parsed; [`EagerCommand`]
-/// builds them all, in declaration order, for help, usage errors and completion scripts.
-macro_rules! fleet_commands {
-    ($(#[$attribute:meta])* $name:ident) => {
-        #[derive(Debug, Subcommand)]
-        $(#[$attribute])*
-        pub enum $name {
-            /// Create a workspace (the store and its metadata).
-            Init(init::InitArgs),
-            /// Create an issue.
-            Create(issue::CreateArgs),
-            /// Show issues in full: fields, dependencies, dependents, comments.
-            Show(issue::ShowArgs),
-            /// Change fields of issues.
-            Update(issue::UpdateArgs),
-            /// Close issues.
-            Close(issue::CloseArgs),
-            /// Reopen closed issues.
-            Reopen(issue::ReopenArgs),
-            /// Delete issues and every edge touching them (a preview unless --force).
-            Delete(issue::DeleteArgs),
-            /// List issues.
-            List(query::ListArgs),
-            /// Show ready work: open issues with no active blockers.
-            Ready(query::ReadyArgs),
-            /// Show issues blocked by their dependencies.
-            Blocked(query::BlockedArgs),
-            /// Find issues whose id, title or description contains text.
-            Search(query::SearchArgs),
-            /// Count issues by state.
-            Stats(query::StatsArgs),
-            /// Manage dependency edges.
-            #[command(subcommand)]
-            Dep(dep::DepCommand),
-            /// Add a comment to an issue.
-            Comment(comment::CommentArgs),
-            /// List the comments of an issue, or add one (`comments add ID TEXT`).
-            Comments(comment::CommentsArgs),
-            /// Manage labels.
-            #[command(subcommand)]
-            Label(label::LabelCommand),
-            /// Claim an issue (or the first ready one): in_progress, assigned to you.
-            Claim(claim::ClaimArgs),
-            /// Put a claimed issue back: open and unassigned.
-            Release(claim::ReleaseArgs),
-            /// Measure claim throughput and ready latency against a SQLite baseline.
-            #[command(subcommand)]
-            Bench(bench::BenchCommand),
-            /// Show or change the runtime configuration ($FLEET_HOME/runtime.toml).
-            #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
-            Config(config::ConfigCommand),
-            /// Run as the beads CLI: `fleet bd <bd command and flags>` (the workspace defaults to
-            /// $BEADS_DIR, then $FLEET_HOME/.beads).
-            #[command(disable_help_flag = true)]
-            Bd {
-                #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
-                args: Vec<OsString>,
-            },
-            /// Link `bd` to this binary so agents' `bd` commands run fleet's bd (default DIR: the
-            /// directory of the fleet binary).
-            LinkBd(bd::LinkArgs),
-            /// Import issues: beads JSONL (both eras), a .beads directory, a legacy SQLite beads.db,
-            /// or a Python-fleet home. One transaction: everything or nothing.
-            Import(transfer::ImportArgs),
-            /// Export issues as beads JSONL that `bd import` accepts.
-            Export(transfer::ExportArgs),
-            /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
-            /// max_concurrent at once, until Ctrl-C (`--detach`: in the background, controlled with
-            /// `fleet run status|stop|restart`).
-            Run(run::RunArgs),
-            /// Print the shell completion script for bash, zsh, fish, powershell or elvish.
-            Completions(completions::CompletionsArgs),
-            /// Serve the workspace's writes on its socket while no supervisor runs (`fleet run`
-            /// serves its workspace itself): commands send their writes there and they are committed
-            /// in groups. Until Ctrl-C or SIGTERM.
-            Serve(serve::ServeArgs),
-            /// Check the store for damage, runtime.toml, each coder's CLI (on the agents' PATH, its
-            /// version, signed in) and the agents' bd — one line per check, each problem with its fix;
-            /// `--salvage` copies everything readable of a damaged store into a new one.
-            Doctor(doctor::DoctorArgs),
-            /// The git journal of the queue's ops: log, verify, commit.
-            #[command(subcommand)]
-            Journal(journal::JournalCommand),
-            /// Build a new store from the git journal alone and swap it in (the old one is kept).
-            Rebuild(rebuild::RebuildArgs),
-            /// Manage the git remotes the queue syncs through (remotes of the journal repository).
-            #[command(subcommand)]
-            Remote(sync::RemoteCommand),
-            /// Sync the queue with a remote: commit, fetch every replica's journal, merge, push.
-            Sync(sync::SyncArgs),
-            /// What every agent is doing and what it costs: the running tasks with their coder,
-            /// elapsed and idle time, context, tokens and cost, under the fleet's totals and pauses.
-            Tasks(tasks::TasksArgs),
-            /// One task's files, rendered: its log (messages and tool calls), plan, knowledge,
-            /// events, stderr, prompt, Q&A. Without an id, the running tasks.
-            Task(task::TaskArgs),
-            /// The supervisor's log ($FLEET_HOME/logs/fleet-run.log).
-            Log(log::LogArgs),
-            /// Stop a running task's agent: the task is blocked with a comment (or requeued).
-            Kill(control::KillArgs),
-            /// Start no new agents (every coder's, one coder's, or one account's); running agents go on.
-            Pause(control::PauseArgs),
-            /// Lift `fleet pause`.
-            Resume(control::ResumeArgs),
-            /// The questions blocked agents asked.
-            Questions(qa::QuestionsArgs),
-            /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
-            Answer(qa::AnswerArgs),
-            /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
-            Demo(demo::DemoArgs),
-            /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
-            #[command(hide = true)]
-            FakeAgent(fake_agent::FakeAgentArgs),
-            /// The clean-up process `fleet run` starts for itself.
-            #[command(hide = true)]
-            Guard(run::GuardArgs),
-        }
-    };
+parse::deferred_and_eager! {
+    /// fleet's commands: [`Command`] parses, [`EagerCommand`] shows help and usage errors and
+    /// makes the completion scripts (see [`parse::deferred_and_eager`]).
+    pub enum Command / EagerCommand {
+    /// Create a workspace (the store and its metadata).
+    Init(init::InitArgs),
+    /// Create an issue.
+    Create(issue::CreateArgs),
+    /// Show issues in full: fields, dependencies, dependents, comments.
+    Show(issue::ShowArgs),
+    /// Change fields of issues.
+    Update(issue::UpdateArgs),
+    /// Close issues.
+    Close(issue::CloseArgs),
+    /// Reopen closed issues.
+    Reopen(issue::ReopenArgs),
+    /// Delete issues and every edge touching them (a preview unless --force).
+    Delete(issue::DeleteArgs),
+    /// List issues.
+    List(query::ListArgs),
+    /// Show ready work: open issues with no active blockers.
+    Ready(query::ReadyArgs),
+    /// Show issues blocked by their dependencies.
+    Blocked(query::BlockedArgs),
+    /// Find issues whose id, title or description contains text.
+    Search(query::SearchArgs),
+    /// Count issues by state.
+    Stats(query::StatsArgs),
+    /// Manage dependency edges.
+    #[command(subcommand)]
+    Dep(dep::DepCommand),
+    /// Add a comment to an issue.
+    Comment(comment::CommentArgs),
+    /// List the comments of an issue, or add one (`comments add ID TEXT`).
+    Comments(comment::CommentsArgs),
+    /// Manage labels.
+    #[command(subcommand)]
+    Label(label::LabelCommand),
+    /// Claim an issue (or the first ready one): in_progress, assigned to you.
+    Claim(claim::ClaimArgs),
+    /// Put a claimed issue back: open and unassigned.
+    Release(claim::ReleaseArgs),
+    /// Measure claim throughput and ready latency against a SQLite baseline.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Show or change the runtime configuration ($FLEET_HOME/runtime.toml).
+    #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
+    Config(config::ConfigCommand),
+    /// Run as the beads CLI: `fleet bd <bd command and flags>` (the workspace defaults to
+    /// $BEADS_DIR, then $FLEET_HOME/.beads).
+    #[command(disable_help_flag = true)]
+    Bd {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<OsString>,
+    },
+    /// Link `bd` to this binary so agents' `bd` commands run fleet's bd (default DIR: the
+    /// directory of the fleet binary).
+    LinkBd(bd::LinkArgs),
+    /// Import issues: beads JSONL (both eras), a .beads directory, a legacy SQLite beads.db,
+    /// or a Python-fleet home. One transaction: everything or nothing.
+    Import(transfer::ImportArgs),
+    /// Export issues as beads JSONL that `bd import` accepts.
+    Export(transfer::ExportArgs),
+    /// Run the supervisor: claim ready tasks and run each through its coding agent, up to
+    /// max_concurrent at once, until Ctrl-C (`--detach`: in the background, controlled with
+    /// `fleet run status|stop|restart`).
+    Run(run::RunArgs),
+    /// Print the shell completion script for bash, zsh, fish, powershell or elvish.
+    Completions(completions::CompletionsArgs),
+    /// Serve the workspace's writes on its socket while no supervisor runs (`fleet run`
+    /// serves its workspace itself): commands send their writes there and they are committed
+    /// in groups. Until Ctrl-C or SIGTERM.
+    Serve(serve::ServeArgs),
+    /// Check the store for damage, runtime.toml, each coder's CLI (on the agents' PATH, its
+    /// version, signed in) and the agents' bd — one line per check, each problem with its fix;
+    /// `--salvage` copies everything readable of a damaged store into a new one.
+    Doctor(doctor::DoctorArgs),
+    /// The git journal of the queue's ops: log, verify, commit.
+    #[command(subcommand)]
+    Journal(journal::JournalCommand),
+    /// Build a new store from the git journal alone and swap it in (the old one is kept).
+    Rebuild(rebuild::RebuildArgs),
+    /// Manage the git remotes the queue syncs through (remotes of the journal repository).
+    #[command(subcommand)]
+    Remote(sync::RemoteCommand),
+    /// Sync the queue with a remote: commit, fetch every replica's journal, merge, push.
+    Sync(sync::SyncArgs),
+    /// What every agent is doing and what it costs: the running tasks with their coder,
+    /// elapsed and idle time, context, tokens and cost, under the fleet's totals and pauses.
+    Tasks(tasks::TasksArgs),
+    /// One task's files, rendered: its log (messages and tool calls), plan, knowledge,
+    /// events, stderr, prompt, Q&A. Without an id, the running tasks.
+    Task(task::TaskArgs),
+    /// The supervisor's log ($FLEET_HOME/logs/fleet-run.log).
+    Log(log::LogArgs),
+    /// Stop a running task's agent: the task is blocked with a comment (or requeued).
+    Kill(control::KillArgs),
+    /// Start no new agents (every coder's, one coder's, or one account's); running agents go on.
+    Pause(control::PauseArgs),
+    /// Lift `fleet pause`.
+    Resume(control::ResumeArgs),
+    /// The questions blocked agents asked.
+    Questions(qa::QuestionsArgs),
+    /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
+    Answer(qa::AnswerArgs),
+    /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
+    Demo(demo::DemoArgs),
+    /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
+    #[command(hide = true)]
+    FakeAgent(fake_agent::FakeAgentArgs),
+    /// The clean-up process `fleet run` starts for itself.
+    #[command(hide = true)]
+    Guard(run::GuardArgs),
+    }
 }
-
-fleet_commands!(
-    /// fleet's commands as they run: each subcommand built only when parsed.
-    #[command(defer = true)]
-    Command
-);
-fleet_commands!(
-    /// fleet's commands built all at once, for help, usage errors and completions.
-    EagerCommand
-);
 
 impl Command {
     /// Whether a successful run may have changed the queue (and so triggers auto-export).
@@ -277,8 +262,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         return bd::run(bd_args.collect(), Personality::FleetBd);
     }
     let color = ColorWhen::from_raw_args(&args);
-    let parsed = parse::parse(&parse_parts(), &args).and_then(|matches| {
-        <Cli>::from_arg_matches(&matches)
+    let parsed = parse::parse(&parse_parts(), &args).and_then(|mut matches| {
+        <Cli>::from_arg_matches_mut(&mut matches)
             .map_err(|error| error.format(&mut Cli::<EagerCommand>::command()))
     });
     let cli = match parsed {
@@ -396,19 +381,16 @@ mod tests {
     /// the fallback builds.
     #[test]
     fn everyday_lines_parse_on_the_pruned_root() {
-        for line in [
-            "fleet ready --json",
-            "fleet --json claim",
-            "fleet --db /tmp/x --actor a close x-1 --reason done",
-            "fleet --color never list --status open",
-            "fleet dep add x-1 x-2",
-            "fleet -q run --until-idle --as night",
-        ] {
-            let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
-            let root = parse::pruned_root(&parse_parts(), &args);
-            assert_eq!(root.get_subcommands().count(), 1, "{line}");
-            let parsed = root.try_get_matches_from(&args);
-            assert!(parsed.is_ok(), "{line}: {:?}", parsed.err());
-        }
+        parse::assert_lines_parse_pruned(
+            &parse_parts(),
+            &[
+                "fleet ready --json",
+                "fleet --json claim",
+                "fleet --db /tmp/x --actor a close x-1 --reason done",
+                "fleet --color never list --status open",
+                "fleet dep add x-1 x-2",
+                "fleet -q run --until-idle --as night",
+            ],
+        );
     }
 }

@@ -15,6 +15,26 @@ use std::ffi::OsString;
 
 use clap::{ArgMatches, Command};
 
+/// Declares a personality's subcommands once and derives them twice: the first enum named
+/// has clap's `defer` (a subcommand's arguments are built only when it is parsed), and is what
+/// [`parse`] runs and the personality dispatches on; the second is built whole, the way clap
+/// builds an ordinary tree, for help, usage errors and completion scripts. A deferred tree
+/// shows help differently: a subcommand's own flags come after the propagated global ones, and
+/// the doc of its arguments' struct replaces its summary.
+macro_rules! deferred_and_eager {
+    ($(#[$attribute:meta])* pub enum $deferred:ident / $eager:ident { $($variants:tt)* }) => {
+        $(#[$attribute])*
+        #[derive(Debug, clap::Subcommand)]
+        #[command(defer = true)]
+        pub enum $deferred { $($variants)* }
+
+        #[doc = concat!("[`", stringify!($deferred), "`] built whole, for help and usage errors.")]
+        #[derive(Debug, clap::Subcommand)]
+        pub enum $eager { $($variants)* }
+    };
+}
+pub(crate) use deferred_and_eager;
+
 /// The subcommands of a root built without any (the bare root of [`Parts`]).
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum NoSubcommands {}
@@ -42,7 +62,7 @@ pub(crate) fn parse(parts: &Parts, args: &[OsString]) -> Result<ArgMatches, clap
 
 /// The bare root with the subcommand `args` names, or alone when the line names none that
 /// exists (a line without a subcommand, such as `--version`, parses there; any other fails).
-pub(crate) fn pruned_root(parts: &Parts, args: &[OsString]) -> Command {
+fn pruned_root(parts: &Parts, args: &[OsString]) -> Command {
     let root = (parts.bare_root)();
     let Some(word) = subcommand_word(&root, args) else { return root };
     match (parts.subcommands)(Command::new("all")).find_subcommand(word) {
@@ -96,6 +116,20 @@ fn subcommand_word<'a>(root: &Command, args: &'a [OsString]) -> Option<&'a str> 
 /// nothing or only a value joined with `=` (`--json=false`).
 fn takes_the_next_word(flag: &clap::Arg) -> bool {
     flag.get_action().takes_values() && !flag.is_require_equals_set()
+}
+
+/// Asserts that each of `lines` parses on its pruned root, which holds one subcommand: the
+/// cheap path is taken, not only the fallback to the whole tree (which would hide a line the
+/// scan of [`subcommand_word`] gets wrong).
+#[cfg(test)]
+pub(crate) fn assert_lines_parse_pruned(parts: &Parts, lines: &[&str]) {
+    for line in lines {
+        let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+        let root = pruned_root(parts, &args);
+        assert_eq!(root.get_subcommands().count(), 1, "{line}");
+        let parsed = root.try_get_matches_from(&args);
+        assert!(parsed.is_ok(), "{line}: {:?}", parsed.err());
+    }
 }
 
 #[cfg(test)]

@@ -99,9 +99,7 @@ impl Connection {
 /// accepting, with its queue of connections full, refuses it at once (`EAGAIN`), and it is
 /// tried again every millisecond until the deadline (a blocking connect would wait forever).
 fn connect_within(socket: &Path, deadline: Duration) -> Result<UnixStream, String> {
-    if !socket.exists() {
-        return Err(format!("no socket at {}", socket.display()));
-    }
+    use std::io::ErrorKind;
     let until = std::time::Instant::now() + deadline;
     loop {
         match connect_nonblocking(socket) {
@@ -109,14 +107,14 @@ fn connect_within(socket: &Path, deadline: Duration) -> Result<UnixStream, Strin
                 stream.set_nonblocking(false).map_err(|e| format!("connecting: {e}"))?;
                 return Ok(stream);
             }
-            Err(error)
-                if error.kind() == std::io::ErrorKind::WouldBlock
-                    && std::time::Instant::now() < until =>
-            {
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                if std::time::Instant::now() >= until {
+                    return Err(format!("{}: no connection within {deadline:?}", socket.display()));
+                }
                 std::thread::sleep(Duration::from_millis(1));
             }
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                return Err(format!("{}: no connection within {deadline:?}", socket.display()));
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                return Err(format!("no socket at {}", socket.display()));
             }
             Err(error) => return Err(format!("{}: {error}", socket.display())),
         }

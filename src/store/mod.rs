@@ -1716,9 +1716,13 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+        assert_eq!(ready_ids(&store), ["t-1", "t-2"], "the closed record is not ready");
+    }
+
+    /// The ids `ready` lists now, in its order.
+    fn ready_ids(store: &Store) -> Vec<String> {
         let ready = store.read().unwrap().ready(&ReadyFilter::default(), jiff::Timestamp::now());
-        let ids: Vec<String> = ready.unwrap().issues.into_iter().map(|i| i.id).collect();
-        assert_eq!(ids, ["t-1", "t-2"], "the closed record is not ready");
+        ready.unwrap().issues.into_iter().map(|issue| issue.id).collect()
     }
 
     /// The edge and reverse-edge tables as (key, value) strings, for comparing stores.
@@ -1861,9 +1865,7 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        let ready = store.read().unwrap().ready(&ReadyFilter::default(), jiff::Timestamp::now());
-        let ids: Vec<String> = ready.unwrap().issues.into_iter().map(|i| i.id).collect();
-        assert_eq!(ids, ["t-0", "t-1"], "t-1 is no longer blocked");
+        assert_eq!(ready_ids(&store), ["t-0", "t-1"], "t-1 is no longer blocked");
     }
 
     /// A text search of a store large enough to be scanned from both ends at once finds every

@@ -144,142 +144,124 @@ const CONFIG_AFTER_HELP: &str = "Settings live in the workspace's store (the con
 .beads/beads.db). fleet's runtime settings (the supervisor and its coders, in \
 $FLEET_HOME/runtime.toml) are `fleet config`'s.";
 
-/// bd's commands, written once and derived twice. [`BdCommand`] is what runs: its subcommands
-/// are deferred (clap's `defer`), so a process builds the arguments of the one subcommand it
-/// was given instead of all ~50 and copying bd's global flags into each (0.3–0.4 ms of an
-/// agent's 2 ms `bd` process). [`EagerBdCommand`] builds them all, in declaration order, for
-/// help and usage errors: bd's help layout (`Flags:` above `Global Flags:`, the subcommand's
-/// own summary) is built from the whole tree, which a deferred one builds out of order.
-macro_rules! bd_commands {
-    ($(#[$attribute:meta])* $name:ident) => {
-        #[derive(Debug, Subcommand)]
-        $(#[$attribute])*
-        pub enum $name {
-            /// Initialize bd in the current directory.
-            Init(init::InitArgs),
-            /// Create a new issue.
-            #[command(visible_alias = "new")]
-            Create(create::CreateArgs),
-            /// List issues.
-            #[command(visible_alias = "ls")]
-            List(query::ListArgs),
-            /// Show ready work (open, no active blockers).
-            Ready(query::ReadyArgs),
-            /// Show issue details.
-            #[command(visible_alias = "view")]
-            Show(issue::ShowArgs),
-            /// Update one or more issues.
-            Update(issue::UpdateArgs),
-            /// Claim an issue: in_progress and assigned to you.
-            Claim(issue::ClaimArgs),
-            /// Close one or more issues.
-            #[command(visible_alias = "done")]
-            Close(issue::CloseArgs),
-            /// Reopen one or more closed issues.
-            Reopen(issue::ReopenArgs),
-            /// Delete issues (a preview unless --force).
-            Delete(issue::DeleteArgs),
-            /// Defer issues: hide them from ready work.
-            Defer(issue::DeferArgs),
-            /// Undefer issues: back to open.
-            Undefer(issue::UndeferArgs),
-            /// Manage dependencies.
-            Dep(dep::DepArgs),
-            /// List the comments of an issue, or add one.
-            Comments(comment::CommentsArgs),
-            /// Add a comment to an issue.
-            Comment(comment::CommentArgs),
-            /// Manage labels.
-            #[command(subcommand)]
-            Label(label::LabelCommand),
-            /// Show blocked issues.
-            Blocked(query::BlockedArgs),
-            /// Show statistics.
-            #[command(visible_alias = "status")]
-            Stats(query::StatsArgs),
-            /// Search issues by text in id, title and description.
-            Search(query::SearchArgs),
-            /// Count issues.
-            Count(query::CountArgs),
-            /// List the children of an issue.
-            Children(query::ChildrenArgs),
-            /// Show issues not updated for a while.
-            Stale(query::StaleArgs),
-            /// Epic progress: `bd epic status`.
-            #[command(subcommand)]
-            Epic(query::EpicCommand),
-            /// Check issues for missing template sections.
-            Lint(lint::LintArgs),
-            /// Manage configuration settings.
-            #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
-            Config(config::ConfigCommand),
-            /// Export issues to JSONL.
-            Export(transfer::ExportArgs),
-            /// Import issues from JSONL.
-            Import(transfer::ImportArgs),
-            /// Sync issues with the git remote (`fleet sync`), once one is configured.
-            Sync(sync::SyncArgs),
-            /// Dolt remote commands, mapped onto `fleet sync`.
-            #[command(subcommand)]
-            Dolt(sync::DoltCommand),
-            /// Git hooks: run the work of one (what installed hooks call), install them, list them.
-            #[command(subcommand)]
-            Hooks(hooks::HooksCommand),
-            /// Run a git hook's work (the form older beads hooks call).
-            #[command(hide = true)]
-            Hook(hooks::HookArgs),
-            /// Output the workflow primer for an agent's context.
-            Prime(guide::PrimeArgs),
-            /// Store a persistent memory (shown by `bd prime`).
-            Remember(memory::RememberArgs),
-            /// List or search persistent memories.
-            Memories(memory::MemoriesArgs),
-            /// Print one memory in full.
-            Recall(memory::KeyArgs),
-            /// Remove a persistent memory.
-            Forget(memory::KeyArgs),
-            /// Quick start guide.
-            Quickstart,
-            /// Flag an issue for a human decision (`list`, `respond`, `dismiss`); alone, the
-            /// essential commands for people.
-            Human(workflow::HumanArgs),
-            /// Quick capture: create an issue and print only its id.
-            Q(workflow::QuickArgs),
-            /// Mark an issue as superseded by a newer one (and close it).
-            Supersede(workflow::SupersedeArgs),
-            /// Open issues that commits already mention (done but never closed).
-            Orphans(workflow::OrphansArgs),
-            /// The pre-PR checklist (`--check` runs the tracker's part of it).
-            Preflight(workflow::PreflightArgs),
-            /// Edit an issue field in $EDITOR (for people; agents use `bd update`).
-            Edit(workflow::EditArgs),
-            /// The AGENTS.md snippet that points agents at bd.
-            Onboard,
-            /// Set an agent up: session hooks (claude, gemini) or the AGENTS.md snippet.
-            Setup(setup::SetupArgs),
-            /// Show the active .beads directory.
-            Where,
-            /// Show database information.
-            Info(setup::InfoArgs),
-            /// Check the store for damage (`--check=conventions`: lint, stale work, orphans).
-            Doctor(setup::DoctorArgs),
-            /// Rename the issue prefix of every issue (and every reference to their ids).
-            RenamePrefix(rename::RenamePrefixArgs),
-            /// Print version information.
-            Version,
-        }
-    };
+parse::deferred_and_eager! {
+    /// bd's commands: [`BdCommand`] parses, [`EagerBdCommand`] shows help and usage errors in
+    /// bd's layout (see [`parse::deferred_and_eager`]).
+    pub enum BdCommand / EagerBdCommand {
+    /// Initialize bd in the current directory.
+    Init(init::InitArgs),
+    /// Create a new issue.
+    #[command(visible_alias = "new")]
+    Create(create::CreateArgs),
+    /// List issues.
+    #[command(visible_alias = "ls")]
+    List(query::ListArgs),
+    /// Show ready work (open, no active blockers).
+    Ready(query::ReadyArgs),
+    /// Show issue details.
+    #[command(visible_alias = "view")]
+    Show(issue::ShowArgs),
+    /// Update one or more issues.
+    Update(issue::UpdateArgs),
+    /// Claim an issue: in_progress and assigned to you.
+    Claim(issue::ClaimArgs),
+    /// Close one or more issues.
+    #[command(visible_alias = "done")]
+    Close(issue::CloseArgs),
+    /// Reopen one or more closed issues.
+    Reopen(issue::ReopenArgs),
+    /// Delete issues (a preview unless --force).
+    Delete(issue::DeleteArgs),
+    /// Defer issues: hide them from ready work.
+    Defer(issue::DeferArgs),
+    /// Undefer issues: back to open.
+    Undefer(issue::UndeferArgs),
+    /// Manage dependencies.
+    Dep(dep::DepArgs),
+    /// List the comments of an issue, or add one.
+    Comments(comment::CommentsArgs),
+    /// Add a comment to an issue.
+    Comment(comment::CommentArgs),
+    /// Manage labels.
+    #[command(subcommand)]
+    Label(label::LabelCommand),
+    /// Show blocked issues.
+    Blocked(query::BlockedArgs),
+    /// Show statistics.
+    #[command(visible_alias = "status")]
+    Stats(query::StatsArgs),
+    /// Search issues by text in id, title and description.
+    Search(query::SearchArgs),
+    /// Count issues.
+    Count(query::CountArgs),
+    /// List the children of an issue.
+    Children(query::ChildrenArgs),
+    /// Show issues not updated for a while.
+    Stale(query::StaleArgs),
+    /// Epic progress: `bd epic status`.
+    #[command(subcommand)]
+    Epic(query::EpicCommand),
+    /// Check issues for missing template sections.
+    Lint(lint::LintArgs),
+    /// Manage configuration settings.
+    #[command(subcommand, after_help = CONFIG_AFTER_HELP)]
+    Config(config::ConfigCommand),
+    /// Export issues to JSONL.
+    Export(transfer::ExportArgs),
+    /// Import issues from JSONL.
+    Import(transfer::ImportArgs),
+    /// Sync issues with the git remote (`fleet sync`), once one is configured.
+    Sync(sync::SyncArgs),
+    /// Dolt remote commands, mapped onto `fleet sync`.
+    #[command(subcommand)]
+    Dolt(sync::DoltCommand),
+    /// Git hooks: run the work of one (what installed hooks call), install them, list them.
+    #[command(subcommand)]
+    Hooks(hooks::HooksCommand),
+    /// Run a git hook's work (the form older beads hooks call).
+    #[command(hide = true)]
+    Hook(hooks::HookArgs),
+    /// Output the workflow primer for an agent's context.
+    Prime(guide::PrimeArgs),
+    /// Store a persistent memory (shown by `bd prime`).
+    Remember(memory::RememberArgs),
+    /// List or search persistent memories.
+    Memories(memory::MemoriesArgs),
+    /// Print one memory in full.
+    Recall(memory::KeyArgs),
+    /// Remove a persistent memory.
+    Forget(memory::KeyArgs),
+    /// Quick start guide.
+    Quickstart,
+    /// Flag an issue for a human decision (`list`, `respond`, `dismiss`); alone, the
+    /// essential commands for people.
+    Human(workflow::HumanArgs),
+    /// Quick capture: create an issue and print only its id.
+    Q(workflow::QuickArgs),
+    /// Mark an issue as superseded by a newer one (and close it).
+    Supersede(workflow::SupersedeArgs),
+    /// Open issues that commits already mention (done but never closed).
+    Orphans(workflow::OrphansArgs),
+    /// The pre-PR checklist (`--check` runs the tracker's part of it).
+    Preflight(workflow::PreflightArgs),
+    /// Edit an issue field in $EDITOR (for people; agents use `bd update`).
+    Edit(workflow::EditArgs),
+    /// The AGENTS.md snippet that points agents at bd.
+    Onboard,
+    /// Set an agent up: session hooks (claude, gemini) or the AGENTS.md snippet.
+    Setup(setup::SetupArgs),
+    /// Show the active .beads directory.
+    Where,
+    /// Show database information.
+    Info(setup::InfoArgs),
+    /// Check the store for damage (`--check=conventions`: lint, stale work, orphans).
+    Doctor(setup::DoctorArgs),
+    /// Rename the issue prefix of every issue (and every reference to their ids).
+    RenamePrefix(rename::RenamePrefixArgs),
+    /// Print version information.
+    Version,
+    }
 }
-
-bd_commands!(
-    /// bd's commands as they run: each subcommand built only when parsed.
-    #[command(defer = true)]
-    BdCommand
-);
-bd_commands!(
-    /// bd's commands built all at once, for help and usage errors.
-    EagerBdCommand
-);
 
 impl BdCommand {
     /// Whether this is one of the short commands agents run, as opposed to one that reads or
@@ -301,11 +283,11 @@ impl BdCommand {
 
 /// Runs the bd personality on `args` (`args[0]` is the program name). Returns the exit code.
 pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
-    let matches = match parse::parse(&parse_parts(), &args) {
+    let mut matches = match parse::parse(&parse_parts(), &args) {
         Ok(matches) => matches,
         Err(error) => return report_usage_error(&error),
     };
-    let cli = match <BdCli>::from_arg_matches(&matches) {
+    let cli = match <BdCli>::from_arg_matches_mut(&mut matches) {
         Ok(cli) => cli,
         Err(error) => return report_usage_error(&error),
     };
@@ -319,8 +301,8 @@ pub fn run(args: Vec<OsString>, personality: Personality) -> i32 {
     }
 }
 
-/// bd's command line for [`parse::parse`]: help, version and usage errors come from the styled
-/// tree, built whole.
+/// bd's command line for [`parse::parse`]: help and usage errors come from the styled tree,
+/// built whole.
 fn parse_parts() -> parse::Parts {
     parse::Parts {
         bare_root: BdCli::<parse::NoSubcommands>::command,
@@ -552,23 +534,20 @@ mod tests {
     /// tree the fallback builds.
     #[test]
     fn agents_lines_parse_on_the_pruned_root() {
-        for line in [
-            "bd ready --json --limit 100",
-            "bd --json ready",
-            "bd show bd-1 --json",
-            "bd update bd-1 --claim --json",
-            "bd --db /tmp/x --actor a close bd-1 --reason done",
-            "bd dep add bd-1 bd-2",
-            "bd ls --status open",
-            "bd --json=false list",
-            "bd -q create Title -p 1",
-        ] {
-            let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
-            let root = parse::pruned_root(&parse_parts(), &args);
-            assert_eq!(root.get_subcommands().count(), 1, "{line}");
-            let parsed = root.try_get_matches_from(&args);
-            assert!(parsed.is_ok(), "{line}: {:?}", parsed.err());
-        }
+        parse::assert_lines_parse_pruned(
+            &parse_parts(),
+            &[
+                "bd ready --json --limit 100",
+                "bd --json ready",
+                "bd show bd-1 --json",
+                "bd update bd-1 --claim --json",
+                "bd --db /tmp/x --actor a close bd-1 --reason done",
+                "bd dep add bd-1 bd-2",
+                "bd ls --status open",
+                "bd --json=false list",
+                "bd -q create Title -p 1",
+            ],
+        );
     }
 
     #[test]
