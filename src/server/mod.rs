@@ -6,8 +6,10 @@
 //!
 //! - `wire`: the frames (length-prefixed JSON) and what travels in them: a versioned
 //!   [`Envelope`] around a [`Request`], and an [`Answer`];
-//! - `serve`: the server — one listener thread, a thread per connection, and one committer
-//!   that takes every request waiting, applies them in one transaction and answers each;
+//! - `serve`: starting and stopping the server: its lock, its socket, its thread;
+//! - `event_loop`: that thread — one loop over every connection, which reads the requests
+//!   waiting, decides them as one group and answers each;
+//! - `group`: deciding a group in one transaction (group commit);
 //! - `client`: what a command does — send, and fall back to its own transaction when there is
 //!   no server, no answer within the deadline, or a protocol it does not speak.
 //!
@@ -21,6 +23,8 @@
 //! [`Writer::record_reply`]: crate::store::Writer::record_reply
 
 pub mod client;
+mod event_loop;
+mod group;
 mod serve;
 mod wire;
 
@@ -88,8 +92,7 @@ fn refuse_if_expired(id: ulid::Ulid) -> Result<(), Refusal> {
 
 /// Whether the peer of `stream` runs as this process's user (both ends check: a server
 /// answers only its own user, a client talks only to a server of its own user).
-pub(crate) fn peer_is_same_user(stream: &std::os::unix::net::UnixStream) -> bool {
-    use std::os::fd::AsRawFd;
+pub(crate) fn peer_is_same_user(stream: &impl std::os::fd::AsRawFd) -> bool {
     let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large.

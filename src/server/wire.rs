@@ -12,7 +12,7 @@ use crate::tracker::{Reply, Request, WireRefusal};
 /// version with [`Outcome::Direct`] without applying it.
 pub const PROTOCOL_VERSION: u32 = 1;
 /// The largest frame either side accepts.
-const MAX_FRAME: usize = 16 * 1024 * 1024;
+pub const MAX_FRAME: usize = 16 * 1024 * 1024;
 
 /// One request as a client sends it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -49,13 +49,46 @@ pub enum Outcome {
 
 /// Writes `value` as one frame.
 pub fn write_frame(stream: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
-    let body = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    let len = u32::try_from(body.len()).map_err(|_| std::io::Error::other("frame too large"))?;
-    let mut frame = Vec::with_capacity(4 + body.len());
-    frame.extend_from_slice(&len.to_be_bytes());
-    frame.extend_from_slice(&body);
-    stream.write_all(&frame)?;
+    stream.write_all(&encode_frame(value)?)?;
     stream.flush()
+}
+
+/// `value` as one frame: its length, then its JSON.
+pub fn encode_frame(value: &impl Serialize) -> std::io::Result<Vec<u8>> {
+    let mut frame = vec![0u8; 4];
+    serde_json::to_writer(&mut frame, value).map_err(std::io::Error::other)?;
+    let len = u32::try_from(frame.len() - 4)
+        .ok()
+        .filter(|&len| len as usize <= MAX_FRAME)
+        .ok_or_else(|| std::io::Error::other("frame too large"))?;
+    frame[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(frame)
+}
+
+/// The bodies of the whole frames at the start of `buffer`, and how many bytes they take. A
+/// frame announcing more than [`MAX_FRAME`] bytes is an error: the stream cannot be trusted
+/// past it.
+pub fn split_frames(buffer: &[u8]) -> std::io::Result<(Vec<&[u8]>, usize)> {
+    let mut frames = Vec::new();
+    let mut used = 0;
+    while let Some(header) = buffer.get(used..used + 4) {
+        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        check_length(len)?;
+        let Some(body) = buffer.get(used + 4..used + 4 + len) else { break };
+        frames.push(body);
+        used += 4 + len;
+    }
+    Ok((frames, used))
+}
+
+fn check_length(len: usize) -> std::io::Result<()> {
+    if len > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes is larger than {MAX_FRAME}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Reads one frame and decodes it; `Ok(None)` at a clean end of stream before a frame starts.
@@ -67,7 +100,7 @@ pub fn read_frame<T: DeserializeOwned>(stream: &mut impl Read) -> std::io::Resul
 }
 
 /// Reads the body of one frame; `Ok(None)` at a clean end of stream before a frame starts.
-pub fn read_frame_bytes(stream: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+fn read_frame_bytes(stream: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match stream.read_exact(&mut len) {
         Ok(()) => {}
@@ -75,12 +108,7 @@ pub fn read_frame_bytes(stream: &mut impl Read) -> std::io::Result<Option<Vec<u8
         Err(error) => return Err(error),
     }
     let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes is larger than {MAX_FRAME}"),
-        ));
-    }
+    check_length(len)?;
     let mut body = vec![0u8; len];
     stream.read_exact(&mut body)?;
     Ok(Some(body))

@@ -1,0 +1,582 @@
+//! The server's one thread: an event loop over the listening socket and every connection.
+//!
+//! Each turn waits until something is ready, reads every request that has arrived on any
+//! connection, decides the waiting requests as one group in one write transaction (`group`),
+//! and writes each answer back on its connection. Requests that arrive while a group commits
+//! are the next group. No request passes from one thread to another: with 64 clients on two
+//! cores, the hand-offs of a thread per connection cost more than deciding the requests.
+//!
+//! Sockets are nonblocking and edge-triggered (mio): a readable connection is read until it
+//! would block, and an answer the client's buffer cannot take at once waits in the connection
+//! until the socket says it is writable. A connection's answers are written in the order of
+//! its requests. A client that hangs up before its answer still has its request decided (it
+//! may have been applied already, as when a server is killed after its commit), and a client
+//! that asks again falls back to the request id recorded with the reply.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{ErrorKind, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mio::net::{UnixListener, UnixStream};
+use mio::{Events, Interest, Poll, Registry, Token};
+
+use super::group::Committer;
+use super::wire::{self, Answer, Envelope, MAX_FRAME, Outcome, PROTOCOL_VERSION};
+
+/// The listening socket's token.
+pub(super) const LISTENER: Token = Token(0);
+/// The token of the waker that tells the loop to stop.
+pub(super) const WAKER: Token = Token(1);
+/// The most requests decided in one transaction.
+const MAX_GROUP: usize = 512;
+/// A connection with no request for this long is closed.
+const IDLE: Duration = Duration::from_secs(60);
+/// How often connections are checked for idleness.
+const SWEEP: Duration = Duration::from_secs(1);
+/// The most answer bytes a connection may leave unread before it is closed (a client that
+/// sends requests and never reads their answers).
+const MAX_UNREAD: usize = 2 * MAX_FRAME;
+/// How much one read takes at most.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Called after every group commit (the supervisor wakes on it).
+pub type OnCommit = Box<dyn Fn() + Send + 'static>;
+
+/// One client's connection.
+struct Connection {
+    stream: UnixStream,
+    /// Bytes read and not yet taken as whole frames.
+    unread: Vec<u8>,
+    /// Answer bytes the socket has not taken yet.
+    unsent: Vec<u8>,
+    /// Whether the socket is registered for writability (while `unsent` is not empty).
+    awaits_writable: bool,
+    last_request: Instant,
+}
+
+impl Connection {
+    /// Writes as much of the unsent answers as the socket takes, and watches it for
+    /// writability while some are left. An error when writing fails, or when the client leaves
+    /// more than [`MAX_UNREAD`] bytes of answers unread.
+    fn send_unsent(&mut self, registry: &Registry, token: Token) -> std::io::Result<()> {
+        let written = write_available(&mut self.stream, &self.unsent)?;
+        self.unsent.drain(..written);
+        if self.unsent.len() > MAX_UNREAD {
+            return Err(std::io::Error::other("the client leaves its answers unread"));
+        }
+        let wants_writable = !self.unsent.is_empty();
+        if wants_writable != self.awaits_writable {
+            let interest = if wants_writable {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            registry.reregister(&mut self.stream, token, interest)?;
+            self.awaits_writable = wants_writable;
+        }
+        Ok(())
+    }
+}
+
+/// A request read and not yet answered.
+struct Pending {
+    from: Token,
+    work: Work,
+}
+
+enum Work {
+    /// A request of this protocol, decided with the next group.
+    Decide(Envelope),
+    /// A frame that is not one: its answer is known already, and waits only to keep the
+    /// connection's answers in order.
+    Known(Answer),
+}
+
+/// The loop's state: the sockets, and the requests read and not yet decided.
+pub(super) struct EventLoop {
+    pub poll: Poll,
+    pub listener: UnixListener,
+    pub committer: Committer,
+    pub on_commit: OnCommit,
+    /// Set by the owner to stop the loop (which it then wakes).
+    pub stopping: Arc<AtomicBool>,
+    connections: HashMap<Token, Connection>,
+    /// The next connection's token. Tokens are never reused, so an answer whose connection
+    /// went away is dropped rather than written to a newer connection.
+    next_token: usize,
+    pending: VecDeque<Pending>,
+}
+
+impl EventLoop {
+    /// A loop over `listener`, registered with `poll` under [`LISTENER`].
+    pub fn new(
+        poll: Poll,
+        listener: UnixListener,
+        committer: Committer,
+        on_commit: OnCommit,
+        stopping: Arc<AtomicBool>,
+    ) -> EventLoop {
+        EventLoop {
+            poll,
+            listener,
+            committer,
+            on_commit,
+            stopping,
+            connections: HashMap::new(),
+            next_token: WAKER.0 + 1,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Serves until stopped. Requests already read when it stops are still decided and
+    /// answered.
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut last_sweep = Instant::now();
+        loop {
+            let timeout = if self.pending.is_empty() { SWEEP } else { Duration::ZERO };
+            if let Err(error) = self.poll.poll(&mut events, Some(timeout)) {
+                if error.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                tracing::error!(%error, "waiting for requests failed; the server stops");
+                let _ = std::fs::remove_file(&self.committer.socket);
+                return;
+            }
+            for event in &events {
+                match event.token() {
+                    LISTENER => self.accept_all(),
+                    WAKER => {}
+                    token => {
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            self.read(token);
+                        }
+                        if event.is_writable() {
+                            self.flush(token);
+                        }
+                    }
+                }
+            }
+            if self.stopping.load(Ordering::SeqCst) {
+                while !self.pending.is_empty() {
+                    self.decide_group();
+                }
+                return;
+            }
+            if !self.pending.is_empty() {
+                self.decide_group();
+            }
+            if last_sweep.elapsed() >= SWEEP {
+                self.close_idle();
+                last_sweep = Instant::now();
+            }
+        }
+    }
+
+    /// Accepts every connection waiting, from processes of this user only.
+    fn accept_all(&mut self) {
+        loop {
+            let mut stream = match self.listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(error) if error.kind() == ErrorKind::WouldBlock => return,
+                Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    // Out of descriptors, say: the connections left in the queue are taken
+                    // with the next one that arrives, or given up by their clients.
+                    tracing::warn!(%error, "accepting a connection");
+                    return;
+                }
+            };
+            if !super::peer_is_same_user(&stream) {
+                tracing::warn!("refused a connection from another user");
+                continue;
+            }
+            let token = Token(self.next_token);
+            self.next_token += 1;
+            if let Err(error) =
+                self.poll.registry().register(&mut stream, token, Interest::READABLE)
+            {
+                tracing::warn!(%error, "watching a connection");
+                continue;
+            }
+            let connection = Connection {
+                stream,
+                unread: Vec::new(),
+                unsent: Vec::new(),
+                awaits_writable: false,
+                last_request: Instant::now(),
+            };
+            self.connections.insert(token, connection);
+        }
+    }
+
+    /// Reads everything connection `token` has sent, queues its whole frames, and closes it
+    /// when the client hung up or sent something that is not a frame.
+    fn read(&mut self, token: Token) {
+        let Some(connection) = self.connections.get_mut(&token) else { return };
+        let hung_up = match read_available(&mut connection.stream, &mut connection.unread) {
+            Ok(hung_up) => hung_up,
+            Err(error) => {
+                tracing::debug!(%error, "reading a request");
+                true
+            }
+        };
+        let taken = match wire::split_frames(&connection.unread) {
+            Ok((frames, used)) => {
+                for frame in frames {
+                    self.pending.push_back(Pending { from: token, work: work_of(frame) });
+                }
+                Some(used)
+            }
+            Err(error) => {
+                tracing::debug!(%error, "reading a request");
+                None
+            }
+        };
+        match taken {
+            Some(used) if !hung_up => {
+                if used > 0 {
+                    connection.unread.drain(..used);
+                    connection.last_request = Instant::now();
+                }
+            }
+            _ => self.close(token),
+        }
+    }
+
+    /// Decides the first waiting requests (at most [`MAX_GROUP`]) as one group and answers
+    /// them.
+    fn decide_group(&mut self) {
+        let mut count = 0;
+        let mut decided = 0;
+        for pending in &self.pending {
+            if matches!(pending.work, Work::Decide(_)) {
+                if decided == MAX_GROUP {
+                    break;
+                }
+                decided += 1;
+            }
+            count += 1;
+        }
+        let batch: Vec<Pending> = self.pending.drain(..count).collect();
+        let envelopes: Vec<&Envelope> = batch
+            .iter()
+            .filter_map(|p| match &p.work {
+                Work::Decide(envelope) => Some(envelope),
+                Work::Known(_) => None,
+            })
+            .collect();
+        let mut outcomes = if envelopes.is_empty() {
+            Vec::new()
+        } else {
+            let outcomes = self.committer.decide(&envelopes);
+            tracing::debug!(requests = envelopes.len(), "group committed");
+            outcomes
+        }
+        .into_iter();
+        let mut answered = Vec::new();
+        for pending in batch {
+            let answer = match pending.work {
+                Work::Decide(envelope) => Answer {
+                    version: PROTOCOL_VERSION,
+                    id: envelope.id,
+                    outcome: outcomes
+                        .next()
+                        .unwrap_or_else(|| Outcome::Direct("the server lost this request".into())),
+                },
+                Work::Known(answer) => answer,
+            };
+            if self.queue_answer(pending.from, &answer) {
+                answered.push(pending.from);
+            }
+        }
+        answered.dedup();
+        for token in answered {
+            self.flush(token);
+        }
+        if decided > 0 {
+            (self.on_commit)();
+        }
+    }
+
+    /// Puts `answer` in line on connection `token`; false when the connection is gone.
+    fn queue_answer(&mut self, token: Token, answer: &Answer) -> bool {
+        let Some(connection) = self.connections.get_mut(&token) else { return false };
+        match wire::encode_frame(answer) {
+            Ok(frame) => {
+                connection.unsent.extend_from_slice(&frame);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "encoding an answer");
+                self.close(token);
+                false
+            }
+        }
+    }
+
+    /// Writes what connection `token` has waiting, as far as its socket takes it, and closes
+    /// the connection when that fails.
+    fn flush(&mut self, token: Token) {
+        let Some(connection) = self.connections.get_mut(&token) else { return };
+        if let Err(error) = connection.send_unsent(self.poll.registry(), token) {
+            tracing::debug!(%error, "answering a request");
+            self.close(token);
+        }
+    }
+
+    /// Closes the connections with nothing to answer that sent no request for [`IDLE`].
+    fn close_idle(&mut self) {
+        let idle: Vec<Token> = self
+            .connections
+            .iter()
+            .filter(|(_, c)| c.unsent.is_empty() && c.last_request.elapsed() >= IDLE)
+            .map(|(token, _)| *token)
+            .collect();
+        for token in idle {
+            self.close(token);
+        }
+    }
+
+    fn close(&mut self, token: Token) {
+        if let Some(mut connection) = self.connections.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut connection.stream);
+        }
+    }
+}
+
+/// Reads from `stream` into `into` until it would block; true when the client hung up.
+fn read_available(stream: &mut UnixStream, into: &mut Vec<u8>) -> std::io::Result<bool> {
+    let mut chunk = [0u8; READ_CHUNK];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => return Ok(true),
+            Ok(n) => into.extend_from_slice(&chunk[..n]),
+            Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(error) if error.kind() == ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Writes as much of `bytes` as `stream` takes without blocking; how much it took.
+fn write_available(stream: &mut UnixStream, bytes: &[u8]) -> std::io::Result<usize> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match stream.write(&bytes[written..]) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => written += n,
+            Err(error) if error.kind() == ErrorKind::WouldBlock => break,
+            Err(error) if error.kind() == ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(written)
+}
+
+/// What to do with one frame: decide it, when it is an envelope of this protocol; else answer
+/// it with [`Outcome::Direct`].
+fn work_of(frame: &[u8]) -> Work {
+    match serde_json::from_slice::<Envelope>(frame) {
+        Ok(envelope) if envelope.version == PROTOCOL_VERSION => Work::Decide(envelope),
+        parsed => Work::Known(not_understood(frame, parsed.err())),
+    }
+}
+
+/// The answer to a frame that is not an envelope of this protocol: [`Outcome::Direct`], under
+/// its id when it has one.
+fn not_understood(frame: &[u8], error: Option<serde_json::Error>) -> Answer {
+    let value: serde_json::Value = serde_json::from_slice(frame).unwrap_or_default();
+    let id = value
+        .get("id")
+        .and_then(|id| serde_json::from_value::<ulid::Ulid>(id.clone()).ok())
+        .unwrap_or_default();
+    let version = value.get("version").and_then(serde_json::Value::as_u64);
+    let why = match error {
+        Some(error) if version == Some(u64::from(PROTOCOL_VERSION)) => {
+            format!("request not understood: {error}")
+        }
+        _ => format!("protocol version {version:?}; this server speaks {PROTOCOL_VERSION}"),
+    };
+    Answer { version: PROTOCOL_VERSION, id, outcome: Outcome::Direct(why) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::sync::Arc;
+
+    use super::super::wire::{self, Answer, Envelope, Outcome};
+    use super::super::{Server, client};
+    use crate::store::Store;
+    use crate::time::Clock;
+    use crate::tracker::{CreateRequest, Request};
+
+    /// A store in a temporary directory, served.
+    fn served() -> (tempfile::TempDir, Arc<Store>, Server) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::init(&dir.path().join(".beads"), "t").unwrap());
+        let server = Server::start(Arc::clone(&store), Box::new(|| {})).unwrap();
+        (dir, store, server)
+    }
+
+    fn create(title: &str) -> Envelope {
+        let request = Request::Create(Box::new(CreateRequest {
+            title: title.into(),
+            issue_type: "task".into(),
+            priority: 2,
+            ..CreateRequest::default()
+        }));
+        client::envelope("tester", Clock::System, request)
+    }
+
+    fn connect(server: &Server) -> UnixStream {
+        let stream = UnixStream::connect(server.socket()).unwrap();
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        stream
+    }
+
+    fn frame(value: &impl serde::Serialize) -> Vec<u8> {
+        wire::encode_frame(value).unwrap()
+    }
+
+    fn answer(stream: &mut UnixStream) -> Answer {
+        wire::read_frame::<Answer>(stream).unwrap().expect("an answer")
+    }
+
+    fn titles(store: &Store) -> Vec<String> {
+        let filter = crate::store::ListFilter { all: true, ..Default::default() };
+        let (listed, _) = store.read().unwrap().list(&filter).unwrap();
+        let mut titles: Vec<String> = listed.into_iter().map(|s| s.issue.title).collect();
+        titles.sort();
+        titles
+    }
+
+    fn created_title(answer: Answer) -> String {
+        match answer.outcome {
+            Outcome::Applied(reply) => reply.into_summary().unwrap().issue.title,
+            other => panic!("not applied: {other:?}"),
+        }
+    }
+
+    /// Several requests in one write, with a frame of another protocol between them, are
+    /// answered in their order on the connection.
+    #[test]
+    fn pipelined_requests_are_answered_in_order() {
+        let (_dir, store, server) = served();
+        let mut stream = connect(&server);
+        let (first, second) = (create("first"), create("second"));
+        let foreign = serde_json::json!({"version": 99, "id": ulid::Ulid::generate()});
+        let mut bytes = frame(&first);
+        bytes.extend(frame(&foreign));
+        bytes.extend(frame(&second));
+        stream.write_all(&bytes).unwrap();
+        let answers: Vec<Answer> = (0..3).map(|_| answer(&mut stream)).collect();
+        assert_eq!(answers[0].id, first.id);
+        assert!(matches!(answers[1].outcome, Outcome::Direct(ref why) if why.contains("99")));
+        assert_eq!(answers[2].id, second.id);
+        assert_eq!(created_title(answers[0].clone()), "first");
+        assert_eq!(created_title(answers[2].clone()), "second");
+        assert_eq!(titles(&store), ["first", "second"]);
+    }
+
+    /// A request sent a few bytes at a time is read whole and answered once.
+    #[test]
+    fn a_request_split_across_writes_is_answered() {
+        let (_dir, store, server) = served();
+        let mut stream = connect(&server);
+        let envelope = create("slow");
+        for piece in frame(&envelope).chunks(7) {
+            stream.write_all(piece).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!(created_title(answer(&mut stream)), "slow");
+        assert_eq!(titles(&store), ["slow"]);
+    }
+
+    /// A client that hangs up right after sending still has its request applied; sent again,
+    /// the request is answered with the recorded reply and applied no second time.
+    #[test]
+    fn a_request_whose_client_hung_up_is_still_applied() {
+        let (_dir, store, server) = served();
+        let envelope = create("orphan");
+        {
+            let mut stream = connect(&server);
+            stream.write_all(&frame(&envelope)).unwrap();
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while titles(&store).is_empty() {
+            assert!(std::time::Instant::now() < until, "the request was dropped");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let mut stream = connect(&server);
+        stream.write_all(&frame(&envelope)).unwrap();
+        assert_eq!(created_title(answer(&mut stream)), "orphan");
+        assert_eq!(titles(&store), ["orphan"]);
+    }
+
+    /// A frame that announces more than the largest frame closes that connection unanswered;
+    /// other connections are served on.
+    #[test]
+    fn an_oversized_frame_closes_only_its_connection() {
+        let (_dir, store, server) = served();
+        let mut bad = connect(&server);
+        bad.write_all(&u32::MAX.to_be_bytes()).unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(bad.read_to_end(&mut rest).unwrap(), 0, "closed without an answer");
+        let mut good = connect(&server);
+        good.write_all(&frame(&create("fine"))).unwrap();
+        assert_eq!(created_title(answer(&mut good)), "fine");
+        assert_eq!(titles(&store), ["fine"]);
+    }
+
+    /// Many clients at once, each sending its requests one after another: every request is
+    /// answered with its own reply, and the store holds each once.
+    #[test]
+    fn many_clients_each_get_their_own_answers() {
+        let (_dir, store, server) = served();
+        let socket = server.socket().to_path_buf();
+        let clients: Vec<_> = (0..16)
+            .map(|c| {
+                let socket = socket.clone();
+                std::thread::spawn(move || {
+                    let mut stream = UnixStream::connect(&socket).unwrap();
+                    for n in 0..20 {
+                        let envelope = create(&format!("c{c:02}-{n:02}"));
+                        stream.write_all(&frame(&envelope)).unwrap();
+                        let answer = answer(&mut stream);
+                        assert_eq!(answer.id, envelope.id);
+                        assert_eq!(created_title(answer), format!("c{c:02}-{n:02}"));
+                    }
+                })
+            })
+            .collect();
+        for client in clients {
+            client.join().unwrap();
+        }
+        let titles = titles(&store);
+        assert_eq!(titles.len(), 16 * 20);
+        let expected: Vec<String> =
+            (0..16).flat_map(|c| (0..20).map(move |n| format!("c{c:02}-{n:02}"))).collect();
+        assert_eq!(titles, expected);
+        drop(server);
+    }
+
+    /// Dropping the server closes its connections and removes the socket.
+    #[test]
+    fn a_dropped_server_closes_its_connections_and_removes_its_socket() {
+        let (_dir, store, server) = served();
+        let socket = server.socket().to_path_buf();
+        let mut stream = connect(&server);
+        stream.write_all(&frame(&create("kept"))).unwrap();
+        assert_eq!(created_title(answer(&mut stream)), "kept");
+        drop(server);
+        let mut rest = Vec::new();
+        assert_eq!(stream.read_to_end(&mut rest).unwrap(), 0, "the connection is closed");
+        assert!(!socket.exists());
+        assert_eq!(titles(&store), ["kept"]);
+    }
+}

@@ -1,0 +1,166 @@
+//! Deciding a group of requests in one write transaction (group commit).
+//!
+//! A group is decided one request after another, each seeing the ones before, exactly as if
+//! they had run one by one. A refused request changes nothing and the group goes on. A request
+//! refused after it had already applied some of its ops (a close guard after an edit, say)
+//! cannot be undone inside the transaction (redb's multi-writer mode has no savepoints), so the
+//! transaction is dropped and the group decided again with that request settled as refused —
+//! the requests before it meet the same state again, so their decisions stand. A failure of the
+//! store itself answers every request of the group with [`Outcome::Direct`]: nothing was
+//! committed, and each client applies its request itself and meets the error there.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::wire::{Envelope, Outcome};
+use crate::claim::ClaimMode;
+use crate::store::{Store, StoreError};
+use crate::time::Clock;
+use crate::tracker::{Refusal, WireRefusal};
+
+/// Who the server's transactions act as when no request sets an actor (never seen in ops:
+/// every request sets its own).
+const SERVER_ACTOR: &str = "fleet-server";
+
+/// What decides the server's groups: the store, and what to do when its file is replaced.
+pub(super) struct Committer {
+    pub store: Arc<Store>,
+    /// The socket, removed when the store file turns out to be replaced.
+    pub socket: PathBuf,
+    /// Set once the store file was replaced.
+    pub lost: Arc<AtomicBool>,
+}
+
+impl Committer {
+    /// The outcome of every request of `group`, decided and committed together. Answers every
+    /// request with [`Outcome::Direct`] (its client applies it itself, checking the request id)
+    /// when the store file was replaced before or during the commit — the group went into a
+    /// file nobody reads — or when deciding the group panicked: nothing of it was committed
+    /// then, and the server goes on.
+    pub fn decide(&self, group: &[&Envelope]) -> Vec<Outcome> {
+        if let Some(why) = self.replaced() {
+            return vec![Outcome::Direct(why); group.len()];
+        }
+        let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            commit_group(&self.store, group)
+        }));
+        let outcomes = match decided {
+            Ok(outcomes) => outcomes,
+            Err(_) => {
+                tracing::error!("deciding a group of requests panicked; its clients apply them");
+                return vec![
+                    Outcome::Direct("the server failed on this request".into());
+                    group.len()
+                ];
+            }
+        };
+        match self.replaced() {
+            Some(why) => vec![Outcome::Direct(why); group.len()],
+            None => outcomes,
+        }
+    }
+
+    /// Whether the store file was replaced since it was opened: then this server would write
+    /// to a file nobody reads, so it stops serving (the socket goes, commands write directly)
+    /// and says so once.
+    fn replaced(&self) -> Option<String> {
+        if self.lost.load(Ordering::SeqCst) {
+            return Some("the server lost its store file".into());
+        }
+        let why = self.store.file_replaced()?;
+        tracing::error!(%why, "stopped serving the workspace");
+        let _ = std::fs::remove_file(&self.socket);
+        self.lost.store(true, Ordering::SeqCst);
+        Some(why)
+    }
+}
+
+/// Decides `group` in one transaction and commits it (see the module documentation). Each
+/// request is decided at one instant fixed for the group, so deciding the group again (after a
+/// partly applied refusal) meets the same state. A group that changed nothing is not committed.
+fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
+    let mut settled: Vec<Option<Outcome>> = vec![None; group.len()];
+    if group.iter().any(|e| e.request.claims()) && !claims_locally(store) {
+        for (slot, envelope) in settled.iter_mut().zip(group) {
+            if envelope.request.claims() {
+                *slot = Some(Outcome::Direct("claims are confirmed on a git remote".into()));
+            }
+        }
+    }
+    let now = jiff::Timestamp::now();
+    loop {
+        let mut redo = None;
+        let mut changed = false;
+        let decided = store.write(SERVER_ACTOR, Clock::Fixed(now), |writer| {
+            let mut outcomes = Vec::with_capacity(group.len());
+            for (n, envelope) in group.iter().enumerate() {
+                if let Some(outcome) = &settled[n] {
+                    outcomes.push(outcome.clone());
+                    continue;
+                }
+                writer.set_actor(&envelope.actor);
+                writer.set_clock(Clock::Fixed(envelope.now.unwrap_or(now)));
+                let before = writer.applied_count();
+                match super::apply_once(writer, Some(envelope.id), &envelope.request) {
+                    Ok(reply) => {
+                        changed |= writer.applied_count() > before;
+                        outcomes.push(Outcome::Applied(reply));
+                    }
+                    Err(refusal) if !refusal.is_fatal() && writer.applied_count() == before => {
+                        outcomes.push(Outcome::Refused(WireRefusal::from(&refusal)));
+                    }
+                    Err(refusal) => {
+                        // Partly applied, or the store failed on this request: settle it and
+                        // decide the rest again without it.
+                        let outcome = if refusal.is_fatal() {
+                            Outcome::Direct(format!("the server failed on this request: {refusal}"))
+                        } else {
+                            Outcome::Refused(WireRefusal::from(&refusal))
+                        };
+                        redo = Some(Redo::Settle(n, outcome));
+                        return Err(StoreError::Refused(refusal.to_string()));
+                    }
+                }
+            }
+            if !changed {
+                // Nothing to make durable: roll back instead of paying a commit.
+                redo = Some(Redo::Unchanged(outcomes));
+                return Err(StoreError::Refused("nothing changed".into()));
+            }
+            Ok(outcomes)
+        });
+        match (decided, redo) {
+            (Ok((outcomes, _)), _) => return outcomes,
+            (Err(_), Some(Redo::Settle(n, outcome))) => settled[n] = Some(outcome),
+            (Err(_), Some(Redo::Unchanged(outcomes))) => return outcomes,
+            (Err(error), None) => {
+                tracing::warn!(%error, "a group commit failed; its clients apply their requests themselves");
+                let why = format!("the server's commit failed: {error}");
+                return settled
+                    .into_iter()
+                    .map(|s| s.unwrap_or_else(|| Outcome::Direct(why.clone())))
+                    .collect();
+            }
+        }
+    }
+}
+
+/// Why a group's transaction was dropped on purpose.
+enum Redo {
+    /// Request `n` is settled with this outcome; decide the group again.
+    Settle(usize, Outcome),
+    /// Nothing changed: these are the answers, and there is nothing to commit.
+    Unchanged(Vec<Outcome>),
+}
+
+/// Whether claims are decided in this store alone (not confirmed on a remote).
+fn claims_locally(store: &Store) -> bool {
+    matches!(ClaimMode::of(store), Ok(ClaimMode::Local))
+}
+
+impl From<WireRefusal> for StoreError {
+    fn from(refusal: WireRefusal) -> StoreError {
+        Refusal::from(refusal).into()
+    }
+}
