@@ -9,9 +9,10 @@
 //! Sockets are nonblocking and edge-triggered (mio): a readable connection is read until it
 //! would block, and an answer the client's buffer cannot take at once waits in the connection
 //! until the socket says it is writable. A connection's answers are written in the order of
-//! its requests. A client that hangs up before its answer still has its request decided (it
-//! may have been applied already, as when a server is killed after its commit), and a client
-//! that asks again falls back to the request id recorded with the reply.
+//! its requests. A client that ends its side after sending (a shutdown for writing) still gets
+//! its answers before the connection closes. A client that hangs up before its answer still has
+//! its request decided, as when a server is killed after its commit: sent again, the request
+//! is answered from the reply recorded under its id.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -54,9 +55,19 @@ struct Connection {
     /// Whether the socket is registered for writability (while `unsent` is not empty).
     awaits_writable: bool,
     last_request: Instant,
+    /// Requests read from it and not yet answered.
+    unanswered: usize,
+    /// The client ended its side (a shutdown for writing, or a close): it sends nothing more,
+    /// and the connection is closed once its requests are answered.
+    ended: bool,
 }
 
 impl Connection {
+    /// Whether the client ended its side and has every answer.
+    fn is_done(&self) -> bool {
+        self.ended && self.unanswered == 0 && self.unsent.is_empty()
+    }
+
     /// Writes as much of the unsent answers as the socket takes, and watches it for
     /// writability while some are left. An error when writing fails, or when the client leaves
     /// more than [`MAX_UNREAD`] bytes of answers unread.
@@ -207,42 +218,47 @@ impl EventLoop {
                 unsent: Vec::new(),
                 awaits_writable: false,
                 last_request: Instant::now(),
+                unanswered: 0,
+                ended: false,
             };
             self.connections.insert(token, connection);
         }
     }
 
-    /// Reads everything connection `token` has sent, queues its whole frames, and closes it
-    /// when the client hung up or sent something that is not a frame.
+    /// Reads everything connection `token` has sent and queues its whole frames. A client that
+    /// ended its side still gets the answers to what it sent; one whose stream fails, or that
+    /// sent something that is not a frame, is closed.
     fn read(&mut self, token: Token) {
         let Some(connection) = self.connections.get_mut(&token) else { return };
-        let hung_up = match read_available(&mut connection.stream, &mut connection.unread) {
-            Ok(hung_up) => hung_up,
+        let ended = match read_available(&mut connection.stream, &mut connection.unread) {
+            Ok(ended) => ended,
             Err(error) => {
                 tracing::debug!(%error, "reading a request");
-                true
+                self.close(token);
+                return;
             }
         };
-        let taken = match wire::split_frames(&connection.unread) {
+        let used = match wire::split_frames(&connection.unread) {
             Ok((frames, used)) => {
                 for frame in frames {
                     self.pending.push_back(Pending { from: token, work: work_of(frame) });
+                    connection.unanswered += 1;
                 }
-                Some(used)
+                used
             }
             Err(error) => {
                 tracing::debug!(%error, "reading a request");
-                None
+                self.close(token);
+                return;
             }
         };
-        match taken {
-            Some(used) if !hung_up => {
-                if used > 0 {
-                    connection.unread.drain(..used);
-                    connection.last_request = Instant::now();
-                }
-            }
-            _ => self.close(token),
+        if used > 0 {
+            connection.unread.drain(..used);
+            connection.last_request = Instant::now();
+        }
+        connection.ended |= ended;
+        if connection.is_done() {
+            self.close(token);
         }
     }
 
@@ -304,6 +320,7 @@ impl EventLoop {
     /// Puts `answer` in line on connection `token`; false when the connection is gone.
     fn queue_answer(&mut self, token: Token, answer: &Answer) -> bool {
         let Some(connection) = self.connections.get_mut(&token) else { return false };
+        connection.unanswered = connection.unanswered.saturating_sub(1);
         match wire::encode_frame(answer) {
             Ok(frame) => {
                 connection.unsent.extend_from_slice(&frame);
@@ -321,9 +338,13 @@ impl EventLoop {
     /// the connection when that fails.
     fn flush(&mut self, token: Token) {
         let Some(connection) = self.connections.get_mut(&token) else { return };
-        if let Err(error) = connection.send_unsent(self.poll.registry(), token) {
-            tracing::debug!(%error, "answering a request");
-            self.close(token);
+        match connection.send_unsent(self.poll.registry(), token) {
+            Ok(()) if connection.is_done() => self.close(token),
+            Ok(()) => {}
+            Err(error) => {
+                tracing::debug!(%error, "answering a request");
+                self.close(token);
+            }
         }
     }
 
@@ -347,7 +368,8 @@ impl EventLoop {
     }
 }
 
-/// Reads from `stream` into `into` until it would block; true when the client hung up.
+/// Reads from `stream` into `into` until it would block; true at the end of the client's
+/// stream.
 fn read_available(stream: &mut UnixStream, into: &mut Vec<u8>) -> std::io::Result<bool> {
     let mut chunk = [0u8; READ_CHUNK];
     loop {
@@ -516,6 +538,23 @@ mod tests {
         stream.write_all(&frame(&envelope)).unwrap();
         assert_eq!(created_title(answer(&mut stream)), "orphan");
         assert_eq!(titles(&store), ["orphan"]);
+    }
+
+    /// A client that ends its side after sending (a shutdown for writing, as `nc -N` does)
+    /// still gets its answers, and then the end of the stream.
+    #[test]
+    fn a_client_that_ended_its_side_gets_its_answers() {
+        let (_dir, store, server) = served();
+        let mut stream = connect(&server);
+        let mut bytes = frame(&create("one"));
+        bytes.extend(frame(&create("two")));
+        stream.write_all(&bytes).unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(created_title(answer(&mut stream)), "one");
+        assert_eq!(created_title(answer(&mut stream)), "two");
+        let mut rest = Vec::new();
+        assert_eq!(stream.read_to_end(&mut rest).unwrap(), 0, "then closed");
+        assert_eq!(titles(&store), ["one", "two"]);
     }
 
     /// A frame that announces more than the largest frame closes that connection unanswered;
