@@ -7,7 +7,8 @@
 //!   and a request the hung server later reads is not applied a second time;
 //! - 64 claiming processes race while the server is killed with SIGKILL and restarted: every
 //!   issue is claimed exactly once and every claim a command reported is in the store;
-//! - a second server on the same workspace is refused; the socket is owner-only.
+//! - a second server on the same workspace is refused; the socket is owner-only;
+//! - a server out of file descriptors takes the connections waiting once some are freed.
 //!
 //! The whole CLI suite also runs with a server (`FLEET_TEST_SERVER=1`, see tests/common).
 
@@ -218,6 +219,52 @@ fn one_server_per_workspace_and_an_owner_only_socket() {
     assert!(second.stderr.contains("already served"), "{}", second.stderr);
     let mode = std::fs::metadata(ws.beads_dir().join("fleet.sock")).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+/// A server out of file descriptors takes the connections waiting for it as soon as some are
+/// freed — on its own, since the waiting connections bring no new event — so a command queued
+/// behind them is answered by the server instead of being left to its deadline.
+#[test]
+fn a_server_out_of_descriptors_accepts_again_once_some_are_freed() {
+    use std::os::unix::process::CommandExt;
+    let mut ws = unserved();
+    ws.serve_with(|command| {
+        // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
+        unsafe {
+            command.pre_exec(|| {
+                let limit = libc::rlimit { rlim_cur: 48, rlim_max: 48 };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    });
+    let socket = ws.beads_dir().join("fleet.sock");
+    let held: Vec<std::os::unix::net::UnixStream> =
+        (0..64).map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let queued = ws
+        .command(&["create", "queued behind", "--json"])
+        .env("FLEET_SERVER_DEADLINE_MS", "20000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(held);
+    let started = Instant::now();
+    let output = queued.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "answered only after {:?}",
+        started.elapsed()
+    );
+    let created: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(created["title"], "queued behind");
+    assert_eq!(served_requests(&ws), 1, "{}", ws.serve_log());
+    assert!(ws.serve_log().contains("trying again shortly"), "{}", ws.serve_log());
 }
 
 /// 64 processes claim the next ready issue in loops while the server is killed (SIGKILL) and

@@ -41,6 +41,15 @@ const SWEEP: Duration = Duration::from_secs(1);
 const MAX_UNREAD: usize = 2 * MAX_FRAME;
 /// How much one read takes at most.
 const READ_CHUNK: usize = 16 * 1024;
+/// How much of one connection is read in one turn of the loop; the rest is read in the next
+/// turns, so a client that sends without pause cannot keep the others waiting.
+const READ_BUDGET: usize = 4 * READ_CHUNK;
+/// The most requests of one connection read and not yet answered; past it, the connection is
+/// not read until some are answered.
+const MAX_UNANSWERED: usize = 1024;
+/// How long the loop waits before accepting again after an accept failed (out of descriptors,
+/// say): connections already queued bring no new event.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 /// Called after every group commit (the supervisor wakes on it).
 pub type OnCommit = Box<dyn Fn() + Send + 'static>;
@@ -54,7 +63,9 @@ struct Connection {
     unsent: Vec<u8>,
     /// Whether the socket is registered for writability (while `unsent` is not empty).
     awaits_writable: bool,
-    last_request: Instant,
+    /// When a read or a write last moved something: a connection without progress for
+    /// [`IDLE`] is closed, whether it has answers waiting or not.
+    last_progress: Instant,
     /// Requests read from it and not yet answered.
     unanswered: usize,
     /// The client ended its side (a shutdown for writing, or a close): it sends nothing more,
@@ -73,7 +84,10 @@ impl Connection {
     /// more than [`MAX_UNREAD`] bytes of answers unread.
     fn send_unsent(&mut self, registry: &Registry, token: Token) -> std::io::Result<()> {
         let written = write_available(&mut self.stream, &self.unsent)?;
-        self.unsent.drain(..written);
+        if written > 0 {
+            self.unsent.drain(..written);
+            self.last_progress = Instant::now();
+        }
         if self.unsent.len() > MAX_UNREAD {
             return Err(std::io::Error::other("the client leaves its answers unread"));
         }
@@ -118,6 +132,12 @@ pub(super) struct EventLoop {
     /// went away is dropped rather than written to a newer connection.
     next_token: usize,
     pending: VecDeque<Pending>,
+    /// Connections that may hold more than was read of them: their budget ran out, or they
+    /// had too many requests unanswered. Edge-triggered readiness gives no new event for them,
+    /// so they are read again in the next turn.
+    unfinished: Vec<Token>,
+    /// When accepting failed, the loop tries again at this instant.
+    accept_again: Option<Instant>,
 }
 
 impl EventLoop {
@@ -138,17 +158,18 @@ impl EventLoop {
             connections: HashMap::new(),
             next_token: WAKER.0 + 1,
             pending: VecDeque::new(),
+            unfinished: Vec::new(),
+            accept_again: None,
         }
     }
 
-    /// Serves until stopped. Requests already read when it stops are still decided and
-    /// answered.
+    /// Serves until stopped. Requests already read when it stops are still decided, and
+    /// answered as far as their sockets take the answers at once.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut last_sweep = Instant::now();
         loop {
-            let timeout = if self.pending.is_empty() { SWEEP } else { Duration::ZERO };
-            if let Err(error) = self.poll.poll(&mut events, Some(timeout)) {
+            if let Err(error) = self.poll.poll(&mut events, Some(self.timeout())) {
                 if error.kind() == ErrorKind::Interrupted {
                     continue;
                 }
@@ -170,6 +191,12 @@ impl EventLoop {
                     }
                 }
             }
+            for token in std::mem::take(&mut self.unfinished) {
+                self.read(token);
+            }
+            if self.accept_again.is_some_and(|at| Instant::now() >= at) {
+                self.accept_all();
+            }
             if self.stopping.load(Ordering::SeqCst) {
                 while !self.pending.is_empty() {
                     self.decide_group();
@@ -186,17 +213,34 @@ impl EventLoop {
         }
     }
 
-    /// Accepts every connection waiting, from processes of this user only.
+    /// How long the next wait may last: not at all while requests wait or connections were
+    /// not read to the end, until the next try when accepting failed, else until the next
+    /// sweep for idle connections.
+    fn timeout(&self) -> Duration {
+        if !self.pending.is_empty() || !self.unfinished.is_empty() {
+            return Duration::ZERO;
+        }
+        match self.accept_again {
+            Some(at) => at.saturating_duration_since(Instant::now()).min(SWEEP),
+            None => SWEEP,
+        }
+    }
+
+    /// Accepts every connection waiting, from processes of this user only. When accepting
+    /// fails (out of descriptors, say), it is tried again after [`ACCEPT_RETRY`]: the
+    /// connections left in the queue bring no new event.
     fn accept_all(&mut self) {
+        let failing = self.accept_again.take().is_some();
         loop {
             let mut stream = match self.listener.accept() {
                 Ok((stream, _)) => stream,
                 Err(error) if error.kind() == ErrorKind::WouldBlock => return,
                 Err(error) if error.kind() == ErrorKind::Interrupted => continue,
                 Err(error) => {
-                    // Out of descriptors, say: the connections left in the queue are taken
-                    // with the next one that arrives, or given up by their clients.
-                    tracing::warn!(%error, "accepting a connection");
+                    if !failing {
+                        tracing::warn!(%error, "accepting a connection; trying again shortly");
+                    }
+                    self.accept_again = Some(Instant::now() + ACCEPT_RETRY);
                     return;
                 }
             };
@@ -217,7 +261,7 @@ impl EventLoop {
                 unread: Vec::new(),
                 unsent: Vec::new(),
                 awaits_writable: false,
-                last_request: Instant::now(),
+                last_progress: Instant::now(),
                 unanswered: 0,
                 ended: false,
             };
@@ -225,39 +269,47 @@ impl EventLoop {
         }
     }
 
-    /// Reads everything connection `token` has sent and queues its whole frames. A client that
-    /// ended its side still gets the answers to what it sent; one whose stream fails, or that
-    /// sent something that is not a frame, is closed.
+    /// Reads what connection `token` has sent, up to [`READ_BUDGET`], and queues its whole
+    /// frames. A client that ended its side still gets the answers to what it sent. A stream
+    /// that fails, or a frame that is too large, closes the connection — after the requests
+    /// read before it are queued: they are decided, as if the server had been killed after
+    /// its commit.
     fn read(&mut self, token: Token) {
         let Some(connection) = self.connections.get_mut(&token) else { return };
-        let ended = match read_available(&mut connection.stream, &mut connection.unread) {
-            Ok(ended) => ended,
-            Err(error) => {
-                tracing::debug!(%error, "reading a request");
-                self.close(token);
-                return;
-            }
-        };
-        let used = match wire::split_frames(&connection.unread) {
-            Ok((frames, used)) => {
-                for frame in frames {
-                    self.pending.push_back(Pending { from: token, work: work_of(frame) });
-                    connection.unanswered += 1;
-                }
-                used
-            }
-            Err(error) => {
-                tracing::debug!(%error, "reading a request");
-                self.close(token);
-                return;
-            }
-        };
-        if used > 0 {
-            connection.unread.drain(..used);
-            connection.last_request = Instant::now();
+        if connection.unanswered >= MAX_UNANSWERED {
+            self.unfinished.push(token);
+            return;
         }
-        connection.ended |= ended;
-        if connection.is_done() {
+        let before = connection.unread.len();
+        let outcome = read_available(&mut connection.stream, &mut connection.unread);
+        if connection.unread.len() > before {
+            connection.last_progress = Instant::now();
+        }
+        let (frames, used, bad) = wire::split_frames(&connection.unread);
+        for frame in frames {
+            self.pending.push_back(Pending { from: token, work: work_of(frame) });
+            connection.unanswered += 1;
+        }
+        connection.unread.drain(..used);
+        if connection.unread.is_empty() && connection.unread.capacity() > READ_BUDGET {
+            connection.unread = Vec::new();
+        }
+        let failure = match (bad, outcome) {
+            (Some(error), _) | (None, Err(error)) => Some(error),
+            (None, Ok(ReadEnd::Ended)) => {
+                connection.ended = true;
+                None
+            }
+            (None, Ok(ReadEnd::MoreLeft)) => {
+                self.unfinished.push(token);
+                None
+            }
+            (None, Ok(ReadEnd::WouldBlock)) => None,
+        };
+        if let Some(error) = failure {
+            tracing::debug!(%error, "reading a request");
+            self.close(token);
+        } else if connection.is_done() {
             self.close(token);
         }
     }
@@ -265,17 +317,7 @@ impl EventLoop {
     /// Decides the first waiting requests (at most [`MAX_GROUP`]) as one group and answers
     /// them.
     fn decide_group(&mut self) {
-        let mut count = 0;
-        let mut decided = 0;
-        for pending in &self.pending {
-            if matches!(pending.work, Work::Decide(_)) {
-                if decided == MAX_GROUP {
-                    break;
-                }
-                decided += 1;
-            }
-            count += 1;
-        }
+        let count = self.pending.len().min(MAX_GROUP);
         let batch: Vec<Pending> = self.pending.drain(..count).collect();
         let envelopes: Vec<&Envelope> = batch
             .iter()
@@ -284,7 +326,8 @@ impl EventLoop {
                 Work::Known(_) => None,
             })
             .collect();
-        let mut outcomes = if envelopes.is_empty() {
+        let committed = !envelopes.is_empty();
+        let mut outcomes = if !committed {
             Vec::new()
         } else {
             let outcomes = self.committer.decide(&envelopes);
@@ -312,7 +355,7 @@ impl EventLoop {
         for token in answered {
             self.flush(token);
         }
-        if decided > 0 {
+        if committed {
             (self.on_commit)();
         }
     }
@@ -353,7 +396,7 @@ impl EventLoop {
         let idle: Vec<Token> = self
             .connections
             .iter()
-            .filter(|(_, c)| c.unsent.is_empty() && c.last_request.elapsed() >= IDLE)
+            .filter(|(_, c)| c.last_progress.elapsed() >= IDLE)
             .map(|(token, _)| *token)
             .collect();
         for token in idle {
@@ -368,19 +411,34 @@ impl EventLoop {
     }
 }
 
-/// Reads from `stream` into `into` until it would block; true at the end of the client's
-/// stream.
-fn read_available(stream: &mut UnixStream, into: &mut Vec<u8>) -> std::io::Result<bool> {
+/// Where a read of a connection stopped.
+enum ReadEnd {
+    /// Everything there was is read.
+    WouldBlock,
+    /// The budget ran out first: there may be more.
+    MoreLeft,
+    /// The client ended its side.
+    Ended,
+}
+
+/// Reads from `stream` into `into` until it would block, the client's stream ends, or
+/// [`READ_BUDGET`] bytes are read.
+fn read_available(stream: &mut UnixStream, into: &mut Vec<u8>) -> std::io::Result<ReadEnd> {
     let mut chunk = [0u8; READ_CHUNK];
-    loop {
+    let mut read = 0;
+    while read < READ_BUDGET {
         match stream.read(&mut chunk) {
-            Ok(0) => return Ok(true),
-            Ok(n) => into.extend_from_slice(&chunk[..n]),
-            Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Ok(0) => return Ok(ReadEnd::Ended),
+            Ok(n) => {
+                into.extend_from_slice(&chunk[..n]);
+                read += n;
+            }
+            Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(ReadEnd::WouldBlock),
             Err(error) if error.kind() == ErrorKind::Interrupted => {}
             Err(error) => return Err(error),
         }
     }
+    Ok(ReadEnd::MoreLeft)
 }
 
 /// Writes as much of `bytes` as `stream` takes without blocking; how much it took.
@@ -529,11 +587,7 @@ mod tests {
             let mut stream = connect(&server);
             stream.write_all(&frame(&envelope)).unwrap();
         }
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while titles(&store).is_empty() {
-            assert!(std::time::Instant::now() < until, "the request was dropped");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        wait_for_titles(&store, &["orphan"]);
         let mut stream = connect(&server);
         stream.write_all(&frame(&envelope)).unwrap();
         assert_eq!(created_title(answer(&mut stream)), "orphan");
@@ -555,6 +609,53 @@ mod tests {
         let mut rest = Vec::new();
         assert_eq!(stream.read_to_end(&mut rest).unwrap(), 0, "then closed");
         assert_eq!(titles(&store), ["one", "two"]);
+    }
+
+    /// Polls `store` until it holds `expected` titles (or fails after ten seconds).
+    fn wait_for_titles(store: &Store, expected: &[&str]) {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while titles(store) != expected {
+            assert!(std::time::Instant::now() < until, "still {:?}", titles(store));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// The requests sent before a frame too large to trust are still decided; the connection
+    /// is then closed.
+    #[test]
+    fn requests_before_an_oversized_frame_are_decided() {
+        let (_dir, store, server) = served();
+        let mut stream = connect(&server);
+        let mut bytes = frame(&create("before"));
+        bytes.extend(u32::MAX.to_be_bytes());
+        stream.write_all(&bytes).unwrap();
+        wait_for_titles(&store, &["before"]);
+    }
+
+    /// One client streaming frames without pause is read a budget at a time, so another
+    /// client's request is decided while the stream goes on.
+    #[test]
+    fn a_flooding_client_does_not_hold_up_the_others() {
+        let (_dir, store, server) = served();
+        let mut flood = connect(&server);
+        flood.set_nonblocking(true).unwrap();
+        let empty_frames = vec![0u8; 4 * 4096];
+        let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let still = std::sync::Arc::clone(&flooding);
+        let flooder = std::thread::spawn(move || {
+            let mut discard = vec![0u8; 1 << 16];
+            while still.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = flood.write(&empty_frames);
+                while matches!(flood.read(&mut discard), Ok(n) if n > 0) {}
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut other = connect(&server);
+        other.write_all(&frame(&create("other"))).unwrap();
+        assert_eq!(created_title(answer(&mut other)), "other");
+        flooding.store(false, std::sync::atomic::Ordering::SeqCst);
+        flooder.join().unwrap();
+        assert_eq!(titles(&store), ["other"]);
     }
 
     /// A frame that announces more than the largest frame closes that connection unanswered;

@@ -157,9 +157,15 @@ impl Workspace {
     /// Starts `fleet serve` on this workspace (its log in `serve.log` of the home) and waits
     /// for its socket.
     pub fn serve(&mut self) {
+        self.serve_with(|_| {});
+    }
+
+    /// [`Workspace::serve`], with the command adjusted by `adjust` first.
+    pub fn serve_with(&mut self, adjust: impl FnOnce(&mut Command)) {
         let log = std::fs::File::create(self.home().join("serve.log")).expect("serve log");
-        let child = self
-            .command(&["serve"])
+        let mut command = self.command(&["serve"]);
+        adjust(&mut command);
+        let child = command
             .env("FLEET_LOG", "debug")
             .stdout(std::process::Stdio::null())
             .stderr(log)
