@@ -71,6 +71,8 @@ struct Connection {
     /// The client ended its side (a shutdown for writing, or a close): it sends nothing more,
     /// and the connection is closed once its requests are answered.
     ended: bool,
+    /// Whether it is in the loop's list of connections to read again in the next turn.
+    again: bool,
 }
 
 impl Connection {
@@ -133,7 +135,7 @@ pub(super) struct EventLoop {
     next_token: usize,
     pending: VecDeque<Pending>,
     /// Connections that may hold more than was read of them: their budget ran out, or they
-    /// had too many requests unanswered. Edge-triggered readiness gives no new event for them,
+    /// had too many requests unanswered (each at most once: see `Connection::again`). Edge-triggered readiness gives no new event for them,
     /// so they are read again in the next turn.
     unfinished: Vec<Token>,
     /// When accepting failed, the loop tries again at this instant.
@@ -192,6 +194,9 @@ impl EventLoop {
                 }
             }
             for token in std::mem::take(&mut self.unfinished) {
+                if let Some(connection) = self.connections.get_mut(&token) {
+                    connection.again = false;
+                }
                 self.read(token);
             }
             if self.accept_again.is_some_and(|at| Instant::now() >= at) {
@@ -264,6 +269,7 @@ impl EventLoop {
                 last_progress: Instant::now(),
                 unanswered: 0,
                 ended: false,
+                again: false,
             };
             self.connections.insert(token, connection);
         }
@@ -276,16 +282,19 @@ impl EventLoop {
     /// its commit.
     fn read(&mut self, token: Token) {
         let Some(connection) = self.connections.get_mut(&token) else { return };
-        if connection.unanswered >= MAX_UNANSWERED {
-            self.unfinished.push(token);
-            return;
-        }
-        let before = connection.unread.len();
-        let outcome = read_available(&mut connection.stream, &mut connection.unread);
-        if connection.unread.len() > before {
-            connection.last_progress = Instant::now();
-        }
-        let (frames, used, bad) = wire::split_frames(&connection.unread);
+        let room = MAX_UNANSWERED.saturating_sub(connection.unanswered);
+        let outcome = if room == 0 {
+            Ok(ReadEnd::MoreLeft)
+        } else {
+            let before = connection.unread.len();
+            let outcome = read_available(&mut connection.stream, &mut connection.unread);
+            if connection.unread.len() > before {
+                connection.last_progress = Instant::now();
+            }
+            outcome
+        };
+        let (frames, used, bad) = wire::split_frames(&connection.unread, room);
+        let room_left = frames.len() < room;
         for frame in frames {
             self.pending.push_back(Pending { from: token, work: work_of(frame) });
             connection.unanswered += 1;
@@ -296,15 +305,18 @@ impl EventLoop {
         }
         let failure = match (bad, outcome) {
             (Some(error), _) | (None, Err(error)) => Some(error),
-            (None, Ok(ReadEnd::Ended)) => {
-                connection.ended = true;
+            (None, Ok(end)) => {
+                connection.ended |= matches!(end, ReadEnd::Ended);
+                if matches!(end, ReadEnd::MoreLeft) || !room_left {
+                    // More may be waiting in the socket or in what was read: read it in the
+                    // next turn (no new event will say so).
+                    if !connection.again {
+                        connection.again = true;
+                        self.unfinished.push(token);
+                    }
+                }
                 None
             }
-            (None, Ok(ReadEnd::MoreLeft)) => {
-                self.unfinished.push(token);
-                None
-            }
-            (None, Ok(ReadEnd::WouldBlock)) => None,
         };
         if let Some(error) = failure {
             tracing::debug!(%error, "reading a request");
@@ -633,28 +645,54 @@ mod tests {
     }
 
     /// One client streaming frames without pause is read a budget at a time, so another
-    /// client's request is decided while the stream goes on.
+    /// client's request is decided while the stream goes on — and the stream's own frames are
+    /// still answered after it.
     #[test]
     fn a_flooding_client_does_not_hold_up_the_others() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         let (_dir, store, server) = served();
         let mut flood = connect(&server);
         flood.set_nonblocking(true).unwrap();
         let empty_frames = vec![0u8; 4 * 4096];
-        let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let still = std::sync::Arc::clone(&flooding);
-        let flooder = std::thread::spawn(move || {
+        let flooding = Arc::new(AtomicBool::new(true));
+        let answered_after = Arc::new(AtomicUsize::new(0));
+        let other_answered = Arc::new(AtomicBool::new(false));
+        let (still, after, other_done) =
+            (Arc::clone(&flooding), Arc::clone(&answered_after), Arc::clone(&other_answered));
+        let flooder = std::thread::spawn(move || -> Result<(), String> {
             let mut discard = vec![0u8; 1 << 16];
-            while still.load(std::sync::atomic::Ordering::SeqCst) {
-                let _ = flood.write(&empty_frames);
-                while matches!(flood.read(&mut discard), Ok(n) if n > 0) {}
+            while still.load(Ordering::SeqCst) {
+                match flood.write(&empty_frames) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(format!("writing: {e}")),
+                }
+                loop {
+                    match flood.read(&mut discard) {
+                        Ok(0) => return Err("the server closed the stream".into()),
+                        Ok(n) if other_done.load(Ordering::SeqCst) => {
+                            after.fetch_add(n, Ordering::SeqCst);
+                        }
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(format!("reading: {e}")),
+                    }
+                }
             }
+            Ok(())
         });
         std::thread::sleep(std::time::Duration::from_millis(100));
         let mut other = connect(&server);
         other.write_all(&frame(&create("other"))).unwrap();
         assert_eq!(created_title(answer(&mut other)), "other");
-        flooding.store(false, std::sync::atomic::Ordering::SeqCst);
-        flooder.join().unwrap();
+        other_answered.store(true, Ordering::SeqCst);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while answered_after.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        flooding.store(false, Ordering::SeqCst);
+        flooder.join().unwrap().unwrap();
+        assert!(answered_after.load(Ordering::SeqCst) > 0, "the stream was not answered on");
         assert_eq!(titles(&store), ["other"]);
     }
 

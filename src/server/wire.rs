@@ -65,13 +65,15 @@ pub fn encode_frame(value: &impl Serialize) -> std::io::Result<Vec<u8>> {
     Ok(frame)
 }
 
-/// The bodies of the whole frames at the start of `buffer`, how many bytes they take, and the
-/// error of a frame after them announcing more than [`MAX_FRAME`] bytes: the stream cannot be
-/// trusted past it.
-pub fn split_frames(buffer: &[u8]) -> (Vec<&[u8]>, usize, Option<std::io::Error>) {
+/// The bodies of the whole frames at the start of `buffer` (at most `most` of them), how many
+/// bytes they take, and the error of a frame after them announcing more than [`MAX_FRAME`]
+/// bytes: the stream cannot be trusted past it.
+pub fn split_frames(buffer: &[u8], most: usize) -> (Vec<&[u8]>, usize, Option<std::io::Error>) {
     let mut frames = Vec::new();
     let mut used = 0;
-    while let Some(header) = buffer.get(used..used + 4) {
+    while frames.len() < most
+        && let Some(header) = buffer.get(used..used + 4)
+    {
         let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
         if let Err(error) = check_length(len) {
             return (frames, used, Some(error));
