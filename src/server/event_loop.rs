@@ -696,6 +696,28 @@ mod tests {
         assert_eq!(titles(&store), ["other"]);
     }
 
+    /// More frames in one go than one turn reads (its budget) and than may wait unanswered
+    /// (1024) are all answered, in order, with no further write from the client to wake the
+    /// server: what is left is read again in the next turns.
+    #[test]
+    fn more_than_a_turn_reads_is_answered_without_another_event() {
+        let (_dir, _store, server) = served();
+        let mut stream = connect(&server);
+        let frames = 3000;
+        let ids: Vec<ulid::Ulid> = (0..frames).map(|_| ulid::Ulid::generate()).collect();
+        let mut bytes = Vec::new();
+        for id in &ids {
+            bytes.extend(frame(&serde_json::json!({"version": 99, "id": id})));
+        }
+        assert!(bytes.len() > super::READ_BUDGET);
+        let mut writer = stream.try_clone().unwrap();
+        let sending = std::thread::spawn(move || writer.write_all(&bytes).unwrap());
+        for id in &ids {
+            assert_eq!(answer(&mut stream).id, *id);
+        }
+        sending.join().unwrap();
+    }
+
     /// A frame that announces more than the largest frame closes that connection unanswered;
     /// other connections are served on.
     #[test]
