@@ -212,6 +212,71 @@ fn a_server_whose_store_file_was_replaced_stops() {
     assert!(ws.serve_log().contains("replaced"), "{}", ws.serve_log());
 }
 
+/// Waits up to `within` for `path` to exist.
+fn appears(path: &std::path::Path, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if path.exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// The socket removed under a running server (a user tidying `.beads/`, `git clean -X`): the
+/// server makes it again within a few seconds, owner-only, and serves on it, instead of
+/// running on while every command writes directly.
+#[test]
+fn a_removed_socket_is_made_again() {
+    let ws = served();
+    let socket = ws.beads_dir().join("fleet.sock");
+    std::fs::remove_file(&socket).unwrap();
+    assert!(appears(&socket, Duration::from_secs(10)), "{}", ws.serve_log());
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let before = served_requests(&ws);
+    // Commands of a served workspace require the server (FLEET_REQUIRE_SERVER).
+    let id = ws.create("served again", &[]);
+    assert_eq!(ws.json(&["show", &id])[0]["title"], "served again");
+    assert_eq!(served_requests(&ws), before + 1, "{}", ws.serve_log());
+}
+
+/// The serving lock and the socket removed under a running server, and a second server
+/// started meanwhile: the first finds the lock taken and stops with exit 1, saying so, and
+/// leaves the socket to the second, which serves the commands. Before, the first went on
+/// holding a lock file nobody could see, and removed the second's socket when it stopped.
+#[test]
+fn a_server_whose_lock_was_taken_over_stops_and_leaves_the_socket_to_the_new_one() {
+    let mut ws = served();
+    let socket = ws.beads_dir().join("fleet.sock");
+    std::fs::remove_file(ws.beads_dir().join("fleet.sock.lock")).unwrap();
+    std::fs::remove_file(&socket).unwrap();
+    let log = std::fs::File::create(ws.home().join("second.log")).unwrap();
+    let mut second = ws
+        .command(&["serve"])
+        .env("FLEET_LOG", "debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    assert!(appears(&socket, Duration::from_secs(10)));
+    assert_eq!(ws.wait_server(Duration::from_secs(10)), Some(1), "{}", ws.serve_log());
+    assert!(ws.serve_log().contains("another fleet process serves"), "{}", ws.serve_log());
+    assert!(socket.exists(), "the first server removed the second's socket");
+    let created = ws
+        .command(&["create", "served by the second", "--silent"])
+        .env("FLEET_REQUIRE_SERVER", "1")
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    signal(second.id() as i32, libc::SIGTERM);
+    assert!(second.wait().unwrap().success());
+    let second_log = std::fs::read_to_string(ws.home().join("second.log")).unwrap();
+    assert!(second_log.contains("group committed"), "{second_log}");
+    assert!(!socket.exists());
+}
+
 #[test]
 fn one_server_per_workspace_and_an_owner_only_socket() {
     let ws = served();

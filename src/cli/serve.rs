@@ -28,9 +28,11 @@ pub fn cmd_serve(ctx: &Context, _args: ServeArgs) -> Result<(), CliError> {
             tracing::info!(signal, "stopping the server");
             break;
         }
-        if server.lost_store() {
-            return Err(CliError::new("stopped serving: the store file was replaced")
-                .with_hint("start `fleet serve` again to serve the new store"));
+        if let Some(why) = server.stopped_serving() {
+            return Err(CliError::new(format!("stopped serving: {why}")).with_hint(
+                "commands write to the store directly meanwhile; start `fleet serve` again to \
+                 serve the workspace",
+            ));
         }
     }
     drop(server);

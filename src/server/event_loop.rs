@@ -27,6 +27,8 @@ use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::group::Committer;
+use super::place::Check;
+use super::serve::lock_place;
 use super::wire::{self, Answer, Envelope, MAX_FRAME, Outcome, PROTOCOL_VERSION};
 
 /// The listening socket's token.
@@ -179,8 +181,7 @@ impl EventLoop {
                 if error.kind() == ErrorKind::Interrupted {
                     continue;
                 }
-                tracing::error!(%error, "waiting for requests failed; the server stops");
-                let _ = std::fs::remove_file(&self.committer.socket);
+                self.stop_serving(format!("waiting for requests failed: {error}"));
                 return;
             }
             for event in &events {
@@ -206,7 +207,7 @@ impl EventLoop {
             if self.accept_again.is_some_and(|at| Instant::now() >= at) {
                 self.accept_all();
             }
-            if self.stopping.load(Ordering::SeqCst) {
+            if self.stopping.load(Ordering::SeqCst) || self.committer.stopped.get().is_some() {
                 while !self.pending.is_empty() {
                     self.decide_group();
                 }
@@ -217,9 +218,40 @@ impl EventLoop {
             }
             if last_sweep.elapsed() >= SWEEP {
                 self.close_idle();
+                self.keep_place();
                 last_sweep = Instant::now();
             }
         }
+    }
+
+    /// Makes sure the serving lock and the socket are still this server's (`place`): listens
+    /// on the socket made again when it had gone, and stops serving when another process took
+    /// the workspace over.
+    fn keep_place(&mut self) {
+        let check = lock_place(&self.committer.place).check();
+        match check {
+            Check::Intact => {}
+            Check::Rebound(mut listener) => {
+                let registry = self.poll.registry();
+                let _ = registry.deregister(&mut self.listener);
+                if let Err(error) = registry.register(&mut listener, LISTENER, Interest::READABLE) {
+                    // Without the socket, commands write directly; it is made again next time.
+                    tracing::warn!(%error, "watching the socket made again");
+                    lock_place(&self.committer.place).remove_socket();
+                }
+                self.listener = listener;
+                self.accept_all();
+            }
+            Check::Lost(why) => self.stop_serving(why),
+        }
+    }
+
+    /// Stops serving on its own, for `why`: removes the socket (if it is still this server's,
+    /// so commands write directly) and says why to the log and to the owner.
+    fn stop_serving(&mut self, why: String) {
+        tracing::error!(%why, "stopped serving the workspace");
+        lock_place(&self.committer.place).remove_socket();
+        let _ = self.committer.stopped.set(why);
     }
 
     /// How long the next wait may last: not at all while requests wait or connections were

@@ -9,10 +9,9 @@
 //! store itself answers every request of the group with [`Outcome::Direct`]: nothing was
 //! committed, and each client applies its request itself and meets the error there.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::serve::{SharedPlace, Stopped, lock_place};
 use super::wire::{Envelope, Outcome};
 use crate::claim::ClaimMode;
 use crate::store::{Store, StoreError};
@@ -26,10 +25,11 @@ const SERVER_ACTOR: &str = "fleet-server";
 /// What decides the server's groups: the store, and what to do when its file is replaced.
 pub(super) struct Committer {
     pub store: Arc<Store>,
-    /// The socket, removed when the store file turns out to be replaced.
-    pub socket: PathBuf,
-    /// Set once the store file was replaced.
-    pub lost: Arc<AtomicBool>,
+    /// The server's place, whose socket is removed when the store file turns out to be
+    /// replaced.
+    pub place: SharedPlace,
+    /// Why the server stopped serving, once it did; every request is then left to its client.
+    pub stopped: Stopped,
 }
 
 impl Committer {
@@ -39,7 +39,7 @@ impl Committer {
     /// file nobody reads — or when deciding the group panicked: nothing of it was committed
     /// then, and the server goes on.
     pub fn decide(&self, group: &[&Envelope]) -> Vec<Outcome> {
-        if let Some(why) = self.replaced() {
+        if let Some(why) = self.not_serving() {
             return vec![Outcome::Direct(why); group.len()];
         }
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -55,24 +55,23 @@ impl Committer {
                 ];
             }
         };
-        match self.replaced() {
+        match self.not_serving() {
             Some(why) => vec![Outcome::Direct(why); group.len()],
             None => outcomes,
         }
     }
 
-    /// Whether the store file was replaced since it was opened: then this server would write
-    /// to a file nobody reads, so it stops serving (the socket goes, commands write directly)
-    /// and says so once.
-    fn replaced(&self) -> Option<String> {
-        if self.lost.load(Ordering::SeqCst) {
-            return Some("the server lost its store file".into());
+    /// Why this server decides nothing any more: it stopped serving, or its store file was
+    /// replaced since it was opened — it would write to a file nobody reads, so it stops
+    /// serving then (the socket goes, commands write directly) and says so once.
+    fn not_serving(&self) -> Option<String> {
+        if let Some(why) = self.stopped.get() {
+            return Some(why.clone());
         }
         let why = self.store.file_replaced()?;
         tracing::error!(%why, "stopped serving the workspace");
-        let _ = std::fs::remove_file(&self.socket);
-        self.lost.store(true, Ordering::SeqCst);
-        Some(why)
+        lock_place(&self.place).remove_socket();
+        Some(self.stopped.get_or_init(|| why).clone())
     }
 }
 

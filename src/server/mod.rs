@@ -6,7 +6,9 @@
 //!
 //! - `wire`: the frames (length-prefixed JSON) and what travels in them: a versioned
 //!   [`Envelope`] around a [`Request`], and an [`Answer`];
-//! - `serve`: starting and stopping the server: its lock, its socket, its thread;
+//! - `serve`: starting and stopping the server: its place, its thread;
+//! - `place`: the serving lock and the socket, kept the server's own while it serves (made
+//!   again when removed; given up when another process took the workspace over);
 //! - `event_loop`: that thread — one loop over every connection, which reads the requests
 //!   waiting, decides them as one group and answers each;
 //! - `group`: deciding a group in one transaction (group commit);
@@ -25,6 +27,7 @@
 pub mod client;
 mod event_loop;
 mod group;
+mod place;
 mod serve;
 mod wire;
 

@@ -1,25 +1,19 @@
-//! Starting and stopping the server of a workspace: its lock, its socket, and the thread of its
-//! event loop (`event_loop`), which reads the requests of every connection and decides them in
-//! groups (`group`).
-//!
-//! Only one process serves a workspace: it holds an exclusive `flock` on [`LOCK_FILE`] for as
-//! long as it serves, so a socket file found without the lock held is stale (its server was
-//! killed) and is replaced. The socket is made owner-only, and a connection whose peer runs as
+//! Starting and stopping the server of a workspace: its place there (`place`: the serving lock
+//! and the socket) and the thread of its event loop (`event_loop`), which reads the requests of
+//! every connection and decides them in groups (`group`). A connection whose peer runs as
 //! another user is closed unanswered.
 
-use std::fs::File;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::{Receiver, TryRecvError, channel};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use mio::{Interest, Poll, Waker};
 
 use super::event_loop::{EventLoop, LISTENER, OnCommit, WAKER};
 use super::group::Committer;
-use super::{LOCK_FILE, SOCKET_FILE, socket_path};
+use super::place::Place;
 use crate::store::Store;
 
 /// How long dropping a server waits for its loop to answer the requests it has read.
@@ -34,12 +28,24 @@ pub enum ServeError {
     Io { context: String, source: std::io::Error },
 }
 
-fn io_error(context: String) -> impl FnOnce(std::io::Error) -> ServeError {
+pub(super) fn io_error(context: String) -> impl FnOnce(std::io::Error) -> ServeError {
     move |source| ServeError::Io { context, source }
 }
 
-/// A running server. Dropping it stops listening and removes the socket file; requests already
-/// read are still committed and answered.
+/// Why a server stopped serving on its own, set once by whoever found out.
+pub(super) type Stopped = Arc<OnceLock<String>>;
+
+/// The place a server holds, shared by its loop (which keeps it) and its owner (which removes
+/// the socket when the loop does not end in time).
+pub(super) type SharedPlace = Arc<Mutex<Place>>;
+
+/// Locks the shared place; a panic while it was held leaves nothing half-changed in it.
+pub(super) fn lock_place(place: &SharedPlace) -> std::sync::MutexGuard<'_, Place> {
+    place.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running server. Dropping it stops listening and removes the socket file (if it is still
+/// its own); requests already read are still committed and answered.
 pub struct Server {
     socket: PathBuf,
     stopping: Arc<AtomicBool>,
@@ -47,29 +53,30 @@ pub struct Server {
     waker: Waker,
     /// Disconnected when the loop's thread ends.
     finished: Receiver<()>,
-    /// Set by the committer when the store file was replaced under it (a rebuild, a salvage):
-    /// it then stops serving, and the owner should stop too.
-    lost: Arc<AtomicBool>,
-    /// Held (flock) while serving.
-    _lock: File,
+    /// Set when the server stopped serving on its own: its store file was replaced (a rebuild,
+    /// a salvage), another process took the workspace over, or waiting for requests failed.
+    /// The owner should stop too.
+    stopped: Stopped,
+    /// The lock (held while serving) and the socket.
+    place: SharedPlace,
 }
 
 impl Server {
     /// Serves `store`'s workspace until dropped.
     pub fn start(store: Arc<Store>, on_commit: OnCommit) -> Result<Server, ServeError> {
-        let dir = store.dir().to_path_buf();
-        let lock = take_lock(&dir)?;
-        let socket = socket_path(&dir);
-        let mut listener = bind(&socket)?;
+        let (place, mut listener) = Place::take(store.dir())?;
+        let socket = place.socket().to_path_buf();
         let poll = Poll::new().map_err(io_error("starting the event loop".into()))?;
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(io_error(format!("watching {}", socket.display())))?;
         let waker = Waker::new(poll.registry(), WAKER)
             .map_err(io_error("starting the event loop".into()))?;
-        let lost = Arc::new(AtomicBool::new(false));
+        let place = Arc::new(Mutex::new(place));
+        let stopped = Stopped::default();
         let stopping = Arc::new(AtomicBool::new(false));
-        let committer = Committer { store, socket: socket.clone(), lost: Arc::clone(&lost) };
+        let committer =
+            Committer { store, place: Arc::clone(&place), stopped: Arc::clone(&stopped) };
         let event_loop =
             EventLoop::new(poll, listener, committer, on_commit, Arc::clone(&stopping));
         let (finishing, finished) = channel::<()>();
@@ -81,7 +88,7 @@ impl Server {
             })
             .map_err(io_error("starting the server thread".into()))?;
         tracing::info!(socket = %socket.display(), "serving the workspace");
-        Ok(Server { socket, stopping, waker, finished, lost, _lock: lock })
+        Ok(Server { socket, stopping, waker, finished, stopped, place })
     }
 
     /// The socket it listens on.
@@ -89,10 +96,17 @@ impl Server {
         &self.socket
     }
 
-    /// Whether it stopped serving because the store file was replaced (see
-    /// [`Store::file_replaced`]); requests are then left to the commands themselves.
-    pub fn lost_store(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+    /// Why it stopped serving on its own, if it did: its store file was replaced (see
+    /// [`Store::file_replaced`]), another process serves the workspace now, or its thread
+    /// ended. Requests are then left to the commands themselves.
+    pub fn stopped_serving(&self) -> Option<String> {
+        if let Some(why) = self.stopped.get() {
+            return Some(why.clone());
+        }
+        match self.finished.try_recv() {
+            Err(TryRecvError::Disconnected) => Some("the server's thread ended".into()),
+            Ok(()) | Err(TryRecvError::Empty) => None,
+        }
     }
 }
 
@@ -105,33 +119,6 @@ impl Drop for Server {
         if self.waker.wake().is_ok() {
             let _ = self.finished.recv_timeout(STOP_GRACE);
         }
-        let _ = std::fs::remove_file(&self.socket);
+        lock_place(&self.place).remove_socket();
     }
-}
-
-/// Takes the serving lock of the workspace `dir`, or says who holds it. Once taken, makes sure
-/// the workspace's `.gitignore` ignores the lock and the socket (a file beads wrote lacks
-/// them); best effort, logged.
-fn take_lock(dir: &Path) -> Result<File, ServeError> {
-    let path = dir.join(LOCK_FILE);
-    let file = crate::fsutil::try_lock_exclusive(&path)
-        .map_err(io_error(format!("locking {}", path.display())))?
-        .ok_or_else(|| ServeError::AlreadyServed(dir.to_path_buf()))?;
-    crate::beads::gitignore::ignore_or_warn(dir, &[LOCK_FILE, SOCKET_FILE]);
-    Ok(file)
-}
-
-/// Binds the socket, replacing a stale one (the caller holds the serving lock), owner-only and
-/// nonblocking.
-fn bind(socket: &Path) -> Result<mio::net::UnixListener, ServeError> {
-    match std::fs::remove_file(socket) {
-        Ok(()) => tracing::info!(socket = %socket.display(), "replaced a stale socket"),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => return Err(io_error(format!("removing {}", socket.display()))(error)),
-    }
-    let listener = mio::net::UnixListener::bind(socket)
-        .map_err(io_error(format!("listening on {}", socket.display())))?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
-        .map_err(io_error(format!("making {} owner-only", socket.display())))?;
-    Ok(listener)
 }
