@@ -30,8 +30,8 @@ pub fn cmd_serve(ctx: &Context, _args: ServeArgs) -> Result<(), CliError> {
         }
         if let Some(why) = server.stopped_serving() {
             return Err(CliError::new(format!("stopped serving: {why}")).with_hint(
-                "commands write to the store directly meanwhile; start `fleet serve` again to \
-                 serve the workspace",
+                "commands keep working: they write directly, or through the process that serves \
+                 the workspace now; start `fleet serve` again to serve it from here",
             ));
         }
     }
