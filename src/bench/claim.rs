@@ -755,7 +755,9 @@ impl ClaimReport {
     }
 
     /// The process-start line, and for each served shape that starts processes the most it
-    /// could reach against what its goal asks.
+    /// could reach against what its goal asks: how much the goal leaves a claim's own work
+    /// (beyond starting its processes), and how much fleet's took, both as a share of a bare
+    /// start.
     fn ceilings(&self, start: &ProcessStart) -> String {
         let mut out = format!(
             "\nProcess start alone (`fleet --version`, {} at once): {}/s.",
@@ -767,16 +769,27 @@ impl ClaimReport {
             let Some(Goal::Ratio(wanted)) = result.shape.goal(result.route) else { continue };
             let ceiling = start.processes_per_sec / per_claim;
             let needed = wanted * result.sqlite.claims_per_sec;
+            // At `rate` claims a second, a claim's own work costs `ceiling / rate - 1` of its
+            // bare start.
+            let work_at = |rate: f64| format!("{:.0}%", (ceiling / rate - 1.0) * 100.0);
+            let verdict = if ceiling >= needed {
+                format!(
+                    "work beyond starting the processes may cost at most {} of their bare start; fleet's took {}",
+                    work_at(needed),
+                    work_at(result.fleet.claims_per_sec)
+                )
+            } else {
+                "out of reach on this machine".to_string()
+            };
             out.push_str(&format!(
                 "\n  {}: at most {}/s with no work at all ({} process{} each); {}× sqlite needs \
-                 {}/s: {}",
+                 {}/s: {verdict}",
                 result.shape.name(),
                 thousands(ceiling),
                 per_claim,
                 if per_claim > 1.0 { "es" } else { "" },
                 wanted,
                 thousands(needed),
-                if ceiling >= needed { "within reach" } else { "out of reach on this machine" }
             ));
         }
         out
@@ -913,11 +926,11 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("spawn: at most 1,200/s with no work at all (1 process each); 2× sqlite needs 900/s: within reach"),
+            text.contains("spawn: at most 1,200/s with no work at all (1 process each); 2× sqlite needs 900/s: work beyond starting the processes may cost at most 33% of their bare start; fleet's took 140%"),
             "{text}"
         );
         assert!(
-            text.contains("cycle: at most 400/s with no work at all (3 processes each); 2× sqlite needs 200/s: within reach"),
+            text.contains("cycle: at most 400/s with no work at all (3 processes each); 2× sqlite needs 200/s: work beyond starting the processes may cost at most 100% of their bare start; fleet's took 300%"),
             "{text}"
         );
         assert_eq!(text.matches("spawn: at most").count(), 1, "served only: {text}");
