@@ -198,19 +198,43 @@ impl SafeFormatter {
     }
 }
 
+/// The C1 control character (U+0080–U+009F, encoded as 0xC2 and one more byte) or DEL at
+/// byte `at` of UTF-8 text, and its length in bytes; `None` when the character there is not
+/// one (a 0xC2 that begins U+00A0–U+00BF).
+fn control_at(bytes: &[u8], at: usize) -> Option<(u32, usize)> {
+    match bytes[at] {
+        0x7f => Some((0x7f, 1)),
+        // The second byte of U+0080–U+009F is its code point.
+        0xc2 => match bytes.get(at + 1) {
+            Some(&next @ 0x80..=0x9f) => Some((u32::from(next), 2)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 impl serde_json::ser::Formatter for SafeFormatter {
     fn write_string_fragment<W: ?Sized + Write>(
         &mut self,
         writer: &mut W,
         fragment: &str,
     ) -> std::io::Result<()> {
-        let mut rest = fragment;
-        while let Some((at, control)) = rest.char_indices().find(|&(_, c)| c.is_control()) {
-            writer.write_all(&rest.as_bytes()[..at])?;
-            write!(writer, "\\u{:04x}", u32::from(control))?;
-            rest = &rest[at + control.len_utf8()..];
+        // serde_json escapes the C0 controls itself and never passes them here, so only DEL
+        // and C1 are left; most text has neither byte that begins them, and is written as it
+        // is after one vectorised scan.
+        let bytes = fragment.as_bytes();
+        let mut written = 0;
+        let mut from = 0;
+        while let Some(found) = memchr::memchr2(0x7f, 0xc2, &bytes[from..]) {
+            let at = from + found;
+            from = at + 1;
+            let Some((control, len)) = control_at(bytes, at) else { continue };
+            writer.write_all(&bytes[written..at])?;
+            write!(writer, "\\u{control:04x}")?;
+            written = at + len;
+            from = written;
         }
-        writer.write_all(rest.as_bytes())
+        writer.write_all(&bytes[written..])
     }
 
     fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
@@ -440,6 +464,35 @@ mod tests {
         assert_eq!(text, "{\n  \"title\": \"a\\u001b[31m\\u007f\\u009bb — ü\"\n}");
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["title"], title);
+        let every: String = (0u32..0x300).filter_map(char::from_u32).collect();
+        let text = String::from_utf8(json_bytes(&every)).unwrap();
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert_eq!(serde_json::from_str::<String>(&text).unwrap(), every);
+    }
+
+    /// The byte scan escapes exactly the characters `char::is_control` names among those
+    /// serde_json passes on (all but the C0 controls, which it escapes itself), around every
+    /// boundary of their UTF-8 encodings (0xC2 also begins U+00A0–U+00BF, which stay raw).
+    #[test]
+    fn fragments_escape_exactly_the_control_characters() {
+        use serde_json::ser::Formatter;
+        let by_character = |text: &str| -> String {
+            text.chars()
+                .map(|c| if c.is_control() { format!("\\u{:04x}", u32::from(c)) } else { c.into() })
+                .collect()
+        };
+        let mut samples: Vec<String> =
+            (0x20u32..0x300).filter_map(char::from_u32).map(String::from).collect();
+        samples.extend(
+            ["", "plain", "a\u{7f}b\u{9f}\u{a0}\u{bf}\u{80}ü—🙂", "\u{c2}\u{85}x\u{9b}"]
+                .map(String::from),
+        );
+        samples.push(samples.concat());
+        for text in samples {
+            let mut out = Vec::new();
+            SafeFormatter::new().write_string_fragment(&mut out, &text).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), by_character(&text), "{text:?}");
+        }
     }
 
     #[test]
