@@ -232,6 +232,8 @@ impl EventLoop {
         match check {
             Check::Intact => {}
             Check::Rebound(mut listener) => {
+                // Clients that connected to the old socket before it went are still served.
+                self.accept_all();
                 let registry = self.poll.registry();
                 let _ = registry.deregister(&mut self.listener);
                 if let Err(error) = registry.register(&mut listener, LISTENER, Interest::READABLE) {

@@ -11,7 +11,9 @@
 //!
 //! - **The lock file at its path must be the one held.** Removed or replaced, the lock is taken
 //!   at the path again. If another process holds it by then (a second server, started while
-//!   the lock file was missing), this server stops serving and leaves the socket to it.
+//!   the lock file was missing), this server stops serving and leaves the socket to it; so it
+//!   does when the workspace directory is gone. Any other failure to make the lock again is
+//!   tried again a second later, serving on meanwhile.
 //! - **The socket at its path must be the one listened on.** Removed or replaced, it is bound
 //!   again, so commands do not fall back to writing directly for as long as the server runs.
 //!
@@ -61,6 +63,8 @@ pub(super) struct Place {
     socket_id: Option<FileId>,
     /// Binding the socket again failed at the last check (said once until it succeeds).
     rebind_failing: bool,
+    /// Taking the lock again failed at the last check (said once until it succeeds).
+    relock_failing: bool,
 }
 
 /// What a [`Place::check`] found.
@@ -98,6 +102,7 @@ impl Place {
             socket,
             socket_id: Some(socket_id),
             rebind_failing: false,
+            relock_failing: false,
         };
         Ok((place, listener))
     }
@@ -120,15 +125,33 @@ impl Place {
     }
 
     /// Removes the socket, if the file at its path is still the one this server bound.
+    /// It is known gone only once it was removed, or found gone or another's: a removal that
+    /// failed is tried again by the next call (the owner's, when the server is dropped).
     pub fn remove_socket(&mut self) {
-        let Some(bound) = self.socket_id.take() else { return };
-        if matches!(FileId::at(&self.socket), Ok(Some(id)) if id == bound) {
-            let _ = std::fs::remove_file(&self.socket);
+        let Some(bound) = self.socket_id else { return };
+        let removed = match FileId::at(&self.socket) {
+            Ok(Some(id)) if id == bound => match std::fs::remove_file(&self.socket) {
+                Ok(()) => true,
+                Err(error) if error.kind() == ErrorKind::NotFound => true,
+                Err(error) => {
+                    tracing::warn!(%error, socket = %self.socket.display(), "removing the socket");
+                    false
+                }
+            },
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        if removed {
+            self.socket_id = None;
         }
     }
 
     /// Makes sure the lock file at its path is the one held, taking the lock there again when
-    /// it was removed or replaced; why not, when it cannot.
+    /// it was removed or replaced; why this server must stop, when another process holds it or
+    /// the workspace directory is gone. When the lock cannot be made again for another reason
+    /// (no permission for a moment, out of descriptors, a directory in its place), the server
+    /// goes on serving on the lock it holds and tries again next time: no other process can
+    /// take a lock there either.
     fn keep_lock(&mut self) -> Result<(), String> {
         let path = self.dir.join(LOCK_FILE);
         match FileId::at(&path) {
@@ -143,6 +166,7 @@ impl Place {
                 tracing::warn!(lock = %path.display(), "the serving lock was removed; took it again");
                 self.lock_id = FileId::of(&metadata);
                 self.lock = lock;
+                self.relock_failing = false;
                 Ok(())
             }
             Ok(None) => Err(format!(
@@ -151,10 +175,16 @@ impl Place {
                 self.dir.display(),
                 path.display()
             )),
-            Err(error) => Err(format!(
-                "the serving lock {} was removed and cannot be taken again: {error}",
-                path.display()
-            )),
+            Err(_) if !self.dir.is_dir() => {
+                Err(format!("the workspace {} is gone", self.dir.display()))
+            }
+            Err(error) => {
+                if !self.relock_failing {
+                    tracing::warn!(%error, lock = %path.display(), "the serving lock was removed and cannot be made again yet; serving on and trying again");
+                }
+                self.relock_failing = true;
+                Ok(())
+            }
         }
     }
 
@@ -236,6 +266,29 @@ mod tests {
         // The lock at the path is held again: nobody else can take it.
         let other = crate::fsutil::try_lock_exclusive(&dir.path().join(LOCK_FILE)).unwrap();
         assert!(other.is_none());
+    }
+
+    /// A lock that cannot be made again for a while (here a directory in its place) is no
+    /// loss: nobody else can take it either. The server serves on and takes it once it can.
+    #[test]
+    fn a_lock_that_cannot_be_made_again_yet_is_tried_again() {
+        let (dir, mut place, _listener) = taken();
+        let lock = dir.path().join(LOCK_FILE);
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::create_dir(&lock).unwrap();
+        assert!(matches!(place.check(), Check::Intact));
+        std::fs::remove_dir(&lock).unwrap();
+        assert!(matches!(place.check(), Check::Intact));
+        assert!(crate::fsutil::try_lock_exclusive(&lock).unwrap().is_none(), "taken again");
+    }
+
+    #[test]
+    fn a_gone_workspace_loses_the_place() {
+        let (dir, mut place, _listener) = taken();
+        let workspace = dir.path().to_path_buf();
+        std::fs::remove_dir_all(&workspace).unwrap();
+        let Check::Lost(why) = place.check() else { panic!("the place should be lost") };
+        assert!(why.contains("is gone"), "{why}");
     }
 
     #[test]
