@@ -181,7 +181,7 @@ impl EventLoop {
                 if error.kind() == ErrorKind::Interrupted {
                     continue;
                 }
-                self.stop_serving(format!("waiting for requests failed: {error}"));
+                self.committer.stop_serving(format!("waiting for requests failed: {error}"));
                 return;
             }
             for event in &events {
@@ -244,16 +244,10 @@ impl EventLoop {
                 self.listener = listener;
                 self.accept_all();
             }
-            Check::Lost(why) => self.stop_serving(why),
+            Check::Lost(why) => {
+                self.committer.stop_serving(why);
+            }
         }
-    }
-
-    /// Stops serving on its own, for `why`: removes the socket (if it is still this server's,
-    /// so commands write directly) and says why to the log and to the owner.
-    fn stop_serving(&mut self, why: String) {
-        tracing::error!(%why, "stopped serving the workspace");
-        lock_place(&self.committer.place).remove_socket();
-        let _ = self.committer.stopped.set(why);
     }
 
     /// How long the next wait may last: not at all while requests wait or connections were

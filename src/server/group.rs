@@ -22,7 +22,9 @@ use crate::tracker::{Refusal, WireRefusal};
 /// every request sets its own).
 const SERVER_ACTOR: &str = "fleet-server";
 
-/// What decides the server's groups: the store, and what to do when its file is replaced.
+/// What decides the server's groups: the store, and the server's place and reason to stop,
+/// which it uses when it finds the store file replaced (and the loop when it stops for another
+/// reason).
 pub(super) struct Committer {
     pub store: Arc<Store>,
     /// The server's place, whose socket is removed when the store file turns out to be
@@ -69,9 +71,17 @@ impl Committer {
             return Some(why.clone());
         }
         let why = self.store.file_replaced()?;
+        Some(self.stop_serving(why))
+    }
+
+    /// Stops serving for `why`, whoever found it (the store file replaced, the workspace taken
+    /// over, the loop failing): says so in the log, removes the socket if it is still this
+    /// server's (commands then write directly), and keeps the reason for the owner. Returns the
+    /// reason kept: the first one given.
+    pub fn stop_serving(&self, why: String) -> String {
         tracing::error!(%why, "stopped serving the workspace");
         lock_place(&self.place).remove_socket();
-        Some(self.stopped.get_or_init(|| why).clone())
+        self.stopped.get_or_init(|| why).clone()
     }
 }
 
