@@ -252,14 +252,7 @@ fn a_server_whose_lock_was_taken_over_stops_and_leaves_the_socket_to_the_new_one
     let socket = ws.beads_dir().join("fleet.sock");
     std::fs::remove_file(ws.beads_dir().join("fleet.sock.lock")).unwrap();
     std::fs::remove_file(&socket).unwrap();
-    let log = std::fs::File::create(ws.home().join("second.log")).unwrap();
-    let mut second = ws
-        .command(&["serve"])
-        .env("FLEET_LOG", "debug")
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut second = ws.spawn_serve("second.log", |_| {});
     assert!(appears(&socket, Duration::from_secs(10)));
     assert_eq!(ws.wait_server(Duration::from_secs(10)), Some(1), "{}", ws.serve_log());
     assert!(ws.serve_log().contains("another fleet process serves"), "{}", ws.serve_log());

@@ -162,15 +162,7 @@ impl Workspace {
 
     /// [`Workspace::serve`], with the command adjusted by `adjust` first.
     pub fn serve_with(&mut self, adjust: impl FnOnce(&mut Command)) {
-        let log = std::fs::File::create(self.home().join("serve.log")).expect("serve log");
-        let mut command = self.command(&["serve"]);
-        adjust(&mut command);
-        let child = command
-            .env("FLEET_LOG", "debug")
-            .stdout(std::process::Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start fleet serve");
+        let child = self.spawn_serve("serve.log", adjust);
         self.server = Some(child);
         let socket = self.beads_dir().join("fleet.sock");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -178,6 +170,20 @@ impl Workspace {
             assert!(std::time::Instant::now() < deadline, "fleet serve did not start");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+    }
+
+    /// Starts a `fleet serve` on this workspace that the caller owns, its debug log in `log`
+    /// (a file of the home), with the command adjusted by `adjust` first; does not wait for it.
+    pub fn spawn_serve(&self, log: &str, adjust: impl FnOnce(&mut Command)) -> std::process::Child {
+        let log = std::fs::File::create(self.home().join(log)).expect("serve log");
+        let mut command = self.command(&["serve"]);
+        adjust(&mut command);
+        command
+            .env("FLEET_LOG", "debug")
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start fleet serve")
     }
 
     /// The process id of the `fleet serve` started by [`Workspace::serve`].
