@@ -103,7 +103,16 @@ pub struct IdSeed<'a> {
 /// Picks a free hash id: tries ten nonces at the adaptive length, then longer suffixes.
 /// `taken` says whether an id is already used. Returns `None` only if every candidate is taken.
 pub fn generate(seed: &IdSeed<'_>, existing: u64, taken: impl Fn(&str) -> bool) -> Option<String> {
-    for len in adaptive_length(existing)..=MAX_HASH_LEN {
+    generate_from(seed, adaptive_length(existing), taken)
+}
+
+/// [`generate`], trying suffixes of `shortest` characters first.
+fn generate_from(
+    seed: &IdSeed<'_>,
+    shortest: usize,
+    taken: impl Fn(&str) -> bool,
+) -> Option<String> {
+    for len in shortest.clamp(MIN_HASH_LEN, MAX_HASH_LEN)..=MAX_HASH_LEN {
         for nonce in 0..NONCES_PER_LENGTH {
             let candidate = format!("{}-{}", seed.prefix, hash_suffix(seed, nonce, len));
             if !taken(&candidate) {
@@ -150,6 +159,27 @@ fn base36(mut value: u64) -> String {
     }
     out.reverse();
     String::from_utf8(out).expect("base36 digits are ASCII")
+}
+
+/// Another id for a top-level issue whose id `asked` another issue already has (two machines
+/// minted it apart): the same prefix and a hash of `birth` (the id of the create op, which
+/// differs between the two) one character longer than `asked`'s, so the two stay told apart
+/// by eye. The same inputs and the same `taken` give the same id on every machine.
+pub fn another_top_level_id(
+    asked: &str,
+    birth: &str,
+    taken: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let (prefix, hash) = asked.rsplit_once('-').unwrap_or((asked, ""));
+    let seed = IdSeed { prefix, title: birth, description: asked, actor: "", created_at_nanos: 0 };
+    generate_from(&seed, hash.len() + 1, taken)
+}
+
+/// The parent of a child id and its last segment: `p-abc.1.2` → (`p-abc.1`, `2`); `None` for
+/// a top-level id.
+pub fn split_child(id: &str) -> Option<(&str, &str)> {
+    let (parent, segment) = id.rsplit_once('.')?;
+    child_segment_number(segment).map(|_| (parent, segment))
 }
 
 /// How deep a child id is: `p-abc` is 0, `p-abc.1.2` is 2.

@@ -105,6 +105,13 @@ pub struct OpMeta {
     pub stamp: Hlc,
     /// Wall-clock time of the change; the timestamps the op writes (updated_at, closed_at…).
     pub at: Timestamp,
+    /// The issues the op names, as its author knew them: for each named issue that a create
+    /// op made, that op's id (the issue's *birth*). Ids minted apart on two machines can be
+    /// equal; the store renames the later issue (`store::apply`, "Ids made apart") and uses
+    /// these to send every op to the issue its author meant, or to refuse it when that issue
+    /// is gone. Absent in ops of older fleets, which are applied by id alone.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub births: std::collections::BTreeMap<String, ulid::Ulid>,
 }
 
 /// One journaled change.
@@ -148,9 +155,14 @@ pub enum OpKind {
     Claim {
         id: String,
     },
-    /// Puts a claimed issue back: open and unassigned.
+    /// Puts a claimed issue back: open and unassigned. `claim` names the claim op whose hold
+    /// it ends (absent when the issue was held by no claim op, and in ops of older fleets): it
+    /// then applies only while that claim holds, so a release never ends a claim its author
+    /// had not seen (another machine's, earlier or later in the total order).
     Release {
         id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        claim: Option<ulid::Ulid>,
     },
     Close {
         id: String,
@@ -211,7 +223,7 @@ impl OpKind {
             OpKind::Create { issue, .. } | OpKind::Put { issue } => &issue.id,
             OpKind::Update { id, .. }
             | OpKind::Claim { id }
-            | OpKind::Release { id }
+            | OpKind::Release { id, .. }
             | OpKind::Close { id, .. }
             | OpKind::Reopen { id, .. }
             | OpKind::Delete { id }
@@ -230,6 +242,54 @@ impl OpKind {
             OpKind::Bulk { ops } => ops,
             single => std::slice::from_ref(single),
         }
+    }
+
+    /// The existing issues the op names: its subject (but for a create, whose subject is
+    /// new), the targets of its edges. What [`OpMeta::births`] records the births of. A bulk
+    /// op names none (imports are applied by id).
+    pub fn named_issues(&self) -> Vec<&str> {
+        match self {
+            OpKind::Create { deps, .. } => deps.iter().map(|d| d.depends_on_id.as_str()).collect(),
+            OpKind::DepAdd { dep } => vec![&dep.issue_id, &dep.depends_on_id],
+            OpKind::DepRemove { issue_id, depends_on_id } => vec![issue_id, depends_on_id],
+            OpKind::Bulk { .. } => Vec::new(),
+            single => vec![single.subject()],
+        }
+    }
+
+    /// The op with every issue it names ([`OpKind::named_issues`]) given by `rename` (the
+    /// name itself where `rename` gives `None`); a create's own id follows only in its edges'
+    /// sources, which are the create itself.
+    pub fn renamed(&self, rename: &dyn Fn(&str) -> Option<String>) -> OpKind {
+        let to = |id: &String| rename(id).unwrap_or_else(|| id.clone());
+        let mut kind = self.clone();
+        match &mut kind {
+            OpKind::Create { deps, .. } => {
+                for dep in deps {
+                    dep.depends_on_id = to(&dep.depends_on_id);
+                }
+            }
+            OpKind::Put { issue } => issue.id = to(&issue.id),
+            OpKind::Update { id, .. }
+            | OpKind::Claim { id }
+            | OpKind::Release { id, .. }
+            | OpKind::Close { id, .. }
+            | OpKind::Reopen { id, .. }
+            | OpKind::Delete { id }
+            | OpKind::LabelAdd { id, .. }
+            | OpKind::LabelRemove { id, .. } => *id = to(id),
+            OpKind::DepAdd { dep } => {
+                dep.issue_id = to(&dep.issue_id);
+                dep.depends_on_id = to(&dep.depends_on_id);
+            }
+            OpKind::DepRemove { issue_id, depends_on_id } => {
+                *issue_id = to(issue_id);
+                *depends_on_id = to(depends_on_id);
+            }
+            OpKind::Comment { comment } => comment.issue_id = to(&comment.issue_id),
+            OpKind::Bulk { .. } => {}
+        }
+        kind
     }
 
     /// The lowest op format version that has this variant: what the op is written with.

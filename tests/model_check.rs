@@ -125,7 +125,7 @@ fn to_op(step: &Step, ids: &[String], serial: usize) -> Option<OpKind> {
             patch(IssuePatch { priority: Some(*priority), ..IssuePatch::default() }, pick(*issue)?)
         }
         Step::Claim { issue } => OpKind::Claim { id: pick(*issue)? },
-        Step::Release { issue } => OpKind::Release { id: pick(*issue)? },
+        Step::Release { issue } => OpKind::Release { id: pick(*issue)?, claim: None },
         Step::Close { issue } => {
             OpKind::Close { id: pick(*issue)?, reason: String::new(), session: String::new() }
         }

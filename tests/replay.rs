@@ -151,7 +151,7 @@ fn a_refused_remote_op_is_reported_and_the_batch_goes_on() {
     // A replays B's ops: the comment's issue is gone, the close still applies.
     let report = a.store.replay(at_minute(3), own_ops(&b.store)).unwrap();
     let outcomes: Vec<String> = report.iter().map(outcome_name).collect();
-    assert_eq!(outcomes, ["comment:rejected:not_found", "close:applied"]);
+    assert_eq!(outcomes, ["comment:rejected:gone", "close:applied"]);
     let closed = a.store.read().unwrap().issue(&other).unwrap().unwrap();
     assert_eq!(closed.status, Status::Closed);
     // Seen once, refused once: a second delivery is a duplicate, not a second attempt.
@@ -169,6 +169,7 @@ fn outcome_name(replayed: &fleet::store::Replayed) -> String {
         Outcome::Unchanged => "unchanged".to_string(),
         Outcome::Duplicate => "duplicate".to_string(),
         Outcome::Rejected(StoreError::NotFound(_)) => "rejected:not_found".to_string(),
+        Outcome::Rejected(StoreError::Gone(_)) => "rejected:gone".to_string(),
         Outcome::Rejected(other) => format!("rejected:{other}"),
     };
     format!("{}:{outcome}", replayed.kind)
@@ -401,7 +402,9 @@ fn act(store: &Store, replica: usize, serial: usize, minute: i64, action: &Actio
         }
         Action::Release { issue } => {
             let Some(id) = pick(*issue) else { return };
-            OpKind::Release { id }
+            // As every front end releases: naming the claim whose hold it ends.
+            let _ = store.write(&actor, clock, |w| Ok(fleet::tracker::release(w, &id)?));
+            return;
         }
         Action::Close { issue } => {
             let Some(id) = pick(*issue) else { return };

@@ -198,6 +198,115 @@ fn the_earliest_claim_wins_and_the_loser_hears_of_it() {
     assert!(!human.stdout.contains("Lost claims"), "reported once: {}", human.stdout);
 }
 
+/// Three machines make 150 issues each while apart (short hash ids collide by chance), plus
+/// an issue and a child under an id chosen on all three, and edit each of their own issues
+/// before syncing. After the syncs every issue is there, each edit is on the issue its machine
+/// meant, and the machines that lost an id hear of it once.
+#[test]
+fn ids_made_apart_never_collide_and_every_edit_lands_on_its_issue() {
+    const EACH: usize = 150;
+    let fleet = Fleet::new(3);
+    for (m, ws) in fleet.machines.iter().enumerate() {
+        let mut made = Vec::new();
+        for i in 0..EACH {
+            made.push(ws.create(&format!("m{m} #{i}"), &[]));
+        }
+        made.push(ws.create(&format!("m{m} dup"), &["--id", "t-dup"]));
+        made.push(ws.create(&format!("m{m} dup child"), &["--parent", "t-dup"]));
+        // One process, one op per issue: every op names the issue it was made for.
+        let notes = format!("made on m{m}");
+        let mut update = vec!["update"];
+        update.extend(made.iter().map(String::as_str));
+        update.extend(["--notes", notes.as_str()]);
+        ws.run(&update).ok();
+        ws.run(&["comment", "t-dup", &format!("comment of m{m}")]).ok();
+    }
+    let mut renamed = vec![Vec::new(); 3];
+    for machine in [0, 1, 2, 0, 1] {
+        let report = fleet.sync(machine);
+        renamed[machine].extend(report["renamed"].as_array().unwrap().iter().cloned());
+    }
+    let exports = fleet.exports();
+    assert_eq!(exports[0], exports[1]);
+    assert_eq!(exports[0], exports[2]);
+    let issues = fleet.machines[0].json(&["list", "--all", "--limit", "0"]);
+    let issues = issues.as_array().unwrap();
+    assert_eq!(issues.len(), 3 * (EACH + 2), "no issue is lost");
+    for issue in issues {
+        let title = issue["title"].as_str().unwrap();
+        let maker = title.split(' ').next().unwrap();
+        assert_eq!(issue["notes"], format!("made on {maker}"), "{issue}");
+    }
+    // The id chosen on all three: the earliest keeps it, the two others were renamed, and
+    // each child followed its parent.
+    let dups: Vec<&Value> =
+        issues.iter().filter(|i| i["title"].as_str().unwrap().ends_with(" dup")).collect();
+    assert_eq!(dups.len(), 3);
+    for dup in &dups {
+        let id = dup["id"].as_str().unwrap();
+        let maker = dup["title"].as_str().unwrap().split(' ').next().unwrap();
+        let shown = fleet.machines[0].json(&["show", id]);
+        let shown = if shown.is_array() { shown[0].clone() } else { shown };
+        let comments: Vec<&str> = shown["comments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(comments, [format!("comment of {maker}")], "{shown}");
+        let child = issues
+            .iter()
+            .find(|i| i["title"] == format!("{maker} dup child"))
+            .expect("the child is there");
+        assert_eq!(child["id"], format!("{id}.1"), "the child follows its parent: {child}");
+    }
+    // Every machine hears of each rename once (the two of t-dup among them).
+    for heard in &renamed {
+        let ops: std::collections::BTreeSet<&str> =
+            heard.iter().map(|r| r["op"].as_str().unwrap()).collect();
+        assert_eq!(ops.len(), heard.len(), "each rename once: {heard:?}");
+        let dup = heard.iter().filter(|r| r["asked"] == "t-dup").count();
+        assert_eq!(dup, 2, "{heard:?}");
+    }
+    let human = fleet.machines[2].run(&["sync"]).ok();
+    assert!(!human.stdout.contains("is now"), "reported once: {}", human.stdout);
+}
+
+/// An issue deleted on one machine while another makes a child of it and an issue blocked by
+/// it: both new issues are kept (with their comments), without the edge, and the sync says so.
+#[test]
+fn a_create_under_a_concurrently_deleted_parent_is_kept_as_an_orphan() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let parent = a.create("parent", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    a.run(&["delete", &parent, "--force"]).ok();
+    let child = b.create("child", &["--parent", &parent, "-d", "the child's text"]);
+    let blocked = b.create("blocked", &["--deps", &format!("blocks:{parent}")]);
+    b.run(&["comment", &child, "work done on the child"]).ok();
+    fleet.sync(0);
+    fleet.sync(1);
+    let report = fleet.sync(0);
+    let orphaned = report["orphaned"].as_array().unwrap();
+    let targets: Vec<(&str, &str)> = orphaned
+        .iter()
+        .map(|o| (o["issue"].as_str().unwrap(), o["target"].as_str().unwrap()))
+        .collect();
+    assert!(targets.contains(&(child.as_str(), parent.as_str())), "{report}");
+    assert!(targets.contains(&(blocked.as_str(), parent.as_str())), "{report}");
+    let exports = fleet.exports();
+    assert_eq!(exports[0], exports[1]);
+    for ws in &fleet.machines {
+        assert_eq!(field(ws, &child, "description"), "the child's text");
+        let shown = ws.json(&["show", &child]);
+        let shown = if shown.is_array() { shown[0].clone() } else { shown };
+        assert_eq!(shown["comments"][0]["text"], "work done on the child");
+        assert!(!ids(ws).contains(&parent), "the parent stays deleted");
+        assert!(ws.ready_ids().contains(&blocked), "nothing blocks it any more");
+    }
+}
+
 #[test]
 fn a_remote_that_does_not_exist_is_named_and_the_next_sync_completes() {
     let fleet = Fleet::new(2);

@@ -145,6 +145,18 @@ pub(super) fn render_report(report: &SyncReport) -> String {
     for id in &report.closes_kept {
         lines.push(format!("  {id} stays closed: a close wins over a concurrent status change"));
     }
+    for renamed in &report.renamed {
+        lines.push(format!(
+            "  {} is now {}: an issue made on another machine had the id first (made by replica {})",
+            renamed.asked, renamed.given, renamed.replica
+        ));
+    }
+    for orphan in &report.orphaned {
+        lines.push(format!(
+            "  {} is kept without its {} edge to {}, which was deleted on another machine",
+            orphan.issue, orphan.kind, orphan.target
+        ));
+    }
     if !report.lost_claims.is_empty() {
         lines.push(format!(
             "Lost claims (an earlier claim elsewhere won): {}",

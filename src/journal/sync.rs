@@ -32,7 +32,7 @@ use serde::Serialize;
 use super::repo::JournalRepo;
 use super::{Finally, JournalError, Periodic, REF_PREFIX, commit_pending, ref_name};
 use crate::op::Op;
-use crate::store::{Merged, Outcome, Overturned, Store};
+use crate::store::{Merged, Orphaned, Outcome, Overturned, Renamed, Store};
 use crate::time::Clock;
 
 /// Where fetched journal refs of remote `<name>` are staged: `refs/fleet/remotes/<name>/`.
@@ -81,6 +81,11 @@ pub struct SyncReport {
     pub lost_claims: Vec<String>,
     pub overturned: Vec<Overturned>,
     pub closes_kept: Vec<String>,
+    /// Issues made here or elsewhere whose id an issue made on another machine had first, with
+    /// the id each got instead.
+    pub renamed: Vec<Renamed>,
+    /// Edges of new issues left out because their target was deleted on another machine.
+    pub orphaned: Vec<Orphaned>,
     /// Fetched refs left out, each with why (a foreign or corrupt ref, a rewritten history).
     pub bad_refs: Vec<String>,
 }
@@ -528,7 +533,11 @@ fn report(
             }),
         }
     }
-    let conflicts_resolved = rejected.len() + merged.overturned.len() + merged.closes_kept.len();
+    let conflicts_resolved = rejected.len()
+        + merged.overturned.len()
+        + merged.closes_kept.len()
+        + merged.renamed.len()
+        + merged.orphaned.len();
     SyncReport {
         remote: remote.name.clone(),
         url: remote.url.clone(),
@@ -544,6 +553,8 @@ fn report(
         lost_claims: merged.lost_claims,
         overturned: merged.overturned,
         closes_kept: merged.closes_kept,
+        renamed: merged.renamed,
+        orphaned: merged.orphaned,
         bad_refs,
     }
 }

@@ -121,6 +121,31 @@ pub struct Replayed {
     pub outcome: Outcome,
 }
 
+/// A create whose id another issue already had, earlier in the total order: it was given
+/// another id (see the module docs, "Ids made apart").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Renamed {
+    /// The create op.
+    pub op: String,
+    /// The replica that made it.
+    pub replica: String,
+    /// The id it asked for, and the one it got.
+    pub asked: String,
+    pub given: String,
+}
+
+/// An edge of a new issue left out because its target was gone (deleted concurrently, on
+/// another machine): the issue is kept without it, as beads keeps orphans.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Orphaned {
+    pub issue: String,
+    /// The missing target, and the edge's type (`parent-child` for a parent).
+    pub target: String,
+    pub kind: String,
+    /// The replica that made the issue.
+    pub replica: String,
+}
+
 /// What adding an edge would do.
 enum EdgePlan {
     Insert,
@@ -140,7 +165,7 @@ impl Writer<'_> {
     /// such as re-claiming one's own issue, is not journaled).
     pub fn apply(&mut self, mut kind: OpKind) -> Result<bool, StoreError> {
         self.note_prior_status(&mut kind)?;
-        let op = self.stamp(kind);
+        let op = self.stamp(kind)?;
         Ok(matches!(self.apply_owned(op, Origin::Local)?, Outcome::Applied))
     }
 
@@ -158,11 +183,13 @@ impl Writer<'_> {
     }
 
     /// Makes an op of `kind`: a new id, this writer's actor and replica, `at` = the clock's now,
-    /// and the next stamp of the hybrid logical clock. Nothing is applied.
-    pub fn stamp(&mut self, kind: OpKind) -> Op {
+    /// the next stamp of the hybrid logical clock, and the births of the issues it names.
+    /// Nothing is applied.
+    pub fn stamp(&mut self, kind: OpKind) -> Result<Op, StoreError> {
+        let births = self.births_named(&kind)?;
         let at = self.clock.now();
         self.hlc = self.hlc.tick(millis(at));
-        Op {
+        Ok(Op {
             v: kind.format_version(),
             meta: OpMeta {
                 id: ulid::Ulid::generate(),
@@ -170,9 +197,34 @@ impl Writer<'_> {
                 replica: self.replica.clone(),
                 stamp: self.hlc,
                 at,
+                births,
             },
             kind,
+        })
+    }
+
+    /// The births of the issues `kind` names that a create op made ([`OpMeta::births`]).
+    fn births_named(
+        &self,
+        kind: &OpKind,
+    ) -> Result<std::collections::BTreeMap<String, ulid::Ulid>, StoreError> {
+        let mut births = std::collections::BTreeMap::new();
+        for name in kind.named_issues() {
+            if let Some(birth) = self.birth_of(name)? {
+                births.insert(name.to_string(), ulid::Ulid(birth));
+            }
         }
+        Ok(births)
+    }
+
+    /// The birth of issue `id`: the create op that made it, if one did.
+    pub(super) fn birth_of(&self, id: &str) -> Result<Option<u128>, StoreError> {
+        Ok(self.births.get(id)?.map(|birth| birth.value()))
+    }
+
+    /// The claim op whose hold issue `id` is in, if any ([`super::tables::HOLDS`]).
+    pub fn hold_of(&self, id: &str) -> Result<Option<ulid::Ulid>, StoreError> {
+        Ok(self.holds.get(id)?.map(|claim| ulid::Ulid(claim.value())))
     }
 
     /// Applies `op` exactly as given (see the module docs). A local op the rules refuse is an
@@ -190,7 +242,7 @@ impl Writer<'_> {
             return Ok(Outcome::Duplicate);
         }
         self.note_order(&op);
-        self.bulk_strict = origin == Origin::Local;
+        self.strict = origin == Origin::Local;
         let seeds = match self.mutate(&op) {
             Ok(seeds) => seeds,
             Err(error) if origin == Origin::Remote && error.is_refusal() => {
@@ -243,9 +295,10 @@ impl Writer<'_> {
                 supported: OP_FORMAT_VERSION,
             });
         }
-        let seeds = match &op.kind {
+        let retargeted = self.retarget(op)?;
+        let seeds = match retargeted.as_ref().unwrap_or(&op.kind) {
             OpKind::Bulk { ops } => self.mutate_bulk(ops, &op.meta),
-            single => self.mutate_one(single, &op.meta),
+            single => self.mutate_one(single, &op.meta, Some(op.meta.id.0)),
         };
         // Issues whose rows or counts changed are refreshed with the rest, so their ready
         // entries carry the new ones (see `readiness`).
@@ -257,15 +310,15 @@ impl Writer<'_> {
     }
 
     /// The entries of a bulk op, in order, each by its own rules. A refused entry is skipped
-    /// (as the op it would be on its own), unless the op was made here ([`Writer::bulk_strict`]):
+    /// (as the op it would be on its own), unless the op was made here ([`Writer::strict`]):
     /// then it is the error of the whole op, and the caller abandons the transaction.
     fn mutate_bulk(&mut self, entries: &[OpKind], meta: &OpMeta) -> Result<Seeds, StoreError> {
         let mut seeds: Seeds = None;
         for entry in entries {
-            match self.mutate_one(entry, meta) {
+            match self.mutate_one(entry, meta, None) {
                 Ok(Some(more)) => seeds.get_or_insert_with(BTreeSet::new).extend(more),
                 Ok(None) => {}
-                Err(error) if error.is_refusal() && !self.bulk_strict => {
+                Err(error) if error.is_refusal() && !self.strict => {
                     tracing::debug!(%error, op = %meta.id, "a bulk op entry is refused");
                 }
                 Err(error) => return Err(error),
@@ -274,8 +327,15 @@ impl Writer<'_> {
         Ok(seeds)
     }
 
-    /// Validates and applies one change (not a bulk op) under `meta`.
-    fn mutate_one(&mut self, kind: &OpKind, meta: &OpMeta) -> Result<Seeds, StoreError> {
+    /// Validates and applies one change (not a bulk op) under `meta`. `birth` is the id of the
+    /// op when it is this change alone (not an entry of a bulk op): a create records it as the
+    /// new issue's birth, a claim as the claim holding the issue.
+    fn mutate_one(
+        &mut self,
+        kind: &OpKind,
+        meta: &OpMeta,
+        birth: Option<u128>,
+    ) -> Result<Seeds, StoreError> {
         // Only these read no reverse edges while every issue is new (see `Writer::all_new`).
         if !matches!(kind, OpKind::Create { .. } | OpKind::DepAdd { .. } | OpKind::Comment { .. }) {
             self.release_held_edges()?;
@@ -286,11 +346,11 @@ impl Writer<'_> {
             OpKind::Bulk { .. } => {
                 return Err(StoreError::Refused("a bulk op cannot hold another bulk op".into()));
             }
-            OpKind::Create { issue, deps } => self.create(issue, deps, replica)?,
+            OpKind::Create { issue, deps } => self.create(issue, deps, replica, birth)?,
             OpKind::Put { issue } => self.put(issue, replica)?,
             OpKind::Update { id, patch } => self.update(id, patch, at)?,
-            OpKind::Claim { id } => self.claim(id, &meta.actor, at)?,
-            OpKind::Release { id } => self.release(id, at)?,
+            OpKind::Claim { id } => self.claim(id, &meta.actor, at, birth)?,
+            OpKind::Release { id, claim } => self.release(id, *claim, at)?,
             OpKind::Close { id, reason, session } => self.close(id, reason, session, at)?,
             OpKind::Reopen { id, .. } => self.reopen(id, at)?,
             OpKind::Delete { id } => self.delete(id)?,
@@ -338,7 +398,7 @@ impl Writer<'_> {
             for entry in &mut chunk {
                 self.note_prior_status(entry)?;
             }
-            ops.push(self.stamp(OpKind::Bulk { ops: chunk }));
+            ops.push(self.stamp(OpKind::Bulk { ops: chunk })?);
         }
         let with_facts = self.created_facts.is_some();
         let mut lent_deps =
@@ -403,7 +463,7 @@ impl Writer<'_> {
         ops: &[Op],
         encoded: &std::sync::mpsc::Receiver<Encoded>,
     ) -> Result<Vec<bool>, StoreError> {
-        self.bulk_strict = true;
+        self.strict = true;
         let all_new = self.all_new();
         let mut changed = Vec::with_capacity(ops.len());
         for op in ops {
@@ -476,18 +536,28 @@ impl Writer<'_> {
         Ok(child)
     }
 
+    /// A new issue. Made here, its id must be free and its edges' targets must exist. Made
+    /// elsewhere (a create in the total order of several machines), an id another issue
+    /// already has gets another id (module docs, "Ids made apart"), and an edge whose target
+    /// is gone is left out and reported ([`Orphaned`]): the issue is kept.
     fn create(
         &mut self,
         issue: &Issue,
         deps: &[Dependency],
         replica: &str,
+        birth: Option<u128>,
     ) -> Result<Seeds, StoreError> {
         id::check_id(&issue.id)?;
-        if self.has_issue(&issue.id)? {
-            return Err(StoreError::AlreadyExists(issue.id.clone()));
-        }
+        let given;
+        let issue = match self.id_for_create(&issue.id, replica, birth)? {
+            Some(other) => {
+                given = Issue { id: other, ..issue.clone() };
+                &given
+            }
+            None => issue,
+        };
         validate_fields(issue)?;
-        let deps = edges_of(&issue.id, deps);
+        let deps = self.edges_kept(issue, deps, replica)?;
         for dep in deps.iter() {
             self.check_new_edge(dep)?;
         }
@@ -510,6 +580,9 @@ impl Writer<'_> {
         self.keep_created_facts(facts);
         self.insert_new_edges(&deps, &edge_rows)?;
         self.count_new_id(&issue.id, replica)?;
+        if let Some(birth) = birth {
+            self.births.insert(issue.id.as_str(), birth)?;
+        }
         if self.all_new() {
             return Ok(Some(BTreeSet::new()));
         }
@@ -517,6 +590,48 @@ impl Writer<'_> {
         Ok(Some(
             self.status_seeds_with_parents(&issue.id, parents.map(|d| d.depends_on_id.as_str()))?,
         ))
+    }
+
+    /// The edges of a new issue `issue`: `deps`, with their source the issue's id (which may be
+    /// another than the op asked for), less those whose target is gone, each reported: a target
+    /// its op's author knew that was deleted since ([`Writer::left_out`]), or, for an op made
+    /// elsewhere ([`Writer::strict`]), any target that does not exist here.
+    fn edges_kept<'d>(
+        &mut self,
+        issue: &Issue,
+        deps: &'d [Dependency],
+        replica: &str,
+    ) -> Result<std::borrow::Cow<'d, [Dependency]>, StoreError> {
+        let left_out = std::mem::take(&mut self.left_out);
+        let mut gone = Vec::new();
+        for dep in deps {
+            let target = dep.depends_on_id.as_str();
+            gone.push(
+                left_out.iter().any(|t| t == target)
+                    || (!self.strict
+                        && !self.has_issue(target)?
+                        && !crate::model::is_foreign_ref(target, &self.prefix)),
+            );
+        }
+        if !gone.contains(&true) {
+            return Ok(edges_of(&issue.id, deps));
+        }
+        let mut kept = Vec::with_capacity(deps.len());
+        for (dep, gone) in deps.iter().zip(gone) {
+            if gone {
+                let key = (issue.id.as_str(), dep.depends_on_id.as_str());
+                self.txn.open_table(super::tables::ORPHANS)?.insert(key, dep.kind.as_str())?;
+                self.orphans.push(Orphaned {
+                    issue: issue.id.clone(),
+                    target: dep.depends_on_id.clone(),
+                    kind: dep.kind.clone(),
+                    replica: replica.to_string(),
+                });
+            } else {
+                kept.push(Dependency { issue_id: issue.id.clone(), ..dep.clone() });
+            }
+        }
+        Ok(std::borrow::Cow::Owned(kept))
     }
 
     /// Book-keeping of a new issue made on `replica`: its home (if not this replica), and the
@@ -593,7 +708,15 @@ impl Writer<'_> {
         Ok(Some(seeds))
     }
 
-    fn claim(&mut self, id: &str, actor: &str, at: Timestamp) -> Result<Seeds, StoreError> {
+    /// A claim: the compare-and-set. Made as an op of its own (`claim_op`), it is recorded as
+    /// the claim holding the issue ([`super::tables::HOLDS`]).
+    fn claim(
+        &mut self,
+        id: &str,
+        actor: &str,
+        at: Timestamp,
+        claim_op: Option<u128>,
+    ) -> Result<Seeds, StoreError> {
         self.claimed = None;
         let old = self.existing(id)?;
         let mine = old.assignee.is_empty() || old.assignee == actor;
@@ -619,13 +742,29 @@ impl Writer<'_> {
         issue.started_at.get_or_insert(at);
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
+        if let Some(claim_op) = claim_op {
+            self.holds.insert(id, claim_op)?;
+        }
         let seeds = self.status_change_seeds(&old, &issue)?;
         self.claimed = Some(issue);
         Ok(Some(seeds))
     }
 
-    fn release(&mut self, id: &str, at: Timestamp) -> Result<Seeds, StoreError> {
+    /// A release. One that names the claim it ends changes nothing unless that claim still
+    /// holds the issue: it was made before its author saw whatever ended that hold (another
+    /// release, a close, an earlier claim of another machine that the total order put first).
+    fn release(
+        &mut self,
+        id: &str,
+        ends: Option<ulid::Ulid>,
+        at: Timestamp,
+    ) -> Result<Seeds, StoreError> {
         let old = self.existing(id)?;
+        if let Some(claim) = ends
+            && self.hold_of(id)? != Some(claim)
+        {
+            return Ok(None);
+        }
         if !matches!(old.status, Status::InProgress | Status::Open) {
             return Err(StoreError::NotReleasable {
                 id: id.to_string(),
@@ -707,6 +846,8 @@ impl Writer<'_> {
         self.remove_ready_entry(ready_key(&old))?;
         self.keep_created_facts(None);
         self.tables.issues.remove(id)?;
+        self.holds.remove(id)?;
+        self.births.remove(id)?;
         if let Some(bulk) = &mut self.bulk_ids {
             bulk.ids.remove(id);
         }
@@ -954,6 +1095,13 @@ impl Writer<'_> {
             self.tables.labels.insert((label.as_str(), issue.id.as_str()), ())?;
         }
         self.tables.issues.insert(issue.id.as_str(), row)?;
+        if let Some(old) = old
+            && old.status == Status::InProgress
+            && (issue.status != Status::InProgress || issue.assignee != old.assignee)
+        {
+            // Whatever took the issue out of its holder's hands ended the claim's hold.
+            self.holds.remove(issue.id.as_str())?;
+        }
         self.touch(&issue.id);
         if let Some(bulk) = &mut self.bulk_ids
             && old.is_none()
@@ -1024,7 +1172,7 @@ pub(super) fn encode_op(op: &Op) -> Vec<u8> {
 
 /// The tag a replica puts on child ids it makes away from the parent's home: the end of its
 /// replica id (a ULID's random part), kept to id characters.
-fn replica_tag(replica: &str) -> String {
+pub(super) fn replica_tag(replica: &str) -> String {
     let chars: Vec<char> = replica
         .chars()
         .filter(char::is_ascii_alphanumeric)

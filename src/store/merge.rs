@@ -34,9 +34,10 @@ use serde::Serialize;
 
 use super::apply::{NOT_JOURNALED, Outcome, Replayed, encode_op};
 use super::tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY, SIDELINED,
+    BIRTHS, BLOCKED, COMMENTS, DEPS, HOLDS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, ORPHANS,
+    RDEPS, READY, RENAMED, SIDELINED,
 };
-use super::{Store, StoreError, Writer, guard, meta};
+use super::{Orphaned, Renamed, Store, StoreError, Writer, guard, meta};
 use crate::op::{Op, OpKind, OrderKey};
 use crate::time::Clock;
 
@@ -56,6 +57,12 @@ pub struct Merged {
     pub lost_claims: Vec<String>,
     /// Issues whose close kept a concurrent status change from reopening them.
     pub closes_kept: Vec<String>,
+    /// Creates given another id than they asked for, because an issue made on another machine
+    /// had it first (`super::births`); each reported by the merge that first finds it.
+    pub renamed: Vec<Renamed>,
+    /// Edges of new issues left out because their target was deleted concurrently (the issues
+    /// are kept); each reported by the merge that first finds it.
+    pub orphaned: Vec<Orphaned>,
 }
 
 /// An op whose effect a merge changed.
@@ -149,9 +156,11 @@ impl Store {
             merged
         } else {
             let known = known_ops(&txn)?;
+            let reported = Reported::read(&txn)?;
             wipe_state(&txn)?;
             let mut writer = Writer::begin(&txn, self, &actor, clock)?;
-            let merged = writer.reapply_all(known, batch)?;
+            let mut merged = writer.reapply_all(known, batch)?;
+            reported.keep_new(&mut merged);
             writer.set_sync_marks(marks)?;
             writer.finish()?;
             merged
@@ -275,6 +284,10 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(ORDER)?;
     txn.delete_table(OP_IDS)?;
     txn.delete_table(SIDELINED)?;
+    txn.delete_table(HOLDS)?;
+    txn.delete_table(BIRTHS)?;
+    txn.delete_table(RENAMED)?;
+    txn.delete_table(ORPHANS)?;
     let mut meta_table = txn.open_table(META)?;
     meta_table.retain(|key, _| {
         !(key == meta::COMMENT_SEQ
@@ -284,6 +297,39 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
             || key.starts_with(meta::STATUS_COUNT))
     })?;
     Ok(())
+}
+
+/// The renames and orphans a store held before a re-application: those it finds again were
+/// reported by an earlier merge.
+struct Reported {
+    renamed: std::collections::HashSet<(u128, String)>,
+    orphaned: std::collections::HashSet<(String, String)>,
+}
+
+impl Reported {
+    fn read(txn: &WriteTransaction) -> Result<Reported, StoreError> {
+        let mut reported = Reported { renamed: Default::default(), orphaned: Default::default() };
+        for entry in txn.open_table(RENAMED)?.iter()? {
+            let (key, _) = entry?;
+            let (birth, asked) = key.value();
+            reported.renamed.insert((birth, asked.to_string()));
+        }
+        for entry in txn.open_table(ORPHANS)?.iter()? {
+            let (key, _) = entry?;
+            let (issue, target) = key.value();
+            reported.orphaned.insert((issue.to_string(), target.to_string()));
+        }
+        Ok(reported)
+    }
+
+    /// Leaves in `merged` only the renames and orphans not reported before.
+    fn keep_new(&self, merged: &mut Merged) {
+        merged.renamed.retain(|r| {
+            let birth = r.op.parse::<ulid::Ulid>().map_or(0, |id| id.0);
+            !self.renamed.contains(&(birth, r.asked.clone()))
+        });
+        merged.orphaned.retain(|o| !self.orphaned.contains(&(o.issue.clone(), o.target.clone())));
+    }
 }
 
 /// The effect of one op: applied (with readiness seeds), unchanged, or refused.
@@ -303,8 +349,15 @@ impl Writer<'_> {
             let subject = op.kind.subject().to_string();
             merged.replayed.push(Replayed { key, kind: op.kind.name(), subject, outcome });
         }
-        merged.closes_kept = std::mem::take(&mut self.closes_kept);
+        self.take_reports(&mut merged);
         Ok(merged)
+    }
+
+    /// Moves what the ops applied have to report into `merged`.
+    fn take_reports(&mut self, merged: &mut Merged) {
+        merged.closes_kept = std::mem::take(&mut self.closes_kept);
+        merged.renamed = std::mem::take(&mut self.renames);
+        merged.orphaned = std::mem::take(&mut self.orphans);
     }
 
     /// Makes the state again from `known` and `batch` in the total order, on wiped tables.
@@ -313,12 +366,19 @@ impl Writer<'_> {
         known: Vec<(Op, Source)>,
         batch: Vec<Op>,
     ) -> Result<Merged, StoreError> {
+        // A close that keeps a status change from reopening an issue is reported once: by the
+        // merge that brings the later of the two (the change, or the close).
+        let closed_by_batch: std::collections::HashSet<String> = batch
+            .iter()
+            .filter(|op| matches!(op.kind, OpKind::Close { .. }))
+            .map(|op| op.kind.subject().to_string())
+            .collect();
         let mut all = known;
         all.extend(batch.into_iter().map(|op| (op, Source::Batch)));
         all.sort_by_cached_key(|(op, _)| op.order_key());
         self.deferred_seeds.get_or_insert_with(Default::default);
         // Every op here has had its first application; a bulk op's refused entries are skipped.
-        self.bulk_strict = false;
+        self.strict = false;
         let mut merged = Merged { resequenced: true, ..Merged::default() };
         for (op, source) in all {
             if source == Source::Batch {
@@ -326,15 +386,19 @@ impl Writer<'_> {
                 self.clock_received = true;
             }
             self.note_order(&op);
+            let closes_kept_before = self.closes_kept.len();
             let effect = match self.mutate(&op) {
                 Ok(Some(seeds)) => Effect::Applied(seeds),
                 Ok(None) => Effect::Unchanged,
                 Err(error) if error.is_refusal() => Effect::Refused(error),
                 Err(error) => return Err(error),
             };
+            if source != Source::Batch && !closed_by_batch.contains(op.kind.subject()) {
+                self.closes_kept.truncate(closes_kept_before);
+            }
             self.settle(op, source, effect, &mut merged)?;
         }
-        merged.closes_kept = std::mem::take(&mut self.closes_kept);
+        self.take_reports(&mut merged);
         Ok(merged)
     }
 

@@ -24,6 +24,7 @@
 
 mod ahead_rows;
 mod apply;
+mod births;
 pub mod check;
 mod guard;
 mod held;
@@ -48,15 +49,15 @@ pub use query::{
 pub use tables::REPLY_RETENTION_MS;
 pub(crate) use tables::View;
 
-pub use apply::{BULK_ENTRIES, Origin, Outcome, Replayed};
+pub use apply::{BULK_ENTRIES, Origin, Orphaned, Outcome, Renamed, Replayed};
 pub use merge::{Merged, Overturned};
 
 use crate::model::ModelError;
 use crate::op::{Hlc, Op, OpKind};
 use crate::time::Clock;
 use tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
-    RETIRED_READY_KEYS, SIDELINED, TableSet,
+    BIRTHS, BLOCKED, COMMENTS, DEPS, HOLDS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS,
+    READY, RENAMED, RETIRED_READY_KEYS, SIDELINED, TableSet,
 };
 
 /// The database file inside `.beads/`.
@@ -159,6 +160,10 @@ pub enum StoreError {
     Ambiguous { input: String, candidates: Vec<String> },
     #[error("issue {0} already exists")]
     AlreadyExists(String),
+    /// The issue an op was made for (its birth, `crate::op::OpMeta::births`) no longer
+    /// exists: deleted, though an issue of the same id may exist now.
+    #[error("the issue {0} this change was made for no longer exists (it was deleted)")]
+    Gone(String),
     #[error("issue already claimed by {by}")]
     AlreadyClaimed { id: String, by: String },
     #[error("issue not claimable: status {status}")]
@@ -1090,11 +1095,29 @@ pub struct Writer<'t> {
     bulk_acyclic: bool,
     /// In bulk mode, the ids of the issues written so far ([`Writer::has_issue`]).
     bulk_ids: Option<BulkIds>,
-    /// Whether a refused entry of a bulk op fails the op (ops made here) or is skipped (ops
-    /// replayed from elsewhere); set before each op is applied.
-    bulk_strict: bool,
+    /// Whether the op being applied was made here, so its rules are checked strictly: a refused
+    /// entry of a bulk op fails the op, and a create's edge to a missing issue is an error.
+    /// Replayed from elsewhere, the entry is skipped and the edge left out (the issue is kept,
+    /// as beads keeps orphans). Set before each op is applied. An op made here was only ever
+    /// journaled if it passed the strict rules, which then give what the lenient ones give.
+    strict: bool,
     /// Op id → op JSON of ops seen but not in effect ([`tables::SIDELINED`]).
     sidelined: Table<'t, u128, &'static [u8]>,
+    /// Issue id → the claim op holding it ([`tables::HOLDS`]).
+    holds: Table<'t, &'static str, u128>,
+    /// Issue id → the create op that made it ([`tables::BIRTHS`]).
+    births: Table<'t, &'static str, u128>,
+    /// (birth, asked id) → given id, of creates renamed ([`tables::RENAMED`]).
+    renamed: Table<'t, (u128, &'static str), &'static str>,
+    /// Creates this writer gave another id than they asked for, and edges of creates it left
+    /// out because their target was gone: what a merge reports.
+    pub(super) renames: Vec<Renamed>,
+    pub(super) orphans: Vec<Orphaned>,
+    /// For the op being applied: the issues it names that were renamed since its author saw
+    /// them, with their ids now, and the edge targets of its create that are gone
+    /// ([`Writer::retarget`]).
+    moved: std::collections::BTreeMap<String, String>,
+    left_out: Vec<String>,
     /// The greatest order key seen ([`meta::ORDER_HIGH`]), and whether it moved.
     order_high: Option<crate::op::OrderKey>,
     order_high_moved: bool,
@@ -1188,8 +1211,15 @@ impl<'t> Writer<'t> {
             deferred_seeds: None,
             bulk_acyclic: false,
             bulk_ids: None,
-            bulk_strict: false,
+            strict: false,
             sidelined,
+            holds: txn.open_table(HOLDS)?,
+            births: txn.open_table(BIRTHS)?,
+            renamed: txn.open_table(RENAMED)?,
+            renames: Vec::new(),
+            orphans: Vec::new(),
+            moved: std::collections::BTreeMap::new(),
+            left_out: Vec::new(),
             order_high,
             order_high_moved,
             closes_kept: Vec::new(),
@@ -1780,7 +1810,7 @@ mod tests {
         ahead
             .write("a", Clock::System, |w| {
                 w.begin_bulk()?;
-                let op = w.stamp(OpKind::Bulk { ops: creates_with_edges() });
+                let op = w.stamp(OpKind::Bulk { ops: creates_with_edges() })?;
                 assert!(w.edges_can_go_ahead(&[op]), "a thread of its own inserts the edges");
                 w.apply_bulk(creates_with_edges())
             })

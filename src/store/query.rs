@@ -1174,7 +1174,7 @@ mod tests {
                 OpKind::Close { id: id(n)?, reason: String::new(), session: String::new() }
             }
             Step::Claim(n, _) => OpKind::Claim { id: id(n)? },
-            Step::Release(n) => OpKind::Release { id: id(n)? },
+            Step::Release(n) => OpKind::Release { id: id(n)?, claim: None },
             Step::Reopen(n) => OpKind::Reopen { id: id(n)?, reason: String::new() },
             Step::Delete(n) => OpKind::Delete { id: id(n)? },
             Step::Priority(n, p) => OpKind::Update {
@@ -1341,7 +1341,7 @@ mod tests {
         let scratch = tempfile::tempdir().unwrap();
         let elsewhere = new_store(&scratch, "elsewhere");
         let (op, _) = elsewhere
-            .write("a1", Clock::System, |writer| Ok(writer.stamp(OpKind::Bulk { ops })))
+            .write("a1", Clock::System, |writer| writer.stamp(OpKind::Bulk { ops }))
             .unwrap();
         op
     }

@@ -49,6 +49,21 @@ pub(crate) const OP_IDS: TableDefinition<u128, u64> = TableDefinition::new("op_i
 /// (`merge`) found refused. With the journal, the whole set of ops the store knows, which a
 /// merge of ops arriving out of order re-applies. Only writers touch it.
 pub(crate) const SIDELINED: TableDefinition<u128, &[u8]> = TableDefinition::new("sidelined");
+/// Issue id → the id of the claim op whose hold the issue is in (a ULID as its 128-bit
+/// value), for every issue a claim op put in progress and nothing took out of it since. A
+/// release that names the claim it ends applies only while this says that claim
+/// (`super::apply`). Derived from the ops, like the issue table.
+pub(crate) const HOLDS: TableDefinition<&str, u128> = TableDefinition::new("holds");
+/// Issue id → its *birth*: the id of the create op that made it (a ULID as its 128-bit
+/// value), for every issue a create op made. Ops name the births of the issues they mean
+/// (`crate::op::OpMeta::births`); see `super::apply`, "Ids made apart".
+pub(crate) const BIRTHS: TableDefinition<&str, u128> = TableDefinition::new("births");
+/// (birth, the id its create op asked for) → the id the issue got instead, for every create
+/// whose id another issue already had in the total order. Derived from the ops.
+pub(crate) const RENAMED: TableDefinition<(u128, &str), &str> = TableDefinition::new("renamed");
+/// (issue, target) → edge type, for every edge a create left out because its target was gone
+/// (deleted on another machine): the orphans a merge reports. Derived from the ops.
+pub(crate) const ORPHANS: TableDefinition<(&str, &str), &str> = TableDefinition::new("orphans");
 /// Request id (a ULID as its 128-bit value) → the reply, as JSON, of a write request the
 /// socket server or a client falling back from it applied: so a request is applied at most
 /// once, and a client whose answer was lost learns what it did. Entries older than

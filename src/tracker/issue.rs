@@ -174,10 +174,12 @@ pub fn claim_next(writer: &mut Writer<'_>, filter: &ReadyFilter) -> Result<Optio
     }
 }
 
-/// Puts a claimed issue back: open and unassigned.
+/// Puts a claimed issue back: open and unassigned. The release names the claim whose hold it
+/// ends, so it can never end a claim made elsewhere that it did not see (see `store::apply`).
 pub fn release(writer: &mut Writer<'_>, id: &str) -> Result<String, Refusal> {
     let id = writer.resolve(id)?;
-    writer.apply(OpKind::Release { id: id.clone() })?;
+    let claim = writer.hold_of(&id)?;
+    writer.apply(OpKind::Release { id: id.clone(), claim })?;
     Ok(id)
 }
 
