@@ -1,22 +1,33 @@
-//! Claiming work: the claim request of the [`tracker`] (a compare-and-set in the store)
-//! wrapped for callers, one claim per transaction or many in one, and confirmed on a git
-//! remote when the workspace's `claim_mode` is `remote`.
+//! The claim service: the one way any front end — the CLI, `bd`, the socket server's direct
+//! fallback, the supervisor — claims work ([`Claims`]), locally or confirmed on a git remote
+//! as the workspace's `claim_mode` says, and [`ClaimGroup`], the benchmark's group commit.
 //!
 //! A claim is decided inside one write transaction — open and unassigned (or already the
 //! claimer's) becomes in_progress with the claimer as assignee — so exactly one of any number
-//! of concurrent claimers, in any number of processes, wins an issue.
+//! of concurrent claimers, in any number of processes, wins an issue. What a claimer records
+//! with its claim (the supervisor's lease and attempt count) goes in the same transaction: the
+//! claimer hands the service a `take` step, run on the chosen issue inside that transaction.
 //!
 //! # Across machines (`claim_mode = "remote"`)
 //!
 //! The store setting [`MODE_KEY`] (`fleet bd config set claim_mode remote`) makes a claim
-//! count only once the remote confirmed it ([`crate::journal::claims`]): the local
-//! compare-and-set comes first (it decides between the processes of this machine), then the
-//! claim is recorded on the remote's `refs/fleet/claims` by a compare-and-swap push. If the
-//! remote refuses (another replica holds the issue) or cannot be reached, the local claim is
-//! undone ([`undo_claim`]: released, the assignee and fleet fields put back, so nothing is
-//! charged) and the caller gets the error; [`claim_next`] then moves on to the next ready
-//! issue. The remote is [`REMOTE_KEY`] if set, else `origin`, else the journal repository's
-//! only remote.
+//! count only once a git remote confirmed it ([`crate::journal::claims`]). The remote is
+//! asked *first*: the issue is recorded on the remote's `refs/fleet/claims` by a
+//! compare-and-swap push naming this replica, and only then claimed in the store, by an op
+//! stamped after the clock of the claims state it was confirmed on. A claim the remote refuses
+//! (another replica holds the issue) or cannot confirm makes no op at all, so nothing has to
+//! be undone and no other machine's store ever sees a claim that was not confirmed: a merge
+//! never turns a confirmed claim back, and a supervisor's agent is never stopped for another
+//! machine's failed claim. [`Claims::claim_next`] then moves on to the next ready issue.
+//!
+//! While a claim is between its confirmation and its transaction, this replica's entry on the
+//! remote names an issue that is still open in the store. Every claims commit of the replica
+//! drops its entries for issues free in the store, so a claim under way holds a lock
+//! ([`InFlight`], one of a few files in `.beads/claiming/`) that those commits respect: an
+//! issue whose lock is held is not free. The kernel lets go of the lock of a claimer that died.
+//!
+//! The remote is [`REMOTE_KEY`] if set, else `origin`, else the journal repository's only
+//! remote.
 //!
 //! [`ClaimGroup`] serves many claimers in one process: a single committer thread takes every
 //! request waiting at the moment, decides them one after another in one shared transaction,
@@ -26,13 +37,14 @@
 //! the store).
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
-use crate::journal::claims::{ClaimsRemote, Confirmed, Holder, RemoteClaimError};
+use crate::journal::claims::{ClaimsRemote, Confirmed, Here, Holder, RemoteClaimError};
 use crate::model::{Issue, Status};
-use crate::op::{IssuePatch, Op};
+use crate::op::{Hlc, IssuePatch};
 use crate::store::{ReadyFilter, Store, StoreError, Writer};
 use crate::time::Clock;
 use crate::tracker;
@@ -41,6 +53,10 @@ use crate::tracker;
 pub const MODE_KEY: &str = "claim_mode";
 /// The store setting naming the git remote of remote claims.
 pub const REMOTE_KEY: &str = "claim_remote";
+/// The directory in `.beads/` of the locks of claims under way ([`InFlight`]).
+pub const IN_FLIGHT_DIR: &str = "claiming";
+/// How many lock files claims under way share (by a hash of the issue id).
+const IN_FLIGHT_LOCKS: u64 = 64;
 
 /// How claims are decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,13 +83,15 @@ impl ClaimMode {
 pub enum ClaimError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The remote refused or could not confirm it; the local claim was undone.
-    #[error("{0}; the claim was undone locally")]
+    /// The remote refused or could not confirm it; nothing was claimed.
+    #[error("{0}; nothing was claimed")]
     Remote(#[from] RemoteClaimError),
     #[error(
         "claim_mode is {0:?}; it must be \"local\" or \"remote\" (`fleet bd config set claim_mode local`)"
     )]
     BadMode(String),
+    #[error("locking {} for a claim: {source}", path.display())]
+    InFlight { path: PathBuf, source: std::io::Error },
 }
 
 impl ClaimError {
@@ -81,81 +99,219 @@ impl ClaimError {
     pub fn claimed_elsewhere(&self) -> bool {
         matches!(self, ClaimError::Remote(RemoteClaimError::ClaimedElsewhere { .. }))
     }
+
+    /// Whether the remote could not be used (unreachable, refusing pushes, misconfigured), as
+    /// opposed to a refusal of this one issue or a fault of the store.
+    pub fn remote_failed(&self) -> bool {
+        matches!(self, ClaimError::Remote(_)) && !self.claimed_elsewhere()
+    }
 }
 
-/// Claims `id` for the writer's actor. Returns the claimed issue.
-pub fn claim_in(writer: &mut Writer<'_>, id: &str) -> Result<Issue, StoreError> {
+/// The step a claimer runs on the chosen issue inside the claim's transaction: the claim
+/// itself ([`tracker::claim`]) and whatever the claimer records with it.
+pub type Take<'a, T> = &'a mut dyn FnMut(&mut Writer<'_>, &str) -> Result<T, StoreError>;
+
+/// The plain claim: [`tracker::claim`], returning the claimed issue.
+pub fn plain_claim(writer: &mut Writer<'_>, id: &str) -> Result<Issue, StoreError> {
     Ok(tracker::claim(writer, id)?)
 }
 
-/// Claims the first ready issue (in ready order) that the writer's actor may take.
-pub fn claim_next_in(
-    writer: &mut Writer<'_>,
-    filter: &ReadyFilter,
-) -> Result<Option<Issue>, StoreError> {
-    Ok(tracker::claim_next(writer, filter)?)
+/// The claim service of one store: local, or confirmed on its claims remote.
+pub struct Claims<'s> {
+    store: &'s Store,
+    remote: Option<ClaimsRemote>,
 }
 
-/// Claims `id` for `actor` in its own transaction; in remote mode, confirmed on the remote.
-pub fn claim(store: &Store, actor: &str, clock: Clock, id: &str) -> Result<Issue, ClaimError> {
-    let remote = RemoteClaims::for_store(store)?;
-    let ((before, issue), ops) = store.write(actor, clock, |w| {
-        let id = w.resolve(id)?;
-        let before = w.issue(&id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
-        Ok((before, claim_in(w, &id)?))
-    })?;
-    if let Some(remote) = remote {
-        remote.confirm_or_undo(store, actor, clock, &before, &ops)?;
+impl<'s> Claims<'s> {
+    /// The claim service of `store`, in the mode the store is set to.
+    pub fn of(store: &'s Store) -> Result<Claims<'s>, ClaimError> {
+        let remote = match ClaimMode::of(store)? {
+            ClaimMode::Local => None,
+            ClaimMode::Remote => {
+                let configured = store.read()?.config(REMOTE_KEY)?;
+                Some(ClaimsRemote::open(store.dir(), configured.as_deref())?)
+            }
+        };
+        Ok(Claims { store, remote })
     }
-    Ok(issue)
+
+    /// The claim service of `store` deciding in the store alone, whatever its mode (the
+    /// benchmarks of the store).
+    pub fn local(store: &'s Store) -> Claims<'s> {
+        Claims { store, remote: None }
+    }
+
+    /// The claims remote, in remote mode.
+    pub fn remote(&self) -> Option<&ClaimsRemote> {
+        self.remote.as_ref()
+    }
+
+    /// The issues the last state seen of the remote says other replicas hold (none in local
+    /// mode, or if it cannot be read: confirmation decides anyway).
+    pub fn held_elsewhere(&self) -> Vec<String> {
+        let Some(remote) = &self.remote else { return Vec::new() };
+        match remote.known().and_then(|s| remote.held_elsewhere(&s, self.store.replica())) {
+            Ok(ids) => ids,
+            Err(error) => {
+                tracing::warn!(%error, "reading the last claims state seen failed");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Claims the issue `input` names for `actor`, running `take` on it in the claim's
+    /// transaction; in remote mode, confirmed on the remote first.
+    pub fn claim_id<T>(
+        &self,
+        actor: &str,
+        clock: Clock,
+        input: &str,
+        take: Take<'_, T>,
+    ) -> Result<T, ClaimError> {
+        let Some(remote) = &self.remote else {
+            let (taken, _) = self.store.write(actor, clock, |w| {
+                let id = w.resolve(input)?;
+                take(w, &id)
+            })?;
+            return Ok(taken);
+        };
+        let id = self.store.read()?.resolve(input)?;
+        self.confirmed_then_taken(remote, actor, clock, &id, Fresh::AsItIs, take)
+    }
+
+    /// Claims the first ready issue (in ready order) that `filter` and `accept` admit and
+    /// `actor` may take, running `take` on it in the claim's transaction. In remote mode,
+    /// issues other replicas hold are skipped, and so is one the remote refuses or that
+    /// another process of this machine took meanwhile.
+    pub fn claim_next<T>(
+        &self,
+        actor: &str,
+        clock: Clock,
+        filter: &ReadyFilter,
+        accept: &dyn Fn(&Issue) -> bool,
+        take: Take<'_, T>,
+    ) -> Result<Option<T>, ClaimError> {
+        let Some(remote) = &self.remote else {
+            let (taken, _) = self.store.write(actor, clock, |w| {
+                let Some(id) = w.first_claimable_where(filter, accept)? else { return Ok(None) };
+                take(w, &id).map(Some)
+            })?;
+            return Ok(taken);
+        };
+        let mut skipped: HashSet<String> = self.held_elsewhere().into_iter().collect();
+        loop {
+            let admits = |issue: &Issue| accept(issue) && !skipped.contains(&issue.id);
+            let reader = self.store.read()?;
+            let Some(id) = reader.first_claimable_where(actor, filter, clock.now(), &admits)?
+            else {
+                return Ok(None);
+            };
+            drop(reader);
+            match self.confirmed_then_taken(remote, actor, clock, &id, Fresh::StillOpen, take) {
+                Ok(taken) => return Ok(Some(taken)),
+                Err(error) if error.claimed_elsewhere() => {
+                    tracing::info!(%error, "skipping an issue claimed on another machine");
+                    skipped.extend(self.held_elsewhere());
+                }
+                Err(ClaimError::Store(error)) if error.is_refusal() => {
+                    tracing::debug!(%error, %id, "another claimer of this machine took it first");
+                }
+                Err(error) => return Err(error),
+            }
+            skipped.insert(id);
+        }
+    }
+
+    /// Drops this replica's entries on the remote for issues free here (released, reopened,
+    /// deleted); nothing in local mode. Returns their ids.
+    pub fn drop_released(&self) -> Result<Vec<String>, ClaimError> {
+        let Some(remote) = &self.remote else { return Ok(Vec::new()) };
+        let here = StoreHere { store: self.store };
+        Ok(remote.release(self.store.replica(), &here)?)
+    }
+
+    /// Remote mode: confirms on the remote that this replica holds `id`, then runs `take` in
+    /// a transaction whose claim op is stamped after the confirmed state's clock and carries
+    /// the op id the remote entry names. A `take` that fails (another process of this machine
+    /// claimed it first) leaves the entry to the replica's next commit, which drops it if the
+    /// issue is free here.
+    fn confirmed_then_taken<T>(
+        &self,
+        remote: &ClaimsRemote,
+        actor: &str,
+        clock: Clock,
+        id: &str,
+        fresh: Fresh,
+        take: Take<'_, T>,
+    ) -> Result<T, ClaimError> {
+        let _under_way = InFlight::take(self.store.dir(), id)?;
+        // Chosen from a read before the lock: another claimer of this machine (even with the
+        // same actor) may have taken it since.
+        let still_open = |issue: Option<Issue>| -> Result<(), StoreError> {
+            match issue {
+                Some(issue) if fresh == Fresh::StillOpen && issue.status != Status::Open => {
+                    Err(StoreError::NotClaimable { id: issue.id, status: issue.status.to_string() })
+                }
+                _ => Ok(()),
+            }
+        };
+        still_open(self.store.read()?.issue(id)?)?;
+        let claim_op = ulid::Ulid::generate();
+        let holder = Holder {
+            replica: self.store.replica().to_string(),
+            actor: actor.to_string(),
+            claimed_at: clock.now(),
+            op: claim_op.to_string(),
+        };
+        let Confirmed { clock: confirmed_at, .. } =
+            remote.confirm(id, &holder, &StoreHere { store: self.store })?;
+        let taken = self.store.write(actor, clock, |w| {
+            still_open(w.issue(id)?)?;
+            w.receive_clock(confirmed_at);
+            w.name_next_claim(claim_op);
+            take(w, id)
+        });
+        match taken {
+            Ok((taken, _)) => Ok(taken),
+            Err(error) => {
+                drop(_under_way);
+                if let Err(release) = self.drop_released() {
+                    tracing::warn!(%release, %id, "dropping an unused claim entry failed");
+                }
+                Err(error.into())
+            }
+        }
+    }
 }
 
-/// Claims the first ready issue for `actor` in its own transaction. In remote mode, issues
-/// the remote says other replicas hold are skipped, and one refused at confirmation is undone
-/// and the next one tried.
+/// Whether a claim confirmed on the remote must still find its issue open (an issue chosen as
+/// the next ready one), or takes it as it is (an issue named: re-claiming one's own is fine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fresh {
+    StillOpen,
+    AsItIs,
+}
+
+/// Claims `id` for `actor` in the store's claim mode (see [`Claims::claim_id`]).
+pub fn claim(store: &Store, actor: &str, clock: Clock, id: &str) -> Result<Issue, ClaimError> {
+    Claims::of(store)?.claim_id(actor, clock, id, &mut plain_claim)
+}
+
+/// Claims the first ready issue for `actor` in the store's claim mode (see
+/// [`Claims::claim_next`]).
 pub fn claim_next(
     store: &Store,
     actor: &str,
     clock: Clock,
     filter: &ReadyFilter,
 ) -> Result<Option<Issue>, ClaimError> {
-    let Some(remote) = RemoteClaims::for_store(store)? else {
-        return Ok(claim_next_local(store, actor, clock, filter)?);
-    };
-    let mut refused: HashSet<String> = HashSet::new();
-    loop {
-        refused.extend(remote.held_elsewhere());
-        let accept = |issue: &Issue| !refused.contains(&issue.id);
-        let (claimed, ops) = store.write(actor, clock, |w| {
-            let Some(id) = w.first_claimable_where(filter, &accept)? else { return Ok(None) };
-            let before = w.issue(&id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
-            Ok(Some((before, claim_in(w, &id)?)))
-        })?;
-        let Some((before, issue)) = claimed else { return Ok(None) };
-        match remote.confirm_or_undo(store, actor, clock, &before, &ops) {
-            Ok(_) => return Ok(Some(issue)),
-            Err(error) if error.claimed_elsewhere() => {
-                tracing::info!(%error, "skipping an issue claimed on another machine");
-                refused.insert(issue.id);
-            }
-            Err(error) => return Err(error),
-        }
-    }
+    Claims::of(store)?.claim_next(actor, clock, filter, &|_| true, &mut plain_claim)
 }
 
-/// [`claim_next`] in this store alone, whatever the mode (benchmarks of the store).
-pub fn claim_next_local(
-    store: &Store,
-    actor: &str,
-    clock: Clock,
-    filter: &ReadyFilter,
-) -> Result<Option<Issue>, StoreError> {
-    store.write(actor, clock, |w| claim_next_in(w, filter)).map(|(issue, _)| issue)
-}
-
-/// Undoes a claim of `before.id` the remote did not confirm: the issue is released, and the
-/// assignee and fleet fields it had before are put back (an attempt the claim counted is not
-/// charged).
+/// Puts back a claim made here that the caller gives up (one of several issues a command
+/// claims could not be claimed): the issue is released — the release names the claim it ends
+/// — and the assignee and fleet fields it had before are put back (an attempt the claim counted
+/// is not charged). In remote mode the caller then drops the entry ([`Claims::drop_released`]).
 pub fn undo_claim(
     store: &Store,
     actor: &str,
@@ -180,106 +336,87 @@ pub fn undo_claim(
     Ok(())
 }
 
-/// The claims remote of a workspace in remote mode, with this store's replica.
-pub struct RemoteClaims {
-    remote: ClaimsRemote,
-    replica: String,
+/// What this replica's store tells its claims commits: the issues free here (open or gone, and
+/// no claim of them under way), and its clock.
+struct StoreHere<'a> {
+    store: &'a Store,
 }
 
-impl RemoteClaims {
-    /// The claims remote of `store`, or `None` in local mode.
-    pub fn for_store(store: &Store) -> Result<Option<RemoteClaims>, ClaimError> {
-        if ClaimMode::of(store)? == ClaimMode::Local {
-            return Ok(None);
-        }
-        let configured = store.read()?.config(REMOTE_KEY)?;
-        let remote = ClaimsRemote::open(store.dir(), configured.as_deref())?;
-        Ok(Some(RemoteClaims { remote, replica: store.replica().to_string() }))
-    }
-
-    /// The remote.
-    pub fn remote(&self) -> &ClaimsRemote {
-        &self.remote
-    }
-
-    /// The ids the last state seen of the remote says other replicas hold (none if it cannot
-    /// be read: confirmation decides anyway).
-    pub fn held_elsewhere(&self) -> Vec<String> {
-        let known = self.remote.known();
-        match known.and_then(|s| self.remote.held_elsewhere(&s, &self.replica)) {
-            Ok(ids) => ids,
-            Err(error) => {
-                tracing::warn!(%error, "reading the last claims state seen failed");
-                Vec::new()
+impl Here for StoreHere<'_> {
+    /// On a read error none: an entry is kept rather than dropped by mistake.
+    fn free(&self, ids: &[&str]) -> Vec<String> {
+        let read = || -> Result<Vec<String>, StoreError> {
+            let reader = self.store.read()?;
+            let mut free = Vec::new();
+            for id in ids {
+                let open = reader.issue(id)?.is_none_or(|issue| issue.status == Status::Open);
+                if open && !InFlight::under_way(self.store.dir(), id) {
+                    free.push((*id).to_string());
+                }
             }
-        }
-    }
-
-    /// Confirms on the remote that this replica holds `id` (claimed by `actor` through `ops`,
-    /// empty if it was held already).
-    pub fn confirm(
-        &self,
-        store: &Store,
-        id: &str,
-        actor: &str,
-        clock: Clock,
-        ops: &[Op],
-    ) -> Result<Confirmed, RemoteClaimError> {
-        let op = ops.iter().find(|op| op.kind.name() == "claim" && op.kind.subject() == id);
-        let holder = Holder {
-            replica: self.replica.clone(),
-            actor: actor.to_string(),
-            claimed_at: clock.now(),
-            op: op.map_or_else(ulid::Ulid::generate, |op| op.meta.id).to_string(),
+            Ok(free)
         };
-        self.remote.confirm(id, &holder, &|ids| free_here(store, ids))
+        read().unwrap_or_else(|error| {
+            tracing::warn!(%error, "reading which claimed issues are free failed");
+            Vec::new()
+        })
     }
 
-    /// [`RemoteClaims::confirm`]; if it fails and the claim was made just now (`ops`), the
-    /// claim is undone locally ([`undo_claim`]).
-    pub fn confirm_or_undo(
-        &self,
-        store: &Store,
-        actor: &str,
-        clock: Clock,
-        before: &Issue,
-        ops: &[Op],
-    ) -> Result<Confirmed, ClaimError> {
-        let error = match self.confirm(store, &before.id, actor, clock, ops) {
-            Ok(confirmed) => return Ok(confirmed),
-            Err(error) => error,
-        };
-        if !ops.is_empty() {
-            undo_claim(store, actor, clock, before)?;
-        }
-        Err(error.into())
-    }
-
-    /// Drops this replica's entries for issues free here (released, reopened, deleted).
-    /// Returns their ids.
-    pub fn release(&self, store: &Store) -> Result<Vec<String>, RemoteClaimError> {
-        self.remote.release(&self.replica, &|ids| free_here(store, ids))
+    fn clock(&self) -> Hlc {
+        self.store.clock().unwrap_or_else(|error| {
+            tracing::warn!(%error, "reading the store's clock failed");
+            Hlc::ZERO
+        })
     }
 }
 
-/// The ids among `ids` that no claim holds in `store`: open, or gone. On a read error none
-/// (an entry is kept rather than dropped by mistake).
-fn free_here(store: &Store, ids: &[&str]) -> Vec<String> {
-    let read = || -> Result<Vec<String>, StoreError> {
-        let reader = store.read()?;
-        let mut free = Vec::new();
-        for id in ids {
-            if reader.issue(id)?.is_none_or(|issue| issue.status == Status::Open) {
-                free.push((*id).to_string());
-            }
-        }
-        Ok(free)
-    };
-    read().unwrap_or_else(|error| {
-        tracing::warn!(%error, "reading which claimed issues are free failed");
-        Vec::new()
-    })
+/// The lock a claim holds from before the remote confirms it until its transaction is over
+/// (module docs). Claims of issues whose ids hash alike share a lock file; one waits for the
+/// other, and an issue sharing a held lock counts as under way (kept, never wrongly dropped).
+struct InFlight {
+    _file: std::fs::File,
 }
+
+impl InFlight {
+    fn path(workspace: &Path, id: &str) -> PathBuf {
+        let bucket = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        }) % IN_FLIGHT_LOCKS;
+        workspace.join(IN_FLIGHT_DIR).join(format!("{bucket:02}.lock"))
+    }
+
+    /// Takes the lock of `id`'s claim, waiting for another claim sharing it.
+    fn take(workspace: &Path, id: &str) -> Result<InFlight, ClaimError> {
+        let path = InFlight::path(workspace, id);
+        let failed = |source| ClaimError::InFlight { path: path.clone(), source };
+        let dir = workspace.join(IN_FLIGHT_DIR);
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir).map_err(failed)?;
+            crate::beads::gitignore::ignore_or_warn(workspace, &[IN_FLIGHT_LOCKS_ENTRY]);
+        }
+        let file = std::os::unix::fs::OpenOptionsExt::mode(
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true),
+            0o600,
+        )
+        .open(&path)
+        .map_err(failed)?;
+        file.lock().map_err(failed)?;
+        Ok(InFlight { _file: file })
+    }
+
+    /// Whether a claim of `id` (or of an issue sharing its lock) is under way in any process.
+    /// One that cannot be told counts as under way.
+    fn under_way(workspace: &Path, id: &str) -> bool {
+        let path = InFlight::path(workspace, id);
+        if !path.exists() {
+            return false;
+        }
+        !matches!(crate::fsutil::try_lock_exclusive(&path), Ok(Some(_)))
+    }
+}
+
+/// The `.gitignore` line of the locks of claims under way.
+pub const IN_FLIGHT_LOCKS_ENTRY: &str = "claiming/";
 
 /// The answer to one claimer of a [`ClaimGroup`].
 pub type ClaimReply = Result<Option<Issue>, String>;
@@ -337,7 +474,7 @@ fn run_committer(store: &Store, clock: Clock, incoming: &Receiver<ClaimRequest>)
             let mut answers = Vec::with_capacity(group.len());
             for request in &group {
                 writer.set_actor(&request.actor);
-                let answer = claim_next_in(writer, &ReadyFilter::default());
+                let answer = tracker::claim_next(writer, &ReadyFilter::default());
                 // A refused claim changed nothing, so the group goes on (see `store::apply`).
                 answers.push(answer.map_err(|e| e.to_string()));
             }

@@ -42,7 +42,9 @@ pub const BULK_FORMAT_VERSION: u32 = 2;
 
 /// A hybrid logical clock stamp: wall-clock milliseconds, plus a counter that orders ops made
 /// within the same millisecond (or while the wall clock stands behind an earlier stamp).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Hlc {
     pub wall_ms: u64,
     pub logical: u32,

@@ -4,8 +4,10 @@
 //!
 //! Covers: a race of several claiming processes per workspace, after which every issue is
 //! claimed exactly once across both machines (checked in `refs/fleet/claims` with `git` and in
-//! each store); a claim refused because the other machine holds the issue (undone locally,
-//! the holder named), and the issue claimable there after a release; an unreachable remote
+//! each store); three machines racing through a `git daemon` and then syncing, after which every
+//! acknowledged claim is still held everywhere; a release that never ends a claim its author
+//! had not seen (local mode); a claim refused because the other machine holds the issue
+//! (nothing claimed, the holder named), and the issue claimable there after a release; an unreachable remote
 //! (the claim fails naming the remote, nothing stays claimed); and local mode, which never
 //! touches the remote.
 
@@ -53,10 +55,15 @@ fn shared_issues(dir: &Path, n: usize) -> PathBuf {
 /// A workspace with `issues` imported, `remote` added to its journal repository as `origin`,
 /// and `claim_mode` set to `mode` (none: left at its default).
 fn workspace(issues: &Path, remote: &Path, mode: Option<&str>) -> Workspace {
+    workspace_at(issues, remote.to_str().unwrap(), mode)
+}
+
+/// [`workspace`] with the remote at `url`.
+fn workspace_at(issues: &Path, url: &str, mode: Option<&str>) -> Workspace {
     let ws = Workspace::new();
     ws.run(&["import", issues.to_str().unwrap()]).ok();
     ws.run(&["journal", "commit"]).ok();
-    ws.run(&["remote", "add", "origin", remote.to_str().unwrap()]).ok();
+    ws.run(&["remote", "add", "origin", url]).ok();
     if let Some(mode) = mode {
         ws.run(&["bd", "config", "set", "claim_mode", mode]).ok();
     }
@@ -69,6 +76,7 @@ fn remote_claims(remote: &Path) -> BTreeMap<String, Value> {
     let names = git(&["--git-dir", git_dir, "ls-tree", "-r", "--name-only", "refs/fleet/claims"]);
     names
         .lines()
+        .filter(|path| *path != "clock")
         .map(|path| {
             let id = path.strip_prefix("claims/").expect("a claims/<id> path").to_string();
             let blob = git(&["--git-dir", git_dir, "show", &format!("refs/fleet/claims:{path}")]);
@@ -95,13 +103,18 @@ fn show(ws: &Workspace, id: &str) -> Value {
 /// Claims with `fleet claim --json` until there is no ready work; returns the ids claimed and
 /// the errors met on the way.
 fn claim_until_empty(ws_home: PathBuf) -> (Vec<String>, Vec<String>) {
+    claim_until_empty_as(ws_home, "tester")
+}
+
+/// [`claim_until_empty`] as `actor`.
+fn claim_until_empty_as(ws_home: PathBuf, actor: &str) -> (Vec<String>, Vec<String>) {
     let mut claimed = Vec::new();
     let mut errors = Vec::new();
     loop {
         let output = Command::new(common::fleet_bin())
             .env_clear()
             .env("FLEET_HOME", &ws_home)
-            .env("FLEET_ACTOR", "tester")
+            .env("FLEET_ACTOR", actor)
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .args(["claim", "--json"])
             .output()
@@ -168,6 +181,94 @@ fn racing_machines_claim_every_issue_exactly_once() {
         let mine: BTreeSet<String> = by_machine[m].iter().cloned().collect();
         assert_eq!(ids_with_status(ws, "in_progress"), mine, "machine {m}'s in-progress issues");
         assert_eq!(ids_with_status(ws, "open").len(), ISSUES - mine.len());
+    }
+}
+
+/// Three machines, eight claiming processes each, race for the same issues through a git
+/// daemon (a network transport), then sync with each other in turn. Every claim a command
+/// acknowledged is still held afterwards, in every store, by the actor that made it, and the
+/// claims ref names its machine: no merge turns a confirmed claim back into open.
+#[test]
+fn confirmed_claims_stay_held_through_every_sync() {
+    const MACHINES: usize = 3;
+    const EACH: usize = 8;
+    const ISSUES: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = common::GitDaemon::serving(dir.path());
+    bare_remote(dir.path());
+    let issues = shared_issues(dir.path(), ISSUES);
+    let url = daemon.url("remote.git");
+    let machines: Vec<Workspace> =
+        (0..MACHINES).map(|_| workspace_at(&issues, &url, Some("remote"))).collect();
+    for ws in &machines {
+        ws.run(&["sync"]).ok();
+    }
+    let claimers: Vec<_> = machines
+        .iter()
+        .enumerate()
+        .flat_map(|(m, ws)| {
+            (0..EACH).map(move |_| {
+                let home = ws.home().to_path_buf();
+                std::thread::spawn(move || (m, claim_until_empty_as(home, &format!("m{m}"))))
+            })
+        })
+        .collect();
+    let mut acknowledged: BTreeMap<String, usize> = BTreeMap::new();
+    for claimer in claimers {
+        let (m, (claimed, errors)) = claimer.join().unwrap();
+        assert!(errors.is_empty(), "claims failed: {errors:#?}");
+        for id in claimed {
+            assert!(acknowledged.insert(id.clone(), m).is_none(), "{id} claimed twice");
+        }
+    }
+    assert_eq!(acknowledged.len(), ISSUES);
+    for m in [0, 1, 2, 0, 1, 2] {
+        machines[m].run(&["sync"]).ok();
+    }
+    let claims = remote_claims(&dir.path().join("remote.git"));
+    for (m, ws) in machines.iter().enumerate() {
+        let listed = ws.json(&["list", "--all", "--limit", "0"]);
+        for issue in listed.as_array().unwrap() {
+            let id = issue["id"].as_str().unwrap();
+            let by = acknowledged[id];
+            assert_eq!(
+                (issue["status"].as_str(), issue["assignee"].as_str()),
+                (Some("in_progress"), Some(format!("m{by}").as_str())),
+                "machine {m}: {id}, acknowledged to m{by}"
+            );
+            assert_eq!(claims[id]["actor"], format!("m{by}"));
+        }
+    }
+}
+
+/// In local mode, a machine that lost a claim race it has not seen yet releases "its" claim
+/// before syncing: the release ends only its own claim, never the earlier one that won.
+#[test]
+fn a_release_never_ends_a_claim_its_author_had_not_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = bare_remote(dir.path());
+    let issues = shared_issues(dir.path(), 2);
+    let a = workspace(&issues, &remote, None);
+    let b = workspace(&issues, &remote, None);
+    a.run(&["sync"]).ok();
+    b.run(&["sync"]).ok();
+    let claim_as = |ws: &Workspace, actor: &str, args: &[&str]| {
+        let mut command = ws.command(args);
+        command.env("FLEET_ACTOR", actor);
+        assert!(command.status().unwrap().success(), "{actor}: {args:?}");
+    };
+    claim_as(&a, "alice", &["claim", "t-r1"]);
+    claim_as(&b, "bob", &["claim", "t-r1"]);
+    claim_as(&b, "bob", &["release", "t-r1"]);
+    for ws in [&a, &b, &a, &b] {
+        ws.run(&["sync"]).ok();
+    }
+    for ws in [&a, &b] {
+        let issue = show(ws, "t-r1");
+        assert_eq!(
+            (issue["status"].as_str(), issue["assignee"].as_str()),
+            (Some("in_progress"), Some("alice"))
+        );
     }
 }
 

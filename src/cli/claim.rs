@@ -45,11 +45,11 @@ pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
 /// stands, and the next claim or release on this machine drops the entries.
 fn release_on_remote(ctx: &Context) -> Result<(), CliError> {
     let store = ctx.store()?;
-    let Some(remote) = claim::RemoteClaims::for_store(store)? else { return Ok(()) };
-    if let Err(error) = remote.release(store) {
+    let claims = claim::Claims::of(store)?;
+    if let (Some(remote), Err(error)) = (claims.remote(), claims.drop_released()) {
         ctx.out.warn(&format!(
             "released here, but the claims on remote {} still hold it: {error}",
-            remote.remote().name()
+            remote.name()
         ));
     }
     Ok(())

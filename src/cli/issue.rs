@@ -504,6 +504,11 @@ fn claim_remotely_first(ctx: &Context, ids: &[String]) -> Result<(), CliError> {
                 for before in &claimed {
                     crate::claim::undo_claim(store, ctx.actor(), ctx.clock, before)?;
                 }
+                if !claimed.is_empty()
+                    && let Err(release) = crate::claim::Claims::of(store)?.drop_released()
+                {
+                    ctx.out.warn(&format!("the remote still holds what was put back: {release}"));
+                }
                 let mut error = CliError::from(error);
                 error.message = format!("could not claim {input}: {}", error.message);
                 return Err(error);

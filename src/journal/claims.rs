@@ -28,6 +28,16 @@
 //! Whether an issue is free is read from the store *after* the claims state is read: every
 //! entry was pushed after its local claim was committed, so that read sees the claim.
 //!
+//! # The clock
+//!
+//! Every claims commit carries a `clock` blob: the greatest hybrid-logical-clock stamp
+//! (`crate::op::Hlc`) of the stores that wrote the ref so far. A replica writes its store's
+//! clock, read after deciding what to drop, so the stamp is past every op that freed a dropped
+//! entry (a release, a reopen); a claimer receives the clock of the state its claim was
+//! confirmed on before it stamps its claim op. So a claim confirmed after another machine let
+//! the issue go is ordered after that machine's release in every store, whatever the two
+//! machines' wall clocks say, and the release can never end it.
+//!
 //! No worktree is used: objects are written with gix into the journal repository, and fetch
 //! and push run the `git` program (gix has no push), with the remote's name, so the user's git
 //! configuration (URL rewrites, credentials, ssh) applies.
@@ -42,6 +52,7 @@ use gix::refs::transaction::PreviousValue;
 use serde::{Deserialize, Serialize};
 
 use super::{EMAIL, JournalError, JournalRepo};
+use crate::op::Hlc;
 
 /// The claims ref on the remote.
 pub const CLAIMS_REF: &str = "refs/fleet/claims";
@@ -49,6 +60,8 @@ pub const CLAIMS_REF: &str = "refs/fleet/claims";
 pub const TRACKING_PREFIX: &str = "refs/fleet/remote-claims/";
 /// The directory of the claims tree holding one blob per held issue.
 pub const CLAIMS_DIR: &str = "claims";
+/// The blob of the claims tree holding the clock (module docs, "The clock").
+pub const CLOCK_FILE: &str = "clock";
 /// How many times a change is decided and pushed before giving up.
 pub const MAX_ATTEMPTS: u32 = 64;
 /// The longest wait between two attempts.
@@ -78,6 +91,8 @@ pub struct Confirmed {
     pub commit: Option<ObjectId>,
     /// Pushes tried (1 when nobody raced).
     pub attempts: u32,
+    /// The clock of the claims commit: the claim op is stamped after it.
+    pub clock: Hlc,
 }
 
 /// Errors of remote claims, each naming the remote and what to do.
@@ -121,11 +136,13 @@ pub enum RemoteClaimError {
     Journal(#[from] JournalError),
 }
 
-/// The state of the claims ref: its commit and the blob of each held issue.
+/// The state of the claims ref: its commit, the blob of each held issue, and its clock.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub tip: Option<ObjectId>,
     pub entries: BTreeMap<String, ObjectId>,
+    /// The clock the commit carries ([`Hlc::ZERO`] for commits of older fleets).
+    pub clock: Hlc,
     /// Fetched just now (not the tracking ref's possibly older state).
     pub fresh: bool,
 }
@@ -136,8 +153,8 @@ enum Step<T> {
     Done(T),
     /// Decide again on a state fetched now.
     Refetch,
-    /// Push a commit whose claims are `entries`.
-    Write { entries: BTreeMap<String, ObjectId>, message: String, value: T },
+    /// Push a commit whose claims are `entries`, with `clock`.
+    Write { entries: BTreeMap<String, ObjectId>, clock: Hlc, message: String, value: T },
 }
 
 /// How a push ended.
@@ -147,9 +164,13 @@ enum Pushed {
     Lost,
 }
 
-/// Which issues are free on this replica (open, or gone): the subset of the given ids. An
-/// entry of this replica for a free issue is dropped from the claims ref.
-pub type FreeHere<'a> = &'a dyn Fn(&[&str]) -> Vec<String>;
+/// What a replica's store says to the claims ref: which issues are free there (open, or gone,
+/// and no claim of them under way): the subset of the given ids, whose entries of this replica
+/// are dropped; and the store's clock now, written into the commit.
+pub trait Here {
+    fn free(&self, ids: &[&str]) -> Vec<String>;
+    fn clock(&self) -> Hlc;
+}
 
 /// A git remote of the journal repository, used for claims.
 pub struct ClaimsRemote {
@@ -233,11 +254,12 @@ impl ClaimsRemote {
         &self,
         id: &str,
         holder: &Holder,
-        free_here: FreeHere<'_>,
+        here: &dyn Here,
     ) -> Result<Confirmed, RemoteClaimError> {
         check_id(id, &self.name)?;
         let blob = self.write_blob(&serde_json::to_vec(holder).unwrap_or_default())?;
         let mut attempts = 0;
+        let mut clock = Hlc::ZERO;
         let commit = self.transact(false, |snapshot| {
             attempts += 1;
             if let Some(current) = self.holder(snapshot, id)?
@@ -252,27 +274,24 @@ impl ClaimsRemote {
                     remote: self.name.clone(),
                 });
             }
-            let mut entries = self.without_released(snapshot, &holder.replica, free_here)?;
+            let mut entries = self.without_released(snapshot, &holder.replica, here)?;
             entries.insert(id.to_string(), blob);
+            clock = snapshot.clock.max(here.clock());
             let message = format!(
                 "fleet claims: {id} claimed by {} (replica {})\n",
                 holder.actor, holder.replica
             );
-            Ok(Step::Write { entries, message, value: () })
+            Ok(Step::Write { entries, clock, message, value: () })
         })?;
         let ((), commit) = commit;
-        Ok(Confirmed { commit, attempts })
+        Ok(Confirmed { commit, attempts, clock })
     }
 
     /// Drops every entry of `replica` for an issue `free_here` says is free. Returns the ids
     /// dropped (none: nothing was pushed).
-    pub fn release(
-        &self,
-        replica: &str,
-        free_here: FreeHere<'_>,
-    ) -> Result<Vec<String>, RemoteClaimError> {
+    pub fn release(&self, replica: &str, here: &dyn Here) -> Result<Vec<String>, RemoteClaimError> {
         let (dropped, _) = self.transact(true, |snapshot| {
-            let entries = self.without_released(snapshot, replica, free_here)?;
+            let entries = self.without_released(snapshot, replica, here)?;
             let dropped: Vec<String> =
                 snapshot.entries.keys().filter(|id| !entries.contains_key(*id)).cloned().collect();
             if dropped.is_empty() {
@@ -280,7 +299,8 @@ impl ClaimsRemote {
             }
             let message =
                 format!("fleet claims: released {} (replica {replica})\n", dropped.join(" "));
-            Ok(Step::Write { entries, message, value: dropped })
+            let clock = snapshot.clock.max(here.clock());
+            Ok(Step::Write { entries, clock, message, value: dropped })
         })?;
         Ok(dropped)
     }
@@ -290,11 +310,11 @@ impl ClaimsRemote {
         &self,
         snapshot: &Snapshot,
         replica: &str,
-        free_here: FreeHere<'_>,
+        here: &dyn Here,
     ) -> Result<BTreeMap<String, ObjectId>, RemoteClaimError> {
         let ids: Vec<&str> = snapshot.entries.keys().map(String::as_str).collect();
         let mut entries = snapshot.entries.clone();
-        for id in free_here(&ids) {
+        for id in here.free(&ids) {
             if self.holder(snapshot, &id)?.is_some_and(|h| h.replica == replica) {
                 entries.remove(&id);
             }
@@ -315,8 +335,8 @@ impl ClaimsRemote {
             match decide(&snapshot)? {
                 Step::Done(value) => return Ok((value, None)),
                 Step::Refetch => {}
-                Step::Write { entries, message, value } => {
-                    let commit = self.write_commit(&entries, snapshot.tip, &message)?;
+                Step::Write { entries, clock, message, value } => {
+                    let commit = self.write_commit(&entries, clock, snapshot.tip, &message)?;
                     if let Pushed::Landed = self.push(commit, snapshot.tip)? {
                         self.set_tracking(commit);
                         return Ok((value, Some(commit)));
@@ -341,7 +361,7 @@ impl ClaimsRemote {
     /// The entries of the claims commit `tip`.
     fn snapshot(&self, tip: Option<ObjectId>, fresh: bool) -> Result<Snapshot, RemoteClaimError> {
         let Some(commit) = tip else {
-            return Ok(Snapshot { tip, entries: BTreeMap::new(), fresh });
+            return Ok(Snapshot { tip, entries: BTreeMap::new(), clock: Hlc::ZERO, fresh });
         };
         let bad = |e: String| self.format_error(tip, e);
         let repo = &self.repo.repo;
@@ -355,7 +375,13 @@ impl ClaimsRemote {
                 entries.insert(entry.filename().to_string(), entry.object_id());
             }
         }
-        Ok(Snapshot { tip, entries, fresh })
+        let mut clock = Hlc::ZERO;
+        if let Some(blob) = tree.find_entry(CLOCK_FILE) {
+            let data = repo.find_blob(blob.object_id()).map_err(|e| bad(e.to_string()))?;
+            clock = serde_json::from_slice(&data.data)
+                .map_err(|e| bad(format!("{CLOCK_FILE}: {e}")))?;
+        }
+        Ok(Snapshot { tip, entries, clock, fresh })
     }
 
     fn write_blob(&self, bytes: &[u8]) -> Result<ObjectId, RemoteClaimError> {
@@ -363,10 +389,11 @@ impl ClaimsRemote {
         Ok(self.repo.repo.write_blob(bytes).map_err(JournalError::git(context))?.detach())
     }
 
-    /// Writes the claims commit holding `entries`, child of `parent`.
+    /// Writes the claims commit holding `entries` and `clock`, child of `parent`.
     fn write_commit(
         &self,
         entries: &BTreeMap<String, ObjectId>,
+        clock: Hlc,
         parent: Option<ObjectId>,
         message: &str,
     ) -> Result<ObjectId, RemoteClaimError> {
@@ -392,6 +419,12 @@ impl ClaimsRemote {
                 oid,
             });
         }
+        let clock = serde_json::to_vec(&clock).expect("a clock stamp serialises");
+        top.entries.push(gix::objs::tree::Entry {
+            mode: kind(gix::objs::tree::EntryKind::Blob),
+            filename: CLOCK_FILE.into(),
+            oid: self.write_blob(&clock)?,
+        });
         let tree = repo.write_object(&top).map_err(JournalError::git(at.clone()))?.detach();
         let signature = gix::actor::Signature {
             name: "fleet".into(),

@@ -189,10 +189,11 @@ impl Writer<'_> {
         let births = self.births_named(&kind)?;
         let at = self.clock.now();
         self.hlc = self.hlc.tick(millis(at));
+        let named = matches!(kind, OpKind::Claim { .. }).then(|| self.next_claim_id.take());
         Ok(Op {
             v: kind.format_version(),
             meta: OpMeta {
-                id: ulid::Ulid::generate(),
+                id: named.flatten().unwrap_or_else(ulid::Ulid::generate),
                 actor: self.actor.clone(),
                 replica: self.replica.clone(),
                 stamp: self.hlc,
@@ -201,6 +202,19 @@ impl Writer<'_> {
             },
             kind,
         })
+    }
+
+    /// Moves the clock past `stamp`, seen elsewhere (a claims remote's state): every op this
+    /// writer stamps from now on is ordered after it.
+    pub fn receive_clock(&mut self, stamp: crate::op::Hlc) {
+        self.hlc = self.hlc.receive(stamp, millis(self.clock.now()));
+        self.clock_received = true;
+    }
+
+    /// Gives the next claim op this writer stamps the id `id` (what a claims remote's entry
+    /// names, see `crate::claim`).
+    pub fn name_next_claim(&mut self, id: ulid::Ulid) {
+        self.next_claim_id = Some(id);
     }
 
     /// The births of the issues `kind` names that a create op made ([`OpMeta::births`]).

@@ -759,6 +759,12 @@ impl Store {
         &self.replica
     }
 
+    /// The store's hybrid logical clock now: the stamp of the last op made or seen here.
+    pub fn clock(&self) -> Result<Hlc, StoreError> {
+        let bytes = self.read()?.tables.meta_bytes(meta::CLOCK)?;
+        Ok(bytes.and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Hlc::ZERO))
+    }
+
     /// Starts a read transaction: a consistent snapshot of the queue.
     pub fn read(&self) -> Result<Reader, StoreError> {
         let txn = self.begin_read()?;
@@ -1118,6 +1124,8 @@ pub struct Writer<'t> {
     /// ([`Writer::retarget`]).
     moved: std::collections::BTreeMap<String, String>,
     left_out: Vec<String>,
+    /// The id the next claim op stamped takes ([`Writer::name_next_claim`]).
+    next_claim_id: Option<ulid::Ulid>,
     /// The greatest order key seen ([`meta::ORDER_HIGH`]), and whether it moved.
     order_high: Option<crate::op::OrderKey>,
     order_high_moved: bool,
@@ -1220,6 +1228,7 @@ impl<'t> Writer<'t> {
             orphans: Vec::new(),
             moved: std::collections::BTreeMap::new(),
             left_out: Vec::new(),
+            next_claim_id: None,
             order_high,
             order_high_moved,
             closes_kept: Vec::new(),

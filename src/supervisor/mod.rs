@@ -244,37 +244,36 @@ struct ClaimFailure {
     remote: bool,
 }
 
-/// Claims the first ready task `accept` takes, counting the attempt and putting `me`'s lease
-/// on it, in one transaction. Returns the task before and after, and the ops applied.
-fn claim_locally(
+/// Claims the first ready task `accept` takes through the claim service (confirmed on the
+/// remote first in remote claim mode), counting the attempt and putting `me`'s lease on it in
+/// the claim's transaction. A read comes first so an idle queue costs no write.
+fn claim_with_lease(
     store: &Store,
     me: &Identity,
     choice: &Choice,
     now: Timestamp,
     accept: &dyn Fn(&Issue) -> bool,
-) -> Result<Option<(Issue, Issue, Vec<crate::op::Op>)>, ClaimFailure> {
+) -> Result<Option<Issue>, ClaimFailure> {
     let filter = ReadyFilter::default();
+    let failed =
+        |task: Option<String>, error: String, remote: bool| ClaimFailure { task, error, remote };
     let look = store
         .read()
         .and_then(|reader| reader.first_claimable_where(&me.name, &filter, now, accept))
-        .map_err(|error| ClaimFailure { task: None, error: error.to_string(), remote: false })?;
+        .map_err(|error| failed(None, error.to_string(), false))?;
     let Some(candidate) = look else { return Ok(None) };
-    let written = store.write(&me.name, Clock::System, |w| {
-        let Some(id) = w.first_claimable_where(&filter, accept)? else { return Ok(None) };
-        let Some(before) = w.issue(&id)? else { return Ok(None) };
-        let issue = tracker::claim(w, &id)?;
+    let claims = claim::Claims::of(store).map_err(|e| failed(None, e.to_string(), true))?;
+    let mut take = |w: &mut crate::store::Writer<'_>, id: &str| {
+        let issue = tracker::claim(w, id)?;
         let fleet = leased_fields(&issue, me, choice, w.now());
         let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
         let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
-        Ok(w.issue(&id)?.map(|issue| (before, issue)))
-    });
-    match written {
-        Ok((Some((before, issue)), ops)) => Ok(Some((before, issue, ops))),
-        Ok((None, _)) => Ok(None),
-        Err(error) => {
-            Err(ClaimFailure { task: Some(candidate), error: error.to_string(), remote: false })
-        }
-    }
+        w.issue(&id)?.ok_or(StoreError::NotFound(id))
+    };
+    claims.claim_next(&me.name, Clock::System, &filter, accept, &mut take).map_err(|error| {
+        let remote = error.remote_failed();
+        failed(Some(candidate), error.to_string(), remote)
+    })
 }
 
 /// A task with a runner in flight.
@@ -720,10 +719,8 @@ impl Supervisor {
                 let filter = ReadyFilter::default();
                 let mut coders = Vec::new();
                 // Tasks another machine holds (remote claim mode) are not work for this one.
-                let elsewhere = claim::RemoteClaims::for_store(store)
-                    .ok()
-                    .flatten()
-                    .map(|remote| remote.held_elsewhere())
+                let elsewhere = claim::Claims::of(store)
+                    .map(|claims| claims.held_elsewhere())
                     .unwrap_or_default();
                 let reader = store.read()?;
                 let now = Timestamp::now();
@@ -788,9 +785,9 @@ impl Supervisor {
 
     /// Claims the next ready task that this supervisor does not already run and whose coder
     /// is not paused; the same transaction counts the attempt and puts the lease on it. A read
-    /// comes first so an idle queue costs no write. In remote claim mode the claim is then
-    /// confirmed on the remote before anything starts: a task another machine holds is undone
-    /// uncharged and skipped; a remote that fails is [`RemoteDown`].
+    /// comes first so an idle queue costs no write. In remote claim mode the remote confirms
+    /// the claim before it is made (`crate::claim`): a task another machine holds is skipped,
+    /// charged nothing; a remote that fails is [`RemoteDown`].
     async fn claim_next(&self) -> Result<Option<Issue>, RemoteDown> {
         let me = self.me.clone();
         let now = Timestamp::now();
@@ -801,38 +798,12 @@ impl Supervisor {
         let running: Vec<String> = self.running.keys().cloned().collect();
         let result = self
             .blocking(move |store| -> Result<Option<Issue>, ClaimFailure> {
-                let remote = claim::RemoteClaims::for_store(store).map_err(|e| ClaimFailure {
-                    task: None,
-                    error: e.to_string(),
-                    remote: true,
-                })?;
-                let mut refused = remote.as_ref().map(|r| r.held_elsewhere()).unwrap_or_default();
-                loop {
-                    let accept = |issue: &Issue| {
-                        !running.contains(&issue.id)
-                            && !refused.contains(&issue.id)
-                            && issue.fleet.retry_after.is_none_or(|at| at <= now)
-                            && !paused.contains(&coder_of(issue, &choice.config.coder))
-                    };
-                    let Some((before, issue, ops)) =
-                        claim_locally(store, &me, &choice, now, &accept)?
-                    else {
-                        return Ok(None);
-                    };
-                    let Some(remote) = &remote else { return Ok(Some(issue)) };
-                    match remote.confirm_or_undo(store, &me.name, Clock::System, &before, &ops) {
-                        Ok(_) => return Ok(Some(issue)),
-                        Err(error) if error.claimed_elsewhere() => {
-                            tracing::info!(%error, "skipping a task claimed on another machine");
-                            refused.push(issue.id);
-                        }
-                        Err(error) => {
-                            let remote = matches!(error, claim::ClaimError::Remote(_));
-                            let error = error.to_string();
-                            return Err(ClaimFailure { task: Some(issue.id), error, remote });
-                        }
-                    }
-                }
+                let accept = |issue: &Issue| {
+                    !running.contains(&issue.id)
+                        && issue.fleet.retry_after.is_none_or(|at| at <= now)
+                        && !paused.contains(&coder_of(issue, &choice.config.coder))
+                };
+                claim_with_lease(store, &me, &choice, now, &accept)
             })
             .await;
         match result {

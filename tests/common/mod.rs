@@ -286,3 +286,49 @@ pub fn ids_of(value: &Value) -> Vec<String> {
         .map(|v| v["id"].as_str().expect("an id").to_string())
         .collect()
 }
+
+/// A `git daemon` serving every repository under a directory on a free loopback port, with
+/// pushes enabled: the `git://` transport, a real network remote. Stopped when dropped.
+pub struct GitDaemon {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl GitDaemon {
+    /// Starts a daemon for `base` and waits until it accepts connections.
+    pub fn serving(base: &Path) -> GitDaemon {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new("git")
+            .args(["daemon", "--reuseaddr", "--export-all", "--enable=receive-pack"])
+            .arg(format!("--base-path={}", base.display()))
+            .args(["--listen=127.0.0.1", &format!("--port={port}")])
+            .arg(base)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start git daemon");
+        let daemon = GitDaemon { child, port };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "git daemon did not listen on {port}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        daemon
+    }
+
+    /// The `git://` URL of repository `name` under the base directory.
+    pub fn url(&self, name: &str) -> String {
+        format!("git://127.0.0.1:{}/{name}", self.port)
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
