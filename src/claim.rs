@@ -42,6 +42,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
+pub use crate::journal::claims::{ClaimMode, MODE_KEY, REMOTE_KEY};
 use crate::journal::claims::{ClaimsRemote, Confirmed, Here, Holder, RemoteClaimError};
 use crate::model::{Issue, Status};
 use crate::op::{Hlc, IssuePatch};
@@ -49,34 +50,10 @@ use crate::store::{ReadyFilter, Store, StoreError, Writer};
 use crate::time::Clock;
 use crate::tracker;
 
-/// The store setting choosing how claims are decided: `local` (default) or `remote`.
-pub const MODE_KEY: &str = "claim_mode";
-/// The store setting naming the git remote of remote claims.
-pub const REMOTE_KEY: &str = "claim_remote";
 /// The directory in `.beads/` of the locks of claims under way ([`InFlight`]).
 pub const IN_FLIGHT_DIR: &str = "claiming";
 /// How many lock files claims under way share (by a hash of the issue id).
 const IN_FLIGHT_LOCKS: u64 = 64;
-
-/// How claims are decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimMode {
-    /// In this store alone: fast; two machines syncing one queue may both start a task.
-    Local,
-    /// Confirmed on a git remote: no two machines ever start the same task.
-    Remote,
-}
-
-impl ClaimMode {
-    /// The mode `store` is set to.
-    pub fn of(store: &Store) -> Result<ClaimMode, ClaimError> {
-        match store.read()?.config(MODE_KEY)?.as_deref().map(str::trim) {
-            None | Some("" | "local") => Ok(ClaimMode::Local),
-            Some("remote") => Ok(ClaimMode::Remote),
-            Some(other) => Err(ClaimError::BadMode(other.to_string())),
-        }
-    }
-}
 
 /// Why a claim failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,10 +63,6 @@ pub enum ClaimError {
     /// The remote refused or could not confirm it; nothing was claimed.
     #[error("{0}; nothing was claimed")]
     Remote(#[from] RemoteClaimError),
-    #[error(
-        "claim_mode is {0:?}; it must be \"local\" or \"remote\" (`fleet bd config set claim_mode local`)"
-    )]
-    BadMode(String),
     #[error("locking {} for a claim: {source}", path.display())]
     InFlight { path: PathBuf, source: std::io::Error },
 }
@@ -125,14 +98,7 @@ pub struct Claims<'s> {
 impl<'s> Claims<'s> {
     /// The claim service of `store`, in the mode the store is set to.
     pub fn of(store: &'s Store) -> Result<Claims<'s>, ClaimError> {
-        let remote = match ClaimMode::of(store)? {
-            ClaimMode::Local => None,
-            ClaimMode::Remote => {
-                let configured = store.read()?.config(REMOTE_KEY)?;
-                Some(ClaimsRemote::open(store.dir(), configured.as_deref())?)
-            }
-        };
-        Ok(Claims { store, remote })
+        Ok(Claims { store, remote: ClaimsRemote::of_store(store)? })
     }
 
     /// The claim service of `store` deciding in the store alone, whatever its mode (the
@@ -150,7 +116,7 @@ impl<'s> Claims<'s> {
     /// mode, or if it cannot be read: confirmation decides anyway).
     pub fn held_elsewhere(&self) -> Vec<String> {
         let Some(remote) = &self.remote else { return Vec::new() };
-        match remote.known().and_then(|s| remote.held_elsewhere(&s, self.store.replica())) {
+        match remote.known().and_then(|s| remote.held_elsewhere(&s, &self.store.replica())) {
             Ok(ids) => ids,
             Err(error) => {
                 tracing::warn!(%error, "reading the last claims state seen failed");
@@ -227,7 +193,7 @@ impl<'s> Claims<'s> {
     pub fn drop_released(&self) -> Result<Vec<String>, ClaimError> {
         let Some(remote) = &self.remote else { return Ok(Vec::new()) };
         let here = StoreHere { store: self.store };
-        Ok(remote.release(self.store.replica(), &here)?)
+        Ok(remote.release(&self.store.replica(), &here)?)
     }
 
     /// Remote mode: confirms on the remote that this replica holds `id`, then runs `take` in
@@ -258,7 +224,7 @@ impl<'s> Claims<'s> {
         still_open(self.store.read()?.issue(id)?)?;
         let claim_op = ulid::Ulid::generate();
         let holder = Holder {
-            replica: self.store.replica().to_string(),
+            replica: self.store.replica(),
             actor: actor.to_string(),
             claimed_at: clock.now(),
             op: claim_op.to_string(),

@@ -307,6 +307,161 @@ fn a_create_under_a_concurrently_deleted_parent_is_kept_as_an_orphan() {
     }
 }
 
+/// Copies everything under `from`'s FLEET_HOME into `to`'s (what `cp -a ~/.fleet` or a
+/// restored backup does).
+fn copy_home(from: &Workspace, to: &Workspace) {
+    let _ = std::fs::remove_dir_all(to.beads_dir());
+    let status = std::process::Command::new("cp")
+        .args(["-a", &format!("{}/.", from.home().display()), to.home().to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The replica id of the workspace's store (the name of its journal ref).
+fn replica_of(ws: &Workspace) -> String {
+    let commit = ws.json(&["journal", "commit"]);
+    let reference = commit["reference"].as_str().unwrap();
+    reference.strip_prefix("refs/fleet/journal/").unwrap().to_string()
+}
+
+fn comments_of(ws: &Workspace, id: &str) -> Vec<String> {
+    let shown = ws.json(&["show", id]);
+    let shown = if shown.is_array() { shown[0].clone() } else { shown };
+    shown["comments"]
+        .as_array()
+        .map(|c| c.iter().map(|c| c["text"].as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// A copied `~/.fleet` goes on working beside the original (both as one replica): the copy
+/// that syncs second finds the other's commits under its replica id, takes a new one with its
+/// own ops re-stamped, and every op of both copies reaches every machine.
+#[test]
+fn a_copied_workspace_takes_a_new_replica_id_and_nothing_is_lost() {
+    let fleet = Fleet::new(2);
+    let (original, other) = (&fleet.machines[0], &fleet.machines[1]);
+    let shared = original.create("shared", &[]);
+    fleet.sync(0);
+    // Made before the copy, not yet in git: both copies have it.
+    let pending = original.create("pending at the copy", &[]);
+    let copy = Workspace::empty();
+    copy_home(original, &copy);
+    let by_original = original.create("by the original", &[]);
+    original.run(&["comment", &shared, "the original's comment"]).ok();
+    let by_copy = copy.create("by the copy", &[]);
+    copy.run(&["comment", &shared, "the copy's comment"]).ok();
+    copy.run(&["update", &pending, "--notes", "the copy's note"]).ok();
+    fleet.sync(0);
+    let report = copy.json(&["sync"]);
+    assert_eq!(report["own_ref"]["state"], "new_replica", "{report}");
+    let old = replica_of(original);
+    assert_eq!(report["own_ref"]["old"], old.as_str());
+    let renamed = report["own_ref"]["new"].as_str().unwrap().to_string();
+    assert_ne!(report["own_ref"]["old"], renamed);
+    assert!(report["own_ref"]["ops"].as_array().unwrap().len() >= 3, "{report}");
+    let human = copy.run(&["sync"]).ok();
+    assert!(!human.stdout.contains("Another copy"), "once: {}", human.stdout);
+    for _ in 0..2 {
+        fleet.sync(0);
+        fleet.sync(1);
+        copy.json(&["sync"]);
+    }
+    let everyone = [original, other, &copy];
+    let exports: Vec<String> = everyone.iter().map(|ws| export_all(ws)).collect();
+    assert_eq!(exports[0], exports[1]);
+    assert_eq!(exports[0], exports[2]);
+    for ws in everyone {
+        let ids = ids(ws);
+        for id in [&shared, &pending, &by_original, &by_copy] {
+            assert!(ids.contains(id), "{id} missing");
+        }
+        let mut comments = comments_of(ws, &shared);
+        comments.sort();
+        assert_eq!(comments, ["the copy's comment", "the original's comment"]);
+        assert_eq!(field(ws, &pending, "notes"), "the copy's note");
+    }
+    // The original kept its id; the copy's new ops are its own from now on.
+    assert_eq!(replica_of(original), old);
+    assert_eq!(replica_of(&copy), renamed);
+    let after = copy.create("after the new id", &[]);
+    copy.json(&["sync"]);
+    fleet.sync(1);
+    assert!(ids(other).contains(&after));
+    // Each journal alone rebuilds the same queue.
+    copy.run(&["rebuild", "--force"]).ok();
+    other.run(&["rebuild", "--force"]).ok();
+    assert_eq!(export_all(&copy), export_all(other));
+}
+
+/// A store restored from a backup, with the machine's later work on the remote: the next sync
+/// catches it up with its own lost ops; a backup that went on working before its first sync
+/// takes a new replica id instead, and nothing of either is lost.
+#[test]
+fn a_restored_backup_catches_up_with_its_own_journal() {
+    let fleet = Fleet::new(2);
+    let (machine, other) = (&fleet.machines[0], &fleet.machines[1]);
+    let before = machine.create("before the backup", &[]);
+    fleet.sync(0);
+    let backup = Workspace::empty();
+    copy_home(machine, &backup);
+    let lost = machine.create("after the backup", &[]);
+    machine.run(&["comment", &before, "said after the backup"]).ok();
+    fleet.sync(0);
+    // The disk dies; the backup is put back.
+    copy_home(&backup, machine);
+    assert!(!ids(machine).contains(&lost));
+    let report = machine.json(&["sync"]);
+    assert_eq!(report["own_ref"]["state"], "caught_up", "{report}");
+    assert!(ids(machine).contains(&lost));
+    assert_eq!(comments_of(machine, &before), ["said after the backup"]);
+    let next = machine.create("after the restore", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    assert!(ids(other).contains(&next));
+    assert_eq!(export_all(machine), export_all(other));
+
+    // The same backup again, but it works before it syncs: a fork.
+    copy_home(&backup, machine);
+    let forked = machine.create("made on the restored backup", &[]);
+    let report = machine.json(&["sync"]);
+    assert_eq!(report["own_ref"]["state"], "new_replica", "{report}");
+    fleet.sync(1);
+    machine.json(&["sync"]);
+    for ws in [machine, other] {
+        let ids = ids(ws);
+        for id in [&before, &lost, &next, &forked] {
+            assert!(ids.contains(id), "{id} missing");
+        }
+    }
+    assert_eq!(export_all(machine), export_all(other));
+}
+
+/// The remote is lost and made again, empty: the first machine to sync pushes every replica's
+/// journal it has, so a machine that joins afterwards gets the whole queue.
+#[test]
+fn a_remote_made_again_is_restored_by_any_machine_that_syncs() {
+    let fleet = Fleet::new(3);
+    let mut made = Vec::new();
+    for (m, ws) in fleet.machines.iter().enumerate() {
+        made.push(ws.create(&format!("made on m{m}"), &[]));
+        fleet.sync(m);
+    }
+    fleet.sync(0);
+    fleet.sync(1);
+    std::fs::remove_dir_all(fleet.remote()).unwrap();
+    git(&["init", "-q", "--bare", fleet.remote().to_str().unwrap()]);
+    let report = fleet.sync(1);
+    assert_eq!(report["restored_refs"].as_array().unwrap().len(), 2, "{report}");
+    let newcomer = Workspace::new();
+    newcomer.run(&["remote", "add", "origin", fleet.remote().to_str().unwrap()]).ok();
+    newcomer.json(&["sync"]);
+    let ids = ids(&newcomer);
+    for id in &made {
+        assert!(ids.contains(id), "{id} missing on the newcomer");
+    }
+}
+
 #[test]
 fn a_remote_that_does_not_exist_is_named_and_the_next_sync_completes() {
     let fleet = Fleet::new(2);
@@ -352,11 +507,8 @@ fn a_rejected_push_is_named_and_the_next_sync_completes() {
     git(&["--git-dir", remote, "update-ref", &ours, &b_tip]);
     a.create("second", &[]);
     let rejected = a.run(&["sync"]).fails(1);
-    assert!(
-        rejected.stderr.contains(&format!("pushing {ours} to remote origin")),
-        "{}",
-        rejected.stderr
-    );
+    assert!(rejected.stderr.contains(&format!("{ours} on remote origin")), "{}", rejected.stderr);
+    assert!(rejected.stderr.contains("is not a fleet journal batch"), "{}", rejected.stderr);
     git(&["--git-dir", remote, "update-ref", "-d", &ours]);
     let report = fleet.sync(0);
     assert_eq!(report["sent"], 2, "{report}");
@@ -423,14 +575,56 @@ fn export_jsonl_writes_issues_jsonl_after_a_sync() {
 /// One step of a random history.
 #[derive(Debug, Clone)]
 enum Step {
-    Create { machine: usize },
-    Retitle { machine: usize, issue: usize, title: u8 },
-    Status { machine: usize, issue: usize, status: usize },
-    Close { machine: usize, issue: usize },
-    Comment { machine: usize, issue: usize },
-    Label { machine: usize, issue: usize, label: usize },
-    Claim { machine: usize, issue: usize },
-    Sync { machine: usize },
+    Create {
+        machine: usize,
+    },
+    Retitle {
+        machine: usize,
+        issue: usize,
+        title: u8,
+    },
+    Status {
+        machine: usize,
+        issue: usize,
+        status: usize,
+    },
+    Close {
+        machine: usize,
+        issue: usize,
+    },
+    Comment {
+        machine: usize,
+        issue: usize,
+    },
+    Label {
+        machine: usize,
+        issue: usize,
+        label: usize,
+    },
+    Claim {
+        machine: usize,
+        issue: usize,
+    },
+    Release {
+        machine: usize,
+        issue: usize,
+    },
+    /// A child of an issue (which another machine may be deleting meanwhile).
+    CreateChild {
+        machine: usize,
+        issue: usize,
+    },
+    Delete {
+        machine: usize,
+        issue: usize,
+    },
+    /// A copy of a machine's whole FLEET_HOME goes on working as a machine of its own.
+    Clone {
+        machine: usize,
+    },
+    Sync {
+        machine: usize,
+    },
 }
 
 fn step(machines: usize) -> impl Strategy<Value = Step> {
@@ -446,7 +640,12 @@ fn step(machines: usize) -> impl Strategy<Value = Step> {
         1 => (m.clone(), i.clone()).prop_map(|(machine, issue)| Step::Comment { machine, issue }),
         1 => (m.clone(), i.clone(), 0usize..3)
             .prop_map(|(machine, issue, label)| Step::Label { machine, issue, label }),
-        1 => (m.clone(), i).prop_map(|(machine, issue)| Step::Claim { machine, issue }),
+        1 => (m.clone(), i.clone()).prop_map(|(machine, issue)| Step::Claim { machine, issue }),
+        1 => (m.clone(), i.clone()).prop_map(|(machine, issue)| Step::Release { machine, issue }),
+        1 => (m.clone(), i.clone())
+            .prop_map(|(machine, issue)| Step::CreateChild { machine, issue }),
+        1 => (m.clone(), i).prop_map(|(machine, issue)| Step::Delete { machine, issue }),
+        1 => m.clone().prop_map(|machine| Step::Clone { machine }),
         2 => m.prop_map(|machine| Step::Sync { machine }),
     ]
 }
@@ -459,81 +658,111 @@ fn ids(ws: &Workspace) -> Vec<String> {
     ids
 }
 
-fn play(fleet: &Fleet, serial: usize, step: &Step) {
-    let pick = |machine: usize, n: usize| {
-        let ids = ids(&fleet.machines[machine]);
+fn play(fleet: &mut Fleet, serial: usize, step: &Step) {
+    if let Step::Clone { machine } = step {
+        if fleet.machines.len() < 5 {
+            let copy = Workspace::empty();
+            copy_home(&fleet.machines[machine % fleet.machines.len()], &copy);
+            fleet.machines.push(copy);
+        }
+        return;
+    }
+    let fleet = &*fleet;
+    // Steps name machines 0..5; clones join as machines 3 and 4, until then the name wraps.
+    let at = |machine: &usize| machine % fleet.machines.len();
+    let pick = |machine: &usize, n: usize| {
+        let ids = ids(&fleet.machines[at(machine)]);
         (!ids.is_empty()).then(|| ids[n % ids.len()].clone())
     };
-    let run = |machine: usize, args: &[&str]| {
+    let run = |machine: &usize, args: &[&str]| {
         // A refusal (claiming a taken issue) is simply not an op.
-        let _ = fleet.machines[machine].run(args);
+        let _ = fleet.machines[at(machine)].run(args);
     };
     match step {
-        Step::Create { machine } => run(*machine, &["create", &format!("m{machine} #{serial}")]),
+        Step::Create { machine } => run(machine, &["create", &format!("m{machine} #{serial}")]),
         Step::Retitle { machine, issue, title } => {
-            if let Some(id) = pick(*machine, *issue) {
-                run(*machine, &["update", &id, "--title", &format!("title {title}")]);
+            if let Some(id) = pick(machine, *issue) {
+                run(machine, &["update", &id, "--title", &format!("title {title}")]);
             }
         }
         Step::Status { machine, issue, status } => {
-            if let Some(id) = pick(*machine, *issue) {
+            if let Some(id) = pick(machine, *issue) {
                 let status = ["open", "blocked", "deferred"][*status];
-                run(*machine, &["update", &id, "--status", status]);
+                run(machine, &["update", &id, "--status", status]);
             }
         }
         Step::Close { machine, issue } => {
-            if let Some(id) = pick(*machine, *issue) {
-                run(*machine, &["close", &id]);
+            if let Some(id) = pick(machine, *issue) {
+                run(machine, &["close", &id]);
             }
         }
         Step::Comment { machine, issue } => {
-            if let Some(id) = pick(*machine, *issue) {
-                run(*machine, &["comment", &id, &format!("note {serial}")]);
+            if let Some(id) = pick(machine, *issue) {
+                run(machine, &["comment", &id, &format!("note {serial}")]);
             }
         }
         Step::Label { machine, issue, label } => {
-            if let Some(id) = pick(*machine, *issue) {
-                run(*machine, &["label", "add", &id, ["red", "green", "blue"][*label]]);
+            if let Some(id) = pick(machine, *issue) {
+                run(machine, &["label", "add", &id, ["red", "green", "blue"][*label]]);
             }
         }
         Step::Claim { machine, issue } => {
-            if let Some(id) = pick(*machine, *issue) {
+            if let Some(id) = pick(machine, *issue) {
                 let actor = format!("agent-{machine}");
-                let _ = as_actor(&fleet.machines[*machine], &actor, &["claim", &id]);
+                let _ = as_actor(&fleet.machines[at(machine)], &actor, &["claim", &id]);
             }
         }
+        Step::Release { machine, issue } => {
+            if let Some(id) = pick(machine, *issue) {
+                run(machine, &["release", &id]);
+            }
+        }
+        Step::CreateChild { machine, issue } => {
+            if let Some(parent) = pick(machine, *issue) {
+                run(machine, &["create", &format!("child {serial}"), "--parent", &parent]);
+            }
+        }
+        Step::Delete { machine, issue } => {
+            if let Some(id) = pick(machine, *issue) {
+                run(machine, &["delete", &id, "--force"]);
+            }
+        }
+        Step::Clone { .. } => {}
         Step::Sync { machine } => {
-            fleet.sync(*machine);
+            fleet.machines[at(machine)].json(&["sync"]);
         }
     }
 }
 
 fn history() -> impl Strategy<Value = (Vec<Step>, Vec<usize>)> {
-    (proptest::collection::vec(step(3), 4..14), Just(vec![0usize, 1, 2]).prop_shuffle())
+    (proptest::collection::vec(step(5), 4..16), Just(vec![0usize, 1, 2, 3, 4]).prop_shuffle())
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
-    /// Random concurrent histories on three machines, synced now and then and at the end in
-    /// a random order: every machine exports the same queue, and `fleet rebuild` from the
-    /// journal alone gives it again.
+    /// Random concurrent histories on three machines — claims and releases by several of
+    /// them, deletes under new children, copies of a machine's store working beside it —
+    /// synced now and then and at the end in a random order: every machine exports the same
+    /// queue, and `fleet rebuild` from the journal alone gives it again.
     #[test]
     fn random_histories_synced_in_random_orders_converge((steps, order) in history()) {
-        let fleet = Fleet::new(3);
+        let mut fleet = Fleet::new(3);
         fleet.machines[0].create("shared", &[]);
         fleet.sync(0);
         for (serial, step) in steps.iter().enumerate() {
-            play(&fleet, serial, step);
+            play(&mut fleet, serial, step);
         }
+        let order: Vec<usize> = order.into_iter().filter(|&m| m < fleet.machines.len()).collect();
         for _ in 0..2 {
             for &machine in &order {
                 fleet.sync(machine);
             }
         }
         let exports = fleet.exports();
-        prop_assert_eq!(&exports[0], &exports[1]);
-        prop_assert_eq!(&exports[0], &exports[2]);
+        for export in &exports[1..] {
+            prop_assert_eq!(&exports[0], export);
+        }
         // The journal alone rebuilds the same queue (every replica's refs were fetched).
         let rebuilt = &fleet.machines[order[0]];
         rebuilt.run(&["rebuild", "--force"]).ok();

@@ -100,37 +100,41 @@ pub fn write_export(
     options: &ExportOptions,
     out: &mut dyn Write,
 ) -> Result<ExportSummary, BeadsError> {
-    let view = reader.view();
     let mut summary = ExportSummary::default();
     let mut line = Vec::with_capacity(4096);
     let mut failure: Option<BeadsError> = None;
-    view.scan_issues(&mut |mut issue| {
-        issue.fleet.cwd = options.exported_cwd(&issue.fleet.cwd);
-        if excluded(&issue, options) {
-            summary.excluded += 1;
-            return Ok(true);
-        }
-        let deps = view.deps_of(&issue.id)?;
-        let mut comments = view.comments_of(&issue.id)?;
-        jsonl::sort_comments(&mut comments);
-        let counts = Counts {
-            dependency_count: deps.len(),
-            dependent_count: view.dependents_of(&issue.id)?.len(),
-            comment_count: comments.len(),
-            parent: deps
-                .iter()
-                .find(|d| d.kind == dep_type::PARENT_CHILD)
-                .map(|d| d.depends_on_id.clone()),
-        };
-        let record = Record { issue: Box::new(issue), deps, comments };
-        line.clear();
-        jsonl::write_line(&mut line, &Value::Object(jsonl::record_value(&record, &counts)));
-        if let Err(error) = out.write_all(&line) {
-            failure = Some(BeadsError::Io { context: "writing the export".into(), source: error });
-            return Ok(false);
-        }
-        summary.issues += 1;
-        Ok(true)
+    // Under the guard: a damaged page reached by the scan is an error naming the fix, never a
+    // panic of the database engine.
+    reader.guarded(|view| {
+        view.scan_issues(&mut |mut issue| {
+            issue.fleet.cwd = options.exported_cwd(&issue.fleet.cwd);
+            if excluded(&issue, options) {
+                summary.excluded += 1;
+                return Ok(true);
+            }
+            let deps = view.deps_of(&issue.id)?;
+            let mut comments = view.comments_of(&issue.id)?;
+            jsonl::sort_comments(&mut comments);
+            let counts = Counts {
+                dependency_count: deps.len(),
+                dependent_count: view.dependents_of(&issue.id)?.len(),
+                comment_count: comments.len(),
+                parent: deps
+                    .iter()
+                    .find(|d| d.kind == dep_type::PARENT_CHILD)
+                    .map(|d| d.depends_on_id.clone()),
+            };
+            let record = Record { issue: Box::new(issue), deps, comments };
+            line.clear();
+            jsonl::write_line(&mut line, &Value::Object(jsonl::record_value(&record, &counts)));
+            if let Err(error) = out.write_all(&line) {
+                failure =
+                    Some(BeadsError::Io { context: "writing the export".into(), source: error });
+                return Ok(false);
+            }
+            summary.issues += 1;
+            Ok(true)
+        })
     })?;
     if let Some(error) = failure {
         return Err(error);

@@ -488,7 +488,8 @@ pub(in crate::cli) fn update_issues(
 /// and nothing is edited. In local mode the claim happens in the edit's transaction.
 fn claim_remotely_first(ctx: &Context, ids: &[String]) -> Result<(), CliError> {
     let store = ctx.store()?;
-    if crate::claim::ClaimMode::of(store)? == crate::claim::ClaimMode::Local {
+    let mode = crate::claim::ClaimMode::of(store).map_err(crate::claim::ClaimError::from)?;
+    if mode == crate::claim::ClaimMode::Local {
         return Ok(());
     }
     let mut claimed: Vec<crate::model::Issue> = Vec::new();

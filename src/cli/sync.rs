@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 
 use super::context::Context;
 use super::error::CliError;
+use crate::journal::identity::OwnRef;
 use crate::journal::sync::{self, Remote, SyncReport};
 use crate::store::Store;
 
@@ -127,6 +128,29 @@ pub(super) fn render_report(report: &SyncReport) -> String {
         report.rejected.len(),
         report.sent
     )];
+    match &report.own_ref {
+        OwnRef::InStep => {}
+        OwnRef::CaughtUp { ops } => lines.push(format!(
+            "This store was behind its own journal on the remote (a restored backup?): caught up with {ops} op(s)"
+        )),
+        OwnRef::NewReplica { restamped, claims_moved } => lines.push(format!(
+            "Another copy of this store (a copied ~/.fleet, a restored backup or snapshot) pushed as replica {}: this store is replica {} from now on, {} op(s) of its own re-stamped{}",
+            restamped.old,
+            restamped.new,
+            restamped.ops.len(),
+            if claims_moved.is_empty() {
+                String::new()
+            } else {
+                format!(", {} claim(s) on the remote moved", claims_moved.len())
+            }
+        )),
+    }
+    if !report.restored_refs.is_empty() {
+        lines.push(format!(
+            "Restored on the remote the journals of {} other replica(s) it lacked",
+            report.restored_refs.len()
+        ));
+    }
     if report.conflicts_resolved > 0 {
         lines.push(format!("Conflicts resolved: {}", report.conflicts_resolved));
     }

@@ -54,8 +54,32 @@ use serde::{Deserialize, Serialize};
 use super::{EMAIL, JournalError, JournalRepo};
 use crate::op::Hlc;
 
+/// The store setting choosing how claims are decided: `local` (default) or `remote`.
+pub const MODE_KEY: &str = "claim_mode";
+/// The store setting naming the git remote of remote claims.
+pub const REMOTE_KEY: &str = "claim_remote";
 /// The claims ref on the remote.
 pub const CLAIMS_REF: &str = "refs/fleet/claims";
+
+/// How claims are decided (the store setting [`MODE_KEY`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// In this store alone: fast; two machines syncing one queue may both start a task.
+    Local,
+    /// Confirmed on a git remote: no two machines ever start the same task.
+    Remote,
+}
+
+impl ClaimMode {
+    /// The mode `store` is set to.
+    pub fn of(store: &crate::store::Store) -> Result<ClaimMode, RemoteClaimError> {
+        match store.read()?.config(MODE_KEY)?.as_deref().map(str::trim) {
+            None | Some("" | "local") => Ok(ClaimMode::Local),
+            Some("remote") => Ok(ClaimMode::Remote),
+            Some(other) => Err(RemoteClaimError::BadMode(other.to_string())),
+        }
+    }
+}
 /// Where the last state seen of a remote's claims ref is kept locally.
 pub const TRACKING_PREFIX: &str = "refs/fleet/remote-claims/";
 /// The directory of the claims tree holding one blob per held issue.
@@ -132,6 +156,12 @@ pub enum RemoteClaimError {
     Format { remote: String, commit: String, reason: String },
     #[error("running git for remote {remote}: {source}; is git installed and on PATH?")]
     Spawn { remote: String, source: std::io::Error },
+    #[error(
+        "claim_mode is {0:?}; it must be \"local\" or \"remote\" (`fleet bd config set claim_mode local`)"
+    )]
+    BadMode(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     Journal(#[from] JournalError),
 }
@@ -180,6 +210,16 @@ pub struct ClaimsRemote {
 }
 
 impl ClaimsRemote {
+    /// The claims remote of `store` if it is set to remote claims ([`ClaimMode::Remote`]):
+    /// [`REMOTE_KEY`] if set, else `origin`, else the only remote.
+    pub fn of_store(store: &crate::store::Store) -> Result<Option<ClaimsRemote>, RemoteClaimError> {
+        if ClaimMode::of(store)? == ClaimMode::Local {
+            return Ok(None);
+        }
+        let configured = store.read()?.config(REMOTE_KEY)?;
+        Ok(Some(ClaimsRemote::open(store.dir(), configured.as_deref())?))
+    }
+
     /// The remote of the journal repository of workspace `dir`: the one named `configured`,
     /// else `origin`, else the only one.
     pub fn open(dir: &Path, configured: Option<&str>) -> Result<ClaimsRemote, RemoteClaimError> {
@@ -303,6 +343,39 @@ impl ClaimsRemote {
             Ok(Step::Write { entries, clock, message, value: dropped })
         })?;
         Ok(dropped)
+    }
+
+    /// Names `new` as the holder of every entry of `old` whose claim op is among `ops`: the
+    /// claims a store made as `old` before it took the replica id `new` (`super::identity`).
+    /// Returns the ids of the entries moved.
+    pub fn reassign(
+        &self,
+        old: &str,
+        new: &str,
+        ops: &std::collections::HashSet<String>,
+        here: &dyn Here,
+    ) -> Result<Vec<String>, RemoteClaimError> {
+        let (moved, _) = self.transact(true, |snapshot| {
+            let mut entries = snapshot.entries.clone();
+            let mut moved = Vec::new();
+            for id in snapshot.entries.keys() {
+                let Some(mut holder) = self.holder(snapshot, id)? else { continue };
+                if holder.replica == old && ops.contains(&holder.op) {
+                    new.clone_into(&mut holder.replica);
+                    let blob = self.write_blob(&serde_json::to_vec(&holder).unwrap_or_default())?;
+                    entries.insert(id.clone(), blob);
+                    moved.push(id.clone());
+                }
+            }
+            if moved.is_empty() {
+                return Ok(Step::Done(moved));
+            }
+            let message =
+                format!("fleet claims: {} moved from replica {old} to {new}\n", moved.join(" "));
+            let clock = snapshot.clock.max(here.clock());
+            Ok(Step::Write { entries, clock, message, value: moved })
+        })?;
+        Ok(moved)
     }
 
     /// `snapshot`'s entries without those of `replica` for issues free here.

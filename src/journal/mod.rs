@@ -60,6 +60,7 @@
 //! are settings of a store, not ops; `fleet rebuild` copies them from the store it replaces.
 
 pub mod claims;
+pub mod identity;
 mod read;
 mod rebuild;
 mod repo;

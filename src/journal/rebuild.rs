@@ -106,9 +106,9 @@ fn build(
     clock: Clock,
     ops: Vec<crate::op::Op>,
 ) -> Result<(RebuildReport, usize), JournalError> {
-    let new = Store::init_as(scratch, old.prefix(), old.replica())?;
+    let new = Store::init_as(scratch, old.prefix(), &old.replica())?;
     let config = old.read()?.config_all()?;
-    new.write(old.replica(), clock, |writer| {
+    new.write(&old.replica(), clock, |writer| {
         for (key, value) in &config {
             writer.set_config(key, Some(value))?;
         }

@@ -29,6 +29,7 @@ use std::process::Command;
 use gix::ObjectId;
 use serde::Serialize;
 
+use super::identity::OwnRef;
 use super::repo::JournalRepo;
 use super::{Finally, JournalError, Periodic, REF_PREFIX, commit_pending, ref_name};
 use crate::op::Op;
@@ -88,6 +89,12 @@ pub struct SyncReport {
     pub orphaned: Vec<Orphaned>,
     /// Fetched refs left out, each with why (a foreign or corrupt ref, a rewritten history).
     pub bad_refs: Vec<String>,
+    /// What the remote's journal ref of this replica said: in step, a lost history caught up
+    /// with, or another copy of the store using its id (then this store took a new one).
+    pub own_ref: OwnRef,
+    /// Journal refs of other replicas the remote lacked or was behind on, pushed from here
+    /// (a remote lost and made again is restored by any machine that syncs with it).
+    pub restored_refs: Vec<String>,
 }
 
 /// The configured remotes of the workspace's journal repository (none without one).
@@ -196,7 +203,7 @@ fn no_remote(dir: &Path) -> JournalError {
     }
 }
 
-fn staging(remote: &str) -> String {
+pub(super) fn staging(remote: &str) -> String {
     format!("{STAGING_PREFIX}{remote}/")
 }
 
@@ -276,17 +283,40 @@ pub fn sync_showing(
     let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
     fetch(&repo, &remote, progress)?;
     let mut bad_refs = Vec::new();
-    let fetched = advance_foreign_refs(&repo, &remote, store.replica(), &mut bad_refs)?;
-    let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
-    // Nothing new fetched: no write transaction (the supervisor syncs on an idle queue too).
-    let merged = if ops.is_empty() && marks.is_empty() {
-        Merged::default()
-    } else {
-        store.merge(Clock::System, ops, &marks)?
+    let own_ref = match super::identity::reconcile(&repo, &remote, store) {
+        Ok(own_ref) => own_ref,
+        // The remote's copy of this replica's ref is not a fleet journal of it: named, left
+        // as it is (the push of this replica's ref is then refused, and says so).
+        Err(error @ JournalError::Format { .. }) => {
+            bad_refs.push(format!(
+                "{} on remote {}: {error}",
+                ref_name(&store.replica()),
+                remote.name
+            ));
+            OwnRef::InStep
+        }
+        Err(error) => return Err(error),
     };
-    let sent = push(&repo, &remote, store.replica())?;
-    let mut report = report(&remote, &repo, merged, sent, bad_refs);
+    let fetched = advance_foreign_refs(&repo, &remote, &store.replica(), &mut bad_refs)?;
+    let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
+    let renamed = matches!(own_ref, OwnRef::NewReplica { .. });
+    // Nothing new fetched: no write transaction (the supervisor syncs on an idle queue too).
+    let merged = if !ops.is_empty() || !marks.is_empty() {
+        store.merge(Clock::System, ops, &marks)?
+    } else if renamed {
+        // Re-stamped ops have new order keys: the state is made again in the total order.
+        store.resequence(Clock::System)?
+    } else {
+        Merged::default()
+    };
+    if renamed {
+        commit_pending(store)?;
+    }
+    let pushed = push(&repo, &remote, &store.replica())?;
+    let mut report = report(&remote, &repo, merged, pushed.own, bad_refs);
     report.committed = committed.ops;
+    report.own_ref = own_ref;
+    report.restored_refs = pushed.restored;
     Ok(report)
 }
 
@@ -410,7 +440,7 @@ fn advance_foreign_refs(
 
 /// The ops of `replica`'s batches from `tip` back to (not including) `stop`, oldest first; all
 /// of them if `stop` is not on the chain.
-fn read_since(
+pub(super) fn read_since(
     repo: &JournalRepo,
     replica: &str,
     tip: ObjectId,
@@ -470,25 +500,80 @@ fn unmerged_ops(
     Ok((ops, new_marks))
 }
 
-/// Pushes this replica's ref to `remote` if the remote is behind; returns the ops sent.
-fn push(repo: &JournalRepo, remote: &Remote, me: &str) -> Result<usize, JournalError> {
-    let name = ref_name(me);
-    let Some(tip) = repo.ref_target(&name)? else { return Ok(0) };
-    let staged_name = format!("{}{me}", staging(&remote.name));
-    let theirs = repo.ref_target(&staged_name)?;
-    if theirs == Some(tip) {
-        return Ok(0);
+/// What [`push`] sent.
+struct Pushed {
+    /// This replica's ops.
+    own: usize,
+    /// The other replicas' refs pushed.
+    restored: Vec<String>,
+}
+
+/// Pushes every journal ref the remote lacks or is behind on: this replica's, and any other
+/// replica's this repository has further than the remote (fast-forward only, so a ref that
+/// its replica moved meanwhile is left to it). A rejected push of this replica's own ref means
+/// another copy of the store pushed as this replica since the fetch: the error says so, and
+/// the next sync gives this store a new replica id.
+fn push(repo: &JournalRepo, remote: &Remote, me: &str) -> Result<Pushed, JournalError> {
+    let mut refspecs = Vec::new();
+    let mut own = 0;
+    let mut restored = Vec::new();
+    for (replica, tip) in repo.refs_under(REF_PREFIX)? {
+        let staged_name = format!("{}{replica}", staging(&remote.name));
+        let theirs = repo.ref_target(&staged_name)?;
+        if theirs == Some(tip) || theirs.is_some_and(|t| !repo.is_ancestor(t, tip)) {
+            continue;
+        }
+        if replica == me {
+            own = count_ops(repo, me, tip, theirs)?;
+        } else {
+            restored.push(replica.clone());
+        }
+        let name = ref_name(&replica);
+        refspecs.push((replica, tip, theirs, staged_name, format!("{name}:{name}")));
     }
-    let sent = count_ops(repo, me, tip, theirs)?;
-    let refspec = format!("{name}:{name}");
-    git(
-        repo,
-        &["push", "--porcelain", "--quiet", &remote.name, &refspec],
-        &format!("pushing {name} to remote {} ({})", remote.name, remote.url),
-    )?;
-    // What the remote now has, so that the next sync compares against it.
-    repo.set_ref(&staged_name, tip, theirs)?;
-    Ok(sent)
+    if refspecs.is_empty() {
+        return Ok(Pushed { own: 0, restored });
+    }
+    let mut args = vec!["push", "--porcelain", "--quiet", remote.name.as_str()];
+    args.extend(refspecs.iter().map(|(.., spec)| spec.as_str()));
+    let what = format!("pushing the journal to remote {} ({})", remote.name, remote.url);
+    let rejected = match git(repo, &args, &what) {
+        Ok(stdout) => rejected_refs(&stdout),
+        Err(JournalError::Git { message, .. }) if !rejected_refs(&message).is_empty() => {
+            rejected_refs(&message)
+        }
+        Err(error) => return Err(error),
+    };
+    for (replica, tip, theirs, staged_name, _) in &refspecs {
+        if rejected.contains(&ref_name(replica)) {
+            continue;
+        }
+        // What the remote now has, so that the next sync compares against it.
+        repo.set_ref(staged_name, *tip, *theirs)?;
+    }
+    if rejected.contains(&ref_name(me)) {
+        return Err(JournalError::Git {
+            context: what,
+            message: format!(
+                "remote {} refused {}: its copy there is not this store's history (another copy of this store pushed as replica {me} since the fetch, or the ref was changed on the remote); sync again: a copy of this store gets a replica id of its own, and a ref that is not a fleet journal is named",
+                remote.name,
+                ref_name(me)
+            ),
+        });
+    }
+    restored.retain(|replica| !rejected.contains(&ref_name(replica)));
+    Ok(Pushed { own, restored })
+}
+
+/// The refs `git push --porcelain` output says were rejected.
+fn rejected_refs(porcelain: &str) -> Vec<String> {
+    porcelain
+        .lines()
+        .filter(|line| line.starts_with('!'))
+        .filter_map(|line| line.split('\t').nth(1))
+        .filter_map(|refs| refs.split(':').nth(1))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The number of ops in `replica`'s batches from `tip` back to `stop`.
@@ -556,6 +641,8 @@ fn report(
         renamed: merged.renamed,
         orphaned: merged.orphaned,
         bad_refs,
+        own_ref: OwnRef::InStep,
+        restored_refs: Vec::new(),
     }
 }
 

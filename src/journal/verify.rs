@@ -56,10 +56,10 @@ pub struct Divergence {
 
 /// Compares this replica's ops in the store with those on its journal ref.
 pub fn verify(store: &Store) -> Result<VerifyReport, JournalError> {
-    let replica = store.replica();
+    let replica = &store.replica();
     let committed = store.journal_committed()?;
     let ours: Vec<(u64, Op)> =
-        store.journal(1)?.into_iter().filter(|(_, op)| op.meta.replica == replica).collect();
+        store.journal(1)?.into_iter().filter(|(_, op)| op.meta.replica == *replica).collect();
     let committed_ops = ours.iter().take_while(|(seq, _)| *seq <= committed).count();
     let mut report = VerifyReport {
         ok: true,

@@ -83,7 +83,7 @@ pub fn pending_ops(store: &Store) -> Result<Vec<(u64, PendingOp)>, JournalError>
 
 fn scan(store: &Store, committed: u64) -> Result<Pending, JournalError> {
     let entries = store.journal_decoded(committed + 1, PendingOp::decode)?;
-    let (ops, scanned_to) = ours(entries, committed, store.replica(), |op| op);
+    let (ops, scanned_to) = ours(entries, committed, &store.replica(), |op| op);
     Ok(Pending { ops, scanned_to })
 }
 
@@ -167,7 +167,7 @@ fn commit_in_batches(
         }
     }
     Err(JournalError::Contended {
-        reference: ref_name(store.replica()),
+        reference: ref_name(&store.replica()),
         repo: repo.git_dir().to_path_buf(),
     })
 }
@@ -180,7 +180,7 @@ fn try_commit(
     max_ops: usize,
     ahead: Option<TreesAhead>,
 ) -> Result<Option<CommitReport>, JournalError> {
-    let replica = store.replica();
+    let replica = &store.replica();
     let mut tip = repo.tip(replica)?;
     let committed = store.journal_committed()?;
     let mut report = CommitReport {
@@ -256,7 +256,7 @@ impl TreesAhead {
         }
         match tip {
             Some(tip) if !self.ops.is_empty() => {
-                let last_op = repo.batch(store.replica(), tip)?.info.last_op;
+                let last_op = repo.batch(&store.replica(), tip)?.info.last_op;
                 Ok(!self.ops.contains(&last_op))
             }
             _ => Ok(true),
@@ -570,7 +570,7 @@ mod tests {
     /// The journal in git holds this replica's ops exactly as the store journaled them.
     fn assert_journal_is_the_stores(store: &Store) {
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(store));
+        assert_eq!(read_replica(&repo, &store.replica()).unwrap(), own_ops(store));
         assert!(verify(store).unwrap().ok);
     }
 
@@ -587,7 +587,7 @@ mod tests {
         let second = commit_pending(&store).unwrap();
         assert_eq!(second.commits[0].parent.as_deref(), Some(first.commits[0].commit.as_str()));
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert_eq!(read_replica(&repo, &store.replica()).unwrap(), own_ops(&store));
     }
 
     /// The process died after moving the ref and before recording the committed mark: the
@@ -600,17 +600,17 @@ mod tests {
         add_issues(&store, 4, 2);
         // What a run that died before `record_journal_committed` left behind.
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        let tip = repo.tip(store.replica()).unwrap();
+        let tip = repo.tip(&store.replica()).unwrap();
         let mut pending = scan(&store, store.journal_committed().unwrap()).unwrap();
-        let (info, jsonl, seconds) = encode(store.replica(), &mut pending.ops);
+        let (info, jsonl, seconds) = encode(&store.replica(), &mut pending.ops);
         repo.commit_batch(&info, &jsonl, tip, seconds).unwrap().unwrap();
         assert_eq!(store.journal_committed().unwrap(), 3);
 
         let report = commit_pending(&store).unwrap();
         assert_eq!((report.ops, report.recovered, report.committed_seq), (0, 2, 5));
         assert!(report.commits.is_empty());
-        assert_eq!(repo.chain(store.replica(), usize::MAX).unwrap().len(), 2);
-        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert_eq!(repo.chain(&store.replica(), usize::MAX).unwrap().len(), 2);
+        assert_eq!(read_replica(&repo, &store.replica()).unwrap(), own_ops(&store));
         assert!(verify(&store).unwrap().ok);
     }
 
@@ -656,7 +656,7 @@ mod tests {
         assert_eq!(counts, [10, 10, 5]);
         assert_eq!(report.commits[2].info.first_seq, 21);
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        assert_eq!(read_replica(&repo, store.replica()).unwrap(), own_ops(&store));
+        assert_eq!(read_replica(&repo, &store.replica()).unwrap(), own_ops(&store));
     }
 
     #[test]
@@ -678,15 +678,15 @@ mod tests {
         commit_pending(&store).unwrap();
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let mut pending = scan(&store, 0).unwrap();
-        let (info, jsonl, seconds) = encode(store.replica(), &mut pending.ops);
+        let (info, jsonl, seconds) = encode(&store.replica(), &mut pending.ops);
         // Expecting no ref where there is one, then a parent that is not the tip (dated later,
         // so that the commits differ from the ones already made).
         let later = seconds + 1;
         assert!(repo.commit_batch(&info, &jsonl, None, later).unwrap().is_none());
-        let tip = repo.tip(store.replica()).unwrap().unwrap();
+        let tip = repo.tip(&store.replica()).unwrap().unwrap();
         let other = repo.commit_batch(&info, &jsonl, Some(tip), seconds).unwrap().unwrap();
         assert!(repo.commit_batch(&info, &jsonl, Some(tip), later).unwrap().is_none());
-        assert_eq!(repo.tip(store.replica()).unwrap(), Some(other));
+        assert_eq!(repo.tip(&store.replica()).unwrap(), Some(other));
     }
 
     /// Adds issues `t-<from>`… in one transaction, during which the journal's trees are
@@ -723,7 +723,7 @@ mod tests {
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let Pending { mut ops, .. } = scan(&store, 0).unwrap();
         let chunks = batches(&sizes_of(&ops), 10);
-        let after = write_trees(&repo, store.replica(), &mut ops, &chunks, 2).unwrap();
+        let after = write_trees(&repo, &store.replica(), &mut ops, &chunks, 2).unwrap();
         assert_eq!(tree_ids(&ahead.trees), tree_ids(&after));
         assert_eq!(ahead.trees.len(), 3);
 
@@ -765,7 +765,7 @@ mod tests {
         assert_eq!((report.ops, report.recovered, report.committed_seq), (0, 12, 12));
         // The one commit the first run made, and no second.
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
-        assert_eq!(repo.chain(store.replica(), usize::MAX).unwrap().len(), 1);
+        assert_eq!(repo.chain(&store.replica(), usize::MAX).unwrap().len(), 1);
         assert!(verify(&store).unwrap().ok);
     }
 }

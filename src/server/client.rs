@@ -279,7 +279,8 @@ fn apply_directly(
     id: Option<ulid::Ulid>,
     request: &Request,
 ) -> Result<Reply, StoreError> {
-    if request.claims() && ClaimMode::of(store).map_err(claim_error)? == ClaimMode::Remote {
+    let remote = || ClaimMode::of(store).map(|mode| mode == ClaimMode::Remote);
+    if request.claims() && remote().map_err(|e| claim_error(e.into()))? {
         return claim_through_remote(store, actor, clock, request);
     }
     let (reply, _) = store.write(actor, clock, |writer| {

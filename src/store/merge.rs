@@ -99,8 +99,34 @@ impl Store {
         ops: Vec<Op>,
         marks: &[(String, String)],
     ) -> Result<Merged, StoreError> {
+        self.merge_as(clock, ops, marks, How::Merge).map(|merged| merged.unwrap_or_default())
+    }
+
+    /// Merges ops of this store's own replica that it lost (a restored backup: the remote's
+    /// journal of this replica goes on past what the store has) and marks them committed to
+    /// git, in one transaction. `None`, with nothing written, when the store has own ops not
+    /// yet committed: made after the backup, they fork the replica's history, and the store
+    /// needs a replica id of its own (`crate::journal`, "Identity").
+    pub fn merge_own_lost(&self, clock: Clock, ops: Vec<Op>) -> Result<Option<Merged>, StoreError> {
+        self.merge_as(clock, ops, &[], How::OwnLost)
+    }
+
+    /// Makes the state again from every op the store knows, in the total order: after the
+    /// order keys of some ops changed (their replica did, `Store::take_new_replica`).
+    pub fn resequence(&self, clock: Clock) -> Result<Merged, StoreError> {
+        self.merge_as(clock, Vec::new(), &[], How::Resequence).map(|m| m.unwrap_or_default())
+    }
+
+    fn merge_as(
+        &self,
+        clock: Clock,
+        ops: Vec<Op>,
+        marks: &[(String, String)],
+        how: How,
+    ) -> Result<Option<Merged>, StoreError> {
         let path = self.path();
-        guard::guarded(&path, || self.merge_unnamed(clock, ops, marks)).map_err(|e| e.at(&path))
+        guard::guarded(&path, || self.merge_unnamed(clock, ops, marks, how))
+            .map_err(|e| e.at(&path))
     }
 
     /// The ids of the ops this store knows but which had no effect here (refused, or changing
@@ -137,11 +163,17 @@ impl Store {
         clock: Clock,
         ops: Vec<Op>,
         marks: &[(String, String)],
-    ) -> Result<Merged, StoreError> {
+        how: How,
+    ) -> Result<Option<Merged>, StoreError> {
         let txn = self.writable()?.begin_write()?;
         ensure_op_index(&txn)?;
+        let replica = super::replica_in(&txn, &self.replica)?;
+        if how == How::OwnLost && own_uncommitted(&txn, &replica)? {
+            return Ok(None);
+        }
         let (batch, duplicates) = unseen(&txn, ops)?;
         let in_order = match (batch.first(), known_high(&txn)?) {
+            _ if how == How::Resequence => false,
             (None, _) => true,
             (Some(_), Known::Unknown) => false,
             (Some(_), Known::Empty) => true,
@@ -166,9 +198,53 @@ impl Store {
             merged
         };
         merged.duplicates = duplicates;
+        if how == How::OwnLost {
+            mark_all_committed(&txn)?;
+        }
         txn.commit()?;
-        Ok(merged)
+        Ok(Some(merged))
     }
+}
+
+/// What a merge is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// Ops of other replicas.
+    Merge,
+    /// This replica's own ops the store lost ([`Store::merge_own_lost`]).
+    OwnLost,
+    /// Nothing new: the state made again from every op ([`Store::resequence`]).
+    Resequence,
+}
+
+/// Whether the journal holds an op of `replica` past the mark of ops committed to git.
+fn own_uncommitted(txn: &WriteTransaction, replica: &str) -> Result<bool, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct ReplicaOnly {
+        meta: ReplicaOf,
+    }
+    #[derive(serde::Deserialize)]
+    struct ReplicaOf {
+        replica: String,
+    }
+    let committed = meta::counter_in(&txn.open_table(META)?, meta::JOURNAL_COMMITTED)?;
+    for entry in txn.open_table(JOURNAL)?.range(committed + 1..)? {
+        let (_, row) = entry?;
+        let op = super::journal_row::decode::<ReplicaOnly>(row.value())
+            .map_err(|e| StoreError::Corrupt(format!("journal entry: {e}")))?;
+        if op.meta.replica == replica {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Moves the mark of this replica's ops committed to git to the journal's end.
+fn mark_all_committed(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let mut meta_table = txn.open_table(META)?;
+    let head = meta::counter_in(&meta_table, meta::JOURNAL_SEQ)?;
+    meta_table.insert(meta::JOURNAL_COMMITTED, head.to_be_bytes().as_slice())?;
+    Ok(())
 }
 
 /// Fills the op-id index of a store made before it existed (as the first writer would).

@@ -28,6 +28,7 @@ mod births;
 pub mod check;
 mod guard;
 mod held;
+mod identity;
 mod journal_row;
 mod merge;
 mod order;
@@ -50,6 +51,7 @@ pub use tables::REPLY_RETENTION_MS;
 pub(crate) use tables::View;
 
 pub use apply::{BULK_ENTRIES, Origin, Orphaned, Outcome, Renamed, Replayed};
+pub use identity::Restamped;
 pub use merge::{Merged, Overturned};
 
 use crate::model::ModelError;
@@ -754,9 +756,17 @@ impl Store {
         &self.prefix
     }
 
-    /// This store's replica id (which machine made an op).
-    pub fn replica(&self) -> &str {
-        &self.replica
+    /// This store's replica id (which machine makes its ops), as the store says now: a sync
+    /// that found the id used by a copy of the store gives this one a new id (`crate::journal`,
+    /// "Identity"), which a long-lived process must see. Falls back to the id the store was
+    /// opened with if the store cannot be read (its writes would fail then anyway).
+    pub fn replica(&self) -> String {
+        let read = || -> Result<Option<Vec<u8>>, StoreError> {
+            let txn = self.begin_read()?;
+            let meta_table = txn.open_table(META)?;
+            Ok(meta_table.get(meta::REPLICA)?.map(|v| v.value().to_vec()))
+        };
+        replica_or(read().ok().flatten(), &self.replica)
     }
 
     /// The store's hybrid logical clock now: the stamp of the last op made or seen here.
@@ -1198,6 +1208,8 @@ impl<'t> Writer<'t> {
             .unwrap_or(Hlc::ZERO);
         let journal_seq = tables.meta_u64(meta::JOURNAL_SEQ)?;
         let sidelined = txn.open_table(SIDELINED)?;
+        // Read each time: a sync may have given the store a new replica id since it was opened.
+        let replica = replica_or(tables.meta_bytes(meta::REPLICA)?, &store.replica);
         let (order_high, order_high_moved) = match tables.meta_bytes(meta::ORDER_HIGH)? {
             Some(bytes) => (serde_json::from_slice(&bytes).ok(), false),
             None => (merge::highest_key(&journal, &sidelined)?, true),
@@ -1209,7 +1221,7 @@ impl<'t> Writer<'t> {
             journal,
             op_ids,
             actor: actor.to_string(),
-            replica: store.replica.clone(),
+            replica,
             prefix: store.prefix.clone(),
             clock,
             hlc,
@@ -1502,6 +1514,23 @@ impl<'t> Writer<'t> {
             self.tables.meta.insert(meta::ORDER_HIGH, bytes.as_slice())?;
         }
         Ok(self.applied)
+    }
+}
+
+/// The replica id the store of `txn` has now (`opened_as`, the id it was opened with, if the
+/// meta table has none): a sync may have given it a new one (`identity`).
+fn replica_in(txn: &WriteTransaction, opened_as: &str) -> Result<String, StoreError> {
+    use redb::ReadableTable;
+    let meta_table = txn.open_table(META)?;
+    let stored = meta_table.get(meta::REPLICA)?.map(|v| v.value().to_vec());
+    Ok(replica_or(stored, opened_as))
+}
+
+/// The replica id in the meta value `stored`, or `opened_as` if there is none.
+fn replica_or(stored: Option<Vec<u8>>, opened_as: &str) -> String {
+    match stored {
+        Some(bytes) if !bytes.is_empty() => String::from_utf8_lossy(&bytes).into_owned(),
+        _ => opened_as.to_string(),
     }
 }
 
