@@ -577,13 +577,86 @@ proptest! {
     }
 }
 
+/// Every check of `fleet doctor` on the store of `replica` passes (above all, the materialised
+/// readiness equals one computed from scratch).
+fn healthy(replica: &Replica) -> Result<(), TestCaseError> {
+    let report = fleet::store::check::check(replica.store.dir()).unwrap();
+    for check in &report.checks {
+        prop_assert!(check.ok, "{}: {}", check.check, check.detail);
+    }
+    Ok(())
+}
+
+/// Replicas that sync by merging (so ops arrive out of order and are merged by rewinding the
+/// undo log, or by making the state again where it cannot) end in exactly the state of the
+/// union of all ops applied in total order, readiness included; some merges did rewind.
+fn run_merged_history(
+    replicas: usize,
+    events: &[Event],
+    seed: u64,
+) -> Result<usize, TestCaseError> {
+    let origin: Vec<Replica> = (0..replicas).map(|_| replica()).collect();
+    let mut rewinds = 0;
+    for (serial, event) in events.iter().enumerate() {
+        match event {
+            Event::Act { replica, minute, action } => {
+                act(&origin[*replica].store, *replica, serial, *minute, action);
+            }
+            Event::Sync { from, to } if from != to => {
+                let ops = shuffled(own_ops(&origin[*from].store), seed ^ serial as u64);
+                let merged = origin[*to].store.merge(at_minute(0), ops, &[]).unwrap();
+                rewinds += usize::from(merged.rewound.is_some());
+            }
+            Event::Sync { .. } => {}
+        }
+    }
+    let union: Vec<Op> = origin.iter().flat_map(|r| own_ops(&r.store)).collect();
+    let expected_store = replica();
+    let mut sorted = union.clone();
+    sorted.sort_by_key(Op::order_key);
+    expected_store.store.replay(at_minute(0), sorted).unwrap();
+    let expected = export(&expected_store.store);
+    for (n, source) in origin.iter().enumerate() {
+        let merged =
+            source.store.merge(at_minute(7), shuffled(union.clone(), seed ^ n as u64), &[]);
+        prop_assert!(merged.is_ok(), "merge failed: {:?}", merged.err());
+        rewinds += usize::from(merged.unwrap().rewound.is_some());
+        prop_assert_eq!(&export(&source.store), &expected, "store {} after merging differs", n);
+        healthy(source)?;
+    }
+    Ok(rewinds)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn merges_by_rewinding_give_the_state_of_the_total_order(
+        (replicas, events) in history(),
+        seed in any::<u64>(),
+    ) {
+        run_merged_history(replicas, &events, seed)?;
+    }
+}
+
+/// The fixed history of [`a_fixed_history_converges`], synced by merging: its merges rewind.
+#[test]
+fn a_fixed_history_merged_by_rewinding_converges() {
+    let rewinds = run_merged_history(3, &fixed_history(), 42).unwrap();
+    assert!(rewinds > 0, "some merge rewound");
+}
+
 /// A fixed history through the interesting cases, so a regression shows without shrinking:
 /// a shared parent with children made apart, a delete racing a comment, competing claims.
 #[test]
 fn a_fixed_history_converges() {
+    run_history(3, &fixed_history(), 42).unwrap();
+}
+
+fn fixed_history() -> Vec<Event> {
     use Action::*;
     let act = |replica, minute, action| Event::Act { replica, minute, action };
-    let events = vec![
+    vec![
         act(0, 10, Create { parent: None, priority: 1 }),
         act(0, 10, Create { parent: None, priority: 2 }),
         Event::Sync { from: 0, to: 1 },
@@ -601,6 +674,8 @@ fn a_fixed_history_converges() {
         act(0, 16, Create { parent: Some(0), priority: 0 }),
         act(0, 17, Close { issue: 0 }),
         act(2, 1, Reopen { issue: 0 }),
-    ];
-    run_history(3, &events, 42).unwrap();
+        Event::Sync { from: 2, to: 0 },
+        act(0, 30, Comment { issue: 2 }),
+        Event::Sync { from: 0, to: 1 },
+    ]
 }

@@ -9,6 +9,8 @@
 //!   JSONL file, against a SQLite import of the same file;
 //! - `supervisor`: create → agent started latency of `fleet run`, and its memory and CPU with
 //!   many agents running;
+//! - `merge`: a merge of ops arriving out of order into a store of many records, by rewinding
+//!   the undo log against making the state again from every op;
 //! - `sqlite`: the baseline's schema, its claim and its ready query;
 //! - `worker`: what the hidden `fleet bench worker` processes do;
 //! - `workspace`: scratch directories and fleet stores filled in one transaction.
@@ -20,6 +22,7 @@
 pub mod claim;
 mod cycle;
 pub mod import;
+pub mod merge;
 pub mod ready;
 mod serving;
 mod sqlite;

@@ -28,6 +28,9 @@ pub enum BenchCommand {
     /// Whole-process `fleet sync` sending and receiving many ops through a local bare remote,
     /// and the journal's bytes per op.
     Sync(SyncBenchArgs),
+    /// A merge of a few ops arriving out of order into a store of many records: by rewinding
+    /// the undo log, against making the state again from every op.
+    Merge(MergeBenchArgs),
     /// One claimer or reader of a benchmark (spawned by `fleet bench`).
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -87,6 +90,22 @@ pub struct SyncBenchArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct MergeBenchArgs {
+    /// Issues in the store, made one op each.
+    #[arg(long, default_value_t = 100_000)]
+    pub records: usize,
+    /// Edits made here after the other replica's edits (how far back the merge places them).
+    #[arg(long, default_value_t = 100)]
+    pub behind: usize,
+    /// The other replica's edits merged.
+    #[arg(long, default_value_t = 10)]
+    pub batch: usize,
+    /// Timed rounds of each merge, on fresh copies of the store.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
     #[arg(long, value_enum)]
     pub engine: Engine,
@@ -130,8 +149,27 @@ pub fn cmd_bench(ctx: &Context, command: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Import(args) => cmd_bench_import(ctx, args),
         BenchCommand::Supervisor(args) => cmd_bench_supervisor(ctx, args),
         BenchCommand::Sync(args) => cmd_bench_sync(ctx, args),
+        BenchCommand::Merge(args) => cmd_bench_merge(ctx, args),
         BenchCommand::Worker(args) => cmd_bench_worker(ctx, args),
     }
+}
+
+fn cmd_bench_merge(ctx: &Context, args: MergeBenchArgs) -> Result<(), CliError> {
+    let config = bench::merge::MergeConfig {
+        records: at_least_one("records", args.records)?,
+        behind: at_least_one("behind", args.behind)?,
+        batch: at_least_one("batch", args.batch)?,
+        rounds: at_least_one("rounds", args.rounds)?,
+    };
+    if config.behind > config.records || config.batch > config.records {
+        return Err(CliError::usage(
+            "--behind and --batch edit existing issues: at most --records",
+        )
+        .with_hint("fleet bench merge --records 100000 --behind 100 --batch 10"));
+    }
+    let report = bench::merge::run(&config, &mut |note| ctx.out.note(note))?;
+    ctx.out.emit(&report, || report.render());
+    Ok(())
 }
 
 fn cmd_bench_sync(ctx: &Context, args: SyncBenchArgs) -> Result<(), CliError> {

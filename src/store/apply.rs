@@ -63,6 +63,7 @@ use super::ahead_rows::{
     Encoded, RowsAhead, comment_row, edge_row, edges_of, issue_row, labels_in_stored_order,
 };
 use super::tables::{View, ready_key};
+use super::undo::Change;
 use super::{StoreError, Writer, guard, meta};
 use crate::id;
 use crate::model::{Comment, Dependency, Issue, ModelError, Status, dep_type, validate_dep_type};
@@ -255,19 +256,37 @@ impl Writer<'_> {
         if self.op_ids.get(op.meta.id.0)?.is_some() {
             return Ok(Outcome::Duplicate);
         }
+        let key = op.order_key();
+        if self.order_high.as_ref().is_some_and(|high| &key < high) {
+            // Applied before ops that sort after it (a replay out of order): the undo log no
+            // longer tells the order in which the state was made.
+            self.forget_undo()?;
+        }
         self.note_order(&op);
         self.strict = origin == Origin::Local;
+        let bulk = matches!(op.kind, OpKind::Bulk { .. });
+        if !bulk {
+            self.start_recording();
+        }
         let seeds = match self.mutate(&op) {
             Ok(seeds) => seeds,
             Err(error) if origin == Origin::Remote && error.is_refusal() => {
+                self.discard_recording();
+                self.write_entry(&key, op.meta.id, bulk)?;
                 self.sideline(&op)?;
                 return Ok(Outcome::Rejected(error));
             }
-            Err(error) => return Err(error),
+            Err(error) => {
+                self.discard_recording();
+                return Err(error);
+            }
         };
         let Some(seeds) = seeds else {
             if origin == Origin::Remote {
+                self.write_entry(&key, op.meta.id, bulk)?;
                 self.sideline(&op)?;
+            } else {
+                self.discard_recording();
             }
             return Ok(Outcome::Unchanged);
         };
@@ -275,6 +294,7 @@ impl Writer<'_> {
             Some(pending) => pending.extend(seeds),
             None => self.refresh(seeds)?,
         }
+        self.write_entry(&key, op.meta.id, bulk)?;
         self.journal(op)?;
         Ok(Outcome::Applied)
     }
@@ -447,6 +467,8 @@ impl Writer<'_> {
         let mut journaled = 0;
         for (op, changed) in ops.into_iter().zip(changed) {
             if changed {
+                // No rewind goes past an import (`super::undo`).
+                self.write_entry(&op.order_key(), op.meta.id, true)?;
                 self.applied.push(op);
                 journaled += 1;
             }
@@ -595,7 +617,8 @@ impl Writer<'_> {
         self.insert_new_edges(&deps, &edge_rows)?;
         self.count_new_id(&issue.id, replica)?;
         if let Some(birth) = birth {
-            self.births.insert(issue.id.as_str(), birth)?;
+            let before = self.births.insert(issue.id.as_str(), birth)?.map(|v| v.value());
+            self.record(|| Change::Birth { id: issue.id.clone(), old: before });
         }
         if self.all_new() {
             return Ok(Some(BTreeSet::new()));
@@ -634,7 +657,14 @@ impl Writer<'_> {
         for (dep, gone) in deps.iter().zip(gone) {
             if gone {
                 let key = (issue.id.as_str(), dep.depends_on_id.as_str());
-                self.txn.open_table(super::tables::ORPHANS)?.insert(key, dep.kind.as_str())?;
+                let mut orphans = self.txn.open_table(super::tables::ORPHANS)?;
+                let before = orphans.insert(key, dep.kind.as_str())?.map(|v| v.value().to_string());
+                drop(orphans);
+                self.record(|| Change::Orphan {
+                    issue: issue.id.clone(),
+                    target: dep.depends_on_id.clone(),
+                    old: before,
+                });
                 self.orphans.push(Orphaned {
                     issue: issue.id.clone(),
                     target: dep.depends_on_id.clone(),
@@ -653,7 +683,12 @@ impl Writer<'_> {
     fn count_new_id(&mut self, new_id: &str, replica: &str) -> Result<(), StoreError> {
         if replica != self.replica {
             let key = format!("{}{new_id}", meta::ORIGIN);
-            self.tables.meta.insert(key.as_str(), replica.as_bytes())?;
+            let before = self
+                .tables
+                .meta
+                .insert(key.as_str(), replica.as_bytes())?
+                .map(|v| v.value().to_vec());
+            self.record(|| Change::Meta { key, old: before });
         }
         let parent_and_number = new_id
             .rsplit_once('.')
@@ -662,11 +697,11 @@ impl Writer<'_> {
             Some((parent, number)) => {
                 let key = format!("{}{parent}", meta::CHILD_COUNTER);
                 let highest = self.counter(&key)?.max(number);
-                self.put_meta_u64(&key, highest)
+                self.put_op_counter(&key, highest)
             }
             None => {
                 let count = self.counter(meta::TOP_LEVEL_COUNT)? + 1;
-                self.put_meta_u64(meta::TOP_LEVEL_COUNT, count)
+                self.put_op_counter(meta::TOP_LEVEL_COUNT, count)
             }
         }
     }
@@ -757,7 +792,8 @@ impl Writer<'_> {
         issue.updated_at = at;
         self.put_issue(Some(&old), &issue)?;
         if let Some(claim_op) = claim_op {
-            self.holds.insert(id, claim_op)?;
+            let before = self.holds.insert(id, claim_op)?.map(|v| v.value());
+            self.record(|| Change::Hold { id: id.to_string(), old: before });
         }
         let seeds = self.status_change_seeds(&old, &issue)?;
         self.claimed = Some(issue);
@@ -850,23 +886,39 @@ impl Writer<'_> {
             }
             keys
         };
-        for key in comment_keys {
-            self.tables.comments.remove((id, key))?;
+        for seq in comment_keys {
+            let before = self.tables.comments.remove((id, seq))?.map(|v| v.value().to_vec());
+            self.record(|| Change::Comment { issue: id.to_string(), seq, old: before });
         }
+        self.drop_issue_row(&old)?;
+        let held = self.holds.remove(id)?.map(|v| v.value());
+        self.record(|| Change::Hold { id: id.to_string(), old: held });
+        let birth = self.births.remove(id)?.map(|v| v.value());
+        self.record(|| Change::Birth { id: id.to_string(), old: birth });
+        let origin = format!("{}{id}", meta::ORIGIN);
+        let before = self.tables.meta.remove(origin.as_str())?.map(|v| v.value().to_vec());
+        self.record(|| Change::Meta { key: origin, old: before });
+        Ok(Some(seeds))
+    }
+
+    /// Removes the row of `old` with its labels and its entries in the order and ready
+    /// indexes (a delete, or a rewind taking back a create). Edges and comments are the
+    /// caller's.
+    pub(super) fn drop_issue_row(&mut self, old: &Issue) -> Result<(), StoreError> {
+        let id = old.id.as_str();
         for label in &old.labels {
             self.tables.labels.remove((label.as_str(), id))?;
         }
-        self.index_order(Some(&old), None)?;
-        self.remove_ready_entry(ready_key(&old))?;
+        self.index_order(Some(old), None)?;
+        self.remove_ready_entry(ready_key(old))?;
         self.keep_created_facts(None);
-        self.tables.issues.remove(id)?;
-        self.holds.remove(id)?;
-        self.births.remove(id)?;
+        let before = self.tables.issues.remove(id)?.map(|v| v.value().to_vec());
+        self.record(|| Change::Issue { id: id.to_string(), old: before });
+        self.touch(id);
         if let Some(bulk) = &mut self.bulk_ids {
             bulk.ids.remove(id);
         }
-        self.tables.meta.remove(format!("{}{id}", meta::ORIGIN).as_str())?;
-        Ok(Some(seeds))
+        Ok(())
     }
 
     fn dep_add(&mut self, dep: &Dependency) -> Result<Seeds, StoreError> {
@@ -894,7 +946,7 @@ impl Writer<'_> {
 
     /// Readiness seeds of adding or removing `dep`: its source, and for a parent-child edge
     /// whatever waits for the parent's children.
-    fn edge_seeds(&self, dep: &Dependency) -> Result<BTreeSet<String>, StoreError> {
+    pub(super) fn edge_seeds(&self, dep: &Dependency) -> Result<BTreeSet<String>, StoreError> {
         let mut seeds = BTreeSet::from([dep.issue_id.clone()]);
         if dep.kind == dep_type::PARENT_CHILD && !self.all_new() {
             seeds.extend(self.tables.dependents_by(&dep.depends_on_id, dep_type::WAITS_FOR)?);
@@ -907,9 +959,11 @@ impl Writer<'_> {
             return Err(StoreError::NotFound(comment.issue_id.clone()));
         }
         let seq = self.counter(meta::COMMENT_SEQ)? + 1;
-        self.put_meta_u64(meta::COMMENT_SEQ, seq)?;
+        self.put_op_counter(meta::COMMENT_SEQ, seq)?;
         let row = self.rows_ahead.take_comment(comment).unwrap_or_else(|| comment_row(comment));
-        self.tables.comments.insert((comment.issue_id.as_str(), seq), row.as_slice())?;
+        let key = (comment.issue_id.as_str(), seq);
+        let before = self.tables.comments.insert(key, row.as_slice())?.map(|v| v.value().to_vec());
+        self.record(|| Change::Comment { issue: comment.issue_id.clone(), seq, old: before });
         self.touch(&comment.issue_id);
         Ok(Some(BTreeSet::new()))
     }
@@ -1016,9 +1070,18 @@ impl Writer<'_> {
     }
 
     /// Inserts `dep`, whose edge row ([`edge_row`]) is `row`.
-    fn insert_edge_row(&mut self, dep: &Dependency, row: &[u8]) -> Result<(), StoreError> {
+    pub(super) fn insert_edge_row(
+        &mut self,
+        dep: &Dependency,
+        row: &[u8],
+    ) -> Result<(), StoreError> {
         let key = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
-        self.tables.deps_mut().insert(key, row)?;
+        let before = self.tables.deps_mut().insert(key, row)?.map(|v| v.value().to_vec());
+        self.record(|| Change::Edge {
+            from: dep.issue_id.clone(),
+            to: dep.depends_on_id.clone(),
+            old: before,
+        });
         self.note_inserted_edge(dep)
     }
 
@@ -1043,8 +1106,9 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
-        self.tables.deps_mut().remove((from, to))?;
+    pub(super) fn remove_edge(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
+        let before = self.tables.deps_mut().remove((from, to))?.map(|v| v.value().to_vec());
+        self.record(|| Change::Edge { from: from.to_string(), to: to.to_string(), old: before });
         self.created_edges = None;
         match &mut self.held_edges {
             Some(held) => held.remove((to.to_string(), from.to_string())),
@@ -1087,7 +1151,7 @@ impl Writer<'_> {
     }
 
     /// Writes `issue`, whose issue row ([`issue_row`]) is `row`, in place of `old`.
-    fn put_issue_row(
+    pub(super) fn put_issue_row(
         &mut self,
         old: Option<&Issue>,
         issue: &Issue,
@@ -1108,13 +1172,18 @@ impl Writer<'_> {
         for label in issue.labels.iter().filter(|l| !old_labels.contains(l)) {
             self.tables.labels.insert((label.as_str(), issue.id.as_str()), ())?;
         }
-        self.tables.issues.insert(issue.id.as_str(), row)?;
+        let before = self.tables.issues.insert(issue.id.as_str(), row)?.map(|v| v.value().to_vec());
+        self.record(|| Change::Issue { id: issue.id.clone(), old: before });
         if let Some(old) = old
             && old.status == Status::InProgress
             && (issue.status != Status::InProgress || issue.assignee != old.assignee)
+            && !self.undoing
         {
             // Whatever took the issue out of its holder's hands ended the claim's hold.
-            self.holds.remove(issue.id.as_str())?;
+            let held = self.holds.remove(issue.id.as_str())?.map(|v| v.value());
+            if held.is_some() {
+                self.record(|| Change::Hold { id: issue.id.clone(), old: held });
+            }
         }
         self.touch(&issue.id);
         if let Some(bulk) = &mut self.bulk_ids

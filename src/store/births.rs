@@ -94,7 +94,13 @@ impl Writer<'_> {
             _ => return Err(StoreError::AlreadyExists(wanted.to_string())),
         };
         if let (Some(given), Some(birth)) = (&given, birth) {
-            self.renamed.insert((birth, asked), given.as_str())?;
+            let before =
+                self.renamed.insert((birth, asked), given.as_str())?.map(|v| v.value().to_string());
+            self.record(|| super::undo::Change::Renamed {
+                birth,
+                asked: asked.to_string(),
+                old: before,
+            });
             self.renames.push(Renamed {
                 op: ulid::Ulid(birth).to_string(),
                 replica: replica.to_string(),

@@ -35,8 +35,9 @@ use serde::Serialize;
 use super::apply::{NOT_JOURNALED, Outcome, Replayed, encode_op};
 use super::tables::{
     BIRTHS, BLOCKED, COMMENTS, DEPS, HOLDS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, ORPHANS,
-    RDEPS, READY, RENAMED, SIDELINED,
+    RDEPS, READY, RENAMED, SIDELINED, UNDO,
 };
+use super::undo::{Rewound, UNDO_KEEP, order_key_bytes};
 use super::{Orphaned, Renamed, Store, StoreError, Writer, guard, meta};
 use crate::op::{Op, OpKind, OrderKey};
 use crate::time::Clock;
@@ -48,8 +49,11 @@ pub struct Merged {
     pub replayed: Vec<Replayed>,
     /// Ops of the batch this store had already seen: order key, op name, issue.
     pub duplicates: Vec<(OrderKey, &'static str, String)>,
-    /// Whether the state was made again from every op (the batch arrived out of order).
+    /// Whether the batch arrived out of order, so ops already applied were applied again.
     pub resequenced: bool,
+    /// When it did: how many of the store's ops the undo log took back (`super::undo`), or
+    /// `None` when the state was made again from every op.
+    pub rewound: Option<usize>,
     /// Ops this store had applied that, in their place in the total order, were refused or
     /// changed nothing, and earlier refused ops that now took effect.
     pub overturned: Vec<Overturned>,
@@ -187,12 +191,13 @@ impl Store {
             writer.finish()?;
             merged
         } else {
-            let known = known_ops(&txn)?;
             let reported = Reported::read(&txn)?;
-            wipe_state(&txn)?;
-            let mut writer = Writer::begin(&txn, self, &actor, clock)?;
-            let mut merged = writer.reapply_all(known, batch)?;
+            let mut merged = match self.merge_by_rewinding(&txn, &actor, clock, &batch)? {
+                Some(merged) => merged,
+                None => self.merge_by_reapplying(&txn, &actor, clock, batch)?,
+            };
             reported.keep_new(&mut merged);
+            let mut writer = Writer::begin(&txn, self, &actor, clock)?;
             writer.set_sync_marks(marks)?;
             writer.finish()?;
             merged
@@ -203,6 +208,49 @@ impl Store {
         }
         txn.commit()?;
         Ok(Some(merged))
+    }
+}
+
+impl Store {
+    /// A merge out of order by the undo log (`super::undo`): the ops from the batch's first
+    /// key on are undone and applied again with the batch, in the total order. `None`, with
+    /// nothing written, when the log cannot take the store back that far.
+    fn merge_by_rewinding(
+        &self,
+        txn: &WriteTransaction,
+        actor: &str,
+        clock: Clock,
+        batch: &[Op],
+    ) -> Result<Option<Merged>, StoreError> {
+        let Some(from) = batch.first().map(Op::order_key) else { return Ok(None) };
+        let mut writer = Writer::begin(txn, self, actor, clock)?;
+        writer.deferred_seeds.get_or_insert_with(Default::default);
+        let Some(rewound) = writer.rewind(&from)? else { return Ok(None) };
+        let count = rewound.len();
+        let known = writer.rewound_ops(rewound)?;
+        let mut merged = writer.reapply_all(known, batch.to_vec(), Record::Every)?;
+        writer.finish()?;
+        merged.rewound = Some(count);
+        Ok(Some(merged))
+    }
+
+    /// A merge out of order that makes the state again from every op the store knows and the
+    /// batch, recording undo entries for the newest [`UNDO_KEEP`] of them.
+    fn merge_by_reapplying(
+        &self,
+        txn: &WriteTransaction,
+        actor: &str,
+        clock: Clock,
+        batch: Vec<Op>,
+    ) -> Result<Merged, StoreError> {
+        let known = known_ops(txn)?;
+        wipe_state(txn)?;
+        let mut writer = Writer::begin(txn, self, actor, clock)?;
+        let all = known.len() + batch.len();
+        let newest = all.saturating_sub(usize::try_from(UNDO_KEEP).unwrap_or(usize::MAX));
+        let merged = writer.reapply_all(known, batch, Record::From(newest))?;
+        writer.finish()?;
+        Ok(merged)
     }
 }
 
@@ -364,6 +412,7 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(BIRTHS)?;
     txn.delete_table(RENAMED)?;
     txn.delete_table(ORPHANS)?;
+    txn.delete_table(UNDO)?;
     let mut meta_table = txn.open_table(META)?;
     meta_table.retain(|key, _| {
         !(key == meta::COMMENT_SEQ
@@ -408,6 +457,15 @@ impl Reported {
     }
 }
 
+/// Which ops a re-application records undo entries for.
+#[derive(Debug, Clone, Copy)]
+enum Record {
+    /// Every op (after a rewind: the log already covers the ops before them).
+    Every,
+    /// The ops from this position of the total order on, the log starting there (after a wipe).
+    From(usize),
+}
+
 /// The effect of one op: applied (with readiness seeds), unchanged, or refused.
 enum Effect {
     Applied(std::collections::BTreeSet<String>),
@@ -436,11 +494,13 @@ impl Writer<'_> {
         merged.orphaned = std::mem::take(&mut self.orphans);
     }
 
-    /// Makes the state again from `known` and `batch` in the total order, on wiped tables.
+    /// Applies `known` (ops this store had applied, taken back) and `batch` in the total order,
+    /// on wiped tables or on the state a rewind left, recording undo entries as `record` says.
     fn reapply_all(
         &mut self,
         known: Vec<(Op, Source)>,
         batch: Vec<Op>,
+        record: Record,
     ) -> Result<Merged, StoreError> {
         // A close that keeps a status change from reopening an issue is reported once: by the
         // merge that brings the later of the two (the change, or the close).
@@ -456,19 +516,42 @@ impl Writer<'_> {
         // Every op here has had its first application; a bulk op's refused entries are skipped.
         self.strict = false;
         let mut merged = Merged { resequenced: true, ..Merged::default() };
-        for (op, source) in all {
+        let record_from = match record {
+            Record::Every => 0,
+            Record::From(position) => {
+                // The log covers every op from the first one recorded on.
+                let floor = match all.get(position) {
+                    Some((first, _)) if position > 0 => order_key_bytes(&first.order_key()),
+                    _ => Vec::new(),
+                };
+                self.tables.meta.insert(meta::UNDO_FLOOR, floor.as_slice())?;
+                position
+            }
+        };
+        for (position, (op, source)) in all.into_iter().enumerate() {
             if source == Source::Batch {
                 self.hlc = self.hlc.receive(op.meta.stamp, super::apply::millis(self.clock.now()));
                 self.clock_received = true;
             }
             self.note_order(&op);
             let closes_kept_before = self.closes_kept.len();
+            let recorded = position >= record_from;
+            let bulk = matches!(op.kind, OpKind::Bulk { .. });
+            if recorded && !bulk {
+                self.start_recording();
+            }
             let effect = match self.mutate(&op) {
                 Ok(Some(seeds)) => Effect::Applied(seeds),
                 Ok(None) => Effect::Unchanged,
                 Err(error) if error.is_refusal() => Effect::Refused(error),
                 Err(error) => return Err(error),
             };
+            if recorded {
+                if matches!(effect, Effect::Refused(_)) {
+                    self.discard_recording();
+                }
+                self.write_entry(&op.order_key(), op.meta.id, bulk)?;
+            }
             if source != Source::Batch && !closed_by_batch.contains(op.kind.subject()) {
                 self.closes_kept.truncate(closes_kept_before);
             }
@@ -508,11 +591,16 @@ impl Writer<'_> {
         match source {
             Source::Journal { seq, .. } => {
                 self.op_ids.insert(op.meta.id.0, seq)?;
-                if !in_effect {
+                if in_effect {
+                    self.sidelined.remove(op.meta.id.0)?;
+                } else {
                     self.sidelined.insert(op.meta.id.0, encode_op(&op).as_slice())?;
                 }
             }
-            Source::Sidelined | Source::Batch if in_effect => self.journal(op)?,
+            Source::Sidelined | Source::Batch if in_effect => {
+                self.sidelined.remove(op.meta.id.0)?;
+                self.journal(op)?;
+            }
             Source::Sidelined | Source::Batch => {
                 self.op_ids.insert(op.meta.id.0, NOT_JOURNALED)?;
                 self.sidelined.insert(op.meta.id.0, encode_op(&op).as_slice())?;
@@ -542,6 +630,39 @@ impl Writer<'_> {
                 Effect::Refused(error) => format!("refused: {error}"),
             },
         }
+    }
+
+    /// The ops a rewind took back, read from the journal or the sidelined ops, with where each
+    /// stood.
+    fn rewound_ops(&mut self, rewound: Vec<Rewound>) -> Result<Vec<(Op, Source)>, StoreError> {
+        let decode = |what: String, bytes: &[u8]| {
+            super::journal_row::decode::<Op>(bytes)
+                .map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+        };
+        let mut ops = Vec::with_capacity(rewound.len());
+        for Rewound { op } in rewound {
+            let seq = self.op_ids.get(op.0)?.map(|seq| seq.value());
+            let sidelined = self.sidelined.get(op.0)?.map(|row| row.value().to_vec());
+            let taken = match (seq, sidelined) {
+                (Some(seq), sidelined) if seq != NOT_JOURNALED => {
+                    let row = self.journal.get(seq)?.map(|row| row.value().to_vec());
+                    let row = row.ok_or_else(|| {
+                        StoreError::Corrupt(format!("journal entry {seq} of op {op} is missing"))
+                    })?;
+                    let was_in_effect = sidelined.is_none();
+                    (
+                        decode(format!("journal entry {seq}"), &row)?,
+                        Source::Journal { seq, was_in_effect },
+                    )
+                }
+                (_, Some(row)) => (decode(format!("sidelined op {op}"), &row)?, Source::Sidelined),
+                _ => {
+                    return Err(StoreError::Corrupt(format!("op {op} of the undo log is unknown")));
+                }
+            };
+            ops.push(taken);
+        }
+        Ok(ops)
     }
 
     /// Records the sync marks ([`Store::sync_marks`]).

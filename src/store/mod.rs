@@ -36,6 +36,7 @@ mod query;
 mod readiness;
 mod tables;
 mod text;
+mod undo;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -59,7 +60,7 @@ use crate::op::{Hlc, Op, OpKind};
 use crate::time::Clock;
 use tables::{
     BIRTHS, BLOCKED, COMMENTS, DEPS, HOLDS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS,
-    READY, RENAMED, RETIRED_READY_KEYS, SIDELINED, TableSet,
+    READY, RENAMED, RETIRED_READY_KEYS, SIDELINED, TableSet, UNDO,
 };
 
 /// The database file inside `.beads/`.
@@ -129,6 +130,9 @@ pub(crate) mod meta {
     /// Prefix of `sync_seen/<replica>` → the last journal commit of that replica whose ops
     /// this store has merged (hex). Book-keeping of sync, not an op.
     pub const SYNC_SEEN: &str = "sync_seen/";
+    /// From which op on the undo log covers every op the store knows: that op's entry key, or
+    /// empty for all of them (`undo`). Absent: none (a store made before the log existed).
+    pub const UNDO_FLOOR: &str = "undo_floor";
 
     /// The value of a counter entry (8 bytes, big-endian); 0 for an absent or damaged one.
     pub fn counter(bytes: Option<&[u8]>) -> u64 {
@@ -535,6 +539,8 @@ fn write_new_store(path: &Path, prefix: &str, replica: &str) -> Result<(), Store
         meta.insert(meta::OP_IDS_COMPLETE, [1u8].as_slice())?;
         meta.insert(meta::ORDER_INDEX, [1u8].as_slice())?;
         meta.insert(meta::READY_COVERING, [1u8].as_slice())?;
+        // The undo log covers every op of a new store.
+        meta.insert(meta::UNDO_FLOOR, [].as_slice())?;
         txn.open_table(JOURNAL)?;
         txn.open_table(OP_IDS)?;
     }
@@ -1129,6 +1135,12 @@ pub struct Writer<'t> {
     /// out because their target was gone: what a merge reports.
     pub(super) renames: Vec<Renamed>,
     pub(super) orphans: Vec<Orphaned>,
+    /// The undo log ([`tables::UNDO`]), the changes of the op being applied while they are
+    /// recorded, whether an entry was written, and whether a rewind is undoing changes.
+    undo: Table<'t, &'static [u8], &'static [u8]>,
+    recording: Option<Vec<undo::Change>>,
+    undo_written: bool,
+    undoing: bool,
     /// For the op being applied: the issues it names that were renamed since its author saw
     /// them, with their ids now, and the edge targets of its create that are gone
     /// ([`Writer::retarget`]).
@@ -1238,6 +1250,10 @@ impl<'t> Writer<'t> {
             renamed: txn.open_table(RENAMED)?,
             renames: Vec::new(),
             orphans: Vec::new(),
+            undo: txn.open_table(UNDO)?,
+            recording: None,
+            undo_written: false,
+            undoing: false,
             moved: std::collections::BTreeMap::new(),
             left_out: Vec::new(),
             next_claim_id: None,
@@ -1369,6 +1385,16 @@ impl<'t> Writer<'t> {
             Some(value) => Ok(*value),
             None => self.tables.meta_u64(key),
         }
+    }
+
+    /// [`Writer::put_meta_u64`] of a counter an op moves (ids made, comments), recorded in the
+    /// undo log.
+    fn put_op_counter(&mut self, key: &str, value: u64) -> Result<(), StoreError> {
+        if self.recording.is_some() {
+            let before = self.tables.meta_bytes(key)?;
+            self.record(|| undo::Change::Meta { key: key.to_string(), old: before });
+        }
+        self.put_meta_u64(key, value)
     }
 
     /// Sets the counter `key` (held in memory until the transaction finishes, in bulk mode).
@@ -1507,6 +1533,7 @@ impl<'t> Writer<'t> {
             let clock = serde_json::to_vec(&self.hlc).expect("a clock stamp serialises");
             self.tables.meta.insert(meta::CLOCK, clock.as_slice())?;
         }
+        self.prune_undo()?;
         if self.order_high_moved
             && let Some(high) = &self.order_high
         {

@@ -64,6 +64,9 @@ pub(crate) const RENAMED: TableDefinition<(u128, &str), &str> = TableDefinition:
 /// (issue, target) → edge type, for every edge a create left out because its target was gone
 /// (deleted on another machine): the orphans a merge reports. Derived from the ops.
 pub(crate) const ORPHANS: TableDefinition<(&str, &str), &str> = TableDefinition::new("orphans");
+/// Order key (as sortable bytes) → what the op applied there changed: the undo log that lets a
+/// merge out of order rewind only the ops after it (`super::undo`).
+pub(crate) const UNDO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("undo");
 /// Request id (a ULID as its 128-bit value) → the reply, as JSON, of a write request the
 /// socket server or a client falling back from it applied: so a request is applied at most
 /// once, and a client whose answer was lost learns what it did. Entries older than
