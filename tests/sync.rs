@@ -5,47 +5,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::pty::{Pty, strip_escapes};
+use common::remote::{Fleet, export_all};
 use common::{Run, Workspace, all_succeed, git};
 use proptest::prelude::*;
 use serde_json::Value;
-
-/// A bare remote and machines that know it as `origin`.
-struct Fleet {
-    remote_dir: tempfile::TempDir,
-    machines: Vec<Workspace>,
-}
-
-impl Fleet {
-    fn new(machines: usize) -> Fleet {
-        let remote_dir = tempfile::tempdir().unwrap();
-        let fleet =
-            Fleet { remote_dir, machines: (0..machines).map(|_| Workspace::new()).collect() };
-        git(&["init", "-q", "--bare", fleet.remote().to_str().unwrap()]);
-        for ws in &fleet.machines {
-            ws.run(&["remote", "add", "origin", fleet.remote().to_str().unwrap()]).ok();
-        }
-        fleet
-    }
-
-    fn remote(&self) -> PathBuf {
-        self.remote_dir.path().join("remote.git")
-    }
-
-    fn sync(&self, n: usize) -> Value {
-        self.machines[n].json(&["sync"])
-    }
-
-    fn exports(&self) -> Vec<String> {
-        self.machines.iter().map(export_all).collect()
-    }
-}
-
-fn export_all(ws: &Workspace) -> String {
-    ws.run(&["export", "--all", "--include-paths"]).ok().stdout
-}
 
 fn as_actor(ws: &Workspace, actor: &str, args: &[&str]) -> Run {
     let mut cmd = ws.command(args);
@@ -118,8 +82,8 @@ fn two_machines_editing_apart_converge_whatever_the_sync_order() {
 #[test]
 fn an_import_travels_to_another_machine_as_bulk_ops() {
     let fleet = Fleet::new(2);
-    let fixture =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/beads-git-era-sample.jsonl");
+    let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/beads-git-era-sample.jsonl");
     fleet.machines[0].run(&["import", fixture.to_str().unwrap()]).ok();
     let imported: Vec<Value> =
         fleet.machines[0].json(&["list", "--all", "-n", "0"]).as_array().unwrap().clone();
@@ -248,11 +212,55 @@ fn a_rejected_push_is_named_and_the_next_sync_completes() {
         "{}",
         rejected.stderr
     );
+    assert!(rejected.stderr.contains("hint: replica clash"), "{}", rejected.stderr);
     git(&["--git-dir", remote, "update-ref", "-d", &ours]);
     let report = fleet.sync(0);
     assert_eq!(report["sent"], 2, "{report}");
     fleet.sync(1);
     assert_eq!(export_all(a), export_all(b));
+}
+
+/// Every way a remote fails is named by its cause, with the fix for that cause (not one hint
+/// for all): nothing listening at the address, no repository at the URL (a path, and a git
+/// daemon that serves no such repository), a push a hook turned down. And the next sync, once
+/// the remote is right, completes.
+#[test]
+fn each_remote_failure_is_named_by_its_cause() {
+    let fleet = Fleet::new(1);
+    let a = &fleet.machines[0];
+    a.create("kept", &[]);
+    let hint_of = |name: &str| {
+        let failed = a.run(&["sync", name]).fails(1);
+        let hint =
+            failed.stderr.lines().find(|l| l.starts_with("hint: ")).unwrap_or("").to_string();
+        (failed.stderr, hint)
+    };
+    let refused = format!("git://127.0.0.1:{}/queue.git", common::remote::closed_port());
+    a.run(&["remote", "add", "refused", &refused]).ok();
+    let (stderr, hint) = hint_of("refused");
+    assert!(hint.contains("refused the connection"), "{stderr}");
+
+    let missing = fleet.remote_dir.path().join("nowhere.git");
+    a.run(&["remote", "add", "missing", &format!("file://{}", missing.display())]).ok();
+    let (stderr, hint) = hint_of("missing");
+    assert!(hint.contains("no git repository at the remote's URL"), "{stderr}");
+
+    let daemon = common::remote::GitDaemon::start(fleet.remote_dir.path());
+    a.run(&["remote", "add", "served", &daemon.url("nowhere.git")]).ok();
+    let (stderr, hint) = hint_of("served");
+    assert!(hint.contains("no git repository at the remote's URL"), "{stderr}");
+
+    let hook = fleet.remote().join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'refs/fleet is frozen' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (stderr, hint) = hint_of("origin");
+    assert!(hint.contains("turned the push down"), "{stderr}");
+    assert!(stderr.contains("refs/fleet is frozen"), "git's own reason is shown: {stderr}");
+    std::fs::remove_file(&hook).unwrap();
+    assert_eq!(fleet.sync(0)["sent"], 1);
+    for name in ["refused", "missing", "served"] {
+        a.run(&["remote", "remove", name]).ok();
+    }
 }
 
 #[test]

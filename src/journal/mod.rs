@@ -60,6 +60,7 @@
 //! are settings of a store, not ops; `fleet rebuild` copies them from the store it replaces.
 
 pub mod claims;
+mod failure;
 mod read;
 mod rebuild;
 mod repo;
@@ -73,6 +74,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreError;
 
+pub use failure::Failure;
 pub use read::{LogEntry, log, read_all, read_replica};
 pub use rebuild::{RebuildOptions, RebuildReport, rebuild};
 pub use repo::{JournalRepo, RepoKind};
@@ -141,6 +143,10 @@ pub enum JournalError {
     /// A git operation failed.
     #[error("{context}: {message}")]
     Git { context: String, message: String },
+    /// A remote is not set up as the command needs (none, an unknown name, a bad name or
+    /// URL, a name taken); the message says what to do.
+    #[error("{context}: {message}")]
+    Remote { context: String, message: String },
     /// A git command that talks to a remote was stopped at the time limit
     /// ([`git_time_limit`]); `context` names the remote.
     #[error("{context}: git gave no answer within {secs} s and was stopped")]
@@ -200,15 +206,13 @@ impl JournalError {
     /// How to fix it, where there is something to say.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
+            JournalError::Git { context, message } => Some(Failure::of(context, message).hint()),
             JournalError::Pending { .. } => Some(
                 "run `fleet journal commit` first, or pass --force to rebuild without those ops (the old store is kept)",
             ),
             JournalError::Format { .. } => Some(
                 "the ref was moved to a commit fleet did not write; run `fleet journal verify` and reset the ref to the last good batch",
             ),
-            JournalError::Git { .. } => {
-                Some("check that the repository is readable and writable (`git fsck` can check it)")
-            }
             JournalError::NoAnswer { .. } => Some(
                 "check the network and the remote's URL (`fleet remote list`); set FLEET_GIT_TIMEOUT_SECS (seconds) to give git longer",
             ),

@@ -100,7 +100,7 @@ pub fn remotes(dir: &Path) -> Result<Vec<Remote>, JournalError> {
 pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalError> {
     check_remote_name(name)?;
     if url.trim().is_empty() || url.starts_with('-') {
-        return Err(JournalError::Git {
+        return Err(JournalError::Remote {
             context: format!("adding remote {name}"),
             message: format!(
                 "{url:?} is not a git URL or path; give one such as ../queue.git or git@host:team/queue.git"
@@ -109,7 +109,7 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
     }
     let repo = JournalRepo::find_or_create(dir)?;
     if let Some(existing) = repo.remote_url(name) {
-        return Err(JournalError::Git {
+        return Err(JournalError::Remote {
             context: format!("adding remote {name} to {}", repo.git_dir().display()),
             message: format!(
                 "remote {name} already exists ({existing}); remove it first (`fleet remote remove {name}`)"
@@ -126,7 +126,7 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
 fn check_remote_name(name: &str) -> Result<(), JournalError> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     if name.is_empty() || name.starts_with(['-', '.']) || !name.chars().all(allowed) {
-        return Err(JournalError::Git {
+        return Err(JournalError::Remote {
             context: format!("adding remote {name:?}"),
             message: "a remote name is letters, digits, '.', '_' and '-', not starting with '-' or '.' (for example origin)".into(),
         });
@@ -160,7 +160,7 @@ fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, Journa
         None if names.len() == 1 => names.first().cloned(),
         None if names.is_empty() => None,
         None => {
-            return Err(JournalError::Git {
+            return Err(JournalError::Remote {
                 context: format!("choosing a remote of {}", repo.git_dir().display()),
                 message: format!(
                     "there are several remotes ({}) and none is origin; name one: `fleet sync NAME`",
@@ -175,7 +175,7 @@ fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, Journa
 }
 
 fn unknown_remote(repo: &JournalRepo, name: &str) -> JournalError {
-    JournalError::Git {
+    JournalError::Remote {
         context: format!("remote {name}"),
         message: format!(
             "no remote named {name} in {}; add it with `fleet remote add {name} URL` (`fleet remote list` shows the remotes)",
@@ -185,7 +185,7 @@ fn unknown_remote(repo: &JournalRepo, name: &str) -> JournalError {
 }
 
 fn no_remote(dir: &Path) -> JournalError {
-    JournalError::Git {
+    JournalError::Remote {
         context: format!("syncing the workspace at {}", dir.display()),
         message: "no remote is configured; add one with `fleet remote add origin URL`".to_string(),
     }
@@ -203,6 +203,8 @@ fn git_command(repo: &JournalRepo, args: &[&str]) -> Command {
         .arg(repo.git_dir())
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
+        // git's own English words, which `Failure::of` reads to name a failure's cause.
+        .env("LC_ALL", "C")
         .stdin(std::process::Stdio::null());
     command
 }

@@ -5,6 +5,7 @@
 
 pub mod daemon;
 pub mod pty;
+pub mod remote;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
