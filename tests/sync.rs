@@ -47,6 +47,56 @@ fn remotes_are_added_listed_and_removed() {
     assert_eq!(ws.json(&["remote", "list"]), serde_json::json!([]));
 }
 
+/// A bare project repository with one commit on `main`, and a clone of it as the home of a
+/// new workspace (no store yet): a machine of a team whose project lives in git.
+fn project_and_clone(project_dir: &tempfile::TempDir) -> (String, Workspace) {
+    let project = project_dir.path().join("project.git");
+    let project = project.to_str().unwrap().to_string();
+    if !std::path::Path::new(&project).exists() {
+        let seed = project_dir.path().join("seed");
+        let seed = seed.to_str().unwrap();
+        git(&["init", "-q", "-b", "main", seed]);
+        std::fs::write(project_dir.path().join("seed/README"), "a project\n").unwrap();
+        git(&["-C", seed, "add", "README"]);
+        git(&["-C", seed, "commit", "-q", "-m", "start"]);
+        git(&["clone", "-q", "--bare", seed, &project]);
+    }
+    let ws = Workspace::empty();
+    git(&["clone", "-q", &project, ws.home().to_str().unwrap()]);
+    (project, ws)
+}
+
+/// Inside a project's clone, the project's `origin` is the queue's remote as it is: `fleet
+/// remote add origin` with its URL uses it, `fleet remote list` says whose it is, and `fleet
+/// remote remove origin` refuses to delete it; a remote fleet added itself is removed.
+#[test]
+fn a_projects_own_origin_is_used_and_never_removed() {
+    let project_dir = tempfile::tempdir().unwrap();
+    let (project, ws) = project_and_clone(&project_dir);
+    ws.run(&["init", "--prefix", "app"]).ok();
+    let added = ws.json(&["remote", "add", "origin", &project]);
+    assert_eq!(added["owner"], "repository", "{added}");
+    let list = ws.json(&["remote", "list"]);
+    assert_eq!(list[0]["owner"], "repository", "{list}");
+    assert!(ws.run(&["remote", "list"]).ok().stdout.contains("(the repository's own)"));
+    let refused = ws.run(&["remote", "remove", "origin"]).fails(1);
+    assert!(refused.stderr.contains("the repository's own remote"), "{}", refused.stderr);
+    let home = ws.home().to_str().unwrap();
+    assert_eq!(git(&["-C", home, "remote"]), "origin", "the project keeps its origin");
+
+    let team = project_dir.path().join("team.git");
+    git(&["init", "-q", "--bare", team.to_str().unwrap()]);
+    assert_eq!(ws.json(&["remote", "add", "team", team.to_str().unwrap()])["owner"], "fleet");
+    ws.run(&["remote", "remove", "team"]).ok();
+    assert_eq!(git(&["-C", home, "remote"]), "origin");
+
+    let id = ws.create("through origin", &[]);
+    assert_eq!(ws.json(&["sync"])["remote"], "origin");
+    let pushed = git(&["--git-dir", &project, "for-each-ref", "--format=%(refname)"]);
+    assert!(pushed.contains("refs/fleet/journal/"), "{pushed}");
+    assert!(id.starts_with("app-"));
+}
+
 #[test]
 fn two_machines_editing_apart_converge_whatever_the_sync_order() {
     let fleet = Fleet::new(2);

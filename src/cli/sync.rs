@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use super::context::Context;
 use super::error::CliError;
-use crate::journal::sync::{self, Remote, SyncReport};
+use crate::journal::sync::{self, Remote, RemoteOwner, SyncReport};
 use crate::store::Store;
 
 /// The store setting that writes `.beads/issues.jsonl` after every sync.
@@ -34,7 +34,13 @@ pub fn cmd_remote(ctx: &Context, command: RemoteCommand) -> Result<(), CliError>
     match command {
         RemoteCommand::Add { name, url } => {
             let remote = sync::add_remote(&dir, &name, &url)?;
-            ctx.out.emit(&remote, || format!("✓ Added remote {} ({})", remote.name, remote.url));
+            ctx.out.emit(&remote, || match remote.owner {
+                RemoteOwner::Fleet => format!("✓ Added remote {} ({})", remote.name, remote.url),
+                RemoteOwner::Repository => format!(
+                    "✓ The repository's remote {} ({}) is there already; the queue syncs through it",
+                    remote.name, remote.url
+                ),
+            });
         }
         RemoteCommand::Remove { name } => {
             let remote = sync::remove_remote(&dir, &name)?;
@@ -52,7 +58,11 @@ fn render_remotes(remotes: &[Remote]) -> String {
     if remotes.is_empty() {
         return "No remotes (add one with `fleet remote add origin URL`).".to_string();
     }
-    remotes.iter().map(|r| format!("{}\t{}", r.name, r.url)).collect::<Vec<_>>().join("\n")
+    let line = |r: &Remote| match r.owner {
+        RemoteOwner::Fleet => format!("{}\t{}", r.name, r.url),
+        RemoteOwner::Repository => format!("{}\t{}\t(the repository's own)", r.name, r.url),
+    };
+    remotes.iter().map(line).collect::<Vec<_>>().join("\n")
 }
 
 pub fn cmd_sync(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {

@@ -182,6 +182,16 @@ impl JournalRepo {
         config.string(format!("remote.{name}.url").as_str()).map(|url| url.to_string())
     }
 
+    /// Whether fleet added remote `name` (see [`super::sync::add_remote`]): every remote of the
+    /// workspace's own repository is, a remote of an enclosing repository only when marked.
+    pub fn remote_is_fleets(&self, name: &str) -> bool {
+        if self.kind == RepoKind::Own {
+            return true;
+        }
+        let key = format!("remote.{name}.{}", super::sync::FLEET_MARK);
+        self.repo.config_snapshot().boolean(key.as_str()).unwrap_or(false)
+    }
+
     /// The names of the remotes in the repository's git config, sorted.
     pub fn remote_names(&self) -> Vec<String> {
         self.repo.remote_names().into_iter().map(|name| name.to_string()).collect()

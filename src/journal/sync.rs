@@ -43,6 +43,26 @@ pub const STAGING_PREFIX: &str = "refs/fleet/remotes/";
 pub struct Remote {
     pub name: String,
     pub url: String,
+    /// Who added it: fleet (`fleet remote add`, or any remote of the workspace's own
+    /// `.beads/journal.git`), or the repository (a project's `origin`), which fleet syncs
+    /// through but never removes.
+    pub owner: RemoteOwner,
+}
+
+/// Who a remote belongs to (see [`Remote::owner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteOwner {
+    Fleet,
+    Repository,
+}
+
+impl Remote {
+    fn of(repo: &JournalRepo, name: String, url: String) -> Remote {
+        let owner =
+            if repo.remote_is_fleets(&name) { RemoteOwner::Fleet } else { RemoteOwner::Repository };
+        Remote { name, url, owner }
+    }
 }
 
 /// One op of the remote that the rules refused.
@@ -91,12 +111,17 @@ pub fn remotes(dir: &Path) -> Result<Vec<Remote>, JournalError> {
     Ok(repo
         .remote_names()
         .into_iter()
-        .map(|name| Remote { url: repo.remote_url(&name).unwrap_or_default(), name })
+        .map(|name| {
+            let url = repo.remote_url(&name).unwrap_or_default();
+            Remote::of(&repo, name, url)
+        })
         .collect())
 }
 
 /// Adds remote `name` at `url` to the journal repository (creating `.beads/journal.git` if
-/// the workspace has no repository yet).
+/// the workspace has no repository yet), marked as fleet's (`remote.<name>.fleet`), so that
+/// `fleet remote remove` may take it away again. A remote of that name and URL the repository
+/// already has (a project's `origin`) is used as it is.
 pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalError> {
     check_remote_name(name)?;
     if url.trim().is_empty() || url.starts_with('-') {
@@ -109,6 +134,9 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
     }
     let repo = JournalRepo::find_or_create(dir)?;
     if let Some(existing) = repo.remote_url(name) {
+        if existing == url {
+            return Ok(Remote::of(&repo, name.to_string(), existing));
+        }
         return Err(JournalError::Remote {
             context: format!("adding remote {name} to {}", repo.git_dir().display()),
             message: format!(
@@ -117,8 +145,13 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
         });
     }
     git(&repo, &["remote", "add", "--", name, url], &format!("adding remote {name}"))?;
-    Ok(Remote { name: name.to_string(), url: url.to_string() })
+    let marker = format!("remote.{name}.{FLEET_MARK}");
+    git(&repo, &["config", &marker, "true"], &format!("marking remote {name} as fleet's"))?;
+    Ok(Remote { name: name.to_string(), url: url.to_string(), owner: RemoteOwner::Fleet })
 }
+
+/// The key in a remote's git config section that marks it as added by fleet.
+pub const FLEET_MARK: &str = "fleet";
 
 /// Refuses a remote name that git would read as an option, or that would nest its staged refs
 /// (`refs/fleet/remotes/<name>/`) inside another remote's: letters, digits, `.`, `_` and `-`,
@@ -134,16 +167,26 @@ fn check_remote_name(name: &str) -> Result<(), JournalError> {
     Ok(())
 }
 
-/// Removes remote `name` and the journal refs staged from it.
+/// Removes remote `name`, if fleet added it, and the journal refs staged from it. A remote of
+/// the repository itself (a project's `origin`) is refused: fleet never deletes it.
 pub fn remove_remote(dir: &Path, name: &str) -> Result<Remote, JournalError> {
     let repo = JournalRepo::find(dir)?.ok_or_else(|| no_remote(dir))?;
     let url = repo.remote_url(name).ok_or_else(|| unknown_remote(&repo, name))?;
+    if !repo.remote_is_fleets(name) {
+        return Err(JournalError::Remote {
+            context: format!("removing remote {name} ({url})"),
+            message: format!(
+                "it is the repository's own remote (fleet did not add it), so fleet leaves it in {}; the queue syncs through it as long as it is there (`git remote remove {name}` removes it from the repository, for every use)",
+                repo.git_dir().display()
+            ),
+        });
+    }
     git(&repo, &["remote", "remove", name], &format!("removing remote {name}"))?;
     for (replica, _) in repo.refs_under(&staging(name))? {
         let staged = format!("{}{replica}", staging(name));
         git(&repo, &["update-ref", "-d", &staged], &format!("removing {staged}"))?;
     }
-    Ok(Remote { name: name.to_string(), url })
+    Ok(Remote { name: name.to_string(), url, owner: RemoteOwner::Fleet })
 }
 
 /// The remote to sync with: `name`, or `origin`, or the only one.
@@ -171,7 +214,7 @@ fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, Journa
     };
     let Some(name) = chosen else { return Ok(None) };
     let url = repo.remote_url(&name).ok_or_else(|| unknown_remote(repo, &name))?;
-    Ok(Some(Remote { name, url }))
+    Ok(Some(Remote::of(repo, name, url)))
 }
 
 fn unknown_remote(repo: &JournalRepo, name: &str) -> JournalError {
