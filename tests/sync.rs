@@ -187,6 +187,35 @@ fn a_close_wins_over_a_concurrent_status_change() {
     assert_eq!(field(a, &id, "status"), "open");
 }
 
+/// A close kept over a concurrent status change is reported by the sync that merged it and by
+/// no later one, however many later merges re-apply the history out of order.
+#[test]
+fn a_kept_close_is_reported_once() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = a.create("contested", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    a.run(&["close", &id, "--reason", "done"]).ok();
+    b.run(&["update", &id, "--status", "blocked", "--title", "contested, retitled"]).ok();
+    fleet.sync(1);
+    let first = fleet.sync(0);
+    assert_eq!(first["closes_kept"], serde_json::json!([id.clone()]), "{first}");
+    for round in 0..3 {
+        // b's op is made before a's, and reaches a after it: a's merge re-applies everything.
+        b.create(&format!("b, round {round}"), &[]);
+        a.create(&format!("a, round {round}"), &[]);
+        fleet.sync(1);
+        let later = a.run(&["sync", "--json"]).ok().json();
+        assert_eq!(later["resequenced"], true, "{later}");
+        assert_eq!(later["closes_kept"], serde_json::json!([]), "round {round}: {later}");
+        assert_eq!(later["conflicts_resolved"], 0, "round {round}: {later}");
+    }
+    let human = a.run(&["sync"]).ok().stdout;
+    assert!(!human.contains("stays closed"), "{human}");
+    assert_eq!(field(a, &id, "status"), "closed");
+}
+
 #[test]
 fn the_earliest_claim_wins_and_the_loser_hears_of_it() {
     let fleet = Fleet::new(2);

@@ -573,7 +573,8 @@ fn report(
             }),
         }
     }
-    let conflicts_resolved = rejected.len() + merged.overturned.len() + merged.closes_kept.len();
+    let closes_kept = new_closes_kept(&merged);
+    let conflicts_resolved = rejected.len() + merged.overturned.len() + closes_kept.len();
     SyncReport {
         remote: remote.name.clone(),
         url: remote.url.clone(),
@@ -588,9 +589,27 @@ fn report(
         conflicts_resolved,
         lost_claims: merged.lost_claims,
         overturned: merged.overturned,
-        closes_kept: merged.closes_kept,
+        closes_kept,
         bad_refs,
     }
+}
+
+/// The kept closes this merge brought: those where the close or the status change it kept out
+/// is among the ops received. A merge that re-applies the whole history (ops arriving out of
+/// order) meets every earlier kept close again; those were reported by the sync that brought
+/// them, and are not reported again.
+fn new_closes_kept(merged: &Merged) -> Vec<String> {
+    let received: BTreeSet<&str> = merged
+        .replayed
+        .iter()
+        .filter(|op| matches!(op.kind, "close" | "update"))
+        .map(|op| op.subject.as_str())
+        .collect();
+    let mut kept: Vec<String> =
+        merged.closes_kept.iter().filter(|id| received.contains(id.as_str())).cloned().collect();
+    kept.sort();
+    kept.dedup();
+    kept
 }
 
 /// Starts syncing `store` with its default remote every `every` (on a blocking thread; a
