@@ -387,6 +387,49 @@ fn bd_sync_runs_fleet_sync_once_a_remote_exists() {
     assert!(export_all(&other).contains(&id));
 }
 
+/// The journal refs a bare remote holds.
+fn remote_refs(fleet: &Fleet) -> String {
+    git(&["--git-dir", fleet.remote().to_str().unwrap(), "for-each-ref", "--format=%(refname)"])
+}
+
+/// beads' `bd sync` flags do what they did in beads, in fleet's terms; `bd dolt pull` only
+/// pulls and `bd dolt push` only pushes.
+#[test]
+fn bd_sync_takes_beads_flags_and_dolt_pull_only_pulls() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let x = a.create("from a", &[]);
+    let dry = a.run(&["bd", "sync", "--dry-run"]).ok().stdout;
+    assert!(dry.contains("Would push 1 op(s) to remote origin"), "{dry}");
+    assert!(dry.contains("Dry run complete (no changes made)"), "{dry}");
+    assert_eq!(remote_refs(&fleet), "", "a dry run pushes nothing");
+    assert_eq!(a.json(&["bd", "sync", "--status"])["pending"], 1, "nor commits");
+
+    let kept = a.json(&["bd", "sync", "--no-push"]);
+    assert_eq!((kept["committed"].clone(), kept["sent"].clone()), (1.into(), 0.into()), "{kept}");
+    assert_eq!(remote_refs(&fleet), "");
+    let sent = a.json(&["bd", "sync", "--no-pull", "-m", "end of session"]);
+    assert_eq!((sent["sent"].clone(), sent["pulled"].clone()), (1.into(), false.into()), "{sent}");
+    assert_eq!(remote_refs(&fleet).lines().count(), 1);
+
+    let y = b.create("from b", &[]);
+    let pulled = b.json(&["bd", "dolt", "pull"]);
+    assert_eq!((pulled["received"].clone(), pulled["sent"].clone()), (1.into(), 0.into()));
+    assert!(export_all(b).contains(&x));
+    assert_eq!(remote_refs(&fleet).lines().count(), 1, "a pull pushes nothing: {pulled}");
+    let pushed = b.json(&["bd", "dolt", "push"]);
+    assert_eq!((pushed["sent"].clone(), pushed["received"].clone()), (1.into(), 0.into()));
+    assert_eq!(remote_refs(&fleet).lines().count(), 2);
+    assert!(!export_all(a).contains(&y), "nothing reached a without a pull");
+
+    let nothing = a.run(&["bd", "sync", "--import-only"]).ok().stdout;
+    assert!(nothing.contains("Nothing to import"), "{nothing}");
+    let line = b.run(&["export"]).ok().stdout;
+    std::fs::write(a.beads_dir().join("issues.jsonl"), line).unwrap();
+    a.run(&["bd", "sync", "--import-only"]).ok();
+    assert!(export_all(a).contains(&y), "imported from issues.jsonl");
+}
+
 #[test]
 fn export_jsonl_writes_issues_jsonl_after_a_sync() {
     let fleet = Fleet::new(1);

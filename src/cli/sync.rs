@@ -78,13 +78,25 @@ pub(super) fn run_sync(
     store: &Store,
     remote: Option<&str>,
 ) -> Result<SyncReport, CliError> {
+    run_sync_with(ctx, store, remote, true, true)
+}
+
+/// [`run_sync`], pulling and pushing only as asked.
+pub(super) fn run_sync_with(
+    ctx: &Context,
+    store: &Store,
+    remote: Option<&str>,
+    pull: bool,
+    push: bool,
+) -> Result<SyncReport, CliError> {
     // git draws its own progress for a person at a terminal; scripts and --json stay quiet.
     let progress = if ctx.out.json || ctx.out.quiet || !std::io::stderr().is_terminal() {
         sync::FetchProgress::Quiet
     } else {
         sync::FetchProgress::Terminal
     };
-    let report = sync::sync_showing(store, remote, progress)?;
+    let options = sync::SyncOptions { progress, pull, push };
+    let report = sync::sync_with(store, remote, options)?;
     export_if_enabled(ctx, store);
     Ok(report)
 }
@@ -127,16 +139,21 @@ fn export_if_enabled(ctx: &Context, store: &Store) {
 
 /// The human summary of a sync.
 pub(super) fn render_report(report: &SyncReport) -> String {
-    let mut lines = vec![format!(
-        "✓ Synced with {} ({}): received {} op(s) ({} applied, {} unchanged, {} rejected), sent {}",
-        report.remote,
-        report.url,
+    let received = format!(
+        "received {} op(s) ({} applied, {} unchanged, {} rejected)",
         report.received,
         report.applied,
         report.unchanged,
-        report.rejected.len(),
-        report.sent
-    )];
+        report.rejected.len()
+    );
+    let sent = format!("sent {}", report.sent);
+    let exchanged = match (report.pulled, report.pushed) {
+        (true, true) => format!("{received}, {sent}"),
+        (true, false) => format!("{received}; nothing pushed"),
+        (false, true) => format!("{sent}; nothing fetched"),
+        (false, false) => "nothing fetched or pushed".to_string(),
+    };
+    let mut lines = vec![format!("✓ Synced with {} ({}): {exchanged}", report.remote, report.url)];
     if report.conflicts_resolved > 0 {
         lines.push(format!("Conflicts resolved: {}", report.conflicts_resolved));
     }

@@ -103,6 +103,10 @@ pub struct SyncReport {
     pub closes_kept: Vec<String>,
     /// Fetched refs left out, each with why (a foreign or corrupt ref, a rewritten history).
     pub bad_refs: Vec<String>,
+    /// Whether the remote's journals were fetched and merged, and this replica's pushed
+    /// (see [`SyncOptions`]).
+    pub pulled: bool,
+    pub pushed: bool,
 }
 
 /// The configured remotes of the workspace's journal repository (none without one).
@@ -303,31 +307,94 @@ pub enum FetchProgress {
     Terminal,
 }
 
+/// What a sync exchanges with the remote, and how its fetch shows progress: by default
+/// everything (pull and push); `bd sync --no-pull|--no-push` and `bd dolt push|pull` do one
+/// half. The pending ops are committed to the local journal either way.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncOptions {
+    pub progress: FetchProgress,
+    /// Fetch the remote's journals and merge the new ops.
+    pub pull: bool,
+    /// Push this replica's journal.
+    pub push: bool,
+}
+
+impl SyncOptions {
+    /// Both ways, with the fetch's progress shown as `progress` says.
+    pub fn both(progress: FetchProgress) -> SyncOptions {
+        SyncOptions { progress, pull: true, push: true }
+    }
+}
+
 /// [`sync`], with the fetch's progress shown or not.
 pub fn sync_showing(
     store: &Store,
     remote: Option<&str>,
     progress: FetchProgress,
 ) -> Result<SyncReport, JournalError> {
+    sync_with(store, remote, SyncOptions::both(progress))
+}
+
+/// [`sync`], exchanging what `options` say.
+pub fn sync_with(
+    store: &Store,
+    remote: Option<&str>,
+    options: SyncOptions,
+) -> Result<SyncReport, JournalError> {
     let _one_at_a_time = SyncLock::take(store.dir())?;
     let committed = commit_pending(store)?;
     let repo = JournalRepo::find_or_create(store.dir())?;
     ignore_own_files(store.dir(), &repo);
     let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
-    fetch(&repo, &remote, progress)?;
     let mut bad_refs = Vec::new();
-    let fetched = advance_foreign_refs(&repo, &remote, store.replica(), &mut bad_refs)?;
-    let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
-    // Nothing new fetched: no write transaction (the supervisor syncs on an idle queue too).
-    let merged = if ops.is_empty() && marks.is_empty() {
-        Merged::default()
+    let merged = if options.pull {
+        fetch(&repo, &remote, options.progress)?;
+        let fetched = advance_foreign_refs(&repo, &remote, store.replica(), &mut bad_refs)?;
+        let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
+        // Nothing new fetched: no write transaction (the supervisor syncs on an idle queue too).
+        if ops.is_empty() && marks.is_empty() {
+            Merged::default()
+        } else {
+            store.merge(Clock::System, ops, &marks)?
+        }
     } else {
-        store.merge(Clock::System, ops, &marks)?
+        Merged::default()
     };
-    let sent = push(&repo, &remote, store.replica())?;
+    let sent = if options.push { push(&repo, &remote, store.replica())? } else { 0 };
     let mut report = report(&remote, &repo, merged, sent, bad_refs);
     report.committed = committed.ops;
+    report.pulled = options.pull;
+    report.pushed = options.push;
     Ok(report)
+}
+
+/// What a sync would do, found without touching the network or writing anything
+/// (`bd sync --dry-run`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncPlan {
+    pub remote: String,
+    pub url: String,
+    /// This replica's ops a sync would commit to the local journal first.
+    pub pending: usize,
+    /// This replica's ops the remote lacks, as far as the last sync saw it (the pending ones
+    /// included).
+    pub to_send: usize,
+}
+
+/// What a sync with `remote` (default: origin or the only remote) would do; see [`SyncPlan`].
+pub fn plan(store: &Store, remote: Option<&str>) -> Result<SyncPlan, JournalError> {
+    let repo = JournalRepo::find(store.dir())?.ok_or_else(|| no_remote(store.dir()))?;
+    let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
+    let pending = super::pending_ops(store)?.len();
+    let me = store.replica();
+    let unsent = match repo.ref_target(&ref_name(me))? {
+        Some(tip) => {
+            let theirs = repo.ref_target(&format!("{}{me}", staging(&remote.name)))?;
+            count_ops(&repo, me, tip, theirs)?
+        }
+        None => 0,
+    };
+    Ok(SyncPlan { remote: remote.name, url: remote.url, pending, to_send: pending + unsent })
 }
 
 /// Makes sure the workspace's `.gitignore` (a file beads wrote lacks fleet's lines) ignores
@@ -591,6 +658,8 @@ fn report(
         overturned: merged.overturned,
         closes_kept,
         bad_refs,
+        pulled: true,
+        pushed: true,
     }
 }
 
