@@ -97,6 +97,42 @@ fn a_projects_own_origin_is_used_and_never_removed() {
     assert!(id.starts_with("app-"));
 }
 
+/// A fresh clone of a project whose team shares its queue through the project's repository
+/// joins that queue with one command: `bd init` there takes the team's prefix and every
+/// issue; `fleet join URL` does the same for a machine's central queue.
+#[test]
+fn a_fresh_clone_joins_the_team_queue_with_one_command() {
+    let project_dir = tempfile::tempdir().unwrap();
+    let (project, first) = project_and_clone(&project_dir);
+    first.run(&["bd", "init", "--prefix", "app"]).ok();
+    let epic = first.create("the team's epic", &["-t", "epic"]);
+    first.create("a task", &["--parent", &epic]);
+    first.run(&["bd", "sync"]).ok();
+
+    let (_, clone) = project_and_clone(&project_dir);
+    let init = clone.run(&["bd", "init"]).ok();
+    assert!(init.stdout.contains("Issue prefix: app"), "{}", init.stdout);
+    assert!(export_all(&clone).contains(&epic), "the team's issues are here");
+    let mine = clone.create("made in the clone", &[]);
+    assert!(mine.starts_with("app-"), "{mine}");
+    clone.run(&["bd", "sync"]).ok();
+    first.run(&["bd", "sync"]).ok();
+    assert_eq!(export_all(&first), export_all(&clone));
+
+    let central = Workspace::empty();
+    let joined = central.json(&["join", &project]);
+    assert_eq!((joined["prefix"].clone(), joined["replicas"].clone()), ("app".into(), 2.into()));
+    assert_eq!(export_all(&central), export_all(&first));
+    assert!(central.create("central", &[]).starts_with("app-"));
+    let again = central.run(&["join", &project]).fails(1);
+    assert!(again.stderr.contains("already holds a store"), "{}", again.stderr);
+
+    let bare = project_dir.path().join("empty.git");
+    git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
+    let none = Workspace::empty().run(&["join", bare.to_str().unwrap()]).fails(1);
+    assert!(none.stderr.contains("holds no fleet journal"), "{}", none.stderr);
+}
+
 #[test]
 fn two_machines_editing_apart_converge_whatever_the_sync_order() {
     let fleet = Fleet::new(2);

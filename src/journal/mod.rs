@@ -24,9 +24,10 @@
 //!   `schema/op.schema.json`, itself versioned by its `v` field), in journal order;
 //!   format 2 adds bulk ops (see "Bulk imports");
 //! - `batch.json`: `{"format", "replica", "count", "first_seq", "last_seq", "first_op",
-//!   "last_op"}` — the ops' journal sequences in the store that committed them (positions
-//!   in that store's journal, for people; a rebuilt store numbers anew) and the first and last
-//!   op ids (what identifies a batch's end).
+//!   "last_op", "prefix"}` — the ops' journal sequences in the store that committed them
+//!   (positions in that store's journal, for people; a rebuilt store numbers anew), the first
+//!   and last op ids (what identifies a batch's end), and the id prefix of the store's new
+//!   issues (what a machine joining the queue takes; readers before it ignore it).
 //!
 //! The parent is the replica's previous batch, so the chain is tamper-evident: changing any
 //! op changes every later commit id. Author and committer are the replica id with the fixed
@@ -61,6 +62,7 @@
 
 pub mod claims;
 mod failure;
+pub mod join;
 mod read;
 mod rebuild;
 mod repo;
@@ -133,6 +135,11 @@ pub struct BatchInfo {
     pub first_op: ulid::Ulid,
     /// Id of the last op: where the next batch starts after.
     pub last_op: ulid::Ulid,
+    /// The id prefix the replica's store gives new issues, when the batch was written (absent
+    /// from batches of fleets before it was recorded): where a machine joining the queue
+    /// takes its prefix from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 /// Errors of the journal, each naming the repository, ref or commit and what to do.

@@ -199,7 +199,7 @@ pub fn pick_remote(dir: &Path, name: Option<&str>) -> Result<Option<Remote>, Jou
     pick(&repo, name)
 }
 
-fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
+pub(super) fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
     let names = repo.remote_names();
     let chosen = match name {
         Some(name) => Some(name.to_string()),
@@ -238,7 +238,7 @@ fn no_remote(dir: &Path) -> JournalError {
     }
 }
 
-fn staging(remote: &str) -> String {
+pub(super) fn staging(remote: &str) -> String {
     format!("{STAGING_PREFIX}{remote}/")
 }
 
@@ -435,7 +435,11 @@ impl SyncLock {
 }
 
 /// `git fetch --prune <remote> +refs/fleet/journal/*:refs/fleet/remotes/<remote>/*`.
-fn fetch(repo: &JournalRepo, remote: &Remote, progress: FetchProgress) -> Result<(), JournalError> {
+pub(super) fn fetch(
+    repo: &JournalRepo,
+    remote: &Remote,
+    progress: FetchProgress,
+) -> Result<(), JournalError> {
     let refspec = format!("+{REF_PREFIX}*:{}*", staging(&remote.name));
     let what = format!("fetching the journal from remote {} ({})", remote.name, remote.url);
     let mut args = vec!["fetch", "--no-tags", "--prune", "--no-write-fetch-head"];
@@ -517,7 +521,7 @@ fn advance_foreign_refs(
 
 /// The ops of `replica`'s batches from `tip` back to (not including) `stop`, oldest first; all
 /// of them if `stop` is not on the chain.
-fn read_since(
+pub(super) fn read_since(
     repo: &JournalRepo,
     replica: &str,
     tip: ObjectId,
