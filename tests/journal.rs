@@ -98,9 +98,25 @@ fn a_workspace_inside_a_git_repository_journals_into_it() {
     let reference = format!("refs/fleet/journal/{replica}");
     let log = git(&["-C", &home, "log", "--oneline", &reference]);
     assert_eq!(log.lines().count(), 1, "{log}");
-    // Only objects and refs were written: no index, no branch, HEAD still unborn.
+    // Only objects and refs were written: no index, no branch, HEAD still unborn. Beside the
+    // journal, the workspace's settings (prefix, replica, configuration) for a rebuild.
     assert!(!ws.home().join(".git/index").exists());
-    assert_eq!(git(&["-C", &home, "for-each-ref", "--format=%(refname)"]).trim(), reference);
+    let refs = git(&["-C", &home, "for-each-ref", "--format=%(refname)"]);
+    assert_eq!(
+        refs.lines().collect::<Vec<_>>(),
+        [reference.as_str(), "refs/fleet/settings/%2Ebeads"]
+    );
+    let settings: Value = serde_json::from_str(&git(&[
+        "-C",
+        &home,
+        "show",
+        "refs/fleet/settings/%2Ebeads:settings.json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (settings["prefix"].as_str(), settings["replica"].as_str()),
+        (Some("t"), Some(replica.as_str()))
+    );
     git(&["-C", &home, "fsck", "--no-dangling"]);
 }
 
@@ -218,21 +234,30 @@ fn rebuild_gives_a_store_that_exports_byte_identically() {
     );
 }
 
+/// A rebuild of a healthy store first commits what it has pending, so nothing is lost;
+/// `--force` rebuilds without those ops (they stay in the kept file).
 #[test]
-fn rebuild_refuses_while_ops_are_uncommitted_unless_forced() {
+fn rebuild_commits_what_is_pending_first() {
     let ws = Workspace::new();
     let (a, _) = make_history(&ws);
     ws.run(&["journal", "commit"]).ok();
     ws.run(&["reopen", &a]).ok();
-    let refused = ws.run(&["rebuild"]).fails(1);
-    assert!(refused.stderr.contains("1 op(s)"), "{}", refused.stderr);
-    assert!(refused.stderr.contains("fleet journal commit"), "{}", refused.stderr);
+    let before = export_all(&ws);
+    let rebuilt = ws.json(&["rebuild"]);
+    assert_eq!(rebuilt["committed_first"], 1, "{rebuilt}");
+    assert_eq!(export_all(&ws), before, "the reopen is in the rebuilt store");
+    ws.run(&["journal", "verify"]).ok();
+
+    ws.run(&["close", &a]).ok();
     let forced = ws.json(&["rebuild", "--force"]);
-    assert_eq!(forced["uncommitted"], 1);
-    // The reopen is gone from the rebuilt store: the issue is closed again.
+    assert_eq!(
+        (forced["uncommitted"].clone(), forced["committed_first"].clone()),
+        (1.into(), 0.into())
+    );
+    // The close is gone from the rebuilt store: the issue is open again.
     let shown = ws.json(&["show", &a]);
     let issue = if shown.is_array() { shown[0].clone() } else { shown };
-    assert_eq!(issue["status"], "closed", "{issue}");
+    assert_eq!(issue["status"], "open", "{issue}");
 }
 
 #[test]

@@ -32,11 +32,20 @@ pub fn survey(dir: &Path, name: Option<&str>) -> Result<Option<Survey>, JournalE
     let Some(remote) = pick(&repo, name)? else { return Ok(None) };
     fetch(&repo, &remote, FetchProgress::Quiet)?;
     let staged = repo.refs_under(&staging(&remote.name))?;
-    let prefix = match newest_prefix(&repo, &staged)? {
-        Some(prefix) => Some(prefix),
-        None => commonest_prefix(&repo, &staged)?,
-    };
+    let prefix = prefix_of_journal(&repo, &staged)?;
     Ok(Some(Survey { remote, replicas: staged.len(), prefix }))
+}
+
+/// The id prefix the journals of `refs` (replica, tip) record, else the one most of their
+/// created issues have.
+pub(super) fn prefix_of_journal(
+    repo: &JournalRepo,
+    refs: &[(String, gix::ObjectId)],
+) -> Result<Option<String>, JournalError> {
+    match newest_prefix(repo, refs)? {
+        Some(prefix) => Ok(Some(prefix)),
+        None => commonest_prefix(repo, refs),
+    }
 }
 
 /// The prefix recorded by the newest tip batch among `refs` (replica, commit).

@@ -66,6 +66,7 @@ pub mod join;
 mod read;
 mod rebuild;
 mod repo;
+pub mod settings;
 pub mod sync;
 mod verify;
 mod write;
@@ -78,7 +79,7 @@ use crate::store::StoreError;
 
 pub use failure::Failure;
 pub use read::{LogEntry, log, read_all, read_replica};
-pub use rebuild::{RebuildOptions, RebuildReport, rebuild};
+pub use rebuild::{RebuildOptions, RebuildReport, SettingsFrom, rebuild};
 pub use repo::{JournalRepo, RepoKind};
 pub use verify::{Divergence, VerifyReport, verify};
 pub use write::{
@@ -174,11 +175,12 @@ pub enum JournalError {
         "no journal for the workspace at {0}: neither an enclosing git repository nor .beads/journal.git has journal refs; run `fleet journal commit` first"
     )]
     NoJournal(PathBuf),
-    /// A rebuild would lose ops that are not in git yet.
+    /// A rebuild found no id prefix: the store cannot be read, and neither the saved settings
+    /// nor the journal's batches and issues name one.
     #[error(
-        "{count} op(s) of this replica are not committed to the journal yet; a rebuild from the journal would lose them"
+        "no id prefix for the rebuilt store of {0}: the store cannot be read, and the journal records none"
     )]
-    Pending { count: usize },
+    NoPrefix(PathBuf),
     /// The store changed while a rebuild read the journal.
     #[error("the store at {0} changed during the rebuild; nothing was replaced, run it again")]
     Changed(PathBuf),
@@ -214,9 +216,9 @@ impl JournalError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             JournalError::Git { context, message } => Some(Failure::of(context, message).hint()),
-            JournalError::Pending { .. } => Some(
-                "run `fleet journal commit` first, or pass --force to rebuild without those ops (the old store is kept)",
-            ),
+            JournalError::NoPrefix(_) => {
+                Some("give the prefix of the workspace's issue ids: `fleet rebuild --prefix P`")
+            }
             JournalError::Format { .. } => Some(
                 "the ref was moved to a commit fleet did not write; run `fleet journal verify` and reset the ref to the last good batch",
             ),

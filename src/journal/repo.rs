@@ -78,6 +78,55 @@ impl JournalRepo {
         self.repo.git_dir()
     }
 
+    /// The repository's worktree, if it has one (an enclosing repository does).
+    pub(super) fn workdir(&self) -> Option<std::path::PathBuf> {
+        self.repo.workdir().map(Path::to_path_buf)
+    }
+
+    /// Writes a commit whose tree holds one file, `name` with `bytes`, on `parent`, by
+    /// `author` (with the journal's email), dated now; the ref is not moved.
+    pub(super) fn write_file_commit(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        parent: Option<ObjectId>,
+        author: &str,
+        message: &str,
+    ) -> Result<ObjectId, JournalError> {
+        let blob = self
+            .repo
+            .write_blob(bytes)
+            .map_err(JournalError::git(self.at("writing a blob")))?
+            .detach();
+        let entry = gix::objs::tree::Entry {
+            mode: gix::objs::tree::EntryKind::Blob.into(),
+            filename: name.into(),
+            oid: blob,
+        };
+        let tree = gix::objs::Tree { entries: vec![entry] };
+        let tree =
+            self.repo.write_object(&tree).map_err(JournalError::git(self.at("writing a tree")))?;
+        let signature = gix::actor::Signature {
+            name: author.into(),
+            email: super::EMAIL.into(),
+            time: gix::date::Time { seconds: jiff::Timestamp::now().as_second(), offset: 0 },
+        };
+        let commit = gix::objs::Commit {
+            tree: tree.detach(),
+            parents: parent.into_iter().collect(),
+            author: signature.clone(),
+            committer: signature,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        let id = self
+            .repo
+            .write_object(&commit)
+            .map_err(JournalError::git(self.at("writing a commit")))?;
+        Ok(id.detach())
+    }
+
     fn at(&self, what: &str) -> String {
         format!("{what} in {}", self.git_dir().display())
     }
@@ -254,7 +303,7 @@ impl JournalRepo {
     }
 
     /// The contents of the file `name` at the top of commit `id`'s tree.
-    fn file(&self, id: ObjectId, name: &str) -> Result<Option<Vec<u8>>, gix::Error> {
+    pub(super) fn file(&self, id: ObjectId, name: &str) -> Result<Option<Vec<u8>>, gix::Error> {
         let tree = self.repo.find_commit(id)?.tree()?;
         let Some(entry) = tree.find_entry(name) else { return Ok(None) };
         let oid = entry.object_id();

@@ -177,6 +177,7 @@ fn commit_in_batches(
     let repo = JournalRepo::find_or_create(store.dir())?;
     for _ in 0..ATTEMPTS {
         if let Some(report) = try_commit(store, &repo, max_ops, ahead.take())? {
+            save_settings(&repo, store);
             return Ok(report);
         }
     }
@@ -184,6 +185,14 @@ fn commit_in_batches(
         reference: ref_name(store.replica()),
         repo: repo.git_dir().to_path_buf(),
     })
+}
+
+/// Records the store's settings beside its journal (see [`super::settings`]). A failure is
+/// logged, not the commit's: the ops are in git either way, and the next commit tries again.
+fn save_settings(repo: &JournalRepo, store: &Store) {
+    if let Err(error) = super::settings::save(repo, store) {
+        tracing::warn!(%error, "recording the workspace's settings in the journal repository");
+    }
 }
 
 /// One attempt; `None` if another process moved the ref meanwhile. The trees written `ahead`

@@ -71,6 +71,9 @@ impl BdContext {
                  `fleet import {} --via-bd`",
                 dir.display()
             )
+        } else if crate::cli::context::journal_present(dir) {
+            "the workspace's git journal holds its ops: run `fleet rebuild` to make the store again"
+                .to_string()
         } else if dir.join("issues.jsonl").is_file() {
             "run 'bd init --from-jsonl' to create the database from .beads/issues.jsonl".to_string()
         } else {
