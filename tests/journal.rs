@@ -298,3 +298,56 @@ fn a_damaged_store_is_named_by_doctor_and_rebuilt_whole_from_the_journal() {
     assert_eq!(report["healthy"], true, "the store is healthy again: {report:#}");
     assert_eq!(ws.json(&["show", &a])[0]["status"], "closed");
 }
+
+/// Runs `fleet ARGS` with the journal committer on (a 1 s delay), as a user's shell runs it.
+fn with_committer(ws: &Workspace, args: &[&str]) -> common::Run {
+    let mut command = ws.command(args);
+    command.env("FLEET_JOURNAL_COMMIT_SECS", "1");
+    common::Run::from(command.output().expect("run fleet")).ok()
+}
+
+/// The number of ops on the journal refs of the git repository `home`.
+fn ops_in_git(home: &str) -> usize {
+    let refs = git(&["-C", home, "for-each-ref", "--format=%(refname)", "refs/fleet/journal/"]);
+    refs.lines()
+        .map(|reference| {
+            let ops = git(&["-C", home, "log", "--format=%H", reference]);
+            ops.lines()
+                .map(|commit| {
+                    let blob = git(&["-C", home, "show", &format!("{commit}:ops.jsonl")]);
+                    blob.lines().count()
+                })
+                .sum::<usize>()
+        })
+        .sum()
+}
+
+/// With no supervisor and no sync, the ops of plain commands (fleet and bd) reach git within
+/// the commit delay: a tidy-up that then deletes the store (`git clean -fdX`) loses nothing,
+/// and `fleet rebuild` brings every issue back.
+#[test]
+fn writes_reach_git_within_the_commit_delay_without_a_supervisor() {
+    let ws = Workspace::empty();
+    let home = ws.home().to_str().unwrap().to_string();
+    git(&["init", "-q", &home]);
+    ws.run(&["init", "--prefix", "t"]).ok();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(with_committer(&ws, &["create", &format!("task {n}"), "--silent"]).stdout);
+    }
+    ids.push(with_committer(&ws, &["bd", "create", "from bd", "--silent"]).stdout);
+    with_committer(&ws, &["close", ids[0].trim()]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while ops_in_git(&home) < 5 {
+        assert!(std::time::Instant::now() < deadline, "the ops never reached git");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let before = export_all(&ws);
+
+    git(&["-C", &home, "clean", "-q", "-f", "-d", "-X"]);
+    assert!(!ws.beads_dir().join("beads.db").exists(), "the tidy-up took the store");
+    let gone = ws.run(&["list"]).fails(1);
+    assert!(gone.stderr.contains("fleet rebuild"), "{}", gone.stderr);
+    ws.run(&["rebuild"]).ok();
+    assert_eq!(export_all(&ws), before, "every issue is back");
+}

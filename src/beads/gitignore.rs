@@ -14,14 +14,14 @@ pub const FILE: &str = ".gitignore";
 
 /// The file for a new workspace: beads' legacy lines, then fleet's own — the stores
 /// `fleet rebuild` keeps aside, the journal's own repository, the serving socket and its lock,
-/// and the sync lock.
+/// the sync lock and the journal committer's lock.
 pub const CONTENTS: &str = "# fleet / beads workspace\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\n\
 daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n\
-*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nsync.lock\n";
+*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nsync.lock\ncommit.lock\n";
 
 /// Fleet's own lines of [`CONTENTS`]: the files fleet may create in `.beads/`.
 pub const FLEET_ENTRIES: &[&str] =
-    &["*.db.bak-*", "journal.git/", "fleet.sock", "fleet.sock.lock", "sync.lock"];
+    &["*.db.bak-*", "journal.git/", "fleet.sock", "fleet.sock.lock", "sync.lock", "commit.lock"];
 
 /// Adds each of `entries` (patterns as [`CONTENTS`] writes them) that the `.gitignore` in the
 /// workspace `dir` lacks, at its end. A file that has them all is only read; a workspace

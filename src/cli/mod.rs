@@ -367,6 +367,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
     };
     if result.is_ok() && may_write {
         transfer::auto_export(&ctx);
+        journal::commit_soon(&ctx, false);
     }
     result
 }

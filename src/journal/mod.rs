@@ -61,6 +61,7 @@
 //! are settings of a store, not ops; `fleet rebuild` copies them from the store it replaces.
 
 pub mod claims;
+pub mod committer;
 mod failure;
 pub mod join;
 mod read;

@@ -320,7 +320,10 @@ fn init_adds_fleets_lines_to_a_gitignore_beads_wrote() {
     std::fs::write(beads.join(".gitignore"), theirs).unwrap();
     ws.run(&["init", "--prefix", "proj"]).ok();
     let text = std::fs::read_to_string(beads.join(".gitignore")).unwrap();
-    assert_eq!(text, format!("{theirs}*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\n"));
+    assert_eq!(
+        text,
+        format!("{theirs}*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\ncommit.lock\n")
+    );
 }
 
 #[test]

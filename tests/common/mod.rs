@@ -235,6 +235,9 @@ impl Workspace {
         cmd.env_clear()
             .env("FLEET_HOME", self.home())
             .env("FLEET_ACTOR", "tester")
+            // Journal commits happen when a test asks for them; the committer that writes
+            // start in the background has tests of its own, which set this.
+            .env("FLEET_JOURNAL_COMMIT_SECS", "0")
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .current_dir(self.home())
             .args(args);
