@@ -351,3 +351,77 @@ fn writes_reach_git_within_the_commit_delay_without_a_supervisor() {
     ws.run(&["rebuild"]).ok();
     assert_eq!(export_all(&ws), before, "every issue is back");
 }
+
+/// After a rebuild, `journal verify` agrees: the replica's own claim that lost to an earlier
+/// one made elsewhere is on its ref but (refused in the total order) not in the rebuilt
+/// store's journal, which is no divergence.
+#[test]
+fn verify_agrees_after_a_rebuild_in_which_a_claim_lost() {
+    let fleet = common::remote::Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = a.create("wanted by both", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    common::Run::from(a.command(&["claim", &id]).env("FLEET_ACTOR", "alice").output().unwrap())
+        .ok();
+    common::Run::from(b.command(&["claim", &id]).env("FLEET_ACTOR", "bob").output().unwrap()).ok();
+    fleet.sync(0);
+    let lost = fleet.sync(1);
+    assert_eq!(lost["lost_claims"], serde_json::json!([id]), "{lost}");
+    b.run(&["journal", "verify"]).ok();
+    let rebuilt = b.json(&["rebuild"]);
+    assert_eq!(rebuilt["rejected"], serde_json::json!([]), "{rebuilt}");
+    let verified = b.json(&["journal", "verify"]);
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert!(verified["records"].as_u64().unwrap() >= 1, "{verified}");
+}
+
+/// A stored record whose text no longer matches its ops (here: a letter of an imported
+/// issue's description changed in the store file, where the import's op is kept deflated) is
+/// a divergence `journal verify` names, with the issue and the field.
+#[test]
+fn verify_finds_a_stored_record_whose_text_no_longer_matches_its_ops() {
+    let ws = Workspace::new();
+    let line = r#"{"id":"t-k2m","title":"imported","description":"alpha bravo charlie","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}"#;
+    let file = ws.home().join("one.jsonl");
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    ws.run(&["import", file.to_str().unwrap()]).ok();
+    ws.create("made here", &["-d", "delta echo"]);
+    ws.run(&["journal", "commit"]).ok();
+    let agreed = ws.json(&["journal", "verify"]);
+    assert_eq!((agreed["ok"].clone(), agreed["records"].clone()), (true.into(), 2.into()));
+
+    // The issue's record (and the ready index's copy of it) start with its id; in the op that
+    // made it, the same JSON is nested after a key. Only the records change.
+    let db = ws.beads_dir().join("beads.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let (record, text) = (br#"{"id":"t-k2m""#, b"alpha bravo charlie");
+    let mut changed = 0;
+    for at in 1..bytes.len().saturating_sub(record.len()) {
+        if &bytes[at..at + record.len()] != record || bytes[at - 1] == b':' {
+            continue;
+        }
+        let end = (at + 400).min(bytes.len());
+        if let Some(found) = bytes[at..end].windows(text.len()).position(|w| w == text) {
+            bytes[at + found] = b'A';
+            changed += 1;
+        }
+    }
+    assert!(changed > 0, "the record is in the store file as text");
+    std::fs::write(&db, bytes).unwrap();
+    let shown = ws.json(&["show", "t-k2m"]);
+    assert_eq!(shown[0]["description"], "Alpha bravo charlie", "the store reads the change");
+
+    let failed = ws.run(&["journal", "verify", "--json"]).fails(1);
+    let report = failed.json();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["record_divergence"]["issue"], "t-k2m", "{report}");
+    let what = report["record_divergence"]["what"].as_str().unwrap();
+    assert!(what.contains("description"), "{what}");
+    let human = ws.run(&["journal", "verify"]).fails(1);
+    assert!(
+        human.stderr.contains("t-k2m") && human.stderr.contains("fleet rebuild"),
+        "{}",
+        human.stderr
+    );
+}

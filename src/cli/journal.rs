@@ -107,28 +107,33 @@ fn cmd_verify(ctx: &Context) -> Result<(), CliError> {
         return Ok(());
     }
     ctx.out.emit(&report, String::new);
-    let divergence = report.divergence.as_ref().map_or_else(String::new, |d| {
+    if let Some(d) = &report.divergence {
         let seq = d.seq.map_or_else(String::new, |s| format!(", seq {s}"));
-        format!("at op #{}{seq}: {}", d.position, d.what)
-    });
-    Err(CliError::new(format!(
-        "the store and the journal ({}) diverge {divergence}",
-        report.reference
-    ))
-    .with_hint(
-        "if the ref was moved by hand, point it back at the last good batch (`git update-ref`); \
-         if the store is the damaged side, `fleet rebuild` makes a new one from the journal",
+        return Err(CliError::new(format!(
+            "the store and the journal ({}) diverge at op #{}{seq}: {}",
+            report.reference, d.position, d.what
+        ))
+        .with_hint(
+            "if the ref was moved by hand, point it back at the last good batch (`git update-ref`); \
+             if the store is the damaged side, `fleet rebuild` makes a new one from the journal",
+        ));
+    }
+    let what = report.record_divergence.as_ref().map_or_else(String::new, |d| d.what.clone());
+    Err(CliError::new(format!("the store and the journal disagree: {what}")).with_hint(
+        "the store's copy is the one that changed outside its ops (the journal's commits are \
+         chained); `fleet rebuild` makes the store again from the journal, keeping this one",
     ))
 }
 
 fn render_verified(report: &VerifyReport) -> String {
     let repo = report.repo.as_deref().map_or_else(|| "no repository yet".into(), repo_text);
     format!(
-        "✓ store and journal agree: {} committed op(s) in {} commit(s) on {} ({repo}); {} op(s) pending",
+        "✓ store and journal agree: {} committed op(s) in {} commit(s) on {} ({repo}); {} op(s) pending; {} issue record(s) match the journal's replay",
         report.journal_ops,
         report.commits,
         report.reference,
-        report.store_ops.saturating_sub(report.store_committed_ops)
+        report.store_ops.saturating_sub(report.store_committed_ops),
+        report.records
     )
 }
 

@@ -314,9 +314,17 @@ fn keep(dir: &Path, current: &Path, clock: Clock) -> Result<PathBuf, JournalErro
     Ok(backup)
 }
 
-/// The scratch directory of a rebuild, removed when done (with the new store in it if the
-/// rebuild failed before the swap).
-struct Scratch(PathBuf);
+/// A scratch directory, removed (with what it holds) when dropped: a rebuild's new store
+/// until the swap, a verify's replay.
+pub(super) struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// A new directory under the system's temporary directory, named `<what>-<ulid>`.
+    pub(super) fn in_temp_dir(what: &str) -> Scratch {
+        let name = format!("{what}-{}", ulid::Ulid::generate().to_string().to_lowercase());
+        Scratch(std::env::temp_dir().join(name))
+    }
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
