@@ -695,7 +695,11 @@ mod tests {
         add_issues(&store, 3, 1);
         let report = commit_pending(&store).unwrap();
         assert_eq!((report.ops, report.committed_seq), (1, 3));
-        assert!(verify(&store).unwrap().ok);
+        let verified = verify(&store).unwrap();
+        assert!(verified.divergence.is_none(), "this replica's ref holds its ops");
+        // The other replica's ops came in without its journal: no ref here replays them.
+        let missing = verified.record_divergence.unwrap();
+        assert!(missing.what.contains("not in the journal's replay"), "{}", missing.what);
     }
 
     #[test]

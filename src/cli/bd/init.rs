@@ -51,18 +51,12 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
     let dir = ctx.init_dir(global)?;
     let jsonl = dir.join("issues.jsonl");
     let named = args.prefix.is_some() || prefix_from_config_yaml(&dir).is_some();
-    if !named && !args.from_jsonl && !dir.join(STORE_FILE).exists() {
-        if let Some(found) = team_journal(ctx, &dir) {
-            let prefix = found.prefix.clone().unwrap_or_else(|| prefix_from_dir(&dir));
-            let (joined, report) = join_found(ctx, &dir, &found, &prefix, "journal")
-                .map_err(CliError::message_only)?;
-            if !ctx.out.quiet {
-                ctx.out.emit(&joined, || {
-                    format!("✓ bd initialized successfully!\n\n{}", join::render(&joined))
-                });
-            }
-            return fail_on_bad_refs(&report).map_err(CliError::message_only);
-        }
+    if !named
+        && !args.from_jsonl
+        && !dir.join(STORE_FILE).exists()
+        && let Some(found) = team_journal(ctx, &dir)
+    {
+        return join_team(ctx, &dir, &found);
     }
     let prefix = match (&args.prefix, &prefix_from_config_yaml(&dir)) {
         (Some(prefix), _) | (None, Some(prefix)) => prefix.trim().trim_end_matches('-').to_string(),
@@ -108,6 +102,20 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
         transfer::import_path(&fresh, &jsonl, false)?;
     }
     Ok(())
+}
+
+/// Makes the store in `dir` from the team's queue `found` (see [`team_journal`]), as
+/// `fleet join` does, and says so as `bd init` does.
+fn join_team(ctx: &BdContext, dir: &Path, found: &Survey) -> Result<(), CliError> {
+    let prefix = found.prefix.clone().unwrap_or_else(|| prefix_from_dir(dir));
+    let (joined, report) =
+        join_found(ctx, dir, found, &prefix, "journal").map_err(CliError::message_only)?;
+    if !ctx.out.quiet {
+        ctx.out.emit(&joined, || {
+            format!("✓ bd initialized successfully!\n\n{}", join::render(&joined))
+        });
+    }
+    fail_on_bad_refs(&report).map_err(CliError::message_only)
 }
 
 /// The fleet journal on the remote of the git repository `dir` is in (a clone of a project
