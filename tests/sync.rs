@@ -196,9 +196,9 @@ fn an_import_travels_to_another_machine_as_bulk_ops() {
     assert_eq!(exports[0], exports[1]);
 }
 
-#[test]
-fn a_close_wins_over_a_concurrent_status_change() {
-    let fleet = Fleet::new(2);
+/// An issue a closes while b, not having seen the close, changes its status (and title); b
+/// syncs, then a: the issue, and a's sync report, which must list the kept close.
+fn close_against_a_status_change(fleet: &Fleet) -> String {
     let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
     let id = a.create("contested", &[]);
     fleet.sync(0);
@@ -210,6 +210,14 @@ fn a_close_wins_over_a_concurrent_status_change() {
     fleet.sync(1);
     let report = fleet.sync(0);
     assert_eq!(report["closes_kept"], serde_json::json!([id.clone()]), "{report}");
+    id
+}
+
+#[test]
+fn a_close_wins_over_a_concurrent_status_change() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = close_against_a_status_change(&fleet);
     fleet.sync(1);
     for ws in &fleet.machines {
         assert_eq!(field(ws, &id, "status"), "closed");
@@ -229,14 +237,7 @@ fn a_close_wins_over_a_concurrent_status_change() {
 fn a_kept_close_is_reported_once() {
     let fleet = Fleet::new(2);
     let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
-    let id = a.create("contested", &[]);
-    fleet.sync(0);
-    fleet.sync(1);
-    a.run(&["close", &id, "--reason", "done"]).ok();
-    b.run(&["update", &id, "--status", "blocked", "--title", "contested, retitled"]).ok();
-    fleet.sync(1);
-    let first = fleet.sync(0);
-    assert_eq!(first["closes_kept"], serde_json::json!([id.clone()]), "{first}");
+    let id = close_against_a_status_change(&fleet);
     for round in 0..3 {
         // b's op is made before a's, and reaches a after it: a's merge re-applies everything.
         b.create(&format!("b, round {round}"), &[]);
