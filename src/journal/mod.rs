@@ -3,8 +3,9 @@
 //! The store journals every applied op in its own table (`Store::journal`); this module copies
 //! the ops *made here* (`op.meta.replica == Store::replica()`) into git, so that other
 //! machines can fetch them and a store can be rebuilt from them. Writing to the store never
-//! waits for git: ops are committed by [`commit_pending`], which `fleet journal commit`, the
-//! end of `fleet import`, and the supervisor (every few seconds, and at shutdown) call.
+//! waits for git: ops are committed by [`commit_pending`], which `fleet journal commit`, a
+//! sync, the end of `fleet import`, the supervisor (every few seconds, and at shutdown) and,
+//! without a supervisor, the committer a write command starts ([`committer`]) call.
 //!
 //! # Where
 //!
@@ -58,7 +59,17 @@
 //! # Not in the journal
 //!
 //! Configuration values (`config set`, imported memories), the id prefix and the replica id
-//! are settings of a store, not ops; `fleet rebuild` copies them from the store it replaces.
+//! are settings of a store, not ops. Each commit also records them beside the journal, on a
+//! local ref of the same repository ([`settings`]); `fleet rebuild` takes them from the store
+//! it replaces, or from there when that store cannot be read.
+//!
+//! # Modules
+//!
+//! `write` commits, `read` reads batches back, `verify` compares store and journal,
+//! `rebuild` makes a store from the journal, [`settings`] keeps what is not an op,
+//! [`committer`] commits soon after a write, [`sync`] exchanges journals through git remotes
+//! (with `failure` naming the cause of a failed git command), [`join`] surveys a team's remote
+//! for a machine that joins it, and [`claims`] confirms claims on a remote.
 
 pub mod claims;
 pub mod committer;
