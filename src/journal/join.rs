@@ -13,7 +13,6 @@ use std::path::Path;
 use super::JournalError;
 use super::repo::JournalRepo;
 use super::sync::{FetchProgress, Remote, fetch, pick, read_since, staging};
-use crate::op::OpKind;
 
 /// What a remote's journal holds (see [`survey`]).
 #[derive(Debug, Clone)]
@@ -73,26 +72,11 @@ fn commonest_prefix(
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for (replica, tip) in refs {
         for op in read_since(repo, replica, *tip, None)? {
-            let mut count = |kind: &OpKind| {
-                if let Some(prefix) = created_prefix(kind) {
-                    *counts.entry(prefix).or_default() += 1;
-                }
-            };
-            match &op.kind {
-                OpKind::Bulk { ops } => ops.iter().for_each(&mut count),
-                single => count(single),
+            let created = op.kind.entries().iter().filter(|e| matches!(e.name(), "create" | "put"));
+            for prefix in created.filter_map(|entry| crate::id::prefix_of(entry.subject())) {
+                *counts.entry(prefix.to_string()).or_default() += 1;
             }
         }
     }
     Ok(counts.into_iter().max_by_key(|(_, count)| *count).map(|(prefix, _)| prefix))
-}
-
-/// The prefix of the id of the issue `kind` creates (`app` of `app-3kf`).
-fn created_prefix(kind: &OpKind) -> Option<String> {
-    match kind {
-        OpKind::Create { issue, .. } | OpKind::Put { issue } => {
-            crate::id::prefix_of(&issue.id).map(str::to_string)
-        }
-        _ => None,
-    }
 }
