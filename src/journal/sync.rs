@@ -141,11 +141,14 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
         if existing == url {
             return Ok(Remote::of(&repo, name.to_string(), existing));
         }
+        let fix = if repo.remote_is_fleets(name) {
+            format!("remove it first (`fleet remote remove {name}`), or give this one another name")
+        } else {
+            "it is the repository's own; give this one another name".to_string()
+        };
         return Err(JournalError::Remote {
             context: format!("adding remote {name} to {}", repo.git_dir().display()),
-            message: format!(
-                "remote {name} already exists ({existing}); remove it first (`fleet remote remove {name}`)"
-            ),
+            message: format!("remote {name} already exists ({existing}); {fix}"),
         });
     }
     git(&repo, &["remote", "add", "--", name, url], &format!("adding remote {name}"))?;
