@@ -614,6 +614,11 @@ fn doctors_fix_for_each_lost_store_restores_the_teams_queue() {
         let team = common::remote::export_all(b);
 
         loss.inflict(&store_file(a));
+        if matches!(loss, Loss::HeaderFlipped | Loss::Deleted) {
+            // Nothing to salvage: salvage points at the rebuild, not back at doctor.
+            let salvage = a.run(&["doctor", "--salvage"]).fails(1);
+            assert!(salvage.stderr.contains("hint: run `fleet rebuild`"), "{}", salvage.stderr);
+        }
         let report = doctor(a, &[]);
         assert_no_panic(&report, "doctor");
         assert_eq!(report.code, 1, "{loss:?}: {}", report.stdout);

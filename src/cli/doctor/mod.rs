@@ -219,6 +219,11 @@ fn salvage(ctx: &Context, dir: &Path) -> Result<(), CliError> {
             }
             CliError::new(format!("{} cannot be salvaged: {detail}", path.display())).with_hint(fix)
         }
+        StoreError::NotInitialized(_) if journal_present(dir) => CliError::new(format!(
+            "there is no store at {} to salvage",
+            dir.join(crate::store::STORE_FILE).display()
+        ))
+        .with_hint(REBUILD_FIX),
         other => other.into(),
     })?;
     ctx.out.emit(&report, || render_salvage(&report));
