@@ -18,6 +18,11 @@
 //!    ([`Store::merge`]: the total-order state, with the conflict rules of `store::merge`);
 //! 5. pushes this replica's ref (`git push --porcelain`); a ref per replica never conflicts.
 //!
+//! [`SyncOptions`] can leave out steps 2–4 (`bd sync --no-pull`, `bd dolt push`) or step 5
+//! (`--no-push`, `bd dolt pull`); [`plan`] says what a sync would do without the network. A
+//! project's own remotes are used as they are: only remotes fleet added (marked in the
+//! repository's config) are ever removed by it.
+//!
 //! Every step is safe to cut short: the ops of this replica are in the store and committed to
 //! the local journal before anything touches the network, the merge is one store transaction
 //! recording how far it read, and the next sync takes up whatever did not happen.
