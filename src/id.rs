@@ -205,6 +205,14 @@ pub fn child_segment_number(segment: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The prefix of issue id `id`, when it has a valid one: `app` of `app-3kf` and of
+/// `app-3kf.2`.
+pub fn prefix_of(id: &str) -> Option<&str> {
+    let top = id.split('.').next()?;
+    let (prefix, _) = top.rsplit_once('-')?;
+    validate_prefix(prefix).ok().map(|()| prefix)
+}
+
 /// Checks a prefix given to `init`: lowercase letters, digits and hyphens, starting with a
 /// letter, at most 20 characters.
 pub fn validate_prefix(prefix: &str) -> Result<(), String> {

@@ -538,3 +538,124 @@ fn each_account_of_a_coder_is_checked_for_its_own_sign_in() {
     assert!(!out.contains(KEY), "no secret shown:\n{out}");
     assert!(run.stderr.contains("account spare sign-in"), "{}", run.stderr);
 }
+
+/// The ways a machine's store file is lost.
+#[derive(Debug, Clone, Copy)]
+enum Loss {
+    /// Cut to half its length.
+    Truncated,
+    /// Every 4 KiB page holding one issue's title zeroed.
+    Zeroed,
+    /// Every byte of its header's first 16 inverted.
+    HeaderFlipped,
+    /// Deleted (a tidy-up such as `git clean -fdX`).
+    Deleted,
+}
+
+impl Loss {
+    fn inflict(self, path: &Path) {
+        match self {
+            Loss::Truncated => truncate(path),
+            Loss::Zeroed => {
+                let mut bytes = std::fs::read(path).unwrap();
+                let mut at = 0;
+                while let Some(found) = find(&bytes[at..], b"Job 7 with") {
+                    let page = (at + found) / 4096 * 4096;
+                    bytes[page..page + 4096].fill(0);
+                    at = page + 4096;
+                }
+                assert!(at > 0, "the title is in the file");
+                std::fs::write(path, bytes).unwrap();
+            }
+            Loss::HeaderFlipped => {
+                let mut bytes = std::fs::read(path).unwrap();
+                bytes[..16].iter_mut().for_each(|b| *b = !*b);
+                std::fs::write(path, bytes).unwrap();
+            }
+            Loss::Deleted => std::fs::remove_file(path).unwrap(),
+        }
+    }
+}
+
+/// The command of the first `fix:` line of doctor's report, as the words between its first
+/// pair of backticks, without the leading `fleet`.
+fn fix_command(report: &str) -> Vec<String> {
+    let line = report.lines().find(|l| l.trim_start().starts_with("fix:")).unwrap_or_else(|| {
+        panic!("doctor names a fix:\n{report}");
+    });
+    let command = line.split('`').nth(1).unwrap_or_else(|| panic!("a command in: {line}"));
+    let mut words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    assert_eq!(words.first().map(String::as_str), Some("fleet"), "{line}");
+    words.remove(0);
+    words
+}
+
+/// On a machine of a team syncing through a bare remote, each way of losing the store file —
+/// cut short, zeroed, its header flipped, deleted — is named by `fleet doctor` with a fix, and
+/// running exactly that fix brings back the queue the other machine has, with the machine's
+/// configuration and replica, so it carries on syncing.
+#[test]
+fn doctors_fix_for_each_lost_store_restores_the_teams_queue() {
+    for loss in [Loss::Truncated, Loss::Zeroed, Loss::HeaderFlipped, Loss::Deleted] {
+        let fleet = common::remote::Fleet::new(2);
+        let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+        for k in 1..=12 {
+            a.create(&format!("Job {k} with a title long enough to fill pages {k:>40}"), &[]);
+        }
+        let epic = a.create("the epic", &["-t", "epic"]);
+        let child = a.create("its part", &["--parent", &epic]);
+        a.run(&["comment", &child, "a note"]).ok();
+        a.run(&["bd", "config", "set", "team.note", "kept"]).ok();
+        fleet.sync(0);
+        let replica = a.json(&["journal", "log", "-n", "1"])[0]["replica"].clone();
+        b.create("made on b", &[]);
+        fleet.sync(1);
+        fleet.sync(0);
+        let team = common::remote::export_all(b);
+
+        loss.inflict(&store_file(a));
+        if matches!(loss, Loss::HeaderFlipped | Loss::Deleted) {
+            // Nothing to salvage: salvage points at the rebuild, not back at doctor.
+            let salvage = a.run(&["doctor", "--salvage"]).fails(1);
+            assert!(salvage.stderr.contains("hint: run `fleet rebuild`"), "{}", salvage.stderr);
+        }
+        let report = doctor(a, &[]);
+        assert_no_panic(&report, "doctor");
+        assert_eq!(report.code, 1, "{loss:?}: {}", report.stdout);
+        let fix = fix_command(&report.stdout);
+        let fixed = a.run(&fix.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(fixed.code, 0, "{loss:?}: `fleet {}`:\n{}", fix.join(" "), fixed.stderr);
+        assert_eq!(common::remote::export_all(a), team, "{loss:?}: the team's queue is back");
+        let note = a.run(&["bd", "config", "get", "team.note"]).ok().stdout;
+        assert!(note.contains("kept"), "{loss:?}: configuration is back: {note}");
+        doctor(a, &[]).ok();
+
+        let after = a.create("after the repair", &[]);
+        fleet.sync(0);
+        let newest = a.json(&["journal", "log", "-n", "1"]);
+        assert_eq!(newest[0]["replica"], replica, "{loss:?}: a carries on as itself");
+        fleet.sync(1);
+        assert!(common::remote::export_all(b).contains(&after), "{loss:?}");
+    }
+}
+
+/// A store file deleted beside an intact journal is a store to rebuild, not a workspace to
+/// create: commands and doctor say `fleet rebuild`.
+#[test]
+fn a_deleted_store_beside_its_journal_says_rebuild() {
+    let ws = Workspace::new();
+    let id = ws.create("kept in the journal", &[]);
+    ws.run(&["journal", "commit"]).ok();
+    std::fs::remove_file(store_file(&ws)).unwrap();
+    for args in [&["list"][..], &["show", &id], &["create", "another"]] {
+        let run = ws.run(args).fails(1);
+        assert!(run.stderr.contains("fleet rebuild"), "{args:?}: {}", run.stderr);
+        assert!(!run.stderr.contains("fleet init"), "{args:?}: {}", run.stderr);
+    }
+    let bd = ws.run(&["bd", "list"]);
+    assert!(bd.stderr.contains("fleet rebuild"), "{}", bd.stderr);
+    let report = doctor(&ws, &[]).fails(1);
+    assert_eq!(fix_command(&report.stdout), ["rebuild"]);
+    ws.run(&["rebuild"]).ok();
+    assert_eq!(ws.json(&["show", &id])[0]["title"], "kept in the journal");
+}

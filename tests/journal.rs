@@ -98,9 +98,25 @@ fn a_workspace_inside_a_git_repository_journals_into_it() {
     let reference = format!("refs/fleet/journal/{replica}");
     let log = git(&["-C", &home, "log", "--oneline", &reference]);
     assert_eq!(log.lines().count(), 1, "{log}");
-    // Only objects and refs were written: no index, no branch, HEAD still unborn.
+    // Only objects and refs were written: no index, no branch, HEAD still unborn. Beside the
+    // journal, the workspace's settings (prefix, replica, configuration) for a rebuild.
     assert!(!ws.home().join(".git/index").exists());
-    assert_eq!(git(&["-C", &home, "for-each-ref", "--format=%(refname)"]).trim(), reference);
+    let refs = git(&["-C", &home, "for-each-ref", "--format=%(refname)"]);
+    assert_eq!(
+        refs.lines().collect::<Vec<_>>(),
+        [reference.as_str(), "refs/fleet/settings/%2Ebeads"]
+    );
+    let settings: Value = serde_json::from_str(&git(&[
+        "-C",
+        &home,
+        "show",
+        "refs/fleet/settings/%2Ebeads:settings.json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (settings["prefix"].as_str(), settings["replica"].as_str()),
+        (Some("t"), Some(replica.as_str()))
+    );
     git(&["-C", &home, "fsck", "--no-dangling"]);
 }
 
@@ -218,21 +234,30 @@ fn rebuild_gives_a_store_that_exports_byte_identically() {
     );
 }
 
+/// A rebuild of a healthy store first commits what it has pending, so nothing is lost;
+/// `--force` rebuilds without those ops (they stay in the kept file).
 #[test]
-fn rebuild_refuses_while_ops_are_uncommitted_unless_forced() {
+fn rebuild_commits_what_is_pending_first() {
     let ws = Workspace::new();
     let (a, _) = make_history(&ws);
     ws.run(&["journal", "commit"]).ok();
     ws.run(&["reopen", &a]).ok();
-    let refused = ws.run(&["rebuild"]).fails(1);
-    assert!(refused.stderr.contains("1 op(s)"), "{}", refused.stderr);
-    assert!(refused.stderr.contains("fleet journal commit"), "{}", refused.stderr);
+    let before = export_all(&ws);
+    let rebuilt = ws.json(&["rebuild"]);
+    assert_eq!(rebuilt["committed_first"], 1, "{rebuilt}");
+    assert_eq!(export_all(&ws), before, "the reopen is in the rebuilt store");
+    ws.run(&["journal", "verify"]).ok();
+
+    ws.run(&["close", &a]).ok();
     let forced = ws.json(&["rebuild", "--force"]);
-    assert_eq!(forced["uncommitted"], 1);
-    // The reopen is gone from the rebuilt store: the issue is closed again.
+    assert_eq!(
+        (forced["uncommitted"].clone(), forced["committed_first"].clone()),
+        (1.into(), 0.into())
+    );
+    // The close is gone from the rebuilt store: the issue is open again.
     let shown = ws.json(&["show", &a]);
     let issue = if shown.is_array() { shown[0].clone() } else { shown };
-    assert_eq!(issue["status"], "closed", "{issue}");
+    assert_eq!(issue["status"], "open", "{issue}");
 }
 
 #[test]
@@ -272,4 +297,132 @@ fn a_damaged_store_is_named_by_doctor_and_rebuilt_whole_from_the_journal() {
         serde_json::from_str(&ws.run(&["doctor", "--json"]).stdout).unwrap();
     assert_eq!(report["healthy"], true, "the store is healthy again: {report:#}");
     assert_eq!(ws.json(&["show", &a])[0]["status"], "closed");
+}
+
+/// Runs `fleet ARGS` with the journal committer on (a 1 s delay), as a user's shell runs it.
+fn with_committer(ws: &Workspace, args: &[&str]) -> common::Run {
+    let mut command = ws.command(args);
+    command.env("FLEET_JOURNAL_COMMIT_SECS", "1");
+    common::Run::from(command.output().expect("run fleet")).ok()
+}
+
+/// The number of ops on the journal refs of the git repository `home`.
+fn ops_in_git(home: &str) -> usize {
+    let refs = git(&["-C", home, "for-each-ref", "--format=%(refname)", "refs/fleet/journal/"]);
+    refs.lines()
+        .map(|reference| {
+            let ops = git(&["-C", home, "log", "--format=%H", reference]);
+            ops.lines()
+                .map(|commit| {
+                    let blob = git(&["-C", home, "show", &format!("{commit}:ops.jsonl")]);
+                    blob.lines().count()
+                })
+                .sum::<usize>()
+        })
+        .sum()
+}
+
+/// With no supervisor and no sync, the ops of plain commands (fleet and bd) reach git within
+/// the commit delay: a tidy-up that then deletes the store (`git clean -fdX`) loses nothing,
+/// and `fleet rebuild` brings every issue back.
+#[test]
+fn writes_reach_git_within_the_commit_delay_without_a_supervisor() {
+    let ws = Workspace::empty();
+    let home = ws.home().to_str().unwrap().to_string();
+    git(&["init", "-q", &home]);
+    ws.run(&["init", "--prefix", "t"]).ok();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(with_committer(&ws, &["create", &format!("task {n}"), "--silent"]).stdout);
+    }
+    ids.push(with_committer(&ws, &["bd", "create", "from bd", "--silent"]).stdout);
+    with_committer(&ws, &["close", ids[0].trim()]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while ops_in_git(&home) < 5 {
+        assert!(std::time::Instant::now() < deadline, "the ops never reached git");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let before = export_all(&ws);
+
+    git(&["-C", &home, "clean", "-q", "-f", "-d", "-X"]);
+    assert!(!ws.beads_dir().join("beads.db").exists(), "the tidy-up took the store");
+    let gone = ws.run(&["list"]).fails(1);
+    assert!(gone.stderr.contains("fleet rebuild"), "{}", gone.stderr);
+    ws.run(&["rebuild"]).ok();
+    assert_eq!(export_all(&ws), before, "every issue is back");
+}
+
+/// After a rebuild, `journal verify` agrees: the replica's own claim that lost to an earlier
+/// one made elsewhere is on its ref but (refused in the total order) not in the rebuilt
+/// store's journal, which is no divergence.
+#[test]
+fn verify_agrees_after_a_rebuild_in_which_a_claim_lost() {
+    let fleet = common::remote::Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = a.create("wanted by both", &[]);
+    fleet.sync(0);
+    fleet.sync(1);
+    common::Run::from(a.command(&["claim", &id]).env("FLEET_ACTOR", "alice").output().unwrap())
+        .ok();
+    common::Run::from(b.command(&["claim", &id]).env("FLEET_ACTOR", "bob").output().unwrap()).ok();
+    fleet.sync(0);
+    let lost = fleet.sync(1);
+    assert_eq!(lost["lost_claims"], serde_json::json!([id]), "{lost}");
+    b.run(&["journal", "verify"]).ok();
+    let rebuilt = b.json(&["rebuild"]);
+    assert_eq!(rebuilt["rejected"], serde_json::json!([]), "{rebuilt}");
+    let verified = b.json(&["journal", "verify"]);
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert!(verified["records"].as_u64().unwrap() >= 1, "{verified}");
+}
+
+/// A stored record whose text no longer matches its ops (here: a letter of an imported
+/// issue's description changed in the store file, where the import's op is kept deflated) is
+/// a divergence `journal verify` names, with the issue and the field.
+#[test]
+fn verify_finds_a_stored_record_whose_text_no_longer_matches_its_ops() {
+    let ws = Workspace::new();
+    let line = r#"{"id":"t-k2m","title":"imported","description":"alpha bravo charlie","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z"}"#;
+    let file = ws.home().join("one.jsonl");
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    ws.run(&["import", file.to_str().unwrap()]).ok();
+    ws.create("made here", &["-d", "delta echo"]);
+    ws.run(&["journal", "commit"]).ok();
+    let agreed = ws.json(&["journal", "verify"]);
+    assert_eq!(agreed["ok"], true, "{agreed}");
+
+    // The issue's record (and the ready index's copy of it) start with its id; in the op that
+    // made it, the same JSON is nested after a key. Only the records change.
+    let db = ws.beads_dir().join("beads.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let (record, text) = (br#"{"id":"t-k2m""#, b"alpha bravo charlie");
+    let mut changed = 0;
+    for at in 1..bytes.len().saturating_sub(record.len()) {
+        if &bytes[at..at + record.len()] != record || bytes[at - 1] == b':' {
+            continue;
+        }
+        let end = (at + 400).min(bytes.len());
+        if let Some(found) = bytes[at..end].windows(text.len()).position(|w| w == text) {
+            bytes[at + found] = b'A';
+            changed += 1;
+        }
+    }
+    assert!(changed > 0, "the record is in the store file as text");
+    std::fs::write(&db, bytes).unwrap();
+    let shown = ws.json(&["show", "t-k2m"]);
+    assert_eq!(shown[0]["description"], "Alpha bravo charlie", "the store reads the change");
+
+    let failed = ws.run(&["journal", "verify", "--json"]).fails(1);
+    assert_eq!(agreed["records"], 2, "both records were compared before: {agreed}");
+    let report = failed.json();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["record_divergence"]["issue"], "t-k2m", "{report}");
+    let what = report["record_divergence"]["what"].as_str().unwrap();
+    assert!(what.contains("description"), "{what}");
+    let human = ws.run(&["journal", "verify"]).fails(1);
+    assert!(
+        human.stderr.contains("t-k2m") && human.stderr.contains("fleet rebuild"),
+        "{}",
+        human.stderr
+    );
 }

@@ -194,7 +194,7 @@ fn confirmed_claims_stay_held_through_every_sync() {
     const EACH: usize = 8;
     const ISSUES: usize = 40;
     let dir = tempfile::tempdir().unwrap();
-    let daemon = common::GitDaemon::serving(dir.path());
+    let daemon = common::remote::GitDaemon::start(dir.path());
     bare_remote(dir.path());
     let issues = shared_issues(dir.path(), ISSUES);
     let url = daemon.url("remote.git");

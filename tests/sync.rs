@@ -5,47 +5,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::pty::{Pty, strip_escapes};
+use common::remote::{Fleet, export_all};
 use common::{Run, Workspace, all_succeed, git};
 use proptest::prelude::*;
 use serde_json::Value;
-
-/// A bare remote and machines that know it as `origin`.
-struct Fleet {
-    remote_dir: tempfile::TempDir,
-    machines: Vec<Workspace>,
-}
-
-impl Fleet {
-    fn new(machines: usize) -> Fleet {
-        let remote_dir = tempfile::tempdir().unwrap();
-        let fleet =
-            Fleet { remote_dir, machines: (0..machines).map(|_| Workspace::new()).collect() };
-        git(&["init", "-q", "--bare", fleet.remote().to_str().unwrap()]);
-        for ws in &fleet.machines {
-            ws.run(&["remote", "add", "origin", fleet.remote().to_str().unwrap()]).ok();
-        }
-        fleet
-    }
-
-    fn remote(&self) -> PathBuf {
-        self.remote_dir.path().join("remote.git")
-    }
-
-    fn sync(&self, n: usize) -> Value {
-        self.machines[n].json(&["sync"])
-    }
-
-    fn exports(&self) -> Vec<String> {
-        self.machines.iter().map(export_all).collect()
-    }
-}
-
-fn export_all(ws: &Workspace) -> String {
-    ws.run(&["export", "--all", "--include-paths"]).ok().stdout
-}
 
 fn as_actor(ws: &Workspace, actor: &str, args: &[&str]) -> Run {
     let mut cmd = ws.command(args);
@@ -83,6 +47,92 @@ fn remotes_are_added_listed_and_removed() {
     assert_eq!(ws.json(&["remote", "list"]), serde_json::json!([]));
 }
 
+/// A bare project repository with one commit on `main`, and a clone of it as the home of a
+/// new workspace (no store yet): a machine of a team whose project lives in git.
+fn project_and_clone(project_dir: &tempfile::TempDir) -> (String, Workspace) {
+    let project = project_dir.path().join("project.git");
+    let project = project.to_str().unwrap().to_string();
+    if !std::path::Path::new(&project).exists() {
+        let seed = project_dir.path().join("seed");
+        let seed = seed.to_str().unwrap();
+        git(&["init", "-q", "-b", "main", seed]);
+        std::fs::write(project_dir.path().join("seed/README"), "a project\n").unwrap();
+        git(&["-C", seed, "add", "README"]);
+        git(&["-C", seed, "commit", "-q", "-m", "start"]);
+        git(&["clone", "-q", "--bare", seed, &project]);
+    }
+    let ws = Workspace::empty();
+    git(&["clone", "-q", &project, ws.home().to_str().unwrap()]);
+    (project, ws)
+}
+
+/// Inside a project's clone, the project's `origin` is the queue's remote as it is: `fleet
+/// remote add origin` with its URL uses it, `fleet remote list` says whose it is, and `fleet
+/// remote remove origin` refuses to delete it; a remote fleet added itself is removed.
+#[test]
+fn a_projects_own_origin_is_used_and_never_removed() {
+    let project_dir = tempfile::tempdir().unwrap();
+    let (project, ws) = project_and_clone(&project_dir);
+    ws.run(&["init", "--prefix", "app"]).ok();
+    let added = ws.json(&["remote", "add", "origin", &project]);
+    assert_eq!(added["owner"], "repository", "{added}");
+    let list = ws.json(&["remote", "list"]);
+    assert_eq!(list[0]["owner"], "repository", "{list}");
+    assert!(ws.run(&["remote", "list"]).ok().stdout.contains("(the repository's own)"));
+    let refused = ws.run(&["remote", "remove", "origin"]).fails(1);
+    assert!(refused.stderr.contains("the repository's own remote"), "{}", refused.stderr);
+    let home = ws.home().to_str().unwrap();
+    assert_eq!(git(&["-C", home, "remote"]), "origin", "the project keeps its origin");
+
+    let team = project_dir.path().join("team.git");
+    git(&["init", "-q", "--bare", team.to_str().unwrap()]);
+    assert_eq!(ws.json(&["remote", "add", "team", team.to_str().unwrap()])["owner"], "fleet");
+    ws.run(&["remote", "remove", "team"]).ok();
+    assert_eq!(git(&["-C", home, "remote"]), "origin");
+
+    let id = ws.create("through origin", &[]);
+    assert_eq!(ws.json(&["sync"])["remote"], "origin");
+    let pushed = git(&["--git-dir", &project, "for-each-ref", "--format=%(refname)"]);
+    assert!(pushed.contains("refs/fleet/journal/"), "{pushed}");
+    assert!(id.starts_with("app-"));
+}
+
+/// A fresh clone of a project whose team shares its queue through the project's repository
+/// joins that queue with one command: `bd init` there takes the team's prefix and every
+/// issue; `fleet join URL` does the same for a machine's central queue.
+#[test]
+fn a_fresh_clone_joins_the_team_queue_with_one_command() {
+    let project_dir = tempfile::tempdir().unwrap();
+    let (project, first) = project_and_clone(&project_dir);
+    first.run(&["bd", "init", "--prefix", "app"]).ok();
+    let epic = first.create("the team's epic", &["-t", "epic"]);
+    first.create("a task", &["--parent", &epic]);
+    first.run(&["bd", "sync"]).ok();
+
+    let (_, clone) = project_and_clone(&project_dir);
+    let init = clone.run(&["bd", "init"]).ok();
+    assert!(init.stdout.contains("Issue prefix: app"), "{}", init.stdout);
+    assert!(export_all(&clone).contains(&epic), "the team's issues are here");
+    let mine = clone.create("made in the clone", &[]);
+    assert!(mine.starts_with("app-"), "{mine}");
+    clone.run(&["bd", "sync"]).ok();
+    first.run(&["bd", "sync"]).ok();
+    assert_eq!(export_all(&first), export_all(&clone));
+
+    let central = Workspace::empty();
+    let joined = central.json(&["join", &project]);
+    assert_eq!((joined["prefix"].clone(), joined["replicas"].clone()), ("app".into(), 2.into()));
+    assert_eq!(export_all(&central), export_all(&first));
+    assert!(central.create("central", &[]).starts_with("app-"));
+    let again = central.run(&["join", &project]).fails(1);
+    assert!(again.stderr.contains("already holds a store"), "{}", again.stderr);
+
+    let bare = project_dir.path().join("empty.git");
+    git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
+    let none = Workspace::empty().run(&["join", bare.to_str().unwrap()]).fails(1);
+    assert!(none.stderr.contains("holds no fleet journal"), "{}", none.stderr);
+}
+
 #[test]
 fn two_machines_editing_apart_converge_whatever_the_sync_order() {
     let fleet = Fleet::new(2);
@@ -118,8 +168,8 @@ fn two_machines_editing_apart_converge_whatever_the_sync_order() {
 #[test]
 fn an_import_travels_to_another_machine_as_bulk_ops() {
     let fleet = Fleet::new(2);
-    let fixture =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/beads-git-era-sample.jsonl");
+    let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/beads-git-era-sample.jsonl");
     fleet.machines[0].run(&["import", fixture.to_str().unwrap()]).ok();
     let imported: Vec<Value> =
         fleet.machines[0].json(&["list", "--all", "-n", "0"]).as_array().unwrap().clone();
@@ -146,9 +196,9 @@ fn an_import_travels_to_another_machine_as_bulk_ops() {
     assert_eq!(exports[0], exports[1]);
 }
 
-#[test]
-fn a_close_wins_over_a_concurrent_status_change() {
-    let fleet = Fleet::new(2);
+/// An issue a closes while b, not having seen the close, changes its status (and title); b
+/// syncs, then a: the issue, and a's sync report, which must list the kept close.
+fn close_against_a_status_change(fleet: &Fleet) -> String {
     let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
     let id = a.create("contested", &[]);
     fleet.sync(0);
@@ -160,6 +210,14 @@ fn a_close_wins_over_a_concurrent_status_change() {
     fleet.sync(1);
     let report = fleet.sync(0);
     assert_eq!(report["closes_kept"], serde_json::json!([id.clone()]), "{report}");
+    id
+}
+
+#[test]
+fn a_close_wins_over_a_concurrent_status_change() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = close_against_a_status_change(&fleet);
     fleet.sync(1);
     for ws in &fleet.machines {
         assert_eq!(field(ws, &id, "status"), "closed");
@@ -171,6 +229,28 @@ fn a_close_wins_over_a_concurrent_status_change() {
     fleet.sync(1);
     fleet.sync(0);
     assert_eq!(field(a, &id, "status"), "open");
+}
+
+/// A close kept over a concurrent status change is reported by the sync that merged it and by
+/// no later one, however many later merges re-apply the history out of order.
+#[test]
+fn a_kept_close_is_reported_once() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let id = close_against_a_status_change(&fleet);
+    for round in 0..3 {
+        // b's op is made before a's, and reaches a after it: a's merge re-applies everything.
+        b.create(&format!("b, round {round}"), &[]);
+        a.create(&format!("a, round {round}"), &[]);
+        fleet.sync(1);
+        let later = a.run(&["sync", "--json"]).ok().json();
+        assert_eq!(later["resequenced"], true, "{later}");
+        assert_eq!(later["closes_kept"], serde_json::json!([]), "round {round}: {later}");
+        assert_eq!(later["conflicts_resolved"], 0, "round {round}: {later}");
+    }
+    let human = a.run(&["sync"]).ok().stdout;
+    assert!(!human.contains("stays closed"), "{human}");
+    assert_eq!(field(a, &id, "status"), "closed");
 }
 
 #[test]
@@ -516,6 +596,49 @@ fn a_rejected_push_is_named_and_the_next_sync_completes() {
     assert_eq!(export_all(a), export_all(b));
 }
 
+/// Every way a remote fails is named by its cause, with the fix for that cause (not one hint
+/// for all): nothing listening at the address, no repository at the URL (a path, and a git
+/// daemon that serves no such repository), a push a hook turned down. And the next sync, once
+/// the remote is right, completes.
+#[test]
+fn each_remote_failure_is_named_by_its_cause() {
+    let fleet = Fleet::new(1);
+    let a = &fleet.machines[0];
+    a.create("kept", &[]);
+    let hint_of = |name: &str| {
+        let failed = a.run(&["sync", name]).fails(1);
+        let hint =
+            failed.stderr.lines().find(|l| l.starts_with("hint: ")).unwrap_or("").to_string();
+        (failed.stderr, hint)
+    };
+    let refused = format!("git://127.0.0.1:{}/queue.git", common::remote::closed_port());
+    a.run(&["remote", "add", "refused", &refused]).ok();
+    let (stderr, hint) = hint_of("refused");
+    assert!(hint.contains("refused the connection"), "{stderr}");
+
+    let missing = fleet.remote_dir.path().join("nowhere.git");
+    a.run(&["remote", "add", "missing", &format!("file://{}", missing.display())]).ok();
+    let (stderr, hint) = hint_of("missing");
+    assert!(hint.contains("no git repository at the remote's URL"), "{stderr}");
+
+    let daemon = common::remote::GitDaemon::start(fleet.remote_dir.path());
+    a.run(&["remote", "add", "served", &daemon.url("nowhere.git")]).ok();
+    let (stderr, hint) = hint_of("served");
+    assert!(hint.contains("no git repository at the remote's URL"), "{stderr}");
+
+    let hook = fleet.remote().join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'refs/fleet is frozen' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (stderr, hint) = hint_of("origin");
+    assert!(hint.contains("turned the push down"), "{stderr}");
+    assert!(stderr.contains("refs/fleet is frozen"), "git's own reason is shown: {stderr}");
+    std::fs::remove_file(&hook).unwrap();
+    assert_eq!(fleet.sync(0)["sent"], 1);
+    for name in ["refused", "missing", "served"] {
+        a.run(&["remote", "remove", name]).ok();
+    }
+}
+
 #[test]
 fn a_foreign_ref_is_named_left_out_and_the_rest_synced() {
     let fleet = Fleet::new(2);
@@ -559,6 +682,49 @@ fn bd_sync_runs_fleet_sync_once_a_remote_exists() {
     other.run(&["remote", "add", "origin", fleet.remote().to_str().unwrap()]).ok();
     other.run(&["bd", "dolt", "pull"]).ok();
     assert!(export_all(&other).contains(&id));
+}
+
+/// The journal refs a bare remote holds.
+fn remote_refs(fleet: &Fleet) -> String {
+    git(&["--git-dir", fleet.remote().to_str().unwrap(), "for-each-ref", "--format=%(refname)"])
+}
+
+/// beads' `bd sync` flags do what they did in beads, in fleet's terms; `bd dolt pull` only
+/// pulls and `bd dolt push` only pushes.
+#[test]
+fn bd_sync_takes_beads_flags_and_dolt_pull_only_pulls() {
+    let fleet = Fleet::new(2);
+    let (a, b) = (&fleet.machines[0], &fleet.machines[1]);
+    let x = a.create("from a", &[]);
+    let dry = a.run(&["bd", "sync", "--dry-run"]).ok().stdout;
+    assert!(dry.contains("Would push 1 op(s) to remote origin"), "{dry}");
+    assert!(dry.contains("Dry run complete (no changes made)"), "{dry}");
+    assert_eq!(remote_refs(&fleet), "", "a dry run pushes nothing");
+    assert_eq!(a.json(&["bd", "sync", "--status"])["pending"], 1, "nor commits");
+
+    let kept = a.json(&["bd", "sync", "--no-push"]);
+    assert_eq!((kept["committed"].clone(), kept["sent"].clone()), (1.into(), 0.into()), "{kept}");
+    assert_eq!(remote_refs(&fleet), "");
+    let sent = a.json(&["bd", "sync", "--no-pull", "-m", "end of session"]);
+    assert_eq!((sent["sent"].clone(), sent["pulled"].clone()), (1.into(), false.into()), "{sent}");
+    assert_eq!(remote_refs(&fleet).lines().count(), 1);
+
+    let y = b.create("from b", &[]);
+    let pulled = b.json(&["bd", "dolt", "pull"]);
+    assert_eq!((pulled["received"].clone(), pulled["sent"].clone()), (1.into(), 0.into()));
+    assert!(export_all(b).contains(&x));
+    assert_eq!(remote_refs(&fleet).lines().count(), 1, "a pull pushes nothing: {pulled}");
+    let pushed = b.json(&["bd", "dolt", "push"]);
+    assert_eq!((pushed["sent"].clone(), pushed["received"].clone()), (1.into(), 0.into()));
+    assert_eq!(remote_refs(&fleet).lines().count(), 2);
+    assert!(!export_all(a).contains(&y), "nothing reached a without a pull");
+
+    let nothing = a.run(&["bd", "sync", "--import-only"]).ok().stdout;
+    assert!(nothing.contains("Nothing to import"), "{nothing}");
+    let line = b.run(&["export"]).ok().stdout;
+    std::fs::write(a.beads_dir().join("issues.jsonl"), line).unwrap();
+    a.run(&["bd", "sync", "--import-only"]).ok();
+    assert!(export_all(a).contains(&y), "imported from issues.jsonl");
 }
 
 #[test]

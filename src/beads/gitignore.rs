@@ -14,10 +14,10 @@ pub const FILE: &str = ".gitignore";
 
 /// The file for a new workspace: beads' legacy lines, then fleet's own — the stores
 /// `fleet rebuild` keeps aside, the journal's own repository, the serving socket and its lock,
-/// the sync lock, and the locks of remote claims under way.
+/// the sync lock, the journal committer's lock, and the locks of remote claims under way.
 pub const CONTENTS: &str = "# fleet / beads workspace\n*.db\n*.db-journal\n*.db-wal\n*.db-shm\n\
 daemon.log\ndaemon.pid\nbd.sock\nlast-touched\n!*.jsonl\n!metadata.json\n!config.json\n\
-*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nsync.lock\nclaiming/\n";
+*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nsync.lock\ncommit.lock\nclaiming/\n";
 
 /// Fleet's own lines of [`CONTENTS`]: the files fleet may create in `.beads/`.
 pub const FLEET_ENTRIES: &[&str] = &[
@@ -26,6 +26,7 @@ pub const FLEET_ENTRIES: &[&str] = &[
     "fleet.sock",
     "fleet.sock.lock",
     "sync.lock",
+    "commit.lock",
     crate::claim::IN_FLIGHT_LOCKS_ENTRY,
 ];
 

@@ -121,7 +121,7 @@ impl Context {
     pub fn open_store(&self) -> Result<Store, CliError> {
         let dir = self.workspace_dir()?;
         tracing::debug!(workspace = %dir.display(), "opening the store");
-        let mut store = Store::open(dir)?;
+        let mut store = Store::open(dir).map_err(|error| missing_store(dir, error))?;
         store.skip_close_on_exit();
         Ok(store)
     }
@@ -169,6 +169,29 @@ impl Context {
         let (result, _) = self.open_store()?.write(self.actor(), self.clock, body)?;
         Ok(result)
     }
+}
+
+/// The error of a store that did not open: for a workspace whose store file is gone while its
+/// git journal is there (a tidy-up removed it), the fix is a rebuild, not a new workspace.
+fn missing_store(dir: &Path, error: StoreError) -> CliError {
+    if !matches!(error, StoreError::NotInitialized(_)) || !journal_present(dir) {
+        return error.into();
+    }
+    CliError::new(format!(
+        "there is no store at {}, but the workspace's git journal holds its ops",
+        dir.join(STORE_FILE).display()
+    ))
+    .with_hint("run `fleet rebuild` to make the store again from the journal")
+}
+
+/// Whether the workspace `dir` has a git journal with ops in it, for `fleet rebuild` to make
+/// the store from (found as `fleet journal` finds it).
+pub fn journal_present(dir: &Path) -> bool {
+    crate::journal::JournalRepo::find(dir)
+        .ok()
+        .flatten()
+        .and_then(|repo| repo.replicas().ok())
+        .is_some_and(|replicas| !replicas.is_empty())
 }
 
 /// `$FLEET_TEST_NOW` (an RFC 3339 time) as a fixed clock, else the system clock.

@@ -352,7 +352,7 @@ fn child_args(
 
 /// Makes the child of `command` the leader of a new session (no controlling terminal, its own
 /// process group) that inherits descriptor `keep`.
-fn in_new_session_keeping(command: &mut std::process::Command, keep: i32) {
+pub(super) fn in_new_session_keeping(command: &mut std::process::Command, keep: i32) {
     // SAFETY: the closure runs in the child between fork and exec and only calls the
     // async-signal-safe functions setsid and fcntl.
     unsafe {

@@ -21,6 +21,7 @@ mod error;
 mod fake_agent;
 mod init;
 mod issue;
+mod join;
 mod journal;
 mod label;
 mod log;
@@ -109,6 +110,9 @@ parse::deferred_and_eager! {
     pub enum Command / EagerCommand {
     /// Create a workspace (the store and its metadata).
     Init(init::InitArgs),
+    /// Join a team's queue: make this machine's store from the journal on a git remote (its
+    /// id prefix and every issue), in one command.
+    Join(join::JoinArgs),
     /// Create an issue.
     Create(issue::CreateArgs),
     /// Show issues in full: fields, dependencies, dependents, comments.
@@ -316,6 +320,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
     let may_write = cli.command.may_write();
     let result = match cli.command {
         Command::Init(args) => init::cmd_init(&ctx, args),
+        Command::Join(args) => join::cmd_join(&ctx, args),
         Command::Create(args) => issue::cmd_create(&ctx, args),
         Command::Show(args) => issue::cmd_show(&ctx, args),
         Command::Update(args) => issue::cmd_update(&ctx, args),
@@ -362,6 +367,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
     };
     if result.is_ok() && may_write {
         transfer::auto_export(&ctx);
+        journal::commit_soon(&ctx, false);
     }
     result
 }

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use super::context::Context;
 use super::error::CliError;
 use crate::journal::identity::OwnRef;
-use crate::journal::sync::{self, Remote, SyncReport};
+use crate::journal::sync::{self, Remote, RemoteOwner, SyncReport};
 use crate::store::Store;
 
 /// The store setting that writes `.beads/issues.jsonl` after every sync.
@@ -35,7 +35,13 @@ pub fn cmd_remote(ctx: &Context, command: RemoteCommand) -> Result<(), CliError>
     match command {
         RemoteCommand::Add { name, url } => {
             let remote = sync::add_remote(&dir, &name, &url)?;
-            ctx.out.emit(&remote, || format!("✓ Added remote {} ({})", remote.name, remote.url));
+            ctx.out.emit(&remote, || match remote.owner {
+                RemoteOwner::Fleet => format!("✓ Added remote {} ({})", remote.name, remote.url),
+                RemoteOwner::Repository => format!(
+                    "✓ The repository's remote {} ({}) is there already; the queue syncs through it",
+                    remote.name, remote.url
+                ),
+            });
         }
         RemoteCommand::Remove { name } => {
             let remote = sync::remove_remote(&dir, &name)?;
@@ -53,7 +59,11 @@ fn render_remotes(remotes: &[Remote]) -> String {
     if remotes.is_empty() {
         return "No remotes (add one with `fleet remote add origin URL`).".to_string();
     }
-    remotes.iter().map(|r| format!("{}\t{}", r.name, r.url)).collect::<Vec<_>>().join("\n")
+    let line = |r: &Remote| match r.owner {
+        RemoteOwner::Fleet => format!("{}\t{}", r.name, r.url),
+        RemoteOwner::Repository => format!("{}\t{}\t(the repository's own)", r.name, r.url),
+    };
+    remotes.iter().map(line).collect::<Vec<_>>().join("\n")
 }
 
 pub fn cmd_sync(ctx: &Context, args: SyncArgs) -> Result<(), CliError> {
@@ -69,13 +79,25 @@ pub(super) fn run_sync(
     store: &Store,
     remote: Option<&str>,
 ) -> Result<SyncReport, CliError> {
+    run_sync_with(ctx, store, remote, true, true)
+}
+
+/// [`run_sync`], pulling and pushing only as asked.
+pub(super) fn run_sync_with(
+    ctx: &Context,
+    store: &Store,
+    remote: Option<&str>,
+    pull: bool,
+    push: bool,
+) -> Result<SyncReport, CliError> {
     // git draws its own progress for a person at a terminal; scripts and --json stay quiet.
     let progress = if ctx.out.json || ctx.out.quiet || !std::io::stderr().is_terminal() {
         sync::FetchProgress::Quiet
     } else {
         sync::FetchProgress::Terminal
     };
-    let report = sync::sync_showing(store, remote, progress)?;
+    let options = sync::SyncOptions { progress, pull, push };
+    let report = sync::sync_with(store, remote, options)?;
     export_if_enabled(ctx, store);
     Ok(report)
 }
@@ -118,16 +140,21 @@ fn export_if_enabled(ctx: &Context, store: &Store) {
 
 /// The human summary of a sync.
 pub(super) fn render_report(report: &SyncReport) -> String {
-    let mut lines = vec![format!(
-        "✓ Synced with {} ({}): received {} op(s) ({} applied, {} unchanged, {} rejected), sent {}",
-        report.remote,
-        report.url,
+    let received = format!(
+        "received {} op(s) ({} applied, {} unchanged, {} rejected)",
         report.received,
         report.applied,
         report.unchanged,
-        report.rejected.len(),
-        report.sent
-    )];
+        report.rejected.len()
+    );
+    let sent = format!("sent {}", report.sent);
+    let exchanged = match (report.pulled, report.pushed) {
+        (true, true) => format!("{received}, {sent}"),
+        (true, false) => format!("{received}; nothing pushed"),
+        (false, true) => format!("{sent}; nothing fetched"),
+        (false, false) => "nothing fetched or pushed".to_string(),
+    };
+    let mut lines = vec![format!("✓ Synced with {} ({}): {exchanged}", report.remote, report.url)];
     match &report.own_ref {
         OwnRef::InStep => {}
         OwnRef::CaughtUp { ops } => lines.push(format!(

@@ -3,8 +3,9 @@
 //! The store journals every applied op in its own table (`Store::journal`); this module copies
 //! the ops *made here* (`op.meta.replica == Store::replica()`) into git, so that other
 //! machines can fetch them and a store can be rebuilt from them. Writing to the store never
-//! waits for git: ops are committed by [`commit_pending`], which `fleet journal commit`, the
-//! end of `fleet import`, and the supervisor (every few seconds, and at shutdown) call.
+//! waits for git: ops are committed by [`commit_pending`], which `fleet journal commit`, a
+//! sync, the end of `fleet import`, the supervisor (every few seconds, and at shutdown) and,
+//! without a supervisor, the committer a write command starts ([`committer`]) call.
 //!
 //! # Where
 //!
@@ -24,9 +25,10 @@
 //!   `schema/op.schema.json`, itself versioned by its `v` field), in journal order;
 //!   format 2 adds bulk ops (see "Bulk imports");
 //! - `batch.json`: `{"format", "replica", "count", "first_seq", "last_seq", "first_op",
-//!   "last_op"}` — the ops' journal sequences in the store that committed them (positions
-//!   in that store's journal, for people; a rebuilt store numbers anew) and the first and last
-//!   op ids (what identifies a batch's end).
+//!   "last_op", "prefix"}` — the ops' journal sequences in the store that committed them
+//!   (positions in that store's journal, for people; a rebuilt store numbers anew), the first
+//!   and last op ids (what identifies a batch's end), and the id prefix of the store's new
+//!   issues (what a machine joining the queue takes; readers before it ignore it).
 //!
 //! The parent is the replica's previous batch, so the chain is tamper-evident: changing any
 //! op changes every later commit id. Author and committer are the replica id with the fixed
@@ -57,13 +59,28 @@
 //! # Not in the journal
 //!
 //! Configuration values (`config set`, imported memories), the id prefix and the replica id
-//! are settings of a store, not ops; `fleet rebuild` copies them from the store it replaces.
+//! are settings of a store, not ops. Each commit also records them beside the journal, on a
+//! local ref of the same repository ([`settings`]); `fleet rebuild` takes them from the store
+//! it replaces, or from there when that store cannot be read.
+//!
+//! # Modules
+//!
+//! `write` commits, `read` reads batches back, `verify` compares store and journal,
+//! `rebuild` makes a store from the journal, [`settings`] keeps what is not an op,
+//! [`committer`] commits soon after a write, [`sync`] exchanges journals through git remotes
+//! (with `failure` naming the cause of a failed git command), [`identity`] gives a copied store
+//! a replica id of its own, [`join`] surveys a team's remote for a machine that joins it, and
+//! [`claims`] confirms claims on a remote.
 
 pub mod claims;
+pub mod committer;
+mod failure;
 pub mod identity;
+pub mod join;
 mod read;
 mod rebuild;
 mod repo;
+pub mod settings;
 pub mod sync;
 mod verify;
 mod write;
@@ -74,8 +91,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreError;
 
+pub use failure::Failure;
 pub use read::{LogEntry, log, read_all, read_replica};
-pub use rebuild::{RebuildOptions, RebuildReport, rebuild};
+pub use rebuild::{RebuildOptions, RebuildReport, SettingsFrom, rebuild};
 pub use repo::{JournalRepo, RepoKind};
 pub use verify::{Divergence, VerifyReport, verify};
 pub use write::{
@@ -132,6 +150,11 @@ pub struct BatchInfo {
     pub first_op: ulid::Ulid,
     /// Id of the last op: where the next batch starts after.
     pub last_op: ulid::Ulid,
+    /// The id prefix the replica's store gives new issues, when the batch was written (absent
+    /// from batches of fleets before it was recorded): where a machine joining the queue
+    /// takes its prefix from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 /// Errors of the journal, each naming the repository, ref or commit and what to do.
@@ -142,6 +165,10 @@ pub enum JournalError {
     /// A git operation failed.
     #[error("{context}: {message}")]
     Git { context: String, message: String },
+    /// A remote is not set up as the command needs (none, an unknown name, a bad name or
+    /// URL, a name taken); the message says what to do.
+    #[error("{context}: {message}")]
+    Remote { context: String, message: String },
     /// A git command that talks to a remote was stopped at the time limit
     /// ([`git_time_limit`]); `context` names the remote.
     #[error("{context}: git gave no answer within {secs} s and was stopped")]
@@ -162,11 +189,12 @@ pub enum JournalError {
         "no journal for the workspace at {0}: neither an enclosing git repository nor .beads/journal.git has journal refs; run `fleet journal commit` first"
     )]
     NoJournal(PathBuf),
-    /// A rebuild would lose ops that are not in git yet.
+    /// A rebuild found no id prefix: the store cannot be read, and neither the saved settings
+    /// nor the journal's batches and issues name one.
     #[error(
-        "{count} op(s) of this replica are not committed to the journal yet; a rebuild from the journal would lose them"
+        "no id prefix for the rebuilt store of {0}: the store cannot be read, and the journal records none"
     )]
-    Pending { count: usize },
+    NoPrefix(PathBuf),
     /// The store changed while a rebuild read the journal.
     #[error("the store at {0} changed during the rebuild; nothing was replaced, run it again")]
     Changed(PathBuf),
@@ -201,15 +229,13 @@ impl JournalError {
     /// How to fix it, where there is something to say.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            JournalError::Pending { .. } => Some(
-                "run `fleet journal commit` first, or pass --force to rebuild without those ops (the old store is kept)",
-            ),
+            JournalError::Git { context, message } => Some(Failure::of(context, message).hint()),
+            JournalError::NoPrefix(_) => {
+                Some("give the prefix of the workspace's issue ids: `fleet rebuild --prefix P`")
+            }
             JournalError::Format { .. } => Some(
                 "the ref was moved to a commit fleet did not write; run `fleet journal verify` and reset the ref to the last good batch",
             ),
-            JournalError::Git { .. } => {
-                Some("check that the repository is readable and writable (`git fsck` can check it)")
-            }
             JournalError::NoAnswer { .. } => Some(
                 "check the network and the remote's URL (`fleet remote list`); set FLEET_GIT_TIMEOUT_SECS (seconds) to give git longer",
             ),

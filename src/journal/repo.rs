@@ -78,6 +78,68 @@ impl JournalRepo {
         self.repo.git_dir()
     }
 
+    /// The repository's worktree, if it has one (an enclosing repository does).
+    pub(super) fn workdir(&self) -> Option<std::path::PathBuf> {
+        self.repo.workdir().map(Path::to_path_buf)
+    }
+
+    /// Writes a commit whose tree holds one file, `name` with `bytes`, on `parent`, by
+    /// `author` (with the journal's email), dated now; the ref is not moved.
+    pub(super) fn write_file_commit(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        parent: Option<ObjectId>,
+        author: &str,
+        message: &str,
+    ) -> Result<ObjectId, JournalError> {
+        let tree = self.write_files_tree(&[(name, bytes)])?;
+        let now = jiff::Timestamp::now().as_second();
+        self.write_commit(tree, parent, &signature(author, now), message)
+    }
+
+    /// Writes a tree of `files` (name, contents), given sorted by name as git requires.
+    fn write_files_tree(&self, files: &[(&str, &[u8])]) -> Result<ObjectId, JournalError> {
+        let mut entries = Vec::with_capacity(files.len());
+        for (name, bytes) in files {
+            let oid = self
+                .repo
+                .write_blob(bytes)
+                .map_err(JournalError::git(self.at("writing a blob")))?
+                .detach();
+            let mode = gix::objs::tree::EntryKind::Blob.into();
+            entries.push(gix::objs::tree::Entry { mode, filename: (*name).into(), oid });
+        }
+        let tree = gix::objs::Tree { entries };
+        let id =
+            self.repo.write_object(&tree).map_err(JournalError::git(self.at("writing a tree")))?;
+        Ok(id.detach())
+    }
+
+    /// Writes a commit of `tree` on `parent`, authored and committed by `signature`.
+    fn write_commit(
+        &self,
+        tree: ObjectId,
+        parent: Option<ObjectId>,
+        signature: &gix::actor::Signature,
+        message: &str,
+    ) -> Result<ObjectId, JournalError> {
+        let commit = gix::objs::Commit {
+            tree,
+            parents: parent.into_iter().collect(),
+            author: signature.clone(),
+            committer: signature.clone(),
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        let id = self
+            .repo
+            .write_object(&commit)
+            .map_err(JournalError::git(self.at("writing a commit")))?;
+        Ok(id.detach())
+    }
+
     fn at(&self, what: &str) -> String {
         format!("{what} in {}", self.git_dir().display())
     }
@@ -182,6 +244,16 @@ impl JournalRepo {
         config.string(format!("remote.{name}.url").as_str()).map(|url| url.to_string())
     }
 
+    /// Whether fleet added remote `name` (see [`super::sync::add_remote`]): every remote of the
+    /// workspace's own repository is, a remote of an enclosing repository only when marked.
+    pub fn remote_is_fleets(&self, name: &str) -> bool {
+        if self.kind == RepoKind::Own {
+            return true;
+        }
+        let key = format!("remote.{name}.{}", super::sync::FLEET_MARK);
+        self.repo.config_snapshot().boolean(key.as_str()).unwrap_or(false)
+    }
+
     /// The names of the remotes in the repository's git config, sorted.
     pub fn remote_names(&self) -> Vec<String> {
         self.repo.remote_names().into_iter().map(|name| name.to_string()).collect()
@@ -244,7 +316,7 @@ impl JournalRepo {
     }
 
     /// The contents of the file `name` at the top of commit `id`'s tree.
-    fn file(&self, id: ObjectId, name: &str) -> Result<Option<Vec<u8>>, gix::Error> {
+    pub(super) fn file(&self, id: ObjectId, name: &str) -> Result<Option<Vec<u8>>, gix::Error> {
         let tree = self.repo.find_commit(id)?.tree()?;
         let Some(entry) = tree.find_entry(name) else { return Ok(None) };
         let oid = entry.object_id();
@@ -289,26 +361,10 @@ impl JournalRepo {
         parent: Option<ObjectId>,
         seconds: i64,
     ) -> Result<Option<ObjectId>, JournalError> {
-        let signature = gix::actor::Signature {
-            name: info.replica.as_str().into(),
-            email: super::EMAIL.into(),
-            time: gix::date::Time { seconds, offset: 0 },
-        };
-        let commit = gix::objs::Commit {
-            tree,
-            parents: parent.into_iter().collect(),
-            author: signature.clone(),
-            committer: signature.clone(),
-            encoding: None,
-            message: message(info).into(),
-            extra_headers: Vec::new(),
-        };
-        let id = self
-            .repo
-            .write_object(&commit)
-            .map_err(JournalError::git(self.at("writing a commit")))?;
-        let moved = self.move_ref(&info.replica, id.detach(), parent, &signature)?;
-        Ok(moved.then(|| id.detach()))
+        let signature = signature(&info.replica, seconds);
+        let id = self.write_commit(tree, parent, &signature, &message(info))?;
+        let moved = self.move_ref(&info.replica, id, parent, &signature)?;
+        Ok(moved.then_some(id))
     }
 
     /// Writes the tree of one journal commit: `batch.json` and `ops.jsonl`.
@@ -318,24 +374,8 @@ impl JournalRepo {
         ops_jsonl: &[u8],
     ) -> Result<ObjectId, JournalError> {
         let batch_json = serde_json::to_vec_pretty(info).expect("batch info serialises");
-        let blob = |bytes: &[u8]| {
-            self.repo
-                .write_blob(bytes)
-                .map(|id| id.detach())
-                .map_err(JournalError::git(self.at("writing a blob")))
-        };
-        let entry = |name: &str, oid| gix::objs::tree::Entry {
-            mode: gix::objs::tree::EntryKind::Blob.into(),
-            filename: name.into(),
-            oid,
-        };
-        // Entries sorted by name, as git requires: batch.json < ops.jsonl.
-        let tree = gix::objs::Tree {
-            entries: vec![entry(BATCH_FILE, blob(&batch_json)?), entry(OPS_FILE, blob(ops_jsonl)?)],
-        };
-        let id =
-            self.repo.write_object(&tree).map_err(JournalError::git(self.at("writing a tree")))?;
-        Ok(id.detach())
+        // Sorted by name, as git requires: batch.json < ops.jsonl.
+        self.write_files_tree(&[(BATCH_FILE, &batch_json), (OPS_FILE, ops_jsonl)])
     }
 
     /// Moves the ref; `false` if it was not at `parent` any more.
@@ -369,6 +409,16 @@ impl JournalRepo {
                 message: error.to_string(),
             }),
         }
+    }
+}
+
+/// The author and committer of a journal commit: `name` with the journal's email, at
+/// `seconds` since the epoch (UTC).
+fn signature(name: &str, seconds: i64) -> gix::actor::Signature {
+    gix::actor::Signature {
+        name: name.into(),
+        email: super::EMAIL.into(),
+        time: gix::date::Time { seconds, offset: 0 },
     }
 }
 

@@ -18,6 +18,11 @@
 //!    ([`Store::merge`]: the total-order state, with the conflict rules of `store::merge`);
 //! 5. pushes this replica's ref (`git push --porcelain`); a ref per replica never conflicts.
 //!
+//! [`SyncOptions`] can leave out steps 2–4 (`bd sync --no-pull`, `bd dolt push`) or step 5
+//! (`--no-push`, `bd dolt pull`); [`plan`] says what a sync would do without the network. A
+//! project's own remotes are used as they are: only remotes fleet added (marked in the
+//! repository's config) are ever removed by it.
+//!
 //! Every step is safe to cut short: the ops of this replica are in the store and committed to
 //! the local journal before anything touches the network, the merge is one store transaction
 //! recording how far it read, and the next sync takes up whatever did not happen.
@@ -44,6 +49,26 @@ pub const STAGING_PREFIX: &str = "refs/fleet/remotes/";
 pub struct Remote {
     pub name: String,
     pub url: String,
+    /// Who added it: fleet (`fleet remote add`, or any remote of the workspace's own
+    /// `.beads/journal.git`), or the repository (a project's `origin`), which fleet syncs
+    /// through but never removes.
+    pub owner: RemoteOwner,
+}
+
+/// Who a remote belongs to (see [`Remote::owner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteOwner {
+    Fleet,
+    Repository,
+}
+
+impl Remote {
+    fn of(repo: &JournalRepo, name: String, url: String) -> Remote {
+        let owner =
+            if repo.remote_is_fleets(&name) { RemoteOwner::Fleet } else { RemoteOwner::Repository };
+        Remote { name, url, owner }
+    }
 }
 
 /// One op of the remote that the rules refused.
@@ -95,6 +120,10 @@ pub struct SyncReport {
     /// Journal refs of other replicas the remote lacked or was behind on, pushed from here
     /// (a remote lost and made again is restored by any machine that syncs with it).
     pub restored_refs: Vec<String>,
+    /// Whether the remote's journals were fetched and merged, and this replica's pushed
+    /// (see [`SyncOptions`]).
+    pub pulled: bool,
+    pub pushed: bool,
 }
 
 /// The configured remotes of the workspace's journal repository (none without one).
@@ -103,16 +132,21 @@ pub fn remotes(dir: &Path) -> Result<Vec<Remote>, JournalError> {
     Ok(repo
         .remote_names()
         .into_iter()
-        .map(|name| Remote { url: repo.remote_url(&name).unwrap_or_default(), name })
+        .map(|name| {
+            let url = repo.remote_url(&name).unwrap_or_default();
+            Remote::of(&repo, name, url)
+        })
         .collect())
 }
 
 /// Adds remote `name` at `url` to the journal repository (creating `.beads/journal.git` if
-/// the workspace has no repository yet).
+/// the workspace has no repository yet), marked as fleet's (`remote.<name>.fleet`), so that
+/// `fleet remote remove` may take it away again. A remote of that name and URL the repository
+/// already has (a project's `origin`) is used as it is.
 pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalError> {
     check_remote_name(name)?;
     if url.trim().is_empty() || url.starts_with('-') {
-        return Err(JournalError::Git {
+        return Err(JournalError::Remote {
             context: format!("adding remote {name}"),
             message: format!(
                 "{url:?} is not a git URL or path; give one such as ../queue.git or git@host:team/queue.git"
@@ -121,16 +155,27 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
     }
     let repo = JournalRepo::find_or_create(dir)?;
     if let Some(existing) = repo.remote_url(name) {
-        return Err(JournalError::Git {
+        if existing == url {
+            return Ok(Remote::of(&repo, name.to_string(), existing));
+        }
+        let fix = if repo.remote_is_fleets(name) {
+            format!("remove it first (`fleet remote remove {name}`), or give this one another name")
+        } else {
+            "it is the repository's own; give this one another name".to_string()
+        };
+        return Err(JournalError::Remote {
             context: format!("adding remote {name} to {}", repo.git_dir().display()),
-            message: format!(
-                "remote {name} already exists ({existing}); remove it first (`fleet remote remove {name}`)"
-            ),
+            message: format!("remote {name} already exists ({existing}); {fix}"),
         });
     }
     git(&repo, &["remote", "add", "--", name, url], &format!("adding remote {name}"))?;
-    Ok(Remote { name: name.to_string(), url: url.to_string() })
+    let marker = format!("remote.{name}.{FLEET_MARK}");
+    git(&repo, &["config", &marker, "true"], &format!("marking remote {name} as fleet's"))?;
+    Ok(Remote { name: name.to_string(), url: url.to_string(), owner: RemoteOwner::Fleet })
 }
+
+/// The key in a remote's git config section that marks it as added by fleet.
+pub const FLEET_MARK: &str = "fleet";
 
 /// Refuses a remote name that git would read as an option, or that would nest its staged refs
 /// (`refs/fleet/remotes/<name>/`) inside another remote's: letters, digits, `.`, `_` and `-`,
@@ -138,7 +183,7 @@ pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalEr
 fn check_remote_name(name: &str) -> Result<(), JournalError> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     if name.is_empty() || name.starts_with(['-', '.']) || !name.chars().all(allowed) {
-        return Err(JournalError::Git {
+        return Err(JournalError::Remote {
             context: format!("adding remote {name:?}"),
             message: "a remote name is letters, digits, '.', '_' and '-', not starting with '-' or '.' (for example origin)".into(),
         });
@@ -146,16 +191,26 @@ fn check_remote_name(name: &str) -> Result<(), JournalError> {
     Ok(())
 }
 
-/// Removes remote `name` and the journal refs staged from it.
+/// Removes remote `name`, if fleet added it, and the journal refs staged from it. A remote of
+/// the repository itself (a project's `origin`) is refused: fleet never deletes it.
 pub fn remove_remote(dir: &Path, name: &str) -> Result<Remote, JournalError> {
     let repo = JournalRepo::find(dir)?.ok_or_else(|| no_remote(dir))?;
     let url = repo.remote_url(name).ok_or_else(|| unknown_remote(&repo, name))?;
+    if !repo.remote_is_fleets(name) {
+        return Err(JournalError::Remote {
+            context: format!("removing remote {name} ({url})"),
+            message: format!(
+                "it is the repository's own remote (fleet did not add it), so fleet leaves it in {}; the queue syncs through it as long as it is there (`git remote remove {name}` removes it from the repository, for every use)",
+                repo.git_dir().display()
+            ),
+        });
+    }
     git(&repo, &["remote", "remove", name], &format!("removing remote {name}"))?;
     for (replica, _) in repo.refs_under(&staging(name))? {
         let staged = format!("{}{replica}", staging(name));
         git(&repo, &["update-ref", "-d", &staged], &format!("removing {staged}"))?;
     }
-    Ok(Remote { name: name.to_string(), url })
+    Ok(Remote { name: name.to_string(), url, owner: RemoteOwner::Fleet })
 }
 
 /// The remote to sync with: `name`, or `origin`, or the only one.
@@ -164,7 +219,7 @@ pub fn pick_remote(dir: &Path, name: Option<&str>) -> Result<Option<Remote>, Jou
     pick(&repo, name)
 }
 
-fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
+pub(super) fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
     let names = repo.remote_names();
     let chosen = match name {
         Some(name) => Some(name.to_string()),
@@ -172,7 +227,7 @@ fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, Journa
         None if names.len() == 1 => names.first().cloned(),
         None if names.is_empty() => None,
         None => {
-            return Err(JournalError::Git {
+            return Err(JournalError::Remote {
                 context: format!("choosing a remote of {}", repo.git_dir().display()),
                 message: format!(
                     "there are several remotes ({}) and none is origin; name one: `fleet sync NAME`",
@@ -183,11 +238,11 @@ fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, Journa
     };
     let Some(name) = chosen else { return Ok(None) };
     let url = repo.remote_url(&name).ok_or_else(|| unknown_remote(repo, &name))?;
-    Ok(Some(Remote { name, url }))
+    Ok(Some(Remote::of(repo, name, url)))
 }
 
 fn unknown_remote(repo: &JournalRepo, name: &str) -> JournalError {
-    JournalError::Git {
+    JournalError::Remote {
         context: format!("remote {name}"),
         message: format!(
             "no remote named {name} in {}; add it with `fleet remote add {name} URL` (`fleet remote list` shows the remotes)",
@@ -197,7 +252,7 @@ fn unknown_remote(repo: &JournalRepo, name: &str) -> JournalError {
 }
 
 fn no_remote(dir: &Path) -> JournalError {
-    JournalError::Git {
+    JournalError::Remote {
         context: format!("syncing the workspace at {}", dir.display()),
         message: "no remote is configured; add one with `fleet remote add origin URL`".to_string(),
     }
@@ -215,6 +270,8 @@ fn git_command(repo: &JournalRepo, args: &[&str]) -> Command {
         .arg(repo.git_dir())
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
+        // git's own English words, which `Failure::of` reads to name a failure's cause.
+        .env("LC_ALL", "C")
         .stdin(std::process::Stdio::null());
     command
 }
@@ -270,54 +327,118 @@ pub enum FetchProgress {
     Terminal,
 }
 
+/// What a sync exchanges with the remote, and how its fetch shows progress: by default
+/// everything (pull and push); `bd sync --no-pull|--no-push` and `bd dolt push|pull` do one
+/// half. The pending ops are committed to the local journal either way.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncOptions {
+    pub progress: FetchProgress,
+    /// Fetch the remote's journals and merge the new ops.
+    pub pull: bool,
+    /// Push this replica's journal.
+    pub push: bool,
+}
+
+impl SyncOptions {
+    /// Both ways, with the fetch's progress shown as `progress` says.
+    pub fn both(progress: FetchProgress) -> SyncOptions {
+        SyncOptions { progress, pull: true, push: true }
+    }
+}
+
 /// [`sync`], with the fetch's progress shown or not.
 pub fn sync_showing(
     store: &Store,
     remote: Option<&str>,
     progress: FetchProgress,
 ) -> Result<SyncReport, JournalError> {
+    sync_with(store, remote, SyncOptions::both(progress))
+}
+
+/// [`sync`], exchanging what `options` say.
+pub fn sync_with(
+    store: &Store,
+    remote: Option<&str>,
+    options: SyncOptions,
+) -> Result<SyncReport, JournalError> {
     let _one_at_a_time = SyncLock::take(store.dir())?;
     let committed = commit_pending(store)?;
     let repo = JournalRepo::find_or_create(store.dir())?;
     ignore_own_files(store.dir(), &repo);
     let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
-    fetch(&repo, &remote, progress)?;
     let mut bad_refs = Vec::new();
-    let own_ref = match super::identity::reconcile(&repo, &remote, store) {
-        Ok(own_ref) => own_ref,
-        // The remote's copy of this replica's ref is not a fleet journal of it: named, left
-        // as it is (the push of this replica's ref is then refused, and says so).
-        Err(error @ JournalError::Format { .. }) => {
-            bad_refs.push(format!(
-                "{} on remote {}: {error}",
-                ref_name(&store.replica()),
-                remote.name
-            ));
-            OwnRef::InStep
+    let mut own_ref = OwnRef::InStep;
+    let merged = if options.pull {
+        fetch(&repo, &remote, options.progress)?;
+        own_ref = match super::identity::reconcile(&repo, &remote, store) {
+            Ok(own_ref) => own_ref,
+            // The remote's copy of this replica's ref is not a fleet journal of it: named, left
+            // as it is (the push of this replica's ref is then left out, and says so).
+            Err(error @ JournalError::Format { .. }) => {
+                let name = ref_name(&store.replica());
+                bad_refs.push(format!("{name} on remote {}: {error}", remote.name));
+                OwnRef::InStep
+            }
+            Err(error) => return Err(error),
+        };
+        let fetched = advance_foreign_refs(&repo, &remote, &store.replica(), &mut bad_refs)?;
+        let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
+        // Nothing new fetched: no write transaction (the supervisor syncs on an idle queue too).
+        if !ops.is_empty() || !marks.is_empty() {
+            store.merge(Clock::System, ops, &marks)?
+        } else if matches!(own_ref, OwnRef::NewReplica { .. }) {
+            // Re-stamped ops have new order keys: the state is made again in the total order.
+            store.resequence(Clock::System)?
+        } else {
+            Merged::default()
         }
-        Err(error) => return Err(error),
-    };
-    let fetched = advance_foreign_refs(&repo, &remote, &store.replica(), &mut bad_refs)?;
-    let (ops, marks) = unmerged_ops(&repo, store, fetched, &mut bad_refs)?;
-    let renamed = matches!(own_ref, OwnRef::NewReplica { .. });
-    // Nothing new fetched: no write transaction (the supervisor syncs on an idle queue too).
-    let merged = if !ops.is_empty() || !marks.is_empty() {
-        store.merge(Clock::System, ops, &marks)?
-    } else if renamed {
-        // Re-stamped ops have new order keys: the state is made again in the total order.
-        store.resequence(Clock::System)?
     } else {
         Merged::default()
     };
-    if renamed {
+    if matches!(own_ref, OwnRef::NewReplica { .. }) {
         commit_pending(store)?;
     }
-    let pushed = push(&repo, &remote, &store.replica())?;
+    let pushed = if options.push {
+        push(&repo, &remote, &store.replica())?
+    } else {
+        Pushed { own: 0, restored: Vec::new() }
+    };
     let mut report = report(&remote, &repo, merged, pushed.own, bad_refs);
     report.committed = committed.ops;
     report.own_ref = own_ref;
     report.restored_refs = pushed.restored;
+    report.pulled = options.pull;
+    report.pushed = options.push;
     Ok(report)
+}
+
+/// What a sync would do, found without touching the network or writing anything
+/// (`bd sync --dry-run`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncPlan {
+    pub remote: String,
+    pub url: String,
+    /// This replica's ops a sync would commit to the local journal first.
+    pub pending: usize,
+    /// This replica's ops the remote lacks, as far as the last sync saw it (the pending ones
+    /// included).
+    pub to_send: usize,
+}
+
+/// What a sync with `remote` (default: origin or the only remote) would do; see [`SyncPlan`].
+pub fn plan(store: &Store, remote: Option<&str>) -> Result<SyncPlan, JournalError> {
+    let repo = JournalRepo::find(store.dir())?.ok_or_else(|| no_remote(store.dir()))?;
+    let remote = pick(&repo, remote)?.ok_or_else(|| no_remote(store.dir()))?;
+    let pending = super::pending_ops(store)?.len();
+    let me = &store.replica();
+    let unsent = match repo.ref_target(&ref_name(me))? {
+        Some(tip) => {
+            let theirs = repo.ref_target(&format!("{}{me}", staging(&remote.name)))?;
+            count_ops(&repo, me, tip, theirs)?
+        }
+        None => 0,
+    };
+    Ok(SyncPlan { remote: remote.name, url: remote.url, pending, to_send: pending + unsent })
 }
 
 /// Makes sure the workspace's `.gitignore` (a file beads wrote lacks fleet's lines) ignores
@@ -358,7 +479,11 @@ impl SyncLock {
 }
 
 /// `git fetch --prune <remote> +refs/fleet/journal/*:refs/fleet/remotes/<remote>/*`.
-fn fetch(repo: &JournalRepo, remote: &Remote, progress: FetchProgress) -> Result<(), JournalError> {
+pub(super) fn fetch(
+    repo: &JournalRepo,
+    remote: &Remote,
+    progress: FetchProgress,
+) -> Result<(), JournalError> {
     let refspec = format!("+{REF_PREFIX}*:{}*", staging(&remote.name));
     let what = format!("fetching the journal from remote {} ({})", remote.name, remote.url);
     let mut args = vec!["fetch", "--no-tags", "--prune", "--no-write-fetch-head"];
@@ -552,12 +677,12 @@ fn push(repo: &JournalRepo, remote: &Remote, me: &str) -> Result<Pushed, Journal
         repo.set_ref(staged_name, *tip, *theirs)?;
     }
     if rejected.contains(&ref_name(me)) {
+        // Only another copy of this store can move this replica's ref (see `super::identity`).
+        let name = ref_name(me);
         return Err(JournalError::Git {
-            context: what,
+            context: format!("pushing {name} to remote {} ({})", remote.name, remote.url),
             message: format!(
-                "remote {} refused {}: its copy there is not this store's history (another copy of this store pushed as replica {me} since the fetch, or the ref was changed on the remote); sync again: a copy of this store gets a replica id of its own, and a ref that is not a fleet journal is named",
-                remote.name,
-                ref_name(me)
+                "! {name}:{name} [rejected] (the remote's copy moved since the fetch)"
             ),
         });
     }
@@ -618,9 +743,10 @@ fn report(
             }),
         }
     }
+    let closes_kept = new_closes_kept(&merged);
     let conflicts_resolved = rejected.len()
         + merged.overturned.len()
-        + merged.closes_kept.len()
+        + closes_kept.len()
         + merged.renamed.len()
         + merged.orphaned.len();
     SyncReport {
@@ -637,13 +763,33 @@ fn report(
         conflicts_resolved,
         lost_claims: merged.lost_claims,
         overturned: merged.overturned,
-        closes_kept: merged.closes_kept,
+        closes_kept,
         renamed: merged.renamed,
         orphaned: merged.orphaned,
         bad_refs,
         own_ref: OwnRef::InStep,
         restored_refs: Vec::new(),
+        pulled: true,
+        pushed: true,
     }
+}
+
+/// The kept closes this merge brought: those where the close or the status change it kept out
+/// is among the ops received. A merge that re-applies the whole history (ops arriving out of
+/// order) meets every earlier kept close again; those were reported by the sync that brought
+/// them, and are not reported again.
+fn new_closes_kept(merged: &Merged) -> Vec<String> {
+    let received: BTreeSet<&str> = merged
+        .replayed
+        .iter()
+        .filter(|op| matches!(op.kind, "close" | "update"))
+        .map(|op| op.subject.as_str())
+        .collect();
+    let mut kept: Vec<String> =
+        merged.closes_kept.iter().filter(|id| received.contains(id.as_str())).cloned().collect();
+    kept.sort();
+    kept.dedup();
+    kept
 }
 
 /// Starts syncing `store` with its default remote every `every` (on a blocking thread; a

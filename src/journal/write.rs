@@ -20,6 +20,20 @@ use crate::store::{Store, Writer, decode_journal_row, journal_json};
 /// How often [`commit_pending`] retries after losing the ref to another process.
 const ATTEMPTS: usize = 3;
 
+/// Who writes a journal's batches: the replica, and the id prefix its store gives new issues
+/// (recorded in each `batch.json`, so a machine that joins the queue takes it from there).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Author<'a> {
+    pub replica: &'a str,
+    pub prefix: &'a str,
+}
+
+impl<'a> Author<'a> {
+    fn of(store: &'a Store, replica: &'a str) -> Author<'a> {
+        Author { replica, prefix: store.prefix() }
+    }
+}
+
 /// What [`commit_pending`] did.
 #[derive(Debug, Clone, Serialize)]
 pub struct CommitReport {
@@ -163,6 +177,7 @@ fn commit_in_batches(
     let repo = JournalRepo::find_or_create(store.dir())?;
     for _ in 0..ATTEMPTS {
         if let Some(report) = try_commit(store, &repo, max_ops, ahead.take())? {
+            save_settings(&repo, store);
             return Ok(report);
         }
     }
@@ -170,6 +185,14 @@ fn commit_in_batches(
         reference: ref_name(&store.replica()),
         repo: repo.git_dir().to_path_buf(),
     })
+}
+
+/// Records the store's settings beside its journal (see [`super::settings`]). A failure is
+/// logged, not the commit's: the ops are in git either way, and the next commit tries again.
+fn save_settings(repo: &JournalRepo, store: &Store) {
+    if let Err(error) = super::settings::save(repo, store) {
+        tracing::warn!(%error, "recording the workspace's settings in the journal repository");
+    }
 }
 
 /// One attempt; `None` if another process moved the ref meanwhile. The trees written `ahead`
@@ -206,7 +229,8 @@ fn try_commit(
             }
             report.recovered = recovered.count;
             let chunks = batches(&sizes_of(&ops), max_ops);
-            (write_trees(repo, replica, &mut ops, &chunks, crate::parallel::cores())?, scanned_to)
+            let author = Author::of(store, replica);
+            (write_trees(repo, author, &mut ops, &chunks, crate::parallel::cores())?, scanned_to)
         }
     };
     let commits = trees.len();
@@ -305,10 +329,12 @@ fn trees_ahead_in_batches(
     max_ops: usize,
 ) -> Result<WritingAhead, JournalError> {
     let (committed, rows) = writer.journal_past_mark()?;
-    let (dir, replica) = (dir.to_path_buf(), writer.replica().to_string());
+    let dir = dir.to_path_buf();
+    let (replica, prefix) = (writer.replica().to_string(), writer.prefix().to_string());
     let work = move |signals: &Signals| {
         let rows = RowsPastMark { committed, rows };
-        rows.write_trees(&dir, &replica, max_ops, signals)
+        let author = Author { replica: &replica, prefix: &prefix };
+        rows.write_trees(&dir, author, max_ops, signals)
     };
     let started =
         Ahead::start(work).map_err(JournalError::io("starting the journal's tree writer"))?;
@@ -337,7 +363,7 @@ impl RowsPastMark {
     fn write_trees(
         &self,
         dir: &Path,
-        replica: &str,
+        author: Author<'_>,
         max_ops: usize,
         signals: &Signals,
     ) -> Result<Option<TreesAhead>, JournalError> {
@@ -349,7 +375,7 @@ impl RowsPastMark {
             let (op, size) = decode_journal_row(*seq, row, &PendingOp::head_of)?;
             heads.push((*seq, Head { op, size, at }));
         }
-        let (heads, scanned_to) = ours(heads, self.committed, replica, |head| &head.op);
+        let (heads, scanned_to) = ours(heads, self.committed, author.replica, |head| &head.op);
         let repo = JournalRepo::find_or_create(dir)?;
         let sizes: Vec<usize> = heads.iter().map(|(_, head)| head.size).collect();
         let mut trees = Vec::new();
@@ -362,7 +388,7 @@ impl RowsPastMark {
                 let row = journal_json(*seq, &self.rows[head.at].1)?.into_owned();
                 ops.push((*seq, PendingOp { row, ..head.op.clone() }));
             }
-            trees.push(tree_of(&repo, replica, &mut ops)?);
+            trees.push(tree_of(&repo, author, &mut ops)?);
         }
         let ops = heads.iter().map(|(_, head)| head.op.meta.id).collect();
         Ok(Some(TreesAhead { committed: self.committed, scanned_to, ops, trees }))
@@ -376,21 +402,21 @@ impl RowsPastMark {
 /// collection removes.
 fn write_trees(
     repo: &JournalRepo,
-    replica: &str,
+    author: Author<'_>,
     ops: &mut [(u64, PendingOp)],
     chunks: &[std::ops::Range<usize>],
     cores: usize,
 ) -> Result<Vec<(BatchInfo, gix::ObjectId, i64)>, JournalError> {
     let mut runs = split_into(ops, chunks);
     if cores < 2 || runs.len() < 2 {
-        return runs.iter_mut().map(|run| tree_of(repo, replica, run)).collect();
+        return runs.iter_mut().map(|run| tree_of(repo, author, run)).collect();
     }
     let (git_dir, kind) = (repo.git_dir(), repo.kind);
     let mut written = Vec::with_capacity(runs.len());
     for wave in runs.chunks_mut(cores) {
         // A gix repository is not shared between threads: each opens its own.
         let results = crate::parallel::on_threads(wave.iter_mut(), |run| {
-            tree_of(&JournalRepo::open_again(git_dir, kind)?, replica, run)
+            tree_of(&JournalRepo::open_again(git_dir, kind)?, author, run)
         });
         for result in results {
             written.push(result?);
@@ -403,10 +429,10 @@ fn write_trees(
 /// the batch description and commit time.
 fn tree_of(
     repo: &JournalRepo,
-    replica: &str,
+    author: Author<'_>,
     chunk: &mut [(u64, PendingOp)],
 ) -> Result<(BatchInfo, gix::ObjectId, i64), JournalError> {
-    let (info, jsonl, seconds) = encode(replica, chunk);
+    let (info, jsonl, seconds) = encode(author, chunk);
     let tree = repo.write_tree(&info, &jsonl)?;
     Ok((info, tree, seconds))
 }
@@ -452,7 +478,7 @@ fn skip_committed(
 
 /// The batch description, `ops.jsonl` and commit time of a non-empty run of ops. The rows
 /// move into `ops.jsonl` (each is freed once copied, so a large journal is not held twice).
-fn encode(replica: &str, chunk: &mut [(u64, PendingOp)]) -> (BatchInfo, Vec<u8>, i64) {
+fn encode(author: Author<'_>, chunk: &mut [(u64, PendingOp)]) -> (BatchInfo, Vec<u8>, i64) {
     let mut jsonl = Vec::with_capacity(chunk.iter().map(|(_, op)| op.row.len() + 1).sum());
     for (_, op) in chunk.iter_mut() {
         jsonl.extend_from_slice(&std::mem::take(&mut op.row));
@@ -463,12 +489,13 @@ fn encode(replica: &str, chunk: &mut [(u64, PendingOp)]) -> (BatchInfo, Vec<u8>,
     let newest_op = chunk.iter().map(|(_, op)| op.v).max().unwrap_or(1);
     let info = BatchInfo {
         format: batch_format(newest_op),
-        replica: replica.to_string(),
+        replica: author.replica.to_string(),
         count: chunk.len(),
         first_seq: *first_seq,
         last_seq: *last_seq,
         first_op: first.meta.id,
         last_op: last.meta.id,
+        prefix: Some(author.prefix.to_string()),
     };
     (info, jsonl, last.meta.at.as_second())
 }
@@ -602,7 +629,7 @@ mod tests {
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let tip = repo.tip(&store.replica()).unwrap();
         let mut pending = scan(&store, store.journal_committed().unwrap()).unwrap();
-        let (info, jsonl, seconds) = encode(&store.replica(), &mut pending.ops);
+        let (info, jsonl, seconds) = encode(Author::of(&store, &store.replica()), &mut pending.ops);
         repo.commit_batch(&info, &jsonl, tip, seconds).unwrap().unwrap();
         assert_eq!(store.journal_committed().unwrap(), 3);
 
@@ -668,7 +695,11 @@ mod tests {
         add_issues(&store, 3, 1);
         let report = commit_pending(&store).unwrap();
         assert_eq!((report.ops, report.committed_seq), (1, 3));
-        assert!(verify(&store).unwrap().ok);
+        let verified = verify(&store).unwrap();
+        assert!(verified.divergence.is_none(), "this replica's ref holds its ops");
+        // The other replica's ops came in without its journal: no ref here replays them.
+        let missing = verified.record_divergence.unwrap();
+        assert!(missing.what.contains("not in the journal's replay"), "{}", missing.what);
     }
 
     #[test]
@@ -678,7 +709,7 @@ mod tests {
         commit_pending(&store).unwrap();
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let mut pending = scan(&store, 0).unwrap();
-        let (info, jsonl, seconds) = encode(&store.replica(), &mut pending.ops);
+        let (info, jsonl, seconds) = encode(Author::of(&store, &store.replica()), &mut pending.ops);
         // Expecting no ref where there is one, then a parent that is not the tip (dated later,
         // so that the commits differ from the ones already made).
         let later = seconds + 1;
@@ -723,7 +754,8 @@ mod tests {
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let Pending { mut ops, .. } = scan(&store, 0).unwrap();
         let chunks = batches(&sizes_of(&ops), 10);
-        let after = write_trees(&repo, &store.replica(), &mut ops, &chunks, 2).unwrap();
+        let after =
+            write_trees(&repo, Author::of(&store, &store.replica()), &mut ops, &chunks, 2).unwrap();
         assert_eq!(tree_ids(&ahead.trees), tree_ids(&after));
         assert_eq!(ahead.trees.len(), 3);
 

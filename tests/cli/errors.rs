@@ -322,7 +322,9 @@ fn init_adds_fleets_lines_to_a_gitignore_beads_wrote() {
     let text = std::fs::read_to_string(beads.join(".gitignore")).unwrap();
     assert_eq!(
         text,
-        format!("{theirs}*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\nclaiming/\n")
+        format!(
+            "{theirs}*.db.bak-*\njournal.git/\nfleet.sock\nfleet.sock.lock\ncommit.lock\nclaiming/\n"
+        )
     );
 }
 

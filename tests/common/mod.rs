@@ -5,6 +5,7 @@
 
 pub mod daemon;
 pub mod pty;
+pub mod remote;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -234,6 +235,9 @@ impl Workspace {
         cmd.env_clear()
             .env("FLEET_HOME", self.home())
             .env("FLEET_ACTOR", "tester")
+            // Journal commits happen when a test asks for them; the committer that writes
+            // start in the background has tests of its own, which set this.
+            .env("FLEET_JOURNAL_COMMIT_SECS", "0")
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .current_dir(self.home())
             .args(args);
@@ -285,50 +289,4 @@ pub fn ids_of(value: &Value) -> Vec<String> {
         .iter()
         .map(|v| v["id"].as_str().expect("an id").to_string())
         .collect()
-}
-
-/// A `git daemon` serving every repository under a directory on a free loopback port, with
-/// pushes enabled: the `git://` transport, a real network remote. Stopped when dropped.
-pub struct GitDaemon {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl GitDaemon {
-    /// Starts a daemon for `base` and waits until it accepts connections.
-    pub fn serving(base: &Path) -> GitDaemon {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new("git")
-            .args(["daemon", "--reuseaddr", "--export-all", "--enable=receive-pack"])
-            .arg(format!("--base-path={}", base.display()))
-            .args(["--listen=127.0.0.1", &format!("--port={port}")])
-            .arg(base)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start git daemon");
-        let daemon = GitDaemon { child, port };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "git daemon did not listen on {port}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        daemon
-    }
-
-    /// The `git://` URL of repository `name` under the base directory.
-    pub fn url(&self, name: &str) -> String {
-        format!("git://127.0.0.1:{}/{name}", self.port)
-    }
-}
-
-impl Drop for GitDaemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

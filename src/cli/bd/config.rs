@@ -97,5 +97,7 @@ fn write(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), CliError
     }
     let store = ctx.open_store()?;
     store.write(ctx.actor(), ctx.require_store()?.clock, |writer| writer.set_config(key, value))?;
+    // The value is recorded beside the journal for a rebuild (`journal::settings`).
+    crate::cli::journal::commit_soon(ctx, true);
     Ok(())
 }

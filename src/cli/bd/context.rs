@@ -71,6 +71,9 @@ impl BdContext {
                  `fleet import {} --via-bd`",
                 dir.display()
             )
+        } else if crate::cli::context::journal_present(dir) {
+            "the workspace's git journal holds its ops: run `fleet rebuild` to make the store again"
+                .to_string()
         } else if dir.join("issues.jsonl").is_file() {
             "run 'bd init --from-jsonl' to create the database from .beads/issues.jsonl".to_string()
         } else {
@@ -124,8 +127,10 @@ impl BdContext {
             .ok_or_else(|| CliError::new("no issue ID provided and no last touched issue"))
     }
 
-    /// Rewrites `.beads/issues.jsonl` when `export.auto` is on (after a write command).
+    /// After a write command: rewrites `.beads/issues.jsonl` when `export.auto` is on, and
+    /// makes sure the ops reach the git journal soon (`cli::journal::commit_soon`).
     pub fn after_write(&self) {
         super::transfer::auto_export(self);
+        crate::cli::journal::commit_soon(self, false);
     }
 }

@@ -1,6 +1,10 @@
 //! `bd init`: creates `.beads/` here (or at `--db` / `$BEADS_DIR`): the store `beads.db`,
 //! `metadata.json` and the legacy `.gitignore` — through the same code as `fleet init`. It
 //! creates no `issues.jsonl` or `export-state.json`; those appear once `export.auto` is set.
+//!
+//! In a clone whose remote holds a fleet journal (a team sharing its queue through the
+//! project's repository), `bd init` without a prefix joins that queue, as `fleet join` does:
+//! the prefix is the team's, and every issue is merged.
 
 use std::path::Path;
 
@@ -10,6 +14,9 @@ use super::context::BdContext;
 use super::{BdGlobal, transfer};
 use crate::cli::CliError;
 use crate::cli::init::init_workspace;
+use crate::cli::join::{self, join_found};
+use crate::cli::sync::fail_on_bad_refs;
+use crate::journal::join::{Survey, survey};
 use crate::store::STORE_FILE;
 
 #[derive(Debug, clap::Args)]
@@ -43,6 +50,14 @@ struct Initialized {
 pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.init_dir(global)?;
     let jsonl = dir.join("issues.jsonl");
+    let named = args.prefix.is_some() || prefix_from_config_yaml(&dir).is_some();
+    if !named
+        && !args.from_jsonl
+        && !dir.join(STORE_FILE).exists()
+        && let Some(found) = team_journal(ctx, &dir)
+    {
+        return join_team(ctx, &dir, &found);
+    }
     let prefix = match (&args.prefix, &prefix_from_config_yaml(&dir)) {
         (Some(prefix), _) | (None, Some(prefix)) => prefix.trim().trim_end_matches('-').to_string(),
         (None, None) if args.from_jsonl => {
@@ -89,6 +104,38 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
     Ok(())
 }
 
+/// Makes the store in `dir` from the team's queue `found` (see [`team_journal`]), as
+/// `fleet join` does, and says so as `bd init` does.
+fn join_team(ctx: &BdContext, dir: &Path, found: &Survey) -> Result<(), CliError> {
+    let prefix = found.prefix.clone().unwrap_or_else(|| prefix_from_dir(dir));
+    let (joined, report) =
+        join_found(ctx, dir, found, &prefix, "journal").map_err(CliError::message_only)?;
+    if !ctx.out.quiet {
+        ctx.out.emit(&joined, || {
+            format!("✓ bd initialized successfully!\n\n{}", join::render(&joined))
+        });
+    }
+    fail_on_bad_refs(&report).map_err(CliError::message_only)
+}
+
+/// The fleet journal on the remote of the git repository `dir` is in (a clone of a project
+/// whose team shares its queue), if there is one. Reaching the remote is best effort: when it
+/// fails, the init goes on without it and says so.
+fn team_journal(ctx: &BdContext, dir: &Path) -> Option<Survey> {
+    std::fs::create_dir_all(dir).ok()?;
+    match survey(dir, None) {
+        Ok(Some(found)) if found.replicas > 0 => Some(found),
+        Ok(_) => None,
+        Err(error) => {
+            ctx.out.note(&format!(
+                "could not look for the team's queue on the repository's remote ({error}); \
+                 initializing a new one (`bd sync` merges it later)"
+            ));
+            None
+        }
+    }
+}
+
 /// The backend a `metadata.json` beads wrote names (`dolt`, `sqlite`), if there is one that
 /// is not fleet's.
 fn beads_backend(dir: &Path) -> Option<String> {
@@ -117,9 +164,7 @@ fn prefix_from_jsonl(path: &Path) -> Option<String> {
     text.trim_start_matches('\u{feff}').lines().find_map(|line| {
         let value: serde_json::Value = serde_json::from_str(line).ok()?;
         let id = value.get("id")?.as_str()?;
-        let top = id.split('.').next()?;
-        let (prefix, _) = top.rsplit_once('-')?;
-        crate::id::validate_prefix(prefix).ok().map(|()| prefix.to_string())
+        crate::id::prefix_of(id).map(str::to_string)
     })
 }
 

@@ -127,7 +127,9 @@ fn no_memory(key: &str) -> CliError {
 
 fn set(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), CliError> {
     let full = format!("{MEMORY_PREFIX}{key}");
-    ctx.require_store()?.write(|writer| writer.set_config(&full, value))
+    ctx.require_store()?.write(|writer| writer.set_config(&full, value))?;
+    crate::cli::journal::commit_soon(ctx, true);
+    Ok(())
 }
 
 /// A key from the text: its first eight words, lowercase, joined by hyphens, at most 60

@@ -64,6 +64,7 @@ pub fn cmd_rename_prefix(ctx: &BdContext, args: RenamePrefixArgs) -> Result<(), 
     store.write(ctx.actor(), ctx.clock, |writer| {
         Ok(crate::tracker::rename_prefix(writer, &plan, &new)?)
     })?;
+    crate::cli::journal::commit_soon(ctx, true);
     let done = serde_json::json!({ "old_prefix": old, "new_prefix": new, "renamed": plan.len() });
     ctx.out.emit(&done, || {
         format!(

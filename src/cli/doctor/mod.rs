@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::context::{Context, fleet_home};
+use super::context::{Context, fleet_home, journal_present};
 use super::error::{CliError, ItemError};
 use super::style::{Styled, Tone};
 use crate::store::StoreError;
@@ -166,18 +166,23 @@ fn line(text: &mut Styled, status: Status, what: &str, detail: &str) {
     text.newline().tone(tone, mark).plain(&format!(" {what}: {detail}"));
 }
 
-/// The repair for a damaged store: a rebuild from the git journal when there is one, else a
-/// salvage — unless nothing in the file can be read, when only a backup or an export helps.
-/// For a workspace without a store, or with an empty file in its place: creating it.
+/// The fix `fleet doctor` names where the git journal can make the store again.
+const REBUILD_FIX: &str = "run `fleet rebuild` to make the store again from the git journal (it \
+    works whether or not the store opens; the old file is kept beside it)";
+
+/// The repair for a damaged or missing store: a rebuild from the git journal when there is
+/// one, else a salvage — unless nothing in the file can be read, when only a backup or an
+/// export helps. For a workspace without a store, or with an empty file in its place:
+/// creating it.
 fn fix_for(dir: &Path, report: &Report) -> String {
+    if journal_present(dir) {
+        return REBUILD_FIX.to_string();
+    }
     if !report.path.exists() {
         return format!(
             "create it with `fleet init`, or import a queue into it: fleet import PATH (a beads export, a .beads directory, a Python-fleet home); {} is where it goes",
             dir.display()
         );
-    }
-    if journal_present(dir) {
-        return "run `fleet rebuild` to rebuild the store from the git journal".to_string();
     }
     if std::fs::metadata(&report.path).is_ok_and(|meta| meta.len() == 0) {
         let path = report.path.display().to_string();
@@ -210,10 +215,15 @@ fn salvage(ctx: &Context, dir: &Path) -> Result<(), CliError> {
         StoreError::Damaged { path, detail } => {
             let mut fix = "restore it from a backup".to_string();
             if journal_present(dir) {
-                fix = "rebuild it from the git journal: `fleet rebuild`".to_string();
+                fix = REBUILD_FIX.to_string();
             }
             CliError::new(format!("{} cannot be salvaged: {detail}", path.display())).with_hint(fix)
         }
+        StoreError::NotInitialized(_) if journal_present(dir) => CliError::new(format!(
+            "there is no store at {} to salvage",
+            dir.join(crate::store::STORE_FILE).display()
+        ))
+        .with_hint(REBUILD_FIX),
         other => other.into(),
     })?;
     ctx.out.emit(&report, || render_salvage(&report));
@@ -267,14 +277,4 @@ pub(super) fn report_damaged(ctx: &Context, ids: Vec<String>) -> Result<(), CliE
         CliError::new(message)
     };
     Err(error.with_hint(hint))
-}
-
-/// Whether this workspace has a git journal with ops in it, for `fleet rebuild` to rebuild
-/// the store from (found as `fleet journal` finds it).
-fn journal_present(dir: &Path) -> bool {
-    crate::journal::JournalRepo::find(dir)
-        .ok()
-        .flatten()
-        .and_then(|repo| repo.replicas().ok())
-        .is_some_and(|replicas| !replicas.is_empty())
 }
