@@ -664,6 +664,10 @@ fn push(repo: &JournalRepo, remote: &Remote, me: &str) -> Result<Pushed, Journal
     let what = format!("pushing the journal to remote {} ({})", remote.name, remote.url);
     let rejected = match git(repo, &args, &what) {
         Ok(stdout) => rejected_refs(&stdout),
+        // A push the remote turned down (a hook, a rule) is its own failure, with its reason.
+        Err(error @ JournalError::Git { .. }) if turned_down(&error, &ref_name(me)) => {
+            return Err(error);
+        }
         Err(JournalError::Git { message, .. }) if !rejected_refs(&message).is_empty() => {
             rejected_refs(&message)
         }
@@ -688,6 +692,15 @@ fn push(repo: &JournalRepo, remote: &Remote, me: &str) -> Result<Pushed, Journal
     }
     restored.retain(|replica| !rejected.contains(&ref_name(replica)));
     Ok(Pushed { own, restored })
+}
+
+/// Whether the push `error` failed because the remote turned down `reference` (a hook, a
+/// protected ref), not because the ref moved there meanwhile.
+fn turned_down(error: &JournalError, reference: &str) -> bool {
+    let JournalError::Git { message, .. } = error else { return false };
+    message.lines().any(|line| {
+        line.starts_with('!') && line.contains(reference) && line.contains("[remote rejected]")
+    })
 }
 
 /// The refs `git push --porcelain` output says were rejected.
