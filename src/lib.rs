@@ -26,6 +26,8 @@
 //! - [`beads`]: beads' own formats: importing JSONL (both eras), legacy SQLite databases and
 //!   Python-fleet homes; exporting JSONL that `bd import` accepts; auto-export;
 //! - [`id`]: beads-style hash ids and child ids;
+//! - [`place`]: a task's working directory as a place in a git repository, which every machine
+//!   resolves in its own checkout;
 //! - [`time`]: the clock and the date forms users type;
 //! - [`coders`]: the coding-agent CLIs — argv, environment, context limits, and parsers that
 //!   turn their stdout into normalized events; built-ins plus coders defined in config;
@@ -58,6 +60,7 @@ pub mod journal;
 pub mod model;
 pub mod op;
 pub(crate) mod parallel;
+pub mod place;
 pub mod process;
 pub mod redact;
 pub mod resolver;

@@ -354,9 +354,14 @@ pub fn is_foreign_ref(id: &str, prefix: &str) -> bool {
 /// Fleet's own per-task fields. They travel through beads JSONL under `metadata.fleet`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetFields {
-    /// The directory the agent runs in.
+    /// The directory the agent runs in, on the machine that recorded it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cwd: String,
+    /// The same directory as a place in a git repository (its `origin`, and the path inside
+    /// the checkout), which every machine resolves in its own checkout (`crate::place`). Absent
+    /// for a directory in no repository with an origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<crate::place::RepoPlace>,
     /// The coder (agent CLI) that should run this task; empty means the configured default.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub coder: String,

@@ -92,13 +92,13 @@ pub struct CreateArgs {
     pub silent: bool,
 }
 
-fn current_dir_text(cwd: Option<PathBuf>) -> Result<String, CliError> {
+/// The working directory a task records: `cwd` as given, or the current one, made absolute.
+fn recorded_dir(cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
     let dir = match cwd {
         Some(dir) => dir,
         None => std::env::current_dir()?,
     };
-    let dir = std::path::absolute(&dir).unwrap_or(dir);
-    Ok(dir.display().to_string())
+    Ok(std::path::absolute(&dir).unwrap_or(dir))
 }
 
 pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
@@ -148,6 +148,7 @@ pub(in crate::cli) fn create_issue(
     if args.estimate.is_some_and(|e| e < 0) {
         return Err(CliError::new("estimate must be a non-negative number of minutes"));
     }
+    let cwd = recorded_dir(args.cwd.clone())?;
     let mut request = CreateRequest {
         id: args.id.clone(),
         title,
@@ -167,7 +168,8 @@ pub(in crate::cli) fn create_issue(
         defer_until,
         external_ref: args.external_ref.clone().unwrap_or_default(),
         fleet: FleetFields {
-            cwd: current_dir_text(args.cwd.clone())?,
+            repo: crate::place::locate(&cwd),
+            cwd: cwd.display().to_string(),
             coder: checked_coder(args.coder.as_deref())?.unwrap_or_default(),
             model: args.model.clone().unwrap_or_default(),
             ..FleetFields::default()
@@ -464,10 +466,12 @@ pub(in crate::cli) fn update_issues(
     args: &UpdateArgs,
     adjust: impl FnOnce(&mut UpdateRequest),
 ) -> Result<Vec<IssueSummary>, CliError> {
+    let cwd = args.cwd.clone().map(|d| recorded_dir(Some(d))).transpose()?;
     let mut request = UpdateRequest {
         patch: build_patch(ctx, args)?,
         claim: args.claim,
-        cwd: args.cwd.clone().map(|d| current_dir_text(Some(d))).transpose()?,
+        cwd: cwd.as_ref().map(|d| d.display().to_string()),
+        repo: cwd.as_deref().and_then(crate::place::locate),
         coder: checked_coder(args.coder.as_deref())?,
         model: args.model.clone(),
         session: args.session.clone(),

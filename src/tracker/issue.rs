@@ -16,6 +16,10 @@ pub struct UpdateRequest {
     pub claim: bool,
     /// Fleet's task fields to change (`None`: leave each as it is).
     pub cwd: Option<String>,
+    /// With `cwd`: that directory's place in a git repository (`crate::place::locate`, done by
+    /// the front end, which runs where the directory is).
+    #[serde(default)]
+    pub repo: Option<crate::place::RepoPlace>,
     pub coder: Option<String>,
     pub model: Option<String>,
     /// When the patch sets the status to closed: the agent session, and whether the close
@@ -102,6 +106,7 @@ pub fn update(writer: &mut Writer<'_>, request: &UpdateRequest) -> Result<String
         let current = writer.issue(&id)?.map(|i| i.fleet).unwrap_or_default();
         patch.fleet = Some(FleetFields {
             cwd: request.cwd.clone().unwrap_or(current.cwd.clone()),
+            repo: if request.cwd.is_some() { request.repo.clone() } else { current.repo.clone() },
             coder: request.coder.clone().unwrap_or(current.coder.clone()),
             model: request.model.clone().unwrap_or(current.model.clone()),
             ..current
