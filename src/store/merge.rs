@@ -169,13 +169,17 @@ impl Store {
         marks: &[(String, String)],
         how: How,
     ) -> Result<Option<Merged>, StoreError> {
+        let started = std::time::Instant::now();
+        let lap = |what: &str| tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, what);
         let txn = self.writable()?.begin_write()?;
+        lap("merge: write transaction begun");
         ensure_op_index(&txn)?;
         let replica = super::replica_in(&txn, &self.replica)?;
         if how == How::OwnLost && own_uncommitted(&txn, &replica)? {
             return Ok(None);
         }
         let (batch, duplicates) = unseen(&txn, ops)?;
+        lap("merge: batch sorted and known ops left out");
         let in_order = match (batch.first(), known_high(&txn)?) {
             _ if how == How::Resequence => false,
             (None, _) => true,
@@ -196,6 +200,7 @@ impl Store {
                 Some(merged) => merged,
                 None => self.merge_by_reapplying(&txn, &actor, clock, batch)?,
             };
+            lap("merge: applied out of order");
             reported.keep_new(&mut merged);
             let mut writer = Writer::begin(&txn, self, &actor, clock)?;
             writer.set_sync_marks(marks)?;
@@ -206,7 +211,9 @@ impl Store {
         if how == How::OwnLost {
             mark_all_committed(&txn)?;
         }
+        lap("merge: ready to commit");
         txn.commit()?;
+        lap("merge: committed");
         Ok(Some(merged))
     }
 }
