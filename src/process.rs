@@ -400,6 +400,24 @@ fn has_env_entry(pid: i32, entry: &[u8]) -> bool {
         .is_ok_and(|environ| environ.split(|b| *b == 0).any(|e| e == entry))
 }
 
+/// The values of the variables `names` in the environment of process `pid` (each `None` when
+/// unset; all `None` when the environment cannot be read: the process is gone or not ours).
+pub fn env_values<const N: usize>(pid: i32, names: [&str; N]) -> [Option<String>; N] {
+    let mut values = [const { None }; N];
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { return values };
+    for entry in environ.split(|b| *b == 0) {
+        for (name, value) in names.iter().zip(values.iter_mut()) {
+            let matches = entry.len() > name.len()
+                && entry.starts_with(name.as_bytes())
+                && entry[name.len()] == b'=';
+            if matches && value.is_none() {
+                *value = Some(String::from_utf8_lossy(&entry[name.len() + 1..]).into_owned());
+            }
+        }
+    }
+    values
+}
+
 /// Processes (other than this one) whose environment holds `entry` (`NAME=value`), alive or
 /// zombie. Agents and everything they start inherit the supervisor's tags, even processes that
 /// left the agent's process group or session.
@@ -411,24 +429,54 @@ pub fn tagged(entry: &str) -> Vec<ProcessInfo> {
         .collect()
 }
 
-/// SIGKILLs every live process tagged with `entry` (see [`tagged`]), repeating while new ones
-/// appear (a process may fork while it is being killed). Returns how many were killed.
+/// SIGKILLs every live process tagged with `entry` (see [`tagged`]) and every descendant of
+/// one (a child that cleared its environment is still a child), and returns how many. They are
+/// stopped first (SIGSTOP: a stopped process cannot fork), the set gathered again until no new
+/// one appears, and only then killed: killing a parent first would hand its untagged children
+/// to another parent before they were found.
 pub fn kill_tagged(entry: &str) -> usize {
-    let mut killed = 0;
-    for _ in 0..20 {
-        let live: Vec<ProcessInfo> = tagged(entry).into_iter().filter(|p| !p.zombie).collect();
-        if live.is_empty() {
+    let me = std::process::id() as i32;
+    let mut frozen: BTreeSet<i32> = BTreeSet::new();
+    for _ in 0..50 {
+        let all = processes();
+        let tagged: Vec<i32> = all
+            .iter()
+            .filter(|p| p.pid != me && !p.zombie && has_env_entry(p.pid, entry.as_bytes()))
+            .map(|p| p.pid)
+            .collect();
+        let found = with_descendants(&all, &tagged, me);
+        let new: Vec<i32> = found.difference(&frozen).copied().collect();
+        if new.is_empty() {
             break;
         }
-        for process in &live {
-            // SAFETY: sends SIGKILL to one specific pid, never 0 or -1.
-            if process.pid > 1 && unsafe { libc::kill(process.pid, libc::SIGKILL) } == 0 {
-                killed += 1;
+        for pid in new {
+            // SAFETY: sends SIGSTOP to one specific pid, never 0, -1, init or this process.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            frozen.insert(pid);
+        }
+    }
+    frozen
+        .into_iter()
+        // SAFETY: sends SIGKILL to one specific pid, never 0, -1, init or this process.
+        .filter(|pid| unsafe { libc::kill(*pid, libc::SIGKILL) } == 0)
+        .count()
+}
+
+/// `roots` and every live descendant of one of them among `all`, leaving out init and `me`.
+fn with_descendants(all: &[ProcessInfo], roots: &[i32], me: i32) -> BTreeSet<i32> {
+    let mut found: BTreeSet<i32> = roots.iter().copied().filter(|pid| *pid > 1).collect();
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for process in all {
+            let eligible = !process.zombie && process.pid > 1 && process.pid != me;
+            if eligible && found.contains(&process.ppid) && found.insert(process.pid) {
+                grew = true;
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
-    killed
+    found.remove(&me);
+    found
 }
 
 /// Makes the child of `command` receive SIGKILL when this process dies, even by SIGKILL

@@ -22,6 +22,7 @@
 //! | `fake: exclusive DIR` | takes an exclusive lock on `DIR/<task>.lock` for the rest of its life and appends `start <task> <pid>` to `DIR/runs.log` — or `OVERLAP <task> <pid>` when another agent holds the lock (two agents on one task) |
 //! | `fake: background SECS` | leaves `sleep SECS` running in its process group |
 //! | `fake: detach SECS` | leaves `sleep SECS` running in a new session (outside its process group) |
+//! | `fake: doublefork SECS` | leaves `sleep SECS` running in a new session whose parent has exited (re-parented, as a daemon that forks twice) |
 //! | `fake: stderr TEXT` | writes TEXT to stderr |
 //! | `fake: leak VAR…` | writes `VAR=<value>` of each variable to stderr and says them as assistant text (a careless agent) |
 //! | `fake: authfail` | prints Claude Code's "Not logged in" result and exits 1 |
@@ -325,6 +326,7 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
             "envfile" => record_env(rest)?,
             "background" => leave_running(&format!("sleep {rest} &"), false),
             "detach" => leave_running(&format!("sleep {rest}"), true),
+            "doublefork" => leave_running(&format!("(sleep {rest} &)"), true),
             "stderr" => eprintln!("{rest}"),
             "leak" => {
                 let shown: Vec<String> = rest

@@ -200,6 +200,11 @@ pub enum Event {
         why: String,
         survivors_killed: usize,
     },
+    /// Processes that stopped supervisors of this workspace left (of tasks no lease names any
+    /// more: closed meanwhile) were killed.
+    StraysKilled {
+        count: usize,
+    },
     /// A running task was changed by someone else: its agent is being stopped.
     Revoked {
         id: String,
@@ -395,8 +400,7 @@ impl Supervisor {
         let _ = crate::process::become_subreaper();
         self.link_tools()
             .map_err(|e| format!("linking bd/fleet into {}: {e}", self.bin_dir().display()))?;
-        let guard = guard::spawn(&self.options.exe, &self.me.instance, self.store.dir())
-            .map_err(|e| format!("starting the guard process: {e}"))?;
+        let mut guard = self.spawn_guard()?;
         self.register().await?;
         self.journal_next =
             self.blocking(|s| s.journal_head()).await.map_err(|e| e.to_string())? + 1;
@@ -434,6 +438,7 @@ impl Supervisor {
                     return Err(self.abandon(&mut runners, guard, &lost).await);
                 }
                 self.heartbeat().await;
+                self.keep_guard(&mut guard);
                 self.reclaim(Scan::IfSomeoneDied).await;
             }
             let changes = self.changes().await;
@@ -480,6 +485,33 @@ impl Supervisor {
         guard::stop(guard);
         self.emit(Event::Stopped { finished: self.summary.attempts });
         Ok(self.summary)
+    }
+
+    fn spawn_guard(&self) -> Result<std::process::Child, String> {
+        guard::spawn(&self.options.exe, &self.me.instance, &self.options.home, self.store.dir())
+            .map_err(|e| format!("starting the guard process: {e}"))
+    }
+
+    /// Starts a new guard when the old one is gone (killed by hand): without one, a supervisor
+    /// killed next would leave its agents' helpers running.
+    fn keep_guard(&self, guard: &mut std::process::Child) {
+        if guard::is_running(guard) {
+            return;
+        }
+        match self.spawn_guard() {
+            Ok(new) => {
+                tracing::warn!(
+                    old = guard.id(),
+                    new = new.id(),
+                    "the guard process was gone; started another"
+                );
+                let _ = guard.try_wait();
+                *guard = new;
+            }
+            Err(error) => {
+                tracing::error!(%error, "the guard process is gone and cannot be restarted")
+            }
+        }
     }
 
     /// Stops every runner (they see the stop level), records their outcomes, deregisters, and
@@ -644,9 +676,12 @@ impl Supervisor {
         let home = self.options.home.clone();
         let result = self.blocking(move |s| recovery::reclaim_abandoned(s, &me, &home, scan)).await;
         match result {
-            Ok(reclaimed) => {
-                for Reclaimed { id, why, survivors_killed, .. } in reclaimed {
+            Ok(reclaim) => {
+                for Reclaimed { id, why, survivors_killed, .. } in reclaim.tasks {
                     self.emit(Event::Released { id, why, survivors_killed });
+                }
+                if reclaim.strays_killed > 0 {
+                    self.emit(Event::StraysKilled { count: reclaim.strays_killed });
                 }
             }
             Err(error) => {

@@ -14,6 +14,7 @@ mod agents;
 mod claiming;
 mod daemon;
 mod demo;
+mod escape;
 mod limits;
 mod logging;
 mod operator;
