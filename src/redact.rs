@@ -102,6 +102,22 @@ impl Redactor {
         }
     }
 
+    /// The secrets `text` holds, each as its marker (`sk-ant-<redacted>`,
+    /// `<redacted:OPENAI_API_KEY>`), without repeats; empty when it holds none.
+    pub fn secrets_in(&self, text: &str) -> Vec<String> {
+        let Cow::Owned(masked) = self.mask(text) else { return Vec::new() };
+        let mut found: Vec<String> = Vec::new();
+        let words = masked.split(|c: char| c.is_whitespace() || c == '"' || c == '\'');
+        for word in words.filter(|word| word.contains("<redacted")) {
+            let end = word.rfind('>').map_or(word.len(), |at| at + 1);
+            let marker = &word[..end];
+            if !found.iter().any(|known| known == marker) {
+                found.push(marker.to_owned());
+            }
+        }
+        found
+    }
+
     /// `text` with every configured value and every known token shape masked.
     fn mask<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let masked = self.mask_values(text);

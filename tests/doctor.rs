@@ -538,3 +538,53 @@ fn each_account_of_a_coder_is_checked_for_its_own_sign_in() {
     assert!(!out.contains(KEY), "no secret shown:\n{out}");
     assert!(run.stderr.contains("account spare sign-in"), "{}", run.stderr);
 }
+
+/// A GitHub token shape (fake).
+const GITHUB: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+
+#[test]
+fn secrets_already_in_the_queue_are_found_with_the_way_to_purge_them() {
+    let ws = Workspace::new();
+    // An import keeps its source's words: a queue written before writes were masked.
+    let probe = ws.create("Probe", &[]);
+    let prefix = probe.split_once('-').unwrap().0.to_owned();
+    let file = ws.home().join("old.jsonl");
+    let line = serde_json::json!({
+        "id": format!("{prefix}-old1"), "title": "Deploy", "status": "open", "priority": 2,
+        "issue_type": "task", "notes": format!("the deploy key is {KEY}"),
+        "created_at": "2025-11-02T21:58:07Z", "updated_at": "2025-11-02T21:58:07Z",
+        "comments": [{"id": 1, "issue_id": format!("{prefix}-old1"), "author": "agent",
+                      "text": format!("pushed with {GITHUB}"), "created_at": "2025-11-02T21:58:07Z"}]
+    });
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    ws.run(&["import", file.to_str().unwrap()]).ok();
+
+    let run = doctor(&ws, &[]).fails(1);
+    let found =
+        run.stdout.lines().find(|l| l.starts_with("✗ queue secrets: ")).unwrap_or_else(|| {
+            panic!("no secrets line:\n{}", run.stdout);
+        });
+    assert!(found.contains(&format!("1 issue ({prefix}-old1) and 1 op of the journal")), "{found}");
+    // The key is known by its shape and as the value of the variable that holds it.
+    assert!(found.contains("ghp_<redacted>"), "{found}");
+    assert!(found.contains("<redacted:ANTHROPIC_API_KEY>"), "{found}");
+    let fix = fix_after(&run.stdout, "✗ queue secrets: ");
+    assert!(fix.contains("rotate each key"), "{fix}");
+    assert!(fix.contains("fleet export --all --redact -o clean.jsonl"), "{fix}");
+    assert!(fix.contains("git push REMOTE --delete refs/fleet/journal/"), "{fix}");
+    for output in [&run.stdout, &run.stderr] {
+        assert!(!output.contains(GITHUB) && !output.contains(KEY), "a secret shown:\n{output}");
+    }
+
+    // The purge's first step: an export with every text masked.
+    let plain = ws.run(&["export", "--all"]).ok().stdout;
+    assert!(plain.contains(GITHUB), "the store holds it: {plain}");
+    let redacted = ws.run(&["export", "--all", "--redact"]).ok().stdout;
+    assert!(!redacted.contains(GITHUB) && !redacted.contains(KEY), "{redacted}");
+    let old: Value = redacted
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|record| record["title"] == "Deploy")
+        .unwrap();
+    assert_eq!(old["comments"][0]["text"], "pushed with ghp_<redacted>", "{old}");
+}

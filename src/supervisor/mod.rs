@@ -358,6 +358,8 @@ impl Supervisor {
         let me = Identity::current(&options.actor);
         let pauses = Pauses::load(&options.home);
         let holds = hold::HoldWatch::new(&options.home).map_err(StartError::Holds)?;
+        // Agents' writes served by this process are masked with the config's secrets too.
+        tracker::set_inbound_redactor(config.redactor().clone());
         Ok(Supervisor {
             holds,
             store,
@@ -1211,6 +1213,7 @@ impl Supervisor {
             Reload::Unchanged => {}
             Reload::Reloaded => {
                 let redactor = self.redactor().clone();
+                tracker::set_inbound_redactor(redactor.clone());
                 self.emit(Event::ConfigReloaded {
                     max_concurrent: self.max_concurrent(),
                     redactor,

@@ -1,5 +1,6 @@
 //! `fleet doctor`'s checks of the setup around the store: `runtime.toml` (every problem, with
-//! its line), the coders ([`super::coders`]), and the `bd` agents will run.
+//! its line), the coders ([`super::coders`]), the `bd` agents will run, and secrets already in
+//! the queue ([`super::secrets`]).
 //!
 //! Each check is `ok`, a `warning` (worth a look; nothing fails because of it) or a `problem`
 //! (agents will not run as configured), and every check that is not `ok` names its fix.
@@ -87,6 +88,9 @@ pub fn setup_checks(home: &Path, store: Option<&Store>) -> Vec<SetupCheck> {
     let task_coders = store.map(coders_of_open_tasks).unwrap_or_default();
     checks.extend(coder_checks(&config, home, &task_coders));
     checks.push(bd_check(home));
+    if let Some(store) = store {
+        checks.push(super::secrets::secrets_check(store, &config.redactor()));
+    }
     checks
 }
 
