@@ -203,6 +203,61 @@ pub fn become_subreaper() -> io::Result<()> {
     Ok(())
 }
 
+/// Raises this process's soft limit of open files (`RLIMIT_NOFILE`) to its hard limit, so a
+/// supervisor of hundreds of agents is not held to a shell's stock 1024. Returns the soft
+/// limit before and after (equal when nothing could be raised).
+pub fn raise_open_file_limit() -> (u64, u64) {
+    // SAFETY: getrlimit/setrlimit read and write a struct we own.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) != 0 {
+            return (0, 0);
+        }
+        let before = limit.rlim_cur;
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit) != 0 {
+                return (before, before);
+            }
+        }
+        (before, limit.rlim_cur)
+    }
+}
+
+/// What a failure to open a file or start a process says about this machine's limits, when
+/// it is one of running out of them: too many open files (this process's `RLIMIT_NOFILE`, or
+/// the system's), or of processes or memory (`RLIMIT_NPROC`, `EAGAIN`/`ENOMEM` from fork).
+/// `None` for any other error.
+pub fn exhausted_limit(error: &io::Error) -> Option<String> {
+    let (resource, name) = match error.raw_os_error()? {
+        libc::EMFILE => (libc::RLIMIT_NOFILE, "open files (RLIMIT_NOFILE)"),
+        libc::ENFILE => {
+            let max = std::fs::read_to_string("/proc/sys/fs/file-max").unwrap_or_default();
+            return Some(format!(
+                "the system ran out of open files (fs.file-max = {})",
+                max.trim()
+            ));
+        }
+        libc::EAGAIN => (libc::RLIMIT_NPROC, "processes (RLIMIT_NPROC)"),
+        libc::ENOMEM => return Some("the system ran out of memory to start a process".into()),
+        _ => return None,
+    };
+    // SAFETY: getrlimit fills a struct we own.
+    let (soft, hard) = unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(resource, &raw mut limit);
+        (limit.rlim_cur, limit.rlim_max)
+    };
+    let shown = |value: u64| {
+        if value == libc::RLIM_INFINITY { "unlimited".to_string() } else { value.to_string() }
+    };
+    Some(format!(
+        "fleet run reached its limit of {name}: soft {}, hard {}",
+        shown(soft),
+        shown(hard)
+    ))
+}
+
 /// Sends `signal` to every process in group `pgid`. Returns false if the group is gone.
 pub fn signal_group(pgid: i32, signal: i32) -> io::Result<bool> {
     if pgid <= 1 {

@@ -318,7 +318,10 @@ fn event_tone(event: &Event) -> Option<Tone> {
     Some(match event {
         Event::Claimed { .. } => Tone::Active,
         Event::Finished { verdict, .. } if *verdict == Verdict::Closed => Tone::Good,
-        Event::Finished { .. } | Event::Paused { .. } | Event::Held { .. } => Tone::Warn,
+        Event::Finished { .. }
+        | Event::Paused { .. }
+        | Event::Held { .. }
+        | Event::ShortOfResources { .. } => Tone::Warn,
         Event::Released { .. } | Event::StraysKilled { .. } => Tone::Warn,
         Event::ConfigRejected { .. } | Event::Revoked { .. } => Tone::Bad,
         _ => return None,
@@ -389,6 +392,9 @@ pub fn event_line(event: &Event) -> Option<String> {
             };
             format!("↩ {id} released: {why}{killed}")
         }
+        Event::ShortOfResources { detail, running, hold_secs } => format!(
+            "⏸ spawning held at {running} agents for {hold_secs} s: {detail}\n  fix: raise the limit for fleet run (`ulimit -n` / `ulimit -u` in its shell, LimitNOFILE= in a systemd unit), or lower max_concurrent"
+        ),
         Event::StraysKilled { count } => {
             format!("↩ killed {count} processes left by stopped runs of this workspace")
         }

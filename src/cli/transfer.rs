@@ -682,7 +682,7 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
         all: args.all || args.include_infra,
         memories: args.all || args.include_memories,
         absolute_paths: args.include_paths,
-        redactor: args.redact.then(|| export_redactor()),
+        redactor: args.redact.then(export_redactor),
         ..ExportOptions::for_workspace(store.dir())
     };
     let Some(path) = &args.output else {

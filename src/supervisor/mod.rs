@@ -205,6 +205,13 @@ pub enum Event {
     StraysKilled {
         count: usize,
     },
+    /// An agent could not start for want of a resource (open files, processes): its task was
+    /// released uncharged, and no more than `running` agents start for `hold_secs`.
+    ShortOfResources {
+        detail: String,
+        running: usize,
+        hold_secs: u64,
+    },
     /// A running task was changed by someone else: its agent is being stopped.
     Revoked {
         id: String,
@@ -321,7 +328,20 @@ pub struct Supervisor {
     holds: hold::HoldWatch,
     /// When each account last started an agent (the tie-break of account rotation).
     rotation: accounts::Rotation,
+    /// The machine ran out of a resource starting an agent: spawning is held back.
+    short: Option<Shortage>,
 }
+
+/// Spawning held back after an agent could not start for want of a resource (open files,
+/// processes): no more than `cap` agents run until `until`, when spawning tries again.
+#[derive(Debug, Clone, Copy)]
+struct Shortage {
+    cap: usize,
+    until: tokio::time::Instant,
+}
+
+/// How long spawning stays held back after a shortage of resources.
+const SHORTAGE_HOLD: Duration = Duration::from_secs(30);
 
 fn config_path(home: &Path) -> PathBuf {
     home.join("runtime.toml")
@@ -375,6 +395,7 @@ impl Supervisor {
             remote_retry_at: None,
             wake: Arc::new(tokio::sync::Notify::new()),
             rotation: accounts::Rotation::default(),
+            short: None,
         })
     }
 
@@ -392,6 +413,20 @@ impl Supervisor {
         usize::try_from(self.cfg().max_concurrent).unwrap_or(usize::MAX)
     }
 
+    /// How many agents may run now: `max_concurrent`, or fewer while a shortage of resources
+    /// holds spawning back.
+    fn slots(&mut self) -> usize {
+        match self.short {
+            Some(short) if tokio::time::Instant::now() < short.until => {
+                short.cap.min(self.max_concurrent())
+            }
+            _ => {
+                self.short = None;
+                self.max_concurrent()
+            }
+        }
+    }
+
     fn emit(&self, event: Event) {
         let _ = self.events.send(event);
     }
@@ -400,6 +435,10 @@ impl Supervisor {
     /// can run).
     pub async fn run(mut self, mut stop: watch::Receiver<Stop>) -> Result<Summary, String> {
         let _ = crate::process::become_subreaper();
+        let (before, after) = crate::process::raise_open_file_limit();
+        if after > before {
+            tracing::info!(before, after, "raised the soft limit of open files to the hard limit");
+        }
         self.link_tools()
             .map_err(|e| format!("linking bd/fleet into {}: {e}", self.bin_dir().display()))?;
         let mut guard = self.spawn_guard()?;
@@ -808,7 +847,7 @@ impl Supervisor {
         if self.remote_retry_at.is_some_and(|at| tokio::time::Instant::now() < at) {
             return 0;
         }
-        while self.running.len() < self.max_concurrent() {
+        while self.running.len() < self.slots() {
             let issue = match self.claim_next().await {
                 Ok(Some(issue)) => issue,
                 Ok(None) => break,
@@ -965,11 +1004,18 @@ impl Supervisor {
             let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
             let attempt_id = lease.attempt.clone();
             let outcome = match (coder, task_dir) {
-                (Err(error), _) => Outcome::SpawnFailed { error: error.to_string() },
-                (_, Err(error)) => Outcome::SpawnFailed { error: error.to_string() },
-                (Ok(_), Ok(_)) if !cwd.is_dir() => Outcome::SpawnFailed {
-                    error: format!("working directory {} does not exist", cwd.display()),
+                (Err(error), _) => Outcome::SpawnFailed {
+                    error: error.to_string(),
+                    fix: format!(
+                        "define the coder in runtime.toml ([coders.{}]), or give the task a known one: fleet update ID --coder NAME",
+                        lease.coder
+                    ),
                 },
+                (_, Err(error)) => Outcome::SpawnFailed {
+                    error: error.to_string(),
+                    fix: "give the task an id that can name a directory (fleet rename)".into(),
+                },
+                (Ok(_), Ok(_)) if !cwd.is_dir() => Outcome::missing_cwd(&cwd),
                 (Ok(coder), Ok(task_dir)) => {
                     let attempt = Attempt {
                         issue,
@@ -1136,6 +1182,7 @@ impl Supervisor {
     async fn record(&mut self, mut finished: Finished) {
         let id = finished.id.clone();
         self.running.remove(&id);
+        self.note_shortage(&finished.outcome);
         self.note_coder_health(&finished);
         self.join_rate_limit_in_force(&mut finished);
         let me = self.me.clone();
@@ -1170,6 +1217,23 @@ impl Supervisor {
         }
     }
 
+    /// An agent that could not start for want of a resource holds spawning to the agents that
+    /// run now (reported once per shortage); while none runs, spawning waits [`SHORTAGE_HOLD`].
+    fn note_shortage(&mut self, outcome: &Outcome) {
+        let Outcome::NoResources { detail } = outcome else { return };
+        let cap = self.running.len();
+        let until = tokio::time::Instant::now() + SHORTAGE_HOLD;
+        let news = self.short.is_none();
+        self.short = Some(Shortage { cap: self.short.map_or(cap, |s| s.cap.min(cap)), until });
+        if news {
+            self.emit(Event::ShortOfResources {
+                detail: detail.clone(),
+                running: cap,
+                hold_secs: SHORTAGE_HOLD.as_secs(),
+            });
+        }
+    }
+
     /// An attempt that ended rate limited while its scope is paused for a rate limit — the one
     /// its runner reported as it happened, or another agent's — ran into that pause: its
     /// outcome ends when the pause does, so recording it neither extends the pause nor writes
@@ -1198,6 +1262,7 @@ impl Supervisor {
             Outcome::Shutdown
             | Outcome::Revoked { .. }
             | Outcome::SpawnFailed { .. }
+            | Outcome::NoResources { .. }
             | Outcome::Contention { .. } => {}
             _ => {
                 self.pauses.succeeded(&Scope::coder(&finished.coder), now);
@@ -1300,7 +1365,10 @@ fn leased_fields(issue: &Issue, me: &Identity, choice: &Choice, now: Timestamp) 
 fn freeze_coder(issue: &mut Issue, finished: &Finished, held: bool) -> bool {
     let ran = !matches!(
         finished.outcome,
-        Outcome::CoderFault { .. } | Outcome::SpawnFailed { .. } | Outcome::Contention { .. }
+        Outcome::CoderFault { .. }
+            | Outcome::SpawnFailed { .. }
+            | Outcome::NoResources { .. }
+            | Outcome::Contention { .. }
     );
     let settled_by_agent = matches!(issue.status, Status::Closed | Status::Blocked);
     if !ran || !(held || settled_by_agent) || !issue.fleet.coder.is_empty() {

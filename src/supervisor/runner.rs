@@ -158,12 +158,23 @@ impl Diagnosis {
 /// Runs one attempt to its end.
 pub async fn run(mut attempt: Attempt, signals: mpsc::UnboundedSender<Signal>) -> Outcome {
     match run_inner(&mut attempt, &signals).await {
-        Ok(outcome) => outcome,
-        Err(error) => Outcome::SpawnFailed {
-            error: super::process_redactor().redact_text(&error).into_owned(),
-        },
+        Ok(outcome) | Err(outcome) => outcome,
     }
 }
+
+/// The outcome of an attempt that could not start because `what` failed with `error`: short
+/// of a resource (open files, processes) is the fleet's fault; anything else blocks the task
+/// with `fix`.
+fn unstarted(what: &str, error: &std::io::Error, fix: &str) -> Outcome {
+    let redact = |text: String| super::process_redactor().redact_text(&text).into_owned();
+    match crate::process::exhausted_limit(error) {
+        Some(limit) => Outcome::NoResources { detail: redact(format!("{what}: {limit}")) },
+        None => Outcome::SpawnFailed { error: redact(format!("{what}: {error}")), fix: fix.into() },
+    }
+}
+
+/// What to do when the task directory cannot be written.
+const TASK_DIR_FIX: &str = "make $FLEET_HOME/tasks a writable directory on a disk with room (fleet run writes each task's logs there)";
 
 /// The redactor of one attempt: token shapes, and the values of every secret-looking variable
 /// the agent is given (inherited, the coder's own, the supervisor's).
@@ -176,33 +187,34 @@ fn attempt_redactor(spec_env: &[(String, String)], added: &[(String, String)]) -
 async fn run_inner(
     attempt: &mut Attempt,
     signals: &mpsc::UnboundedSender<Signal>,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Outcome> {
     let (spec, prompt) = prepare(attempt)?;
     let redactor = attempt_redactor(&spec.env, &attempt.env);
     let dir = attempt.task_dir.clone();
-    let mut logs = dir.logs(redactor.clone()).map_err(|e| format!("opening task logs: {e}"))?;
+    let mut logs = dir.logs(redactor.clone());
     if let Err(error) = dir.save_prompt(attempt.issue.fleet.attempts, &prompt, &redactor) {
         tracing::warn!(%error, task = %attempt.issue.id, "cannot save the attempt's prompt");
     }
     let mut meter = start_meter(attempt);
-    let mut child = match spawn_agent(attempt, &spec) {
-        Ok(child) => child,
-        Err(error) => return Ok(spawn_error(&spec.program, &error)),
-    };
+    let mut child = spawn_agent(attempt, &spec).map_err(|error| spawn_error(&spec, &error))?;
     let pid = child.child.id().unwrap_or(0);
     record_start(attempt, &spec, &prompt, pid, &mut logs, signals);
-    let stderr = child.child.stderr.take().ok_or("the agent's stderr was not captured")?;
-    let stderr_log =
-        dir.stderr_writer(redactor.clone()).map_err(|e| format!("opening log.stderr: {e}"))?;
-    let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log));
-    let stdout = child.child.stdout.take().ok_or("the agent's stdout was not captured")?;
+    let (Some(stderr), Some(stdout)) = (child.child.stderr.take(), child.child.stdout.take())
+    else {
+        let error = std::io::Error::other("the agent's stdout or stderr was not captured");
+        return Err(unstarted("starting the agent", &error, "report this as a bug of fleet"));
+    };
+    let stderr_task = tokio::spawn(collect_stderr(stderr, dir.stderr_writer(redactor.clone())));
     let mut diagnosis = Diagnosis::default();
     let mut sinks = Sinks { logs: &mut logs, diagnosis: &mut diagnosis, meter: &mut meter };
     let stop = watch_output(attempt, &mut child.child, stdout, &mut sinks, signals).await;
+    let _ = logs.flush();
     meter.finish(&dir.root);
     let pgid = i32::try_from(pid).unwrap_or(0);
     let forced = stop_everything(attempt, pgid, stop.is_some()).await;
-    let status = child.child.wait().await.map_err(|e| format!("waiting for the agent: {e}"))?;
+    let status = child.child.wait().await.map_err(|error| {
+        unstarted("waiting for the agent", &error, "nothing to fix if it does not happen again")
+    })?;
     let stderr_tail = match tokio::time::timeout(STDERR_FINISH, stderr_task).await {
         Ok(Ok(tail)) => tail,
         _ => String::new(),
@@ -228,10 +240,12 @@ async fn run_inner(
 
 /// Gets the task directory and the project ready, and builds the prompt and the command
 /// line. Returns the spawn spec and the prompt.
-fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
+fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), Outcome> {
     let issue = &attempt.issue;
     let dir = &attempt.task_dir;
-    dir.prepare(issue).map_err(|e| format!("preparing {}: {e}", dir.root.display()))?;
+    dir.prepare(issue).map_err(|error| {
+        unstarted(&format!("preparing {}", dir.root.display()), &error, TASK_DIR_FIX)
+    })?;
     let artifacts = dir.artifacts();
     let prompt = super::prompt::build(issue, &attempt.cwd, &dir.root, &artifacts);
     let task = TaskSpec {
@@ -244,8 +258,14 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
         model: &attempt.model,
         prompt: &prompt,
     };
-    attempt.coder.prepare(&task).map_err(|e| {
-        format!("preparing {} for {}: {e}", dir.root.display(), attempt.coder.name())
+    attempt.coder.prepare(&task).map_err(|error| {
+        let what = format!("preparing {} for {}", attempt.cwd.display(), attempt.coder.name());
+        let fix = format!(
+            "make {} writable by the user fleet runs as (the {} coder writes its settings there)",
+            attempt.cwd.display(),
+            attempt.coder.name()
+        );
+        unstarted(&what, &error, &fix)
     })?;
     let mut spec = attempt.coder.spawn_spec(&task);
     if let Some(account) = &attempt.account {
@@ -336,14 +356,34 @@ fn record_start(
     );
 }
 
-/// A spawn that failed: a missing or unrunnable program is the fleet's fault (the coder is
-/// paused, the task is not charged); anything else is reported as a failed start.
-fn spawn_error(program: &str, error: &std::io::Error) -> Outcome {
+/// A spawn that failed, by its real cause: a missing or unrunnable program is the fleet's
+/// fault (the coder is paused, the task is not charged), and so is a limit of open files or
+/// processes (spawning is held back); a working directory that is gone or a command line too
+/// long for the system block the task with their own fix.
+fn spawn_error(spec: &SpawnSpec, error: &std::io::Error) -> Outcome {
     use std::io::ErrorKind;
+    let program = &spec.program;
+    if !spec.cwd.is_dir() {
+        return Outcome::missing_cwd(&spec.cwd);
+    }
+    if error.raw_os_error() == Some(libc::E2BIG) {
+        let bytes: usize = spec.args.iter().map(String::len).sum();
+        return Outcome::SpawnFailed {
+            error: format!(
+                "the command line of {program:?} is too long for the system ({bytes} bytes of arguments: argument list too long)"
+            ),
+            fix: "shorten the task's description (the prompt is passed as an argument), or move its details to a file the description names".into(),
+        };
+    }
     let detail = match error.kind() {
         ErrorKind::NotFound => format!("the program {program:?} was not found"),
         ErrorKind::PermissionDenied => format!("the program {program:?} is not executable"),
-        _ => return Outcome::SpawnFailed { error: format!("could not run {program:?}: {error}") },
+        _ => {
+            let fix = format!(
+                "check that {program:?} runs for the user fleet runs as (fleet doctor checks each coder's CLI)"
+            );
+            return unstarted(&format!("could not run {program:?}"), error, &fix);
+        }
     };
     Outcome::CoderFault { cause: PauseCause::Spawn, detail }
 }
@@ -433,21 +473,31 @@ fn exited_outcome(
     }
 }
 
-/// Copies the agent's stderr, line by line and redacted, into `log.stderr`; returns the last
-/// lines (raw: the caller redacts what it quotes).
+/// Copies the agent's stderr, line by line and redacted, into `log.stderr` (in batches);
+/// returns the last lines (raw: the caller redacts what it quotes).
 async fn collect_stderr(
     stderr: tokio::process::ChildStderr,
     mut log: super::taskdir::StderrLog,
 ) -> String {
     let mut lines = BufReader::new(stderr).lines();
     let mut tail: VecDeque<String> = VecDeque::with_capacity(STDERR_TAIL_LINES);
-    while let Ok(Some(line)) = lines.next_line().await {
+    loop {
+        let due = log.flush_due().map(Instant::from_std);
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            () = sleep_until_opt(due) => {
+                let _ = log.flush();
+                continue;
+            }
+        };
+        let Ok(Some(line)) = line else { break };
         let _ = log.write_line(&line);
         if tail.len() == STDERR_TAIL_LINES {
             tail.pop_front();
         }
         tail.push_back(line);
     }
+    let _ = log.flush();
     Vec::from(tail).join("\n")
 }
 
@@ -500,6 +550,9 @@ async fn watch_output(
                 sinks.meter.save_if_due(&root);
             }
             () = sleep_until_opt(sinks.meter.save_due()) => sinks.meter.save(&root),
+            () = sleep_until_opt(sinks.logs.flush_due().map(Instant::from_std)) => {
+                let _ = sinks.logs.flush();
+            }
             () = sleep_until_opt(stall_at), if wrap_up_until.is_none() => {
                 return Some(Halt::Stall(settings.stall_timeout.unwrap_or_default()));
             }

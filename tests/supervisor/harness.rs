@@ -391,13 +391,19 @@ impl Supervisor {
 
     /// Waits for the supervisor to exit by itself (within [`DEADLINE`]).
     #[track_caller]
-    pub fn wait(mut self) -> Finished {
+    pub fn wait(self) -> Finished {
+        self.wait_within(DEADLINE)
+    }
+
+    /// [`Supervisor::wait`] with a deadline of its own, for a long run of work.
+    #[track_caller]
+    pub fn wait_within(mut self, deadline: Duration) -> Finished {
         let start = Instant::now();
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 break status;
             }
-            if start.elapsed() > DEADLINE {
+            if start.elapsed() > deadline {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
                 panic!(

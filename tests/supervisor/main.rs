@@ -17,6 +17,7 @@ mod demo;
 mod escape;
 mod limits;
 mod logging;
+mod many;
 mod operator;
 mod outcome_table;
 mod ownership;
