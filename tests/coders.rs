@@ -588,7 +588,19 @@ fn agy_opencode_and_exec_command_lines() {
     assert_eq!(opencode.program, "opencode");
     assert_eq!(
         opencode.args,
-        ["run", "--format", "json", "--model", "ollama/qwen3", "--dir", "/work/project", PROMPT]
+        [
+            "run",
+            "--format",
+            "json",
+            "--print-logs",
+            "--log-level",
+            "ERROR",
+            "--model",
+            "ollama/qwen3",
+            "--dir",
+            "/work/project",
+            PROMPT
+        ]
     );
     // Each agent has its own opencode database: agents started together never share one.
     assert_eq!(opencode.env_var("OPENCODE_DB"), Some("/home/u/.fleet/tasks/fl-7/opencode.db"));

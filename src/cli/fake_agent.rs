@@ -14,6 +14,7 @@
 //! | `fake: context PCT` | reports assistant usage growing to PCT % of a 200k window |
 //! | `fake: ratelimit WINDOW` | prints a rejected `rate_limit_event` for WINDOW (five_hour, seven_day) |
 //! | `fake: nearlimit PCT` | prints an `allowed_warning` `rate_limit_event`: the five-hour window is PCT % used |
+//! | `fake: apiretry STATUS` | prints the CLI's notice that it retries a request that failed with STATUS, and goes on |
 //! | `fake: 429` | prints the CLI's retries and a final 429 error result, exits 1 |
 //! | `fake: stall` | goes silent forever |
 //! | `fake: ignore-term` | ignores SIGTERM, starts two grandchildren that ignore it too, sleeps |
@@ -306,6 +307,9 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
                     "api_error_status": 429, "result": "API Error: 429 rate limited", "session_id": session()}));
                 std::process::exit(1);
             }
+            "apiretry" => emit(json!({"type": "system", "subtype": "api_retry", "attempt": 1,
+                "max_retries": 10, "retry_delay_ms": 30000,
+                "error_status": rest.parse::<u16>().unwrap_or(529), "error": "overloaded"})),
             "stall" => sleep_forever(),
             "ignore-term" => {
                 ignore_sigterm();

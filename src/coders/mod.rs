@@ -143,6 +143,13 @@ pub trait Coder: Send + Sync {
         true
     }
 
+    /// The event a line of the CLI's stderr means, when it reports provider trouble the CLI is
+    /// retrying by itself (see [`diagnose::retry_line_event`]): the supervisor acts on it at
+    /// once. Asked only of coders that [report provider faults](Coder::reports_provider_faults).
+    fn stderr_event(&self, line: &str) -> Option<AgentEvent> {
+        diagnose::retry_line_event(line)
+    }
+
     /// Gets an attempt ready before its spawn. The built-ins write nothing into the user's
     /// project (the Python fleet's hooks and settings merges were never cleaned up); what a CLI
     /// needs of its own (gemini's agent-private settings) goes into the task directory. The

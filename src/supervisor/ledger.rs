@@ -78,6 +78,10 @@ pub struct AttemptUsage {
     /// How the attempt ended, once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// The CLI is retrying a failed request by itself (`HTTP 529`, `rate limit`): what its
+    /// last event said, until the next event shows it going on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrying: Option<String>,
 }
 
 impl AttemptUsage {
@@ -100,6 +104,7 @@ impl AttemptUsage {
             cost_usd: None,
             cost_source: None,
             outcome: None,
+            retrying: None,
         }
     }
 
@@ -233,6 +238,7 @@ impl Meter {
             current.tokens_out += usage.output_tokens;
             current.context_peak = current.context_peak.max(usage.prompt_tokens());
         }
+        self.current().retrying = retry_note(event);
         if let Some(step_cost) = step_cost(event) {
             self.reported_cost = Some(self.reported_cost.unwrap_or(0.0) + step_cost);
         }
@@ -336,6 +342,18 @@ fn session_totals(event: &AgentEvent) -> Option<SessionTotals> {
         }),
         _ => None,
     }
+}
+
+/// What a retry event says is being retried (`None` for any other event).
+fn retry_note(event: &AgentEvent) -> Option<String> {
+    if event.kind != EventKind::ApiRetry {
+        return None;
+    }
+    Some(match (event.http_status, &event.rate_limit) {
+        (Some(status), _) => format!("HTTP {status}"),
+        (None, Some(_)) => "rate limit".to_owned(),
+        (None, None) => "provider error".to_owned(),
+    })
 }
 
 /// The cost of one step, as opencode reports it on `step_finish` (`part.cost`).

@@ -125,13 +125,21 @@ pub enum Signal {
 
 /// Why the runner stopped the agent itself.
 enum Halt {
-    Pressure { peak: u64, limit: u64 },
-    RateLimit { resets_at: Option<Timestamp>, window: Option<String> },
+    Pressure {
+        peak: u64,
+        limit: u64,
+    },
+    RateLimit {
+        resets_at: Option<Timestamp>,
+        window: Option<String>,
+    },
     Stall(Duration),
     Timeout(Duration),
     Shutdown,
     Revoked(String),
     WrapUpOver,
+    /// The CLI said on stderr that it retries a provider that fails (5xx, overloaded).
+    Outage(String),
 }
 
 /// What the agent's own output said went wrong, gathered while it ran.
@@ -204,9 +212,13 @@ async fn run_inner(
         let error = std::io::Error::other("the agent's stdout or stderr was not captured");
         return Err(unstarted("starting the agent", &error, "report this as a bug of fleet"));
     };
-    let stderr_task = tokio::spawn(collect_stderr(stderr, dir.stderr_writer(redactor.clone())));
+    let (trouble_tx, trouble) = mpsc::unbounded_channel();
+    let reader = attempt.coder.reports_provider_faults().then(|| Arc::clone(&attempt.coder));
+    let stderr_log = dir.stderr_writer(redactor.clone());
+    let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log, reader, trouble_tx));
     let mut diagnosis = Diagnosis::default();
-    let mut sinks = Sinks { logs: &mut logs, diagnosis: &mut diagnosis, meter: &mut meter };
+    let mut sinks =
+        Sinks { logs: &mut logs, diagnosis: &mut diagnosis, meter: &mut meter, trouble };
     let stop = watch_output(attempt, &mut child.child, stdout, &mut sinks, signals).await;
     let _ = logs.flush();
     meter.finish(&dir.root);
@@ -290,11 +302,13 @@ fn start_meter(attempt: &Attempt) -> Meter {
     meter
 }
 
-/// Where the agent's events go: the task's logs, the failure diagnosis, the ledger.
+/// Where the agent's events go: the task's logs, the failure diagnosis, the ledger; and where
+/// the provider trouble its stderr reports comes from.
 struct Sinks<'a> {
     logs: &'a mut TaskLogs,
     diagnosis: &'a mut Diagnosis,
     meter: &'a mut Meter,
+    trouble: mpsc::UnboundedReceiver<AgentEvent>,
 }
 
 /// A spawned agent, registered as owned until its status has been collected, so no other
@@ -421,6 +435,7 @@ fn stopped_outcome(stop: Halt, code: Option<i32>) -> Outcome {
         Halt::Shutdown => Outcome::Shutdown,
         Halt::Revoked(reason) => Outcome::Revoked { reason },
         Halt::WrapUpOver => Outcome::Exited { code, reason: String::new() },
+        Halt::Outage(detail) => Outcome::CoderFault { cause: PauseCause::Outage, detail },
     }
 }
 
@@ -475,9 +490,14 @@ fn exited_outcome(
 
 /// Copies the agent's stderr, line by line and redacted, into `log.stderr` (in batches);
 /// returns the last lines (raw: the caller redacts what it quotes).
+///
+/// With `reader` (the coder, when its CLI reports provider faults), each line that reports
+/// provider trouble the CLI retries by itself is also sent on `trouble` as its event.
 async fn collect_stderr(
     stderr: tokio::process::ChildStderr,
     mut log: super::taskdir::StderrLog,
+    reader: Option<Arc<dyn Coder>>,
+    trouble: mpsc::UnboundedSender<AgentEvent>,
 ) -> String {
     let mut lines = BufReader::new(stderr).lines();
     let mut tail: VecDeque<String> = VecDeque::with_capacity(STDERR_TAIL_LINES);
@@ -491,6 +511,9 @@ async fn collect_stderr(
             }
         };
         let Ok(Some(line)) = line else { break };
+        if let Some(event) = reader.as_ref().and_then(|coder| coder.stderr_event(&line)) {
+            let _ = trouble.send(event);
+        }
         let _ = log.write_line(&line);
         if tail.len() == STDERR_TAIL_LINES {
             tail.pop_front();
@@ -549,6 +572,11 @@ async fn watch_output(
                 }
                 sinks.meter.save_if_due(&root);
             }
+            Some(event) = sinks.trouble.recv() => {
+                let _ = sinks.logs.event(&event, Timestamp::now());
+                sinks.meter.observe(&event);
+                return Some(provider_trouble(&event, &scope, signals));
+            }
             () = sleep_until_opt(sinks.meter.save_due()) => sinks.meter.save(&root),
             () = sleep_until_opt(sinks.logs.flush_due().map(Instant::from_std)) => {
                 let _ = sinks.logs.flush();
@@ -564,6 +592,30 @@ async fn watch_output(
             _ = attempt.control.changed() => {}
         }
     }
+}
+
+/// Stops the agent for the provider trouble its CLI reported retrying on stderr (an event of
+/// [`Coder::stderr_event`]): a rate limit pauses spawning at once (the supervisor is told
+/// before the agent is even stopped), anything else is an outage.
+fn provider_trouble(
+    event: &AgentEvent,
+    scope: &(String, String),
+    signals: &mpsc::UnboundedSender<Signal>,
+) -> Halt {
+    let said = event.text.clone().unwrap_or_default();
+    if event.rate_limit.is_some() {
+        let _ = signals.send(Signal::RateLimited {
+            coder: scope.0.clone(),
+            account: scope.1.clone(),
+            resets_at: None,
+            window: None,
+            near: None,
+        });
+        return Halt::RateLimit { resets_at: None, window: None };
+    }
+    Halt::Outage(
+        super::process_redactor().redact_text(&diagnose::failure_reason(&said)).into_owned(),
+    )
 }
 
 /// What the supervisor's channels say now: stop for shutdown or revocation, or start the

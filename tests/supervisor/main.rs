@@ -21,6 +21,7 @@ mod many;
 mod operator;
 mod outcome_table;
 mod ownership;
+mod provider;
 mod reload;
 mod run_output;
 mod secrets;
