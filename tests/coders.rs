@@ -787,3 +787,17 @@ fn unknown_coders_say_what_exists() {
     assert_eq!(error.available, ["agy", "claude", "codex", "exec", "gemini", "mybot", "opencode"]);
     assert!(error.to_string().contains("did you mean \"codex\""), "{error}");
 }
+
+/// A coder's context window comes from its model (issue 27): opencode's `provider/model`
+/// names included, and the config still wins.
+#[test]
+fn context_windows_come_from_the_model() {
+    let registry = Registry::from_config(&Default::default()).unwrap();
+    let opencode = registry.get("opencode").unwrap();
+    assert_eq!(opencode.context_limit("anthropic/claude-sonnet-4-5"), Some(200_000));
+    assert_eq!(opencode.context_limit("openai/gpt-4.1"), Some(1_047_576));
+    assert_eq!(opencode.context_limit("ollama/qwen3:8b"), Some(40_960));
+    assert_eq!(opencode.context_limit("local/unknown-model"), Some(128_000));
+    let codex = registry.get("codex").unwrap();
+    assert_eq!(codex.context_limit("gpt-5-codex"), Some(400_000));
+}

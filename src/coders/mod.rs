@@ -31,6 +31,7 @@ pub mod diagnose;
 mod event;
 pub mod exec;
 pub mod gemini;
+pub mod models;
 pub mod opencode;
 mod registry;
 

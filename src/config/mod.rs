@@ -39,7 +39,7 @@ use check::Source;
 pub use edit::{ConfigChange, SetError, header, set_values, unset_keys};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
-pub use prices::Price;
+pub use prices::{Price, price_of};
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
 use crate::coders::{Account, Coder, CoderConfigError, Registry, UnknownCoder};

@@ -322,6 +322,9 @@ fn session_totals(event: &AgentEvent) -> Option<SessionTotals> {
         return None;
     }
     let raw = &event.raw;
+    if let Some(stats) = raw.get("stats").filter(|s| s.is_object()) {
+        return gemini_totals(stats);
+    }
     let usage = raw.get("usage").filter(|u| u.is_object())?;
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     match raw.get("type").and_then(Value::as_str) {
@@ -353,6 +356,19 @@ fn retry_note(event: &AgentEvent) -> Option<String> {
         (Some(status), _) => format!("HTTP {status}"),
         (None, Some(_)) => "rate limit".to_owned(),
         (None, None) => "provider error".to_owned(),
+    })
+}
+
+/// Gemini CLI's `result.stats`: the session's tokens (`input_tokens` with the cache reads
+/// among them as `cached`, `output_tokens`), and no cost (the price table gives one).
+fn gemini_totals(stats: &Value) -> Option<SessionTotals> {
+    let count = |key: &str| stats.get(key).and_then(Value::as_u64);
+    let prompt = count("input_tokens")?;
+    Some(SessionTotals {
+        prompt,
+        cached: count("cached").unwrap_or(0).min(prompt),
+        output: count("output_tokens").unwrap_or(0),
+        cost: None,
     })
 }
 

@@ -36,7 +36,7 @@ use crate::coders::diagnose;
 use crate::coders::{
     Account, AgentEvent, Coder, EventKind, ExitMeaning, Fault, RateLimitStatus, SpawnSpec, TaskSpec,
 };
-use crate::config::Price;
+use crate::config::{Price, price_of};
 use crate::model::Issue;
 use crate::redact::Redactor;
 
@@ -297,7 +297,7 @@ fn start_meter(attempt: &Attempt) -> Meter {
     usage.account = attempt.account_name().to_owned();
     usage.cwd = attempt.cwd.display().to_string();
     let mut meter =
-        Meter::start(&attempt.task_dir.root, usage, attempt.prices.get(&attempt.model).copied());
+        Meter::start(&attempt.task_dir.root, usage, price_of(&attempt.prices, &attempt.model));
     meter.set_context_limit(attempt.coder.context_limit(&attempt.model));
     meter
 }
@@ -563,7 +563,7 @@ async fn watch_output(
                     if let Some(model) = &event.model {
                         pressure.limit = attempt.coder.context_limit(model).or(pressure.limit);
                         sinks.meter.set_context_limit(pressure.limit);
-                        sinks.meter.price_model(attempt.prices.get(model).copied());
+                        sinks.meter.price_model(price_of(&attempt.prices, model));
                     }
                     sinks.meter.observe(&event);
                     if let Some(stop) = judge(&event, &mut pressure, &scope, settings, signals) {

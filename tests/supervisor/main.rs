@@ -29,3 +29,4 @@ mod serving;
 mod shutdown;
 mod store_replaced;
 mod taskdir;
+mod usage;
