@@ -201,6 +201,20 @@ fn coders_are_validated_when_the_config_loads() {
 
 // --- hot reload ---------------------------------------------------------------------------------
 
+/// Polls `watcher` until a change has settled and been read (the watcher waits for a changed
+/// file to stay unchanged for a moment, see `SETTLE`).
+fn settled(watcher: &mut ConfigWatcher) -> Reload {
+    let start = std::time::Instant::now();
+    loop {
+        match watcher.poll() {
+            Reload::Unchanged if start.elapsed() < std::time::Duration::from_secs(10) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
 #[test]
 fn the_watcher_reloads_changes_and_keeps_the_last_good_config() {
     let home = Home::new();
@@ -213,12 +227,12 @@ fn the_watcher_reloads_changes_and_keeps_the_last_good_config() {
     let before = file_stamp(&home.file()).unwrap();
     home.fleet(&["config", "set", "max_concurrent=5"]).ok();
     assert_ne!(file_stamp(&home.file()), Some(before));
-    assert!(matches!(watcher.poll(), Reload::Reloaded));
+    assert!(matches!(settled(&mut watcher), Reload::Reloaded));
     assert_eq!(watcher.config().max_concurrent, 5);
 
     // An invalid edit is reported once, and the previous config stays.
     std::fs::write(home.file(), "max_concurrent = 5\nmax_concurrent_typo = 1\n").unwrap();
-    match watcher.poll() {
+    match settled(&mut watcher) {
         Reload::Invalid(error) => assert_eq!(error.line, Some(2)),
         other => panic!("expected Invalid, got {other:?}"),
     }
@@ -227,12 +241,23 @@ fn the_watcher_reloads_changes_and_keeps_the_last_good_config() {
 
     // A custom coder appears in the registry on reload; removing the file means defaults.
     std::fs::write(home.file(), "[coders.job]\nargv = [\"make\"]\n").unwrap();
-    assert!(matches!(watcher.poll(), Reload::Reloaded));
+    assert!(matches!(settled(&mut watcher), Reload::Reloaded));
     assert!(watcher.registry().contains("job"));
     std::fs::remove_file(home.file()).unwrap();
-    assert!(matches!(watcher.poll(), Reload::Reloaded));
+    assert!(matches!(settled(&mut watcher), Reload::Reloaded));
     assert_eq!(watcher.config(), &RuntimeConfig::default());
     assert!(file_stamp(&home.file()).is_none());
+
+    // A file emptied in place and written again a moment later is read whole (issue 27).
+    home.write("max_concurrent = 2\n");
+    assert!(matches!(settled(&mut watcher), Reload::Reloaded));
+    std::fs::write(home.file(), "").unwrap();
+    assert!(matches!(watcher.poll(), Reload::Unchanged), "an empty file is not read at once");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(matches!(watcher.poll(), Reload::Unchanged));
+    std::fs::write(home.file(), "max_concurrent = 7\n").unwrap();
+    assert!(matches!(settled(&mut watcher), Reload::Reloaded));
+    assert_eq!(watcher.config().max_concurrent, 7);
 }
 
 // --- fleet config set / unset / show --------------------------------------------------------

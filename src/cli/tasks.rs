@@ -207,18 +207,15 @@ fn running_rows(
 ) -> Result<Vec<TaskRow>, CliError> {
     let filter = ListFilter { statuses: vec![Status::InProgress], ..ListFilter::default() };
     let (issues, _) = reader.list(&filter)?;
-    let mut rows: Vec<TaskRow> =
-        issues
-            .into_iter()
-            .filter(|s| s.issue.fleet.lease.is_some())
-            .map(|s| {
-                let alive =
-                    s.issue.fleet.lease.as_ref().is_some_and(|l| {
-                        supervisors.iter().any(|r| r.identity.instance == l.instance)
-                    });
-                task_row(&s.issue, home, config, alive, now)
-            })
-            .collect();
+    let mut rows: Vec<TaskRow> = issues
+        .into_iter()
+        .filter(|s| crate::supervisor::lease::live_lease(&s.issue).is_some())
+        .map(|s| {
+            let alive = crate::supervisor::lease::live_lease(&s.issue)
+                .is_some_and(|l| supervisors.iter().any(|r| r.identity.instance == l.instance));
+            task_row(&s.issue, home, config, alive, now)
+        })
+        .collect();
     rows.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
     Ok(rows)
 }

@@ -102,13 +102,13 @@ fn release_leases(
     store.skip_close_on_exit();
     let mut held = Vec::new();
     store.read()?.for_each_issue(&mut |issue| {
-        let lease = issue.fleet.lease.as_ref().filter(|l| l.instance == instance);
+        let lease = super::lease::live_lease(&issue).filter(|l| l.instance == instance);
         if let Some(lease) = lease.filter(|_| issue.status == Status::InProgress) {
             let record = TaskDir::new(home, &issue.id)
                 .ok()
                 .and_then(|dir| super::lease::AttemptRecord::load(&dir.root));
             super::lease::kill_survivors(&lease.attempt, record.as_ref());
-            held.push((issue.id, issue.assignee));
+            held.push((issue.id.clone(), lease.owner.clone()));
         }
         Ok(true)
     })?;
@@ -119,7 +119,7 @@ fn release_leases(
         for (id, owner) in &held {
             let still_leased = w.issue(id)?.is_some_and(|issue| {
                 issue.status == Status::InProgress
-                    && issue.fleet.lease.as_ref().is_some_and(|l| l.instance == instance)
+                    && super::lease::live_lease(&issue).is_some_and(|l| l.instance == instance)
             });
             if !still_leased {
                 continue;

@@ -462,6 +462,33 @@ fn failure(
     retry(fleet, now, wait, comment, Verdict::FailureRetry)
 }
 
+impl std::fmt::Display for Outcome {
+    /// How the attempt ended, for people: `exited with code 1`, `context pressure (380000 of
+    /// 200000 tokens)`, `stalled (no output for 60s)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let head = describe(self);
+        match self {
+            Outcome::ContextPressure { peak_tokens, limit } => {
+                write!(f, "{head} ({peak_tokens} of {limit} tokens)")
+            }
+            Outcome::RateLimited { window: Some(window), .. } => {
+                write!(f, "{head} ({window} window)")
+            }
+            Outcome::Stalled { silent_for } => {
+                write!(f, "{head} (no output for {}s)", silent_for.as_secs())
+            }
+            Outcome::TimedOut { after } => write!(f, "{head} (after {}s)", after.as_secs()),
+            Outcome::CoderFault { detail, .. } | Outcome::Contention { detail } => {
+                write!(f, "{head}: {detail}")
+            }
+            Outcome::Exited { reason, .. } if !reason.trim().is_empty() => {
+                write!(f, "{head}: {}", reason.lines().last().unwrap_or_default().trim())
+            }
+            _ => f.write_str(&head),
+        }
+    }
+}
+
 fn describe(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Exited { code, .. } => exit_text(*code),

@@ -166,7 +166,7 @@ fn abandoned_tasks(
             return Ok(true);
         }
         let why = match &issue.fleet.lease {
-            Some(lease) if lease.owner == issue.assignee => {
+            Some(_) if let Some(lease) = lease::live_lease(&issue) => {
                 match lease::owner_state(lease, me, registry, now) {
                     OwnerState::Alive => None,
                     OwnerState::Gone(why) => Some(why),

@@ -244,7 +244,7 @@ async fn run_inner(
     let _ = logs.runner(
         "attempt_finished",
         json!({ "attempt": attempt.issue.fleet.attempts, "exit_code": status.code(),
-                "forced_kill": forced, "outcome": format!("{outcome:?}") }),
+                "forced_kill": forced, "outcome": outcome.to_string() }),
         Timestamp::now(),
     );
     Ok(outcome)
