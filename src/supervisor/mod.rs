@@ -256,8 +256,41 @@ struct ClaimFailure {
     remote: bool,
 }
 
-/// Claims the first ready task `accept` takes, counting the attempt and putting `me`'s lease
-/// on it, in one transaction. Returns the task before and after, and the ops applied.
+/// The ready task `accept` takes that the supervisor runs next: of the most urgent priority
+/// among them, the oldest (first in, first out: `bd ready` lists the newest first, which would
+/// let old tasks starve behind a stream of new ones). The ready order groups tasks by priority,
+/// so the scan stops at the first task of a less urgent one.
+fn next_in_line(
+    reader: &crate::store::Reader,
+    me: &Identity,
+    now: Timestamp,
+    accept: &dyn Fn(&Issue) -> bool,
+) -> Result<Option<String>, StoreError> {
+    let band = std::cell::Cell::new(None::<u8>);
+    let oldest = std::cell::RefCell::new(None::<(Timestamp, String)>);
+    let look = |issue: &Issue| {
+        if !accept(issue) {
+            return false;
+        }
+        match band.get() {
+            // A less urgent task: the band is over (taking it ends the scan).
+            Some(top) if issue.priority > top => return true,
+            Some(_) => {}
+            None => band.set(Some(issue.priority)),
+        }
+        let mut oldest = oldest.borrow_mut();
+        if oldest.as_ref().is_none_or(|(at, id)| (issue.created_at, &issue.id) < (*at, id)) {
+            *oldest = Some((issue.created_at, issue.id.clone()));
+        }
+        false
+    };
+    reader.first_claimable_where(&me.name, &ReadyFilter::default(), now, &look)?;
+    Ok(oldest.into_inner().map(|(_, id)| id))
+}
+
+/// Claims the ready task `accept` takes that runs next ([`next_in_line`]), counting the
+/// attempt and putting `me`'s lease on it, in one transaction. Returns the task before and
+/// after, and the ops applied.
 fn claim_locally(
     store: &Store,
     me: &Identity,
@@ -268,11 +301,12 @@ fn claim_locally(
     let filter = ReadyFilter::default();
     let look = store
         .read()
-        .and_then(|reader| reader.first_claimable_where(&me.name, &filter, now, accept))
+        .and_then(|reader| next_in_line(&reader, me, now, accept))
         .map_err(|error| ClaimFailure { task: None, error: error.to_string(), remote: false })?;
     let Some(candidate) = look else { return Ok(None) };
+    let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
     let written = store.write(&me.name, Clock::System, |w| {
-        let Some(id) = w.first_claimable_where(&filter, accept)? else { return Ok(None) };
+        let Some(id) = w.first_claimable_where(&filter, &chosen)? else { return Ok(None) };
         let Some(before) = w.issue(&id)? else { return Ok(None) };
         let issue = tracker::claim(w, &id)?;
         let fleet = leased_fields(&issue, me, choice, w.now());
