@@ -287,7 +287,7 @@ fn set_keeps_comments_and_layout() {
     assert_eq!(
         run.stdout,
         format!(
-            "Updated {}: max_concurrent = 5, coder = \"codex\", coders.claude.env.IS_SANDBOX = \"<redacted>\"\n",
+            "Updated {}: max_concurrent = 5, coder = \"codex\", coders.claude.env.IS_SANDBOX = \"0\"\n",
             home.file().display()
         )
     );
@@ -458,30 +458,31 @@ fn mode_of(path: &Path) -> u32 {
 }
 
 #[test]
-fn show_masks_coder_env_values_but_keeps_their_names() {
+fn show_masks_secret_env_values_by_name_and_shows_the_others() {
     let home = Home::new();
     home.write(&format!(
-        "[coders.claude]\nenv = {{ MY_API_KEY = \"{ENV_SECRET}\", MODE = \"fast-and-loose\" }}\n\n\
+        "[coders.claude]\nenv = {{ MY_API_KEY = \"{ENV_SECRET}\", MODE = \"fast-and-loose\", \
+         ANTHROPIC_BASE_URL = \"http://127.0.0.1:8080\" }}\n\n\
          [coders.job]\nargv = [\"make\"]\n\n[coders.job.env]\nJOB_TOKEN = \"{ENV_SECRET}\"\n"
     ));
 
     let human = home.fleet(&["config", "show"]).ok();
-    for value in [ENV_SECRET, "fast-and-loose"] {
-        assert!(!human.stdout.contains(value), "show prints {value}:\n{}", human.stdout);
-    }
-    for line in
-        ["MY_API_KEY = \"<redacted>\"", "MODE = \"<redacted>\"", "JOB_TOKEN = \"<redacted>\""]
-    {
+    assert!(!human.stdout.contains(ENV_SECRET), "show prints the secret:\n{}", human.stdout);
+    for line in [
+        "MY_API_KEY = \"<redacted>\"",
+        "MODE = \"fast-and-loose\"",
+        "ANTHROPIC_BASE_URL = \"http://127.0.0.1:8080\"",
+        "JOB_TOKEN = \"<redacted>\"",
+    ] {
         assert!(human.stdout.contains(line), "show lacks {line}:\n{}", human.stdout);
     }
 
     let json = home.fleet(&["--json", "config", "show"]).ok();
     assert!(!json.stdout.contains(ENV_SECRET), "{}", json.stdout);
-    assert!(!json.stdout.contains("fast-and-loose"), "{}", json.stdout);
     let json = json.json();
     assert_eq!(
         json["config"]["coders"]["claude"]["env"],
-        serde_json::json!({"MODE": "<redacted>", "MY_API_KEY": "<redacted>"})
+        serde_json::json!({"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "MODE": "fast-and-loose", "MY_API_KEY": "<redacted>"})
     );
     assert_eq!(
         json["config"]["coders"]["job"]["env"],

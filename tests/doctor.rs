@@ -588,3 +588,73 @@ fn secrets_already_in_the_queue_are_found_with_the_way_to_purge_them() {
         .unwrap();
     assert_eq!(old["comments"][0]["text"], "pushed with ghp_<redacted>", "{old}");
 }
+
+/// Issue 27: codex signed in the way its configured provider signs in (a custom
+/// `model_provider` whose key is set is signed in, though `codex login status` says "Not
+/// logged in"); a program path that does not exist is named as such, not as "not on PATH".
+#[test]
+fn codex_with_a_custom_provider_is_signed_in_by_its_key() {
+    let ws = Workspace::new();
+    let codex_home = ws.home().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        "model_provider = \"local\"\n\n[model_providers.local]\nname = \"Local\"\nbase_url = \"http://127.0.0.1:9/v1\"\nenv_key = \"LOCAL_API_KEY\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.home().join("runtime.toml"),
+        format!(
+            "coder = \"codex\"\n\n[coders.codex]\nenv = {{ CODEX_HOME = {:?} }}\n\n[coders.ghost]\nargv = [\"/nonexistent/ghost-cli\", \"{{prompt}}\"]\n",
+            codex_home.display().to_string()
+        ),
+    )
+    .unwrap();
+    script(
+        &tools(&ws),
+        "codex",
+        "case \"$1\" in --version) echo 'codex-cli 0.169.0';; *) echo 'Not logged in'; exit 1;; esac",
+    );
+    let run: Run = doctor_command(&ws, &["doctor"])
+        .env("LOCAL_API_KEY", "local-key-123456789")
+        .output()
+        .unwrap()
+        .into();
+    let out = &run.stdout;
+    assert!(
+        out.contains("✓ coder codex (default) sign-in: provider local: LOCAL_API_KEY is set"),
+        "{out}"
+    );
+    assert!(out.contains("✗ coder ghost program: /nonexistent/ghost-cli does not exist"), "{out}");
+    assert!(!out.contains("local-key-123456789"), "{out}");
+
+    let unset: Run = doctor_command(&ws, &["doctor"]).output().unwrap().into();
+    let line = "✗ coder codex (default) sign-in: not signed in: provider local takes its key from LOCAL_API_KEY";
+    assert!(unset.stdout.contains(line), "{}", unset.stdout);
+    assert!(fix_after(&unset.stdout, line).contains("set LOCAL_API_KEY"), "{}", unset.stdout);
+}
+
+/// Issue 27: a hand-written runtime.toml that holds keys and others may read is flagged, with
+/// the variables named and never their values.
+#[test]
+fn a_world_readable_runtime_toml_holding_keys_is_flagged() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::new();
+    let config = ws.home().join("runtime.toml");
+    std::fs::write(
+        &config,
+        "[coders.claude.env]\nANTHROPIC_API_KEY = \"handwritten-key-0123456789\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = doctor(&ws, &[]);
+    let line = format!(
+        "! runtime.toml file: {} holds secrets (ANTHROPIC_API_KEY) and others may read it (mode 0644)",
+        config.display()
+    );
+    assert!(run.stdout.contains(&line), "{}", run.stdout);
+    assert!(fix_after(&run.stdout, &line).contains("chmod 600"), "{}", run.stdout);
+    assert!(!run.stdout.contains("handwritten-key-0123456789"), "{}", run.stdout);
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(!doctor(&ws, &[]).stdout.contains("others may read it"));
+}

@@ -291,6 +291,8 @@ pub fn http_status_in(message: &str) -> Option<u16> {
 ///   `RUST_BACKTRACE=1` `` hint, which push the message itself out of the tail;
 /// - progress spinners: lines that start with a spinner glyph (`⠋`, `◐`, …) or are nothing
 ///   but spinner characters and dots;
+/// - Gemini CLI's start-up notices (`YOLO mode is enabled…`, `Ripgrep is not available…`,
+///   `Warning: 256-color support not detected…`, `Loaded cached credentials.`);
 /// - codex's fixed start-up lines: `Reading additional input from stdin...` and `WARNING:
 ///   proceeding, even though we could not create PATH aliases…`.
 ///
@@ -308,8 +310,13 @@ pub fn failure_reason(stderr_tail: &str) -> String {
 }
 
 /// Line prefixes (lower case) of start-up noise.
-const NOISE_PREFIXES: [&str; 7] = [
+const NOISE_PREFIXES: [&str; 12] = [
     "(node:",
+    "warning: 256-color support not detected",
+    "yolo mode is enabled",
+    "ripgrep is not available",
+    "loaded cached credentials",
+    "data collection is disabled",
     "(use `node --trace-",
     "npm warn",
     "npm notice",
@@ -428,6 +435,15 @@ fn skip_string(chars: &mut Chars) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_start_up_notices_are_not_a_failure_reason() {
+        let tail = "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.\n\
+                    YOLO mode is enabled. All tool calls will be automatically approved.\n\
+                    Ripgrep is not available. Falling back to GrepTool.\n\
+                    Error: the model refused";
+        assert_eq!(failure_reason(tail), "Error: the model refused");
+    }
 
     #[test]
     fn gemini_and_opencode_retry_lines_are_rate_limits_or_outages() {

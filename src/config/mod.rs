@@ -143,6 +143,19 @@ fn parse_document<'t>(
     })
 }
 
+/// How `fleet config show` and `fleet config set` print the value of the variable `name` of
+/// a coder's or an account's `env`: `<redacted>` when the name looks secret (`…_API_KEY`,
+/// `…TOKEN`) or the value holds a known token shape, else as it is (`ANTHROPIC_BASE_URL`,
+/// `IS_SANDBOX` are worth seeing).
+pub fn shown_env_value(name: &str, value: &str) -> String {
+    let shape = !Redactor::default().secrets_in(value).is_empty();
+    if crate::redact::is_secret_name(name) || shape {
+        REDACTED.to_owned()
+    } else {
+        value.to_owned()
+    }
+}
+
 impl RuntimeConfig {
     /// Reads `path`. A missing file gives the defaults; anything unusable is an error. Never
     /// writes.
@@ -261,15 +274,15 @@ impl RuntimeConfig {
         Ok(())
     }
 
-    /// This config with every coder and account `env` value replaced by `<redacted>`, the
-    /// names kept: what `fleet config show` prints, since env values are often API keys.
+    /// This config with the secret coder and account `env` values replaced by `<redacted>`
+    /// ([`shown_env_value`]), the names kept: what `fleet config show` prints.
     pub fn with_env_values_masked(&self) -> RuntimeConfig {
         let mut shown = self.clone();
         for coder in shown.coders.values_mut() {
             let accounts = coder.accounts.iter_mut().map(|account| &mut account.env);
             for env in std::iter::once(&mut coder.env).chain(accounts) {
-                for value in env.values_mut() {
-                    *value = REDACTED.to_owned();
+                for (name, value) in env.iter_mut() {
+                    *value = shown_env_value(name, value);
                 }
             }
         }
