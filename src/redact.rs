@@ -102,6 +102,17 @@ impl Redactor {
         }
     }
 
+    /// Whether the serialized JSON `text` needs no masking at all, told from the text alone:
+    /// no configured value or token shape in it, and no configured value that JSON would have
+    /// to escape (a quote, a backslash, a control character), which the text could hide. A
+    /// `true` saves decoding the document to redact it; keys with secret names are the
+    /// caller's to rule out.
+    pub fn is_clean_json_text(&self, text: &str) -> bool {
+        let plain = |value: &str| !value.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        self.secrets.iter().all(|secret| plain(&secret.value))
+            && matches!(self.redact_text(text), Cow::Borrowed(_))
+    }
+
     /// The secrets `text` holds, each as its marker (`sk-ant-<redacted>`,
     /// `<redacted:OPENAI_API_KEY>`), without repeats; empty when it holds none.
     pub fn secrets_in(&self, text: &str) -> Vec<String> {

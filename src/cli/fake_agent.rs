@@ -16,6 +16,7 @@
 //! | `fake: nearlimit PCT` | prints an `allowed_warning` `rate_limit_event`: the five-hour window is PCT % used |
 //! | `fake: apiretry STATUS` | prints the CLI's notice that it retries a request that failed with STATUS, and goes on |
 //! | `fake: 429` | prints the CLI's retries and a final 429 error result, exits 1 |
+//! | `fake: chatter RATE` | prints RATE assistant messages a second, forever (a busy agent, for `fleet bench supervisor`) |
 //! | `fake: stall` | goes silent forever |
 //! | `fake: ignore-term` | ignores SIGTERM, starts two grandchildren that ignore it too, sleeps |
 //! | `fake: touch PATH` | creates a file (proof the agent ran in its working directory) |
@@ -165,6 +166,21 @@ fn ignore_sigterm() {
     unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
 }
 
+/// Prints `rate` assistant messages a second until killed, like an agent at work.
+fn chatter(rate: f64) -> ! {
+    let pause = Duration::from_secs_f64(1.0 / rate.max(0.1));
+    let mut n: u64 = 0;
+    loop {
+        n += 1;
+        assistant_with(
+            &format!("working on step {n}: reading src/lib.rs and thinking"),
+            1000 + n,
+            20,
+        );
+        std::thread::sleep(pause);
+    }
+}
+
 fn sleep_forever() -> ! {
     loop {
         std::thread::sleep(Duration::from_secs(3600));
@@ -310,6 +326,7 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
             "apiretry" => emit(json!({"type": "system", "subtype": "api_retry", "attempt": 1,
                 "max_retries": 10, "retry_delay_ms": 30000,
                 "error_status": rest.parse::<u16>().unwrap_or(529), "error": "overloaded"})),
+            "chatter" => chatter(rest.parse().unwrap_or(10.0)),
             "stall" => sleep_forever(),
             "ignore-term" => {
                 ignore_sigterm();

@@ -132,10 +132,21 @@ impl Ledger {
             .unwrap_or_default()
     }
 
-    /// Writes the ledger into `task_root` atomically.
+    /// Writes the ledger into `task_root` atomically and durably.
     pub fn save(&self, task_root: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         crate::fsutil::write_atomic(&task_root.join(LEDGER_FILE), format!("{text}\n").as_bytes())
+    }
+
+    /// Writes the ledger into `task_root` atomically for readers, without waiting for the
+    /// disk: the running attempt's updates, every second per agent (a sync each would cost
+    /// the supervisor hundreds of disk flushes a second); the attempt's end uses [`Ledger::save`].
+    pub fn save_live(&self, task_root: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string(self).map_err(std::io::Error::other)?;
+        crate::fsutil::replace_unsynced(
+            &task_root.join(LEDGER_FILE),
+            format!("{text}\n").as_bytes(),
+        )
     }
 
     /// The attempt with this id.
@@ -220,9 +231,26 @@ impl Meter {
         self.price = self.price.or(price);
     }
 
+    /// What of the attempt changes as events come: compared before and after each event
+    /// instead of copying the whole entry (strings and all) for every line an agent prints.
+    fn progress(&self) -> (u64, u64, u64, u64, Option<u64>, bool, Option<u64>) {
+        let u = self.usage();
+        (
+            u.tokens_in,
+            u.tokens_cached,
+            u.tokens_out,
+            u.context_peak,
+            u.cost_usd.map(f64::to_bits),
+            u.retrying.is_some(),
+            u.context_limit,
+        )
+    }
+
     /// Counts one event.
     pub fn observe(&mut self, event: &AgentEvent) {
-        let before = self.usage().clone();
+        let before = self.progress();
+        let retrying_before =
+            self.usage().retrying.is_some().then(|| self.usage().retrying.clone());
         if let Some(totals) = session_totals(event) {
             let current = self.current();
             current.tokens_in = totals.prompt;
@@ -243,7 +271,8 @@ impl Meter {
             self.reported_cost = Some(self.reported_cost.unwrap_or(0.0) + step_cost);
         }
         self.update_cost();
-        self.dirty |= *self.usage() != before;
+        let retry_changed = retrying_before.is_some_and(|was| was != self.usage().retrying);
+        self.dirty |= self.progress() != before || retry_changed;
     }
 
     fn update_cost(&mut self) {
@@ -278,9 +307,9 @@ impl Meter {
         }
     }
 
-    /// Writes the ledger now.
+    /// Writes the ledger now (for readers; see [`Ledger::save_live`]).
     pub fn save(&mut self, task_root: &Path) {
-        if let Err(error) = self.ledger.save(task_root) {
+        if let Err(error) = self.ledger.save_live(task_root) {
             tracing::warn!(%error, task = %task_root.display(), "cannot write the task's ledger");
         }
         self.last_saved = Some(Instant::now());
@@ -291,7 +320,11 @@ impl Meter {
     /// with [`record_outcome`] once it has recorded it in the queue).
     pub fn finish(&mut self, task_root: &Path) {
         self.current().ended_at = Some(Timestamp::now());
-        self.save(task_root);
+        if let Err(error) = self.ledger.save(task_root) {
+            tracing::warn!(%error, task = %task_root.display(), "cannot write the task's ledger");
+        }
+        self.last_saved = Some(Instant::now());
+        self.dirty = false;
     }
 }
 

@@ -233,9 +233,15 @@ pub struct TaskLogs {
 }
 
 impl TaskLogs {
-    /// Queues an agent event, stamped and redacted.
+    /// Queues an agent event, stamped and redacted. Most lines have nothing to mask: they are
+    /// serialized once and stamped as text; a line that may hold a secret is decoded and
+    /// redacted field by field.
     pub fn event(&mut self, event: &impl Serialize, at: Timestamp) -> io::Result<()> {
-        let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
+        let line = serde_json::to_string(event).map_err(io::Error::other)?;
+        if let Some(stamped) = stamped_if_clean(&line, at, &self.redactor) {
+            return self.events.line(stamped.as_bytes());
+        }
+        let mut value: Value = serde_json::from_str(&line).map_err(io::Error::other)?;
         if let Value::Object(map) = &mut value {
             map.insert("ts".into(), Value::String(at.to_string()));
         }
@@ -262,6 +268,21 @@ impl TaskLogs {
     pub fn flush(&mut self) -> io::Result<()> {
         self.events.flush()
     }
+}
+
+/// `line` (a serialized JSON object) with `"ts"` added last, when nothing in it needs masking:
+/// no key with a secret name (each `"…":` of the text) and nothing the redactor would mask.
+fn stamped_if_clean(line: &str, at: Timestamp, redactor: &Redactor) -> Option<String> {
+    let body = line.strip_suffix('}')?;
+    let keys = line.match_indices("\":").filter_map(|(end, _)| {
+        let start = line[..end].rfind('"')?;
+        Some(&line[start + 1..end])
+    });
+    if keys.into_iter().any(crate::redact::is_secret_name) || !redactor.is_clean_json_text(line) {
+        return None;
+    }
+    let comma = if body.len() > 1 { "," } else { "" };
+    Some(format!("{body}{comma}\"ts\":\"{at}\"}}"))
 }
 
 /// `log.stderr` for redacted lines, batched (see [`TaskDir::stderr_writer`]).
@@ -403,6 +424,22 @@ mod tests {
         assert_eq!(record["cwd"], "/home/someone/project", "non-secret values stay");
         let stderr = std::fs::read_to_string(dir.stderr_path()).unwrap();
         assert!(stderr.ends_with("deploy <redacted:DEPLOY_TOKEN>\nplain line\n"), "{stderr}");
+    }
+
+    #[test]
+    fn clean_events_are_stamped_as_text_and_others_redacted_by_field() {
+        let at = Timestamp::UNIX_EPOCH;
+        let clean = serde_json::json!({"kind": "assistant_text", "text": "plain \"quoted\" words",
+            "raw": {"usage": {"input_tokens": 5}}});
+        let line = clean.to_string();
+        let stamped = stamped_if_clean(&line, at, &redactor()).expect("nothing to mask");
+        let mut expected = clean.clone();
+        expected["ts"] = Value::String(at.to_string());
+        assert_eq!(serde_json::from_str::<Value>(&stamped).unwrap(), expected);
+        let keyed = serde_json::json!({"raw": {"api_key": "abc"}}).to_string();
+        assert_eq!(stamped_if_clean(&keyed, at, &redactor()), None);
+        let shaped = serde_json::json!({"text": GITHUB}).to_string();
+        assert_eq!(stamped_if_clean(&shaped, at, &redactor()), None);
     }
 
     #[test]

@@ -40,19 +40,8 @@ fn wait_for_helpers(fleet: &Fleet) {
 /// Waits up to two seconds from `since` for no process of the home to be left.
 #[track_caller]
 fn assert_all_gone_within_two_seconds(fleet: &Fleet, since: Instant) {
-    loop {
-        let left = fleet.processes(None);
-        if left.is_empty() {
-            eprintln!("every process gone {:?} after the signal", since.elapsed());
-            return;
-        }
-        assert!(
-            since.elapsed() < Duration::from_secs(2),
-            "2 s after the signal, processes of the run are left:\n{}",
-            left.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let gone = fleet.assert_no_processes_left_by(None, since + Duration::from_secs(2));
+    eprintln!("every process gone {:?} after the signal", gone.duration_since(since));
 }
 
 /// Waits until every task is out of `in_progress`, and checks none was charged.

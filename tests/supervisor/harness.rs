@@ -196,18 +196,20 @@ impl Fleet {
     /// the survivors.
     #[track_caller]
     pub fn assert_no_processes_left(&self, except: Option<u32>) {
-        let start = Instant::now();
+        self.assert_no_processes_left_by(except, Instant::now() + Duration::from_secs(10));
+    }
+
+    /// Waits until no process of this home is left (other than `except`), or panics listing
+    /// the survivors at `deadline`; returns when they were all gone.
+    #[track_caller]
+    pub fn assert_no_processes_left_by(&self, except: Option<u32>, deadline: Instant) -> Instant {
         loop {
             let left = self.processes(except);
             if left.is_empty() {
-                return;
+                return Instant::now();
             }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "processes left behind:\n{}",
-                left.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(50));
+            assert!(Instant::now() < deadline, "processes left behind:\n{}", left.join("\n"));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
