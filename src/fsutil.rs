@@ -11,21 +11,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with_mode(path, bytes, None)
 }
 
-/// Replaces the content of `path` with `bytes` so that readers see the old file or the new one,
-/// never half of one (a temporary file renamed over it), without waiting for the disk: for
-/// live state that is rewritten every second and whose last version is written with
-/// [`write_atomic`] at the end (a task's ledger while its agent runs).
-pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let temp = dir.join(format!(".{name}.live-{}", std::process::id()));
-    let result = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
 /// [`write_atomic`] for a file that may hold secrets: the result has mode 0600 (readable and
 /// writable by its owner only), set on the temporary file before anything is written to it.
 pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> io::Result<()> {

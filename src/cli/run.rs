@@ -216,6 +216,9 @@ pub fn supervise(
 ) -> Result<Summary, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // With many agents, a short nap before each wait for events: their lines then come in
+        // batches (see `nap_between_events`).
+        .on_thread_park(crate::supervisor::nap_between_events)
         .build()
         .map_err(|e| CliError::new(format!("starting the async runtime: {e}")))?;
     runtime.block_on(async move {

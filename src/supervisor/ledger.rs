@@ -8,8 +8,9 @@
 //! which is summed. When the CLI reports no cost, the `[prices."MODEL"]` table of
 //! `runtime.toml` prices the tokens.
 //!
-//! The file is rewritten atomically at most every [`SAVE_EVERY`] while the agent talks (and
-//! once when the attempt ends), so `fleet tasks` in another shell sees tokens and cost grow.
+//! The file is rewritten in place, under its lock, at most every [`SAVE_EVERY`] while the agent
+//! talks (and durably once when the attempt ends), so `fleet tasks` in another shell sees
+//! tokens and cost grow.
 //! Only the runner of a task writes its ledger: a task has one attempt at a time.
 
 use std::path::Path;
@@ -26,7 +27,7 @@ use crate::config::Price;
 /// The ledger's file in a task directory.
 pub const LEDGER_FILE: &str = "ledger.json";
 /// How often a talking agent's ledger is written at most.
-pub const SAVE_EVERY: Duration = Duration::from_secs(1);
+pub const SAVE_EVERY: Duration = Duration::from_secs(2);
 
 /// Where an attempt's cost comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,9 +127,14 @@ impl Ledger {
     /// The ledger in the task directory `task_root` (empty when missing or unreadable: a
     /// damaged ledger must not stop a run).
     pub fn load(task_root: &Path) -> Ledger {
-        std::fs::read(task_root.join(LEDGER_FILE))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        // Under the file's shared lock: a running attempt's saves rewrite it in place. Its
+        // first JSON value counts: a save cut short between writing and trimming the file (a
+        // kill at that instant) leaves the old tail after a whole new value.
+        let text = crate::fsutil::read_note(&task_root.join(LEDGER_FILE)).unwrap_or_default();
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Ledger>()
+            .next()
+            .and_then(Result::ok)
             .unwrap_or_default()
     }
 
@@ -138,15 +144,13 @@ impl Ledger {
         crate::fsutil::write_atomic(&task_root.join(LEDGER_FILE), format!("{text}\n").as_bytes())
     }
 
-    /// Writes the ledger into `task_root` atomically for readers, without waiting for the
-    /// disk: the running attempt's updates, every second per agent (a sync each would cost
-    /// the supervisor hundreds of disk flushes a second); the attempt's end uses [`Ledger::save`].
+    /// Writes the ledger into `task_root` for readers, in place under the file's lock and
+    /// without waiting for the disk: the running attempt's updates, every [`SAVE_EVERY`] per
+    /// agent. A flush each, or a new file renamed over it each (a new inode), cost the
+    /// supervisor of 256 agents a third of its CPU; the attempt's end uses [`Ledger::save`].
     pub fn save_live(&self, task_root: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string(self).map_err(std::io::Error::other)?;
-        crate::fsutil::replace_unsynced(
-            &task_root.join(LEDGER_FILE),
-            format!("{text}\n").as_bytes(),
-        )
+        crate::fsutil::write_note(&task_root.join(LEDGER_FILE), format!("{text}\n").as_bytes())
     }
 
     /// The attempt with this id.

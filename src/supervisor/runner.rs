@@ -499,7 +499,9 @@ async fn collect_stderr(
     reader: Option<Arc<dyn Coder>>,
     trouble: mpsc::UnboundedSender<AgentEvent>,
 ) -> String {
-    let mut lines = BufReader::new(stderr).lines();
+    // Small buffers: a line longer than one still reads whole (the line grows), and hundreds
+    // of agents' pipes hold less memory.
+    let mut lines = BufReader::with_capacity(1024, stderr).lines();
     let mut tail: VecDeque<String> = VecDeque::with_capacity(STDERR_TAIL_LINES);
     loop {
         let due = log.flush_due().map(Instant::from_std);
@@ -538,7 +540,7 @@ async fn watch_output(
     let scope = (attempt.coder.name().to_string(), attempt.account_name().to_owned());
     let mut pressure = Pressure::new(attempt.coder.context_limit(&attempt.model), settings);
     let mut parser = attempt.coder.parser();
-    let mut lines = BufReader::new(stdout).lines();
+    let mut lines = BufReader::with_capacity(4096, stdout).lines();
     let started = Instant::now();
     let mut last_output = Instant::now();
     let mut exited_at: Option<Instant> = None;

@@ -181,11 +181,12 @@ pub struct Appender {
     since: Option<std::time::Instant>,
 }
 
-/// How many bytes may wait before an [`Appender`] writes at once.
+/// How many bytes may wait before an [`Appender`] writes at once (a second of a chatty agent's
+/// lines is a few KiB).
 pub const FLUSH_BYTES: usize = 32 * 1024;
 /// How long a line may wait in an [`Appender`] before it is written: what `fleet tasks` and
 /// `fleet task ID events --follow` lag behind at most.
-pub const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+pub const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(1000);
 
 impl Appender {
     pub fn new(path: PathBuf) -> Appender {
@@ -214,6 +215,8 @@ impl Appender {
         }
         let written = append(&self.path).and_then(|mut file| file.write_all(&self.pending));
         self.pending.clear();
+        // A burst of output must not keep its buffer for the rest of the attempt.
+        self.pending.shrink_to(FLUSH_BYTES / 8);
         written
     }
 }
