@@ -129,6 +129,13 @@ impl Redactor {
         found
     }
 
+    /// `text` with every configured value and every known token shape masked, and nothing
+    /// else changed (terminal escapes stay: text a person stores keeps its bytes, and is
+    /// escaped when shown).
+    pub fn mask_secrets<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.mask(text)
+    }
+
     /// `text` with every configured value and every known token shape masked.
     fn mask<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let masked = self.mask_values(text);

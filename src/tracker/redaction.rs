@@ -61,9 +61,9 @@ pub fn environment_redactor() -> Redactor {
     Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
-/// `text` through `redactor`, in place.
+/// `text` with its secrets masked in place (nothing else changed).
 fn mask(redactor: &Redactor, text: &mut String) {
-    if let std::borrow::Cow::Owned(clean) = redactor.redact_text(text) {
+    if let std::borrow::Cow::Owned(clean) = redactor.mask_secrets(text) {
         *text = clean;
     }
 }
@@ -146,7 +146,7 @@ impl Request {
 
 /// `text` with the inbound redactor's secrets masked.
 pub(super) fn redacted(text: &str) -> String {
-    inbound_redactor().redact_text(text).into_owned()
+    inbound_redactor().mask_secrets(text).into_owned()
 }
 
 #[cfg(test)]
