@@ -223,7 +223,8 @@ async fn run_inner(
     let _ = logs.flush();
     meter.finish(&dir.root);
     let pgid = i32::try_from(pid).unwrap_or(0);
-    let forced = stop_everything(attempt, pgid, stop.is_some()).await;
+    let grace = stop.as_ref().map(|halt| grace_for(halt, attempt));
+    let forced = stop_everything(attempt, pgid, grace).await;
     let status = child.child.wait().await.map_err(|error| {
         unstarted("waiting for the agent", &error, "nothing to fix if it does not happen again")
     })?;
@@ -402,14 +403,28 @@ fn spawn_error(spec: &SpawnSpec, error: &std::io::Error) -> Outcome {
     Outcome::CoderFault { cause: PauseCause::Spawn, detail }
 }
 
-/// Stops the agent's process group (the agent itself when the runner is stopping it, or
-/// whatever an agent that exited by itself left in its group), then kills every other process
-/// of the attempt (those that left the group) and reaps. Returns true if SIGKILL was needed.
-async fn stop_everything(attempt: &Attempt, pgid: i32, stopping_agent: bool) -> bool {
-    let grace = if *attempt.stop.borrow() == Stop::Now || !stopping_agent {
-        Duration::ZERO
-    } else {
-        attempt.settings.grace
+/// How long an agent stopped for `halt` gets to exit after SIGTERM: the shutdown grace, but
+/// for a task someone else changed only [`REVOKED_GRACE`] — the task is no longer the agent's
+/// to finish, and a person who released or closed it expects it stopped at once (Claude Code
+/// takes about two seconds to exit on SIGTERM).
+fn grace_for(halt: &Halt, attempt: &Attempt) -> Duration {
+    match halt {
+        Halt::Revoked(_) => REVOKED_GRACE.min(attempt.settings.grace),
+        _ => attempt.settings.grace,
+    }
+}
+
+/// The grace of an agent whose task someone else changed.
+pub const REVOKED_GRACE: Duration = Duration::from_millis(300);
+
+/// Stops the agent's process group — with `grace` after SIGTERM when the runner is stopping
+/// the agent, none for whatever an agent that exited by itself left in its group — then kills
+/// every other process of the attempt (those that left the group) and reaps. Returns true if
+/// SIGKILL was needed.
+async fn stop_everything(attempt: &Attempt, pgid: i32, grace: Option<Duration>) -> bool {
+    let grace = match grace {
+        Some(grace) if *attempt.stop.borrow() != Stop::Now => grace,
+        _ => Duration::ZERO,
     };
     let mut stop = attempt.stop.clone();
     let cut = async move {
