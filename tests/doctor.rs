@@ -435,6 +435,12 @@ fn a_healthy_setup_passes_shows_versions_and_never_a_secret() {
         "[coders.codex]\nenv = { SECRET_FOR_CODEX = \"codex-secret-value-1234567890\" }\n",
     )
     .unwrap();
+    // A file holding a key is private in a healthy setup (else doctor warns).
+    std::fs::set_permissions(
+        ws.home().join("runtime.toml"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
     // bd for agents: as `fleet run` leaves it.
     let bin = ws.home().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
