@@ -203,6 +203,61 @@ pub fn become_subreaper() -> io::Result<()> {
     Ok(())
 }
 
+/// Raises this process's soft limit of open files (`RLIMIT_NOFILE`) to its hard limit, so a
+/// supervisor of hundreds of agents is not held to a shell's stock 1024. Returns the soft
+/// limit before and after (equal when nothing could be raised).
+pub fn raise_open_file_limit() -> (u64, u64) {
+    // SAFETY: getrlimit/setrlimit read and write a struct we own.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) != 0 {
+            return (0, 0);
+        }
+        let before = limit.rlim_cur;
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit) != 0 {
+                return (before, before);
+            }
+        }
+        (before, limit.rlim_cur)
+    }
+}
+
+/// What a failure to open a file or start a process says about this machine's limits, when
+/// it is one of running out of them: too many open files (this process's `RLIMIT_NOFILE`, or
+/// the system's), or of processes or memory (`RLIMIT_NPROC`, `EAGAIN`/`ENOMEM` from fork).
+/// `None` for any other error.
+pub fn exhausted_limit(error: &io::Error) -> Option<String> {
+    let (resource, name) = match error.raw_os_error()? {
+        libc::EMFILE => (libc::RLIMIT_NOFILE, "open files (RLIMIT_NOFILE)"),
+        libc::ENFILE => {
+            let max = std::fs::read_to_string("/proc/sys/fs/file-max").unwrap_or_default();
+            return Some(format!(
+                "the system ran out of open files (fs.file-max = {})",
+                max.trim()
+            ));
+        }
+        libc::EAGAIN => (libc::RLIMIT_NPROC, "processes (RLIMIT_NPROC)"),
+        libc::ENOMEM => return Some("the system ran out of memory to start a process".into()),
+        _ => return None,
+    };
+    // SAFETY: getrlimit fills a struct we own.
+    let (soft, hard) = unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(resource, &raw mut limit);
+        (limit.rlim_cur, limit.rlim_max)
+    };
+    let shown = |value: u64| {
+        if value == libc::RLIM_INFINITY { "unlimited".to_string() } else { value.to_string() }
+    };
+    Some(format!(
+        "fleet run reached its limit of {name}: soft {}, hard {}",
+        shown(soft),
+        shown(hard)
+    ))
+}
+
 /// Sends `signal` to every process in group `pgid`. Returns false if the group is gone.
 pub fn signal_group(pgid: i32, signal: i32) -> io::Result<bool> {
     if pgid <= 1 {
@@ -400,6 +455,24 @@ fn has_env_entry(pid: i32, entry: &[u8]) -> bool {
         .is_ok_and(|environ| environ.split(|b| *b == 0).any(|e| e == entry))
 }
 
+/// The values of the variables `names` in the environment of process `pid` (each `None` when
+/// unset; all `None` when the environment cannot be read: the process is gone or not ours).
+pub fn env_values<const N: usize>(pid: i32, names: [&str; N]) -> [Option<String>; N] {
+    let mut values = [const { None }; N];
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { return values };
+    for entry in environ.split(|b| *b == 0) {
+        for (name, value) in names.iter().zip(values.iter_mut()) {
+            let matches = entry.len() > name.len()
+                && entry.starts_with(name.as_bytes())
+                && entry[name.len()] == b'=';
+            if matches && value.is_none() {
+                *value = Some(String::from_utf8_lossy(&entry[name.len() + 1..]).into_owned());
+            }
+        }
+    }
+    values
+}
+
 /// Processes (other than this one) whose environment holds `entry` (`NAME=value`), alive or
 /// zombie. Agents and everything they start inherit the supervisor's tags, even processes that
 /// left the agent's process group or session.
@@ -411,24 +484,54 @@ pub fn tagged(entry: &str) -> Vec<ProcessInfo> {
         .collect()
 }
 
-/// SIGKILLs every live process tagged with `entry` (see [`tagged`]), repeating while new ones
-/// appear (a process may fork while it is being killed). Returns how many were killed.
+/// SIGKILLs every live process tagged with `entry` (see [`tagged`]) and every descendant of
+/// one (a child that cleared its environment is still a child), and returns how many. They are
+/// stopped first (SIGSTOP: a stopped process cannot fork), the set gathered again until no new
+/// one appears, and only then killed: killing a parent first would hand its untagged children
+/// to another parent before they were found.
 pub fn kill_tagged(entry: &str) -> usize {
-    let mut killed = 0;
-    for _ in 0..20 {
-        let live: Vec<ProcessInfo> = tagged(entry).into_iter().filter(|p| !p.zombie).collect();
-        if live.is_empty() {
+    let me = std::process::id() as i32;
+    let mut frozen: BTreeSet<i32> = BTreeSet::new();
+    for _ in 0..50 {
+        let all = processes();
+        let tagged: Vec<i32> = all
+            .iter()
+            .filter(|p| p.pid != me && !p.zombie && has_env_entry(p.pid, entry.as_bytes()))
+            .map(|p| p.pid)
+            .collect();
+        let found = with_descendants(&all, &tagged, me);
+        let new: Vec<i32> = found.difference(&frozen).copied().collect();
+        if new.is_empty() {
             break;
         }
-        for process in &live {
-            // SAFETY: sends SIGKILL to one specific pid, never 0 or -1.
-            if process.pid > 1 && unsafe { libc::kill(process.pid, libc::SIGKILL) } == 0 {
-                killed += 1;
+        for pid in new {
+            // SAFETY: sends SIGSTOP to one specific pid, never 0, -1, init or this process.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            frozen.insert(pid);
+        }
+    }
+    frozen
+        .into_iter()
+        // SAFETY: sends SIGKILL to one specific pid, never 0, -1, init or this process.
+        .filter(|pid| unsafe { libc::kill(*pid, libc::SIGKILL) } == 0)
+        .count()
+}
+
+/// `roots` and every live descendant of one of them among `all`, leaving out init and `me`.
+fn with_descendants(all: &[ProcessInfo], roots: &[i32], me: i32) -> BTreeSet<i32> {
+    let mut found: BTreeSet<i32> = roots.iter().copied().filter(|pid| *pid > 1).collect();
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for process in all {
+            let eligible = !process.zombie && process.pid > 1 && process.pid != me;
+            if eligible && found.contains(&process.ppid) && found.insert(process.pid) {
+                grew = true;
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
-    killed
+    found.remove(&me);
+    found
 }
 
 /// Makes the child of `command` receive SIGKILL when this process dies, even by SIGKILL

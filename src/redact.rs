@@ -102,6 +102,40 @@ impl Redactor {
         }
     }
 
+    /// Whether the serialized JSON `text` needs no masking at all, told from the text alone:
+    /// no configured value or token shape in it, and no configured value that JSON would have
+    /// to escape (a quote, a backslash, a control character), which the text could hide. A
+    /// `true` saves decoding the document to redact it; keys with secret names are the
+    /// caller's to rule out.
+    pub fn is_clean_json_text(&self, text: &str) -> bool {
+        let plain = |value: &str| !value.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        self.secrets.iter().all(|secret| plain(&secret.value))
+            && matches!(self.redact_text(text), Cow::Borrowed(_))
+    }
+
+    /// The secrets `text` holds, each as its marker (`sk-ant-<redacted>`,
+    /// `<redacted:OPENAI_API_KEY>`), without repeats; empty when it holds none.
+    pub fn secrets_in(&self, text: &str) -> Vec<String> {
+        let Cow::Owned(masked) = self.mask(text) else { return Vec::new() };
+        let mut found: Vec<String> = Vec::new();
+        let words = masked.split(|c: char| c.is_whitespace() || c == '"' || c == '\'');
+        for word in words.filter(|word| word.contains("<redacted")) {
+            let end = word.rfind('>').map_or(word.len(), |at| at + 1);
+            let marker = &word[..end];
+            if !found.iter().any(|known| known == marker) {
+                found.push(marker.to_owned());
+            }
+        }
+        found
+    }
+
+    /// `text` with every configured value and every known token shape masked, and nothing
+    /// else changed (terminal escapes stay: text a person stores keeps its bytes, and is
+    /// escaped when shown).
+    pub fn mask_secrets<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.mask(text)
+    }
+
     /// `text` with every configured value and every known token shape masked.
     fn mask<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let masked = self.mask_values(text);
@@ -217,33 +251,55 @@ const LOCATION_WORDS: [&str; 6] = ["sock", "socket", "path", "file", "dir", "dir
 /// `x-api-key`, `Authorization` and `DB_PASSWORD` are secret; `AUTHOR`, `GIT_AUTHOR_NAME`,
 /// `KEYBOARD`, `MONKEY`, `input_tokens`, `SSH_AUTH_SOCK` and `KEY_FILE` are not.
 pub fn is_secret_name(name: &str) -> bool {
-    let words = name_words(name);
-    let secret = words.iter().any(|word| {
-        SECRET_WORDS.contains(&word.as_str())
-            || SECRET_ENDINGS.iter().any(|ending| word.ends_with(ending))
-    });
-    secret && !words.iter().any(|word| LOCATION_WORDS.contains(&word.as_str()))
+    let (mut secret, mut location) = (false, false);
+    for word in name_words(name) {
+        let is = |w: &&str| word.eq_ignore_ascii_case(w);
+        let ends = |e: &&str| {
+            word.len() >= e.len() && word[word.len() - e.len()..].eq_ignore_ascii_case(e)
+        };
+        secret |= SECRET_WORDS.iter().any(is) || SECRET_ENDINGS.iter().any(ends);
+        location |= LOCATION_WORDS.iter().any(is);
+    }
+    secret && !location
 }
 
-/// The lower-cased words of a name: split at non-alphanumerics and at lower→upper case changes.
-fn name_words(name: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut previous_lower_or_digit = false;
-    for c in name.chars() {
-        if !c.is_ascii_alphanumeric() {
-            words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
-            previous_lower_or_digit = false;
-            continue;
+/// The words of a name, as slices of it (no copy: names are judged for every key of every line
+/// an agent prints): split at non-alphanumerics and where a lower-case letter or a digit meets
+/// an upper-case one.
+fn name_words(name: &str) -> impl Iterator<Item = &str> {
+    let bytes = name.as_bytes();
+    let mut start = 0;
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let b = bytes[at];
+            if !b.is_ascii_alphanumeric() {
+                // Bytes of other characters split words too; `get` is empty inside one.
+                let word = name.get(start..at).unwrap_or("");
+                at += 1;
+                start = at;
+                if !word.is_empty() {
+                    return Some(word);
+                }
+                continue;
+            }
+            let after_lower = at > start
+                && (bytes[at - 1].is_ascii_lowercase() || bytes[at - 1].is_ascii_digit());
+            if b.is_ascii_uppercase() && after_lower {
+                let word = name.get(start..at).unwrap_or("");
+                start = at;
+                at += 1;
+                return Some(word);
+            }
+            at += 1;
         }
-        if c.is_ascii_uppercase() && previous_lower_or_digit {
-            words.push(std::mem::take(&mut word));
+        if start < bytes.len() {
+            let word = name.get(start..).unwrap_or("");
+            start = bytes.len();
+            return Some(word);
         }
-        previous_lower_or_digit = c.is_ascii_lowercase() || c.is_ascii_digit();
-        word.push(c.to_ascii_lowercase());
-    }
-    words.extend((!word.is_empty()).then_some(word));
-    words
+        None
+    })
 }
 
 // --- token shapes ---------------------------------------------------------------------------
@@ -622,6 +678,14 @@ mod tests {
         }
         // Mid-word look-alikes do not start a token.
         unchanged("mask-sk-AbCdEfGh1jKlMnOpQrStUvWx xAKIAIOSFODNN7EXAMPLE");
+    }
+
+    #[test]
+    fn names_with_other_characters_are_judged_without_a_panic() {
+        assert!(is_secret_name("clé_API_KEY"));
+        assert!(!is_secret_name("ké"));
+        assert!(!is_secret_name("日本語"));
+        assert!(is_secret_name("токен_TOKEN"));
     }
 
     #[test]

@@ -588,7 +588,19 @@ fn agy_opencode_and_exec_command_lines() {
     assert_eq!(opencode.program, "opencode");
     assert_eq!(
         opencode.args,
-        ["run", "--format", "json", "--model", "ollama/qwen3", "--dir", "/work/project", PROMPT]
+        [
+            "run",
+            "--format",
+            "json",
+            "--print-logs",
+            "--log-level",
+            "ERROR",
+            "--model",
+            "ollama/qwen3",
+            "--dir",
+            "/work/project",
+            PROMPT
+        ]
     );
     // Each agent has its own opencode database: agents started together never share one.
     assert_eq!(opencode.env_var("OPENCODE_DB"), Some("/home/u/.fleet/tasks/fl-7/opencode.db"));
@@ -774,4 +786,18 @@ fn unknown_coders_say_what_exists() {
     assert_eq!(error.name, "codx");
     assert_eq!(error.available, ["agy", "claude", "codex", "exec", "gemini", "mybot", "opencode"]);
     assert!(error.to_string().contains("did you mean \"codex\""), "{error}");
+}
+
+/// A coder's context window comes from its model (issue 27): opencode's `provider/model`
+/// names included, and the config still wins.
+#[test]
+fn context_windows_come_from_the_model() {
+    let registry = Registry::from_config(&Default::default()).unwrap();
+    let opencode = registry.get("opencode").unwrap();
+    assert_eq!(opencode.context_limit("anthropic/claude-sonnet-4-5"), Some(200_000));
+    assert_eq!(opencode.context_limit("openai/gpt-4.1"), Some(1_047_576));
+    assert_eq!(opencode.context_limit("ollama/qwen3:8b"), Some(40_960));
+    assert_eq!(opencode.context_limit("local/unknown-model"), Some(128_000));
+    let codex = registry.get("codex").unwrap();
+    assert_eq!(codex.context_limit("gpt-5-codex"), Some(400_000));
 }

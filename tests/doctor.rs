@@ -441,6 +441,12 @@ fn a_healthy_setup_passes_shows_versions_and_never_a_secret() {
         "[coders.codex]\nenv = { SECRET_FOR_CODEX = \"codex-secret-value-1234567890\" }\n",
     )
     .unwrap();
+    // A file holding a key is private in a healthy setup (else doctor warns).
+    std::fs::set_permissions(
+        ws.home().join("runtime.toml"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
     // bd for agents: as `fleet run` leaves it.
     let bin = ws.home().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -664,4 +670,124 @@ fn a_deleted_store_beside_its_journal_says_rebuild() {
     assert_eq!(fix_command(&report.stdout), ["rebuild"]);
     ws.run(&["rebuild"]).ok();
     assert_eq!(ws.json(&["show", &id])[0]["title"], "kept in the journal");
+}
+
+/// A GitHub token shape (fake).
+const GITHUB: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+
+#[test]
+fn secrets_already_in_the_queue_are_found_with_the_way_to_purge_them() {
+    let ws = Workspace::new();
+    // An import keeps its source's words: a queue written before writes were masked.
+    let probe = ws.create("Probe", &[]);
+    let prefix = probe.split_once('-').unwrap().0.to_owned();
+    let file = ws.home().join("old.jsonl");
+    let line = serde_json::json!({
+        "id": format!("{prefix}-old1"), "title": "Deploy", "status": "open", "priority": 2,
+        "issue_type": "task", "notes": format!("the deploy key is {KEY}"),
+        "created_at": "2025-11-02T21:58:07Z", "updated_at": "2025-11-02T21:58:07Z",
+        "comments": [{"id": 1, "issue_id": format!("{prefix}-old1"), "author": "agent",
+                      "text": format!("pushed with {GITHUB}"), "created_at": "2025-11-02T21:58:07Z"}]
+    });
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    ws.run(&["import", file.to_str().unwrap()]).ok();
+
+    let run = doctor(&ws, &[]).fails(1);
+    let found =
+        run.stdout.lines().find(|l| l.starts_with("✗ queue secrets: ")).unwrap_or_else(|| {
+            panic!("no secrets line:\n{}", run.stdout);
+        });
+    assert!(found.contains(&format!("1 issue ({prefix}-old1) and 1 op of the journal")), "{found}");
+    // The key is known by its shape and as the value of the variable that holds it.
+    assert!(found.contains("ghp_<redacted>"), "{found}");
+    assert!(found.contains("<redacted:ANTHROPIC_API_KEY>"), "{found}");
+    let fix = fix_after(&run.stdout, "✗ queue secrets: ");
+    assert!(fix.contains("rotate each key"), "{fix}");
+    assert!(fix.contains("fleet export --all --redact -o clean.jsonl"), "{fix}");
+    assert!(fix.contains("git push REMOTE --delete refs/fleet/journal/"), "{fix}");
+    for output in [&run.stdout, &run.stderr] {
+        assert!(!output.contains(GITHUB) && !output.contains(KEY), "a secret shown:\n{output}");
+    }
+
+    // The purge's first step: an export with every text masked.
+    let plain = ws.run(&["export", "--all"]).ok().stdout;
+    assert!(plain.contains(GITHUB), "the store holds it: {plain}");
+    let redacted = ws.run(&["export", "--all", "--redact"]).ok().stdout;
+    assert!(!redacted.contains(GITHUB) && !redacted.contains(KEY), "{redacted}");
+    let old: Value = redacted
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|record| record["title"] == "Deploy")
+        .unwrap();
+    assert_eq!(old["comments"][0]["text"], "pushed with ghp_<redacted>", "{old}");
+}
+
+/// Issue 27: codex signed in the way its configured provider signs in (a custom
+/// `model_provider` whose key is set is signed in, though `codex login status` says "Not
+/// logged in"); a program path that does not exist is named as such, not as "not on PATH".
+#[test]
+fn codex_with_a_custom_provider_is_signed_in_by_its_key() {
+    let ws = Workspace::new();
+    let codex_home = ws.home().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        "model_provider = \"local\"\n\n[model_providers.local]\nname = \"Local\"\nbase_url = \"http://127.0.0.1:9/v1\"\nenv_key = \"LOCAL_API_KEY\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.home().join("runtime.toml"),
+        format!(
+            "coder = \"codex\"\n\n[coders.codex]\nenv = {{ CODEX_HOME = {:?} }}\n\n[coders.ghost]\nargv = [\"/nonexistent/ghost-cli\", \"{{prompt}}\"]\n",
+            codex_home.display().to_string()
+        ),
+    )
+    .unwrap();
+    script(
+        &tools(&ws),
+        "codex",
+        "case \"$1\" in --version) echo 'codex-cli 0.169.0';; *) echo 'Not logged in'; exit 1;; esac",
+    );
+    let run: Run = doctor_command(&ws, &["doctor"])
+        .env("LOCAL_API_KEY", "local-key-123456789")
+        .output()
+        .unwrap()
+        .into();
+    let out = &run.stdout;
+    assert!(
+        out.contains("✓ coder codex (default) sign-in: provider local: LOCAL_API_KEY is set"),
+        "{out}"
+    );
+    assert!(out.contains("✗ coder ghost program: /nonexistent/ghost-cli does not exist"), "{out}");
+    assert!(!out.contains("local-key-123456789"), "{out}");
+
+    let unset: Run = doctor_command(&ws, &["doctor"]).output().unwrap().into();
+    let line = "✗ coder codex (default) sign-in: not signed in: provider local takes its key from LOCAL_API_KEY";
+    assert!(unset.stdout.contains(line), "{}", unset.stdout);
+    assert!(fix_after(&unset.stdout, line).contains("set LOCAL_API_KEY"), "{}", unset.stdout);
+}
+
+/// Issue 27: a hand-written runtime.toml that holds keys and others may read is flagged, with
+/// the variables named and never their values.
+#[test]
+fn a_world_readable_runtime_toml_holding_keys_is_flagged() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::new();
+    let config = ws.home().join("runtime.toml");
+    std::fs::write(
+        &config,
+        "[coders.claude.env]\nANTHROPIC_API_KEY = \"handwritten-key-0123456789\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = doctor(&ws, &[]);
+    let line = format!(
+        "! runtime.toml file: {} holds secrets (ANTHROPIC_API_KEY) and others may read it (mode 0644)",
+        config.display()
+    );
+    assert!(run.stdout.contains(&line), "{}", run.stdout);
+    assert!(fix_after(&run.stdout, &line).contains("chmod 600"), "{}", run.stdout);
+    assert!(!run.stdout.contains("handwritten-key-0123456789"), "{}", run.stdout);
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(!doctor(&ws, &[]).stdout.contains("others may read it"));
 }

@@ -46,6 +46,8 @@ pub struct ExportOptions {
     pub absolute_paths: bool,
     /// The directory relative working directories are written against.
     pub root: Option<PathBuf>,
+    /// Mask the secrets of every record with this redactor (`fleet export --redact`).
+    pub redactor: Option<crate::redact::Redactor>,
 }
 
 impl ExportOptions {
@@ -126,7 +128,11 @@ pub fn write_export(
             };
             let record = Record { issue: Box::new(issue), deps, comments };
             line.clear();
-            jsonl::write_line(&mut line, &Value::Object(jsonl::record_value(&record, &counts)));
+            let mut value = Value::Object(jsonl::record_value(&record, &counts));
+            if let Some(redactor) = &options.redactor {
+                redactor.redact_json(&mut value);
+            }
+            jsonl::write_line(&mut line, &value);
             if let Err(error) = out.write_all(&line) {
                 failure =
                     Some(BeadsError::Io { context: "writing the export".into(), source: error });

@@ -74,9 +74,12 @@ pub struct SupervisorArgs {
     /// Timed create → agent started samples.
     #[arg(long, default_value_t = 30)]
     pub samples: usize,
-    /// Agents kept running while memory and CPU are measured.
-    #[arg(long, default_value_t = 64)]
-    pub agents: usize,
+    /// Numbers of busy agents at which memory and CPU are measured (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [64, 256])]
+    pub agents: Vec<usize>,
+    /// Lines each busy agent prints a second.
+    #[arg(long, default_value_t = 10)]
+    pub lines_per_sec: u32,
     /// Seconds of the memory and CPU window.
     #[arg(long, default_value_t = 10)]
     pub window: u64,
@@ -231,7 +234,16 @@ fn cmd_bench_supervisor(ctx: &Context, args: SupervisorArgs) -> Result<(), CliEr
     let config = bench::SupervisorConfig {
         binary: fleet_binary()?,
         samples: at_least_one("samples", args.samples)?,
-        agents: at_least_one("agents", args.agents)?,
+        agents: {
+            let mut sizes = args.agents.clone();
+            sizes.sort_unstable();
+            sizes.dedup();
+            if sizes.first() == Some(&0) || sizes.is_empty() {
+                return Err(CliError::new("--agents must name at least one number above 0"));
+            }
+            sizes
+        },
+        lines_per_sec: at_least_one("lines-per-sec", args.lines_per_sec as usize)? as u32,
         window: std::time::Duration::from_secs(args.window.max(1)),
     };
     let report = bench::supervisor::run(&config, &mut |note| ctx.out.note(note))?;

@@ -14,7 +14,9 @@
 //! | `fake: context PCT` | reports assistant usage growing to PCT % of a 200k window |
 //! | `fake: ratelimit WINDOW` | prints a rejected `rate_limit_event` for WINDOW (five_hour, seven_day) |
 //! | `fake: nearlimit PCT` | prints an `allowed_warning` `rate_limit_event`: the five-hour window is PCT % used |
+//! | `fake: apiretry STATUS` | prints the CLI's notice that it retries a request that failed with STATUS, and goes on |
 //! | `fake: 429` | prints the CLI's retries and a final 429 error result, exits 1 |
+//! | `fake: chatter RATE` | prints RATE assistant messages a second, forever (a busy agent, for `fleet bench supervisor`) |
 //! | `fake: stall` | goes silent forever |
 //! | `fake: ignore-term` | ignores SIGTERM, starts two grandchildren that ignore it too, sleeps |
 //! | `fake: touch PATH` | creates a file (proof the agent ran in its working directory) |
@@ -22,6 +24,7 @@
 //! | `fake: exclusive DIR` | takes an exclusive lock on `DIR/<task>.lock` for the rest of its life and appends `start <task> <pid>` to `DIR/runs.log` — or `OVERLAP <task> <pid>` when another agent holds the lock (two agents on one task) |
 //! | `fake: background SECS` | leaves `sleep SECS` running in its process group |
 //! | `fake: detach SECS` | leaves `sleep SECS` running in a new session (outside its process group) |
+//! | `fake: doublefork SECS` | leaves `sleep SECS` running in a new session whose parent has exited (re-parented, as a daemon that forks twice) |
 //! | `fake: stderr TEXT` | writes TEXT to stderr |
 //! | `fake: leak VAR…` | writes `VAR=<value>` of each variable to stderr and says them as assistant text (a careless agent) |
 //! | `fake: authfail` | prints Claude Code's "Not logged in" result and exits 1 |
@@ -161,6 +164,21 @@ fn ask_in_qa(question: &str) -> Result<(), CliError> {
 fn ignore_sigterm() {
     // SAFETY: installs SIG_IGN for SIGTERM; no handler code runs.
     unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+}
+
+/// Prints `rate` assistant messages a second until killed, like an agent at work.
+fn chatter(rate: f64) -> ! {
+    let pause = Duration::from_secs_f64(1.0 / rate.max(0.1));
+    let mut n: u64 = 0;
+    loop {
+        n += 1;
+        assistant_with(
+            &format!("working on step {n}: reading src/lib.rs and thinking"),
+            1000 + n,
+            20,
+        );
+        std::thread::sleep(pause);
+    }
 }
 
 fn sleep_forever() -> ! {
@@ -305,6 +323,10 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
                     "api_error_status": 429, "result": "API Error: 429 rate limited", "session_id": session()}));
                 std::process::exit(1);
             }
+            "apiretry" => emit(json!({"type": "system", "subtype": "api_retry", "attempt": 1,
+                "max_retries": 10, "retry_delay_ms": 30000,
+                "error_status": rest.parse::<u16>().unwrap_or(529), "error": "overloaded"})),
+            "chatter" => chatter(rest.parse().unwrap_or(10.0)),
             "stall" => sleep_forever(),
             "ignore-term" => {
                 ignore_sigterm();
@@ -325,6 +347,7 @@ pub fn cmd_fake_agent(args: FakeAgentArgs) -> Result<(), CliError> {
             "envfile" => record_env(rest)?,
             "background" => leave_running(&format!("sleep {rest} &"), false),
             "detach" => leave_running(&format!("sleep {rest}"), true),
+            "doublefork" => leave_running(&format!("(sleep {rest} &)"), true),
             "stderr" => eprintln!("{rest}"),
             "leak" => {
                 let shown: Vec<String> = rest

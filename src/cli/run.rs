@@ -89,6 +89,9 @@ pub struct GuardArgs {
     /// The supervisor instance to guard.
     #[arg(long)]
     pub instance: String,
+    /// The supervisor's `$FLEET_HOME` (where its attempts record their process groups).
+    #[arg(long)]
+    pub home: std::path::PathBuf,
 }
 
 /// `fleet@<hostname>`.
@@ -199,7 +202,7 @@ pub fn check_all_closed(store: &Store, summary: &Summary) -> Result<(), CliError
 
 pub fn cmd_guard(ctx: &Context, args: GuardArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;
-    crate::supervisor::guard::watch(&args.instance, dir);
+    crate::supervisor::guard::watch(&args.instance, &args.home, dir);
     Ok(())
 }
 
@@ -213,6 +216,9 @@ pub fn supervise(
 ) -> Result<Summary, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // With many agents, a short nap before each wait for events: their lines then come in
+        // batches (see `nap_between_events`).
+        .on_thread_park(crate::supervisor::nap_between_events)
         .build()
         .map_err(|e| CliError::new(format!("starting the async runtime: {e}")))?;
     runtime.block_on(async move {
@@ -261,18 +267,20 @@ fn serve_while_running(
 }
 
 /// Installs the handlers before any agent starts (until then a signal would kill this
-/// process outright): the first SIGINT, SIGTERM or SIGHUP asks for a graceful stop, a second
-/// SIGINT or SIGTERM for an immediate one.
+/// process outright): the first SIGINT, SIGTERM, SIGQUIT (Ctrl-\\) or SIGHUP asks for a
+/// graceful stop, a second SIGINT, SIGTERM or SIGQUIT for an immediate one.
 fn listen_for_stop_signals(stop: Arc<watch::Sender<Stop>>) -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
+    let mut quit = signal(SignalKind::quit())?;
     let mut hangup = signal(SignalKind::hangup())?;
     tokio::spawn(async move {
         loop {
             let hung_up = tokio::select! {
                 _ = interrupt.recv() => false,
                 _ = terminate.recv() => false,
+                _ = quit.recv() => false,
                 _ = hangup.recv() => true,
             };
             let level = *stop.borrow();
@@ -313,8 +321,11 @@ fn event_tone(event: &Event) -> Option<Tone> {
     Some(match event {
         Event::Claimed { .. } => Tone::Active,
         Event::Finished { verdict, .. } if *verdict == Verdict::Closed => Tone::Good,
-        Event::Finished { .. } | Event::Paused { .. } | Event::Held { .. } => Tone::Warn,
-        Event::Released { .. } => Tone::Warn,
+        Event::Finished { .. }
+        | Event::Paused { .. }
+        | Event::Held { .. }
+        | Event::ShortOfResources { .. } => Tone::Warn,
+        Event::Released { .. } | Event::StraysKilled { .. } => Tone::Warn,
         Event::ConfigRejected { .. } | Event::Revoked { .. } => Tone::Bad,
         _ => return None,
     })
@@ -383,6 +394,12 @@ pub fn event_line(event: &Event) -> Option<String> {
                 n => format!("; killed {n} processes its agent left"),
             };
             format!("↩ {id} released: {why}{killed}")
+        }
+        Event::ShortOfResources { detail, running, hold_secs } => format!(
+            "⏸ spawning held at {running} agents for {hold_secs} s: {detail}\n  fix: raise the limit for fleet run (`ulimit -n` / `ulimit -u` in its shell, LimitNOFILE= in a systemd unit), or lower max_concurrent"
+        ),
+        Event::StraysKilled { count } => {
+            format!("↩ killed {count} processes left by stopped runs of this workspace")
         }
         Event::Revoked { id, reason } => format!("■ {id}: {reason}; stopping its agent"),
         Event::Stopping { agents: 0, .. } => "stopping: no agents running".to_string(),

@@ -17,6 +17,12 @@ pub fn cmd_serve(ctx: &Context, _args: ServeArgs) -> Result<(), CliError> {
     // wait for `sigwait` below.
     let stop = Blocked::block(&signals::STOP)?;
     let store = Arc::new(ctx.open_store()?);
+    // Writes served here are masked with the secrets of the home's coders and accounts too.
+    if let Ok(home) = super::context::fleet_home()
+        && let Ok(config) = crate::config::RuntimeConfig::load(&home.join("runtime.toml"))
+    {
+        crate::tracker::set_inbound_redactor(config.redactor());
+    }
     let server = Server::start(store, Box::new(|| {})).map_err(serve_error)?;
     ctx.out.note(&format!(
         "serving {} on {}; Ctrl-C to stop",

@@ -74,8 +74,19 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
     };
     match args.artifact {
         Artifact::Log => show_log(&root, args.follow, &running),
-        Artifact::Events => show_lines(&root.join("events.jsonl"), args.follow, &running, &id),
-        Artifact::Stderr => show_lines(&root.join("log.stderr"), args.follow, &running, &id),
+        Artifact::Events if ctx.out.json => {
+            show_lines(&root.join("events.jsonl"), args.follow, &running, &id, &|l| {
+                Some(l.to_owned())
+            })
+        }
+        Artifact::Events => {
+            show_lines(&root.join("events.jsonl"), args.follow, &running, &id, &render_json_line)
+        }
+        Artifact::Stderr => {
+            show_lines(&root.join("log.stderr"), args.follow, &running, &id, &|l| {
+                Some(l.to_owned())
+            })
+        }
         Artifact::Plan => show_file(&root.join("artifacts/PLAN_AND_STATUS.md"), &id),
         Artifact::Knowledge => show_file(&root.join("artifacts/KNOWLEDGE.md"), &id),
         Artifact::Qa => show_file(&root.join("artifacts").join(QA_FILE), &id),
@@ -116,25 +127,49 @@ fn prompt_path(root: &Path, attempt: Option<u32>, id: &str) -> Result<PathBuf, C
         .ok_or_else(|| CliError::new(format!("task {id} has no saved prompt")))
 }
 
-/// A file of lines as it is, followed while the task runs.
+/// A file of lines, each shown as `show` renders it (`None`: left out), followed while the
+/// task runs. An empty file shows nothing (there is nothing yet, which is no error); a missing
+/// one is an error.
 fn show_lines(
     path: &Path,
     follow: bool,
     running: &dyn Fn() -> bool,
     id: &str,
+    show: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    if text.is_empty() && !follow {
-        return Err(CliError::new(format!(
-            "task {id} has no {} yet",
-            path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-        )));
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !follow => {
+            return Err(CliError::new(format!(
+                "task {id} has no {} yet",
+                path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            ))
+            .with_hint("a task gets its files when a supervisor first runs it"));
+        }
+        Err(_) => String::new(),
+    };
+    for line in text.lines() {
+        if let Some(shown) = show(line) {
+            write_stdout(&shown);
+        }
     }
-    write_stdout(text.trim_end_matches('\n'));
     if follow {
-        super::log::follow(path, text.len() as u64, || !running(), write_stdout);
+        let print = |line: &str| {
+            if let Some(shown) = show(line) {
+                write_stdout(&shown);
+            }
+        };
+        super::log::follow(path, text.len() as u64, || !running(), print);
     }
     Ok(())
+}
+
+/// A line of `events.jsonl` rendered for people (a line that is no JSON, as it is).
+fn render_json_line(line: &str) -> Option<String> {
+    match serde_json::from_str::<Value>(line) {
+        Ok(value) => render_line(&value),
+        Err(_) => Some(line.to_owned()),
+    }
 }
 
 /// The rendered log: runner lines and events merged by time.
@@ -225,11 +260,16 @@ fn runner_line(event: &str, value: &Value) -> Option<String> {
             value["pid"].as_u64().unwrap_or(0),
             value["cwd"].as_str().unwrap_or("?")
         ),
-        "attempt_finished" => format!(
-            "■ attempt {attempt} finished: exit {}{}",
-            value["exit_code"].as_i64().map_or_else(|| "by signal".into(), |c| c.to_string()),
-            value["outcome"].as_str().map(|o| format!(" — {o}")).unwrap_or_default()
-        ),
+        "attempt_finished" => {
+            let exit =
+                value["exit_code"].as_i64().map_or_else(|| "by signal".into(), |c| c.to_string());
+            // The outcome says more than the exit only when the agent did not just exit.
+            let outcome = value["outcome"].as_str().filter(|o| !o.starts_with("exited with code"));
+            format!(
+                "■ attempt {attempt} finished: exit {exit}{}",
+                outcome.map(|o| format!(" — {o}")).unwrap_or_default()
+            )
+        }
         _ => return None,
     })
 }

@@ -119,6 +119,10 @@ pub struct TaskRow {
     /// Seconds since the agent's last output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_secs: Option<u64>,
+    /// The agent's CLI is retrying a failed request by itself (`HTTP 529`): it is waiting on
+    /// its provider, not idle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrying: Option<String>,
     pub context_peak: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_limit: Option<u64>,
@@ -203,18 +207,15 @@ fn running_rows(
 ) -> Result<Vec<TaskRow>, CliError> {
     let filter = ListFilter { statuses: vec![Status::InProgress], ..ListFilter::default() };
     let (issues, _) = reader.list(&filter)?;
-    let mut rows: Vec<TaskRow> =
-        issues
-            .into_iter()
-            .filter(|s| s.issue.fleet.lease.is_some())
-            .map(|s| {
-                let alive =
-                    s.issue.fleet.lease.as_ref().is_some_and(|l| {
-                        supervisors.iter().any(|r| r.identity.instance == l.instance)
-                    });
-                task_row(&s.issue, home, config, alive, now)
-            })
-            .collect();
+    let mut rows: Vec<TaskRow> = issues
+        .into_iter()
+        .filter(|s| crate::supervisor::lease::live_lease(&s.issue).is_some())
+        .map(|s| {
+            let alive = crate::supervisor::lease::live_lease(&s.issue)
+                .is_some_and(|l| supervisors.iter().any(|r| r.identity.instance == l.instance));
+            task_row(&s.issue, home, config, alive, now)
+        })
+        .collect();
     rows.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
     Ok(rows)
 }
@@ -387,6 +388,7 @@ fn task_row(
         started_at,
         elapsed_secs,
         idle_secs,
+        retrying: if lease.is_some() { usage.retrying.clone() } else { None },
         context_peak: usage.context_peak,
         context_limit: usage.context_limit,
         context_pct: usage.context_pct(),
@@ -585,6 +587,10 @@ fn table(tasks: &[TaskRow], now: Timestamp, width: Option<usize>) -> (Styled, Ve
             task.started_at.map_or_else(|| "-".into(), |t| short_time(t, now)),
             task.elapsed_secs.map_or_else(|| "-".into(), duration),
             match (task.running, task.idle_secs) {
+                (true, _) if task.retrying.is_some() => {
+                    let what = task.retrying.as_deref().unwrap_or_default();
+                    format!("retry {}", what.trim_start_matches("HTTP "))
+                }
                 (true, Some(idle)) => duration(idle),
                 (false, _) => task.status.clone(),
                 _ => "-".into(),
@@ -925,6 +931,7 @@ mod tests {
             started_at: Some(now),
             elapsed_secs: Some(725),
             idle_secs: Some(65),
+            retrying: None,
             context_peak: 90_000,
             context_limit: Some(200_000),
             context_pct: Some(45.0),
@@ -975,6 +982,7 @@ mod tests {
             started_at: Some(now),
             elapsed_secs: Some(7620),
             idle_secs: Some(75),
+            retrying: None,
             context_peak: 150_000,
             context_limit: Some(200_000),
             context_pct: Some(75.0),

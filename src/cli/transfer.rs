@@ -60,6 +60,11 @@ pub struct ExportArgs {
     /// Include the infra types, templates and ephemeral issues (not memories).
     #[arg(long)]
     pub include_infra: bool,
+    /// Mask secrets in every record: token shapes, and the values of the secret-looking
+    /// variables of this environment and of runtime.toml's coders and accounts (to purge a
+    /// queue that holds some; `fleet doctor` finds them).
+    #[arg(long)]
+    pub redact: bool,
     /// Write fleet's working directories as stored (absolute paths). By default one inside
     /// the project is written relative to it and any other is left out.
     #[arg(long)]
@@ -677,6 +682,7 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
         all: args.all || args.include_infra,
         memories: args.all || args.include_memories,
         absolute_paths: args.include_paths,
+        redactor: args.redact.then(export_redactor),
         ..ExportOptions::for_workspace(store.dir())
     };
     let Some(path) = &args.output else {
@@ -709,6 +715,15 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
         eprintln!("Exported {} issues{memories} to {}", summary.issues, path.display());
     }
     Ok(())
+}
+
+/// The redactor of `fleet export --redact`: this environment's secrets and the home's
+/// configured ones.
+fn export_redactor() -> crate::redact::Redactor {
+    let config = super::context::fleet_home()
+        .ok()
+        .and_then(|home| crate::config::RuntimeConfig::load(&home.join("runtime.toml")).ok());
+    config.map_or_else(crate::tracker::environment_redactor, |config| config.redactor())
 }
 
 /// After a successful write command: exports to `.beads/issues.jsonl` when `export.auto` is

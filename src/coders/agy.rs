@@ -47,7 +47,8 @@ impl Coder for AgyCoder {
     }
 
     fn context_limit(&self, model: &str) -> Option<u64> {
-        self.settings.limits.resolve(model, Some(DEFAULT_CONTEXT_LIMIT))
+        let known = super::models::context_window(model).unwrap_or(DEFAULT_CONTEXT_LIMIT);
+        self.settings.limits.resolve(model, Some(known))
     }
 
     fn spawn_spec(&self, task: &TaskSpec) -> SpawnSpec {

@@ -56,9 +56,13 @@ pub const DEFAULT_PERMISSION_ARGS: [&str; 1] = ["--dangerously-skip-permissions"
 /// when the supervisor runs as root.
 pub const DEFAULT_ENV: [(&str, &str); 1] = [("IS_SANDBOX", "1")];
 
-/// The context window of a Claude model: 1M for the `[1m]` variants, 200k otherwise.
+/// The context window of a Claude model: 1M for the `[1m]` variants, else the model table's
+/// ([`super::models`]), 200k for a name it does not know.
 pub fn known_context_limit(model: &str) -> u64 {
-    if model.to_ascii_lowercase().contains("[1m]") { 1_000_000 } else { 200_000 }
+    if model.to_ascii_lowercase().contains("[1m]") {
+        return 1_000_000;
+    }
+    super::models::context_window(model).unwrap_or(200_000)
 }
 
 /// Claude Code (`claude`).

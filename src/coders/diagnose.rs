@@ -192,6 +192,58 @@ pub(crate) fn failure_event(
     event.with_text(Some(message.to_owned())).with_http_status(status).with_error(true)
 }
 
+/// The event for a line of a CLI's stderr saying it will retry a request the provider
+/// refused or failed: an [`EventKind::ApiRetry`] with a rejected [`RateLimit`] for a 429 or a
+/// rate, usage or quota limit, or with [`Fault::Outage`] for a 5xx, an overloaded or
+/// unreachable provider. `None` for any other line (a retry of something else included).
+///
+/// The CLIs that retry without a word on their stream say so on stderr — Gemini CLI's
+/// `Attempt 1 failed: You exceeded your current quota … Retrying after 5258ms...` and
+/// `Attempt 1 failed with status 500. Retrying with backoff...`, opencode's retry notices —
+/// and the supervisor acts on the line at once instead of taking the silence for a stall.
+pub fn retry_line_event(line: &str) -> Option<AgentEvent> {
+    let lower = strip_ansi(line).to_lowercase();
+    if !says_it_retries(lower.trim_start()) {
+        return None;
+    }
+    trouble_event(line)
+}
+
+/// The [`EventKind::ApiRetry`] event of a failure message the CLI retries: a rejected
+/// [`RateLimit`] for a 429 or a rate, usage or quota limit, [`Fault::Outage`] for a 5xx or an
+/// overloaded or unreachable provider, `None` for anything else.
+pub fn trouble_event(message: &str) -> Option<AgentEvent> {
+    let clean = strip_ansi(message);
+    let lower = clean.to_lowercase();
+    let status = http_status_in(&clean);
+    let raw = serde_json::json!({ "stderr": clean.trim() });
+    let event = if status == Some(429) || is_rate_limit_text(&clean) {
+        AgentEvent::new(EventKind::ApiRetry, raw)
+            .with_rate_limit(Some(RateLimit { http_status: Some(429), ..RateLimit::http_429() }))
+    } else if status.is_some_and(|code| OUTAGE_STATUSES.contains(&code))
+        || OUTAGE_WORDS.iter().any(|word| lower.contains(word))
+    {
+        AgentEvent::new(EventKind::ApiRetry, raw).with_fault(Some(Fault::Outage))
+    } else {
+        return None;
+    };
+    Some(event.with_text(Some(clean.trim().to_owned())).with_http_status(status))
+}
+
+/// Lower-case wordings of a CLI about to try a failed request again.
+const RETRY_WORDS: [&str; 3] = ["retrying", "retry in", "will retry"];
+
+/// Whether a lower-case stderr line says a request failed and will be tried again: a retry
+/// wording, or Gemini CLI's `attempt N failed…`, whose reason comes on that line and whose
+/// `Retrying after …ms` may follow on the next.
+fn says_it_retries(lower: &str) -> bool {
+    let gemini_attempt = lower.strip_prefix("attempt ").is_some_and(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with(" failed")
+    });
+    gemini_attempt || RETRY_WORDS.iter().any(|word| lower.contains(word))
+}
+
 /// Whether an error message describes a rate or usage limit (HTTP 429, "rate limit", "Too Many
 /// Requests", "usage limit", an exhausted quota).
 pub fn is_rate_limit_text(message: &str) -> bool {
@@ -239,6 +291,8 @@ pub fn http_status_in(message: &str) -> Option<u16> {
 ///   `RUST_BACKTRACE=1` `` hint, which push the message itself out of the tail;
 /// - progress spinners: lines that start with a spinner glyph (`⠋`, `◐`, …) or are nothing
 ///   but spinner characters and dots;
+/// - Gemini CLI's start-up notices (`YOLO mode is enabled…`, `Ripgrep is not available…`,
+///   `Warning: 256-color support not detected…`, `Loaded cached credentials.`);
 /// - codex's fixed start-up lines: `Reading additional input from stdin...` and `WARNING:
 ///   proceeding, even though we could not create PATH aliases…`.
 ///
@@ -256,8 +310,13 @@ pub fn failure_reason(stderr_tail: &str) -> String {
 }
 
 /// Line prefixes (lower case) of start-up noise.
-const NOISE_PREFIXES: [&str; 7] = [
+const NOISE_PREFIXES: [&str; 12] = [
     "(node:",
+    "warning: 256-color support not detected",
+    "yolo mode is enabled",
+    "ripgrep is not available",
+    "loaded cached credentials",
+    "data collection is disabled",
     "(use `node --trace-",
     "npm warn",
     "npm notice",
@@ -376,6 +435,39 @@ fn skip_string(chars: &mut Chars) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_start_up_notices_are_not_a_failure_reason() {
+        let tail = "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.\n\
+                    YOLO mode is enabled. All tool calls will be automatically approved.\n\
+                    Ripgrep is not available. Falling back to GrepTool.\n\
+                    Error: the model refused";
+        assert_eq!(failure_reason(tail), "Error: the model refused");
+    }
+
+    #[test]
+    fn gemini_and_opencode_retry_lines_are_rate_limits_or_outages() {
+        let quota = retry_line_event(
+            "Attempt 1 failed: You exceeded your current quota, please check your plan and billing details.",
+        )
+        .expect("a retry line");
+        assert_eq!(quota.kind, EventKind::ApiRetry);
+        assert!(quota.rate_limit.is_some() && quota.fault.is_none());
+        let outage = retry_line_event(
+            "Attempt 2 failed with status 500. Retrying with backoff... _ApiError: {\"error\":{\"code\":500}}",
+        )
+        .expect("a retry line");
+        assert_eq!((outage.fault, outage.http_status), (Some(Fault::Outage), Some(500)));
+        assert!(outage.rate_limit.is_none());
+        for quiet in [
+            "Suggested retry after 5s.. Retrying after 5485ms...",
+            "Ripgrep is not available. Falling back to GrepTool.",
+            "YOLO mode is enabled. All tool calls will be automatically approved.",
+            "Attempted to read a file that does not exist",
+        ] {
+            assert!(retry_line_event(quiet).is_none(), "{quiet}");
+        }
+    }
 
     #[test]
     fn finds_http_statuses_in_messages() {

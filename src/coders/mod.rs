@@ -31,6 +31,7 @@ pub mod diagnose;
 mod event;
 pub mod exec;
 pub mod gemini;
+pub mod models;
 pub mod opencode;
 mod registry;
 
@@ -141,6 +142,13 @@ pub trait Coder: Send + Sync {
     /// own failure. Structured faults the parser reports always count.
     fn reports_provider_faults(&self) -> bool {
         true
+    }
+
+    /// The event a line of the CLI's stderr means, when it reports provider trouble the CLI is
+    /// retrying by itself (see [`diagnose::retry_line_event`]): the supervisor acts on it at
+    /// once. Asked only of coders that [report provider faults](Coder::reports_provider_faults).
+    fn stderr_event(&self, line: &str) -> Option<AgentEvent> {
+        diagnose::retry_line_event(line)
     }
 
     /// Gets an attempt ready before its spawn. The built-ins write nothing into the user's

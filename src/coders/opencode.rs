@@ -1,7 +1,7 @@
 //! The `opencode` coder: `opencode run` with JSON lines output.
 //!
-//! Command line: `opencode run --format json [--model provider/model] [permission args]
-//! --dir <cwd> <prompt>`. The model goes through as given (opencode wants `provider/model`);
+//! Command line: `opencode run --format json --print-logs --log-level ERROR [--model
+//! provider/model] [permission args] --dir <cwd> <prompt>`. The model goes through as given (opencode wants `provider/model`);
 //! with no model set, opencode uses its own configured default. No permission flags by
 //! default (set `[coders.opencode] permission_args` if your version needs one).
 //!
@@ -96,11 +96,16 @@ impl Coder for OpencodeCoder {
     }
 
     fn context_limit(&self, model: &str) -> Option<u64> {
-        self.settings.limits.resolve(model, Some(DEFAULT_CONTEXT_LIMIT))
+        let known = super::models::context_window(model).unwrap_or(DEFAULT_CONTEXT_LIMIT);
+        self.settings.limits.resolve(model, Some(known))
     }
 
     fn spawn_spec(&self, task: &TaskSpec) -> SpawnSpec {
-        let mut args: Vec<String> = ["run", "--format", "json"].map(String::from).into();
+        // Its log's errors on stderr: how opencode says it retries a failing provider.
+        let mut args: Vec<String> =
+            ["run", "--format", "json", "--print-logs", "--log-level", "ERROR"]
+                .map(String::from)
+                .into();
         if !task.model.is_empty() {
             args.extend(["--model".to_owned(), task.model.to_owned()]);
         }
@@ -114,6 +119,17 @@ impl Coder for OpencodeCoder {
             env: merge_env(&[("OPENCODE_DB", &db)], &self.settings.env, task),
             cwd: task.cwd.to_path_buf(),
         }
+    }
+
+    /// opencode retries a failing provider without a word on its stream; its log (on stderr,
+    /// errors only) says `message="stream error" … error.error="AI_APICallError: …"` before
+    /// each retry.
+    fn stderr_event(&self, line: &str) -> Option<AgentEvent> {
+        if !line.contains("level=ERROR") || !line.contains("message=\"stream error\"") {
+            return None;
+        }
+        let error = line.split_once("error.error=").map_or(line, |(_, error)| error);
+        super::diagnose::trouble_event(error.trim().trim_matches('"'))
     }
 
     fn parser(&self) -> Box<dyn EventParser> {

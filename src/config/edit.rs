@@ -302,16 +302,28 @@ fn remove_dotted(document: &mut toml_edit::DocumentMut, key: &str) -> bool {
     table.remove(last).is_some()
 }
 
-/// The value of a set key as reported back: coder and account `env` values masked, names
-/// kept.
+/// The value of a set key as reported back: coder and account `env` values masked by their
+/// names ([`super::shown_env_value`]).
 fn shown_value(target: &Target, value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value as Json;
+    let shown = |name: &str, value: &Json| match value {
+        Json::String(text) => Json::from(super::shown_env_value(name, text)),
+        _ => Json::from(REDACTED),
+    };
     let masked = |env: serde_json::Map<String, Json>| {
-        Json::Object(env.into_iter().map(|(name, _)| (name, Json::from(REDACTED))).collect())
+        Json::Object(
+            env.into_iter()
+                .map(|(name, value)| {
+                    let value = shown(&name, &value);
+                    (name, value)
+                })
+                .collect(),
+        )
     };
     match (target, value) {
         (Target::CoderField(_, "env"), Json::Object(env)) => masked(env),
-        (Target::CoderField(_, "env") | Target::CoderEntry(_, "env", _), _) => Json::from(REDACTED),
+        (Target::CoderEntry(_, "env", name), value) => shown(name, &value),
+        (Target::CoderField(_, "env"), _) => Json::from(REDACTED),
         (Target::CoderField(_, "accounts"), Json::Array(accounts)) => Json::Array(
             accounts
                 .into_iter()

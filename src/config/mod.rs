@@ -39,7 +39,7 @@ use check::Source;
 pub use edit::{ConfigChange, SetError, header, set_values, unset_keys};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
-pub use prices::Price;
+pub use prices::{Price, price_of};
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
 use crate::coders::{Account, Coder, CoderConfigError, Registry, UnknownCoder};
@@ -141,6 +141,19 @@ fn parse_document<'t>(
             .at(error.span().map(|span| check::line_of(text, &span)))
             .hint("fix the TOML syntax; `fleet config show` checks the file")
     })
+}
+
+/// How `fleet config show` and `fleet config set` print the value of the variable `name` of
+/// a coder's or an account's `env`: `<redacted>` when the name looks secret (`…_API_KEY`,
+/// `…TOKEN`) or the value holds a known token shape, else as it is (`ANTHROPIC_BASE_URL`,
+/// `IS_SANDBOX` are worth seeing).
+pub fn shown_env_value(name: &str, value: &str) -> String {
+    let shape = !Redactor::default().secrets_in(value).is_empty();
+    if crate::redact::is_secret_name(name) || shape {
+        REDACTED.to_owned()
+    } else {
+        value.to_owned()
+    }
 }
 
 impl RuntimeConfig {
@@ -261,15 +274,15 @@ impl RuntimeConfig {
         Ok(())
     }
 
-    /// This config with every coder and account `env` value replaced by `<redacted>`, the
-    /// names kept: what `fleet config show` prints, since env values are often API keys.
+    /// This config with the secret coder and account `env` values replaced by `<redacted>`
+    /// ([`shown_env_value`]), the names kept: what `fleet config show` prints.
     pub fn with_env_values_masked(&self) -> RuntimeConfig {
         let mut shown = self.clone();
         for coder in shown.coders.values_mut() {
             let accounts = coder.accounts.iter_mut().map(|account| &mut account.env);
             for env in std::iter::once(&mut coder.env).chain(accounts) {
-                for value in env.values_mut() {
-                    *value = REDACTED.to_owned();
+                for (name, value) in env.iter_mut() {
+                    *value = shown_env_value(name, value);
                 }
             }
         }

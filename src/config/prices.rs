@@ -25,6 +25,12 @@ pub struct Price {
     pub output: f64,
 }
 
+/// The price of `model`: its `[prices."MODEL"]` entry in `table`, else the list price fleet
+/// knows ([`crate::coders::models`]).
+pub fn price_of(table: &std::collections::BTreeMap<String, Price>, model: &str) -> Option<Price> {
+    table.get(model).copied().or_else(|| crate::coders::models::list_price(model))
+}
+
 /// The field names of a `[prices."MODEL"]` table.
 pub const PRICE_KEYS: [&str; 3] = ["input", "cached_input", "output"];
 

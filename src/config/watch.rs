@@ -2,12 +2,15 @@
 //!
 //! [`file_stamp`] tells whether the file changed (time, size, inode), and [`ConfigWatcher`]
 //! wraps the loop every supervisor needs — re-read on change, keep the previous config when
-//! the new one is invalid, report the error once. Reading goes through [`RuntimeConfig::load`],
+//! the new one is invalid, report the error once. A change is read only once the file has
+//! stayed as it is for [`SETTLE`] (an empty file for [`EMPTY_SETTLE`]): an editor or a script
+//! rewriting the file in place leaves it empty or half-written for a moment, and that moment
+//! must not be applied as "every key at its default". Reading goes through [`RuntimeConfig::load`],
 //! so a reload checks exactly what a first load checks. Each load also builds the config's
 //! coders and its redactor, once, for everything written until the next load.
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::check::coder_error;
 use super::{ConfigError, RuntimeConfig};
@@ -60,7 +63,14 @@ pub struct ConfigWatcher {
     registry: Registry,
     /// [`RuntimeConfig::redactor`] of `config`.
     redactor: Redactor,
+    /// A change not read yet: the file's stamp, and since when it has been that.
+    settling: Option<(Option<FileStamp>, Instant)>,
 }
+
+/// How long a changed `runtime.toml` must stay unchanged before it is read.
+pub const SETTLE: Duration = Duration::from_millis(300);
+/// How long an emptied `runtime.toml` must stay empty before it counts as "all defaults".
+pub const EMPTY_SETTLE: Duration = Duration::from_secs(2);
 
 impl ConfigWatcher {
     /// Loads `path` for the first time; an invalid file is an error here (there is no previous
@@ -70,7 +80,14 @@ impl ConfigWatcher {
         let config = RuntimeConfig::load(path)?;
         let registry = config.registry().map_err(|e| coder_error(path, &e))?;
         let redactor = config.redactor();
-        Ok(ConfigWatcher { path: path.to_path_buf(), stamp, config, registry, redactor })
+        Ok(ConfigWatcher {
+            path: path.to_path_buf(),
+            stamp,
+            config,
+            registry,
+            redactor,
+            settling: None,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -92,12 +109,24 @@ impl ConfigWatcher {
         &self.redactor
     }
 
-    /// Re-reads the file if its stamp changed.
+    /// Re-reads the file if its stamp changed and has since settled (see the module
+    /// documentation).
     pub fn poll(&mut self) -> Reload {
         let stamp = file_stamp(&self.path);
         if stamp == self.stamp {
+            self.settling = None;
             return Reload::Unchanged;
         }
+        let settle = if stamp.is_some_and(|s| s.len == 0) { EMPTY_SETTLE } else { SETTLE };
+        match self.settling {
+            Some((seen, since)) if seen == stamp && since.elapsed() >= settle => {}
+            Some((seen, _)) if seen == stamp => return Reload::Unchanged,
+            _ => {
+                self.settling = Some((stamp, Instant::now()));
+                return Reload::Unchanged;
+            }
+        }
+        self.settling = None;
         self.stamp = stamp;
         let loaded = RuntimeConfig::load(&self.path).and_then(|config| {
             let registry = config.registry().map_err(|e| coder_error(&self.path, &e))?;

@@ -223,6 +223,9 @@ impl<'d> Session<'d> {
         request: Request,
         open: impl FnOnce() -> Result<S, E>,
     ) -> Result<Reply, E> {
+        let mut request = request;
+        // The server masks what it knows of; this command's own variables only it knows.
+        request.redact(&crate::tracker::environment_redactor());
         let envelope = envelope(actor, clock, request);
         let check = match self.send(&envelope) {
             Sent::Answered(Outcome::Applied(reply)) => return Ok(reply),

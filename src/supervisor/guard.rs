@@ -1,13 +1,16 @@
 //! The guardian: a small process that outlives its supervisor only to clean up after it.
 //!
 //! `fleet run` starts `fleet guard --instance <id>` with a pipe as its standard input and
-//! keeps the other end open for as long as it lives. The guardian ignores the terminal's
-//! signals (SIGINT, SIGTERM, SIGHUP: the supervisor handles those itself) and blocks reading
-//! the pipe. When the pipe closes, the supervisor is gone — by a clean exit, or killed with
-//! SIGKILL, which no handler can catch. The guardian then kills every process tagged with the
-//! supervisor's instance (`FLEET_INSTANCE=<id>` in its environment: the agents and whatever
-//! they started, even in another process group or session), releases the tasks still leased
-//! to that instance, and exits. So no agent outlives its supervisor, and the queue does not
+//! keeps the other end open for as long as it lives. The guardian runs in a session of its
+//! own, so nothing aimed at the supervisor's process group or terminal reaches it: not
+//! Ctrl-C or Ctrl-\\ (the terminal signals the foreground group), not `kill -9 -- -PGID`, not
+//! the hang-up of a closed terminal. It also ignores the stop signals sent to it alone, and
+//! blocks reading the pipe. When the pipe closes, the supervisor is gone — by a clean exit, or
+//! killed with SIGKILL, which no handler can catch. The guardian then kills every process
+//! tagged with the supervisor's instance (`FLEET_INSTANCE=<id>` in its environment: the agents
+//! and whatever they started, even in another process group or session) and every descendant
+//! of one, then the recorded process group of each attempt still leased to the instance,
+//! releases those tasks, and exits. So no agent outlives its supervisor, and the queue does not
 //! keep tasks "in progress" for a run that no longer exists.
 
 use std::io::Read;
@@ -15,6 +18,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use super::lease::INSTANCE_VAR;
+use super::taskdir::TaskDir;
 use crate::model::Status;
 use crate::store::Store;
 use crate::time::Clock;
@@ -22,15 +26,35 @@ use crate::tracker;
 
 /// Starts the guardian of supervisor `instance`. Keep the returned child (its stdin is the
 /// pipe) for as long as the supervisor runs.
-pub fn spawn(exe: &Path, instance: &str, beads_dir: &Path) -> std::io::Result<Child> {
-    Command::new(exe)
-        .args(["guard", "--instance", instance, "--db"])
+pub fn spawn(exe: &Path, instance: &str, home: &Path, beads_dir: &Path) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(exe);
+    command
+        .args(["guard", "--instance", instance, "--home"])
+        .arg(home)
+        .arg("--db")
         .arg(beads_dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
-        .env_remove(INSTANCE_VAR)
-        .spawn()
+        .env_remove(INSTANCE_VAR);
+    // SAFETY: runs in the child between fork and exec and calls only setsid, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// Whether the guard `child` still runs (a person may have killed it: then the supervisor
+/// starts another).
+pub fn is_running(child: &Child) -> bool {
+    i32::try_from(child.id()).ok().and_then(crate::process::process).is_some_and(|p| !p.zombie)
 }
 
 /// Ends the guard of a supervisor that finished its own cleanup: kills and reaps it (its
@@ -41,7 +65,7 @@ pub fn stop(mut guard: Child) {
 }
 
 /// The guardian's life: wait for the supervisor to go, then clean up after it.
-pub fn watch(instance: &str, beads_dir: &Path) {
+pub fn watch(instance: &str, home: &Path, beads_dir: &Path) {
     ignore_stop_signals();
     let mut pipe = std::io::stdin();
     let mut buf = [0u8; 64];
@@ -53,27 +77,38 @@ pub fn watch(instance: &str, beads_dir: &Path) {
             "fleet guard: the supervisor {instance} is gone; killed {killed} of its processes"
         );
     }
-    if let Err(error) = release_leases(instance, beads_dir) {
+    if let Err(error) = release_leases(instance, home, beads_dir) {
         eprintln!("fleet guard: releasing the tasks of supervisor {instance}: {error}");
     }
 }
 
 fn ignore_stop_signals() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+    for signal in
+        [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGTSTP, libc::SIGPIPE]
+    {
         // SAFETY: installs the default "ignore" disposition; no handler code runs.
         unsafe { libc::signal(signal, libc::SIG_IGN) };
     }
 }
 
-/// Releases every task still in progress under `instance`'s lease, with a comment.
-fn release_leases(instance: &str, beads_dir: &Path) -> Result<(), crate::store::StoreError> {
+/// Releases every task still in progress under `instance`'s lease, with a comment, once its
+/// attempt's recorded process group is dead too.
+fn release_leases(
+    instance: &str,
+    home: &Path,
+    beads_dir: &Path,
+) -> Result<(), crate::store::StoreError> {
     let mut store = Store::open(beads_dir)?;
     store.skip_close_on_exit();
     let mut held = Vec::new();
     store.read()?.for_each_issue(&mut |issue| {
-        let leased = issue.fleet.lease.as_ref().is_some_and(|l| l.instance == instance);
-        if issue.status == Status::InProgress && leased {
-            held.push((issue.id, issue.assignee));
+        let lease = super::lease::live_lease(&issue).filter(|l| l.instance == instance);
+        if let Some(lease) = lease.filter(|_| issue.status == Status::InProgress) {
+            let record = TaskDir::new(home, &issue.id)
+                .ok()
+                .and_then(|dir| super::lease::AttemptRecord::load(&dir.root));
+            super::lease::kill_survivors(&lease.attempt, record.as_ref());
+            held.push((issue.id.clone(), lease.owner.clone()));
         }
         Ok(true)
     })?;
@@ -84,7 +119,7 @@ fn release_leases(instance: &str, beads_dir: &Path) -> Result<(), crate::store::
         for (id, owner) in &held {
             let still_leased = w.issue(id)?.is_some_and(|issue| {
                 issue.status == Status::InProgress
-                    && issue.fleet.lease.as_ref().is_some_and(|l| l.instance == instance)
+                    && super::lease::live_lease(&issue).is_some_and(|l| l.instance == instance)
             });
             if !still_leased {
                 continue;

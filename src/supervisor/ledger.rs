@@ -8,8 +8,9 @@
 //! which is summed. When the CLI reports no cost, the `[prices."MODEL"]` table of
 //! `runtime.toml` prices the tokens.
 //!
-//! The file is rewritten atomically at most every [`SAVE_EVERY`] while the agent talks (and
-//! once when the attempt ends), so `fleet tasks` in another shell sees tokens and cost grow.
+//! The file is rewritten in place, under its lock, at most every [`SAVE_EVERY`] while the agent
+//! talks (and durably once when the attempt ends), so `fleet tasks` in another shell sees
+//! tokens and cost grow.
 //! Only the runner of a task writes its ledger: a task has one attempt at a time.
 
 use std::path::Path;
@@ -26,7 +27,7 @@ use crate::config::Price;
 /// The ledger's file in a task directory.
 pub const LEDGER_FILE: &str = "ledger.json";
 /// How often a talking agent's ledger is written at most.
-pub const SAVE_EVERY: Duration = Duration::from_secs(1);
+pub const SAVE_EVERY: Duration = Duration::from_secs(2);
 
 /// Where an attempt's cost comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +79,10 @@ pub struct AttemptUsage {
     /// How the attempt ended, once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// The CLI is retrying a failed request by itself (`HTTP 529`, `rate limit`): what its
+    /// last event said, until the next event shows it going on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrying: Option<String>,
 }
 
 impl AttemptUsage {
@@ -100,6 +105,7 @@ impl AttemptUsage {
             cost_usd: None,
             cost_source: None,
             outcome: None,
+            retrying: None,
         }
     }
 
@@ -121,16 +127,30 @@ impl Ledger {
     /// The ledger in the task directory `task_root` (empty when missing or unreadable: a
     /// damaged ledger must not stop a run).
     pub fn load(task_root: &Path) -> Ledger {
-        std::fs::read(task_root.join(LEDGER_FILE))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        // Under the file's shared lock: a running attempt's saves rewrite it in place. Its
+        // first JSON value counts: a save cut short between writing and trimming the file (a
+        // kill at that instant) leaves the old tail after a whole new value.
+        let text = crate::fsutil::read_note(&task_root.join(LEDGER_FILE)).unwrap_or_default();
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Ledger>()
+            .next()
+            .and_then(Result::ok)
             .unwrap_or_default()
     }
 
-    /// Writes the ledger into `task_root` atomically.
+    /// Writes the ledger into `task_root` atomically and durably.
     pub fn save(&self, task_root: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         crate::fsutil::write_atomic(&task_root.join(LEDGER_FILE), format!("{text}\n").as_bytes())
+    }
+
+    /// Writes the ledger into `task_root` for readers, in place under the file's lock and
+    /// without waiting for the disk: the running attempt's updates, every [`SAVE_EVERY`] per
+    /// agent. A flush each, or a new file renamed over it each (a new inode), cost the
+    /// supervisor of 256 agents a third of its CPU; the attempt's end uses [`Ledger::save`].
+    pub fn save_live(&self, task_root: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string(self).map_err(std::io::Error::other)?;
+        crate::fsutil::write_note(&task_root.join(LEDGER_FILE), format!("{text}\n").as_bytes())
     }
 
     /// The attempt with this id.
@@ -215,9 +235,26 @@ impl Meter {
         self.price = self.price.or(price);
     }
 
+    /// What of the attempt changes as events come: compared before and after each event
+    /// instead of copying the whole entry (strings and all) for every line an agent prints.
+    fn progress(&self) -> (u64, u64, u64, u64, Option<u64>, bool, Option<u64>) {
+        let u = self.usage();
+        (
+            u.tokens_in,
+            u.tokens_cached,
+            u.tokens_out,
+            u.context_peak,
+            u.cost_usd.map(f64::to_bits),
+            u.retrying.is_some(),
+            u.context_limit,
+        )
+    }
+
     /// Counts one event.
     pub fn observe(&mut self, event: &AgentEvent) {
-        let before = self.usage().clone();
+        let before = self.progress();
+        let retrying_before =
+            self.usage().retrying.is_some().then(|| self.usage().retrying.clone());
         if let Some(totals) = session_totals(event) {
             let current = self.current();
             current.tokens_in = totals.prompt;
@@ -233,11 +270,13 @@ impl Meter {
             current.tokens_out += usage.output_tokens;
             current.context_peak = current.context_peak.max(usage.prompt_tokens());
         }
+        self.current().retrying = retry_note(event);
         if let Some(step_cost) = step_cost(event) {
             self.reported_cost = Some(self.reported_cost.unwrap_or(0.0) + step_cost);
         }
         self.update_cost();
-        self.dirty |= *self.usage() != before;
+        let retry_changed = retrying_before.is_some_and(|was| was != self.usage().retrying);
+        self.dirty |= self.progress() != before || retry_changed;
     }
 
     fn update_cost(&mut self) {
@@ -272,9 +311,9 @@ impl Meter {
         }
     }
 
-    /// Writes the ledger now.
+    /// Writes the ledger now (for readers; see [`Ledger::save_live`]).
     pub fn save(&mut self, task_root: &Path) {
-        if let Err(error) = self.ledger.save(task_root) {
+        if let Err(error) = self.ledger.save_live(task_root) {
             tracing::warn!(%error, task = %task_root.display(), "cannot write the task's ledger");
         }
         self.last_saved = Some(Instant::now());
@@ -285,7 +324,11 @@ impl Meter {
     /// with [`record_outcome`] once it has recorded it in the queue).
     pub fn finish(&mut self, task_root: &Path) {
         self.current().ended_at = Some(Timestamp::now());
-        self.save(task_root);
+        if let Err(error) = self.ledger.save(task_root) {
+            tracing::warn!(%error, task = %task_root.display(), "cannot write the task's ledger");
+        }
+        self.last_saved = Some(Instant::now());
+        self.dirty = false;
     }
 }
 
@@ -316,6 +359,9 @@ fn session_totals(event: &AgentEvent) -> Option<SessionTotals> {
         return None;
     }
     let raw = &event.raw;
+    if let Some(stats) = raw.get("stats").filter(|s| s.is_object()) {
+        return gemini_totals(stats);
+    }
     let usage = raw.get("usage").filter(|u| u.is_object())?;
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     match raw.get("type").and_then(Value::as_str) {
@@ -336,6 +382,31 @@ fn session_totals(event: &AgentEvent) -> Option<SessionTotals> {
         }),
         _ => None,
     }
+}
+
+/// What a retry event says is being retried (`None` for any other event).
+fn retry_note(event: &AgentEvent) -> Option<String> {
+    if event.kind != EventKind::ApiRetry {
+        return None;
+    }
+    Some(match (event.http_status, &event.rate_limit) {
+        (Some(status), _) => format!("HTTP {status}"),
+        (None, Some(_)) => "rate limit".to_owned(),
+        (None, None) => "provider error".to_owned(),
+    })
+}
+
+/// Gemini CLI's `result.stats`: the session's tokens (`input_tokens` with the cache reads
+/// among them as `cached`, `output_tokens`), and no cost (the price table gives one).
+fn gemini_totals(stats: &Value) -> Option<SessionTotals> {
+    let count = |key: &str| stats.get(key).and_then(Value::as_u64);
+    let prompt = count("input_tokens")?;
+    Some(SessionTotals {
+        prompt,
+        cached: count("cached").unwrap_or(0).min(prompt),
+        output: count("output_tokens").unwrap_or(0),
+        cost: None,
+    })
 }
 
 /// The cost of one step, as opencode reports it on `step_finish` (`part.cost`).

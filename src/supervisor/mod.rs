@@ -78,6 +78,25 @@ pub const LOG_FILTER_VAR: &str = "FLEET_LOG";
 
 /// How often the store's change counter is read.
 pub const POLL: Duration = Duration::from_millis(20);
+/// How long the supervisor's thread naps before it waits for events again while many agents
+/// run ([`BATCH_FROM`]), so that their lines are handled in batches, a wake-up every few
+/// milliseconds instead of one per line: the most a reaction is delayed then.
+pub const EVENT_BATCH: Duration = Duration::from_millis(5);
+/// From this many running agents on, the event loop naps ([`EVENT_BATCH`]); a small fleet
+/// reacts at once.
+pub const BATCH_FROM: usize = 16;
+
+/// Agents running in this process (for [`nap_between_events`]).
+static RUNNING_AGENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// What the supervisor's runtime does before it waits for events (`on_thread_park`): with
+/// many agents running, a nap of [`EVENT_BATCH`]. With 256 agents printing 10 lines a second,
+/// the wake-ups of one per line were a tenth of a core.
+pub fn nap_between_events() {
+    if RUNNING_AGENTS.load(std::sync::atomic::Ordering::Relaxed) >= BATCH_FROM {
+        std::thread::sleep(EVENT_BATCH);
+    }
+}
 /// How often the ops of the run are committed to the git journal.
 pub const JOURNAL_EVERY: Duration = Duration::from_secs(5);
 /// How often the queue is re-checked when nothing changed (deferrals expire silently).
@@ -200,6 +219,18 @@ pub enum Event {
         why: String,
         survivors_killed: usize,
     },
+    /// Processes that stopped supervisors of this workspace left (of tasks no lease names any
+    /// more: closed meanwhile) were killed.
+    StraysKilled {
+        count: usize,
+    },
+    /// An agent could not start for want of a resource (open files, processes): its task was
+    /// released uncharged, and no more than `running` agents start for `hold_secs`.
+    ShortOfResources {
+        detail: String,
+        running: usize,
+        hold_secs: u64,
+    },
     /// A running task was changed by someone else: its agent is being stopped.
     Revoked {
         id: String,
@@ -244,9 +275,42 @@ struct ClaimFailure {
     remote: bool,
 }
 
-/// Claims the first ready task `accept` takes through the claim service (confirmed on the
-/// remote first in remote claim mode), counting the attempt and putting `me`'s lease on it in
-/// the claim's transaction. A read comes first so an idle queue costs no write.
+/// The ready task `accept` takes that the supervisor runs next: of the most urgent priority
+/// among them, the oldest (first in, first out: `bd ready` lists the newest first, which would
+/// let old tasks starve behind a stream of new ones). The ready order groups tasks by priority,
+/// so the scan stops at the first task of a less urgent one.
+fn next_in_line(
+    reader: &crate::store::Reader,
+    me: &Identity,
+    now: Timestamp,
+    accept: &dyn Fn(&Issue) -> bool,
+) -> Result<Option<String>, StoreError> {
+    let band = std::cell::Cell::new(None::<u8>);
+    let oldest = std::cell::RefCell::new(None::<(Timestamp, String)>);
+    let look = |issue: &Issue| {
+        if !accept(issue) {
+            return false;
+        }
+        match band.get() {
+            // A less urgent task: the band is over (taking it ends the scan).
+            Some(top) if issue.priority > top => return true,
+            Some(_) => {}
+            None => band.set(Some(issue.priority)),
+        }
+        let mut oldest = oldest.borrow_mut();
+        if oldest.as_ref().is_none_or(|(at, id)| (issue.created_at, &issue.id) < (*at, id)) {
+            *oldest = Some((issue.created_at, issue.id.clone()));
+        }
+        false
+    };
+    reader.first_claimable_where(&me.name, &ReadyFilter::default(), now, &look)?;
+    Ok(oldest.into_inner().map(|(_, id)| id))
+}
+
+/// Claims the ready task `accept` takes that runs next ([`next_in_line`]) through the claim
+/// service (confirmed on the remote first in remote claim mode), counting the attempt and
+/// putting `me`'s lease on it in the claim's transaction. A read comes first so an idle queue
+/// costs no write.
 fn claim_with_lease(
     store: &Store,
     me: &Identity,
@@ -259,9 +323,10 @@ fn claim_with_lease(
         |task: Option<String>, error: String, remote: bool| ClaimFailure { task, error, remote };
     let look = store
         .read()
-        .and_then(|reader| reader.first_claimable_where(&me.name, &filter, now, accept))
+        .and_then(|reader| next_in_line(&reader, me, now, accept))
         .map_err(|error| failed(None, error.to_string(), false))?;
     let Some(candidate) = look else { return Ok(None) };
+    let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
     let claims = claim::Claims::of(store).map_err(|e| failed(None, e.to_string(), true))?;
     let mut take = |w: &mut crate::store::Writer<'_>, id: &str| {
         let issue = tracker::claim(w, id)?;
@@ -270,7 +335,7 @@ fn claim_with_lease(
         let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
         w.issue(&id)?.ok_or(StoreError::NotFound(id))
     };
-    claims.claim_next(&me.name, Clock::System, &filter, accept, &mut take).map_err(|error| {
+    claims.claim_next(&me.name, Clock::System, &filter, &chosen, &mut take).map_err(|error| {
         let remote = error.remote_failed();
         failed(Some(candidate), error.to_string(), remote)
     })
@@ -315,7 +380,20 @@ pub struct Supervisor {
     holds: hold::HoldWatch,
     /// When each account last started an agent (the tie-break of account rotation).
     rotation: accounts::Rotation,
+    /// The machine ran out of a resource starting an agent: spawning is held back.
+    short: Option<Shortage>,
 }
+
+/// Spawning held back after an agent could not start for want of a resource (open files,
+/// processes): no more than `cap` agents run until `until`, when spawning tries again.
+#[derive(Debug, Clone, Copy)]
+struct Shortage {
+    cap: usize,
+    until: tokio::time::Instant,
+}
+
+/// How long spawning stays held back after a shortage of resources.
+const SHORTAGE_HOLD: Duration = Duration::from_secs(30);
 
 fn config_path(home: &Path) -> PathBuf {
     home.join("runtime.toml")
@@ -352,6 +430,8 @@ impl Supervisor {
         let me = Identity::current(&options.actor);
         let pauses = Pauses::load(&options.home);
         let holds = hold::HoldWatch::new(&options.home).map_err(StartError::Holds)?;
+        // Agents' writes served by this process are masked with the config's secrets too.
+        tracker::set_inbound_redactor(config.redactor().clone());
         Ok(Supervisor {
             holds,
             store,
@@ -367,6 +447,7 @@ impl Supervisor {
             remote_retry_at: None,
             wake: Arc::new(tokio::sync::Notify::new()),
             rotation: accounts::Rotation::default(),
+            short: None,
         })
     }
 
@@ -384,6 +465,20 @@ impl Supervisor {
         usize::try_from(self.cfg().max_concurrent).unwrap_or(usize::MAX)
     }
 
+    /// How many agents may run now: `max_concurrent`, or fewer while a shortage of resources
+    /// holds spawning back.
+    fn slots(&mut self) -> usize {
+        match self.short {
+            Some(short) if tokio::time::Instant::now() < short.until => {
+                short.cap.min(self.max_concurrent())
+            }
+            _ => {
+                self.short = None;
+                self.max_concurrent()
+            }
+        }
+    }
+
     fn emit(&self, event: Event) {
         let _ = self.events.send(event);
     }
@@ -392,10 +487,13 @@ impl Supervisor {
     /// can run).
     pub async fn run(mut self, mut stop: watch::Receiver<Stop>) -> Result<Summary, String> {
         let _ = crate::process::become_subreaper();
+        let (before, after) = crate::process::raise_open_file_limit();
+        if after > before {
+            tracing::info!(before, after, "raised the soft limit of open files to the hard limit");
+        }
         self.link_tools()
             .map_err(|e| format!("linking bd/fleet into {}: {e}", self.bin_dir().display()))?;
-        let guard = guard::spawn(&self.options.exe, &self.me.instance, self.store.dir())
-            .map_err(|e| format!("starting the guard process: {e}"))?;
+        let mut guard = self.spawn_guard()?;
         self.register().await?;
         self.journal_next =
             self.blocking(|s| s.journal_head()).await.map_err(|e| e.to_string())? + 1;
@@ -433,6 +531,7 @@ impl Supervisor {
                     return Err(self.abandon(&mut runners, guard, &lost).await);
                 }
                 self.heartbeat().await;
+                self.keep_guard(&mut guard);
                 self.reclaim(Scan::IfSomeoneDied).await;
             }
             let changes = self.changes().await;
@@ -479,6 +578,33 @@ impl Supervisor {
         guard::stop(guard);
         self.emit(Event::Stopped { finished: self.summary.attempts });
         Ok(self.summary)
+    }
+
+    fn spawn_guard(&self) -> Result<std::process::Child, String> {
+        guard::spawn(&self.options.exe, &self.me.instance, &self.options.home, self.store.dir())
+            .map_err(|e| format!("starting the guard process: {e}"))
+    }
+
+    /// Starts a new guard when the old one is gone (killed by hand): without one, a supervisor
+    /// killed next would leave its agents' helpers running.
+    fn keep_guard(&self, guard: &mut std::process::Child) {
+        if guard::is_running(guard) {
+            return;
+        }
+        match self.spawn_guard() {
+            Ok(new) => {
+                tracing::warn!(
+                    old = guard.id(),
+                    new = new.id(),
+                    "the guard process was gone; started another"
+                );
+                let _ = guard.try_wait();
+                *guard = new;
+            }
+            Err(error) => {
+                tracing::error!(%error, "the guard process is gone and cannot be restarted")
+            }
+        }
     }
 
     /// Stops every runner (they see the stop level), records their outcomes, deregisters, and
@@ -643,9 +769,12 @@ impl Supervisor {
         let home = self.options.home.clone();
         let result = self.blocking(move |s| recovery::reclaim_abandoned(s, &me, &home, scan)).await;
         match result {
-            Ok(reclaimed) => {
-                for Reclaimed { id, why, survivors_killed, .. } in reclaimed {
+            Ok(reclaim) => {
+                for Reclaimed { id, why, survivors_killed, .. } in reclaim.tasks {
                     self.emit(Event::Released { id, why, survivors_killed });
+                }
+                if reclaim.strays_killed > 0 {
+                    self.emit(Event::StraysKilled { count: reclaim.strays_killed });
                 }
             }
             Err(error) => {
@@ -768,7 +897,7 @@ impl Supervisor {
         if self.remote_retry_at.is_some_and(|at| tokio::time::Instant::now() < at) {
             return 0;
         }
-        while self.running.len() < self.max_concurrent() {
+        while self.running.len() < self.slots() {
             let issue = match self.claim_next().await {
                 Ok(Some(issue)) => issue,
                 Ok(None) => break,
@@ -869,6 +998,7 @@ impl Supervisor {
                 control: control_tx,
             },
         );
+        RUNNING_AGENTS.store(self.running.len(), std::sync::atomic::Ordering::Relaxed);
         let account = self.cfg().account(&lease.coder, &lease.account).cloned();
         if account.is_some() {
             self.rotation.started(&lease.coder, &lease.account);
@@ -899,11 +1029,18 @@ impl Supervisor {
             let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
             let attempt_id = lease.attempt.clone();
             let outcome = match (coder, task_dir) {
-                (Err(error), _) => Outcome::SpawnFailed { error: error.to_string() },
-                (_, Err(error)) => Outcome::SpawnFailed { error: error.to_string() },
-                (Ok(_), Ok(_)) if !cwd.is_dir() => Outcome::SpawnFailed {
-                    error: format!("working directory {} does not exist", cwd.display()),
+                (Err(error), _) => Outcome::SpawnFailed {
+                    error: error.to_string(),
+                    fix: format!(
+                        "define the coder in runtime.toml ([coders.{}]), or give the task a known one: fleet update ID --coder NAME",
+                        lease.coder
+                    ),
                 },
+                (_, Err(error)) => Outcome::SpawnFailed {
+                    error: error.to_string(),
+                    fix: "give the task an id that can name a directory (fleet rename)".into(),
+                },
+                (Ok(_), Ok(_)) if !cwd.is_dir() => Outcome::missing_cwd(&cwd),
                 (Ok(coder), Ok(task_dir)) => {
                     let attempt = Attempt {
                         issue,
@@ -1070,6 +1207,8 @@ impl Supervisor {
     async fn record(&mut self, mut finished: Finished) {
         let id = finished.id.clone();
         self.running.remove(&id);
+        RUNNING_AGENTS.store(self.running.len(), std::sync::atomic::Ordering::Relaxed);
+        self.note_shortage(&finished.outcome);
         self.note_coder_health(&finished);
         self.join_rate_limit_in_force(&mut finished);
         let me = self.me.clone();
@@ -1104,6 +1243,23 @@ impl Supervisor {
         }
     }
 
+    /// An agent that could not start for want of a resource holds spawning to the agents that
+    /// run now (reported once per shortage); while none runs, spawning waits [`SHORTAGE_HOLD`].
+    fn note_shortage(&mut self, outcome: &Outcome) {
+        let Outcome::NoResources { detail } = outcome else { return };
+        let cap = self.running.len();
+        let until = tokio::time::Instant::now() + SHORTAGE_HOLD;
+        let news = self.short.is_none();
+        self.short = Some(Shortage { cap: self.short.map_or(cap, |s| s.cap.min(cap)), until });
+        if news {
+            self.emit(Event::ShortOfResources {
+                detail: detail.clone(),
+                running: cap,
+                hold_secs: SHORTAGE_HOLD.as_secs(),
+            });
+        }
+    }
+
     /// An attempt that ended rate limited while its scope is paused for a rate limit — the one
     /// its runner reported as it happened, or another agent's — ran into that pause: its
     /// outcome ends when the pause does, so recording it neither extends the pause nor writes
@@ -1132,6 +1288,7 @@ impl Supervisor {
             Outcome::Shutdown
             | Outcome::Revoked { .. }
             | Outcome::SpawnFailed { .. }
+            | Outcome::NoResources { .. }
             | Outcome::Contention { .. } => {}
             _ => {
                 self.pauses.succeeded(&Scope::coder(&finished.coder), now);
@@ -1147,6 +1304,7 @@ impl Supervisor {
             Reload::Unchanged => {}
             Reload::Reloaded => {
                 let redactor = self.redactor().clone();
+                tracker::set_inbound_redactor(redactor.clone());
                 self.emit(Event::ConfigReloaded {
                     max_concurrent: self.max_concurrent(),
                     redactor,
@@ -1233,7 +1391,10 @@ fn leased_fields(issue: &Issue, me: &Identity, choice: &Choice, now: Timestamp) 
 fn freeze_coder(issue: &mut Issue, finished: &Finished, held: bool) -> bool {
     let ran = !matches!(
         finished.outcome,
-        Outcome::CoderFault { .. } | Outcome::SpawnFailed { .. } | Outcome::Contention { .. }
+        Outcome::CoderFault { .. }
+            | Outcome::SpawnFailed { .. }
+            | Outcome::NoResources { .. }
+            | Outcome::Contention { .. }
     );
     let settled_by_agent = matches!(issue.status, Status::Closed | Status::Blocked);
     if !ran || !(held || settled_by_agent) || !issue.fleet.coder.is_empty() {

@@ -39,8 +39,13 @@ pub enum Outcome {
     TimedOut { after: Duration },
     /// Stopped because the supervisor is shutting down.
     Shutdown,
-    /// Could not be started at all (unknown coder, missing working directory).
-    SpawnFailed { error: String },
+    /// Could not be started at all (unknown coder, missing working directory, an argument
+    /// list too long): `error` says what happened, `fix` what a person can do about it.
+    SpawnFailed { error: String, fix: String },
+    /// Could not be started because the machine or this process ran out of a resource (open
+    /// files, processes, memory): a fault of the fleet, not of the task. Released uncharged;
+    /// the supervisor holds back new spawns. `detail` names the limit.
+    NoResources { detail: String },
     /// A fault of the fleet, not of the task: the CLI is missing, not logged in, or its
     /// provider is down. The coder is paused; the task is released and not charged.
     CoderFault { cause: PauseCause, detail: String },
@@ -50,6 +55,17 @@ pub enum Outcome {
     /// Someone else changed the task while its agent ran (released, closed, blocked, reopened,
     /// deleted, took it over), so the agent was stopped. `reason` says what happened.
     Revoked { reason: String },
+}
+
+impl Outcome {
+    /// The outcome of an attempt whose working directory `cwd` does not exist.
+    pub fn missing_cwd(cwd: &std::path::Path) -> Outcome {
+        let cwd = cwd.display();
+        Outcome::SpawnFailed {
+            error: format!("working directory {cwd} does not exist"),
+            fix: format!("create {cwd}, or point the task at another: fleet update ID --cwd DIR"),
+        }
+    }
 }
 
 /// What became of an attempt, in a word: what the live view prints, `fleet run --json` reports
@@ -71,6 +87,9 @@ pub enum Verdict {
     CoderPaused,
     /// The CLI's local state was busy: released uncharged, retried shortly.
     ContentionRequeued,
+    /// The fleet ran out of a resource (open files, processes) starting the agent: released
+    /// uncharged, spawning held back.
+    ResourceRequeued,
     NocloseRequeued,
     NocloseBlocked,
     StallRequeued,
@@ -93,6 +112,7 @@ impl Verdict {
             Verdict::SpawnFailed => "spawn-failed",
             Verdict::CoderPaused => "coder-paused",
             Verdict::ContentionRequeued => "contention-requeued",
+            Verdict::ResourceRequeued => "resource-requeued",
             Verdict::NocloseRequeued => "noclose-requeued",
             Verdict::NocloseBlocked => "noclose-blocked",
             Verdict::StallRequeued => "stall-requeued",
@@ -210,14 +230,13 @@ fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Time
             format!("[fleet] attempt {attempt}: supervisor shutting down; released, not charged"),
             Verdict::Shutdown,
         ),
-        Outcome::SpawnFailed { error } => block(
+        Outcome::SpawnFailed { error, fix } => block(
             fleet,
-            format!(
-                "[fleet] could not start the agent: {error}. Fix the coder settings (fleet config show) or the task's --coder, then set it open."
-            ),
+            format!("[fleet] could not start the agent: {error}. Fix: {fix}; then set it open."),
             &format!("could not start the agent: {error}"),
             Verdict::SpawnFailed,
         ),
+        Outcome::NoResources { detail } => no_resources(issue, detail),
         Outcome::CoderFault { cause, detail } => coder_fault(issue, *cause, detail),
         Outcome::Contention { detail } => contention(issue, detail, now),
         Outcome::Revoked { reason } => stopped(attempt, reason),
@@ -366,6 +385,19 @@ fn coder_fault(issue: &Issue, cause: PauseCause, detail: &str) -> Plan {
     )
 }
 
+/// The fleet ran out of a resource starting the agent: uncounted like a fault of the fleet;
+/// the supervisor holds new spawns back (the coder is not paused: it did nothing wrong).
+fn no_resources(issue: &Issue, detail: &str) -> Plan {
+    let (fleet, _, detail) = uncounted(issue, detail);
+    free_release(
+        fleet,
+        format!(
+            "[fleet] could not start the agent: {detail}; released, not charged — a limit of the machine running fleet, not a fault of the task; new spawns wait for running agents to end"
+        ),
+        Verdict::ResourceRequeued,
+    )
+}
+
 /// The CLI's local state was busy: uncounted like a fault of the fleet, retried after
 /// [`CONTENTION_RETRY`] without pausing the coder.
 fn contention(issue: &Issue, detail: &str, now: Timestamp) -> Plan {
@@ -430,6 +462,33 @@ fn failure(
     retry(fleet, now, wait, comment, Verdict::FailureRetry)
 }
 
+impl std::fmt::Display for Outcome {
+    /// How the attempt ended, for people: `exited with code 1`, `context pressure (380000 of
+    /// 200000 tokens)`, `stalled (no output for 60s)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let head = describe(self);
+        match self {
+            Outcome::ContextPressure { peak_tokens, limit } => {
+                write!(f, "{head} ({peak_tokens} of {limit} tokens)")
+            }
+            Outcome::RateLimited { window: Some(window), .. } => {
+                write!(f, "{head} ({window} window)")
+            }
+            Outcome::Stalled { silent_for } => {
+                write!(f, "{head} (no output for {}s)", silent_for.as_secs())
+            }
+            Outcome::TimedOut { after } => write!(f, "{head} (after {}s)", after.as_secs()),
+            Outcome::CoderFault { detail, .. } | Outcome::Contention { detail } => {
+                write!(f, "{head}: {detail}")
+            }
+            Outcome::Exited { reason, .. } if !reason.trim().is_empty() => {
+                write!(f, "{head}: {}", reason.lines().last().unwrap_or_default().trim())
+            }
+            _ => f.write_str(&head),
+        }
+    }
+}
+
 fn describe(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Exited { code, .. } => exit_text(*code),
@@ -438,7 +497,8 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::Stalled { .. } => "stalled".into(),
         Outcome::TimedOut { .. } => "timed out".into(),
         Outcome::Shutdown => "supervisor shutdown".into(),
-        Outcome::SpawnFailed { error } => format!("could not start: {error}"),
+        Outcome::SpawnFailed { error, .. } => format!("could not start: {error}"),
+        Outcome::NoResources { detail } => format!("could not start: {detail}"),
         Outcome::CoderFault { cause, .. } => cause.as_str().to_string(),
         Outcome::Contention { .. } => "local state busy".into(),
         Outcome::Revoked { reason } => reason.clone(),

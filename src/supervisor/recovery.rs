@@ -5,6 +5,11 @@
 //! has been killed, so the task can never run twice at once. Tasks in progress under this
 //! supervisor's name with no lease at all (written by an older fleet) count as abandoned when
 //! no live supervisor of that name is registered.
+//!
+//! Processes are taken back too: every process on this machine tagged with an instance of
+//! this workspace (`FLEET_INSTANCE`, `BEADS_DIR`) whose supervisor is gone is killed, with its
+//! descendants — also those of attempts whose tasks were closed meanwhile, which no lease
+//! names any more ([`kill_strays_of_gone_instances`]).
 
 use std::path::Path;
 
@@ -36,8 +41,18 @@ pub struct Reclaimed {
     pub lease: Option<crate::model::Lease>,
 }
 
-/// Finds every task whose owner is gone, kills its survivors, and releases it. Removes the
-/// registrations of gone supervisors. Returns what was released.
+/// What [`reclaim_abandoned`] took back.
+#[derive(Debug, Default)]
+pub struct Reclaim {
+    /// The tasks released.
+    pub tasks: Vec<Reclaimed>,
+    /// Processes of gone supervisors killed beyond those of the released tasks' attempts.
+    pub strays_killed: usize,
+}
+
+/// Finds every task whose owner is gone, kills its survivors, and releases it; kills the
+/// other processes gone supervisors of this workspace left. Removes the registrations of gone
+/// supervisors. Returns what was taken back.
 ///
 /// Looking at every task costs a scan of the queue, so a running supervisor asks with
 /// `Scan::IfSomeoneDied`: the queue is scanned only when a registered supervisor is gone. At
@@ -47,7 +62,7 @@ pub fn reclaim_abandoned(
     me: &Identity,
     home: &Path,
     scan: Scan,
-) -> Result<Vec<Reclaimed>, StoreError> {
+) -> Result<Reclaim, StoreError> {
     let now = Timestamp::now();
     let registry = lease::registry(store)?;
     let gone: Vec<&Registration> = registry
@@ -55,11 +70,15 @@ pub fn reclaim_abandoned(
         .filter(|r| r.identity.instance != me.instance && !lease::registration_alive(r, me, now))
         .collect();
     if scan == Scan::IfSomeoneDied && gone.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Reclaim::default());
     }
     let abandoned = abandoned_tasks(store, me, &registry, now)?;
+    let strays_killed = |reclaimed| {
+        let strays = kill_strays_of_gone_instances(store, me)?;
+        Ok(Reclaim { tasks: reclaimed, strays_killed: strays })
+    };
     if abandoned.is_empty() && gone.is_empty() {
-        return Ok(Vec::new());
+        return strays_killed(Vec::new());
     }
     let reclaimed: Vec<Reclaimed> = abandoned
         .into_iter()
@@ -85,7 +104,48 @@ pub fn reclaim_abandoned(
         }
         Ok(())
     })?;
-    Ok(reclaimed)
+    strays_killed(reclaimed)
+}
+
+/// Kills every process on this machine that a supervisor of the workspace at `store_dir`
+/// started (its `BEADS_DIR` and `FLEET_INSTANCE` say so) when that supervisor is neither `me`
+/// nor a live registered one, with its descendants. Returns how many were killed.
+///
+/// The processes are looked at before the registry is read: every supervisor registers before
+/// it starts an agent, so an instance seen running an agent is in the registry read after,
+/// unless it stopped meanwhile (and then what it left is fair game).
+pub fn kill_strays_of_gone_instances(store: &Store, me: &Identity) -> Result<usize, StoreError> {
+    let dir = store.dir().display().to_string();
+    let me_pid = std::process::id() as i32;
+    let mut instances = std::collections::BTreeSet::new();
+    for process in crate::process::processes() {
+        if process.zombie || process.pid == me_pid {
+            continue;
+        }
+        let [instance, beads] =
+            crate::process::env_values(process.pid, [lease::INSTANCE_VAR, "BEADS_DIR"]);
+        if let (Some(instance), Some(beads)) = (instance, beads)
+            && beads == dir
+            && instance != me.instance
+        {
+            instances.insert(instance);
+        }
+    }
+    if instances.is_empty() {
+        return Ok(0);
+    }
+    let now = Timestamp::now();
+    let registry = lease::registry(store)?;
+    let live = |instance: &String| {
+        registry
+            .iter()
+            .any(|r| &r.identity.instance == instance && lease::registration_alive(r, me, now))
+    };
+    Ok(instances
+        .iter()
+        .filter(|instance| !live(instance))
+        .map(|instance| crate::process::kill_tagged(&format!("{}={instance}", lease::INSTANCE_VAR)))
+        .sum())
 }
 
 /// In-progress tasks whose owner is gone, with the reason.
@@ -106,7 +166,7 @@ fn abandoned_tasks(
             return Ok(true);
         }
         let why = match &issue.fleet.lease {
-            Some(lease) if lease.owner == issue.assignee => {
+            Some(_) if let Some(lease) = lease::live_lease(&issue) => {
                 match lease::owner_state(lease, me, registry, now) {
                     OwnerState::Alive => None,
                     OwnerState::Gone(why) => Some(why),

@@ -36,7 +36,7 @@ use crate::coders::diagnose;
 use crate::coders::{
     Account, AgentEvent, Coder, EventKind, ExitMeaning, Fault, RateLimitStatus, SpawnSpec, TaskSpec,
 };
-use crate::config::Price;
+use crate::config::{Price, price_of};
 use crate::model::Issue;
 use crate::redact::Redactor;
 
@@ -125,13 +125,21 @@ pub enum Signal {
 
 /// Why the runner stopped the agent itself.
 enum Halt {
-    Pressure { peak: u64, limit: u64 },
-    RateLimit { resets_at: Option<Timestamp>, window: Option<String> },
+    Pressure {
+        peak: u64,
+        limit: u64,
+    },
+    RateLimit {
+        resets_at: Option<Timestamp>,
+        window: Option<String>,
+    },
     Stall(Duration),
     Timeout(Duration),
     Shutdown,
     Revoked(String),
     WrapUpOver,
+    /// The CLI said on stderr that it retries a provider that fails (5xx, overloaded).
+    Outage(String),
 }
 
 /// What the agent's own output said went wrong, gathered while it ran.
@@ -158,12 +166,23 @@ impl Diagnosis {
 /// Runs one attempt to its end.
 pub async fn run(mut attempt: Attempt, signals: mpsc::UnboundedSender<Signal>) -> Outcome {
     match run_inner(&mut attempt, &signals).await {
-        Ok(outcome) => outcome,
-        Err(error) => Outcome::SpawnFailed {
-            error: super::process_redactor().redact_text(&error).into_owned(),
-        },
+        Ok(outcome) | Err(outcome) => outcome,
     }
 }
+
+/// The outcome of an attempt that could not start because `what` failed with `error`: short
+/// of a resource (open files, processes) is the fleet's fault; anything else blocks the task
+/// with `fix`.
+fn unstarted(what: &str, error: &std::io::Error, fix: &str) -> Outcome {
+    let redact = |text: String| super::process_redactor().redact_text(&text).into_owned();
+    match crate::process::exhausted_limit(error) {
+        Some(limit) => Outcome::NoResources { detail: redact(format!("{what}: {limit}")) },
+        None => Outcome::SpawnFailed { error: redact(format!("{what}: {error}")), fix: fix.into() },
+    }
+}
+
+/// What to do when the task directory cannot be written.
+const TASK_DIR_FIX: &str = "make $FLEET_HOME/tasks a writable directory on a disk with room (fleet run writes each task's logs there)";
 
 /// The redactor of one attempt: token shapes, and the values of every secret-looking variable
 /// the agent is given (inherited, the coder's own, the supervisor's).
@@ -176,33 +195,39 @@ fn attempt_redactor(spec_env: &[(String, String)], added: &[(String, String)]) -
 async fn run_inner(
     attempt: &mut Attempt,
     signals: &mpsc::UnboundedSender<Signal>,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Outcome> {
     let (spec, prompt) = prepare(attempt)?;
     let redactor = attempt_redactor(&spec.env, &attempt.env);
     let dir = attempt.task_dir.clone();
-    let mut logs = dir.logs(redactor.clone()).map_err(|e| format!("opening task logs: {e}"))?;
+    let mut logs = dir.logs(redactor.clone());
     if let Err(error) = dir.save_prompt(attempt.issue.fleet.attempts, &prompt, &redactor) {
         tracing::warn!(%error, task = %attempt.issue.id, "cannot save the attempt's prompt");
     }
     let mut meter = start_meter(attempt);
-    let mut child = match spawn_agent(attempt, &spec) {
-        Ok(child) => child,
-        Err(error) => return Ok(spawn_error(&spec.program, &error)),
-    };
+    let mut child = spawn_agent(attempt, &spec).map_err(|error| spawn_error(&spec, &error))?;
     let pid = child.child.id().unwrap_or(0);
     record_start(attempt, &spec, &prompt, pid, &mut logs, signals);
-    let stderr = child.child.stderr.take().ok_or("the agent's stderr was not captured")?;
-    let stderr_log =
-        dir.stderr_writer(redactor.clone()).map_err(|e| format!("opening log.stderr: {e}"))?;
-    let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log));
-    let stdout = child.child.stdout.take().ok_or("the agent's stdout was not captured")?;
+    let (Some(stderr), Some(stdout)) = (child.child.stderr.take(), child.child.stdout.take())
+    else {
+        let error = std::io::Error::other("the agent's stdout or stderr was not captured");
+        return Err(unstarted("starting the agent", &error, "report this as a bug of fleet"));
+    };
+    let (trouble_tx, trouble) = mpsc::unbounded_channel();
+    let reader = attempt.coder.reports_provider_faults().then(|| Arc::clone(&attempt.coder));
+    let stderr_log = dir.stderr_writer(redactor.clone());
+    let stderr_task = tokio::spawn(collect_stderr(stderr, stderr_log, reader, trouble_tx));
     let mut diagnosis = Diagnosis::default();
-    let mut sinks = Sinks { logs: &mut logs, diagnosis: &mut diagnosis, meter: &mut meter };
+    let mut sinks =
+        Sinks { logs: &mut logs, diagnosis: &mut diagnosis, meter: &mut meter, trouble };
     let stop = watch_output(attempt, &mut child.child, stdout, &mut sinks, signals).await;
+    let _ = logs.flush();
     meter.finish(&dir.root);
     let pgid = i32::try_from(pid).unwrap_or(0);
-    let forced = stop_everything(attempt, pgid, stop.is_some()).await;
-    let status = child.child.wait().await.map_err(|e| format!("waiting for the agent: {e}"))?;
+    let grace = stop.as_ref().map(|halt| grace_for(halt, attempt));
+    let forced = stop_everything(attempt, pgid, grace).await;
+    let status = child.child.wait().await.map_err(|error| {
+        unstarted("waiting for the agent", &error, "nothing to fix if it does not happen again")
+    })?;
     let stderr_tail = match tokio::time::timeout(STDERR_FINISH, stderr_task).await {
         Ok(Ok(tail)) => tail,
         _ => String::new(),
@@ -220,7 +245,7 @@ async fn run_inner(
     let _ = logs.runner(
         "attempt_finished",
         json!({ "attempt": attempt.issue.fleet.attempts, "exit_code": status.code(),
-                "forced_kill": forced, "outcome": format!("{outcome:?}") }),
+                "forced_kill": forced, "outcome": outcome.to_string() }),
         Timestamp::now(),
     );
     Ok(outcome)
@@ -228,10 +253,12 @@ async fn run_inner(
 
 /// Gets the task directory and the project ready, and builds the prompt and the command
 /// line. Returns the spawn spec and the prompt.
-fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
+fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), Outcome> {
     let issue = &attempt.issue;
     let dir = &attempt.task_dir;
-    dir.prepare(issue).map_err(|e| format!("preparing {}: {e}", dir.root.display()))?;
+    dir.prepare(issue).map_err(|error| {
+        unstarted(&format!("preparing {}", dir.root.display()), &error, TASK_DIR_FIX)
+    })?;
     let artifacts = dir.artifacts();
     let prompt = super::prompt::build(issue, &attempt.cwd, &dir.root, &artifacts);
     let task = TaskSpec {
@@ -244,8 +271,14 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), String> {
         model: &attempt.model,
         prompt: &prompt,
     };
-    attempt.coder.prepare(&task).map_err(|e| {
-        format!("preparing {} for {}: {e}", dir.root.display(), attempt.coder.name())
+    attempt.coder.prepare(&task).map_err(|error| {
+        let what = format!("preparing {} for {}", attempt.cwd.display(), attempt.coder.name());
+        let fix = format!(
+            "make {} writable by the user fleet runs as (the {} coder writes its settings there)",
+            attempt.cwd.display(),
+            attempt.coder.name()
+        );
+        unstarted(&what, &error, &fix)
     })?;
     let mut spec = attempt.coder.spawn_spec(&task);
     if let Some(account) = &attempt.account {
@@ -265,16 +298,18 @@ fn start_meter(attempt: &Attempt) -> Meter {
     usage.account = attempt.account_name().to_owned();
     usage.cwd = attempt.cwd.display().to_string();
     let mut meter =
-        Meter::start(&attempt.task_dir.root, usage, attempt.prices.get(&attempt.model).copied());
+        Meter::start(&attempt.task_dir.root, usage, price_of(&attempt.prices, &attempt.model));
     meter.set_context_limit(attempt.coder.context_limit(&attempt.model));
     meter
 }
 
-/// Where the agent's events go: the task's logs, the failure diagnosis, the ledger.
+/// Where the agent's events go: the task's logs, the failure diagnosis, the ledger; and where
+/// the provider trouble its stderr reports comes from.
 struct Sinks<'a> {
     logs: &'a mut TaskLogs,
     diagnosis: &'a mut Diagnosis,
     meter: &'a mut Meter,
+    trouble: mpsc::UnboundedReceiver<AgentEvent>,
 }
 
 /// A spawned agent, registered as owned until its status has been collected, so no other
@@ -336,26 +371,60 @@ fn record_start(
     );
 }
 
-/// A spawn that failed: a missing or unrunnable program is the fleet's fault (the coder is
-/// paused, the task is not charged); anything else is reported as a failed start.
-fn spawn_error(program: &str, error: &std::io::Error) -> Outcome {
+/// A spawn that failed, by its real cause: a missing or unrunnable program is the fleet's
+/// fault (the coder is paused, the task is not charged), and so is a limit of open files or
+/// processes (spawning is held back); a working directory that is gone or a command line too
+/// long for the system block the task with their own fix.
+fn spawn_error(spec: &SpawnSpec, error: &std::io::Error) -> Outcome {
     use std::io::ErrorKind;
+    let program = &spec.program;
+    if !spec.cwd.is_dir() {
+        return Outcome::missing_cwd(&spec.cwd);
+    }
+    if error.raw_os_error() == Some(libc::E2BIG) {
+        let bytes: usize = spec.args.iter().map(String::len).sum();
+        return Outcome::SpawnFailed {
+            error: format!(
+                "the command line of {program:?} is too long for the system ({bytes} bytes of arguments: argument list too long)"
+            ),
+            fix: "shorten the task's description (the prompt is passed as an argument), or move its details to a file the description names".into(),
+        };
+    }
     let detail = match error.kind() {
         ErrorKind::NotFound => format!("the program {program:?} was not found"),
         ErrorKind::PermissionDenied => format!("the program {program:?} is not executable"),
-        _ => return Outcome::SpawnFailed { error: format!("could not run {program:?}: {error}") },
+        _ => {
+            let fix = format!(
+                "check that {program:?} runs for the user fleet runs as (fleet doctor checks each coder's CLI)"
+            );
+            return unstarted(&format!("could not run {program:?}"), error, &fix);
+        }
     };
     Outcome::CoderFault { cause: PauseCause::Spawn, detail }
 }
 
-/// Stops the agent's process group (the agent itself when the runner is stopping it, or
-/// whatever an agent that exited by itself left in its group), then kills every other process
-/// of the attempt (those that left the group) and reaps. Returns true if SIGKILL was needed.
-async fn stop_everything(attempt: &Attempt, pgid: i32, stopping_agent: bool) -> bool {
-    let grace = if *attempt.stop.borrow() == Stop::Now || !stopping_agent {
-        Duration::ZERO
-    } else {
-        attempt.settings.grace
+/// How long an agent stopped for `halt` gets to exit after SIGTERM: the shutdown grace, but
+/// for a task someone else changed only [`REVOKED_GRACE`] — the task is no longer the agent's
+/// to finish, and a person who released or closed it expects it stopped at once (Claude Code
+/// takes about two seconds to exit on SIGTERM).
+fn grace_for(halt: &Halt, attempt: &Attempt) -> Duration {
+    match halt {
+        Halt::Revoked(_) => REVOKED_GRACE.min(attempt.settings.grace),
+        _ => attempt.settings.grace,
+    }
+}
+
+/// The grace of an agent whose task someone else changed.
+pub const REVOKED_GRACE: Duration = Duration::from_millis(300);
+
+/// Stops the agent's process group — with `grace` after SIGTERM when the runner is stopping
+/// the agent, none for whatever an agent that exited by itself left in its group — then kills
+/// every other process of the attempt (those that left the group) and reaps. Returns true if
+/// SIGKILL was needed.
+async fn stop_everything(attempt: &Attempt, pgid: i32, grace: Option<Duration>) -> bool {
+    let grace = match grace {
+        Some(grace) if *attempt.stop.borrow() != Stop::Now => grace,
+        _ => Duration::ZERO,
     };
     let mut stop = attempt.stop.clone();
     let cut = async move {
@@ -381,6 +450,7 @@ fn stopped_outcome(stop: Halt, code: Option<i32>) -> Outcome {
         Halt::Shutdown => Outcome::Shutdown,
         Halt::Revoked(reason) => Outcome::Revoked { reason },
         Halt::WrapUpOver => Outcome::Exited { code, reason: String::new() },
+        Halt::Outage(detail) => Outcome::CoderFault { cause: PauseCause::Outage, detail },
     }
 }
 
@@ -433,21 +503,41 @@ fn exited_outcome(
     }
 }
 
-/// Copies the agent's stderr, line by line and redacted, into `log.stderr`; returns the last
-/// lines (raw: the caller redacts what it quotes).
+/// Copies the agent's stderr, line by line and redacted, into `log.stderr` (in batches);
+/// returns the last lines (raw: the caller redacts what it quotes).
+///
+/// With `reader` (the coder, when its CLI reports provider faults), each line that reports
+/// provider trouble the CLI retries by itself is also sent on `trouble` as its event.
 async fn collect_stderr(
     stderr: tokio::process::ChildStderr,
     mut log: super::taskdir::StderrLog,
+    reader: Option<Arc<dyn Coder>>,
+    trouble: mpsc::UnboundedSender<AgentEvent>,
 ) -> String {
-    let mut lines = BufReader::new(stderr).lines();
+    // Small buffers: a line longer than one still reads whole (the line grows), and hundreds
+    // of agents' pipes hold less memory.
+    let mut lines = BufReader::with_capacity(1024, stderr).lines();
     let mut tail: VecDeque<String> = VecDeque::with_capacity(STDERR_TAIL_LINES);
-    while let Ok(Some(line)) = lines.next_line().await {
+    loop {
+        let due = log.flush_due().map(Instant::from_std);
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            () = sleep_until_opt(due) => {
+                let _ = log.flush();
+                continue;
+            }
+        };
+        let Ok(Some(line)) = line else { break };
+        if let Some(event) = reader.as_ref().and_then(|coder| coder.stderr_event(&line)) {
+            let _ = trouble.send(event);
+        }
         let _ = log.write_line(&line);
         if tail.len() == STDERR_TAIL_LINES {
             tail.pop_front();
         }
         tail.push_back(line);
     }
+    let _ = log.flush();
     Vec::from(tail).join("\n")
 }
 
@@ -465,7 +555,7 @@ async fn watch_output(
     let scope = (attempt.coder.name().to_string(), attempt.account_name().to_owned());
     let mut pressure = Pressure::new(attempt.coder.context_limit(&attempt.model), settings);
     let mut parser = attempt.coder.parser();
-    let mut lines = BufReader::new(stdout).lines();
+    let mut lines = BufReader::with_capacity(4096, stdout).lines();
     let started = Instant::now();
     let mut last_output = Instant::now();
     let mut exited_at: Option<Instant> = None;
@@ -490,7 +580,7 @@ async fn watch_output(
                     if let Some(model) = &event.model {
                         pressure.limit = attempt.coder.context_limit(model).or(pressure.limit);
                         sinks.meter.set_context_limit(pressure.limit);
-                        sinks.meter.price_model(attempt.prices.get(model).copied());
+                        sinks.meter.price_model(price_of(&attempt.prices, model));
                     }
                     sinks.meter.observe(&event);
                     if let Some(stop) = judge(&event, &mut pressure, &scope, settings, signals) {
@@ -499,7 +589,15 @@ async fn watch_output(
                 }
                 sinks.meter.save_if_due(&root);
             }
+            Some(event) = sinks.trouble.recv() => {
+                let _ = sinks.logs.event(&event, Timestamp::now());
+                sinks.meter.observe(&event);
+                return Some(provider_trouble(&event, &scope, signals));
+            }
             () = sleep_until_opt(sinks.meter.save_due()) => sinks.meter.save(&root),
+            () = sleep_until_opt(sinks.logs.flush_due().map(Instant::from_std)) => {
+                let _ = sinks.logs.flush();
+            }
             () = sleep_until_opt(stall_at), if wrap_up_until.is_none() => {
                 return Some(Halt::Stall(settings.stall_timeout.unwrap_or_default()));
             }
@@ -511,6 +609,30 @@ async fn watch_output(
             _ = attempt.control.changed() => {}
         }
     }
+}
+
+/// Stops the agent for the provider trouble its CLI reported retrying on stderr (an event of
+/// [`Coder::stderr_event`]): a rate limit pauses spawning at once (the supervisor is told
+/// before the agent is even stopped), anything else is an outage.
+fn provider_trouble(
+    event: &AgentEvent,
+    scope: &(String, String),
+    signals: &mpsc::UnboundedSender<Signal>,
+) -> Halt {
+    let said = event.text.clone().unwrap_or_default();
+    if event.rate_limit.is_some() {
+        let _ = signals.send(Signal::RateLimited {
+            coder: scope.0.clone(),
+            account: scope.1.clone(),
+            resets_at: None,
+            window: None,
+            near: None,
+        });
+        return Halt::RateLimit { resets_at: None, window: None };
+    }
+    Halt::Outage(
+        super::process_redactor().redact_text(&diagnose::failure_reason(&said)).into_owned(),
+    )
 }
 
 /// What the supervisor's channels say now: stop for shutdown or revocation, or start the

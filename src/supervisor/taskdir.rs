@@ -99,10 +99,12 @@ impl TaskDir {
         append(&self.root.join("log.stderr"))
     }
 
-    /// Opens `log.stderr` for appending redacted lines: the supervisor pipes the agent's stderr
-    /// and feeds it here line by line.
-    pub fn stderr_writer(&self, redactor: Redactor) -> io::Result<StderrLog> {
-        Ok(StderrLog { file: append(&self.stderr_path())?, redactor })
+    /// `log.stderr` for appending redacted lines: the supervisor pipes the agent's stderr and
+    /// feeds it here line by line (see [`StderrLog`]).
+    /// The file exists from the start, empty when the agent writes nothing.
+    pub fn stderr_writer(&self, redactor: Redactor) -> StderrLog {
+        let _ = append(&self.stderr_path());
+        StderrLog { file: Appender::new(self.stderr_path()), redactor }
     }
 
     /// Where the prompt of attempt `attempt` is kept: `prompts/<attempt>.md`.
@@ -123,13 +125,13 @@ impl TaskDir {
         self.root.join("log.stderr")
     }
 
-    /// Opens the event and runner logs for one attempt; every line is redacted by `redactor`.
-    pub fn logs(&self, redactor: Redactor) -> io::Result<TaskLogs> {
-        Ok(TaskLogs {
-            events: append(&self.root.join("events.jsonl"))?,
-            runner: append(&self.root.join("log.jsonl"))?,
+    /// The event and runner logs of one attempt; every line is redacted by `redactor`.
+    pub fn logs(&self, redactor: Redactor) -> TaskLogs {
+        TaskLogs {
+            events: Appender::new(self.root.join("events.jsonl")),
+            runner: self.root.join("log.jsonl"),
             redactor,
-        })
+        }
     }
 
     /// The last `max` bytes of `log.stderr` written since `offset` (this attempt's part).
@@ -166,22 +168,88 @@ fn check_task_id(id: &str) -> io::Result<()> {
     }
 }
 
-/// The open logs of one attempt.
+/// A log file appended to in batches: lines collect in memory and are written with one
+/// `write` of a file opened for that write alone — when [`FLUSH_BYTES`] have collected, when
+/// the owner's timer ([`Appender::flush_due`]) fires, and when it is dropped. So a running
+/// agent holds no descriptor for its logs (hundreds of agents fit a stock open-file limit),
+/// and a chatty one costs a system call per batch, not per line. Each batch ends with a whole
+/// line: with `O_APPEND`, readers never see half of one.
+pub struct Appender {
+    path: PathBuf,
+    pending: Vec<u8>,
+    /// When the oldest pending line arrived.
+    since: Option<std::time::Instant>,
+}
+
+/// How many bytes may wait before an [`Appender`] writes at once (a second of a chatty agent's
+/// lines is a few KiB).
+pub const FLUSH_BYTES: usize = 32 * 1024;
+/// How long a line may wait in an [`Appender`] before it is written: what `fleet tasks` and
+/// `fleet task ID events --follow` lag behind at most.
+pub const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(1000);
+
+impl Appender {
+    pub fn new(path: PathBuf) -> Appender {
+        Appender { path, pending: Vec::new(), since: None }
+    }
+
+    /// Queues `line` (a newline is added), writing the batch once it is large enough.
+    pub fn line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.pending.extend_from_slice(line);
+        self.pending.push(b'\n');
+        self.since.get_or_insert_with(std::time::Instant::now);
+        if self.pending.len() >= FLUSH_BYTES { self.flush() } else { Ok(()) }
+    }
+
+    /// When the pending lines are due to be written (`None`: nothing pending).
+    pub fn flush_due(&self) -> Option<std::time::Instant> {
+        self.since.map(|since| since + FLUSH_AFTER)
+    }
+
+    /// Writes what is pending. On failure the lines are dropped (a log must not grow in memory
+    /// without bound while its disk is full or descriptors are short).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.since = None;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let written = append(&self.path).and_then(|mut file| file.write_all(&self.pending));
+        self.pending.clear();
+        // A burst of output must not keep its buffer for the rest of the attempt.
+        self.pending.shrink_to(FLUSH_BYTES / 8);
+        written
+    }
+}
+
+impl Drop for Appender {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// The logs of one attempt: `events.jsonl` batched ([`Appender`]), `log.jsonl` (a few lines
+/// per attempt) appended as each line comes.
 pub struct TaskLogs {
-    events: File,
-    runner: File,
+    events: Appender,
+    runner: PathBuf,
     redactor: Redactor,
 }
 
 impl TaskLogs {
-    /// Appends an agent event, stamped and redacted.
+    /// Queues an agent event, stamped and redacted. Most lines have nothing to mask: they are
+    /// serialized once and stamped as text; a line that may hold a secret is decoded and
+    /// redacted field by field.
     pub fn event(&mut self, event: &impl Serialize, at: Timestamp) -> io::Result<()> {
-        let mut value = serde_json::to_value(event).map_err(io::Error::other)?;
+        let line = serde_json::to_string(event).map_err(io::Error::other)?;
+        if let Some(stamped) = stamped_if_clean(&line, at, &self.redactor) {
+            return self.events.line(stamped.as_bytes());
+        }
+        let mut value: Value = serde_json::from_str(&line).map_err(io::Error::other)?;
         if let Value::Object(map) = &mut value {
             map.insert("ts".into(), Value::String(at.to_string()));
         }
         self.redactor.redact_json(&mut value);
-        writeln!(self.events, "{value}")
+        self.events.line(value.to_string().as_bytes())
     }
 
     /// Appends a runner line: `{"ts", "event", …fields}`.
@@ -191,25 +259,57 @@ impl TaskLogs {
             line.extend(fields);
         }
         self.redactor.redact_json(&mut line);
-        writeln!(self.runner, "{line}")
+        append(&self.runner)?.write_all(format!("{line}\n").as_bytes())
+    }
+
+    /// When the queued events are due to be written.
+    pub fn flush_due(&self) -> Option<std::time::Instant> {
+        self.events.flush_due()
+    }
+
+    /// Writes the queued events.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.events.flush()
     }
 }
 
-/// `log.stderr` opened for redacted lines (see [`TaskDir::stderr_writer`]).
+/// `line` (a serialized JSON object) with `"ts"` added last, when nothing in it needs masking:
+/// no key with a secret name (each `"…":` of the text) and nothing the redactor would mask.
+fn stamped_if_clean(line: &str, at: Timestamp, redactor: &Redactor) -> Option<String> {
+    let body = line.strip_suffix('}')?;
+    let keys = line.match_indices("\":").filter_map(|(end, _)| {
+        let start = line[..end].rfind('"')?;
+        Some(&line[start + 1..end])
+    });
+    if keys.into_iter().any(crate::redact::is_secret_name) || !redactor.is_clean_json_text(line) {
+        return None;
+    }
+    let comma = if body.len() > 1 { "," } else { "" };
+    Some(format!("{body}{comma}\"ts\":\"{at}\"}}"))
+}
+
+/// `log.stderr` for redacted lines, batched (see [`TaskDir::stderr_writer`]).
 pub struct StderrLog {
-    file: File,
+    file: Appender,
     redactor: Redactor,
 }
 
 impl StderrLog {
-    /// Appends one line of the agent's stderr, redacted. A trailing newline in `line` is
+    /// Queues one line of the agent's stderr, redacted. A trailing newline in `line` is
     /// optional; exactly one is written.
     pub fn write_line(&mut self, line: &str) -> io::Result<()> {
         let line = line.strip_suffix('\n').unwrap_or(line);
-        let mut text = self.redactor.redact_text(line).into_owned();
-        text.push('\n');
-        // One write per line: with O_APPEND, concurrent readers never see half a line.
-        self.file.write_all(text.as_bytes())
+        self.file.line(self.redactor.redact_text(line).as_bytes())
+    }
+
+    /// When the queued lines are due to be written.
+    pub fn flush_due(&self) -> Option<std::time::Instant> {
+        self.file.flush_due()
+    }
+
+    /// Writes the queued lines.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
     }
 }
 
@@ -301,18 +401,20 @@ mod tests {
         let leaky = leaky();
 
         dir.write_record(&record("Rotate keys", &leaky), &redactor()).unwrap();
-        let mut logs = dir.logs(redactor()).unwrap();
+        let mut logs = dir.logs(redactor());
         let event = serde_json::json!({ "kind": "assistant_text", "text": leaky });
         logs.event(&event, Timestamp::UNIX_EPOCH).unwrap();
+        logs.flush().unwrap();
         logs.runner(
             "attempt_started",
             serde_json::json!({ "args": [leaky] }),
             Timestamp::UNIX_EPOCH,
         )
         .unwrap();
-        let mut stderr = dir.stderr_writer(redactor()).unwrap();
+        let mut stderr = dir.stderr_writer(redactor());
         stderr.write_line(&format!("{leaky}\n")).unwrap();
         stderr.write_line("plain line").unwrap();
+        stderr.flush().unwrap();
 
         for file in ["task.json", "events.jsonl", "log.jsonl", "log.stderr"] {
             let text = std::fs::read_to_string(dir.root.join(file)).unwrap();
@@ -328,14 +430,32 @@ mod tests {
     }
 
     #[test]
+    fn clean_events_are_stamped_as_text_and_others_redacted_by_field() {
+        let at = Timestamp::UNIX_EPOCH;
+        let clean = serde_json::json!({"kind": "assistant_text", "text": "plain \"quoted\" words",
+            "raw": {"usage": {"input_tokens": 5}}});
+        let line = clean.to_string();
+        let stamped = stamped_if_clean(&line, at, &redactor()).expect("nothing to mask");
+        let mut expected = clean.clone();
+        expected["ts"] = Value::String(at.to_string());
+        assert_eq!(serde_json::from_str::<Value>(&stamped).unwrap(), expected);
+        let keyed = serde_json::json!({"raw": {"api_key": "abc"}}).to_string();
+        assert_eq!(stamped_if_clean(&keyed, at, &redactor()), None);
+        let shaped = serde_json::json!({"text": GITHUB}).to_string();
+        assert_eq!(stamped_if_clean(&shaped, at, &redactor()), None);
+    }
+
+    #[test]
     fn the_stderr_tail_reads_what_the_redacting_writer_wrote() {
         let home = tempfile::tempdir().unwrap();
         let dir = TaskDir::new(home.path(), "fl-2").unwrap();
         std::fs::create_dir_all(&dir.root).unwrap();
-        let mut stderr = dir.stderr_writer(redactor()).unwrap();
+        let mut stderr = dir.stderr_writer(redactor());
         stderr.write_line("attempt 1").unwrap();
+        stderr.flush().unwrap();
         let offset = std::fs::metadata(dir.stderr_path()).unwrap().len();
         stderr.write_line(&format!("error: bad token {GITHUB}")).unwrap();
+        stderr.flush().unwrap();
         assert_eq!(dir.stderr_tail(offset, 1000), "error: bad token ghp_<redacted>\n");
         assert_eq!(dir.stderr_tail(offset, 6), "cted>\n");
     }

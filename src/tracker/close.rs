@@ -30,7 +30,7 @@ pub fn close(writer: &mut Writer<'_>, request: &CloseRequest) -> Result<String, 
     }
     writer.apply(OpKind::Close {
         id: id.clone(),
-        reason: request.reason.clone(),
+        reason: super::redaction::redacted(&request.reason),
         session: request.session.clone(),
     })?;
     Ok(id)

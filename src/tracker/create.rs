@@ -66,6 +66,9 @@ pub struct CreateRequest {
 
 /// Creates the issue in one op with its edges. Returns the new id.
 pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<String, Refusal> {
+    let mut request = request.clone();
+    request.redact(&super::inbound_redactor());
+    let request = &request;
     let parent = request.parent.as_deref().map(|p| writer.resolve(p)).transpose()?;
     let id = match &request.id {
         Some(id) => id.clone(),

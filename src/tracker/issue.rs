@@ -93,6 +93,9 @@ impl UpdateRequest {
 /// Applies `request`. Setting the status to closed is a close: the rest of the patch is
 /// applied, then the issue is closed through the close guards. Returns the issue's id.
 pub fn update(writer: &mut Writer<'_>, request: &UpdateRequest) -> Result<String, Refusal> {
+    let mut request = request.clone();
+    request.redact(&super::inbound_redactor());
+    let request = &request;
     let id = writer.resolve(&request.id)?;
     if request.claim {
         writer.apply(OpKind::Claim { id: id.clone() })?;
@@ -191,11 +194,11 @@ pub fn release(writer: &mut Writer<'_>, id: &str) -> Result<String, Refusal> {
 /// Reopens a closed issue; a reason is also recorded as a comment by the writer's actor.
 pub fn reopen(writer: &mut Writer<'_>, id: &str, reason: Option<&str>) -> Result<String, Refusal> {
     let id = writer.resolve(id)?;
-    let reason_text = reason.unwrap_or_default().to_string();
-    writer.apply(OpKind::Reopen { id: id.clone(), reason: reason_text })?;
-    if let Some(reason) = reason {
+    let reason_text = super::redaction::redacted(reason.unwrap_or_default());
+    writer.apply(OpKind::Reopen { id: id.clone(), reason: reason_text.clone() })?;
+    if reason.is_some() {
         let author = writer.actor().to_string();
-        comment(writer, &id, &author, &format!("Reopened: {reason}"))?;
+        comment(writer, &id, &author, &format!("Reopened: {reason_text}"))?;
     }
     Ok(id)
 }
@@ -218,7 +221,7 @@ pub fn comment(
         id: CommentId::Text(ulid::Ulid::generate().to_string()),
         issue_id: id.to_string(),
         author: author.to_string(),
-        text: text.to_string(),
+        text: super::redaction::redacted(text),
         created_at: writer.now(),
     };
     writer.apply(OpKind::Comment { comment: comment.clone() })?;

@@ -168,3 +168,17 @@ fn two_gemini_agents_started_together_both_close_their_tasks() {
     let second = scene.sandbox.create_task("e2e gemini close, the second");
     crate::assert_both_close(&scene, &second);
 }
+
+#[test]
+fn gemini_retrying_a_quota_429_on_stderr_is_a_rate_limit_at_once() {
+    let Some(cli) = agent_cli("gemini") else { return };
+    let scene = new_scene(&cli, "quota_retry");
+    crate::assert_provider_trouble_is_recognised(&scene, "gemini", "rate-limited", "rate_limit");
+}
+
+#[test]
+fn gemini_retrying_a_500_on_stderr_is_an_outage_at_once() {
+    let Some(cli) = agent_cli("gemini") else { return };
+    let scene = new_scene(&cli, "server_error");
+    crate::assert_provider_trouble_is_recognised(&scene, "gemini", "coder-paused", "outage");
+}

@@ -316,3 +316,39 @@ pub fn assert_outage_pauses_uncharged(
     );
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
+
+/// A provider in trouble that the CLI retries silently, saying so only on stderr (issue 27):
+/// with `stall_timeout_secs = 60`, the supervisor recognises the retry from what the CLI says
+/// and, well before a stall could be declared, releases the task uncharged with `verdict`
+/// (`rate-limited`, or `coder-paused` for an outage) and pauses `coder` for `cause`.
+pub fn assert_provider_trouble_is_recognised(
+    scene: &Scene,
+    coder: &str,
+    verdict: &str,
+    cause: &str,
+) {
+    let started = std::time::Instant::now();
+    let mut supervisor = scene.start_with(false, &[]);
+    let finished = supervisor.wait_event(DEADLINE, |e| e["type"] == "finished");
+    let took = started.elapsed();
+    let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
+    let status = supervisor.terminate(DEADLINE);
+    let context = scene.context(&supervisor);
+    let finished = finished.unwrap_or_else(|| panic!("the attempt ends{}", context()));
+    assert_eq!(finished["verdict"], verdict, "{finished}{}", context());
+    assert!(
+        took < Duration::from_secs(55),
+        "recognised after {took:?}, not as a stall{}",
+        context()
+    );
+    assert!(
+        paused.as_ref().is_some_and(|p| p["coder"] == coder && p["cause"] == cause),
+        "{coder} is paused for {cause}: {paused:?}{}",
+        context()
+    );
+    assert!(status.is_some_and(|s| s.success()), "{}", context());
+    let issue = scene.sandbox.show(&scene.id);
+    assert_released_uncharged(&issue, &context);
+    assert_eq!(counter(&issue, "stalls"), 0, "{}", context());
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}

@@ -164,3 +164,17 @@ fn two_opencode_agents_started_together_both_close_their_tasks() {
     let second = scene.sandbox.create_task("e2e opencode close, the second");
     crate::assert_both_close(&scene, &second);
 }
+
+#[test]
+fn opencode_retrying_a_429_on_stderr_is_a_rate_limit_at_once() {
+    let Some(cli) = agent_cli("opencode") else { return };
+    let scene = new_scene(&cli, "quota_retry_chat");
+    crate::assert_provider_trouble_is_recognised(&scene, "opencode", "rate-limited", "rate_limit");
+}
+
+#[test]
+fn opencode_retrying_a_500_on_stderr_is_an_outage_at_once() {
+    let Some(cli) = agent_cli("opencode") else { return };
+    let scene = new_scene(&cli, "server_error");
+    crate::assert_provider_trouble_is_recognised(&scene, "opencode", "coder-paused", "outage");
+}

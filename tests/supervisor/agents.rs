@@ -161,7 +161,7 @@ fn context_pressure_releases_without_charge_and_the_next_run_starts_fresh() {
         .count();
     assert_eq!(sessions, 2);
     let finished = fleet.runner_lines(&id, "attempt_finished");
-    assert!(finished[0]["outcome"].as_str().unwrap().starts_with("ContextPressure"));
+    assert!(finished[0]["outcome"].as_str().unwrap().starts_with("context pressure ("));
     assert!(Path::new(&fleet.task_file(&id, "artifacts")).is_dir());
 }
 

@@ -103,3 +103,18 @@ fn in_remote_claim_mode_a_task_held_by_another_machine_is_skipped_uncharged() {
     assert!(holders.contains(&format!("claims/{held}")), "{holders}");
     assert!(holders.contains(&format!("claims/{free}")), "{holders}");
 }
+
+/// Issue 27: among tasks of equal priority the supervisor runs the oldest first (FIFO), so old
+/// tasks never starve behind new ones; a more urgent task still goes first.
+#[test]
+fn equal_priorities_run_oldest_first() {
+    let fleet = Fleet::new(&[("max_concurrent", "1")]);
+    let first = fleet.task("First in", &["close"]);
+    let second = fleet.task("Second in", &["close"]);
+    let urgent = fleet.task_with("Urgent, but last in", &["close"], &["--priority", "0"]);
+    let third = fleet.task("Third in", &["close"]);
+    let run = fleet.run_until_idle(&[]).ok();
+    let order: Vec<&str> =
+        run.starting("▶ ").iter().filter_map(|l| l.strip_prefix("▶ ")?.split(' ').next()).collect();
+    assert_eq!(order, [&urgent, &first, &second, &third], "{}", run.stdout());
+}

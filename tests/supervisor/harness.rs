@@ -196,18 +196,20 @@ impl Fleet {
     /// the survivors.
     #[track_caller]
     pub fn assert_no_processes_left(&self, except: Option<u32>) {
-        let start = Instant::now();
+        self.assert_no_processes_left_by(except, Instant::now() + Duration::from_secs(10));
+    }
+
+    /// Waits until no process of this home is left (other than `except`), or panics listing
+    /// the survivors at `deadline`; returns when they were all gone.
+    #[track_caller]
+    pub fn assert_no_processes_left_by(&self, except: Option<u32>, deadline: Instant) -> Instant {
         loop {
             let left = self.processes(except);
             if left.is_empty() {
-                return;
+                return Instant::now();
             }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "processes left behind:\n{}",
-                left.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(50));
+            assert!(Instant::now() < deadline, "processes left behind:\n{}", left.join("\n"));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
@@ -391,13 +393,19 @@ impl Supervisor {
 
     /// Waits for the supervisor to exit by itself (within [`DEADLINE`]).
     #[track_caller]
-    pub fn wait(mut self) -> Finished {
+    pub fn wait(self) -> Finished {
+        self.wait_within(DEADLINE)
+    }
+
+    /// [`Supervisor::wait`] with a deadline of its own, for a long run of work.
+    #[track_caller]
+    pub fn wait_within(mut self, deadline: Duration) -> Finished {
         let start = Instant::now();
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 break status;
             }
-            if start.elapsed() > DEADLINE {
+            if start.elapsed() > deadline {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
                 panic!(

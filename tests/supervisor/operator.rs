@@ -117,8 +117,16 @@ fn the_ledger_keeps_the_reported_cost_and_the_task_files_render_for_people() {
     assert!(plan.contains("plan and status"), "{plan}");
     let prompt = fleet.ws.run(&["task", &id, "prompt"]).ok().stdout;
     assert!(prompt.starts_with(&format!("You are working on fleet task {id}: Spend and close")));
+    // The events rendered for people (issue 27), or as they are with --json.
     let events = fleet.ws.run(&["task", &id, "events"]).ok().stdout;
-    assert!(events.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{events}");
+    assert!(events.contains("agent: spending tokens"), "{events}");
+    assert!(!events.contains("{\""), "no raw JSON:\n{events}");
+    let json = fleet.ws.run(&["task", &id, "events", "--json"]).ok().stdout;
+    assert!(json.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "{json}");
+    // An agent that wrote nothing on stderr: an empty file is no error.
+    let stderr = fleet.ws.run(&["task", &id, "stderr"]).ok().stdout;
+    assert_eq!(stderr, "");
+    assert!(!log.contains("Exited {") && !log.contains("Some("), "no Debug text:\n{log}");
     let missing = fleet.ws.run(&["task", &id, "qa"]).fails(1);
     assert!(missing.stderr.contains("has no Q&A.md"), "{}", missing.stderr);
 
@@ -451,4 +459,29 @@ fn tasks_watch_restores_the_terminal_when_stopped_by_a_signal() {
         let lflag = pty.termios().c_lflag;
         assert_eq!(lflag & (libc::ICANON | libc::ECHO), libc::ICANON | libc::ECHO);
     }
+}
+
+/// Issue 27: a running task given to someone else leaves `fleet tasks` at once (its agent is
+/// stopped; the old lease record names no one's work).
+#[test]
+fn a_task_handed_to_someone_else_leaves_the_running_list() {
+    let fleet = Fleet::new(&[]);
+    let id = fleet.task("Long job", &["sleep 60", "close"]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_started(&id, 1);
+    supervisor.wait_until("the row", || {
+        let view = fleet.ws.json(&["tasks"]);
+        (view["running"] == 1).then_some(())
+    });
+    fleet.ws.run(&["update", &id, "--assignee", "bob"]).ok();
+    let view = fleet.ws.json(&["tasks"]);
+    assert_eq!(view["running"], 0, "{view}");
+    assert!(view["tasks"].as_array().unwrap().iter().all(|t| t["id"] != id.as_str()), "{view}");
+    supervisor.wait_finished(&id, 1);
+    let issue = fleet.show(&id);
+    assert_eq!(
+        (issue["status"].as_str(), issue["assignee"].as_str()),
+        (Some("in_progress"), Some("bob"))
+    );
+    supervisor.stop().ok();
 }

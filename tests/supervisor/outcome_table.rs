@@ -318,7 +318,10 @@ fn shutdown_releases_without_charge() {
 
 #[test]
 fn a_spawn_failure_blocks_naming_the_error() {
-    let outcome = Outcome::SpawnFailed { error: "unknown coder \"nope\"".into() };
+    let outcome = Outcome::SpawnFailed {
+        error: "unknown coder \"nope\"".into(),
+        fix: "define it in runtime.toml".into(),
+    };
     let plan = decide(&outcome, &fresh());
     assert_blocked(
         &plan,

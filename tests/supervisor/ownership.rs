@@ -524,3 +524,22 @@ fn when_the_guard_dies_too_the_restarted_run_kills_the_survivors_before_rerunnin
     }
     fleet.assert_no_processes_left(None);
 }
+
+/// Issue 27: an agent whose task someone else changed is stopped at once — a short grace, not
+/// the shutdown grace — even one that ignores SIGTERM (Claude Code takes about two seconds to
+/// exit on it).
+#[test]
+fn a_released_task_stops_even_a_slow_agent_within_a_second() {
+    let fleet = Fleet::new(&[("shutdown_grace_secs", "30")]);
+    let id = fleet.task("Stubborn", &["ignore-term"]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_started(&id, 1);
+    supervisor.wait_until("the agent", || (agent_processes(&fleet, &id) >= 1).then_some(()));
+    let pids = agent_pids(&fleet, &id);
+    let released = Instant::now();
+    fleet.ws.run(&["release", &id]).ok();
+    supervisor.wait_until("the agent to stop", || pids.iter().all(|p| !alive(*p)).then_some(()));
+    let took = released.elapsed();
+    assert!(took < Duration::from_secs(1), "the agent stopped {took:?} after the release");
+    supervisor.stop().ok();
+}

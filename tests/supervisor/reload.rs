@@ -65,3 +65,27 @@ fn invalid_runtime_toml_is_reported_and_the_previous_config_kept() {
     let run = supervisor.stop().ok();
     assert_eq!(run.lines.last().unwrap(), "fleet run: 4 attempts — closed 1, shutdown 3");
 }
+
+/// Issue 27: a runtime.toml rewritten in place (empty for a moment, then written) is read
+/// once it is whole; the empty moment is never applied as "all defaults".
+#[test]
+fn a_file_rewritten_in_place_is_never_read_half_written() {
+    let fleet = Fleet::new(&[("max_concurrent", "1")]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_for("the start", |l| l.starts_with("fleet run: supervising"));
+    let path = fleet.home().join("runtime.toml");
+    let whole =
+        std::fs::read_to_string(&path).unwrap().replace("max_concurrent = 1", "max_concurrent = 5");
+    for _ in 0..3 {
+        // Truncated in place, as an editor or `>` does, and written a moment later.
+        std::fs::write(&path, "").unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        std::fs::write(&path, &whole).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    supervisor.wait_for("the reload", |l| l == "⚙ runtime.toml reloaded (max_concurrent = 5)");
+    std::thread::sleep(Duration::from_millis(500));
+    let run = supervisor.stop().ok();
+    let reloads = run.starting("⚙ ");
+    assert_eq!(reloads, ["⚙ runtime.toml reloaded (max_concurrent = 5)"], "{}", run.stdout());
+}

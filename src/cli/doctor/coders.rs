@@ -157,24 +157,29 @@ fn check_coder(
         } else {
             format!("install {program}, or fix argv in [coders.{}]", coder.name())
         };
-        return vec![SetupCheck::problem(
-            subject,
-            "program",
-            format!("{program} is not on the agents' PATH ({})", env.path),
-            fix,
-        )];
+        let detail = if program.contains('/') {
+            let path = home.join(program);
+            if path.exists() {
+                format!("{} is not executable", path.display())
+            } else {
+                format!("{} does not exist", path.display())
+            }
+        } else {
+            format!("{program} is not on the agents' PATH ({})", env.path)
+        };
+        return vec![SetupCheck::problem(subject, "program", detail, fix)];
     };
     let mut checks = vec![SetupCheck::ok(subject, "program", found.display().to_string())];
     if let Some(probe) = coder.probe() {
         checks.push(version_check(probe, &found, &env, subject));
         if accounts.is_empty() {
-            checks.push(sign_in_check(probe, &found, &env, subject));
+            checks.push(sign_in_check(coder.name(), probe, &found, &env, subject));
         }
         for account in accounts {
             let mut on_account = AgentEnv::of(coder, home);
             on_account.spec.set_env(&account.env);
             let subject = format!("{subject} account {}", account.name);
-            checks.push(sign_in_check(probe, &found, &on_account, &subject));
+            checks.push(sign_in_check(coder.name(), probe, &found, &on_account, &subject));
         }
     }
     checks
@@ -220,8 +225,19 @@ fn version_check(probe: &Probe, program: &Path, env: &AgentEnv, subject: &str) -
     }
 }
 
-/// The sign-in: a variable set, else the status command's word, else a credential file.
-fn sign_in_check(probe: &Probe, program: &Path, env: &AgentEnv, subject: &str) -> SetupCheck {
+/// The sign-in: the configured provider's own (codex with another `model_provider`), else a
+/// variable set, else the status command's word, else a credential file.
+fn sign_in_check(
+    coder: &str,
+    probe: &Probe,
+    program: &Path,
+    env: &AgentEnv,
+    subject: &str,
+) -> SetupCheck {
+    if let Some(check) = (coder == "codex").then(|| codex_provider_sign_in(env, subject)).flatten()
+    {
+        return check;
+    }
     let sign_in = &probe.sign_in;
     if let Some(var) = sign_in.env.iter().find(|var| env.var(var).is_some()) {
         return SetupCheck::ok(subject, "sign-in", format!("{var} is set"));
@@ -260,6 +276,48 @@ fn sign_in_check(probe: &Probe, program: &Path, env: &AgentEnv, subject: &str) -
     let real = files.iter().filter(|file| !file.starts_with(&env.task_dir));
     looked.extend(real.map(|file| format!("no {}", file.display())));
     not_signed_in(sign_in.fix, sign_in.optional, subject, looked.join("; "))
+}
+
+/// codex signed in the way its configured provider signs in: a `model_provider` other than
+/// OpenAI in `$CODEX_HOME/config.toml` (default `~/.codex`) takes the key its `env_key`
+/// names, or none at all (a local server) — `codex login status` knows only OpenAI's sign-in
+/// and says "Not logged in" for a working custom-provider setup. `None` for OpenAI itself
+/// (or no readable config): the ordinary checks apply.
+fn codex_provider_sign_in(env: &AgentEnv, subject: &str) -> Option<SetupCheck> {
+    let dir = env
+        .var("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env.var("HOME").map(|home| Path::new(&home).join(".codex")))?;
+    let text = std::fs::read_to_string(dir.join("config.toml")).ok()?;
+    let config: toml::Table = text.parse().ok()?;
+    let provider = config.get("model_provider")?.as_str()?;
+    if provider == "openai" {
+        return None;
+    }
+    let table = config.get("model_providers")?.get(provider)?;
+    match table.get("env_key").and_then(toml::Value::as_str) {
+        Some(key) if env.var(key).is_some() => {
+            Some(SetupCheck::ok(subject, "sign-in", format!("provider {provider}: {key} is set")))
+        }
+        Some(key) => Some(SetupCheck::problem(
+            subject,
+            "sign-in",
+            format!(
+                "not signed in: provider {provider} takes its key from {key}, which is not set"
+            ),
+            format!(
+                "set {key} in the environment `fleet run` starts from, or in [coders.codex] env of runtime.toml"
+            ),
+        )),
+        None => Some(SetupCheck::ok(
+            subject,
+            "sign-in",
+            format!(
+                "provider {provider} needs no key (no env_key in {})",
+                dir.join("config.toml").display()
+            ),
+        )),
+    }
 }
 
 fn not_signed_in(fix: &str, optional: bool, subject: &str, detail: String) -> SetupCheck {

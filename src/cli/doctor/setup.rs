@@ -1,5 +1,6 @@
 //! `fleet doctor`'s checks of the setup around the store: `runtime.toml` (every problem, with
-//! its line), the coders ([`super::coders`]), and the `bd` agents will run.
+//! its line), the coders ([`super::coders`]), the `bd` agents will run, and secrets already in
+//! the queue ([`super::secrets`]).
 //!
 //! Each check is `ok`, a `warning` (worth a look; nothing fails because of it) or a `problem`
 //! (agents will not run as configured), and every check that is not `ok` names its fix.
@@ -84,10 +85,44 @@ pub fn setup_checks(home: &Path, store: Option<&Store>) -> Vec<SetupCheck> {
     // The coders as the file will be once its unknown keys are gone (a file that does not
     // load at all: as the defaults).
     let config = RuntimeConfig::load_known(&path).unwrap_or_default();
+    checks.extend(private_file_check(&path, &config));
     let task_coders = store.map(coders_of_open_tasks).unwrap_or_default();
     checks.extend(coder_checks(&config, home, &task_coders));
     checks.push(bd_check(home));
+    if let Some(store) = store {
+        checks.push(super::secrets::secrets_check(store, &config.redactor()));
+    }
     checks
+}
+
+/// A `runtime.toml` that holds secrets (a coder's or an account's variable with a secret name)
+/// but others may read: a warning naming the variables, never their values. `fleet config
+/// set` writes such a file 0600, but one written by hand keeps its mode.
+fn private_file_check(path: &Path, config: &RuntimeConfig) -> Option<SetupCheck> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    if mode & 0o077 == 0 {
+        return None;
+    }
+    let mut names: Vec<&str> = config
+        .configured_env()
+        .filter(|(name, _)| crate::redact::is_secret_name(name))
+        .map(|(name, _)| name)
+        .collect();
+    names.dedup();
+    if names.is_empty() {
+        return None;
+    }
+    Some(SetupCheck::warning(
+        "runtime.toml",
+        "file",
+        format!(
+            "{} holds secrets ({}) and others may read it (mode {mode:04o})",
+            path.display(),
+            names.join(", ")
+        ),
+        format!("chmod 600 {}", crate::cli::output::shell_word(&path.display().to_string())),
+    ))
 }
 
 /// `runtime.toml`: fine, or each of its problems with the fix.
