@@ -129,6 +129,11 @@ impl Places {
         }
     }
 
+    /// Whether these places were made with no roots at all (a placeholder to be made again).
+    pub fn is_unset(&self) -> bool {
+        self.roots.is_empty()
+    }
+
     /// Where a task recorded at `cwd` with `place` runs on this machine (module docs).
     pub fn resolve(&mut self, cwd: &str, place: Option<&RepoPlace>) -> Result<PathBuf, NotHere> {
         let recorded = Path::new(cwd);

@@ -95,6 +95,7 @@ fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
         home: home.to_path_buf(),
         actor: "fleet-demo".into(),
         exe: std::env::current_exe()?,
+        user_home: std::env::home_dir(),
         until_idle: true,
     };
     let store = Arc::new(store);

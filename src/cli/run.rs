@@ -125,6 +125,7 @@ fn run_here(ctx: &Context, args: &StartArgs) -> Result<(), CliError> {
         home,
         actor: args.lease_name.clone().unwrap_or_else(default_supervisor_name),
         exe: std::env::current_exe()?,
+        user_home: std::env::home_dir(),
         until_idle: args.until_idle,
     };
     let (json, color) = (ctx.out.json, ctx.out.color);

@@ -27,7 +27,7 @@ use super::signals::Blocked as BlockedSignals;
 use super::style::{Styled, Tone};
 use crate::config::RuntimeConfig;
 use crate::model::{Issue, Status};
-use crate::store::{ListFilter, Reader};
+use crate::store::{ListFilter, Reader, ReadyFilter};
 use crate::supervisor::accounts;
 use crate::supervisor::hold::Holds;
 use crate::supervisor::lease::{self, Registration};
@@ -60,10 +60,21 @@ pub struct TasksView {
     pub cost_today_usd: f64,
     pub pauses: Vec<PauseRow>,
     pub tasks: Vec<TaskRow>,
+    /// Ready tasks whose working directory is not on this machine (`crate::place`): this
+    /// machine's supervisor leaves them to others.
+    pub not_here: Vec<NotHereRow>,
     /// What the view could not read (a broken holds file): on stderr once, or at the head of
     /// the watched screen.
     #[serde(skip)]
     pub warnings: Vec<String>,
+}
+
+/// A ready task this machine cannot run, and why.
+#[derive(Debug, Serialize)]
+pub struct NotHereRow {
+    pub id: String,
+    pub title: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -168,6 +179,7 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
     }
     let running = tasks.iter().filter(|t| t.running).count();
     let (holds, warnings) = holds_and_warnings(home);
+    let not_here = not_here_rows(&reader, &config, now)?;
     Ok(TasksView {
         max_concurrent: supervisors.iter().map(|s| s.max_concurrent).sum(),
         supervisors: supervisors.iter().map(supervisor_row).collect(),
@@ -177,8 +189,31 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         cost_today_usd: cost_today(home, now),
         pauses: pause_rows(home, &config, &holds, now),
         tasks,
+        not_here,
         warnings,
     })
+}
+
+/// How many ready tasks are checked for a place on this machine.
+const NOT_HERE_CHECKED: usize = 500;
+
+/// The ready tasks (the first [`NOT_HERE_CHECKED`]) whose working directory this machine
+/// does not have, as its supervisor would find them (`crate::place`).
+fn not_here_rows(
+    reader: &Reader,
+    config: &RuntimeConfig,
+    now: Timestamp,
+) -> Result<Vec<NotHereRow>, CliError> {
+    let filter = ReadyFilter { limit: NOT_HERE_CHECKED, ..ReadyFilter::default() };
+    let roots: Vec<String> = config.repo_roots.split(':').map(str::to_string).collect();
+    let mut places = crate::place::Places::new(&roots, std::env::home_dir().as_deref());
+    let mut rows = Vec::new();
+    for issue in reader.ready(&filter, now)?.issues {
+        if let Err(not_here) = places.resolve(&issue.fleet.cwd, issue.fleet.repo.as_ref()) {
+            rows.push(NotHereRow { id: issue.id, title: issue.title, reason: not_here.0 });
+        }
+    }
+    Ok(rows)
 }
 
 fn supervisor_row(reg: &Registration) -> SupervisorRow {
@@ -527,17 +562,29 @@ pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendere
             .plain(&format!(": {}", printable(&pause.detail)));
         head.push(line);
     }
+    let mut rows = Vec::new();
     if view.tasks.is_empty() {
         let mut none = Styled::new();
         none.tone(Tone::Faint, "No running tasks.");
-        return Rendered { head, rows: vec![none] };
+        rows.push(none);
+    } else {
+        let (column_header, table_rows) = table(&view.tasks, now, width);
+        head.push(column_header);
+        rows.extend(table_rows);
+        if view.tasks.iter().any(|t| !t.default_coder || !t.default_model) {
+            let mut note = Styled::new();
+            note.tone(Tone::Faint, "* set on the task (not the configured default)");
+            rows.push(note);
+        }
     }
-    let (column_header, mut rows) = table(&view.tasks, now, width);
-    head.push(column_header);
-    if view.tasks.iter().any(|t| !t.default_coder || !t.default_model) {
-        let mut note = Styled::new();
-        note.tone(Tone::Faint, "* set on the task (not the configured default)");
-        rows.push(note);
+    for task in &view.not_here {
+        let mut line = Styled::new();
+        line.tone(Tone::Warn, &format!("○ {} not runnable here", task.id)).plain(&format!(
+            ": {} — {}",
+            printable(&task.title),
+            printable(&task.reason)
+        ));
+        rows.push(line);
     }
     Rendered { head, rows }
 }
@@ -1001,6 +1048,7 @@ mod tests {
             cost_today_usd: 123.45,
             pauses: Vec::new(),
             tasks: vec![row],
+            not_here: Vec::new(),
             warnings: Vec::new(),
         }
     }

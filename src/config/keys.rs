@@ -242,6 +242,12 @@ runtime_keys! {
     /// How long to pause spawning after a rate limit that gave no reset time.
     rate_limit_default_pause_secs: u64 = 300, int(1, 7 * DAY),
         "pause after a rate limit that gave no reset time";
+    /// Where this machine's git checkouts are: a task made on another machine runs in the same
+    /// place of a checkout of its repository found directly under one of these folders
+    /// (`:`-separated, `~` the home directory; "": the home directory and its `src`, `code`,
+    /// `projects`, `work` and `dev`). See `crate::place`.
+    repo_roots: String = String::new(), TEXT,
+        "folders holding this machine's checkouts, for tasks made elsewhere (\":\"-separated; \"\": ~ and ~/src, ~/code, ~/projects, ~/work, ~/dev)";
     /// While running, sync with the journal repository's git remote (`fleet sync`) this
     /// often, when one is configured (0: never). Read when the supervisor starts.
     sync_interval_secs: u64 = 30, int(0, DAY),

@@ -60,6 +60,7 @@ use crate::claim;
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
 use crate::model::{FleetFields, Issue, Status};
 use crate::op::IssuePatch;
+use crate::place::Places;
 use crate::redact::Redactor;
 use crate::store::{ReadyFilter, Store, StoreError};
 use crate::time::Clock;
@@ -151,6 +152,8 @@ pub struct Options {
     pub exe: PathBuf,
     /// Stop once nothing is running and nothing is ready (demos, scripted runs).
     pub until_idle: bool,
+    /// The user's home directory (`~` of `repo_roots`), if known.
+    pub user_home: Option<PathBuf>,
 }
 
 /// What the supervisor reports as it works (the live view and `fleet run --json`).
@@ -321,13 +324,16 @@ fn claim_with_lease(
     let filter = ReadyFilter::default();
     let failed =
         |task: Option<String>, error: String, remote: bool| ClaimFailure { task, error, remote };
+    let claims = claim::Claims::of(store).map_err(|e| failed(None, e.to_string(), true))?;
+    // Tasks another machine holds (remote claim mode) are not candidates.
+    let elsewhere = claims.held_elsewhere();
+    let free = |issue: &Issue| accept(issue) && !elsewhere.contains(&issue.id);
     let look = store
         .read()
-        .and_then(|reader| next_in_line(&reader, me, now, accept))
+        .and_then(|reader| next_in_line(&reader, me, now, &free))
         .map_err(|error| failed(None, error.to_string(), false))?;
     let Some(candidate) = look else { return Ok(None) };
     let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
-    let claims = claim::Claims::of(store).map_err(|e| failed(None, e.to_string(), true))?;
     let mut take = |w: &mut crate::store::Writer<'_>, id: &str| {
         let issue = tracker::claim(w, id)?;
         let fleet = leased_fields(&issue, me, choice, w.now());
@@ -339,6 +345,21 @@ fn claim_with_lease(
         let remote = error.remote_failed();
         failed(Some(candidate), error.to_string(), remote)
     })
+}
+
+/// The places of a machine, for the roots they were made for (see [`Supervisor::places`]).
+type SharedPlaces = Arc<std::sync::Mutex<(String, Places)>>;
+
+/// Where `issue` runs on this machine, or why it cannot (`crate::place`).
+fn resolve_here(places: &SharedPlaces, issue: &Issue) -> Result<PathBuf, crate::place::NotHere> {
+    let mut places = places.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    places.1.resolve(&issue.fleet.cwd, issue.fleet.repo.as_ref())
+}
+
+/// Whether `issue`'s place is on this machine: a task whose place is not is left to the other
+/// machines, never claimed, failed or blocked here.
+fn runnable_here(places: &SharedPlaces, issue: &Issue) -> bool {
+    resolve_here(places, issue).is_ok()
 }
 
 /// A task with a runner in flight.
@@ -382,6 +403,9 @@ pub struct Supervisor {
     rotation: accounts::Rotation,
     /// The machine ran out of a resource starting an agent: spawning is held back.
     short: Option<Shortage>,
+    /// Where tasks' working directories are on this machine (`crate::place`), for the roots
+    /// of the config in force.
+    places: SharedPlaces,
 }
 
 /// Spawning held back after an agent could not start for want of a resource (open files,
@@ -448,7 +472,21 @@ impl Supervisor {
             wake: Arc::new(tokio::sync::Notify::new()),
             rotation: accounts::Rotation::default(),
             short: None,
+            places: Arc::new(std::sync::Mutex::new((String::new(), Places::new(&[], None)))),
         })
+    }
+
+    /// The places of this machine for the config in force (made again when `repo_roots`
+    /// changes).
+    fn places(&self) -> SharedPlaces {
+        let roots = self.cfg().repo_roots.clone();
+        let mut places = self.places.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if places.0 != roots || places.1.is_unset() {
+            let list: Vec<String> = roots.split(':').map(str::to_string).collect();
+            *places = (roots, Places::new(&list, self.options.user_home.as_deref()));
+        }
+        drop(places);
+        Arc::clone(&self.places)
     }
 
     fn cfg(&self) -> &RuntimeConfig {
@@ -843,11 +881,13 @@ impl Supervisor {
     async fn idle(&self) -> bool {
         let actor = self.me.name.clone();
         let default_coder = self.cfg().coder.clone();
+        let places = self.places();
         let pending = self
             .blocking(move |store| -> Result<Vec<String>, StoreError> {
                 let filter = ReadyFilter::default();
                 let mut coders = Vec::new();
-                // Tasks another machine holds (remote claim mode) are not work for this one.
+                // Tasks another machine holds (remote claim mode), or whose place is not on
+                // this machine, are not work for this one.
                 let elsewhere = claim::Claims::of(store)
                     .map(|claims| claims.held_elsewhere())
                     .unwrap_or_default();
@@ -855,7 +895,9 @@ impl Supervisor {
                 let now = Timestamp::now();
                 // Every coder with claimable work (deferred included), one scan per coder.
                 while let Some(id) = reader.first_claimable_where(&actor, &filter, now, &|i| {
-                    !coders.contains(&coder_of(i, &default_coder)) && !elsewhere.contains(&i.id)
+                    !coders.contains(&coder_of(i, &default_coder))
+                        && !elsewhere.contains(&i.id)
+                        && runnable_here(&places, i)
                 })? {
                     let issue = reader.issue(&id)?;
                     coders.push(issue.map_or_else(String::new, |i| coder_of(&i, &default_coder)));
@@ -925,12 +967,14 @@ impl Supervisor {
         }
         let (paused, choice) = self.choose_accounts(now);
         let running: Vec<String> = self.running.keys().cloned().collect();
+        let places = self.places();
         let result = self
             .blocking(move |store| -> Result<Option<Issue>, ClaimFailure> {
                 let accept = |issue: &Issue| {
                     !running.contains(&issue.id)
                         && issue.fleet.retry_after.is_none_or(|at| at <= now)
                         && !paused.contains(&coder_of(issue, &choice.config.coder))
+                        && runnable_here(&places, issue)
                 };
                 claim_with_lease(store, &me, &choice, now, &accept)
             })
@@ -945,6 +989,11 @@ impl Supervisor {
                 if remote { Err(RemoteDown) } else { Ok(None) }
             }
         }
+    }
+
+    /// Where `issue` runs on this machine (`crate::place`), if it can.
+    fn place_of(&self, issue: &Issue) -> Option<PathBuf> {
+        resolve_here(&self.places(), issue).ok()
     }
 
     /// The coders that cannot start an agent now (paused, held, or every account unusable),
@@ -1005,10 +1054,11 @@ impl Supervisor {
         }
         let task_dir = TaskDir::new(&self.options.home, &id);
         let coder = self.config.registry().get(&lease.coder);
-        let cwd = if issue.fleet.cwd.is_empty() {
-            self.options.home.clone()
-        } else {
-            PathBuf::from(&issue.fleet.cwd)
+        let cwd = match self.place_of(&issue) {
+            Some(dir) if dir.as_os_str().is_empty() => self.options.home.clone(),
+            Some(dir) => dir,
+            // Resolved when the task was claimed; a checkout gone since runs where it was.
+            None => PathBuf::from(&issue.fleet.cwd),
         };
         let settings = RunnerSettings {
             stall_timeout: self.cfg().stall_timeout(),

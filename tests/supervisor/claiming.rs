@@ -118,3 +118,66 @@ fn equal_priorities_run_oldest_first() {
         run.starting("▶ ").iter().filter_map(|l| l.strip_prefix("▶ ")?.split(' ').next()).collect();
     assert_eq!(order, [&urgent, &first, &second, &third], "{}", run.stdout());
 }
+
+/// A git checkout at `dir` whose origin is `url`, with a directory `web` inside.
+fn checkout(dir: &std::path::Path, url: &str) {
+    std::fs::create_dir_all(dir.join("web")).unwrap();
+    git(&["-C", dir.to_str().unwrap(), "init", "--quiet"]);
+    git(&["-C", dir.to_str().unwrap(), "remote", "add", "origin", url]);
+}
+
+/// Issue 26: a task made on one machine, in its checkout of a repository, runs on another
+/// machine whose checkout of that repository is elsewhere (another path, another form of the
+/// origin URL); a machine with no checkout of it leaves it alone and says why, and never
+/// claims, fails or blocks it.
+#[test]
+fn a_task_made_on_one_machine_runs_in_another_machines_checkout() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().join("remote.git");
+    git(&["init", "--quiet", "--bare", remote.to_str().unwrap()]);
+    let theirs = dir.path().join("alice/src/app");
+    checkout(&theirs, "git@github.com:team/app.git");
+    let ours = dir.path().join("bob/code/application");
+    checkout(&ours, "https://github.com/team/app");
+    let roots = format!("{:?}", dir.path().join("bob/code").display().to_string());
+
+    let made_there = Fleet::new(&[]);
+    let web = theirs.join("web");
+    let id = made_there.task_with(
+        "Built where it was made?",
+        &["touch ran-here", "close"],
+        &["--cwd", web.to_str().unwrap()],
+    );
+    let runs_here = Fleet::new(&[("repo_roots", roots.as_str())]);
+    let no_checkout = Fleet::new(&[("repo_roots", "\"/nonexistent\"")]);
+    for fleet in [&made_there, &runs_here, &no_checkout] {
+        fleet.ws.run(&["remote", "add", "origin", remote.to_str().unwrap()]).ok();
+        fleet.ws.run(&["sync"]).ok();
+    }
+    made_there.ws.run(&["sync"]).ok();
+    // Alice's machine is not this one: her path does not exist here.
+    std::fs::remove_dir_all(dir.path().join("alice")).unwrap();
+
+    for fleet in [&runs_here, &no_checkout] {
+        fleet.ws.run(&["sync"]).ok();
+    }
+    let tasks = no_checkout.ws.json(&["tasks"]);
+    let reason = tasks["not_here"][0]["reason"].as_str().unwrap_or_default().to_string();
+    assert_eq!(tasks["not_here"][0]["id"], id.as_str(), "{tasks}");
+    assert!(reason.contains("no checkout of github.com/team/app"), "{reason}");
+    let human = no_checkout.ws.run(&["tasks"]).ok().stdout;
+    assert!(human.contains(&format!("{id} not runnable here")), "{human}");
+    let idle = no_checkout.run_until_idle(&[]).ok();
+    let left = no_checkout.show(&id);
+    assert_eq!(left["status"], "open", "{}", idle.stdout());
+    assert_eq!(counter(&left, "attempts"), 0, "never claimed where it cannot run");
+
+    runs_here.run_until_idle(&[]).ok();
+    assert_eq!(runs_here.show(&id)["status"], "closed");
+    assert!(ours.join("web/ran-here").exists(), "the agent ran in this machine's checkout");
+    no_checkout.ws.run(&["sync"]).ok();
+    runs_here.ws.run(&["sync"]).ok();
+    no_checkout.ws.run(&["sync"]).ok();
+    assert_eq!(no_checkout.show(&id)["status"], "closed");
+    assert_eq!(no_checkout.show(&id)["fleet"]["repo"]["path"], "web");
+}
