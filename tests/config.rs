@@ -343,7 +343,7 @@ fn an_invalid_set_writes_nothing() {
         ),
         (
             vec!["max_concurent=7"],
-            "unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)",
+            "unknown key \"max_concurent\" (did you mean \"max_concurrent\", in runtime.toml?)",
         ),
         (
             vec!["coders.claude.argv=[\"x\"]"],
