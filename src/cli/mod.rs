@@ -28,6 +28,7 @@ mod log;
 mod logging;
 mod output;
 mod parse;
+mod printable;
 mod qa;
 mod query;
 mod rebuild;

@@ -88,7 +88,7 @@ impl Committer {
 /// Decides `group` in one transaction and commits it (see the module documentation). Each
 /// request is decided at one instant fixed for the group, so deciding the group again (after a
 /// partly applied refusal) meets the same state. A group that changed nothing is not committed.
-fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
+pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
     let mut settled: Vec<Option<Outcome>> = vec![None; group.len()];
     if group.iter().any(|e| e.request.claims()) && !claims_locally(store) {
         for (slot, envelope) in settled.iter_mut().zip(group) {

@@ -18,6 +18,7 @@
 //! terminal.
 
 mod render;
+mod units;
 mod view;
 mod watch;
 
@@ -27,7 +28,8 @@ use super::context::{Context, fleet_home};
 use super::error::CliError;
 use watch::{terminal_size, watch};
 
-pub use render::{cost, duration, render, short_time, tokens};
+pub use render::render;
+pub use units::{cost, duration, short_time, tokens};
 pub use view::{RunInfo, TasksArgs, gather, task_root};
 
 pub fn cmd_tasks(ctx: &Context, args: TasksArgs) -> Result<(), CliError> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::render::{cost, short_time, tokens};
+use super::units::{cost, short_time, tokens};
 use crate::cli::context::Context;
 use crate::cli::error::CliError;
 use crate::cli::output::printable;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::render::{Rendered, render, short_time};
+use super::render::{Rendered, render};
+use super::units::short_time;
 use super::view::gather;
 use crate::cli::context::Context;
 use crate::cli::error::CliError;
