@@ -22,10 +22,11 @@ mod issue;
 mod redaction;
 mod rename;
 mod request;
+mod sections;
 mod settings;
 
 pub use close::{CloseRequest, close, close_guard};
-pub use create::{CreateRequest, DepSpec, create};
+pub use create::{CreateRequest, Created, DepSpec, create};
 pub use deps::{add_dependency, edge_at, remove_dependency, resolve_target, set_parent};
 pub use import::{ImportBatch, import_new};
 pub use issue::{
@@ -38,6 +39,7 @@ pub use rename::{rename_plan, rename_prefix};
 pub use request::{
     CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal, execute,
 };
+pub use sections::{create_policy, missing_sections, required_sections};
 pub use settings::set_config;
 
 use crate::store::StoreError;
