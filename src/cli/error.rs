@@ -165,7 +165,9 @@ impl CliError {
 impl From<StoreError> for CliError {
     fn from(error: StoreError) -> CliError {
         let hint = match &error {
-            StoreError::NotFound(_) => Some("run `fleet list --all` to see issue ids"),
+            StoreError::NotFound(_) | StoreError::Deleted(_) => {
+                Some("run `fleet list --all` to see issue ids")
+            }
             StoreError::Ambiguous { .. } => Some("type more of the id"),
             StoreError::NotInitialized(_) => Some(
                 "create it with `fleet init`, or point --db / BEADS_DIR at an existing .beads directory",

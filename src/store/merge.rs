@@ -426,6 +426,7 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
             || key == meta::TOP_LEVEL_COUNT
             || key.starts_with(meta::CHILD_COUNTER)
             || key.starts_with(meta::ORIGIN)
+            || key.starts_with(meta::DELETED)
             || key.starts_with(meta::STATUS_COUNT))
     })?;
     Ok(())

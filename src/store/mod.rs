@@ -111,6 +111,10 @@ pub(crate) mod meta {
     pub const READY_COVERING: &str = "ready_covering";
     /// Prefix of `status_count/<status>` → how many issues have that status (`order`).
     pub const STATUS_COUNT: &str = "status_count/";
+    /// Prefix of `deleted/<issue>` → nothing: the issue was deleted and no issue of that id
+    /// was made since, so a command naming it says so (`query::resolve_id`). Kept by the ops
+    /// (and their undo), like the issue table.
+    pub const DELETED: &str = "deleted/";
     /// Prefix of `origin/<issue>` → the replica that made the issue, recorded only when that
     /// is another replica (absent: this one). Picks the form of child ids (see `apply`).
     pub const ORIGIN: &str = "origin/";
@@ -162,6 +166,9 @@ fn check_layout(found: u64) -> Result<(), StoreError> {
 pub enum StoreError {
     #[error("no issue found matching {0:?}")]
     NotFound(String),
+    /// A full id of an issue that was deleted: it names nothing now, and never another issue.
+    #[error("no issue {0} (deleted)")]
+    Deleted(String),
     #[error("{input:?} matches several issues: {}", candidates.join(", "))]
     Ambiguous { input: String, candidates: Vec<String> },
     #[error("issue {0} already exists")]
