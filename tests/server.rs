@@ -170,6 +170,26 @@ fn a_hung_server_is_left_behind_and_applies_nothing_twice() {
     assert_eq!(in_progress[0]["id"], claimed["id"]);
 }
 
+/// Issue 28: a `fleet.sock` that is a symbolic link to another workspace's socket does not
+/// send this workspace's writes there. The command writes its own store directly (or, with
+/// `FLEET_REQUIRE_SERVER`, fails naming the link), and the other workspace gets nothing.
+#[test]
+fn a_symlinked_socket_to_another_workspace_is_refused() {
+    let other = served();
+    let ws = unserved();
+    let socket = ws.beads_dir().join("fleet.sock");
+    std::os::unix::fs::symlink(other.beads_dir().join("fleet.sock"), &socket).unwrap();
+    let id = ws.create("mine", &[]);
+    assert_eq!(ws.json(&["show", &id])[0]["title"], "mine");
+    assert!(other.json(&["list", "--all"]).as_array().unwrap().is_empty(), "written elsewhere");
+    let required = ws.command(&["create", "required"]).env("FLEET_REQUIRE_SERVER", "1").output();
+    let required: Run = required.unwrap().into();
+    let required = required.fails(1);
+    assert!(required.stderr.contains("is a symbolic link"), "{}", required.stderr);
+    assert!(other.json(&["list", "--all"]).as_array().unwrap().is_empty(), "written elsewhere");
+    assert_eq!(served_requests(&other), 0, "{}", other.serve_log());
+}
+
 /// A listener that answers every frame with an answer of another protocol version.
 #[test]
 fn a_server_of_another_protocol_is_left_behind() {

@@ -7,6 +7,11 @@
 //! but not answered within the deadline (a hung or killed server) may or may not have been
 //! applied, so the command's own transaction first looks up the request id among the recorded
 //! replies and applies the request only if it is not there. `FLEET_DIRECT=1` skips the socket.
+//!
+//! A command talks only to its own workspace's server: the socket must be a socket of this
+//! user's in the workspace's directory, not a symbolic link ([`check_socket`]), and every
+//! request names its workspace ([`Envelope::workspace`]), which a server of another one leaves
+//! to the command.
 
 use std::borrow::Borrow;
 use std::os::unix::net::UnixStream;
@@ -66,9 +71,11 @@ pub struct Connection {
 impl Connection {
     /// Connects to the server of the `.beads` directory `dir` within `deadline` (a server that
     /// stopped accepting, with its queue of connections full, would block a plain connect
-    /// forever), and only to a server running as this user.
+    /// forever), and only to a server running as this user, through a socket this user owns
+    /// in `dir` itself ([`check_socket`]).
     pub fn open(dir: &Path, deadline: Duration) -> Result<Connection, String> {
         let socket = super::socket_path(dir);
+        check_socket(&socket)?;
         let stream = connect_within(&socket, deadline)?;
         if !super::peer_is_same_user(&stream) {
             return Err(format!("{} is served by another user", socket.display()));
@@ -93,6 +100,41 @@ impl Connection {
             Err(error) => Sent::Unanswered(format!("waiting for the answer: {error}")),
         }
     }
+}
+
+/// Checks that `socket` is a socket of this user's, not a symbolic link: a link (or any
+/// file put there by someone else) could send this workspace's writes to another
+/// workspace's server. The server checks the workspace each request names as well.
+fn check_socket(socket: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = match std::fs::symlink_metadata(socket) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("no socket at {}", socket.display()));
+        }
+        Err(error) => return Err(format!("{}: {error}", socket.display())),
+    };
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Err(format!(
+            "{} is a symbolic link, not this workspace's socket; remove it (the serving process \
+             makes its own)",
+            socket.display()
+        ));
+    }
+    if !kind.is_socket() {
+        return Err(format!("{} is not a socket", socket.display()));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if meta.uid() != unsafe { libc::geteuid() } {
+        return Err(format!("{} belongs to another user (uid {})", socket.display(), meta.uid()));
+    }
+    Ok(())
+}
+
+/// The workspace a request names ([`Envelope::workspace`]): the canonical path of `dir`.
+pub fn workspace_name(dir: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
 /// Connects to `socket` within `deadline`. The connect does not block: a server that stopped
@@ -176,11 +218,12 @@ impl std::io::Read for DeadlineReader<'_> {
     }
 }
 
-/// A new envelope for `request` by `actor` at `clock`.
-pub fn envelope(actor: &str, clock: Clock, request: Request) -> Envelope {
+/// A new envelope for `request` to the workspace `dir` by `actor` at `clock`.
+pub fn envelope(dir: &Path, actor: &str, clock: Clock, request: Request) -> Envelope {
     Envelope {
         version: PROTOCOL_VERSION,
         id: ulid::Ulid::generate(),
+        workspace: workspace_name(dir),
         actor: actor.to_string(),
         now: match clock {
             Clock::Fixed(now) => Some(now),
@@ -226,7 +269,7 @@ impl<'d> Session<'d> {
         let mut request = request;
         // The server masks what it knows of; this command's own variables only it knows.
         request.redact(&crate::tracker::environment_redactor());
-        let envelope = envelope(actor, clock, request);
+        let envelope = envelope(self.dir, actor, clock, request);
         let check = match self.send(&envelope) {
             Sent::Answered(Outcome::Applied(reply)) => return Ok(reply),
             Sent::Answered(Outcome::Refused(refusal)) => {
