@@ -524,7 +524,7 @@ fn delete_with_force_removes_the_issue_and_its_edges() {
         [format!("✓ Deleted {a} — Doomed"), format!("Removed edges from 1 dependent issues: {b}")]
     );
     let run = ws.run(&["show", &a]).fails(1);
-    assert!(run.stderr.contains(&format!("no issue found matching \"{a}\"")), "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("no issue {a} (deleted)")), "{}", run.stderr);
     assert_eq!(ws.show(&b)["dependency_count"], 0);
     assert_eq!(ws.ready_ids(), [b], "the dependent is no longer blocked");
 }
