@@ -190,6 +190,37 @@ fn a_symlinked_socket_to_another_workspace_is_refused() {
     assert_eq!(served_requests(&other), 0, "{}", other.serve_log());
 }
 
+/// Issue 28: under `FLEET_REQUIRE_SERVER`, a command whose server did not answer in time says
+/// exactly what became of its request. It failed, so the request is never applied: the server,
+/// woken up, finds it given up and refuses it (before, it applied it after the command had
+/// reported a failure, and a retry made it twice). A `Direct` answer is a failure too.
+#[test]
+fn a_required_server_that_did_not_answer_applies_nothing_later() {
+    let ws = served();
+    let pid = ws.server_pid().unwrap();
+    signal(pid, libc::SIGSTOP);
+    let given_up: Run = ws
+        .command(&["create", "given up"])
+        .env("FLEET_REQUIRE_SERVER", "1")
+        .env("FLEET_SERVER_DEADLINE_MS", "300")
+        .output()
+        .unwrap()
+        .into();
+    signal(pid, libc::SIGCONT);
+    let given_up = given_up.fails(1);
+    // The woken server reads the request it held, then this one on a new connection.
+    ws.run(&["create", "after", "--silent"]).ok();
+    let titles: Vec<String> = ws
+        .json(&["list", "--all"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(titles, ["after"], "{}", ws.serve_log());
+    assert!(given_up.stderr.contains("will not apply it"), "{}", given_up.stderr);
+}
+
 /// A listener that answers every frame with an answer of another protocol version.
 #[test]
 fn a_server_of_another_protocol_is_left_behind() {
@@ -225,7 +256,10 @@ fn a_server_whose_store_file_was_replaced_stops() {
     let copy = db.with_extension("new");
     std::fs::copy(&db, &copy).unwrap();
     std::fs::rename(&copy, &db).unwrap();
-    let id = ws.create("after the swap", &[]);
+    // The server leaves the request to the command, which is not served then.
+    let mut created = ws.command(&["create", "after the swap", "--silent"]);
+    let created: Run = created.env_remove("FLEET_REQUIRE_SERVER").output().unwrap().into();
+    let id = created.ok().stdout.trim().to_string();
     assert_eq!(ws.json(&["show", &id])[0]["title"], "after the swap");
     assert_eq!(ws.wait_server(Duration::from_secs(10)), Some(1), "{}", ws.serve_log());
     assert!(!ws.beads_dir().join("fleet.sock").exists());

@@ -53,7 +53,9 @@ fn direct_only() -> bool {
 }
 
 /// Whether `FLEET_REQUIRE_SERVER` asks commands to fail rather than write directly when no
-/// server answered (tests that must prove their writes went through a server).
+/// server applied their request (tests that must prove their writes went through a server).
+/// The failure is exact: a request the server did not answer is looked up, and either its
+/// reply is the answer or it is recorded as given up, so the server never applies it later.
 fn server_required() -> bool {
     flag("FLEET_REQUIRE_SERVER")
 }
@@ -275,15 +277,28 @@ impl<'d> Session<'d> {
             Sent::Answered(Outcome::Refused(refusal)) => {
                 return Err(StoreError::from(refusal).into());
             }
+            Sent::Answered(Outcome::Direct(why)) if server_required() => {
+                return Err(not_served(&format!(
+                    "the server left the request to this command: {why}"
+                ))
+                .into());
+            }
             Sent::Answered(Outcome::Direct(why)) => {
                 tracing::debug!(%why, "the server left the request to this command");
                 Some(envelope.id)
             }
-            Sent::NotServed(why) | Sent::Unanswered(why) if server_required() => {
-                return Err(StoreError::Refused(format!(
-                    "FLEET_REQUIRE_SERVER is set and no server answered: {why}"
-                ))
-                .into());
+            Sent::NotServed(why) if server_required() => {
+                return Err(not_served(&format!("no server answered: {why}")).into());
+            }
+            Sent::Unanswered(why) if server_required() => {
+                let store = open()?;
+                let (settled, _) = store.borrow().write(actor, clock, |writer| {
+                    super::settle_unanswered(writer, envelope.id).map_err(Refusal::into)
+                })?;
+                return settled.ok_or_else(|| {
+                    not_served(&format!("the server did not answer ({why}) and will not apply it"))
+                        .into()
+                });
             }
             Sent::NotServed(why) => {
                 tracing::debug!(%why, "no server; applying the request directly");
@@ -314,6 +329,13 @@ impl<'d> Session<'d> {
         }
         sent
     }
+}
+
+/// The refusal of a command under `FLEET_REQUIRE_SERVER` whose request no server applied.
+fn not_served(why: &str) -> StoreError {
+    StoreError::Refused(format!(
+        "FLEET_REQUIRE_SERVER is set and the request was not applied: {why}"
+    ))
 }
 
 /// Applies `request` in a transaction of its own; with `check`, only if that request id is
