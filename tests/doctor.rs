@@ -268,6 +268,51 @@ fn a_truncated_file_fails_naming_the_file_and_doctor() {
     assert_no_panic(&salvage, "salvage");
 }
 
+/// Issue 28: a file cut short by whole pages fails naming the cause — cut short — with the
+/// file and `fleet doctor`, not a bare "failed to fill whole buffer".
+#[test]
+fn a_file_cut_short_says_so() {
+    let (ws, _) = populated(4);
+    let path = store_file(&ws);
+    let whole = std::fs::read(&path).unwrap();
+    let mut said = Vec::new();
+    for pages in 1..whole.len() / 4096 {
+        std::fs::write(&path, &whole[..whole.len() - pages * 4096]).unwrap();
+        let run = ws.run(&["list"]);
+        assert_ok_or_names_the_fix(&ws, &run, "list");
+        assert!(
+            !run.stderr.contains("failed to fill whole buffer") || run.stderr.contains("cut short"),
+            "{}",
+            run.stderr
+        );
+        said.push(run.stderr);
+    }
+    assert!(said.iter().any(|s| s.contains("the file is cut short")), "{said:#?}");
+}
+
+/// Issue 28: a table's entry in the store's table tree damaged (one byte of the name of the
+/// issue table) is named as a damaged table definition, and a write refuses the store
+/// instead of making an empty issue table in its place and going on.
+#[test]
+fn a_damaged_table_definition_is_named_and_never_written_over() {
+    let (ws, ids) = populated(3);
+    let path = store_file(&ws);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = find(&bytes, b"holdsissuesjournal").expect("the table tree's names") + 5;
+    bytes[at] = b'j';
+    std::fs::write(&path, &bytes).unwrap();
+    for args in [&["create", "x"][..], &["close", &ids[0]], &["list"], &["show", &ids[0]]] {
+        let run = ws.run(args);
+        assert_ok_or_names_the_fix(&ws, &run, args[0]);
+        assert_eq!(run.code, 1, "{args:?} went on over a damaged table definition");
+        assert!(run.stderr.contains("definition is damaged"), "{args:?}: {}", run.stderr);
+    }
+    // Put back, the store is as it was: nothing was written meanwhile.
+    bytes[at] = b'i';
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(ids_of(&ws.json(&["list", "--all"])).len(), 3);
+}
+
 /// An empty store file (left by `touch`, or a copy cut short) holds nothing: doctor says so
 /// and that removing it loses nothing, instead of asking for a backup; after following the fix
 /// an import makes the workspace.

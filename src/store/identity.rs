@@ -54,7 +54,7 @@ impl Store {
         theirs: &HashSet<u128>,
         merged_through: Option<&str>,
     ) -> Result<Restamped, StoreError> {
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         let old = super::replica_in(&txn, &self.replica)?;
         let mut restamped = Restamped { old: old.clone(), new: new.to_string(), ops: Vec::new() };
         let mut first_seq = None;

@@ -171,7 +171,7 @@ impl Store {
     ) -> Result<Option<Merged>, StoreError> {
         let started = std::time::Instant::now();
         let lap = |what: &str| tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, what);
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         lap("merge: write transaction begun");
         ensure_op_index(&txn)?;
         let replica = super::replica_in(&txn, &self.replica)?;

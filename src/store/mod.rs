@@ -259,7 +259,7 @@ impl StoreError {
             StoreError::Database(source) | StoreError::DatabaseAt { source, .. }
                 if is_damage(&source) =>
             {
-                StoreError::Damaged { path: path.to_path_buf(), detail: source.to_string() }
+                StoreError::Damaged { path: path.to_path_buf(), detail: damage_detail(&source) }
             }
             StoreError::Database(source) => {
                 StoreError::DatabaseAt { path: path.to_path_buf(), source }
@@ -282,16 +282,28 @@ impl StoreError {
 
     /// Whether this is the operating system refusing access: permissions, a read-only mount.
     pub fn is_access_denied(&self) -> bool {
-        let io = match self {
+        self.io_error().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            )
+        })
+    }
+
+    /// Whether the disk (or the user's quota on it) is full: the write can succeed once space
+    /// is freed, and the store is not damaged.
+    pub fn is_disk_full(&self) -> bool {
+        self.io_error().is_some_and(is_disk_full)
+    }
+
+    /// The operating system's error inside, if this is one.
+    fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
             StoreError::Database(redb::Error::Io(io))
             | StoreError::DatabaseAt { source: redb::Error::Io(io), .. }
-            | StoreError::Io { source: io, .. } => io,
-            _ => return false,
-        };
-        matches!(
-            io.kind(),
-            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
-        )
+            | StoreError::Io { source: io, .. } => Some(io),
+            _ => None,
+        }
     }
 }
 
@@ -315,14 +327,97 @@ impl StoreError {
 }
 
 /// Whether a database error means the file is damaged rather than unreachable: redb found a
-/// page corrupt, the file ends before its pages do, or it is not a redb file at all.
+/// page corrupt, the file ends before its pages do, it is not a redb file at all, or a table's
+/// definition is not the one fleet made (every table of a store is fleet's own, so a missing
+/// table or one of other types means its entry in the table tree was damaged).
 fn is_damage(error: &redb::Error) -> bool {
     match error {
-        redb::Error::Corrupted(_) | redb::Error::PreviousIo => true,
+        redb::Error::Corrupted(_)
+        | redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TableIsMultimap(_)
+        | redb::Error::TableIsNotMultimap(_)
+        | redb::Error::TypeDefinitionChanged { .. }
+        | redb::Error::TableDoesNotExist(_) => true,
         redb::Error::Io(io) => {
             matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof)
         }
         _ => false,
+    }
+}
+
+/// What is damaged, in words that name the cause: a file cut short, a table definition.
+fn damage_detail(error: &redb::Error) -> String {
+    match error {
+        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            format!("the file is cut short: a page lies past its end ({io})")
+        }
+        redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TableIsMultimap(_)
+        | redb::Error::TableIsNotMultimap(_)
+        | redb::Error::TypeDefinitionChanged { .. } => {
+            format!("a table definition is damaged ({error})")
+        }
+        redb::Error::TableDoesNotExist(table) => {
+            format!("the table {table} is missing: its definition is damaged")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Whether an operating-system error is a full disk or an exhausted quota.
+fn is_disk_full(io: &std::io::Error) -> bool {
+    matches!(io.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+        || io.raw_os_error() == Some(libc::ENOSPC)
+}
+
+/// The names of every table fleet makes in a store, in any layout.
+const TABLE_NAMES: [&str; 19] = [
+    "issues",
+    "deps",
+    "rdeps",
+    "comments",
+    "labels",
+    "ready",
+    "ready_keys",
+    "blocked",
+    "order",
+    "journal",
+    "op_ids",
+    "sidelined",
+    "holds",
+    "births",
+    "renamed",
+    "orphans",
+    "undo",
+    "replies",
+    "meta",
+];
+/// The tables every store has from its creation on (the others are made by the first writer
+/// that needs them).
+const CORE_TABLES: [&str; 9] =
+    ["issues", "deps", "rdeps", "comments", "labels", "ready", "blocked", "meta", "journal"];
+
+/// Refuses to write a store whose table tree does not hold fleet's tables: a write would
+/// make a damaged table's name anew, empty, and go on as if its rows were gone. A name fleet
+/// never makes, or a table every store has that is missing, means a table definition is
+/// damaged.
+fn check_table_names(txn: &WriteTransaction) -> Result<(), StoreError> {
+    use redb::TableHandle;
+    let mut found = Vec::new();
+    for table in txn.list_tables()? {
+        let name = table.name().to_string();
+        if !TABLE_NAMES.contains(&name.as_str()) {
+            return Err(StoreError::Corrupt(format!(
+                "a table definition is damaged: the store names a table {name:?} fleet never makes"
+            )));
+        }
+        found.push(name);
+    }
+    match CORE_TABLES.iter().find(|core| !found.iter().any(|name| name == *core)) {
+        Some(missing) => Err(StoreError::Corrupt(format!(
+            "the table {missing} is missing: its definition is damaged"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -713,6 +808,14 @@ impl Store {
         Ok(self.writer.get_or_init(|| db))
     }
 
+    /// Begins a write transaction on the writable handle, once the store's tables are known to
+    /// be fleet's own ([`check_table_names`]). Every write of the store begins here.
+    fn begin_write(&self) -> Result<WriteTransaction, StoreError> {
+        let txn = self.writable()?.begin_write()?;
+        check_table_names(&txn)?;
+        Ok(txn)
+    }
+
     /// The store file.
     pub fn path(&self) -> PathBuf {
         self.dir.join(STORE_FILE)
@@ -820,7 +923,7 @@ impl Store {
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
         let started = std::time::Instant::now();
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         tracing::trace!(us = micros(started), "write: began");
         let (result, applied) = {
             let started = std::time::Instant::now();
@@ -903,7 +1006,7 @@ impl Store {
     }
 
     fn set_committed(&self, seq: u64, reset: bool) -> Result<(), StoreError> {
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         {
             let mut meta_table = txn.open_table(META)?;
             let old = meta::counter_in(&meta_table, meta::JOURNAL_COMMITTED)?;
