@@ -12,7 +12,8 @@
 //! [`salvage`] reads every readable issue, edge, comment (labels travel in the issues) and
 //! configuration value, writes them through the import path into a new store beside the old
 //! one, and swaps it in with one rename, keeping the damaged file as
-//! `beads.db.damaged-<time>`. It reports what was saved and, by id, what was lost.
+//! `beads.db.damaged-<time>`. It reports what was saved and, by id, what was lost. It holds the
+//! store's write lock from its copy of the file to the swap, and refuses a healthy store.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -122,26 +123,31 @@ fn private_copy(dir: &Path, parent: &Path) -> Result<ScratchDir, StoreError> {
 pub fn check(dir: &Path) -> Result<Report, StoreError> {
     let path = dir.join(STORE_FILE);
     let scratch = private_copy(dir, &std::env::temp_dir())?;
+    Ok(check_copy(&scratch.0, path))
+}
+
+/// Checks the private copy in `scratch` of the store file at `path` (which the report names).
+fn check_copy(scratch: &Path, path: PathBuf) -> Report {
     let mut checks = Vec::new();
-    let store = match Store::open(&scratch.0) {
+    let store = match Store::open(scratch) {
         Ok(store) => store,
         Err(error) => {
-            checks.push(Check::problem("file", describe(&error, &scratch.0, &path), Vec::new()));
-            return Ok(Report { path, healthy: false, checks, damaged: Vec::new() });
+            checks.push(Check::problem("file", describe(&error, scratch, &path), Vec::new()));
+            return Report { path, healthy: false, checks, damaged: Vec::new() };
         }
     };
     checks.push(Check::ok("file", "opens"));
     checks.push(match store.writable() {
         Ok(_) => Check::ok("write", "opens for writing (checked on a private copy)"),
-        Err(error) => Check::problem("write", describe(&error, &scratch.0, &path), Vec::new()),
+        Err(error) => Check::problem("write", describe(&error, scratch, &path), Vec::new()),
     });
-    let read = examine(&store, &scratch.0, &path);
+    let read = examine(&store, scratch, &path);
     let damaged = read.damaged.clone();
     checks.extend(read.checks);
     let writable = checks.iter().any(|c| c.check == "write" && c.ok);
     if writable && damaged.is_empty() {
-        checks.push(order_index(&store, &scratch.0, &path));
-        checks.push(readiness(&store, &scratch.0, &path));
+        checks.push(order_index(&store, scratch, &path));
+        checks.push(readiness(&store, scratch, &path));
     } else {
         for check in ["order index", "readiness"] {
             checks.push(Check::problem(
@@ -152,7 +158,7 @@ pub fn check(dir: &Path) -> Result<Report, StoreError> {
         }
     }
     let healthy = checks.iter().all(|c| c.ok);
-    Ok(Report { path, healthy, checks, damaged })
+    Report { path, healthy, checks, damaged }
 }
 
 /// An error's text with the private copy's path replaced by the store file's.
@@ -534,10 +540,22 @@ struct Rescued {
 }
 
 /// Copies what is readable in the store of `dir` into a new store and swaps it in (see the
-/// module docs). `clock` names the kept damaged file.
-pub fn salvage(dir: &Path, clock: Clock) -> Result<Salvaged, StoreError> {
+/// module docs). `clock` names the kept damaged file. A store [`check`] finds healthy is
+/// refused ([`StoreError::NothingToSalvage`]) unless `force`.
+///
+/// The store's write lock is held from the copy to the swap, so no write commits to the old
+/// file after the copy was read: such a write would be acknowledged and lost with the file.
+/// Writers wait for the lock meanwhile (see `lock`), then write the new file.
+pub fn salvage(dir: &Path, clock: Clock, force: bool) -> Result<Salvaged, StoreError> {
     let path = dir.join(STORE_FILE);
+    if !path.is_file() {
+        return Err(StoreError::NotInitialized(dir.to_path_buf()));
+    }
+    let _no_writes = super::lock::Held::take(&path)?;
     let scratch = private_copy(dir, &std::env::temp_dir())?;
+    if !force && check_copy(&scratch.0, path.clone()).healthy {
+        return Err(StoreError::NothingToSalvage(path));
+    }
     let old = Store::open(&scratch.0).map_err(|error| StoreError::Damaged {
         path: path.clone(),
         detail: format!("nothing in it can be read ({})", describe(&error, &scratch.0, &path)),

@@ -38,7 +38,7 @@ use super::tables::{
     RDEPS, READY, RENAMED, SIDELINED, UNDO,
 };
 use super::undo::{Rewound, UNDO_KEEP, order_key_bytes};
-use super::{Orphaned, Renamed, Store, StoreError, Writer, guard, meta};
+use super::{Orphaned, Renamed, Store, StoreError, Writer, meta};
 use crate::op::{Op, OpKind, OrderKey};
 use crate::time::Clock;
 
@@ -128,9 +128,7 @@ impl Store {
         marks: &[(String, String)],
         how: How,
     ) -> Result<Option<Merged>, StoreError> {
-        let path = self.path();
-        guard::guarded(&path, || self.merge_unnamed(clock, ops, marks, how))
-            .map_err(|e| e.at(&path))
+        self.writing(|| self.merge_unnamed(clock, ops, marks, how))
     }
 
     /// The ids of the ops this store knows but which had no effect here (refused, or changing

@@ -30,6 +30,7 @@ mod guard;
 mod held;
 mod identity;
 mod journal_row;
+mod lock;
 mod merge;
 mod order;
 mod query;
@@ -39,7 +40,7 @@ mod text;
 mod undo;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, Table, WriteTransaction};
 
@@ -53,6 +54,7 @@ pub(crate) use tables::View;
 
 pub use apply::{BULK_ENTRIES, Origin, Orphaned, Outcome, Renamed, Replayed};
 pub use identity::Restamped;
+pub use lock::{Holder, LockWait};
 pub use merge::{Merged, Overturned};
 
 use crate::model::ModelError;
@@ -236,12 +238,19 @@ pub enum StoreError {
         path.display()
     )]
     Damaged { path: PathBuf, detail: String },
+    /// `fleet doctor --salvage` of a store its checks find healthy.
+    #[error("{} is healthy: there is nothing to salvage", .0.display())]
+    NothingToSalvage(PathBuf),
     /// A request the tracker refused (a close guard, an edge rule), carried through a
     /// transaction body; its text is the refusal's.
     #[error("{0}")]
     Refused(String),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
+    /// The store's write lock stayed held past the wait: by a stopped process (named, with
+    /// how to resume it), or by a running one for longer than `FLEET_LOCK_WAIT_SECS`.
+    #[error("{0}")]
+    LockWait(Box<LockWait>),
     #[error("database error: {0}")]
     Database(#[from] redb::Error),
     /// A database error of the store file at `path`: [`StoreError::Database`] with the file
@@ -280,6 +289,19 @@ impl StoreError {
         }
     }
 
+    /// Whether the database engine's handle is unusable after this error: an I/O error while
+    /// it wrote (a full disk), after which it answers everything with "previous I/O error".
+    fn breaks_handle(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Database(redb::Error::Io(_) | redb::Error::PreviousIo)
+                | StoreError::DatabaseAt {
+                    source: redb::Error::Io(_) | redb::Error::PreviousIo,
+                    ..
+                }
+        )
+    }
+
     /// Whether this is the operating system refusing access: permissions, a read-only mount.
     pub fn is_access_denied(&self) -> bool {
         self.io_error().is_some_and(|io| {
@@ -315,6 +337,7 @@ impl StoreError {
         !matches!(
             self,
             StoreError::Io { .. }
+                | StoreError::LockWait(_)
                 | StoreError::Database(_)
                 | StoreError::Corrupt(_)
                 | StoreError::Damaged { .. }
@@ -438,10 +461,13 @@ from_redb!(
 
 /// An open queue.
 pub struct Store {
-    /// The handle reads go through until a write happens.
+    /// The handle reads go through until a writable one is open.
     db: Db,
-    /// The writable handle, opened by the first write when `db` is read-only.
-    writer: OnceLock<Database>,
+    /// The writable handle, opened by the first write (or at open, when the file needed
+    /// recovery); reads go through it once it is there. Given up, and opened again by the next
+    /// write, when it no longer writes the file at the store's path (a salvage or a rebuild
+    /// swapped another file in) or an I/O error broke it (a full disk): see [`Store::write`].
+    writer: Mutex<Option<Writable>>,
     /// Leave `writer` unclosed on drop (short-lived processes).
     skip_close: bool,
     dir: PathBuf,
@@ -451,6 +477,12 @@ pub struct Store {
     /// read-only nor repaired in place (see [`Store::open`]); removed on drop, after `db`.
     _snapshot: Option<TempFile>,
     /// The (device, inode) of the store file when it was opened (see [`Store::file_identity`]).
+    identity: Option<FileIdentity>,
+}
+
+/// A writable handle on the store file, and which file that was when it was opened.
+struct Writable {
+    db: Arc<Database>,
     identity: Option<FileIdentity>,
 }
 
@@ -538,6 +570,17 @@ fn open_database(path: &Path) -> Result<Database, StoreError> {
     builder(true).open(path).map_err(|e| StoreError::from(e).at(path))
 }
 
+impl Writable {
+    /// Opens the store file at `path` for writing (waiting for the store's write lock, which
+    /// the open takes, as [`lock::bounded`] does), noting which file it is.
+    fn open(path: &Path) -> Result<Writable, StoreError> {
+        let identity = FileIdentity::of(path);
+        let opened = path.to_path_buf();
+        let db = lock::bounded(path, move || open_database(&opened))?;
+        Ok(Writable { db: Arc::new(db), identity })
+    }
+}
+
 /// The store file in `dir`, checked to exist and to be a fleet store.
 fn store_path(dir: &Path) -> Result<PathBuf, StoreError> {
     let path = dir.join(STORE_FILE);
@@ -556,7 +599,7 @@ impl Drop for Store {
     /// through the engine-panic guard: closing a writable handle commits, which a damaged file
     /// can make the engine panic on.
     fn drop(&mut self) {
-        let mut writer = self.writer.take();
+        let mut writer = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()).take();
         let db = std::mem::replace(&mut self.db, Db::Closed);
         if self.skip_close {
             std::mem::forget(writer.take());
@@ -573,9 +616,11 @@ impl Drop for Store {
     }
 }
 
-/// The open database: writable, or read-only for commands that only query.
+/// The handle reads go through when there is no writable one: read-only for commands that
+/// only query.
 enum Db {
-    ReadWrite(Database),
+    /// Reads go through the writable handle ([`Store::writer`]), opening it if need be.
+    Writable,
     ReadOnly(redb::ReadOnlyDatabase),
     /// A private copy of a store this process may not write (see [`Store::open`]): reads
     /// only; writes open the real file.
@@ -585,11 +630,13 @@ enum Db {
 }
 
 impl Db {
-    fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
+    /// A read transaction of this handle; `None` for [`Db::Writable`].
+    fn begin_read(&self) -> Option<Result<ReadTransaction, redb::TransactionError>> {
         match self {
-            Db::ReadWrite(db) | Db::Snapshot(db) => db.begin_read(),
-            Db::ReadOnly(db) => db.begin_read(),
-            Db::Closed => Err(redb::StorageError::DatabaseClosed.into()),
+            Db::Snapshot(db) => Some(db.begin_read()),
+            Db::ReadOnly(db) => Some(db.begin_read()),
+            Db::Closed => Some(Err(redb::StorageError::DatabaseClosed.into())),
+            Db::Writable => None,
         }
     }
 }
@@ -710,9 +757,10 @@ impl Store {
         write_new_store(&temp.0, prefix, &replica)?;
         publish(&temp.0, &path, dir)?;
         drop(temp);
+        let writable = Writable::open(&path)?;
         Ok(Store {
-            db: Db::ReadWrite(open_database(&path)?),
-            writer: OnceLock::new(),
+            db: Db::Writable,
+            writer: Mutex::new(Some(writable)),
             skip_close: false,
             dir: dir.to_path_buf(),
             replica,
@@ -737,13 +785,13 @@ impl Store {
         let path = store_path(dir)?;
         let identity = FileIdentity::of(&path);
         guard::guarded(&path, || {
-            let (db, snapshot) = match builder(false).open_read_only(&path) {
-                Ok(db) => (Db::ReadOnly(db), None),
-                Err(read_only) => match open_database(&path) {
-                    Ok(db) => (Db::ReadWrite(db), None),
+            let (db, writable, snapshot) = match builder(false).open_read_only(&path) {
+                Ok(db) => (Db::ReadOnly(db), None, None),
+                Err(read_only) => match Writable::open(&path) {
+                    Ok(writable) => (Db::Writable, Some(writable), None),
                     Err(error) if error.is_access_denied() => {
                         let (db, copy) = open_snapshot(&path)?;
-                        (Db::Snapshot(db), Some(copy))
+                        (Db::Snapshot(db), None, Some(copy))
                     }
                     Err(error) => {
                         tracing::debug!(%read_only, "the store file does not open read-only");
@@ -751,7 +799,7 @@ impl Store {
                     }
                 },
             };
-            let mut store = Store::with_database(db, dir)?;
+            let mut store = Store::with_database(db, writable, dir)?;
             store._snapshot = snapshot;
             store.identity = identity;
             Ok(store)
@@ -759,9 +807,13 @@ impl Store {
         .map_err(|e| e.at(&path))
     }
 
-    fn with_database(db: Db, dir: &Path) -> Result<Store, StoreError> {
+    fn with_database(db: Db, writable: Option<Writable>, dir: &Path) -> Result<Store, StoreError> {
         let (replica, prefix) = {
-            let txn = db.begin_read()?;
+            let txn = match (&writable, db.begin_read()) {
+                (Some(writable), _) => writable.db.begin_read()?,
+                (None, Some(txn)) => txn?,
+                (None, None) => return Err(StoreError::Corrupt("no handle to read".into())),
+            };
             let meta_table = txn.open_table(META)?;
             let read = |key: &str| -> Result<String, StoreError> {
                 Ok(meta_table
@@ -774,7 +826,7 @@ impl Store {
         };
         Ok(Store {
             db,
-            writer: OnceLock::new(),
+            writer: Mutex::new(writable),
             skip_close: false,
             dir: dir.to_path_buf(),
             replica,
@@ -795,25 +847,58 @@ impl Store {
         self.skip_close = true;
     }
 
-    /// The writable handle, opening it on first use.
-    fn writable(&self) -> Result<&Database, StoreError> {
-        if let Db::ReadWrite(db) = &self.db {
-            return Ok(db);
-        }
-        if let Some(db) = self.writer.get() {
-            return Ok(db);
-        }
-        let path = self.path();
-        let db = guard::guarded(&path, || open_database(&path))?;
-        Ok(self.writer.get_or_init(|| db))
+    /// The writable handle's slot.
+    fn writer_slot(&self) -> MutexGuard<'_, Option<Writable>> {
+        self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Begins a write transaction on the writable handle, once the store's tables are known to
-    /// be fleet's own ([`check_table_names`]). Every write of the store begins here.
+    /// The writable handle, opening it on first use.
+    fn writable(&self) -> Result<Arc<Database>, StoreError> {
+        if let Some(writable) = self.writer_slot().as_ref() {
+            return Ok(Arc::clone(&writable.db));
+        }
+        let path = self.path();
+        let opened = guard::guarded(&path, || Writable::open(&path))?;
+        let mut slot = self.writer_slot();
+        // Another thread may have opened one meanwhile; the first stays.
+        Ok(Arc::clone(&slot.get_or_insert(opened).db))
+    }
+
+    /// Gives up the writable handle (the next write opens another), saying `why`.
+    fn drop_writer(&self, why: &dyn std::fmt::Display) {
+        let Some(old) = self.writer_slot().take() else { return };
+        tracing::info!(%why, "the store's writable handle is given up; the next write opens another");
+        let path = self.path();
+        if let Err(error) = guard::guarded(&path, || {
+            drop(old);
+            Ok(())
+        }) {
+            tracing::debug!(%error, "closing the given up handle");
+        }
+    }
+
+    /// Begins a write transaction on the writable handle (waiting for the store's write lock
+    /// as [`lock::bounded`] does), once the handle is known to write the file at the store's
+    /// path — a handle on a file swapped out (a salvage, a rebuild) is given up and the file
+    /// now there opened — and the store's tables to be fleet's own ([`check_table_names`]).
+    /// Every write of the store begins here.
     fn begin_write(&self) -> Result<WriteTransaction, StoreError> {
-        let txn = self.writable()?.begin_write()?;
-        check_table_names(&txn)?;
-        Ok(txn)
+        let path = self.path();
+        for _ in 0..3 {
+            let db = self.writable()?;
+            let txn = lock::bounded(&path, move || Ok(db.begin_write()?))?;
+            let opened = self.writer_slot().as_ref().and_then(|w| w.identity);
+            if opened.is_some() && opened == FileIdentity::of(&path) {
+                check_table_names(&txn)?;
+                return Ok(txn);
+            }
+            drop(txn);
+            self.drop_writer(&"another file is at the store's path now");
+        }
+        Err(StoreError::Corrupt(format!(
+            "{} was replaced again and again while this process waited to write it",
+            path.display()
+        )))
     }
 
     /// The store file.
@@ -854,9 +939,11 @@ impl Store {
     fn begin_read(&self) -> Result<ReadTransaction, StoreError> {
         let path = self.path();
         guard::guarded(&path, || {
-            Ok(match self.writer.get() {
-                Some(db) => db.begin_read()?,
-                None => self.db.begin_read()?,
+            let writer = self.writer_slot().as_ref().map(|w| Arc::clone(&w.db));
+            Ok(match (writer, self.db.begin_read()) {
+                (Some(db), _) => db.begin_read()?,
+                (None, Some(txn)) => txn?,
+                (None, None) => self.writable()?.begin_read()?,
             })
         })
         .map_err(|e| e.at(&path))
@@ -905,14 +992,32 @@ impl Store {
 
     /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.
     /// Everything `body` applies is journaled; if it fails, nothing is written.
+    ///
+    /// A write that fails on an I/O error (a full disk) leaves redb's handle unusable ("previous
+    /// I/O error"): the handle is given up, and the next write opens the file again — once
+    /// space is back it succeeds, in a long-lived process as in a new one.
     pub fn write<R>(
         &self,
         actor: &str,
         clock: Clock,
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
+        self.writing(|| self.write_unnamed(actor, clock, body))
+    }
+
+    /// Runs `work`, a write of the store, under the engine-panic guard, with database errors
+    /// naming the file. A write that failed on an I/O error (a full disk) gives up the
+    /// writable handle, which the engine answers everything with "previous I/O error" after:
+    /// the next write opens the file again. Every write entry point runs through here.
+    fn writing<R>(&self, work: impl FnOnce() -> Result<R, StoreError>) -> Result<R, StoreError> {
         let path = self.path();
-        guard::guarded(&path, || self.write_unnamed(actor, clock, body)).map_err(|e| e.at(&path))
+        let written = guard::guarded(&path, work);
+        if let Err(error) = &written
+            && error.breaks_handle()
+        {
+            self.drop_writer(error);
+        }
+        written.map_err(|e| e.at(&path))
     }
 
     /// [`Store::write`] with database errors not yet naming the file.
@@ -996,13 +1101,13 @@ impl Store {
     /// moves the mark back (two processes committing at once may finish in either order). A
     /// write of book-keeping only: no op, and the change counter stays.
     pub fn record_journal_committed(&self, seq: u64) -> Result<(), StoreError> {
-        self.set_committed(seq, false).map_err(|e| e.at(&self.path()))
+        self.writing(|| self.set_committed(seq, false))
     }
 
     /// Sets the committed mark to `seq` even if that moves it back (a rebuilt store, whose
     /// journal is numbered anew).
     pub fn reset_journal_committed(&self, seq: u64) -> Result<(), StoreError> {
-        self.set_committed(seq, true).map_err(|e| e.at(&self.path()))
+        self.writing(|| self.set_committed(seq, true))
     }
 
     fn set_committed(&self, seq: u64, reset: bool) -> Result<(), StoreError> {
