@@ -10,7 +10,7 @@
 //!
 //! # Across machines (`claim_mode = "remote"`)
 //!
-//! The store setting [`MODE_KEY`] (`fleet bd config set claim_mode remote`) makes a claim
+//! The store setting [`MODE_KEY`] (`fleet config set claim_mode=remote`) makes a claim
 //! count only once a git remote confirmed it ([`crate::journal::claims`]). The remote is
 //! asked *first*: the issue is recorded on the remote's `refs/fleet/claims` by a
 //! compare-and-swap push naming this replica, and only then claimed in the store, by an op

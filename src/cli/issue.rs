@@ -614,9 +614,13 @@ pub(in crate::cli) fn close_issues(
             reason: args.reason.get(n).or(args.reason.first()).cloned().unwrap_or_default(),
             session: args.session.clone(),
             force: args.force,
+            system: false,
         })
         .collect();
     let outcome = ctx.submit(Request::Close(closes))?.into_closed()?;
+    for warning in &outcome.warnings {
+        ctx.out.warn(&format!("Warning: {warning}"));
+    }
     Ok(CloseResult {
         closed: outcome.closed.into_iter().map(Into::into).collect(),
         refused: outcome.refused,

@@ -50,7 +50,7 @@ impl Output {
     pub fn new(mode: Mode, json: bool, quiet: bool) -> Output {
         let envelope = mode == Mode::Bd
             && std::env::var("BD_JSON_ENVELOPE")
-                .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "yes"));
+                .is_ok_and(|v| crate::settings::parse_bool(&v) == Some(true));
         Output { mode, json, quiet, color: false, envelope }
     }
 

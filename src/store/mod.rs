@@ -1562,6 +1562,12 @@ impl<'t> Writer<'t> {
         self.clock.now()
     }
 
+    /// A configuration value of this store, as this transaction sees it.
+    pub fn config(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let value = self.tables.meta_bytes(&format!("{}{key}", meta::CONFIG))?;
+        Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
     /// Sets (or with `None` removes) a configuration value of this store.
     /// Changes the workspace's id prefix (a `rename-prefix`, after its ids moved). Not an op:
     /// the prefix is this store's setting; the renamed issues travel as ops.

@@ -145,6 +145,9 @@ impl From<Summary> for IssueSummary {
 pub struct CloseOutcome {
     pub closed: Vec<Summary>,
     pub refused: Vec<CloseRefused>,
+    /// What `validation.on-close = warn` says of the reasons (the closes went through).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// An issue a close refused, as typed, with the reason.
@@ -232,6 +235,9 @@ fn summary(writer: &Writer<'_>, id: &str) -> Result<Summary, StoreError> {
 fn close_each(writer: &mut Writer<'_>, closes: &[CloseRequest]) -> Result<CloseOutcome, Refusal> {
     let mut outcome = CloseOutcome::default();
     for close in closes {
+        if let Ok(Some(warning)) = super::close::reason_policy(writer, close) {
+            outcome.warnings.push(warning);
+        }
         match super::close(writer, close) {
             Ok(id) => outcome.closed.push(summary(writer, &id)?),
             Err(refusal) if refusal.is_fatal() => return Err(refusal),

@@ -95,6 +95,12 @@ fn write(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), CliError
     if key.trim().is_empty() {
         return Err(CliError::new("config key is empty"));
     }
+    // A setting fleet knows is checked by its type and stored in one form (`TRUE` → `true`).
+    let checked = match (crate::settings::Setting::find(key), value) {
+        (Some(setting), Some(value)) => Some(setting.checked(value).map_err(CliError::new)?),
+        (_, value) => value.map(str::to_string),
+    };
+    let value = checked.as_deref();
     let store = ctx.open_store()?;
     store.write(ctx.actor(), ctx.require_store()?.clock, |writer| writer.set_config(key, value))?;
     // The value is recorded beside the journal for a rebuild (`journal::settings`).

@@ -282,18 +282,13 @@ fn create_draft(
 ) -> Result<IssueSummary, CliError> {
     let metadata = draft.metadata.clone();
     let ephemeral = draft.ephemeral;
+    // The gate goes into the create itself: one op, one transaction.
     let summary = fleet::create_issue(ctx.require_store()?, &draft.args, |request| {
         request.metadata = metadata;
         request.ephemeral = ephemeral;
+        request.wait_gate = gate.map(str::to_string);
     })
     .map_err(CliError::message_only)?;
-    if let Some(gate @ "any-children") = gate {
-        let store = ctx.open_store()?;
-        let id = summary.issue.id.clone();
-        store.write(ctx.actor(), ctx.require_store()?.clock, |writer| {
-            Ok(crate::tracker::set_wait_gate(writer, &id, gate)?)
-        })?;
-    }
     Ok(summary)
 }
 

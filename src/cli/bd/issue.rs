@@ -443,24 +443,9 @@ pub struct CloseArgs {
     pub no_auto: bool,
 }
 
-/// A terse reason under `validation.on-close`: empty, the default, or under 20 characters.
-fn terse_reason(reason: &str) -> Option<String> {
-    let reason = reason.trim();
-    if reason.is_empty() || reason.eq_ignore_ascii_case("closed") {
-        return Some("close reason is empty or default; provide a summary of what was done".into());
-    }
-    (reason.len() < 20).then(|| {
-        format!(
-            "close reason is terse ({} chars); aim for 20+ characters describing what was done",
-            reason.len()
-        )
-    })
-}
-
 pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
     let reasons = close_reasons(&args, ids.len())?;
-    check_reason_policy(ctx, reasons.first().map_or("", String::as_str))?;
     let fleet_args = fleet::CloseArgs {
         ids,
         reason: reasons,
@@ -502,22 +487,6 @@ fn close_reasons(args: &CloseArgs, ids: usize) -> Result<Vec<String>, CliError> 
         )));
     }
     Ok(reasons)
-}
-
-/// beads' `validation.on-close` setting: a terse reason is refused (`error`) or warned about
-/// (`warn`).
-fn check_reason_policy(ctx: &BdContext, reason: &str) -> Result<(), CliError> {
-    let store = ctx.store()?;
-    let on_close = store.read()?.config("validation.on-close")?;
-    if let Some(mode) = on_close.filter(|m| m == "error" || m == "warn")
-        && let Some(problem) = terse_reason(reason)
-    {
-        if mode == "error" {
-            return Err(CliError::new(problem));
-        }
-        ctx.out.warn(&format!("Warning: {problem}"));
-    }
-    Ok(())
 }
 
 /// Each refused id on stderr, as bd words it.
