@@ -462,3 +462,46 @@ fn claims_race_through_a_server_killed_and_restarted() {
     }
     assert!(served_requests(&ws) > 0, "no claim went through a server");
 }
+
+/// The titles of every issue of `ws`, sorted.
+fn titles(ws: &Workspace) -> Vec<String> {
+    let all = ws.json(&["list", "--all", "--limit", "0"]);
+    let mut titles: Vec<String> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|issue| issue["title"].as_str().unwrap().to_string())
+        .collect();
+    titles.sort();
+    titles
+}
+
+/// Issue 28: one full disk no longer wedges the server. A write while the disk is full fails
+/// saying so, with the fix; once space is freed, the next write is committed by the same
+/// server, without a restart (on main it answered "Previous I/O error" until restarted).
+#[test]
+fn a_full_disk_is_reported_and_the_server_commits_again_once_space_is_back() {
+    let Some(disk) = common::full_disk::SmallDisk::mount(8) else { return };
+    let mut ws = Workspace::init_in(disk.path());
+    ws.serve();
+    let pid = ws.server_pid().unwrap();
+    ws.create("before", &[]);
+
+    disk.fill();
+    // As a user runs it: the command may write directly when the server cannot.
+    let full: Run = ws
+        .command(&["create", "while full"])
+        .env_remove("FLEET_REQUIRE_SERVER")
+        .output()
+        .unwrap()
+        .into();
+    assert!(full.code != 0 && full.code != 101, "exit {}: {}", full.code, full.stderr);
+    assert!(full.stderr.contains("No space left on device"), "{}", full.stderr);
+    assert!(full.stderr.contains("free space on the disk"), "{}", full.stderr);
+
+    disk.free();
+    ws.create("after", &[]);
+    assert_eq!(titles(&ws), ["after", "before"]);
+    assert!(common::daemon::alive(pid as u32), "the same server answered");
+    assert!(served_requests(&ws) >= 2, "{}", ws.serve_log());
+}

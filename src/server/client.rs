@@ -272,7 +272,7 @@ impl<'d> Session<'d> {
         // The server masks what it knows of; this command's own variables only it knows.
         request.redact(&crate::tracker::environment_redactor());
         let envelope = envelope(self.dir, actor, clock, request);
-        let check = match self.send(&envelope) {
+        let (check, unanswered) = match self.send(&envelope) {
             Sent::Answered(Outcome::Applied(reply)) => return Ok(reply),
             Sent::Answered(Outcome::Refused(refusal)) => {
                 return Err(StoreError::from(refusal).into());
@@ -285,7 +285,7 @@ impl<'d> Session<'d> {
             }
             Sent::Answered(Outcome::Direct(why)) => {
                 tracing::debug!(%why, "the server left the request to this command");
-                Some(envelope.id)
+                (Some(envelope.id), false)
             }
             Sent::NotServed(why) if server_required() => {
                 return Err(not_served(&format!("no server answered: {why}")).into());
@@ -302,14 +302,20 @@ impl<'d> Session<'d> {
             }
             Sent::NotServed(why) => {
                 tracing::debug!(%why, "no server; applying the request directly");
-                None
+                (None, false)
             }
             Sent::Unanswered(why) => {
                 tracing::info!(%why, "no answer from the server; applying the request directly unless it was applied");
-                Some(envelope.id)
+                (Some(envelope.id), true)
             }
         };
-        Ok(apply_directly(open()?.borrow(), actor, clock, check, &envelope.request)?)
+        let applied = apply_directly(open()?.borrow(), actor, clock, check, &envelope.request);
+        Ok(applied.map_err(|error| match error {
+            StoreError::LockWait(wait) if unanswered => {
+                StoreError::LockWait(wait.with_request_sent())
+            }
+            other => other,
+        })?)
     }
 
     fn send(&mut self, envelope: &Envelope) -> Sent {

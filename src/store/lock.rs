@@ -65,6 +65,19 @@ pub struct LockWait {
     /// Who held it when the writer gave up, if this user can see the process.
     pub holder: Option<Holder>,
     pub waited: Duration,
+    /// The command had sent its request to the server before it wrote directly: the server
+    /// may still apply it once it runs again (see [`LockWait::with_request_sent`]).
+    pub request_sent: bool,
+}
+
+impl LockWait {
+    /// Notes, for a command whose request the server had been sent but did not answer, that
+    /// the server may yet apply it: it applies a request it reads within a minute of its
+    /// making (`crate::server`), and none later.
+    pub fn with_request_sent(mut self: Box<Self>) -> Box<Self> {
+        self.request_sent = true;
+        self
+    }
 }
 
 impl std::fmt::Display for LockWait {
@@ -87,7 +100,15 @@ impl std::fmt::Display for LockWait {
                 "the write lock of {path} has been held for {secs:.1} s by a process this user \
                  cannot see; gave up waiting (FLEET_LOCK_WAIT_SECS)"
             ),
+        }?;
+        if self.request_sent {
+            write!(
+                f,
+                "; the server was sent this request and applies it if it runs again within a \
+                 minute of it: look before running the command again"
+            )?;
         }
+        Ok(())
     }
 }
 
@@ -126,7 +147,7 @@ pub(super) fn bounded<T: Send + 'static>(
         let waited = started.elapsed();
         let stopped = holder.as_ref().is_some_and(|h| h.stopped);
         if stopped || waited >= patience() {
-            let wait = LockWait { path: path.to_path_buf(), holder, waited };
+            let wait = LockWait { path: path.to_path_buf(), holder, waited, request_sent: false };
             tracing::warn!(%wait, "gave up waiting for the store's write lock");
             return Err(StoreError::LockWait(Box::new(wait)));
         }
@@ -282,6 +303,7 @@ mod tests {
             path: PathBuf::from("/w/.beads/beads.db"),
             holder: Some(Holder { pid: 42, what: "the fleet server".into(), stopped: true }),
             waited: Duration::from_secs(2),
+            request_sent: false,
         };
         assert_eq!(
             wait.to_string(),
