@@ -505,3 +505,99 @@ fn a_full_disk_is_reported_and_the_server_commits_again_once_space_is_back() {
     assert!(common::daemon::alive(pid as u32), "the same server answered");
     assert!(served_requests(&ws) >= 2, "{}", ws.serve_log());
 }
+
+/// Whether process `pid` holds the store's write lock: redb's writer byte (`1 << 62`) locked
+/// for writing on one of its descriptors, as `/proc/PID/fdinfo` lists it.
+fn holds_write_lock(pid: i32) -> bool {
+    let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
+    descriptors.flatten().any(|fd| {
+        std::fs::read_to_string(fd.path()).is_ok_and(|info| {
+            info.lines().any(|l| {
+                l.starts_with("lock:")
+                    && l.contains("WRITE")
+                    && l.ends_with(" 4611686018427387904 4611686018427387904")
+            })
+        })
+    })
+}
+
+/// Issue 28: a server stopped (SIGSTOP, a Ctrl-Z) inside a group commit holds the store's
+/// write lock. A writer no longer waits for it silently as long as it is stopped: within a
+/// few seconds it names the stopped process and how to resume it. Nothing acknowledged is
+/// lost, and once the server is resumed writes go through it again.
+#[test]
+fn a_server_stopped_inside_a_commit_is_named_and_bounds_the_wait() {
+    let ws = served();
+    let pid = ws.server_pid().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let writers: Vec<_> = (0..2)
+        .map(|n| {
+            let (stop, acknowledged) = (Arc::clone(&stop), Arc::clone(&acknowledged));
+            let mut command = ws.command(&["create", "load", "--silent"]);
+            command.env_remove("FLEET_REQUIRE_SERVER").env("FLEET_ACTOR", format!("w{n}"));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let run: Run = command.output().unwrap().into();
+                    if run.code == 0 {
+                        acknowledged.lock().unwrap().push(run.stdout.trim().to_string());
+                    }
+                }
+            })
+        })
+        .collect();
+
+    common::poll_until("the server to be stopped inside a commit", common::WAIT, || {
+        signal(pid, libc::SIGSTOP);
+        if holds_write_lock(pid) {
+            return Some(());
+        }
+        signal(pid, libc::SIGCONT);
+        None
+    });
+    let started = Instant::now();
+    let mut probe = ws
+        .command(&["create", "probe"])
+        .env_remove("FLEET_REQUIRE_SERVER")
+        .env("FLEET_SERVER_DEADLINE_MS", "500")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A probe that waits for as long as the server is stopped fails the test, not hangs it.
+    let finished = std::iter::repeat_with(|| probe.try_wait().unwrap())
+        .take_while(|_| started.elapsed() < common::WAIT)
+        .find_map(|status| {
+            status.or_else(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                None
+            })
+        });
+    let waited = started.elapsed();
+    signal(pid, libc::SIGCONT);
+    assert!(finished.is_some(), "the probe waited for the stopped server for {waited:?}");
+    let probe: Run = probe.wait_with_output().unwrap().into();
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.join().unwrap();
+    }
+
+    assert_eq!(probe.code, 1, "{}", probe.stderr);
+    assert!(waited < Duration::from_secs(15), "the probe waited {waited:?}");
+    let named = format!("the fleet server, pid {pid}, is stopped");
+    assert!(probe.stderr.contains(&named), "{}", probe.stderr);
+    assert!(probe.stderr.contains(&format!("kill -CONT {pid}")), "{}", probe.stderr);
+    assert!(
+        probe.stderr.contains("may still apply") || probe.stderr.contains("applies it"),
+        "{}",
+        probe.stderr
+    );
+
+    ws.create("after the stop", &[]);
+    let all = ws.json(&["list", "--all", "--limit", "0"]);
+    let stored: std::collections::BTreeSet<String> = common::ids_of(&all).into_iter().collect();
+    let acknowledged = acknowledged.lock().unwrap();
+    assert!(!acknowledged.is_empty());
+    let lost: Vec<&String> = acknowledged.iter().filter(|id| !stored.contains(*id)).collect();
+    assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
+}
