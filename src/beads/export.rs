@@ -149,6 +149,8 @@ pub fn write_export(
     if let Some(error) = failure {
         return Err(error);
     }
+    // What a damaged key moved out of its issue's reach is named, not left out.
+    reader.guarded(|view| view.check_links())?;
     if options.memories {
         for (key, value) in reader.config_all()? {
             let Some(name) = key.strip_prefix(MEMORY_PREFIX) else { continue };

@@ -176,6 +176,9 @@ impl From<StoreError> for CliError {
                 Some("run `fleet claim` with no id to take the next ready issue")
             }
             StoreError::Cycle { .. } => Some("run `fleet dep tree <id>` to see the existing chain"),
+            StoreError::Corrupt(_) => {
+                Some("run `fleet doctor` to see what is damaged and how to repair it")
+            }
             _ if error.is_disk_full() => {
                 Some("free space on the disk that holds the store, then run the command again")
             }

@@ -23,7 +23,8 @@ use serde::Serialize;
 
 use super::tables::{
     BIRTHS, BLOCKED, COMMENTS, DEPS, HOLDS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, ORPHANS,
-    RDEPS, READY, RENAMED, REPLIES, SIDELINED, UNDO, decode_dep, decode_issue_of, id_of_ready_key,
+    RDEPS, READY, RENAMED, REPLIES, SIDELINED, UNDO, decode_comment_of, decode_dep_of,
+    decode_issue_of, id_of_ready_key,
 };
 use super::{STORE_FILE, Store, StoreError, io_error, meta};
 use crate::model::{Comment, Dependency, Issue, is_foreign_ref};
@@ -319,7 +320,7 @@ fn edges(txn: &ReadTransaction, ids: &BTreeSet<String>, prefix: &str) -> Check {
             let (from, to) = key.value();
             count += 1;
             forward.insert((from.to_string(), to.to_string()));
-            if let Err(error) = decode_dep(row.value()) {
+            if let Err(error) = decode_dep_of(from, to, row.value()) {
                 findings.add(format!("edge {from} → {to}: {}", strip(&error)), Some(from));
             }
             if !ids.contains(from) {
@@ -365,8 +366,11 @@ fn comments(txn: &ReadTransaction, ids: &BTreeSet<String>) -> Check {
             let (key, row) = entry.map_err(|e| e.to_string())?;
             let (issue, seq) = key.value();
             count += 1;
-            if let Err(error) = serde_json::from_slice::<Comment>(row.value()) {
-                findings.add(format!("comment {seq} of {issue}: damaged ({error})"), Some(issue));
+            if let Err(error) = decode_comment_of(issue, row.value()) {
+                findings.add(
+                    format!("comment {seq} of {issue}: damaged ({})", strip(&error)),
+                    Some(issue),
+                );
             }
             if !ids.contains(issue) {
                 findings
@@ -638,7 +642,7 @@ fn rescue_edges(txn: &ReadTransaction, rescued: &mut Rescued) {
         for entry in table.iter().map_err(|e| e.to_string())? {
             let (key, row) = entry.map_err(|e| e.to_string())?;
             let (from, to) = key.value();
-            match decode_dep(row.value()) {
+            match decode_dep_of(from, to, row.value()) {
                 Ok(dep) => rescued.edges.push(dep),
                 Err(_) => rescued.lost_edges.push(format!("{from} → {to}")),
             }
@@ -656,7 +660,7 @@ fn rescue_comments(txn: &ReadTransaction, rescued: &mut Rescued) {
         for entry in table.iter().map_err(|e| e.to_string())? {
             let (key, row) = entry.map_err(|e| e.to_string())?;
             let (issue, seq) = key.value();
-            match serde_json::from_slice::<Comment>(row.value()) {
+            match decode_comment_of(issue, row.value()) {
                 Ok(comment) => rescued.comments.push(comment),
                 Err(_) => rescued.lost_comments.push(format!("{issue}#{seq}")),
             }
@@ -851,9 +855,10 @@ mod tests {
         rewrite_ready_entries(&store, |value| {
             let entry = ReadyEntry::decode(value);
             let Some(covered) = entry.covered else { return value.to_vec() };
-            let row = String::from_utf8_lossy(covered.row).replace("issue t-2", "old title");
-            ReadyEntry { covered: Some(Covered { row: row.as_bytes(), ..covered }), ..entry }
-                .encode()
+            let payload = crate::store::checked::open(covered.row).unwrap();
+            let row = String::from_utf8_lossy(payload).replace("issue t-2", "old title");
+            let row = crate::store::checked::seal(row.into_bytes());
+            ReadyEntry { covered: Some(Covered { row: &row, ..covered }), ..entry }.encode()
         });
         drop(store);
         let found = readiness_check(dir.path());

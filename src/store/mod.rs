@@ -26,6 +26,7 @@ mod ahead_rows;
 mod apply;
 mod births;
 pub mod check;
+mod checked;
 mod guard;
 mod held;
 mod identity;
@@ -72,7 +73,9 @@ pub const STORE_FILE: &str = "beads.db";
 /// - 1: the first layout.
 /// - 2: no id → ready-key table ([`tables::RETIRED_READY_KEYS`]); a ready entry is found from
 ///   its issue's row.
-const LAYOUT_VERSION: u64 = 2;
+/// - 3: issue, edge, comment, journal and sidelined rows are sealed with a checksum
+///   ([`checked`]); the first writer seals the rows of an older store ([`seal_rows`]).
+const LAYOUT_VERSION: u64 = 3;
 /// Cache for redb's handles on the store file; the queue's hot set is small. A process about
 /// to write far more than this in one transaction (an import) raises it for the handles it
 /// opens from then on ([`size_cache_for_bulk`]).
@@ -1408,6 +1411,39 @@ struct BulkIds {
     complete: bool,
 }
 
+/// Seals every row of a store of layout 2 or older that is not sealed yet ([`checked`]), and
+/// has the ready entries, which carry copies of the issue rows, covered anew by this writer.
+fn seal_rows(txn: &WriteTransaction, tables: &mut WriteSet<'_>) -> Result<(), StoreError> {
+    macro_rules! seal_table {
+        ($table:expr, |$read:ident| $owned:expr, |$kept:ident| $lent:expr) => {{
+            let table = $table;
+            let mut unsealed = Vec::new();
+            for entry in redb::ReadableTable::iter(&*table)? {
+                let (key, row) = entry?;
+                if !checked::is_sealed(row.value()) {
+                    let $read = key.value();
+                    unsealed.push(($owned, row.value().to_vec()));
+                }
+            }
+            for ($kept, row) in &unsealed {
+                table.insert($lent, checked::seal(row.clone()).as_slice())?;
+            }
+        }};
+    }
+    seal_table!(&mut tables.issues, |id| id.to_string(), |id| id.as_str());
+    seal_table!(tables.deps_mut(), |k| (k.0.to_string(), k.1.to_string()), |k| (
+        k.0.as_str(),
+        k.1.as_str()
+    ));
+    seal_table!(&mut tables.comments, |k| (k.0.to_string(), k.1), |k| (k.0.as_str(), k.1));
+    let mut journal = txn.open_table(JOURNAL)?;
+    seal_table!(&mut journal, |seq| seq, |seq| *seq);
+    let mut sidelined = txn.open_table(SIDELINED)?;
+    seal_table!(&mut sidelined, |id| id, |id| *id);
+    tables.meta.remove(meta::READY_COVERING)?;
+    Ok(())
+}
+
 impl<'t> Writer<'t> {
     fn begin(
         txn: &'t WriteTransaction,
@@ -1421,6 +1457,7 @@ impl<'t> Writer<'t> {
         check_layout(layout)?;
         if layout < LAYOUT_VERSION {
             txn.delete_table(RETIRED_READY_KEYS)?;
+            seal_rows(txn, &mut tables)?;
             tables.meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
         }
         let journal = txn.open_table(JOURNAL)?;
