@@ -22,6 +22,7 @@ use std::path::Path;
 use super::error::ItemError;
 use crate::config::{self, ConfigChange, ConfigError, ConfigErrorKind, RuntimeConfig, SetError};
 use crate::settings::Setting;
+use crate::tracker::Request;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
@@ -160,13 +161,9 @@ fn write_settings(
     if settings.is_empty() {
         return Ok(());
     }
-    let store = ctx.open_store()?;
-    store.write(ctx.actor(), ctx.clock, |writer| {
-        for (setting, value) in settings {
-            writer.set_config(setting.name, value.as_deref())?;
-        }
-        Ok(())
-    })?;
+    let changes = settings.iter().map(|(setting, value)| (setting.name.to_string(), value.clone()));
+    ctx.submit(Request::SetConfig(changes.collect()))?.into_done()?;
+    let store = ctx.store()?;
     let shown: serde_json::Map<String, serde_json::Value> = settings
         .iter()
         .map(|(setting, value)| (setting.name.to_string(), value.clone().into()))

@@ -110,13 +110,13 @@ fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
                 }
                 writer.set_actor(&envelope.actor);
                 writer.set_clock(Clock::Fixed(envelope.now.unwrap_or(now)));
-                let before = writer.applied_count();
+                let before = writer.change_count();
                 match super::apply_once(writer, Some(envelope.id), &envelope.request) {
                     Ok(reply) => {
-                        changed |= writer.applied_count() > before;
+                        changed |= writer.change_count() > before;
                         outcomes.push(Outcome::Applied(reply));
                     }
-                    Err(refusal) if !refusal.is_fatal() && writer.applied_count() == before => {
+                    Err(refusal) if !refusal.is_fatal() && writer.change_count() == before => {
                         outcomes.push(Outcome::Refused(WireRefusal::from(&refusal)));
                     }
                     Err(refusal) => {

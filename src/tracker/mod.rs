@@ -22,6 +22,7 @@ mod issue;
 mod redaction;
 mod rename;
 mod request;
+mod settings;
 
 pub use close::{CloseRequest, close, close_guard};
 pub use create::{CreateRequest, DepSpec, create};
@@ -34,7 +35,10 @@ pub use issue::{
 pub use redaction::{environment_redactor, inbound_redactor, set_inbound_redactor};
 pub use rename::{rename_plan, rename_prefix};
 
-pub use request::{CloseOutcome, CloseRefused, Reply, Request, Summary, WireRefusal, execute};
+pub use request::{
+    CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal, execute,
+};
+pub use settings::set_config;
 
 use crate::store::StoreError;
 
