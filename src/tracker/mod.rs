@@ -68,7 +68,12 @@ impl Refusal {
 
     /// The id could not be resolved (unknown or ambiguous).
     pub fn is_unresolved(&self) -> bool {
-        matches!(self, Refusal::Store(StoreError::NotFound(_) | StoreError::Ambiguous { .. }))
+        matches!(
+            self,
+            Refusal::Store(
+                StoreError::NotFound(_) | StoreError::Deleted(_) | StoreError::Ambiguous { .. }
+            )
+        )
     }
 
     /// A refusal that must abort the whole transaction (the store failed), as opposed to a

@@ -15,6 +15,7 @@ mod claiming;
 mod daemon;
 mod demo;
 mod escape;
+mod full_disk;
 mod limits;
 mod logging;
 mod many;
