@@ -1046,3 +1046,118 @@ fn a_flip_in_the_label_index_is_named_by_doctor_and_its_fix_repairs_it() {
     assert_eq!(ids_of(&ws.json(&["list", "--label", "keep"])), [ids[0].clone()]);
     assert_eq!(doctor(&ws, &["--json"]).ok().json()["healthy"], true);
 }
+
+/// Runs `command`, failing the test (naming `what`) if it has not ended within
+/// [`common::WAIT`]: a command that hangs on a damaged store is a finding like a panic.
+fn finish(mut command: Command, what: &str) -> Run {
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (sent, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sent.send(child.wait_with_output().unwrap()));
+    match received.recv_timeout(common::WAIT) {
+        Ok(output) => output.into(),
+        Err(_) => {
+            // SAFETY: kill only signals the child this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what} did not end");
+        }
+    }
+}
+
+/// `fleet serve` on a damaged store: it either refuses to start (exit 1, naming the damage) or
+/// serves a write and stops on SIGTERM; never a panic.
+fn serve_once(ws: &Workspace, what: &str) {
+    let mut serve = ws.command(&["serve"]);
+    serve.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    let mut child = serve.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let socket = ws.beads_dir().join("fleet.sock");
+    let serving = common::poll_until("fleet serve to serve or end", common::WAIT, || {
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            return Some(true);
+        }
+        child.try_wait().unwrap().map(|_| false)
+    });
+    if serving {
+        assert_no_panic(&finish(ws.command(&["create", "through the server"]), what), what);
+        // SAFETY: SIGTERM only goes to the server this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    }
+    let output = child.wait_with_output().unwrap();
+    let run: Run = output.into();
+    assert_no_panic(&run, &format!("serve ({what})"));
+}
+
+/// How many pages apart the pages [`every_command_survives_any_zeroed_page`] zeroes are:
+/// `FLEET_PAGE_STRIDE`, else every third page that holds something.
+fn page_stride() -> usize {
+    std::env::var("FLEET_PAGE_STRIDE").ok().and_then(|n| n.parse().ok()).unwrap_or(3).max(1)
+}
+
+/// Issue 28: no panic from a damaged store on any path. A small store (tasks of the exec
+/// coder, an edge, a comment, a label, a closed issue, a journal synced to a bare remote) has
+/// each of its pages that hold something zeroed in turn (every `FLEET_PAGE_STRIDE`th; all with
+/// 1), and on each copy every command family runs: the reads (list, show, ready, blocked,
+/// stats, search, export), the writes (create, close, import, sync), `fleet serve` with a write
+/// through it, `fleet run --until-idle`, doctor, and rebuild from the journal — none exits 101
+/// or prints "panicked", none hangs, and the rebuild leaves a store that lists again.
+#[test]
+fn every_command_survives_any_zeroed_page() {
+    let fleet = common::remote::Fleet::new(1);
+    let ws = &fleet.machines[0];
+    healthy_setup(ws);
+    let ids: Vec<String> = (0..4).map(|_| ws.create("true", &["--coder", "exec"])).collect();
+    ws.run(&["dep", "add", &ids[1], &ids[0]]).ok();
+    ws.run(&["comment", &ids[0], "a note"]).ok();
+    ws.run(&["label", "add", &ids[0], "keep"]).ok();
+    ws.run(&["close", &ids[3], "--reason", "done"]).ok();
+    fleet.sync(0);
+    let export = ws.home().join("queue.jsonl");
+    ws.run(&["export", "-o", export.to_str().unwrap()]).ok();
+    let path = store_file(ws);
+    let pristine = std::fs::read(&path).unwrap();
+    let pages: Vec<usize> = (0..pristine.len() / 4096)
+        .filter(|page| pristine[page * 4096..(page + 1) * 4096].iter().any(|b| *b != 0))
+        .step_by(page_stride())
+        .collect();
+    let commands: [&[&str]; 14] = [
+        &["list", "--all"],
+        &["show", &ids[0]],
+        &["ready"],
+        &["blocked"],
+        &["stats"],
+        &["search", "true"],
+        &["export"],
+        &["create", "made on a damaged store"],
+        &["close", &ids[2]],
+        &["import", export.to_str().unwrap()],
+        &["sync"],
+        &["run", "--until-idle"],
+        &["doctor"],
+        &["rebuild", "--force"],
+    ];
+    for page in &pages {
+        let mut bytes = pristine.clone();
+        bytes[page * 4096..(page + 1) * 4096].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        for args in &commands[..commands.len() - 2] {
+            let what = format!("{args:?} with page {page} zeroed");
+            assert_no_panic(&finish(ws.command(args), &what), &what);
+        }
+        serve_once(ws, &format!("page {page} zeroed"));
+        for args in &commands[commands.len() - 2..] {
+            let what = format!("{args:?} with page {page} zeroed");
+            assert_no_panic(&finish(ws.command(args), &what), &what);
+        }
+        ws.run(&["list", "--all"]).ok();
+    }
+    eprintln!(
+        "{} pages zeroed in turn, {} commands on each: no panic",
+        pages.len(),
+        commands.len() + 1
+    );
+}
