@@ -6,12 +6,15 @@
 //! byte (a Ctrl-Z on `fleet serve` or `fleet run` inside a group commit) would hold every other
 //! writer, direct ones too, silently for as long as it is stopped.
 //!
-//! [`bounded`] runs such a step at once when the byte is free (one `fcntl` query), and
-//! otherwise on a helper thread that the caller waits for: past the server deadline it looks
-//! the holder up ([`holder`], from `/proc/<pid>/fdinfo`, which lists each descriptor's locks)
-//! and gives up at once naming a stopped holder and how to resume it, or goes on waiting for a
-//! running one up to [`patience`]. A step given up on finishes on its thread when the lock comes
-//! free and is dropped there (a transaction dropped uncommitted changes nothing).
+//! [`bounded`] runs such a step on a helper thread that the caller waits for: past the server
+//! deadline it looks the holder up ([`holder`], from `/proc/<pid>/fdinfo`, which lists each
+//! descriptor's locks) and gives up at once naming a stopped holder and how to resume it, or
+//! goes on waiting for a running one up to [`patience`]. A step given up on finishes on its
+//! thread when the lock comes free and is dropped there (a transaction dropped uncommitted
+//! changes nothing). The step always runs on the helper: a byte found free a moment before may
+//! be taken by a process that is then stopped, between the look and the step's own lock (the
+//! race of issue 28), and a step on the caller's thread would wait for it without a limit. The
+//! thread costs tens of microseconds, against the two syncs of a commit.
 //!
 //! [`Held`] takes the byte itself, for `fleet doctor --salvage`, so that no write transaction
 //! commits between its copy of the file and its swap.
@@ -118,9 +121,15 @@ pub(super) fn bounded<T: Send + 'static>(
     path: &Path,
     step: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
-    if !is_held(path) {
-        return step();
-    }
+    bounded_within(path, patience(), step)
+}
+
+/// [`bounded`], waiting for a running holder up to `patience`.
+fn bounded_within<T: Send + 'static>(
+    path: &Path,
+    patience: Duration,
+    step: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
     let (sent, received) = std::sync::mpsc::sync_channel(1);
     let carried = super::guard::carry();
     std::thread::Builder::new()
@@ -146,7 +155,7 @@ pub(super) fn bounded<T: Send + 'static>(
         let holder = holder(path);
         let waited = started.elapsed();
         let stopped = holder.as_ref().is_some_and(|h| h.stopped);
-        if stopped || waited >= patience() {
+        if stopped || waited >= patience {
             let wait = LockWait { path: path.to_path_buf(), holder, waited, request_sent: false };
             tracing::warn!(%wait, "gave up waiting for the store's write lock");
             return Err(StoreError::LockWait(Box::new(wait)));
@@ -159,7 +168,8 @@ pub(super) fn bounded<T: Send + 'static>(
 }
 
 /// Whether another open file description holds the write lock of the file at `path` (any
-/// error reads as held, so the careful path is taken).
+/// error reads as held).
+#[cfg(test)]
 fn is_held(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else { return true };
     let mut lock = writer_byte(libc::F_WRLCK);
@@ -245,30 +255,30 @@ impl Held {
     /// Takes the write lock of the store file at `path`, with the wait of [`bounded`].
     pub fn take(path: &Path) -> Result<Held, StoreError> {
         let opened = path.to_path_buf();
-        bounded(path, move || {
-            let file = std::fs::OpenOptions::new().read(true).write(true).open(&opened).map_err(
-                |source| StoreError::Io {
-                    context: format!("opening {} to lock it", opened.display()),
-                    source,
-                },
-            )?;
-            let mut lock = writer_byte(libc::F_WRLCK);
-            loop {
-                // SAFETY: F_OFD_SETLKW reads the flock structure passed, which lives on.
-                let rc =
-                    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &raw mut lock) };
-                if rc == 0 {
-                    return Ok(Held { _file: file });
-                }
-                let error = std::io::Error::last_os_error();
-                if error.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(StoreError::Io {
-                        context: format!("locking {} for writing", opened.display()),
-                        source: error,
-                    });
-                }
-            }
-        })
+        bounded(path, move || Ok(Held { _file: lock_byte(&opened)? }))
+    }
+}
+
+/// Opens the store file at `path` and takes its write lock on the new descriptor, waiting for
+/// it without a limit (run it through [`bounded`]).
+fn lock_byte(path: &Path) -> Result<std::fs::File, StoreError> {
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|source| {
+        StoreError::Io { context: format!("opening {} to lock it", path.display()), source }
+    })?;
+    let mut lock = writer_byte(libc::F_WRLCK);
+    loop {
+        // SAFETY: F_OFD_SETLKW reads the flock structure passed, which lives on.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &raw mut lock) };
+        if rc == 0 {
+            return Ok(file);
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(StoreError::Io {
+                context: format!("locking {} for writing", path.display()),
+                source: error,
+            });
+        }
     }
 }
 
@@ -295,6 +305,33 @@ mod tests {
         assert!(is_held(&path));
         drop(held);
         store.apply("a", Clock::System, Vec::new()).unwrap();
+    }
+
+    /// Issue 28: the byte is free when a writer begins, and another holder takes it before
+    /// the step's own lock does (the race between a look at the byte and its lock): the wait
+    /// is bounded all the same, and names the holder. (Before, a byte seen free sent the step
+    /// to wait on the caller's thread, without a limit.)
+    #[test]
+    fn a_holder_coming_between_the_look_and_the_lock_is_waited_for_with_a_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".beads"), "t").unwrap();
+        let path = store.path();
+        let (kept, holding) = std::sync::mpsc::channel();
+        let raced = path.clone();
+        let step = move || {
+            // What the other process does inside the race: take the byte first, and keep it.
+            kept.send(lock_byte(&raced)?).expect("the test keeps the holder");
+            lock_byte(&raced)
+        };
+        match bounded_within(&path, Duration::ZERO, step) {
+            Err(StoreError::LockWait(wait)) => {
+                assert_eq!(wait.holder.map(|h| h.pid), Some(std::process::id() as i32));
+            }
+            other => panic!("not a bounded wait: {other:?}"),
+        }
+        // The step given up on takes the byte once the holder lets go, and drops it.
+        drop(holding.recv().unwrap());
+        Held::take(&path).unwrap();
     }
 
     #[test]
