@@ -630,6 +630,10 @@ pub struct CloseArgs {
     /// The agent session closing it.
     #[arg(long, default_value = "")]
     pub session: String,
+    /// The task is done with nothing to land: its branch may have no commits (a task that
+    /// works in a worktree of its own; see `fleet merges`).
+    #[arg(long)]
+    pub no_changes: bool,
 }
 
 /// What a close of several issues did.
@@ -646,7 +650,8 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
             args.ids.len()
         )));
     }
-    let closes = close_requests(&args.ids, &args.reason, &args.session, args.force);
+    let mut closes = close_requests(&args.ids, &args.reason, &args.session, args.force);
+    closes.iter_mut().for_each(|close| close.no_changes = args.no_changes);
     let result = close_issues(ctx, closes)?;
     ctx.out.emit(&result.closed, || {
         result
@@ -698,7 +703,7 @@ pub(in crate::cli) fn close_requests(
             reason: reasons.get(n).or(reasons.first()).cloned().unwrap_or_default(),
             session: session.to_string(),
             force,
-            system: false,
+            ..CloseRequest::default()
         })
         .collect()
 }

@@ -56,6 +56,9 @@ pub enum Request {
     /// Sets each workspace setting (`None` removes it), checked by its type when fleet knows
     /// the key; replies [`Reply::Done`].
     SetConfig(Vec<(String, Option<String>)>),
+    /// One step of a task's landing, recorded by the merge lane (`crate::land`); replies
+    /// [`Reply::Ids`] (the task, and a resolution task it made).
+    Land(Box<super::LandStep>),
 }
 
 impl Request {
@@ -82,11 +85,24 @@ pub enum Reply {
     Summaries(Vec<Summary>),
     Claimed(Option<Box<Summary>>),
     Closed(CloseOutcome),
-    Commented { comment: Box<Comment>, issue: Option<Box<Issue>> },
-    EdgeAdded { from: Box<Issue>, to_id: String, to: Option<Box<Issue>> },
-    EdgeRemoved { from: String, to: String, kind: String },
+    Commented {
+        comment: Box<Comment>,
+        issue: Option<Box<Issue>>,
+    },
+    EdgeAdded {
+        from: Box<Issue>,
+        to_id: String,
+        to: Option<Box<Issue>>,
+    },
+    EdgeRemoved {
+        from: String,
+        to: String,
+        kind: String,
+    },
     Labels(Vec<LabelChange>),
     Deleted(Deleted),
+    /// The issues a request touched or made.
+    Ids(Vec<String>),
     Done,
 }
 
@@ -178,6 +194,14 @@ impl Reply {
         match self {
             Reply::Deleted(deleted) => Ok(deleted),
             other => Err(other.unexpected("a delete")),
+        }
+    }
+
+    /// The ids a landing step touched or made.
+    pub fn into_ids(self) -> Result<Vec<String>, StoreError> {
+        match self {
+            Reply::Ids(ids) => Ok(ids),
+            other => Err(other.unexpected("issue ids")),
         }
     }
 
@@ -334,6 +358,7 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
             }
             Ok(Reply::Done)
         }
+        Request::Land(step) => super::land::record(writer, step).map(Reply::Ids),
     }
 }
 
