@@ -374,6 +374,11 @@ fn render_detail_with(detail: &IssueDetail, run: Option<&RunInfo>) -> String {
             field("Model", &issue.fleet.model);
         }
     }
+    if let Some(landing) = &issue.fleet.land {
+        lines.extend(
+            super::receipt::landing_lines(landing).iter().map(|l| printable(l).into_owned()),
+        );
+    }
     if detail.blocked {
         lines.push("Blocked: yes (see dependencies)".to_string());
     }
