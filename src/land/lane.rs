@@ -359,6 +359,73 @@ mod tests {
         }
     }
 
+    fn git(dir: &Path, args: &[&str]) -> String {
+        Git::at(dir).run(args).unwrap()
+    }
+
+    /// A repository with `main` at one commit, and a task branch `fleet/t-1` adding a file.
+    fn repo_with_branch(dir: &Path) -> (PathBuf, Entry) {
+        let repo = dir.join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README"), "base\n").unwrap();
+        git(&repo, &["add", "README"]);
+        git(&repo, &["commit", "-qm", "init"]);
+        let base = git(&repo, &["rev-parse", "main"]);
+        git(&repo, &["branch", "fleet/t-1"]);
+        let tree = dir.join("wt");
+        git(&repo, &["worktree", "add", "-q", tree.to_str().unwrap(), "fleet/t-1"]);
+        std::fs::write(tree.join("a.txt"), "a\n").unwrap();
+        let landing = Landing {
+            repo: repo.display().to_string(),
+            base: "main".into(),
+            base_commit: base,
+            worktree: tree.display().to_string(),
+            branch: "fleet/t-1".into(),
+            subdir: ".".into(),
+            ..Landing::default()
+        };
+        let mut entry = entry("t-1", 2, Timestamp::now());
+        entry.landing = landing;
+        (repo, entry)
+    }
+
+    /// A crash after "checked" was recorded, before or after the base ref moved: the restart
+    /// moves the base once, or only finishes; the merged commit lands exactly once.
+    #[test]
+    fn a_checked_entry_is_finished_once_after_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, mut entry) = repo_with_branch(dir.path());
+        let settings = LaneSettings {
+            home: dir.path().join("home"),
+            checks: vec![],
+            timeout: Duration::from_secs(10),
+        };
+        let before = git(&repo, &["rev-parse", "main"]);
+        let mut seen = None;
+        let mut crash = |base: &str, merged: &str, _: &Receipt| {
+            seen = Some((base.to_owned(), merged.to_owned()));
+            Err("killed".to_owned())
+        };
+        assert!(matches!(land(&settings, &entry, &mut crash), Err(LaneError::Record(_))));
+        assert_eq!(git(&repo, &["rev-parse", "main"]), before, "moved before it was recorded");
+        let (base, merged) = seen.unwrap();
+        entry.landing.state = LandState::Checked {
+            reason: String::new(),
+            at: Timestamp::now(),
+            base,
+            merged: merged.clone(),
+        };
+        let mut unexpected = |_: &str, _: &str, _: &Receipt| Err("merged again".to_owned());
+        assert!(matches!(land(&settings, &entry, &mut unexpected), Ok(Landed::Landed(_))));
+        assert_eq!(git(&repo, &["rev-parse", "main"]), merged);
+        // Killed again before the close was recorded: only the close is due.
+        assert!(matches!(land(&settings, &entry, &mut unexpected), Ok(Landed::Landed(_))));
+        assert_eq!(git(&repo, &["rev-list", "--count", "main"]), "2");
+        // The checkout of main was clean: it holds the landed file.
+        assert!(repo.join("a.txt").is_file());
+    }
+
     /// Priority first, then the time of close; an old entry rises past newer urgent ones.
     #[test]
     fn entries_rank_by_priority_then_age_and_old_ones_rise() {
