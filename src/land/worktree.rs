@@ -241,8 +241,9 @@ pub fn remove(id: &str, landing: &Landing) -> Result<u64, WorktreeError> {
     Ok(freed)
 }
 
-/// The bytes of the files under `dir` (not following links).
+/// The disk the files under `dir` take, in bytes of allocated blocks (not following links).
 pub fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -251,9 +252,8 @@ pub fn disk_usage(dir: &Path) -> u64 {
             let Ok(meta) = entry.metadata() else { continue };
             if meta.is_dir() {
                 stack.push(entry.path());
-            } else {
-                total += meta.len();
             }
+            total += meta.blocks() * 512;
         }
     }
     total
