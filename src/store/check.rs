@@ -189,7 +189,7 @@ fn examine(store: &Store, scratch: &Path, path: &Path) -> Examined {
         let mut checks = vec![tables(&txn, path)];
         let (issues, ids, damaged) = issues(&txn);
         checks.push(issues);
-        checks.push(edges(&txn, &ids, store.prefix()));
+        checks.push(edges(&txn, &ids, &store.prefix()));
         checks.push(comments(&txn, &ids));
         checks.push(meta_values(&txn));
         Ok(Examined { checks, damaged })
