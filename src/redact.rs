@@ -337,16 +337,15 @@ pub fn is_secret_name(name: &str) -> bool {
     secret && !location
 }
 
-/// Three letters that every secret word and ending holds (`key`, `tok`en, `sec`ret,
-/// `pas`sword, `cre`dential, `aut`h), in any case.
-const SECRET_STEMS: [[u8; 3]; 6] = [*b"key", *b"tok", *b"sec", *b"pas", *b"cre", *b"aut"];
-
-/// Whether `name` holds a [`SECRET_STEMS`] stem: a name without one is not secret, told
-/// without splitting it into words (most keys of an agent's output are judged so).
+/// Whether `name` holds a stem of three letters that every secret word and ending holds
+/// (`key`, `tok`en, `sec`ret, `pas`sword, `cre`dential, `aut`h), in any case: a name without
+/// one is not secret, told without splitting it into words (most keys of an agent's output
+/// are judged so).
 fn has_secret_stem(name: &str) -> bool {
     name.as_bytes().windows(3).any(|three| {
-        let lower = [three[0], three[1], three[2]].map(|b| b.to_ascii_lowercase());
-        SECRET_STEMS.contains(&lower)
+        // `| 0x20` lower-cases an ASCII letter and turns no other byte into one.
+        let lower = [three[0] | 0x20, three[1] | 0x20, three[2] | 0x20];
+        matches!(&lower, b"key" | b"tok" | b"sec" | b"pas" | b"cre" | b"aut")
     })
 }
 
@@ -853,6 +852,9 @@ mod tests {
         for word in SECRET_WORDS.iter().chain(&SECRET_ENDINGS) {
             assert!(has_secret_stem(word), "{word} has no stem: names with it would pass");
             assert!(has_secret_stem(&word.to_uppercase()), "{word} in upper case");
+        }
+        for plain in ["input_tokens_", "model", "session_id", "K\u{5}Y", "[EY", "ke"] {
+            assert_eq!(has_secret_stem(plain), plain.contains("tok"), "{plain:?}");
         }
     }
 
