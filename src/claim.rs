@@ -1,6 +1,7 @@
 //! The claim service: the one way any front end — the CLI, `bd`, the socket server's direct
 //! fallback, the supervisor — claims work ([`Claims`]), locally or confirmed on a git remote
-//! as the workspace's `claim_mode` says, and [`ClaimGroup`], the benchmark's group commit.
+//! as the workspace's `claim_mode` says. Many claimers of one process share the server's
+//! group commit instead ([`crate::server::InProcess`]).
 //!
 //! A claim is decided inside one write transaction — open and unassigned (or already the
 //! claimer's) becomes in_progress with the claimer as assignee — so exactly one of any number
@@ -10,7 +11,7 @@
 //!
 //! # Across machines (`claim_mode = "remote"`)
 //!
-//! The store setting [`MODE_KEY`] (`fleet bd config set claim_mode remote`) makes a claim
+//! The store setting [`MODE_KEY`] (`fleet config set claim_mode=remote`) makes a claim
 //! count only once a git remote confirmed it ([`crate::journal::claims`]). The remote is
 //! asked *first*: the issue is recorded on the remote's `refs/fleet/claims` by a
 //! compare-and-swap push naming this replica, and only then claimed in the store, by an op
@@ -28,20 +29,11 @@
 //!
 //! The remote is [`REMOTE_KEY`] if set, else `origin`, else the journal repository's only
 //! remote.
-//!
-//! [`ClaimGroup`] serves many claimers in one process: a single committer thread takes every
-//! request waiting at the moment, decides them one after another in one shared transaction,
-//! commits once, and only then answers each claimer. Each decision sees the ones before it, so
-//! the result is exactly what the same claims made one by one would give, at the cost of one
-//! durable commit per group instead of one per claim. It claims locally only (a benchmark of
-//! the store).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
-use std::thread::JoinHandle;
 
+use crate::beads::gitignore;
 pub use crate::journal::claims::{ClaimMode, MODE_KEY, REMOTE_KEY};
 use crate::journal::claims::{ClaimsRemote, Confirmed, Here, Holder, RemoteClaimError};
 use crate::model::{Issue, Status};
@@ -358,7 +350,7 @@ impl InFlight {
         let dir = workspace.join(IN_FLIGHT_DIR);
         if !dir.is_dir() {
             std::fs::create_dir_all(&dir).map_err(failed)?;
-            crate::beads::gitignore::ignore_or_warn(workspace, &[IN_FLIGHT_LOCKS_ENTRY]);
+            gitignore::ignore_or_warn(workspace, &[gitignore::IN_FLIGHT_LOCKS_ENTRY]);
         }
         let file = std::os::unix::fs::OpenOptionsExt::mode(
             std::fs::OpenOptions::new().create(true).truncate(false).write(true),
@@ -378,85 +370,5 @@ impl InFlight {
             return false;
         }
         !matches!(crate::fsutil::try_lock_exclusive(&path), Ok(Some(_)))
-    }
-}
-
-/// The `.gitignore` line of the locks of claims under way.
-pub const IN_FLIGHT_LOCKS_ENTRY: &str = "claiming/";
-
-/// The answer to one claimer of a [`ClaimGroup`].
-pub type ClaimReply = Result<Option<Issue>, String>;
-
-struct ClaimRequest {
-    actor: String,
-    reply: SyncSender<ClaimReply>,
-}
-
-/// Group commit of claim-next requests from many threads of one process.
-pub struct ClaimGroup {
-    requests: Option<Sender<ClaimRequest>>,
-    committer: Option<JoinHandle<()>>,
-}
-
-impl ClaimGroup {
-    /// Starts the committer thread for `store`.
-    pub fn start(store: Arc<Store>, clock: Clock) -> ClaimGroup {
-        let (requests, incoming) = channel();
-        let committer = std::thread::Builder::new()
-            .name("fleet-claims".into())
-            .spawn(move || run_committer(&store, clock, &incoming))
-            .ok();
-        ClaimGroup { requests: Some(requests), committer }
-    }
-
-    /// Claims the first ready issue for `actor`; blocks until the group holding the request
-    /// has been durably committed.
-    pub fn claim_next(&self, actor: &str) -> ClaimReply {
-        let (reply, answer) = sync_channel(1);
-        let request = ClaimRequest { actor: actor.to_string(), reply };
-        self.requests
-            .as_ref()
-            .ok_or("claim group is shut down")?
-            .send(request)
-            .map_err(|_| "claim committer has stopped".to_string())?;
-        answer.recv().map_err(|_| "claim committer has stopped".to_string())?
-    }
-}
-
-impl Drop for ClaimGroup {
-    fn drop(&mut self) {
-        self.requests.take();
-        if let Some(committer) = self.committer.take() {
-            let _ = committer.join();
-        }
-    }
-}
-
-fn run_committer(store: &Store, clock: Clock, incoming: &Receiver<ClaimRequest>) {
-    while let Ok(first) = incoming.recv() {
-        let mut group = vec![first];
-        group.extend(incoming.try_iter());
-        let outcome = store.write("", clock, |writer| {
-            let mut answers = Vec::with_capacity(group.len());
-            for request in &group {
-                writer.set_actor(&request.actor);
-                let answer = tracker::claim_next(writer, &ReadyFilter::default());
-                // A refused claim changed nothing, so the group goes on (see `store::apply`).
-                answers.push(answer.map_err(|e| e.to_string()));
-            }
-            Ok(answers)
-        });
-        match outcome {
-            Ok((answers, _)) => {
-                for (request, answer) in group.iter().zip(answers) {
-                    let _ = request.reply.send(answer);
-                }
-            }
-            Err(error) => {
-                for request in &group {
-                    let _ = request.reply.send(Err(format!("claim commit failed: {error}")));
-                }
-            }
-        }
     }
 }

@@ -26,6 +26,8 @@
 //! - [`beads`]: beads' own formats: importing JSONL (both eras), legacy SQLite databases and
 //!   Python-fleet homes; exporting JSONL that `bd import` accepts; auto-export;
 //! - [`id`]: beads-style hash ids and child ids;
+//! - [`settings`]: the workspace settings kept in the store, each declared once, and the one
+//!   yes/no parser;
 //! - [`place`]: a task's working directory as a place in a git repository, which every machine
 //!   resolves in its own checkout;
 //! - [`time`]: the clock and the date forms users type;
@@ -65,6 +67,7 @@ pub mod process;
 pub mod redact;
 pub mod resolver;
 pub mod server;
+pub mod settings;
 pub mod store;
 pub mod supervisor;
 pub mod time;

@@ -57,6 +57,14 @@ pub fn locate(dir: &Path) -> Option<RepoPlace> {
     Some(RepoPlace { id, path })
 }
 
+/// Whether `path` (a place's path inside its checkout, as another machine recorded it) stays
+/// inside the checkout: `.`, or relative parts that are neither `..` nor empty.
+fn stays_inside(path: &str) -> bool {
+    path == "."
+        || (!path.starts_with('/')
+            && path.split('/').all(|part| !part.is_empty() && part != ".." && part != "."))
+}
+
 /// The top of the git checkout containing `dir` (canonical), and its repository id if it has
 /// an `origin` remote.
 fn checkout_of(dir: &Path) -> Option<(PathBuf, Option<String>)> {
@@ -149,6 +157,12 @@ impl Places {
         };
         if exists && self.id_of(recorded).as_deref() == Some(place.id.as_str()) {
             return Ok(recorded.to_path_buf());
+        }
+        if !stays_inside(&place.path) {
+            return Err(NotHere(format!(
+                "its place {:?} in {} is not a path inside the repository (it may only name directories under the checkout's top)",
+                place.path, place.id
+            )));
         }
         for top in self.checkouts_of(&place.id) {
             let dir = if place.path == "." { top.clone() } else { top.join(&place.path) };
@@ -251,6 +265,22 @@ mod tests {
         let missing = elsewhere.resolve(&recorded, None).unwrap_err();
         assert!(missing.0.contains("does not exist on this machine"), "{missing}");
         assert!(elsewhere.resolve("", None).is_ok());
+    }
+
+    #[test]
+    fn a_place_never_leads_out_of_its_checkout() {
+        for inside in [".", "web", "web/static", "a-b.c/d_e"] {
+            assert!(stays_inside(inside), "{inside}");
+        }
+        for outside in ["..", "../etc", "web/../../etc", "/etc", "", "web//x", "./web"] {
+            assert!(!stays_inside(outside), "{outside}");
+        }
+        let two = tempfile::tempdir().unwrap();
+        checkout(&two.path().join("code/app"), "git@github.com:org/app.git");
+        let mut places = Places::new(&["~/code".into()], Some(two.path()));
+        let hostile = RepoPlace { id: "github.com/org/app".into(), path: "../../..".into() };
+        let refused = places.resolve("/nowhere", Some(&hostile)).unwrap_err();
+        assert!(refused.0.contains("not a path inside the repository"), "{refused}");
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //! of each request live; only the store (which applies ops) and the op module (which defines
 //! them) may name an `OpKind` variant besides (unit-test modules aside). A front end that built an op itself would skip
 //! those rules — this test fails the build instead.
+//!
+//! And every change a command makes is a typed request through one route (`Context::submit`:
+//! the server when one answers, else a transaction of the command's own): the command-line
+//! front ends never open a write transaction or hold a `Writer` themselves.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +23,70 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
+}
+
+/// The program part of each source file under `dirs` (unit-test modules, at the end of a file
+/// by this codebase's convention, may set up a store as they like), as (path, numbered lines).
+fn program_lines(dirs: &[&str]) -> Vec<(String, usize, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut lines = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let program = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in program.lines().enumerate() {
+            let code = line.trim_start();
+            if !code.starts_with("//") {
+                lines.push((relative.clone(), n + 1, code.to_string()));
+            }
+        }
+    }
+    lines
+}
+
+/// A write transaction opened in a line of code: `store.write(actor, clock, |w| …)` or a
+/// `Writer` named (file writes such as `OpenOptions::write(true)` are not).
+fn opens_a_write(code: &str) -> bool {
+    let calls_write = code.match_indices(".write(").any(|(at, _)| {
+        let argument = &code[at + ".write(".len()..];
+        !argument.starts_with("true") && !argument.starts_with("false")
+    });
+    let names_writer = ["Writer<", "Writer::"].iter().any(|name| {
+        code.match_indices(name)
+            .any(|(at, _)| !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+    });
+    calls_write || names_writer
+}
+
+#[test]
+fn the_command_line_writes_only_through_requests() {
+    let lines = program_lines(&["src/cli"]);
+    assert!(lines.len() > 5_000, "found the sources ({} lines)", lines.len());
+    let offenders: Vec<String> = lines
+        .iter()
+        .filter(|(_, _, code)| opens_a_write(code))
+        .map(|(file, n, code)| format!("{file}:{n}: {code}"))
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "a command opens a write transaction of its own (add a tracker::Request and send it \
+         with Context::submit instead):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_check_for_write_transactions_sees_one() {
+    assert!(opens_a_write("let (ids, _) = store.write(\"demo\", Clock::System, |w| {"));
+    assert!(opens_a_write("ctx.require_store()?.write(|writer| writer.set_config(k, v))?;"));
+    assert!(opens_a_write("fn plan(writer: &mut Writer<'_>) {"));
+    assert!(!opens_a_write("OpenOptions::new().create(true).write(true).open(path)"));
+    assert!(!opens_a_write("crate::cli::output::write_stdout(&line);"));
+    assert!(!opens_a_write("let out = std::io::BufWriter::with_capacity(1 << 20, lock);"));
 }
 
 #[test]

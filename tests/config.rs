@@ -343,7 +343,7 @@ fn an_invalid_set_writes_nothing() {
         ),
         (
             vec!["max_concurent=7"],
-            "unknown key \"max_concurent\" (did you mean \"max_concurrent\"?)",
+            "unknown key \"max_concurent\" (did you mean \"max_concurrent\", in runtime.toml?)",
         ),
         (
             vec!["coders.claude.argv=[\"x\"]"],
@@ -965,4 +965,57 @@ fn later_python_keys_are_named_and_translated_with_their_units() {
     assert!(text.contains("context_pressure_threshold_pct = 85"), "{text}");
     assert!(!text.contains("serve_port") && !text.contains("isolation"), "{text}");
     home.fleet(&["config", "show"]).ok();
+}
+
+/// Issue 29: workspace settings (kept in the store) are `fleet config`'s too: set with their
+/// type checked, read back with `get`, listed by `show`, and a misspelt one is named with its
+/// closest key of either kind.
+#[test]
+fn workspace_settings_are_set_and_shown_by_fleet_config() {
+    let ws = common::Workspace::new();
+    let set = ws.run(&["config", "set", "claim_mode=Remote", "max_concurrent=4"]).ok();
+    assert!(set.stdout.contains("claim_mode = remote"), "{}", set.stdout);
+    assert_eq!(ws.run(&["bd", "config", "get", "claim_mode"]).ok().stdout.trim(), "remote");
+    assert_eq!(ws.json(&["config", "get", "claim_mode"])["value"], "remote");
+    assert_eq!(ws.json(&["config", "get", "max_concurrent"])["value"], "4");
+    let shown = ws.json(&["config", "show"]);
+    let mode = shown["workspace"].as_array().unwrap().iter().find(|s| s["key"] == "claim_mode");
+    assert_eq!(mode.unwrap()["value"], "remote", "{shown}");
+    let human = ws.run(&["config", "show"]).ok().stdout;
+    assert!(human.contains("# workspace settings"), "{human}");
+    assert!(human.contains("sync.export_jsonl = false  (default)"), "{human}");
+
+    let bad = ws.run(&["config", "set", "claim_mode=cloud"]).fails(1);
+    assert!(bad.stderr.contains("one of local, remote"), "{}", bad.stderr);
+    let typo = ws.run(&["config", "set", "claim_mod=remote"]).fails(1);
+    assert!(
+        typo.stderr.contains("did you mean \"claim_mode\", a workspace setting?"),
+        "{}",
+        typo.stderr
+    );
+    let unset = ws.run(&["config", "unset", "claim_mode"]).ok();
+    assert!(unset.stdout.contains("claim_mode removed"), "{}", unset.stdout);
+    assert_eq!(ws.json(&["config", "get", "claim_mode"])["value"], "local");
+}
+
+/// Issue 29: every yes/no setting reads `TRUE`, `yes`, `on` and `1` alike, however it was set;
+/// `sync.export_jsonl=TRUE` exports after a sync as `export.auto=TRUE` does after a write.
+#[test]
+fn yes_no_settings_are_read_alike() {
+    let ws = common::Workspace::new();
+    let remote = ws.home().join("remote.git");
+    common::git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    ws.run(&["remote", "add", "origin", remote.to_str().unwrap()]).ok();
+    ws.run(&["bd", "config", "set", "sync.export_jsonl", "TRUE"]).ok();
+    assert_eq!(ws.run(&["bd", "config", "get", "sync.export_jsonl"]).ok().stdout.trim(), "true");
+    let id = ws.create("exported after a sync", &[]);
+    ws.run(&["sync"]).ok();
+    let exported = std::fs::read_to_string(ws.beads_dir().join("issues.jsonl")).unwrap();
+    assert!(exported.contains(&id), "{exported}");
+    ws.run(&["bd", "config", "set", "export.auto", "On"]).ok();
+    let second = ws.create("exported after a write", &[]);
+    let exported = std::fs::read_to_string(ws.beads_dir().join("issues.jsonl")).unwrap();
+    assert!(exported.contains(&second), "{exported}");
+    let refused = ws.run(&["bd", "config", "set", "export.auto", "sometimes"]).fails(1);
+    assert!(refused.stderr.contains("true or false"), "{}", refused.stderr);
 }

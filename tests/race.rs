@@ -28,11 +28,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Workspace, ids_of};
-use fleet::claim::ClaimGroup;
 use fleet::model::Issue;
 use fleet::op::OpKind;
-use fleet::store::Store;
+use fleet::server::{InProcess, Outcome};
+use fleet::store::{ReadyFilter, Store};
 use fleet::time::Clock;
+use fleet::tracker::Request;
 use serde_json::Value;
 
 /// A size the environment may override, to run a bigger race than the default.
@@ -647,7 +648,16 @@ fn readers_never_fail_during_claims() {
     }
 }
 
-/// A long-lived process claiming through [`ClaimGroup`] (as the supervisor does) races 16 CLI
+/// The next ready issue claimed as `actor` through `group`, if any.
+fn claim_in_group(group: &InProcess, actor: &str) -> Option<Issue> {
+    let request = Request::ClaimNext { filter: ReadyFilter::default() };
+    match group.submit(actor, request) {
+        Outcome::Applied(reply) => reply.into_claimed().expect("a claim's reply").map(|s| s.issue),
+        other => panic!("group claim: {other:?}"),
+    }
+}
+
+/// A long-lived process claiming through the server's group commit ([`InProcess`]) races 16 CLI
 /// claimers, some of which are killed: its open database handle must follow the other
 /// processes' commits and survive their crashes, and every claim it reported is kept.
 #[test]
@@ -663,7 +673,7 @@ fn group_commit_and_cli_claimers_share_the_queue() {
     let max_kills = scale("FLEET_RACE_KILLS", 20);
 
     let store = Arc::new(Store::open(&ws.beads_dir()).expect("open the store"));
-    let group = ClaimGroup::start(Arc::clone(&store), Clock::System);
+    let group = InProcess::start(Arc::clone(&store), Clock::System).expect("start the committer");
     let slots: Vec<Slot> = (0..WORKERS).map(|_| Slot::default()).collect();
     let done = AtomicBool::new(false);
     let (mut logs, group_logs, kills) = std::thread::scope(|s| {
@@ -681,7 +691,7 @@ fn group_commit_and_cli_claimers_share_the_queue() {
                 s.spawn(move || {
                     let actor = format!("group-{t}");
                     let mut claimed = Vec::new();
-                    while let Some(issue) = group.claim_next(&actor).expect("group claim") {
+                    while let Some(issue) = claim_in_group(group, &actor) {
                         assert_eq!(issue.assignee, actor);
                         claimed.push(issue.id);
                     }

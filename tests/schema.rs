@@ -402,17 +402,10 @@ fn scenario(schemas: &Schemas) -> Workspace {
     ws
 }
 
-/// Polls `check` every 50 ms until it returns `Some`, for up to 40 s (a loaded machine).
+/// Polls `check` until it returns `Some`, for up to 40 s (a loaded machine).
 #[track_caller]
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(start.elapsed().as_secs() < 40, "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    common::poll_until(what, common::WAIT, check)
 }
 
 /// Validates every line of a JSON Lines stdout against schema `name`; returns the lines.

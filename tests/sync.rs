@@ -1069,8 +1069,7 @@ fn wait_for_processes(
     marker: &str,
     within: std::time::Duration,
 ) -> Vec<fleet::process::ProcessInfo> {
-    let started = std::time::Instant::now();
-    loop {
+    common::poll_until(&format!("a process running {marker:?}"), within, || {
         let found: Vec<_> = fleet::process::processes()
             .into_iter()
             .filter(|p| !p.zombie)
@@ -1080,10 +1079,6 @@ fn wait_for_processes(
                 })
             })
             .collect();
-        if !found.is_empty() {
-            return found;
-        }
-        assert!(started.elapsed() < within, "no process running {marker:?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+        (!found.is_empty()).then_some(found)
+    })
 }

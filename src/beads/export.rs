@@ -22,7 +22,6 @@ use crate::store::{Reader, Store, meta};
 /// Issue types `bd export` leaves out unless asked (spec §2).
 pub const INFRA_TYPES: [&str; 4] = ["agent", "rig", "role", "message"];
 /// The configuration key that turns auto-export on.
-pub const AUTO_EXPORT_KEY: &str = "export.auto";
 /// What auto-export writes inside `.beads/`.
 pub const AUTO_EXPORT_FILE: &str = "issues.jsonl";
 pub const EXPORT_STATE_FILE: &str = "export-state.json";
@@ -229,8 +228,14 @@ pub struct ExportState {
     pub memories: usize,
 }
 
-fn is_truthy(value: &str) -> bool {
-    matches!(value.trim().to_ascii_lowercase().as_str(), "true" | "1" | "yes" | "on")
+/// After a sync: when `sync.export_jsonl` is on, writes `.beads/issues.jsonl` (what `fleet
+/// sync` and `fleet run`'s periodic sync both do). Returns what was exported, if anything.
+pub fn export_after_sync(store: &Store) -> Result<Option<ExportSummary>, BeadsError> {
+    if !crate::settings::is_on(&store.read()?, crate::settings::SYNC_EXPORT)? {
+        return Ok(None);
+    }
+    let target = store.dir().join(AUTO_EXPORT_FILE);
+    Ok(Some(export_to_path(store, &ExportOptions::default(), &target)?))
 }
 
 /// After a write command: when `export.auto` is on and the store changed since the last
@@ -238,7 +243,7 @@ fn is_truthy(value: &str) -> bool {
 /// this is one configuration read. Returns what was exported, if anything.
 pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, BeadsError> {
     let reader = store.read()?;
-    if !reader.config(AUTO_EXPORT_KEY)?.is_some_and(|v| is_truthy(&v)) {
+    if !crate::settings::is_on(&reader, crate::settings::EXPORT_AUTO)? {
         return Ok(None);
     }
     let changes = reader.view().meta_u64(meta::CHANGES)?;

@@ -27,8 +27,11 @@ pub const FLEET_ENTRIES: &[&str] = &[
     "fleet.sock.lock",
     "sync.lock",
     "commit.lock",
-    crate::claim::IN_FLIGHT_LOCKS_ENTRY,
+    IN_FLIGHT_LOCKS_ENTRY,
 ];
+
+/// The `.gitignore` line of the locks of claims under way (`crate::claim::IN_FLIGHT_DIR`).
+pub const IN_FLIGHT_LOCKS_ENTRY: &str = "claiming/";
 
 /// Adds each of `entries` (patterns as [`CONTENTS`] writes them) that the `.gitignore` in the
 /// workspace `dir` lacks, at its end. A file that has them all is only read; a workspace

@@ -41,7 +41,9 @@ use std::path::PathBuf;
 use crate::store::StoreError;
 
 pub use detect::{Detected, Source, detect};
-pub use export::{ExportOptions, ExportSummary, auto_export_if_enabled, export_to_path};
+pub use export::{
+    ExportOptions, ExportSummary, auto_export_if_enabled, export_after_sync, export_to_path,
+};
 pub use import::{Batch, DuplicateId, ImportOptions, ImportReport, SkippedDependency};
 pub use jsonl::{BadLine, Line, Record};
 

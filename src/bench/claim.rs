@@ -4,8 +4,8 @@
 //!   binary for fleet, a `fleet bench worker --engine sqlite` process for the baseline — with
 //!   at most `claimers` processes alive at once;
 //! - `loop`: `claimers` long-lived worker processes, each claiming until nothing is left;
-//! - `threads`: `claimers` threads of this process, sharing one [`ClaimGroup`] (group commit)
-//!   for fleet, each with its own connection for the baseline;
+//! - `threads`: `claimers` threads of this process, sharing the server's group commit
+//!   ([`InProcess`]) for fleet, each with its own connection for the baseline;
 //! - `cycle`: the agents' real shape, ready → claim → close as three processes per task
 //!   (`cycle`), counted in completed cycles.
 //!
@@ -30,16 +30,18 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
+use super::claims::Claims;
 use super::cycle::Agent;
 use super::serving::{ServerKind, ServingProcess};
 use super::sqlite::{self, Purpose};
 use super::worker::Engine;
 use super::workspace::{PlannedIssue, ScratchDir, fill_fleet, fleet_store_dir, fleet_with_status};
 use super::{BenchError, Machine, Progress, mark, per_second, table, thousands};
-use crate::claim::ClaimGroup;
 use crate::model::Status;
+use crate::server::{InProcess, Outcome};
 use crate::store::Store;
 use crate::time::Clock;
+use crate::tracker::{Refusal, Request};
 
 /// How claimers reach the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -464,16 +466,13 @@ fn claim_in_threads(
     match engine {
         Engine::Fleet => {
             let store = Arc::new(Store::open(&fleet_store_dir(workspace))?);
-            let group = ClaimGroup::start(store, Clock::System);
+            let group = InProcess::start(store, Clock::System)
+                .map_err(super::io_error("starting the group committer".into()))?;
             run_claimers(
                 claimers,
                 claimers,
                 || Ok(()),
-                |(), ticket| {
-                    claim_all(&actor(ticket), |actor| {
-                        group.claim_next(actor).map(|claimed| claimed.map(|issue| issue.id))
-                    })
-                },
+                |(), ticket| claim_all(&actor(ticket), |actor| claim_in_group(&group, actor)),
             )
         }
         Engine::Sqlite => run_claimers(
@@ -486,6 +485,19 @@ fn claim_in_threads(
                 })
             },
         ),
+    }
+}
+
+/// Claims the next ready issue as `actor` through the group commit; its id, if any.
+fn claim_in_group(group: &InProcess, actor: &str) -> Result<Option<String>, String> {
+    let request = Request::ClaimNext { filter: crate::store::ReadyFilter::default() };
+    match group.submit(actor, request) {
+        Outcome::Applied(reply) => {
+            let claimed = reply.into_claimed().map_err(|e| e.to_string())?;
+            Ok(claimed.map(|summary| summary.issue.id))
+        }
+        Outcome::Refused(refusal) => Err(Refusal::from(refusal).to_string()),
+        Outcome::Direct(why) => Err(why),
     }
 }
 
@@ -503,41 +515,6 @@ fn claim_all(
                 claims.fail(error);
                 return claims;
             }
-        }
-    }
-}
-
-/// What claimers reported: (actor, issue id) for each claim won, and failures.
-#[derive(Debug, Default)]
-pub(super) struct Claims {
-    pub won: Vec<(String, String)>,
-    failures: usize,
-    first_error: Option<String>,
-}
-
-impl Claims {
-    /// These claims, and a failure that ended them.
-    pub fn failing(mut self, error: String) -> Claims {
-        self.fail(error);
-        self
-    }
-
-    fn failed(error: String) -> Claims {
-        let mut claims = Claims::default();
-        claims.fail(error);
-        claims
-    }
-
-    fn fail(&mut self, error: String) {
-        self.failures += 1;
-        self.first_error.get_or_insert(error);
-    }
-
-    fn merge(&mut self, other: Claims) {
-        self.won.extend(other.won);
-        self.failures += other.failures;
-        if let Some(error) = other.first_error {
-            self.first_error.get_or_insert(error);
         }
     }
 }

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::claim::Claims;
+use super::claims::Claims;
 use super::worker::Engine;
 use super::workspace::fleet_store_dir;
 

@@ -20,6 +20,7 @@
 //! reports, which render themselves as tables; it never prints.
 
 pub mod claim;
+mod claims;
 mod cycle;
 pub mod import;
 pub mod merge;

@@ -27,7 +27,7 @@ use jiff::Timestamp;
 use super::error::CliError;
 use super::output::{Mode, Output};
 use super::style::{ColorWhen, Stream};
-use crate::store::{STORE_FILE, Store, StoreError, Writer};
+use crate::store::{STORE_FILE, Store, StoreError};
 use crate::time::Clock;
 use crate::tracker::{Reply, Request};
 
@@ -158,16 +158,6 @@ impl Context {
     pub fn submit(&self, request: Request) -> Result<Reply, CliError> {
         let dir = self.workspace_dir()?;
         crate::server::client::submit(dir, self.actor(), self.clock, request, || self.store())
-    }
-
-    /// Opens the store and runs `body` as one write transaction as this command's actor,
-    /// returning what `body` returns (the applied ops are dropped).
-    pub fn write<R>(
-        &self,
-        body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
-    ) -> Result<R, CliError> {
-        let (result, _) = self.open_store()?.write(self.actor(), self.clock, body)?;
-        Ok(result)
     }
 }
 

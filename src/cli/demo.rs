@@ -17,11 +17,12 @@ use super::context::Context;
 use super::error::CliError;
 use super::output::write_stdout;
 use super::run::{check_all_closed, event_line, summary_line, supervise};
-use crate::model::{Dependency, Issue, dep_type};
-use crate::store::{ListFilter, Store};
+use crate::model::dep_type;
+use crate::store::{ListFilter, Store, StoreError};
 use crate::supervisor::outcome::Verdict;
 use crate::supervisor::{Event, Options};
 use crate::time::Clock;
+use crate::tracker::{CreateRequest, DepSpec, Request};
 
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
@@ -123,36 +124,36 @@ Next: fleet on a real project, with Claude Code or Codex (installed and logged i
   fleet create \"Add a --verbose flag\" --cwd .    # from your project: the agent works there
   fleet run                                      # Ctrl-C stops; --detach runs it in the background";
 
-/// Creates the pipeline in one transaction; returns the ids in pipeline order.
+/// Creates the pipeline, one create request per task (through the one write route, as any
+/// front end writes); returns the ids in pipeline order.
 fn fill_queue(store: &Store, home: &std::path::Path) -> Result<Vec<String>, CliError> {
-    let (ids, _) = store.write("fleet-demo", Clock::System, |w| {
-        let mut ids: Vec<(&str, String)> = Vec::new();
-        for (key, title, command, needs) in PIPELINE {
-            let id = w.new_issue_id(title, command, None)?;
-            let now = w.now();
-            let mut issue = Issue::new(id.clone(), (*title).to_string(), now);
-            issue.description = (*command).to_string();
-            issue.fleet.cwd = home.display().to_string();
-            issue.created_by = "fleet-demo".into();
-            let deps = needs
-                .iter()
-                .filter_map(|need| ids.iter().find(|(k, _)| k == need))
-                .map(|(_, target)| Dependency {
-                    issue_id: id.clone(),
-                    depends_on_id: target.clone(),
-                    kind: dep_type::BLOCKS.into(),
-                    created_at: now,
-                    created_by: "fleet-demo".into(),
-                    metadata: String::new(),
-                    thread_id: String::new(),
-                })
-                .collect();
-            crate::tracker::import_new(w, issue, deps)?;
-            ids.push((key, id));
-        }
-        Ok(ids.into_iter().map(|(_, id)| id).collect())
-    })?;
-    Ok(ids)
+    let mut ids: Vec<(&str, String)> = Vec::new();
+    for (key, title, command, needs) in PIPELINE {
+        let deps = needs
+            .iter()
+            .filter_map(|need| ids.iter().find(|(k, _)| k == need))
+            .map(|(_, target)| DepSpec { kind: dep_type::BLOCKS.into(), target: target.clone() })
+            .collect();
+        let mut create = CreateRequest {
+            title: (*title).to_string(),
+            description: (*command).to_string(),
+            priority: 2,
+            issue_type: "task".into(),
+            deps,
+            ..CreateRequest::default()
+        };
+        create.fleet.cwd = home.display().to_string();
+        let request = Request::Create(Box::new(create));
+        let submitted = crate::server::client::submit(
+            store.dir(),
+            "fleet-demo",
+            Clock::System,
+            request,
+            || Ok::<_, StoreError>(store),
+        );
+        ids.push((key, submitted?.into_summary()?.issue.id));
+    }
+    Ok(ids.into_iter().map(|(_, id)| id).collect())
 }
 
 fn live_view(event: &Event, started: Instant, total: usize, done: &Mutex<usize>, json: bool) {

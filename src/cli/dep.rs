@@ -9,6 +9,7 @@ use super::output::{printable, status_marker};
 use crate::model::dep_type;
 use crate::resolver::{Direction, TreeNode};
 use crate::store::{LinkedIssue, Reader, Store, StoreError};
+use crate::tracker::Request;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum DepCommand {
@@ -143,12 +144,12 @@ pub(super) fn add_dependency(
     depends_on: &str,
     kind: &str,
 ) -> Result<AddedEdge, CliError> {
-    let (from, to) = ctx.write(|writer| {
-        let (from, to) = crate::tracker::add_dependency(writer, issue, depends_on, kind)?;
-        Ok((writer.issue(&from)?, (to.clone(), writer.issue(&to)?)))
-    })?;
-    let from = from.ok_or_else(|| CliError::new("issue vanished during the change"))?;
-    let (to_id, to) = to;
+    let request = Request::DepAdd {
+        issue: issue.to_string(),
+        depends_on: depends_on.to_string(),
+        kind: kind.to_string(),
+    };
+    let (from, to_id, to) = ctx.submit(request)?.into_edge_added()?;
     Ok(AddedEdge { from, to_id, to })
 }
 
@@ -165,7 +166,9 @@ pub(super) fn remove_dependency(
     issue: &str,
     depends_on: &str,
 ) -> Result<(String, String, String), CliError> {
-    ctx.write(|writer| Ok(crate::tracker::remove_dependency(writer, issue, depends_on)?))
+    let request =
+        Request::DepRemove { issue: issue.to_string(), depends_on: depends_on.to_string() };
+    Ok(ctx.submit(request)?.into_edge_removed()?)
 }
 
 /// The trees `dep tree` shows: down (what the issue depends on), up (what depends on it), or

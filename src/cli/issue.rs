@@ -10,11 +10,9 @@ use super::output::{id_title, printable, printable_block, priority_badge, status
 use super::tasks::RunInfo;
 use crate::model::{FleetFields, Status, parse_issue_type_with, parse_priority};
 use crate::op::IssuePatch;
-use crate::store::{IssueDetail, IssueSummary, StoreError, Writer};
+use crate::store::{IssueDetail, IssueSummary};
 use crate::time::parse_user_date;
-use crate::tracker::{
-    self, CloseRefused, CloseRequest, CreateRequest, DepSpec, Request, UpdateRequest,
-};
+use crate::tracker::{CloseRefused, CloseRequest, CreateRequest, DepSpec, Request, UpdateRequest};
 
 /// Splits comma-separated values from repeated flags, dropping empty pieces.
 pub(super) fn split_csv(values: &[String]) -> Vec<String> {
@@ -92,6 +90,92 @@ pub struct CreateArgs {
     pub silent: bool,
 }
 
+/// A new issue as a command line gives it (strings as typed), whichever personality parsed
+/// the flags: `fleet create`, `bd create`, `bd q` and bd's markdown files each fill one, and
+/// [`create_issue`] checks it and turns it into the tracker's [`CreateRequest`].
+#[derive(Debug, Clone)]
+pub(in crate::cli) struct NewIssue {
+    pub title: String,
+    pub description: String,
+    pub design: String,
+    pub acceptance: String,
+    pub notes: String,
+    /// `0`–`4` or `P0`–`P4`.
+    pub priority: String,
+    pub issue_type: String,
+    /// Comma-separated or repeated.
+    pub labels: Vec<String>,
+    /// `id` or `type:id`, comma-separated or repeated.
+    pub deps: Vec<String>,
+    pub parent: Option<String>,
+    pub no_inherit_labels: bool,
+    pub assignee: Option<String>,
+    pub id: Option<String>,
+    pub estimate: Option<i64>,
+    pub due: Option<String>,
+    pub defer: Option<String>,
+    pub external_ref: Option<String>,
+    pub cwd: Option<PathBuf>,
+    pub coder: Option<String>,
+    pub model: Option<String>,
+}
+
+impl Default for NewIssue {
+    /// An untitled task of priority 2, as both personalities default.
+    fn default() -> NewIssue {
+        NewIssue {
+            title: String::new(),
+            description: String::new(),
+            design: String::new(),
+            acceptance: String::new(),
+            notes: String::new(),
+            priority: "2".into(),
+            issue_type: "task".into(),
+            labels: Vec::new(),
+            deps: Vec::new(),
+            parent: None,
+            no_inherit_labels: false,
+            assignee: None,
+            id: None,
+            estimate: None,
+            due: None,
+            defer: None,
+            external_ref: None,
+            cwd: None,
+            coder: None,
+            model: None,
+        }
+    }
+}
+
+impl NewIssue {
+    /// `fleet create`'s flags, with `title` chosen from the positional or the flag.
+    fn of_fleet(args: CreateArgs, title: String) -> NewIssue {
+        NewIssue {
+            title,
+            description: args.description,
+            design: args.design,
+            acceptance: args.acceptance,
+            notes: args.notes,
+            priority: args.priority,
+            issue_type: args.issue_type,
+            labels: args.labels,
+            deps: args.deps,
+            parent: args.parent,
+            no_inherit_labels: args.no_inherit_labels,
+            assignee: args.assignee,
+            id: args.id,
+            estimate: args.estimate,
+            due: args.due,
+            defer: args.defer,
+            external_ref: args.external_ref,
+            cwd: args.cwd,
+            coder: args.coder,
+            model: args.model,
+        }
+    }
+}
+
 /// The working directory a task records: `cwd` as given, or the current one, made absolute.
 fn recorded_dir(cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
     let dir = match cwd {
@@ -102,17 +186,17 @@ fn recorded_dir(cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
 }
 
 pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
-    let title = args.title.clone().or(args.title_arg.clone());
     let hint = "fleet create \"Fix the login bug\"";
-    match title {
+    let title = match args.title.clone().or(args.title_arg.clone()) {
         None => return Err(CliError::usage("title required").with_hint(hint)),
         Some(title) if title.trim().is_empty() => {
             return Err(CliError::new("title required").with_hint(hint));
         }
-        Some(_) => {}
-    }
-    let summary = create_issue(ctx, &args, |_| {})?;
-    if args.silent && !ctx.out.json {
+        Some(title) => title,
+    };
+    let silent = args.silent;
+    let summary = create_issue(ctx, &NewIssue::of_fleet(args, title), |_| {})?;
+    if silent && !ctx.out.json {
         super::output::write_stdout(&summary.issue.id);
         return Ok(());
     }
@@ -133,10 +217,10 @@ pub fn cmd_create(ctx: &Context, args: CreateArgs) -> Result<(), CliError> {
 /// `--metadata`, `--ephemeral`) before it is sent.
 pub(in crate::cli) fn create_issue(
     ctx: &Context,
-    args: &CreateArgs,
+    args: &NewIssue,
     adjust: impl FnOnce(&mut CreateRequest),
 ) -> Result<IssueSummary, CliError> {
-    let title = args.title.clone().or(args.title_arg.clone()).unwrap_or_default();
+    let title = args.title.clone();
     crate::model::validate_title(&title)?;
     check_explicit_id(args.id.as_deref())?;
     let priority = parse_priority(&args.priority)?;
@@ -562,7 +646,8 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
             args.ids.len()
         )));
     }
-    let result = close_issues(ctx, &args)?;
+    let closes = close_requests(&args.ids, &args.reason, &args.session, args.force);
+    let result = close_issues(ctx, closes)?;
     ctx.out.emit(&result.closed, || {
         result
             .closed
@@ -598,25 +683,37 @@ fn refusals_error(result: &CloseResult, asked: usize) -> CliError {
     error
 }
 
-/// The store side of `close`, shared by `fleet close` and `bd close`: in one request,
-/// closes each issue of `args.ids` that passes the close guards (or all, with `--force`).
-/// Ids that do not resolve and issues the guards refuse are reported, not fatal.
-pub(in crate::cli) fn close_issues(
-    ctx: &Context,
-    args: &CloseArgs,
-) -> Result<CloseResult, CliError> {
-    let closes = args
-        .ids
-        .iter()
+/// One close request per id of `ids`, each with its reason of `reasons` (one for all, or one
+/// per id), as a person or an agent asks for them (not fleet's own closes).
+pub(in crate::cli) fn close_requests(
+    ids: &[String],
+    reasons: &[String],
+    session: &str,
+    force: bool,
+) -> Vec<CloseRequest> {
+    ids.iter()
         .enumerate()
         .map(|(n, input)| CloseRequest {
             id: input.clone(),
-            reason: args.reason.get(n).or(args.reason.first()).cloned().unwrap_or_default(),
-            session: args.session.clone(),
-            force: args.force,
+            reason: reasons.get(n).or(reasons.first()).cloned().unwrap_or_default(),
+            session: session.to_string(),
+            force,
+            system: false,
         })
-        .collect();
+        .collect()
+}
+
+/// The store side of `close`, shared by `fleet close` and `bd close`: in one request,
+/// closes each issue that passes the close guards (or all, when forced). Ids that do not
+/// resolve and issues the guards refuse are reported, not fatal.
+pub(in crate::cli) fn close_issues(
+    ctx: &Context,
+    closes: Vec<CloseRequest>,
+) -> Result<CloseResult, CliError> {
     let outcome = ctx.submit(Request::Close(closes))?.into_closed()?;
+    for warning in &outcome.warnings {
+        ctx.out.warn(&format!("Warning: {warning}"));
+    }
     Ok(CloseResult {
         closed: outcome.closed.into_iter().map(Into::into).collect(),
         refused: outcome.refused,
@@ -633,19 +730,20 @@ pub struct ReopenArgs {
 }
 
 pub fn cmd_reopen(ctx: &Context, args: ReopenArgs) -> Result<(), CliError> {
-    let reopened = reopen_issues(ctx, &args)?;
+    let reopened = reopen_issues(ctx, &args.ids, args.reason.clone())?;
     let suffix = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     emit_summaries(ctx, &reopened, |s| format!("↻ Reopened {}{suffix}", s.issue.id));
     Ok(())
 }
 
 /// The store side of `reopen`, shared by both personalities: reopens every issue of
-/// `args.ids` in one request, recording the reason as a comment.
+/// `ids` in one request, recording the reason as a comment.
 pub(in crate::cli) fn reopen_issues(
     ctx: &Context,
-    args: &ReopenArgs,
+    ids: &[String],
+    reason: Option<String>,
 ) -> Result<Vec<IssueSummary>, CliError> {
-    let request = Request::Reopen { ids: args.ids.clone(), reason: args.reason.clone() };
+    let request = Request::Reopen { ids: ids.to_vec(), reason };
     Ok(ctx.submit(request)?.into_summaries()?)
 }
 
@@ -673,7 +771,7 @@ pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
             CliError::usage("no issue IDs provided").with_hint("fleet delete <id>… --force")
         );
     }
-    let result = delete_issues(ctx, &args)?;
+    let result = delete_issues(ctx, &args.ids, args.force)?;
     ctx.out.emit(&result, || render_delete(&result));
     Ok(())
 }
@@ -682,34 +780,16 @@ pub fn cmd_delete(ctx: &Context, args: DeleteArgs) -> Result<(), CliError> {
 /// the deletion touches, and (with `--force`) deletes them all in one transaction.
 pub(in crate::cli) fn delete_issues(
     ctx: &Context,
-    args: &DeleteArgs,
+    ids: &[String],
+    force: bool,
 ) -> Result<DeleteResult, CliError> {
-    let plan = |writer: &mut Writer<'_>| -> Result<DeleteResult, StoreError> {
-        let mut result = DeleteResult {
-            preview: !args.force,
-            issues: Vec::new(),
-            affected_dependents: Vec::new(),
-        };
-        let ids = args.ids.iter().map(|i| writer.resolve(i)).collect::<Result<Vec<_>, _>>()?;
-        for id in &ids {
-            let detail = writer.detail(id)?;
-            for dependent in &detail.dependents {
-                if !ids.contains(&dependent.id)
-                    && !result.affected_dependents.contains(&dependent.id)
-                {
-                    result.affected_dependents.push(dependent.id.clone());
-                }
-            }
-            result.issues.push(detail.summary);
-        }
-        if args.force {
-            for id in ids {
-                tracker::delete(writer, &id)?;
-            }
-        }
-        Ok(result)
-    };
-    ctx.write(plan)
+    let request = Request::Delete { ids: ids.to_vec(), force };
+    let deleted = ctx.submit(request)?.into_deleted()?;
+    Ok(DeleteResult {
+        preview: deleted.preview,
+        issues: deleted.issues.into_iter().map(Into::into).collect(),
+        affected_dependents: deleted.affected_dependents,
+    })
 }
 
 pub(in crate::cli) fn render_delete(result: &DeleteResult) -> String {

@@ -7,6 +7,7 @@ use super::context::Context;
 use super::error::CliError;
 use super::output::printable;
 use crate::store::{Store, StoreError};
+use crate::tracker::{LabelChange, Request};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum LabelCommand {
@@ -35,13 +36,6 @@ impl LabelTargets {
             None => (&[], ""),
         }
     }
-}
-
-#[derive(Serialize)]
-pub(in crate::cli) struct LabelChange {
-    pub id: String,
-    pub label: String,
-    pub changed: bool,
 }
 
 #[derive(Serialize)]
@@ -89,23 +83,8 @@ pub(super) fn apply_label_change(
     label: &str,
     add: bool,
 ) -> Result<Vec<LabelChange>, CliError> {
-    let label = label.to_string();
-    if label.trim().is_empty() {
-        return Err(CliError::new("label is empty"));
-    }
-    ctx.write(|writer| {
-        let mut changes = Vec::new();
-        for input in ids {
-            let id = writer.resolve(input)?;
-            let changed = if add {
-                crate::tracker::label_add(writer, &id, &label)?
-            } else {
-                crate::tracker::label_remove(writer, &id, &label)?
-            };
-            changes.push(LabelChange { id, label: label.clone(), changed });
-        }
-        Ok(changes)
-    })
+    let request = Request::Label { ids: ids.to_vec(), label: label.to_string(), add };
+    Ok(ctx.submit(request)?.into_labels()?)
 }
 
 fn list_labels(ctx: &Context, id: &str) -> Result<(), CliError> {

@@ -28,6 +28,7 @@ mod log;
 mod logging;
 mod output;
 mod parse;
+mod printable;
 mod qa;
 mod query;
 mod rebuild;
@@ -101,8 +102,10 @@ impl GlobalArgs {
 }
 
 /// What `fleet config --help` says about the other config.
-const CONFIG_AFTER_HELP: &str = "This edits fleet's runtime.toml (the supervisor and its coders). \
-Workspace settings kept in the issue store (export.auto, import.path, …) are `fleet bd config`'s.";
+const CONFIG_AFTER_HELP: &str = "runtime.toml holds how this machine runs agents (the supervisor \
+and its coders). The workspace settings (claim_mode, sync.export_jsonl, export.auto, \
+validation.on-close, types.custom, …) are kept in the issue store: `fleet config` sets, gets and \
+shows them too, checked by their type; `fleet bd config` sets any store key, as beads does.";
 
 parse::deferred_and_eager! {
     /// fleet's commands: [`Command`] parses, [`EagerCommand`] shows help and usage errors and

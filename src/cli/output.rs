@@ -14,12 +14,12 @@
 //! A closed stdout (`fleet list | head`) is not an error: output stops quietly. Human text is
 //! escaped on the way out (see [`printable_block`]).
 
-use std::borrow::Cow;
 use std::io::Write;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use super::printable::{printable, printable_block};
 use super::style::Styled;
 use crate::model::{Issue, Status};
 
@@ -50,7 +50,7 @@ impl Output {
     pub fn new(mode: Mode, json: bool, quiet: bool) -> Output {
         let envelope = mode == Mode::Bd
             && std::env::var("BD_JSON_ENVELOPE")
-                .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "TRUE" | "yes"));
+                .is_ok_and(|v| crate::settings::parse_bool(&v) == Some(true));
         Output { mode, json, quiet, color: false, envelope }
     }
 
@@ -324,49 +324,6 @@ pub(in crate::cli) fn write_styled(text: &Styled, color: bool) {
 /// `[● P1]`: the priority as bd shows it.
 pub fn priority_badge(priority: u8) -> String {
     format!("[● P{priority}]")
-}
-
-/// A single-line field (a title, an assignee, a label…) made safe to print in a line of human
-/// output: every control character is escaped — `\n` as `\\n`, `\r` as `\\r`, `\t` as `\\t`,
-/// ESC as `\\e`, any other C0 or C1 control (and DEL) as `\\xNN` — so a stored value can neither
-/// break a table into fake lines nor send escape sequences to the terminal.
-///
-/// Every human renderer, of `fleet` and of `bd`, prints stored text through this function (or
-/// [`printable_block`] for multi-line text). It escapes always, not only when stdout is a
-/// terminal: output piped to a file or a pager reaches a terminal in the end, and tests see
-/// what users see. `--json` output is never passed through it; JSON escapes controls itself.
-pub fn printable(text: &str) -> Cow<'_, str> {
-    escape_controls(text, |_| false)
-}
-
-/// Multi-line text (a description, a comment, a whole rendered output) made safe to print:
-/// like [`printable`], but newlines and tabs stay as they are.
-pub fn printable_block(text: &str) -> Cow<'_, str> {
-    escape_controls(text, |c| c == '\n' || c == '\t')
-}
-
-/// Escapes the control characters of `text` that `keep` does not keep; borrows when there
-/// are none.
-fn escape_controls(text: &str, keep: fn(char) -> bool) -> Cow<'_, str> {
-    let needs = |c: char| c.is_control() && !keep(c);
-    if !text.chars().any(needs) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if !needs(c) {
-            out.push(c);
-            continue;
-        }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{1b}' => out.push_str("\\e"),
-            other => out.push_str(&format!("\\x{:02x}", u32::from(other))),
-        }
-    }
-    Cow::Owned(out)
 }
 
 /// `id — title`, the feedback form of bd.

@@ -14,7 +14,7 @@
 use std::ffi::OsString;
 use std::io::IsTerminal;
 
-use super::output::printable_block;
+use super::printable::printable_block;
 
 /// When to colour output: `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

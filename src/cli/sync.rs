@@ -9,9 +9,6 @@ use crate::journal::identity::OwnRef;
 use crate::journal::sync::{self, Remote, RemoteOwner, SyncReport};
 use crate::store::Store;
 
-/// The store setting that writes `.beads/issues.jsonl` after every sync.
-pub const EXPORT_JSONL_KEY: &str = "sync.export_jsonl";
-
 #[derive(Debug, clap::Subcommand)]
 pub enum RemoteCommand {
     /// Add a remote (a git URL or path) to the journal repository.
@@ -119,21 +116,13 @@ pub(super) fn fail_on_bad_refs(report: &SyncReport) -> Result<(), CliError> {
 }
 
 fn export_if_enabled(ctx: &Context, store: &Store) {
-    let enabled = store
-        .read()
-        .ok()
-        .and_then(|r| r.config(EXPORT_JSONL_KEY).ok().flatten())
-        .is_some_and(|v| matches!(v.trim(), "true" | "1" | "yes" | "on"));
-    if !enabled {
-        return;
-    }
-    let target = store.dir().join(crate::beads::export::AUTO_EXPORT_FILE);
-    let options = crate::beads::ExportOptions::default();
-    let result = crate::beads::export_to_path(store, &options, &target);
-    match result {
-        Ok(summary) => {
-            ctx.out.note(&format!("Exported {} issue(s) to {}", summary.issues, target.display()))
-        }
+    match crate::beads::export_after_sync(store) {
+        Ok(Some(summary)) => ctx.out.note(&format!(
+            "Exported {} issue(s) to {}",
+            summary.issues,
+            summary.path.unwrap_or_default()
+        )),
+        Ok(None) => {}
         Err(error) => ctx.out.warn(&format!("sync.export_jsonl: exporting failed: {error}")),
     }
 }

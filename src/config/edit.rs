@@ -124,15 +124,26 @@ fn parse_target(key: &str) -> Result<Target, SetError> {
     let mut parts = key.splitn(4, '.');
     let first = parts.next().unwrap_or("");
     if first != "coders" {
-        let known: Vec<&str> =
-            KEYS.iter().map(|k| k.name).chain(std::iter::once("coders.NAME.KEY")).collect();
+        let workspace = crate::settings::SETTINGS.iter().map(|s| s.name);
+        let known: Vec<&str> = KEYS
+            .iter()
+            .map(|k| k.name)
+            .chain(std::iter::once("coders.NAME.KEY"))
+            .chain(workspace.clone())
+            .collect();
         let mut message = format!("unknown key {key:?}");
         if let Some(close) = crate::coders::closest_word(key, known.iter().copied()) {
-            message.push_str(&format!(" (did you mean {close:?}?)"));
+            let lives = if crate::settings::Setting::find(close).is_some() {
+                "a workspace setting"
+            } else {
+                "in runtime.toml"
+            };
+            message.push_str(&format!(" (did you mean {close:?}, {lives}?)"));
         }
         return Err(SetError::new(message).hint(format!(
-            "keys: {}, and coders.NAME.KEY for a coder",
-            KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+            "runtime.toml keys: {}, and coders.NAME.KEY for a coder; workspace settings (in the store): {}",
+            KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+            workspace.collect::<Vec<_>>().join(", ")
         )));
     }
     let name = parts.next().filter(|n| !n.is_empty()).ok_or_else(|| {
@@ -159,6 +170,40 @@ fn parse_target(key: &str) -> Result<Target, SetError> {
             Err(SetError::new(format!("{key:?}: coders.{name}.{field} has no sub-keys")))
         }
     }
+}
+
+/// The value of `key` in `config`, as TOML (`3`, `"claude"`, a coder's table); an unknown key
+/// is the same error as for `set`.
+pub fn value_of(config: &RuntimeConfig, key: &str) -> Result<String, SetError> {
+    let coder = |name: &str| {
+        config.coders.get(name).ok_or_else(|| {
+            SetError::new(format!("no coder {name:?} is configured in runtime.toml"))
+                .hint("fleet config show lists the coders")
+        })
+    };
+    let as_toml = |value: toml::Value| match value {
+        toml::Value::String(text) => text,
+        other => other.to_string(),
+    };
+    let field_of = |name: &str, field: &str| -> Result<toml::Value, SetError> {
+        let table = toml::Value::try_from(coder(name)?)
+            .map_err(|e| SetError::new(format!("coders.{name}: {e}")))?;
+        Ok(table.get(field).cloned().unwrap_or(toml::Value::String(String::new())))
+    };
+    Ok(match parse_target(key)? {
+        Target::Top(info) => match info.value(config) {
+            super::KeyValue::Text(text) => text,
+            other => other.to_string(),
+        },
+        Target::CoderTable(name) => toml::to_string(coder(&name)?).unwrap_or_default(),
+        Target::CoderField(name, field) => as_toml(field_of(&name, field)?),
+        Target::CoderEntry(name, field, entry) => as_toml(
+            field_of(&name, field)?
+                .get(&entry)
+                .cloned()
+                .unwrap_or(toml::Value::String(String::new())),
+        ),
+    })
 }
 
 /// Whether the value of `target` is a string (so `model=gpt-5.5` needs no quotes).

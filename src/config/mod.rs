@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use check::Source;
-pub use edit::{ConfigChange, SetError, header, set_values, unset_keys};
+pub use edit::{ConfigChange, SetError, header, set_values, unset_keys, value_of};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
 pub use prices::{Price, price_of};

@@ -157,7 +157,7 @@ pub enum RemoteClaimError {
     #[error("running git for remote {remote}: {source}; is git installed and on PATH?")]
     Spawn { remote: String, source: std::io::Error },
     #[error(
-        "claim_mode is {0:?}; it must be \"local\" or \"remote\" (`fleet bd config set claim_mode local`)"
+        "claim_mode is {0:?}; it must be \"local\" or \"remote\" (`fleet config set claim_mode=local`)"
     )]
     BadMode(String),
     #[error(transparent)]

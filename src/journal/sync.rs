@@ -811,20 +811,27 @@ fn new_closes_kept(merged: &Merged) -> Vec<String> {
 pub fn spawn_periodic_sync(
     store: std::sync::Arc<Store>,
     every: std::time::Duration,
+    after: AfterSync,
 ) -> Option<Periodic> {
     if every.is_zero() {
         return None;
     }
-    let work = move || sync_in_background(std::sync::Arc::clone(&store));
+    let work = move || sync_in_background(std::sync::Arc::clone(&store), after);
     Some(Periodic::start(every, Finally::JustStop, work))
 }
 
-async fn sync_in_background(store: std::sync::Arc<Store>) {
+/// What the caller of [`spawn_periodic_sync`] does after each sync that completed (the export
+/// `sync.export_jsonl` asks for, which `fleet sync` does too).
+pub type AfterSync = fn(&Store);
+
+async fn sync_in_background(store: std::sync::Arc<Store>, after: AfterSync) {
     let result = tokio::task::spawn_blocking(move || {
         if pick_remote(store.dir(), None)?.is_none() {
             return Ok(None);
         }
-        sync(&store, None).map(Some)
+        let report = sync(&store, None)?;
+        after(&store);
+        Ok::<_, JournalError>(Some(report))
     })
     .await;
     match result {

@@ -88,7 +88,7 @@ impl Committer {
 /// Decides `group` in one transaction and commits it (see the module documentation). Each
 /// request is decided at one instant fixed for the group, so deciding the group again (after a
 /// partly applied refusal) meets the same state. A group that changed nothing is not committed.
-fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
+pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
     let mut settled: Vec<Option<Outcome>> = vec![None; group.len()];
     if group.iter().any(|e| e.request.claims()) && !claims_locally(store) {
         for (slot, envelope) in settled.iter_mut().zip(group) {
@@ -110,13 +110,13 @@ fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
                 }
                 writer.set_actor(&envelope.actor);
                 writer.set_clock(Clock::Fixed(envelope.now.unwrap_or(now)));
-                let before = writer.applied_count();
+                let before = writer.change_count();
                 match super::apply_once(writer, Some(envelope.id), &envelope.request) {
                     Ok(reply) => {
-                        changed |= writer.applied_count() > before;
+                        changed |= writer.change_count() > before;
                         outcomes.push(Outcome::Applied(reply));
                     }
-                    Err(refusal) if !refusal.is_fatal() && writer.applied_count() == before => {
+                    Err(refusal) if !refusal.is_fatal() && writer.change_count() == before => {
                         outcomes.push(Outcome::Refused(WireRefusal::from(&refusal)));
                     }
                     Err(refusal) => {

@@ -27,10 +27,12 @@
 pub mod client;
 mod event_loop;
 mod group;
+mod in_process;
 mod place;
 mod serve;
 mod wire;
 
+pub use in_process::InProcess;
 pub use serve::{ServeError, Server};
 pub use wire::{Answer, Envelope, Outcome, PROTOCOL_VERSION};
 

@@ -34,6 +34,7 @@ mod merge;
 mod order;
 mod query;
 mod readiness;
+pub use readiness::blocks_through_target;
 mod tables;
 mod text;
 mod undo;
@@ -1109,6 +1110,8 @@ pub struct Writer<'t> {
     hlc: Hlc,
     journal_seq: u64,
     applied: Vec<Op>,
+    /// Workspace settings written in this transaction (they are not ops).
+    settings_written: usize,
     /// A remote stamp moved the clock, so it is saved even if no op was applied.
     clock_received: bool,
     /// In bulk mode, the readiness seeds gathered so far; refreshed once at the end.
@@ -1239,6 +1242,7 @@ impl<'t> Writer<'t> {
             hlc,
             journal_seq,
             applied: Vec::new(),
+            settings_written: 0,
             clock_received: false,
             deferred_seeds: None,
             bulk_acyclic: false,
@@ -1306,10 +1310,10 @@ impl<'t> Writer<'t> {
         self.clock = clock;
     }
 
-    /// How many ops this transaction has applied so far: a request that fails with this
-    /// unchanged has changed nothing.
-    pub fn applied_count(&self) -> usize {
-        self.applied.len()
+    /// How many changes this transaction has made so far, ops and workspace settings: a
+    /// transaction with none has nothing to commit.
+    pub fn change_count(&self) -> usize {
+        self.applied.len() + self.settings_written
     }
 
     fn replies(&mut self) -> Result<&mut Table<'t, u128, &'static [u8]>, StoreError> {
@@ -1347,6 +1351,12 @@ impl<'t> Writer<'t> {
         self.clock.now()
     }
 
+    /// A configuration value of this store, as this transaction sees it.
+    pub fn config(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let value = self.tables.meta_bytes(&format!("{}{key}", meta::CONFIG))?;
+        Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
     /// Sets (or with `None` removes) a configuration value of this store.
     /// Changes the workspace's id prefix (a `rename-prefix`, after its ids moved). Not an op:
     /// the prefix is this store's setting; the renamed issues travel as ops.
@@ -1356,6 +1366,7 @@ impl<'t> Writer<'t> {
     }
 
     pub fn set_config(&mut self, key: &str, value: Option<&str>) -> Result<(), StoreError> {
+        self.settings_written += 1;
         let key = format!("{}{key}", meta::CONFIG);
         match value {
             Some(value) => self.tables.meta.insert(key.as_str(), value.as_bytes())?,

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::order::{self, RowFacts, Scan};
-use super::tables::{Counts, ReadyEntry, View};
+use super::tables::{Counts, EdgeRole, ReadyEntry, View};
 use super::text::TextNeedle;
 use super::{Reader, StoreError, Writer};
 use crate::model::{Comment, Issue, SortOrder, Status, dep_type};
@@ -460,39 +460,16 @@ fn blockers(view: &dyn View, issue: &Issue) -> Result<Vec<String>, StoreError> {
     let mut direct = Vec::new();
     let mut parents = Vec::new();
     for dep in view.deps_of(&issue.id)? {
-        let target = dep.depends_on_id.clone();
-        let blocking = match dep.kind.as_str() {
-            kind if dep_type::blocks_directly(kind) => {
-                view.issue(&target)?.is_some_and(|t| !t.status.is_settled())
-            }
-            dep_type::WAITS_FOR => still_waiting(view, &target, dep.gate_is_any_children())?,
-            dep_type::PARENT_CHILD => {
-                if view.is_blocked(&target)? {
-                    parents.push(target);
-                }
-                false
-            }
-            _ => false,
-        };
-        if blocking {
+        if !super::readiness::edge_blocks_in(view, &dep)? {
+            continue;
+        }
+        if EdgeRole::of_edge(&dep).blocks_through_target() {
             direct.push(dep.depends_on_id);
+        } else {
+            parents.push(dep.depends_on_id);
         }
     }
     Ok(if direct.is_empty() { parents } else { direct })
-}
-
-/// Whether a waits-for edge to `spawner` still holds (spec §3.2 rule 3): some child is not
-/// settled, unless the gate is any-children and one child is closed.
-fn still_waiting(view: &dyn View, spawner: &str, any_child: bool) -> Result<bool, StoreError> {
-    let mut unsettled = false;
-    let mut closed = false;
-    for child in view.dependents_by(spawner, dep_type::PARENT_CHILD)? {
-        if let Some(child) = view.issue(&child)? {
-            unsettled |= !child.status.is_settled();
-            closed |= child.status == Status::Closed;
-        }
-    }
-    Ok(unsettled && !(any_child && closed))
 }
 
 /// The blocked issues (under `parent`, if given) in `blocked`'s order, at most `limit` of
@@ -1064,8 +1041,8 @@ impl Writer<'_> {
     pub fn open_blockers(&self, id: &str) -> Result<Vec<String>, StoreError> {
         let mut open = Vec::new();
         for dep in self.view().deps_of(id)? {
-            if dep_type::blocks_directly(&dep.kind)
-                && self.view().issue(&dep.depends_on_id)?.is_some_and(|t| !t.status.is_settled())
+            if EdgeRole::of_edge(&dep) == EdgeRole::Blocks
+                && super::readiness::edge_blocks_in(self.view(), &dep)?
             {
                 open.push(dep.depends_on_id);
             }

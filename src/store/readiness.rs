@@ -7,6 +7,10 @@
 //! 3. it has a `waits-for` edge to a spawner with an unsettled child — unless the edge's gate is
 //!    `any-children` and one child is closed.
 //!
+//! The rule is written once, in [`edge_blocks`]: the index below applies it op by op, and the
+//! queries that say *what* blocks an issue (`blocked`, `show`, the close guard, `ready
+//! --explain`) call it over a [`View`].
+//!
 //! Each op names the issues whose inputs it touched (the seeds); [`Writer::refresh`]
 //! recomputes those, and when a flag flips it follows parent-child edges down to the children,
 //! whose rule 2 reads it. Parent-child edges are kept acyclic (see `apply`), so this reaches the
@@ -35,6 +39,48 @@ use super::tables::{
 };
 use super::{StoreError, Writer, meta};
 use crate::model::{Issue, Status, dep_type};
+
+/// Rules 1–3 for one edge of an issue that is not settled: whether the edge, of `role`, to
+/// `target` keeps the issue blocked. `view` gives the blocked flags and the children; `brief`
+/// whether an issue exists and is settled or closed (the index reads it from a cache of row
+/// facts, a query from the whole issue).
+pub(crate) fn edge_blocks(
+    view: &dyn View,
+    brief: &mut dyn FnMut(&str) -> Result<Option<Brief>, StoreError>,
+    role: EdgeRole,
+    target: &str,
+) -> Result<bool, StoreError> {
+    match role {
+        EdgeRole::Blocks => Ok(brief(target)?.is_some_and(|t| !t.settled)),
+        EdgeRole::ParentChild => view.is_blocked(target),
+        EdgeRole::WaitsFor { any_children } => {
+            let (mut unsettled, mut closed) = (false, false);
+            for child in view.dependents_by(target, dep_type::PARENT_CHILD)? {
+                if let Some(child) = brief(&child)? {
+                    unsettled |= !child.settled;
+                    closed |= child.closed;
+                }
+            }
+            Ok(unsettled && !(any_children && closed))
+        }
+        EdgeRole::Other => Ok(false),
+    }
+}
+
+/// Whether `dep` is an edge that blocks its issue through its target itself (a `blocks` kind or
+/// a `waits-for`), the ones `ready --explain` lists as resolved for a ready issue.
+pub fn blocks_through_target(dep: &crate::model::Dependency) -> bool {
+    EdgeRole::of_edge(dep).blocks_through_target()
+}
+
+/// The same rule over whole issues read from `view` (the queries' side).
+pub(crate) fn edge_blocks_in(
+    view: &dyn View,
+    dep: &crate::model::Dependency,
+) -> Result<bool, StoreError> {
+    let mut brief = |id: &str| Ok(view.issue(id)?.as_ref().map(Brief::of_issue));
+    edge_blocks(view, &mut brief, EdgeRole::of_edge(dep), &dep.depends_on_id)
+}
 
 /// The fields of an issue row that readiness reads. Decoding only these skips the text
 /// fields and the unmodelled keys (which the full [`Issue`] collects into a map), so a
@@ -76,7 +122,7 @@ fn default_type() -> String {
 
 /// What other issues' readiness needs to know about an issue.
 #[derive(Clone, Copy)]
-struct Brief {
+pub(crate) struct Brief {
     settled: bool,
     closed: bool,
     /// `defer_until` in nanoseconds (0 = none).
@@ -84,6 +130,15 @@ struct Brief {
 }
 
 impl Brief {
+    /// What the rule reads of a whole issue.
+    pub(crate) fn of_issue(issue: &Issue) -> Brief {
+        Brief {
+            settled: issue.status.is_settled(),
+            closed: issue.status == Status::Closed,
+            defer: issue.defer_until.map_or(0, crate::time::nanos),
+        }
+    }
+
     fn of(facts: &Facts) -> Brief {
         Brief {
             settled: facts.status.is_settled(),
@@ -270,37 +325,13 @@ impl Writer<'_> {
         cache: &mut FactCache,
         edges: &[EdgeFacts],
     ) -> Result<bool, StoreError> {
+        let mut brief = |id: &str| self.brief(cache, id);
         for edge in edges {
-            let blocked = match edge.role {
-                EdgeRole::Blocks => self.brief(cache, &edge.target)?.is_some_and(|t| !t.settled),
-                EdgeRole::ParentChild => self.tables.is_blocked(&edge.target)?,
-                EdgeRole::WaitsFor { any_children } => {
-                    self.waits_on_children(cache, &edge.target, any_children)?
-                }
-                EdgeRole::Other => false,
-            };
-            if blocked {
+            if edge_blocks(&self.tables, &mut brief, edge.role, &edge.target)? {
                 return Ok(true);
             }
         }
         Ok(false)
-    }
-
-    fn waits_on_children(
-        &self,
-        cache: &mut FactCache,
-        spawner: &str,
-        any_child: bool,
-    ) -> Result<bool, StoreError> {
-        let mut unsettled = false;
-        let mut closed = false;
-        for child in self.tables.dependents_by(spawner, dep_type::PARENT_CHILD)? {
-            if let Some(child) = self.brief(cache, &child)? {
-                unsettled |= !child.settled;
-                closed |= child.closed;
-            }
-        }
-        Ok(unsettled && !(any_child && closed))
     }
 
     /// The instant until which an issue is hidden from ready: its own `defer_until` or a

@@ -361,6 +361,17 @@ impl EdgeFacts {
 }
 
 impl EdgeRole {
+    /// What the stored edge `dep` does.
+    pub fn of_edge(dep: &crate::model::Dependency) -> EdgeRole {
+        EdgeRole::of(&dep.kind, &dep.metadata)
+    }
+
+    /// Whether the edge blocks through its target itself (rules 1 and 3), as opposed to a
+    /// parent's blocked state or not at all.
+    pub fn blocks_through_target(self) -> bool {
+        matches!(self, EdgeRole::Blocks | EdgeRole::WaitsFor { .. })
+    }
+
     fn of(kind: &str, metadata: &str) -> EdgeRole {
         match kind {
             kind if dep_type::blocks_directly(kind) => EdgeRole::Blocks,

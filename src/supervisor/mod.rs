@@ -347,6 +347,13 @@ fn claim_with_lease(
     })
 }
 
+/// After each periodic sync: the export `sync.export_jsonl` asks for, as `fleet sync` does.
+fn export_after_sync(store: &Store) {
+    if let Err(error) = crate::beads::export_after_sync(store) {
+        tracing::warn!(%error, "sync.export_jsonl: exporting after the sync failed");
+    }
+}
+
 /// The places of a machine, for the roots they were made for (see [`Supervisor::places`]).
 type SharedPlaces = Arc<std::sync::Mutex<(String, Places)>>;
 
@@ -547,8 +554,11 @@ impl Supervisor {
         }
         let journal = crate::journal::spawn_periodic(Arc::clone(&self.store), JOURNAL_EVERY);
         let sync_every = Duration::from_secs(self.cfg().sync_interval_secs);
-        let syncing =
-            crate::journal::sync::spawn_periodic_sync(Arc::clone(&self.store), sync_every);
+        let syncing = crate::journal::sync::spawn_periodic_sync(
+            Arc::clone(&self.store),
+            sync_every,
+            export_after_sync,
+        );
         let (signals_tx, mut signals) = mpsc::unbounded_channel();
         let mut runners: JoinSet<Finished> = JoinSet::new();
         let mut children = child_exits();
@@ -1528,6 +1538,7 @@ fn record_outcome(
                 id: id.to_string(),
                 reason: "command exited 0".to_string(),
                 force: true,
+                system: true,
                 ..CloseRequest::default()
             };
             tracker::close(w, &close)?;

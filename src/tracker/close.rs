@@ -16,6 +16,10 @@ pub struct CloseRequest {
     pub session: String,
     /// Close even if a guard refuses.
     pub force: bool,
+    /// A close fleet makes itself (a command's exit 0): its reason is not a person's or an
+    /// agent's words, so `validation.on-close` does not apply.
+    #[serde(default)]
+    pub system: bool,
 }
 
 /// Closes the issue unless a close guard refuses (spec §7): pinned issues, epics with open
@@ -23,6 +27,9 @@ pub struct CloseRequest {
 pub fn close(writer: &mut Writer<'_>, request: &CloseRequest) -> Result<String, Refusal> {
     let id = writer.resolve(&request.id)?;
     let issue = writer.issue(&id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
+    if issue.status != Status::Closed {
+        reason_policy(writer, request)?;
+    }
     if !request.force
         && let Some(refusal) = close_guard(writer, &issue)?
     {
@@ -34,6 +41,40 @@ pub fn close(writer: &mut Writer<'_>, request: &CloseRequest) -> Result<String, 
         session: request.session.clone(),
     })?;
     Ok(id)
+}
+
+/// The workspace's `validation.on-close` policy for `request`'s reason: a terse reason is
+/// refused (`error`) or comes back as a warning to show (`warn`); nothing under `none` (the
+/// default) or for a close fleet makes itself. The one place the policy is applied: `fleet
+/// close`, `bd close`, `bd update --status closed` and the server all close through here.
+pub fn reason_policy(
+    writer: &Writer<'_>,
+    request: &CloseRequest,
+) -> Result<Option<String>, Refusal> {
+    if request.system {
+        return Ok(None);
+    }
+    let mode = writer.config(crate::settings::ON_CLOSE)?.unwrap_or_default();
+    let Some(problem) = terse_reason(&request.reason) else { return Ok(None) };
+    match mode.trim().to_ascii_lowercase().as_str() {
+        "error" => Err(Refusal::Invalid(format!("cannot close {}: {problem}", request.id))),
+        "warn" => Ok(Some(format!("{}: {problem}", request.id))),
+        _ => Ok(None),
+    }
+}
+
+/// What is wrong with a terse close reason: empty, the default, or under 20 characters.
+fn terse_reason(reason: &str) -> Option<String> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.eq_ignore_ascii_case("closed") {
+        return Some("close reason is empty or default; provide a summary of what was done".into());
+    }
+    (reason.len() < 20).then(|| {
+        format!(
+            "close reason is terse ({} chars); aim for 20+ characters describing what was done",
+            reason.len()
+        )
+    })
 }
 
 /// Why a close of `issue` is refused without `--force`, if it is.

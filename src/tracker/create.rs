@@ -62,6 +62,10 @@ pub struct CreateRequest {
     pub metadata: Option<serde_json::Value>,
     /// bd's `--ephemeral`: a wisp, left out of exports.
     pub ephemeral: bool,
+    /// bd's `--waits-for-gate any-children`: the gate of the new issue's `waits-for` edges, in
+    /// the same op as the issue (`all-children`, the default, records nothing).
+    #[serde(default)]
+    pub wait_gate: Option<String>,
 }
 
 /// Creates the issue in one op with its edges. Returns the new id.
@@ -89,7 +93,13 @@ pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<String
         let target = resolve_target(writer, &spec.target)?;
         let target_type = writer.issue(&target)?.map(|t| t.issue_type);
         check_epic_rule(&spec.kind, &issue.issue_type, target_type.as_deref())?;
-        deps.push(new_edge(writer, &id, &target, &spec.kind));
+        let mut edge = new_edge(writer, &id, &target, &spec.kind);
+        if let Some(gate @ "any-children") = request.wait_gate.as_deref()
+            && spec.kind == dep_type::WAITS_FOR
+        {
+            edge.metadata = super::deps::gate_metadata(gate);
+        }
+        deps.push(edge);
     }
     writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
     Ok(id)

@@ -127,16 +127,7 @@ pub fn set_parent(writer: &mut Writer<'_>, id: &str, keep: Option<&str>) -> Resu
     Ok(())
 }
 
-/// Sets the gate of issue `id`'s waits-for edge (`any-children`: the wait ends when any child
-/// closes, not all). The gate lives in the edge's metadata; re-adding the same edge with new
-/// metadata updates it in place.
-pub fn set_wait_gate(writer: &mut Writer<'_>, id: &str, gate: &str) -> Result<(), Refusal> {
-    let edge = writer
-        .dependencies(id)?
-        .into_iter()
-        .find(|d| d.kind == dep_type::WAITS_FOR)
-        .ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-    let metadata = serde_json::json!({ "gate": gate }).to_string();
-    writer.apply(OpKind::DepAdd { dep: Dependency { metadata, ..edge } })?;
-    Ok(())
+/// The metadata of a `waits-for` edge with gate `gate` (`any-children`).
+pub(super) fn gate_metadata(gate: &str) -> String {
+    serde_json::json!({ "gate": gate }).to_string()
 }

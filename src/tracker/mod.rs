@@ -22,12 +22,11 @@ mod issue;
 mod redaction;
 mod rename;
 mod request;
+mod settings;
 
 pub use close::{CloseRequest, close, close_guard};
 pub use create::{CreateRequest, DepSpec, create};
-pub use deps::{
-    add_dependency, edge_at, remove_dependency, resolve_target, set_parent, set_wait_gate,
-};
+pub use deps::{add_dependency, edge_at, remove_dependency, resolve_target, set_parent};
 pub use import::{ImportBatch, import_new};
 pub use issue::{
     MetadataEdit, UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove,
@@ -36,7 +35,10 @@ pub use issue::{
 pub use redaction::{environment_redactor, inbound_redactor, set_inbound_redactor};
 pub use rename::{rename_plan, rename_prefix};
 
-pub use request::{CloseOutcome, CloseRefused, Reply, Request, Summary, WireRefusal, execute};
+pub use request::{
+    CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal, execute,
+};
+pub use settings::set_config;
 
 use crate::store::StoreError;
 

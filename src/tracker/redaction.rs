@@ -139,7 +139,15 @@ impl Request {
             Request::Close(closes) => closes.iter_mut().for_each(|c| c.redact(redactor)),
             Request::Reopen { reason, .. } => mask_opt(redactor, reason),
             Request::Comment { text, .. } => mask(redactor, text),
-            Request::Claim { .. } | Request::ClaimNext { .. } | Request::Release { .. } => {}
+            Request::Claim { .. }
+            | Request::ClaimNext { .. }
+            | Request::Release { .. }
+            | Request::DepAdd { .. }
+            | Request::DepRemove { .. }
+            | Request::Label { .. }
+            | Request::Delete { .. }
+            | Request::RenamePrefix { .. }
+            | Request::SetConfig(_) => {}
         }
     }
 }

@@ -1,12 +1,17 @@
 //! The write commands of the CLI as values: a [`Request`] names one command's whole change
-//! (create an issue, update or close several, claim, release, reopen, comment), [`execute`]
-//! carries it out on a [`Writer`] and says what happened in a [`Reply`].
+//! (create an issue, update or close several, claim, release, reopen, comment, an edge, a
+//! label, a delete, a prefix rename, workspace settings), [`execute`] carries it out on a
+//! [`Writer`] and says what happened in a [`Reply`]. Every change a front end makes is one of
+//! these: the CLI hands it to `Context::submit`, the one function that picks the server or a
+//! transaction of the command's own (tests/architecture.rs keeps front ends from opening one).
 //!
 //! This is what lets a command run either in its own transaction (direct mode) or through the
 //! running fleet process (`crate::server`), which commits many requests in one transaction:
 //! both call [`execute`] on the same request, so both print the same thing. Requests and
 //! replies travel as JSON; a refusal travels as a [`WireRefusal`], which turns back into the
 //! refusal direct mode would have met, with the same words and hints.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -35,9 +40,30 @@ pub enum Request {
     /// A comment on an issue by `author` (the actor when `None`); replies
     /// [`Reply::Commented`].
     Comment { id: String, author: Option<String>, text: String },
+    /// `issue` depends on `depends_on` by an edge of `kind`; replies [`Reply::EdgeAdded`].
+    DepAdd { issue: String, depends_on: String, kind: String },
+    /// Removes the edge from `issue` to `depends_on`; replies [`Reply::EdgeRemoved`].
+    DepRemove { issue: String, depends_on: String },
+    /// Adds `label` to each issue (removes it with `add` unset), all or none; replies
+    /// [`Reply::Labels`].
+    Label { ids: Vec<String>, label: String, add: bool },
+    /// Deletes the issues, all or none; without `force` it only says what a delete would
+    /// touch and writes nothing. Replies [`Reply::Deleted`].
+    Delete { ids: Vec<String>, force: bool },
+    /// Moves every issue of `plan` (old id → new id) to its new id and makes `prefix` the
+    /// workspace's prefix; replies [`Reply::Done`].
+    RenamePrefix { plan: BTreeMap<String, String>, prefix: String },
+    /// Sets each workspace setting (`None` removes it), checked by its type when fleet knows
+    /// the key; replies [`Reply::Done`].
+    SetConfig(Vec<(String, Option<String>)>),
 }
 
 impl Request {
+    /// Whether carrying the request out may change the queue (a delete preview does not).
+    pub fn writes(&self) -> bool {
+        !matches!(self, Request::Delete { force: false, .. })
+    }
+
     /// Whether the request claims work (the claim mode of the workspace may send it through a
     /// git remote, which only direct mode does).
     pub fn claims(&self) -> bool {
@@ -57,6 +83,29 @@ pub enum Reply {
     Claimed(Option<Box<Summary>>),
     Closed(CloseOutcome),
     Commented { comment: Box<Comment>, issue: Option<Box<Issue>> },
+    EdgeAdded { from: Box<Issue>, to_id: String, to: Option<Box<Issue>> },
+    EdgeRemoved { from: String, to: String, kind: String },
+    Labels(Vec<LabelChange>),
+    Deleted(Deleted),
+    Done,
+}
+
+/// One issue's label change: whether the label was added (or removed) or already so.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabelChange {
+    pub id: String,
+    pub label: String,
+    pub changed: bool,
+}
+
+/// What a delete removed (or, as a preview, would remove).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Deleted {
+    /// True when nothing was deleted (no `force`).
+    pub preview: bool,
+    pub issues: Vec<Summary>,
+    /// Issues that lose an edge to a deleted issue.
+    pub affected_dependents: Vec<String>,
 }
 
 impl Reply {
@@ -97,6 +146,46 @@ impl Reply {
         match self {
             Reply::Commented { comment, issue } => Ok((*comment, issue.map(|issue| *issue))),
             other => Err(other.unexpected("a comment")),
+        }
+    }
+
+    /// The edge `dep add` made: its issue, and the target's id and issue (none when foreign).
+    pub fn into_edge_added(self) -> Result<(Issue, String, Option<Issue>), StoreError> {
+        match self {
+            Reply::EdgeAdded { from, to_id, to } => Ok((*from, to_id, to.map(|to| *to))),
+            other => Err(other.unexpected("an edge")),
+        }
+    }
+
+    /// The two ids and the type of the edge `dep remove` removed.
+    pub fn into_edge_removed(self) -> Result<(String, String, String), StoreError> {
+        match self {
+            Reply::EdgeRemoved { from, to, kind } => Ok((from, to, kind)),
+            other => Err(other.unexpected("a removed edge")),
+        }
+    }
+
+    /// Each issue's label change.
+    pub fn into_labels(self) -> Result<Vec<LabelChange>, StoreError> {
+        match self {
+            Reply::Labels(changes) => Ok(changes),
+            other => Err(other.unexpected("label changes")),
+        }
+    }
+
+    /// What a delete did.
+    pub fn into_deleted(self) -> Result<Deleted, StoreError> {
+        match self {
+            Reply::Deleted(deleted) => Ok(deleted),
+            other => Err(other.unexpected("a delete")),
+        }
+    }
+
+    /// A change that says nothing back.
+    pub fn into_done(self) -> Result<(), StoreError> {
+        match self {
+            Reply::Done => Ok(()),
+            other => Err(other.unexpected("a change")),
         }
     }
 
@@ -145,6 +234,9 @@ impl From<Summary> for IssueSummary {
 pub struct CloseOutcome {
     pub closed: Vec<Summary>,
     pub refused: Vec<CloseRefused>,
+    /// What `validation.on-close = warn` says of the reasons (the closes went through).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// An issue a close refused, as typed, with the reason.
@@ -220,7 +312,75 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
             let issue = writer.issue(&id)?.map(Box::new);
             Ok(Reply::Commented { comment: Box::new(comment), issue })
         }
+        Request::DepAdd { issue, depends_on, kind } => {
+            let (from, to) = super::add_dependency(writer, issue, depends_on, kind)?;
+            let from = writer.issue(&from)?.ok_or(StoreError::NotFound(from))?;
+            let to_issue = writer.issue(&to)?.map(Box::new);
+            Ok(Reply::EdgeAdded { from: Box::new(from), to_id: to, to: to_issue })
+        }
+        Request::DepRemove { issue, depends_on } => {
+            let (from, to, kind) = super::remove_dependency(writer, issue, depends_on)?;
+            Ok(Reply::EdgeRemoved { from, to, kind })
+        }
+        Request::Label { ids, label, add } => label_each(writer, ids, label, *add),
+        Request::Delete { ids, force } => delete_all(writer, ids, *force).map(Reply::Deleted),
+        Request::RenamePrefix { plan, prefix } => {
+            super::rename_prefix(writer, plan, prefix)?;
+            Ok(Reply::Done)
+        }
+        Request::SetConfig(settings) => {
+            for (key, value) in settings {
+                super::set_config(writer, key, value.as_deref())?;
+            }
+            Ok(Reply::Done)
+        }
     }
+}
+
+/// Adds (or removes) `label` on every issue of `ids`.
+fn label_each(
+    writer: &mut Writer<'_>,
+    ids: &[String],
+    label: &str,
+    add: bool,
+) -> Result<Reply, Refusal> {
+    if label.trim().is_empty() {
+        return Err(Refusal::Invalid("label is empty".into()));
+    }
+    let mut changes = Vec::with_capacity(ids.len());
+    for input in ids {
+        let id = writer.resolve(input)?;
+        let changed = if add {
+            super::label_add(writer, &id, label)?
+        } else {
+            super::label_remove(writer, &id, label)?
+        };
+        changes.push(LabelChange { id, label: label.to_string(), changed });
+    }
+    Ok(Reply::Labels(changes))
+}
+
+/// Resolves every id, gathers what deleting them touches, and with `force` deletes them all.
+fn delete_all(writer: &mut Writer<'_>, ids: &[String], force: bool) -> Result<Deleted, Refusal> {
+    let ids = ids.iter().map(|id| writer.resolve(id)).collect::<Result<Vec<_>, _>>()?;
+    let mut deleted =
+        Deleted { preview: !force, issues: Vec::new(), affected_dependents: Vec::new() };
+    for id in &ids {
+        let detail = writer.detail(id)?;
+        for dependent in detail.dependents {
+            if !ids.contains(&dependent.id) && !deleted.affected_dependents.contains(&dependent.id)
+            {
+                deleted.affected_dependents.push(dependent.id);
+            }
+        }
+        deleted.issues.push(detail.summary.into());
+    }
+    if force {
+        for id in &ids {
+            super::delete(writer, id)?;
+        }
+    }
+    Ok(deleted)
 }
 
 fn summary(writer: &Writer<'_>, id: &str) -> Result<Summary, StoreError> {
@@ -232,6 +392,9 @@ fn summary(writer: &Writer<'_>, id: &str) -> Result<Summary, StoreError> {
 fn close_each(writer: &mut Writer<'_>, closes: &[CloseRequest]) -> Result<CloseOutcome, Refusal> {
     let mut outcome = CloseOutcome::default();
     for close in closes {
+        if let Ok(Some(warning)) = super::close::reason_policy(writer, close) {
+            outcome.warnings.push(warning);
+        }
         match super::close(writer, close) {
             Ok(id) => outcome.closed.push(summary(writer, &id)?),
             Err(refusal) if refusal.is_fatal() => return Err(refusal),

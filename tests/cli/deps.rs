@@ -332,3 +332,34 @@ fn create_deps_adds_edges_of_each_form() {
     assert!(run.stderr.contains("tasks can only block other tasks"), "{}", run.stderr);
     assert_eq!(ws.json(&["list"]).as_array().unwrap().len(), 6, "Y was not created");
 }
+
+/// Issue 29: `bd create --waits-for X --waits-for-gate any-children` is one op (it took two
+/// transactions, and a kill between them left the gate unset): the waiter is ready as soon as
+/// one of the spawner's children closes.
+#[test]
+fn a_waits_for_gate_is_made_with_its_issue_in_one_op() {
+    let ws = Workspace::new();
+    let spawner = ws.create("spawner", &[]);
+    let first = ws.create("first child", &["--parent", &spawner]);
+    ws.create("second child", &["--parent", &spawner]);
+    ws.run(&["journal", "commit"]).ok();
+    let waiter = ws
+        .run(&[
+            "bd",
+            "create",
+            "waiter",
+            "--waits-for",
+            &spawner,
+            "--waits-for-gate",
+            "any-children",
+            "--silent",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    assert_eq!(ws.json(&["journal", "commit"])["ops"], 1, "the create and its gate are one op");
+    assert!(!ws.ready_ids().contains(&waiter));
+    ws.run(&["close", &first, "--reason", "done"]).ok();
+    assert!(ws.ready_ids().contains(&waiter), "any child closed ends the wait");
+}

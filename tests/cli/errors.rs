@@ -577,3 +577,31 @@ fn the_store_refuses_ops_that_would_store_a_bad_id() {
         "the batch was refused whole"
     );
 }
+
+/// Issue 29: `validation.on-close = error` refuses a terse reason on every way to close —
+/// `bd close`, `fleet close`, `bd update --status closed` — and `warn` closes with a warning.
+#[test]
+fn the_close_reason_policy_holds_on_every_way_to_close() {
+    let ws = Workspace::new();
+    ws.run(&["bd", "config", "set", "validation.on-close", "error"]).ok();
+    let id = ws.create("policy", &[]);
+    for args in [
+        &["bd", "close", &id, "--reason", "ok"][..],
+        &["close", &id, "--reason", "ok"],
+        &["bd", "update", &id, "--status", "closed"],
+    ] {
+        let refused = ws.run(args).fails(1);
+        assert!(refused.stderr.contains("close reason is"), "{args:?}: {}", refused.stderr);
+        assert_eq!(ws.json(&["show", &id])[0]["status"], "open", "{args:?}");
+    }
+    ws.run(&["close", &id, "--reason", "fixed the parser and added its tests"]).ok();
+    ws.run(&["bd", "config", "set", "validation.on-close", "warn"]).ok();
+    let other = ws.create("warned", &[]);
+    let warned = ws.run(&["close", &other, "--reason", "ok"]).ok();
+    assert!(
+        warned.stderr.contains("Warning:") && warned.stderr.contains("terse"),
+        "{}",
+        warned.stderr
+    );
+    assert_eq!(ws.json(&["show", &other])[0]["status"], "closed");
+}

@@ -290,3 +290,36 @@ pub fn ids_of(value: &Value) -> Vec<String> {
         .map(|v| v["id"].as_str().expect("an id").to_string())
         .collect()
 }
+
+/// The longest a wait of the test suites may take before the test fails (a loaded 2-core
+/// machine; a deadline only bounds how long a broken build takes to fail).
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(40);
+
+/// Polls `check` every 20 ms until it returns `Some` — the one way the suites wait for an
+/// event — and fails after `within`, naming `what`, with `context()` (output so far).
+#[track_caller]
+pub fn poll_until_showing<T>(
+    what: &str,
+    within: std::time::Duration,
+    mut check: impl FnMut() -> Option<T>,
+    context: impl Fn() -> String,
+) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(start.elapsed() < within, "timed out waiting for {what}\n{}", context());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// [`poll_until_showing`] with nothing more to show.
+#[track_caller]
+pub fn poll_until<T>(
+    what: &str,
+    within: std::time::Duration,
+    check: impl FnMut() -> Option<T>,
+) -> T {
+    poll_until_showing(what, within, check, String::new)
+}

@@ -181,3 +181,24 @@ fn a_task_made_on_one_machine_runs_in_another_machines_checkout() {
     assert_eq!(no_checkout.show(&id)["status"], "closed");
     assert_eq!(no_checkout.show(&id)["fleet"]["repo"]["path"], "web");
 }
+
+/// Issue 29: `fleet run`'s periodic sync writes `.beads/issues.jsonl` when
+/// `sync.export_jsonl` is on, as `fleet sync` does.
+#[test]
+fn the_supervisors_periodic_sync_exports_when_asked_to() {
+    let fleet = Fleet::new(&[("sync_interval_secs", "1")]);
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().join("remote.git");
+    git(&["init", "--quiet", "--bare", remote.to_str().unwrap()]);
+    fleet.ws.run(&["remote", "add", "origin", remote.to_str().unwrap()]).ok();
+    fleet.ws.run(&["bd", "config", "set", "sync.export_jsonl", "yes"]).ok();
+    let id = fleet.task("Exported by the run's sync", &["close exported"]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_for("the close", |l| l.starts_with(&format!("✓ {id} closed: ")));
+    let export = fleet.ws.beads_dir().join("issues.jsonl");
+    supervisor.wait_until("the export of the closed task", || {
+        let text = std::fs::read_to_string(&export).ok()?;
+        text.lines().any(|l| l.contains(&id) && l.contains("\"closed\"")).then_some(())
+    });
+    supervisor.stop().ok();
+}

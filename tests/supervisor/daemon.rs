@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -34,15 +34,8 @@ fn pid_file(fleet: &Fleet) -> PathBuf {
 
 /// Polls `check` until it returns `Some`, or fails after [`DEADLINE`] naming `what`.
 #[track_caller]
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    crate::common::poll_until(what, DEADLINE, check)
 }
 
 /// Waits for the agent of `id`'s first attempt to start; returns its pid.

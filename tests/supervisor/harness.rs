@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::common::{Workspace, fleet_bin};
 
 /// The longest any wait in this suite may take before the test fails.
-pub const DEADLINE: Duration = Duration::from_secs(40);
+pub const DEADLINE: Duration = crate::common::WAIT;
 
 /// Settings shared by every test: the fake coder, no backoff, short grace, long pauses.
 /// Tests append their own keys (later keys must not repeat these).
@@ -340,21 +340,15 @@ impl Supervisor {
         &self,
         deadline: Duration,
         what: &str,
-        mut check: impl FnMut() -> Option<T>,
+        check: impl FnMut() -> Option<T>,
     ) -> T {
-        let start = Instant::now();
-        loop {
-            if let Some(value) = check() {
-                return value;
-            }
-            assert!(
-                start.elapsed() < deadline,
-                "timed out waiting for {what}\nstdout so far:\n{}\nstderr:\n{}",
+        crate::common::poll_until_showing(what, deadline, check, || {
+            format!(
+                "stdout so far:\n{}\nstderr:\n{}",
                 self.lines().join("\n"),
-                self.stderr.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+                self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+            )
+        })
     }
 
     /// Waits for a stdout line satisfying `matches` and returns it.

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::context::BdContext;
 use crate::cli::CliError;
+use crate::tracker::Request;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
@@ -92,11 +93,9 @@ fn refuse_prefix(key: &str) -> Result<(), CliError> {
 }
 
 fn write(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), CliError> {
-    if key.trim().is_empty() {
-        return Err(CliError::new("config key is empty"));
-    }
-    let store = ctx.open_store()?;
-    store.write(ctx.actor(), ctx.require_store()?.clock, |writer| writer.set_config(key, value))?;
+    // A setting fleet knows is checked by its type and stored in one form (`TRUE` → `true`).
+    let request = Request::SetConfig(vec![(key.to_string(), value.map(str::to_string))]);
+    ctx.require_store()?.submit(request)?.into_done()?;
     // The value is recorded beside the journal for a rebuild (`journal::settings`).
     crate::cli::journal::commit_soon(ctx, true);
     Ok(())

@@ -130,7 +130,9 @@ impl BdContext {
     /// After a write command: rewrites `.beads/issues.jsonl` when `export.auto` is on, and
     /// makes sure the ops reach the git journal soon (`cli::journal::commit_soon`).
     pub fn after_write(&self) {
-        super::transfer::auto_export(self);
+        if let Ok(ctx) = self.require_store() {
+            crate::cli::transfer::auto_export(ctx);
+        }
         crate::cli::journal::commit_soon(self, false);
     }
 }

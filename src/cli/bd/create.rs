@@ -110,9 +110,9 @@ pub struct CreateArgs {
     pub model: Option<String>,
 }
 
-/// One issue to create: bd's flags turned into fleet's `create` arguments.
-struct Draft {
-    args: fleet::CreateArgs,
+/// One issue to create: bd's flags turned into a new issue.
+pub(super) struct Draft {
+    args: fleet::NewIssue,
     metadata: Option<serde_json::Value>,
     ephemeral: bool,
 }
@@ -124,9 +124,8 @@ impl Draft {
             deps.push(format!("{}:{spawner}", dep_type::WAITS_FOR));
         }
         Draft {
-            args: fleet::CreateArgs {
-                title_arg: None,
-                title: Some(title),
+            args: fleet::NewIssue {
+                title,
                 description,
                 design: args.design.clone().unwrap_or_default(),
                 acceptance: args.acceptance.clone().unwrap_or_default(),
@@ -146,7 +145,6 @@ impl Draft {
                 cwd: args.cwd.clone(),
                 coder: args.coder.clone(),
                 model: args.model.clone(),
-                silent: args.silent,
             },
             metadata: None,
             ephemeral: args.ephemeral,
@@ -156,7 +154,7 @@ impl Draft {
     /// A preview of the issue for `--dry-run`, without touching the store.
     fn preview(&self, custom_types: &[String]) -> Result<Issue, CliError> {
         let now = jiff::Timestamp::now();
-        let title = self.args.title.clone().unwrap_or_default();
+        let title = self.args.title.clone();
         let mut issue = Issue::new(String::new(), title, now);
         issue.description.clone_from(&self.args.description);
         issue.design.clone_from(&self.args.design);
@@ -211,7 +209,7 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
         crate::id::check_id(id)?;
     }
     let preview = draft.preview(&ctx.custom_types())?;
-    validate_on_create(ctx, &args, &preview)?;
+    validate_on_create(ctx, args.validate, &preview)?;
     if let Some(due) = &args.due {
         parse_user_date("due", due, ctx.now())?;
     }
@@ -230,13 +228,33 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let summary = create_draft(ctx, &draft, args.waits_for_gate.as_deref())?;
-    ctx.touch(&summary.issue.id);
-    if args.silent && !ctx.out.json {
-        crate::cli::output::write_stdout(&summary.issue.id);
-        return Ok(());
-    }
-    ctx.out.emit(&summary, || created_lines(&summary.issue));
+    print_created(ctx, &summary, args.silent);
     Ok(())
+}
+
+/// `bd q`: creates `new` as `bd create --silent` would (the same checks and
+/// `validation.on-create`), printing only its id.
+pub(super) fn create_quietly(ctx: &BdContext, new: fleet::NewIssue) -> Result<(), CliError> {
+    if new.title.trim().is_empty() {
+        return Err(CliError::new("title is required"));
+    }
+    let draft = Draft { args: new, metadata: None, ephemeral: false };
+    let preview = draft.preview(&ctx.custom_types())?;
+    validate_on_create(ctx, false, &preview)?;
+    let summary = create_draft(ctx, &draft, None)?;
+    print_created(ctx, &summary, true);
+    Ok(())
+}
+
+/// Keeps `last-touched` and says what was created: its id alone when `silent` (and not
+/// `--json`), else bd's lines or the issue as JSON.
+fn print_created(ctx: &BdContext, summary: &IssueSummary, silent: bool) {
+    ctx.touch(&summary.issue.id);
+    if silent && !ctx.out.json {
+        crate::cli::output::write_stdout(&summary.issue.id);
+        return;
+    }
+    ctx.out.emit(summary, || created_lines(&summary.issue));
 }
 
 fn created_lines(issue: &Issue) -> String {
@@ -250,8 +268,8 @@ fn created_lines(issue: &Issue) -> String {
 
 /// Applies `validation.on-create` (error or warn) and `--validate`: the description must hold
 /// the sections the type requires (spec §2, the same rules as `bd lint`).
-fn validate_on_create(ctx: &BdContext, args: &CreateArgs, issue: &Issue) -> Result<(), CliError> {
-    let mode = if args.validate {
+fn validate_on_create(ctx: &BdContext, validate: bool, issue: &Issue) -> Result<(), CliError> {
+    let mode = if validate {
         Some("error".to_string())
     } else {
         ctx.open_store().ok().and_then(|s| s.read().ok()?.config("validation.on-create").ok()?)
@@ -282,18 +300,13 @@ fn create_draft(
 ) -> Result<IssueSummary, CliError> {
     let metadata = draft.metadata.clone();
     let ephemeral = draft.ephemeral;
+    // The gate goes into the create itself: one op, one transaction.
     let summary = fleet::create_issue(ctx.require_store()?, &draft.args, |request| {
         request.metadata = metadata;
         request.ephemeral = ephemeral;
+        request.wait_gate = gate.map(str::to_string);
     })
     .map_err(CliError::message_only)?;
-    if let Some(gate @ "any-children") = gate {
-        let store = ctx.open_store()?;
-        let id = summary.issue.id.clone();
-        store.write(ctx.actor(), ctx.require_store()?.clock, |writer| {
-            Ok(crate::tracker::set_wait_gate(writer, &id, gate)?)
-        })?;
-    }
     Ok(summary)
 }
 
@@ -412,7 +425,7 @@ mod tests {
         let text = "## First\nintro text\n### Priority\n1\n### Labels\na,b\n\n## Second\n### Type\nbug\n### Acceptance Criteria\nworks\n";
         let drafts = parse_markdown(text, &args).unwrap();
         assert_eq!(drafts.len(), 2);
-        assert_eq!(drafts[0].args.title.as_deref(), Some("First"));
+        assert_eq!(drafts[0].args.title, "First");
         assert_eq!(drafts[0].args.description, "intro text");
         assert_eq!(drafts[0].args.priority, "1");
         assert_eq!(drafts[0].args.labels, vec!["a,b".to_string()]);

@@ -15,7 +15,7 @@ use crate::model::{Issue, Status, dep_type};
 use crate::op::IssuePatch;
 use crate::store::{IssueSummary, ReadyFilter, Store, StoreError};
 use crate::time::parse_user_date;
-use crate::tracker::{self, MetadataEdit, UpdateRequest};
+use crate::tracker::{self, MetadataEdit, Request, UpdateRequest};
 
 /// Parses `--estimate`, refusing negative and non-numeric values as bd does.
 pub(super) fn parse_estimate(text: Option<&str>) -> Result<Option<i64>, CliError> {
@@ -435,32 +435,13 @@ pub struct CloseArgs {
     pub no_auto: bool,
 }
 
-/// A terse reason under `validation.on-close`: empty, the default, or under 20 characters.
-fn terse_reason(reason: &str) -> Option<String> {
-    let reason = reason.trim();
-    if reason.is_empty() || reason.eq_ignore_ascii_case("closed") {
-        return Some("close reason is empty or default; provide a summary of what was done".into());
-    }
-    (reason.len() < 20).then(|| {
-        format!(
-            "close reason is terse ({} chars); aim for 20+ characters describing what was done",
-            reason.len()
-        )
-    })
-}
-
 pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
     let reasons = close_reasons(&args, ids.len())?;
-    check_reason_policy(ctx, reasons.first().map_or("", String::as_str))?;
-    let fleet_args = fleet::CloseArgs {
-        ids,
-        reason: reasons,
-        force: args.force,
-        session: args.session.clone().unwrap_or_else(session_from_env),
-    };
+    let session = args.session.clone().unwrap_or_else(session_from_env);
+    let closes = fleet::close_requests(&ids, &reasons, &session, args.force);
     let result =
-        fleet::close_issues(ctx.require_store()?, &fleet_args).map_err(CliError::message_only)?;
+        fleet::close_issues(ctx.require_store()?, closes).map_err(CliError::message_only)?;
     report_refusals(ctx, &result);
     if let Some(first) = result.closed.first() {
         ctx.touch(&first.issue.id);
@@ -494,22 +475,6 @@ fn close_reasons(args: &CloseArgs, ids: usize) -> Result<Vec<String>, CliError> 
         )));
     }
     Ok(reasons)
-}
-
-/// beads' `validation.on-close` setting: a terse reason is refused (`error`) or warned about
-/// (`warn`).
-fn check_reason_policy(ctx: &BdContext, reason: &str) -> Result<(), CliError> {
-    let store = ctx.store()?;
-    let on_close = store.read()?.config("validation.on-close")?;
-    if let Some(mode) = on_close.filter(|m| m == "error" || m == "warn")
-        && let Some(problem) = terse_reason(reason)
-    {
-        if mode == "error" {
-            return Err(CliError::new(problem));
-        }
-        ctx.out.warn(&format!("Warning: {problem}"));
-    }
-    Ok(())
 }
 
 /// Each refused id on stderr, as bd words it.
@@ -582,9 +547,8 @@ pub struct ReopenArgs {
 }
 
 pub fn cmd_reopen(ctx: &BdContext, args: ReopenArgs) -> Result<(), CliError> {
-    let fleet_args = fleet::ReopenArgs { ids: args.ids.clone(), reason: args.reason.clone() };
-    let reopened =
-        fleet::reopen_issues(ctx.require_store()?, &fleet_args).map_err(CliError::message_only)?;
+    let reopened = fleet::reopen_issues(ctx.require_store()?, &args.ids, args.reason.clone())
+        .map_err(CliError::message_only)?;
     let suffix = args.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     ctx.out.emit(&reopened, || {
         reopened
@@ -655,9 +619,9 @@ pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), CliError> {
         }
     }
     drop(reader);
-    let fleet_args = fleet::DeleteArgs { ids: resolved, force: args.force && !args.dry_run };
-    let result =
-        fleet::delete_issues(ctx.require_store()?, &fleet_args).map_err(CliError::message_only)?;
+    let force = args.force && !args.dry_run;
+    let result = fleet::delete_issues(ctx.require_store()?, &resolved, force)
+        .map_err(CliError::message_only)?;
     ctx.out.emit(&result, || fleet::render_delete(&result));
     Ok(())
 }
@@ -722,21 +686,8 @@ pub(super) fn patch_each(
     ids: &[String],
     patch: &IssuePatch,
 ) -> Result<Vec<IssueSummary>, CliError> {
-    let store = ctx.open_store()?;
-    let (changed, _) = store.write(ctx.actor(), ctx.require_store()?.clock, |writer| {
-        let mut changed = Vec::new();
-        for input in ids {
-            let request = UpdateRequest {
-                id: input.clone(),
-                patch: patch.clone(),
-                ..UpdateRequest::default()
-            };
-            let id = tracker::update(writer, &request)?;
-            changed.push(writer.detail(&id)?.summary);
-        }
-        Ok(changed)
-    })?;
-    Ok(changed)
+    let updates = ids.iter().map(|id| UpdateRequest::edit(id, patch.clone())).collect();
+    Ok(ctx.require_store()?.submit(Request::Update(updates))?.into_summaries()?)
 }
 
 #[cfg(test)]

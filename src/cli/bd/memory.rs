@@ -13,6 +13,7 @@ use super::context::BdContext;
 use crate::beads::import::MEMORY_PREFIX;
 use crate::cli::CliError;
 use crate::cli::output::printable;
+use crate::tracker::Request;
 
 #[derive(Debug, clap::Args)]
 pub struct RememberArgs {
@@ -127,7 +128,8 @@ fn no_memory(key: &str) -> CliError {
 
 fn set(ctx: &BdContext, key: &str, value: Option<&str>) -> Result<(), CliError> {
     let full = format!("{MEMORY_PREFIX}{key}");
-    ctx.require_store()?.write(|writer| writer.set_config(&full, value))?;
+    let request = Request::SetConfig(vec![(full, value.map(str::to_string))]);
+    ctx.require_store()?.submit(request)?.into_done()?;
     crate::cli::journal::commit_soon(ctx, true);
     Ok(())
 }

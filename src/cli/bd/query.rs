@@ -469,10 +469,7 @@ fn ready_explain(ctx: &BdContext) -> Result<(), CliError> {
             .view()
             .deps_of(&summary.issue.id)?
             .into_iter()
-            .filter(|d| {
-                [dep_type::BLOCKS, dep_type::CONDITIONAL_BLOCKS, dep_type::WAITS_FOR]
-                    .contains(&d.kind.as_str())
-            })
+            .filter(crate::store::blocks_through_target)
             .map(|d| d.depends_on_id)
             .collect();
         let reason = if resolved.is_empty() {

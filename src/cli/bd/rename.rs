@@ -61,9 +61,8 @@ pub fn cmd_rename_prefix(ctx: &BdContext, args: RenamePrefixArgs) -> Result<(), 
         return Ok(());
     }
     ctx.check_writable("rename-prefix")?;
-    store.write(ctx.actor(), ctx.clock, |writer| {
-        Ok(crate::tracker::rename_prefix(writer, &plan, &new)?)
-    })?;
+    let request = crate::tracker::Request::RenamePrefix { plan: plan.clone(), prefix: new.clone() };
+    ctx.submit(request)?.into_done()?;
     crate::cli::journal::commit_soon(ctx, true);
     let done = serde_json::json!({ "old_prefix": old, "new_prefix": new, "renamed": plan.len() });
     ctx.out.emit(&done, || {

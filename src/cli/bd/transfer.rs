@@ -49,11 +49,3 @@ pub fn import_path(ctx: &BdContext, path: &Path, dry_run: bool) -> Result<(), Cl
     fleet::cmd_import(ctx.require_store()?, args).map_err(CliError::message_only)?;
     Ok(())
 }
-
-/// After a write command: `.beads/issues.jsonl` and `export-state.json` when `export.auto` is
-/// on. A failure is a warning; the command itself already succeeded.
-pub fn auto_export(ctx: &BdContext) {
-    if let Ok(fctx) = ctx.require_store() {
-        fleet::auto_export(fctx);
-    }
-}

@@ -6,11 +6,10 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use clap::{Args, FromArgMatches};
 use serde::Serialize;
 
 use super::context::BdContext;
-use super::create::{CreateArgs, cmd_create};
+use super::create::create_quietly;
 use super::issue::patch_each;
 use crate::cli::CliError;
 use crate::cli::issue as fleet;
@@ -37,23 +36,14 @@ pub struct QuickArgs {
 
 /// `bd q "title"`: creates the issue and prints only its id (`bd create --silent`).
 pub fn cmd_quick(ctx: &BdContext, args: QuickArgs) -> Result<(), CliError> {
-    let mut argv = vec![
-        "create".to_string(),
-        args.title.join(" "),
-        "--silent".into(),
-        "--priority".into(),
-        args.priority,
-        "--type".into(),
-        args.issue_type,
-    ];
-    for label in args.labels {
-        argv.extend(["--labels".to_string(), label]);
-    }
-    let command = CreateArgs::augment_args(clap::Command::new("create"));
-    let matches = command.try_get_matches_from(argv).map_err(|e| CliError::new(e.to_string()))?;
-    let create =
-        CreateArgs::from_arg_matches(&matches).map_err(|e| CliError::new(e.to_string()))?;
-    cmd_create(ctx, create)
+    let new = fleet::NewIssue {
+        title: args.title.join(" "),
+        priority: args.priority,
+        issue_type: args.issue_type,
+        labels: args.labels,
+        ..fleet::NewIssue::default()
+    };
+    create_quietly(ctx, new)
 }
 
 #[derive(Debug, clap::Args)]
@@ -76,13 +66,13 @@ pub fn cmd_supersede(ctx: &BdContext, args: SupersedeArgs) -> Result<(), CliErro
         return Err(CliError::new("cannot mark an issue as superseded by itself"));
     }
     crate::cli::dep::add_dependency(fctx, &old, &new, dep_type::SUPERSEDES)?;
-    let close = fleet::CloseArgs {
-        ids: vec![old.clone()],
-        reason: vec![format!("Superseded by {new}")],
-        force: true,
-        session: String::new(),
-    };
-    let result = fleet::close_issues(fctx, &close).map_err(CliError::message_only)?;
+    let close = fleet::close_requests(
+        std::slice::from_ref(&old),
+        &[format!("Superseded by {new}")],
+        "",
+        true,
+    );
+    let result = fleet::close_issues(fctx, close).map_err(CliError::message_only)?;
     if let Some(refused) = result.refused.first() {
         return Err(CliError::new(format!("closing {old}: {}", refused.error)));
     }
@@ -187,14 +177,9 @@ pub fn cmd_human(ctx: &BdContext, args: HumanArgs) -> Result<(), CliError> {
 }
 
 fn close_flagged(ctx: &BdContext, id: &str, reason: String) -> Result<(), CliError> {
-    let close = fleet::CloseArgs {
-        ids: vec![id.to_string()],
-        reason: vec![reason],
-        force: false,
-        session: String::new(),
-    };
+    let close = fleet::close_requests(&[id.to_string()], &[reason], "", false);
     let result =
-        fleet::close_issues(ctx.require_store()?, &close).map_err(CliError::message_only)?;
+        fleet::close_issues(ctx.require_store()?, close).map_err(CliError::message_only)?;
     match result.refused.first() {
         Some(refused) => Err(CliError::new(format!("closing {id}: {}", refused.error))),
         None => Ok(()),
@@ -305,14 +290,10 @@ pub fn cmd_orphans(ctx: &BdContext, args: OrphansArgs) -> Result<(), CliError> {
         lines.join("\n")
     });
     if args.fix && !orphans.is_empty() {
-        let close = fleet::CloseArgs {
-            ids: orphans.iter().map(|o| o.issue_id.clone()).collect(),
-            reason: vec!["Implemented".to_string()],
-            force: false,
-            session: String::new(),
-        };
+        let ids: Vec<String> = orphans.iter().map(|o| o.issue_id.clone()).collect();
+        let close = fleet::close_requests(&ids, &["Implemented".to_string()], "", false);
         let result =
-            fleet::close_issues(ctx.require_store()?, &close).map_err(CliError::message_only)?;
+            fleet::close_issues(ctx.require_store()?, close).map_err(CliError::message_only)?;
         for closed in &result.closed {
             ctx.out.note(&format!("✓ Closed {}", closed.issue.id));
         }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::setup::SetupCheck;
+use super::setup_check::SetupCheck;
 use crate::coders::account::Account;
 use crate::coders::{Coder, CredentialFile, Probe, SpawnSpec, TaskSpec};
 use crate::config::RuntimeConfig;

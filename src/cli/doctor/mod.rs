@@ -16,6 +16,7 @@
 mod coders;
 mod secrets;
 mod setup;
+mod setup_check;
 
 use std::path::Path;
 
@@ -26,7 +27,7 @@ use super::error::{CliError, ItemError};
 use super::style::{Styled, Tone};
 use crate::store::StoreError;
 use crate::store::check::{self, Check, Report, Salvaged};
-use setup::{SetupCheck, Status};
+use setup_check::{SetupCheck, Status};
 
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {

@@ -7,7 +7,7 @@
 //! What it prints names where secrets are and their kinds (`sk-ant-<redacted>`), never a
 //! secret; the fix says how to rotate the keys and purge the queue.
 
-use super::setup::SetupCheck;
+use super::setup_check::SetupCheck;
 use crate::redact::Redactor;
 use crate::store::{Store, StoreError};
 
