@@ -1298,3 +1298,69 @@ fn assert_store_healthy(doctor: &Run) {
     let report: Value = serde_json::from_str(&doctor.stdout).unwrap();
     assert_eq!(report["healthy"], true, "{:#}", report["checks"]);
 }
+
+/// Makes a special file at `path` with `mknod`; false when this user may not (not root).
+fn mknod(path: &Path, mode: libc::mode_t, major: u32, minor: u32) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path; mknod reads nothing else.
+    unsafe { libc::mknod(name.as_ptr(), mode, libc::makedev(major, minor)) == 0 }
+}
+
+/// Issue 28: `export -o` writes where it is pointed. A device stays a device (the export goes
+/// into it, or fails as the device does), a FIFO stays a FIFO and its reader gets the export, a
+/// symbolic link stays a link and the file it names gets the export — also one it names that
+/// does not exist yet. Before, each was replaced by a regular file.
+#[test]
+fn export_writes_into_devices_fifos_and_through_links() {
+    use std::os::unix::fs::FileTypeExt;
+    let home = Home::initialised("t");
+    home.run(&["create", "exported", "--silent"]).ok();
+    let expected = home.run(&["export"]).ok().stdout;
+    let dir = home.path().join("targets");
+    std::fs::create_dir(&dir).unwrap();
+    let export = |path: &Path| home.run(&["export", "-o", path.to_str().unwrap()]);
+
+    // A FIFO: its reader (opened read-write, so neither end waits for the other) gets the lines.
+    let fifo = dir.join("fifo");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let mut reader = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    export(&fifo).ok();
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+    let mut got = vec![0u8; expected.len()];
+    std::io::Read::read_exact(&mut reader, &mut got).unwrap();
+    assert_eq!(String::from_utf8(got).unwrap(), expected);
+
+    // A link to a regular file, and a link to nothing yet: both links stay, their files fill.
+    let file = dir.join("real.jsonl");
+    std::fs::write(&file, "old\n").unwrap();
+    let link = dir.join("link.jsonl");
+    std::os::unix::fs::symlink("real.jsonl", &link).unwrap();
+    export(&link).ok();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "still a link");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
+    let dangling = dir.join("later.jsonl");
+    std::os::unix::fs::symlink("made-by-export.jsonl", &dangling).unwrap();
+    export(&dangling).ok();
+    assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(dir.join("made-by-export.jsonl")).unwrap(), expected);
+
+    // Devices, made here as copies of /dev/null (1,3) and /dev/full (1,7): written in place.
+    let (null, full) = (dir.join("null"), dir.join("full"));
+    if !mknod(&null, libc::S_IFCHR | 0o666, 1, 3) || !mknod(&full, libc::S_IFCHR | 0o666, 1, 7) {
+        eprintln!("skipped the device targets: mknod is not permitted for this user");
+        return;
+    }
+    export(&null).ok();
+    let failed = export(&full).fails(1);
+    assert!(failed.stderr.contains("No space left on device"), "{}", failed.stderr);
+    for device in [&null, &full] {
+        let kind = std::fs::symlink_metadata(device).unwrap().file_type();
+        assert!(kind.is_char_device(), "{} is still a device", device.display());
+    }
+    // A directory is refused by name.
+    let refused = export(&dir).fails(1);
+    assert!(refused.stderr.contains("it is a directory"), "{}", refused.stderr);
+}

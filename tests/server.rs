@@ -124,6 +124,27 @@ fn writes_through_the_server_print_what_direct_mode_prints() {
     );
 }
 
+/// A prefix rename the server applies, and then settings, reach the server's own later
+/// writes: new issues take the new prefix, and a setting it stored is in force for the next
+/// request (a long-lived store reads them at every write, not once when it opened).
+#[test]
+fn a_renamed_prefix_and_a_setting_reach_the_servers_next_writes() {
+    let ws = served();
+    let required = |args: &[&str]| ws.command(args).env("FLEET_REQUIRE_SERVER", "1").output();
+    ws.create("before", &[]);
+    let renamed = required(&["bd", "rename-prefix", "next"]).unwrap();
+    assert!(renamed.status.success(), "{}", String::from_utf8_lossy(&renamed.stderr));
+    let after = required(&["create", "after", "--silent"]).unwrap();
+    let id = String::from_utf8_lossy(&after.stdout).trim().to_string();
+    assert!(id.starts_with("next-"), "a served create after the rename made {id:?}");
+
+    let set = required(&["bd", "config", "set", "validation.on-create", "error"]).unwrap();
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    let refused = required(&["create", "no sections"]).unwrap();
+    assert_eq!(refused.status.code(), Some(1), "the served setting holds");
+    assert!(served_requests(&ws) >= 4, "{}", ws.serve_log());
+}
+
 #[test]
 fn a_stale_socket_is_ignored() {
     let ws = unserved();
@@ -170,6 +191,57 @@ fn a_hung_server_is_left_behind_and_applies_nothing_twice() {
     assert_eq!(in_progress[0]["id"], claimed["id"]);
 }
 
+/// Issue 28: a `fleet.sock` that is a symbolic link to another workspace's socket does not
+/// send this workspace's writes there. The command writes its own store directly (or, with
+/// `FLEET_REQUIRE_SERVER`, fails naming the link), and the other workspace gets nothing.
+#[test]
+fn a_symlinked_socket_to_another_workspace_is_refused() {
+    let other = served();
+    let ws = unserved();
+    let socket = ws.beads_dir().join("fleet.sock");
+    std::os::unix::fs::symlink(other.beads_dir().join("fleet.sock"), &socket).unwrap();
+    let id = ws.create("mine", &[]);
+    assert_eq!(ws.json(&["show", &id])[0]["title"], "mine");
+    assert!(other.json(&["list", "--all"]).as_array().unwrap().is_empty(), "written elsewhere");
+    let required = ws.command(&["create", "required"]).env("FLEET_REQUIRE_SERVER", "1").output();
+    let required: Run = required.unwrap().into();
+    let required = required.fails(1);
+    assert!(required.stderr.contains("is a symbolic link"), "{}", required.stderr);
+    assert!(other.json(&["list", "--all"]).as_array().unwrap().is_empty(), "written elsewhere");
+    assert_eq!(served_requests(&other), 0, "{}", other.serve_log());
+}
+
+/// Issue 28: under `FLEET_REQUIRE_SERVER`, a command whose server did not answer in time says
+/// exactly what became of its request. It failed, so the request is never applied: the server,
+/// woken up, finds it given up and refuses it (before, it applied it after the command had
+/// reported a failure, and a retry made it twice). A `Direct` answer is a failure too.
+#[test]
+fn a_required_server_that_did_not_answer_applies_nothing_later() {
+    let ws = served();
+    let pid = ws.server_pid().unwrap();
+    signal(pid, libc::SIGSTOP);
+    let given_up: Run = ws
+        .command(&["create", "given up"])
+        .env("FLEET_REQUIRE_SERVER", "1")
+        .env("FLEET_SERVER_DEADLINE_MS", "300")
+        .output()
+        .unwrap()
+        .into();
+    signal(pid, libc::SIGCONT);
+    let given_up = given_up.fails(1);
+    // The woken server reads the request it held, then this one on a new connection.
+    ws.run(&["create", "after", "--silent"]).ok();
+    let titles: Vec<String> = ws
+        .json(&["list", "--all"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(titles, ["after"], "{}", ws.serve_log());
+    assert!(given_up.stderr.contains("will not apply it"), "{}", given_up.stderr);
+}
+
 /// A listener that answers every frame with an answer of another protocol version.
 #[test]
 fn a_server_of_another_protocol_is_left_behind() {
@@ -205,7 +277,10 @@ fn a_server_whose_store_file_was_replaced_stops() {
     let copy = db.with_extension("new");
     std::fs::copy(&db, &copy).unwrap();
     std::fs::rename(&copy, &db).unwrap();
-    let id = ws.create("after the swap", &[]);
+    // The server leaves the request to the command, which is not served then.
+    let mut created = ws.command(&["create", "after the swap", "--silent"]);
+    let created: Run = created.env_remove("FLEET_REQUIRE_SERVER").output().unwrap().into();
+    let id = created.ok().stdout.trim().to_string();
     assert_eq!(ws.json(&["show", &id])[0]["title"], "after the swap");
     assert_eq!(ws.wait_server(Duration::from_secs(10)), Some(1), "{}", ws.serve_log());
     assert!(!ws.beads_dir().join("fleet.sock").exists());
@@ -407,4 +482,143 @@ fn claims_race_through_a_server_killed_and_restarted() {
         assert_eq!(assignees.get(id), Some(&who[0]), "{id} is not with its reported claimer");
     }
     assert!(served_requests(&ws) > 0, "no claim went through a server");
+}
+
+/// The titles of every issue of `ws`, sorted.
+fn titles(ws: &Workspace) -> Vec<String> {
+    let all = ws.json(&["list", "--all", "--limit", "0"]);
+    let mut titles: Vec<String> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|issue| issue["title"].as_str().unwrap().to_string())
+        .collect();
+    titles.sort();
+    titles
+}
+
+/// Issue 28: one full disk no longer wedges the server. A write while the disk is full fails
+/// saying so, with the fix; once space is freed, the next write is committed by the same
+/// server, without a restart (on main it answered "Previous I/O error" until restarted).
+#[test]
+fn a_full_disk_is_reported_and_the_server_commits_again_once_space_is_back() {
+    let Some(disk) = common::full_disk::SmallDisk::mount(8) else { return };
+    let mut ws = Workspace::init_in(disk.path());
+    ws.serve();
+    let pid = ws.server_pid().unwrap();
+    ws.create("before", &[]);
+
+    disk.fill();
+    // As a user runs it: the command may write directly when the server cannot.
+    let full: Run = ws
+        .command(&["create", "while full"])
+        .env_remove("FLEET_REQUIRE_SERVER")
+        .output()
+        .unwrap()
+        .into();
+    assert!(full.code != 0 && full.code != 101, "exit {}: {}", full.code, full.stderr);
+    assert!(full.stderr.contains("No space left on device"), "{}", full.stderr);
+    assert!(full.stderr.contains("free space on the disk"), "{}", full.stderr);
+
+    disk.free();
+    ws.create("after", &[]);
+    assert_eq!(titles(&ws), ["after", "before"]);
+    assert!(common::daemon::alive(pid as u32), "the same server answered");
+    assert!(served_requests(&ws) >= 2, "{}", ws.serve_log());
+}
+
+/// Whether process `pid` holds the store's write lock: redb's writer byte (`1 << 62`) locked
+/// for writing on one of its descriptors, as `/proc/PID/fdinfo` lists it.
+fn holds_write_lock(pid: i32) -> bool {
+    let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
+    descriptors.flatten().any(|fd| {
+        std::fs::read_to_string(fd.path()).is_ok_and(|info| {
+            info.lines().any(|l| {
+                l.starts_with("lock:")
+                    && l.contains("WRITE")
+                    && l.ends_with(" 4611686018427387904 4611686018427387904")
+            })
+        })
+    })
+}
+
+/// Issue 28: a server stopped (SIGSTOP, a Ctrl-Z) inside a group commit holds the store's
+/// write lock. A writer no longer waits for it silently as long as it is stopped: within a
+/// few seconds it names the stopped process and how to resume it. Nothing acknowledged is
+/// lost, and once the server is resumed writes go through it again.
+#[test]
+fn a_server_stopped_inside_a_commit_is_named_and_bounds_the_wait() {
+    let ws = served();
+    let pid = ws.server_pid().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let writers: Vec<_> = (0..2)
+        .map(|n| {
+            let (stop, acknowledged) = (Arc::clone(&stop), Arc::clone(&acknowledged));
+            let mut command = ws.command(&["create", "load", "--silent"]);
+            command.env_remove("FLEET_REQUIRE_SERVER").env("FLEET_ACTOR", format!("w{n}"));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let run: Run = command.output().unwrap().into();
+                    if run.code == 0 {
+                        acknowledged.lock().unwrap().push(run.stdout.trim().to_string());
+                    }
+                }
+            })
+        })
+        .collect();
+
+    common::poll_until("the server to be stopped inside a commit", common::WAIT, || {
+        signal(pid, libc::SIGSTOP);
+        if holds_write_lock(pid) {
+            return Some(());
+        }
+        signal(pid, libc::SIGCONT);
+        None
+    });
+    let started = Instant::now();
+    let mut probe = ws
+        .command(&["create", "probe"])
+        .env_remove("FLEET_REQUIRE_SERVER")
+        .env("FLEET_SERVER_DEADLINE_MS", "500")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A probe that waits for as long as the server is stopped fails the test, not hangs it.
+    let finished = std::iter::repeat_with(|| probe.try_wait().unwrap())
+        .take_while(|_| started.elapsed() < common::WAIT)
+        .find_map(|status| {
+            status.or_else(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                None
+            })
+        });
+    let waited = started.elapsed();
+    signal(pid, libc::SIGCONT);
+    assert!(finished.is_some(), "the probe waited for the stopped server for {waited:?}");
+    let probe: Run = probe.wait_with_output().unwrap().into();
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.join().unwrap();
+    }
+
+    assert_eq!(probe.code, 1, "{}", probe.stderr);
+    assert!(waited < Duration::from_secs(15), "the probe waited {waited:?}");
+    let named = format!("the fleet server, pid {pid}, is stopped");
+    assert!(probe.stderr.contains(&named), "{}", probe.stderr);
+    assert!(probe.stderr.contains(&format!("kill -CONT {pid}")), "{}", probe.stderr);
+    assert!(
+        probe.stderr.contains("may still apply") || probe.stderr.contains("applies it"),
+        "{}",
+        probe.stderr
+    );
+
+    ws.create("after the stop", &[]);
+    let all = ws.json(&["list", "--all", "--limit", "0"]);
+    let stored: std::collections::BTreeSet<String> = common::ids_of(&all).into_iter().collect();
+    let acknowledged = acknowledged.lock().unwrap();
+    assert!(!acknowledged.is_empty());
+    let lost: Vec<&String> = acknowledged.iter().filter(|id| !stored.contains(*id)).collect();
+    assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
 }

@@ -5,7 +5,12 @@
 //! dependencies, comments (by time, then id) and the computed counts; then memories sorted by
 //! key when asked. By default the infra types (agent, rig, role, message), templates,
 //! ephemeral issues and memories are left out, as beads does; `all` keeps the issues. The same state always gives the same
-//! bytes. Files are written atomically: a temporary file next to the target, synced, renamed.
+//! bytes.
+//!
+//! An export writes where it is pointed ([`write_export_to`]): a regular file (or nothing) is
+//! replaced atomically — a temporary file next to it, synced, renamed over it; a symbolic link
+//! is written through, to the file it names; a device or a FIFO (`/dev/stdout` into a pipe) is
+//! written in place, and never replaced by a regular file.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -144,6 +149,8 @@ pub fn write_export(
     if let Some(error) = failure {
         return Err(error);
     }
+    // What a damaged key moved out of its issue's reach is named, not left out.
+    reader.guarded(|view| view.check_links())?;
     if options.memories {
         for (key, value) in reader.config_all()? {
             let Some(name) = key.strip_prefix(MEMORY_PREFIX) else { continue };
@@ -173,13 +180,100 @@ fn export_snapshot(
     path: &Path,
 ) -> Result<ExportSummary, BeadsError> {
     let mut summary = None;
-    write_atomic(path, |file| {
+    write_export_to(path, |file| {
         summary = Some(write_export(reader, options, file)?);
         Ok(())
     })?;
     let mut summary = summary.expect("the export ran");
     summary.path = Some(path.display().to_string());
     Ok(summary)
+}
+
+/// How an export reaches what is at its path.
+#[derive(Debug, PartialEq, Eq)]
+enum Target {
+    /// Nothing, or a regular file: written aside and renamed over this path.
+    Replace(PathBuf),
+    /// A device, a FIFO, a terminal: opened and written in place.
+    InPlace,
+}
+
+/// What is at `path` and how an export writes it: symbolic links are followed to the file they
+/// name (by the kernel where it can, so `/dev/stdout` reaches the pipe or terminal behind it);
+/// a directory or a socket is refused, naming what it is.
+fn target_of(path: &Path) -> Result<Target, BeadsError> {
+    use std::os::unix::fs::FileTypeExt;
+    let refuse = |what: &str| BeadsError::Io {
+        context: format!("exporting to {}", path.display()),
+        source: std::io::Error::other(format!(
+            "it is {what}; export to a file, a device or a FIFO"
+        )),
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            let real = if is_symlink(path) {
+                std::fs::canonicalize(path)
+                    .map_err(io_error(format!("following the link {}", path.display())))?
+            } else {
+                path.to_path_buf()
+            };
+            Ok(Target::Replace(real))
+        }
+        Ok(meta) if meta.is_dir() => Err(refuse("a directory")),
+        Ok(meta) if meta.file_type().is_socket() => Err(refuse("a socket")),
+        Ok(_) => Ok(Target::InPlace),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Target::Replace(dangling_target(path)?))
+        }
+        Err(error) => Err(io_error(format!("looking at {}", path.display()))(error)),
+    }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
+}
+
+/// The path a chain of symbolic links starting at `path` ends on, when that names nothing yet
+/// (the export creates the file the link names); `path` itself when it is not a link.
+fn dangling_target(path: &Path) -> Result<PathBuf, BeadsError> {
+    /// As many links as the kernel follows before it gives up (ELOOP).
+    const MAX_LINKS: usize = 40;
+    let mut at = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        if !is_symlink(&at) {
+            return Ok(at);
+        }
+        let link = std::fs::read_link(&at)
+            .map_err(io_error(format!("reading the link {}", at.display())))?;
+        at = match at.parent() {
+            Some(dir) => dir.join(link),
+            None => link,
+        };
+    }
+    Err(BeadsError::Io {
+        context: format!("following the link {}", path.display()),
+        source: std::io::Error::other("too many levels of symbolic links"),
+    })
+}
+
+/// Writes an export to `path` as [`target_of`] decides: atomically for a regular file or a new
+/// one ([`write_atomic`]), in place for a device or a FIFO.
+pub fn write_export_to(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), BeadsError>,
+) -> Result<(), BeadsError> {
+    match target_of(path)? {
+        Target::Replace(real) => write_atomic(&real, fill),
+        Target::InPlace => {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io_error(format!("opening {}", path.display())))?;
+            let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
+            fill(&mut writer)?;
+            writer.flush().map_err(io_error(format!("writing {}", path.display())))
+        }
+    }
 }
 
 /// Writes a file atomically: `fill` writes a temporary file next to `path`, which is synced

@@ -165,7 +165,9 @@ impl CliError {
 impl From<StoreError> for CliError {
     fn from(error: StoreError) -> CliError {
         let hint = match &error {
-            StoreError::NotFound(_) => Some("run `fleet list --all` to see issue ids"),
+            StoreError::NotFound(_) | StoreError::Deleted(_) => {
+                Some("run `fleet list --all` to see issue ids")
+            }
             StoreError::Ambiguous { .. } => Some("type more of the id"),
             StoreError::NotInitialized(_) => Some(
                 "create it with `fleet init`, or point --db / BEADS_DIR at an existing .beads directory",
@@ -174,6 +176,12 @@ impl From<StoreError> for CliError {
                 Some("run `fleet claim` with no id to take the next ready issue")
             }
             StoreError::Cycle { .. } => Some("run `fleet dep tree <id>` to see the existing chain"),
+            StoreError::Corrupt(_) => {
+                Some("run `fleet doctor` to see what is damaged and how to repair it")
+            }
+            _ if error.is_disk_full() => {
+                Some("free space on the disk that holds the store, then run the command again")
+            }
             _ if error.is_access_denied() => Some(
                 "reading needs read access to the store file; changing it needs write access to the file and its directory",
             ),

@@ -261,7 +261,11 @@ pub(in crate::cli) fn create_issue(
         ..CreateRequest::default()
     };
     adjust(&mut request);
-    Ok(ctx.submit(Request::Create(Box::new(request)))?.into_summary()?)
+    let (summary, warning) = ctx.submit(Request::Create(Box::new(request)))?.into_created()?;
+    if let Some(warning) = warning {
+        ctx.out.warn(&format!("Warning: {warning}"));
+    }
+    Ok(summary)
 }
 
 /// A `--coder` value, checked against the coders `runtime.toml` knows

@@ -37,12 +37,12 @@
 //!   `rate_limit_threshold_pct` ([`RateLimit::above`]);
 //! - `stream_event` and `system:status` (only with `--include-partial-messages`) → nothing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
 use super::diagnose::{classify_failure, classify_text};
-use super::event::json;
+use super::event::{json, share_raw};
 use super::{
     AgentEvent, BuiltinSettings, Coder, CredentialFile, EventKind, EventParser, Probe, RateLimit,
     RateLimitStatus, SignIn, SpawnSpec, TaskSpec, merge_env, tool_input_summary,
@@ -141,11 +141,14 @@ impl Coder for ClaudeCoder {
     }
 }
 
+/// How many message ids a [`ClaudeParser`] remembers to count each message's usage once.
+const RECENT_MESSAGES: usize = 16;
+
 /// Parses claude's `--output-format stream-json --verbose` stdout.
 #[derive(Debug, Default)]
 pub struct ClaudeParser {
-    /// Message ids whose usage was already reported (each assistant line repeats it).
-    counted_messages: HashSet<String>,
+    /// The latest message ids whose usage was reported (each assistant line repeats it).
+    counted_messages: VecDeque<String>,
     /// Tool-call id → tool name, so a result can say which tool it answers.
     tool_names: HashMap<String, String>,
     /// The text of the CLI's last synthetic `API Error: …` message, for a failed result that
@@ -200,30 +203,38 @@ impl EventParser for ClaudeParser {
 
 impl ClaudeParser {
     fn assistant_line(&mut self, value: Value) -> Vec<AgentEvent> {
-        let session = json::string_at(&value, "session_id");
-        let message = value.get("message").cloned().unwrap_or(Value::Null);
-        let synthetic = json::str_at(&message, "model") == Some("<synthetic>");
+        let mut events = self.assistant_events(&value);
+        share_raw(&mut events, value);
+        events
+    }
+
+    /// The events of an assistant line, their `raw` left for the caller to fill in.
+    fn assistant_events(&mut self, value: &Value) -> Vec<AgentEvent> {
+        let session = json::string_at(value, "session_id");
+        let message = value.get("message").unwrap_or(&Value::Null);
+        let synthetic = json::str_at(message, "model") == Some("<synthetic>");
         let subagent = value.get("parent_tool_use_id").is_some_and(|id| !id.is_null());
         // The CLI's own "API Error: …" message carries a top-level `error`.
-        let is_error = json::str_at(&value, "error").is_some();
+        let is_error = json::str_at(value, "error").is_some();
 
         let mut usage = None;
         if !synthetic && !subagent {
-            let id = json::string_at(&message, "id").unwrap_or_default();
+            let id = json::str_at(message, "id").unwrap_or_default();
             if let Some(raw) = message.get("usage").filter(|u| u.is_object())
-                && (id.is_empty() || self.counted_messages.insert(id))
+                && (id.is_empty() || self.first_sight(id))
             {
                 usage = Some(json::anthropic_usage(raw));
             }
         }
 
-        let blocks = message.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+        let blocks =
+            message.get("content").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         let mut events = Vec::new();
-        for block in &blocks {
+        for block in blocks {
             let event = match json::str_at(block, "type").unwrap_or("") {
-                "text" => AgentEvent::new(EventKind::AssistantText, value.clone())
+                "text" => AgentEvent::new(EventKind::AssistantText, Value::Null)
                     .with_text(json::string_at(block, "text")),
-                "thinking" => AgentEvent::new(EventKind::Thinking, value.clone())
+                "thinking" => AgentEvent::new(EventKind::Thinking, Value::Null)
                     .with_text(json::string_at(block, "thinking")),
                 "tool_use" | "server_tool_use" => {
                     let name = json::string_at(block, "name");
@@ -231,7 +242,7 @@ impl ClaudeParser {
                         self.tool_names.insert(id, name.clone());
                     }
                     let summary = block.get("input").and_then(tool_input_summary);
-                    AgentEvent::new(EventKind::ToolUse, value.clone())
+                    AgentEvent::new(EventKind::ToolUse, Value::Null)
                         .with_tool(name)
                         .with_text(summary)
                 }
@@ -245,15 +256,28 @@ impl ClaudeParser {
         }
         if events.is_empty() && usage.is_some() {
             // A message with no block we show still reports the context size.
-            events.push(
-                AgentEvent::new(EventKind::AssistantText, value.clone())
-                    .with_session(session.clone()),
-            );
+            events
+                .push(AgentEvent::new(EventKind::AssistantText, Value::Null).with_session(session));
         }
         if let Some(first) = events.first_mut() {
             first.usage = usage;
         }
         events
+    }
+
+    /// Whether message `id` is seen for the first time (its usage is then counted). A
+    /// message's lines come one after another (a subagent's are not counted), so the last
+    /// [`RECENT_MESSAGES`] ids are enough: the parser's memory stays bounded however long the
+    /// session.
+    fn first_sight(&mut self, id: &str) -> bool {
+        if self.counted_messages.iter().any(|seen| seen == id) {
+            return false;
+        }
+        if self.counted_messages.len() == RECENT_MESSAGES {
+            self.counted_messages.pop_front();
+        }
+        self.counted_messages.push_back(id.to_owned());
+        true
     }
 
     /// The final `result`: a failure event when it failed, then the session end.
@@ -294,7 +318,14 @@ impl ClaudeParser {
     }
 
     fn user_line(&mut self, value: Value) -> Vec<AgentEvent> {
-        let session = json::string_at(&value, "session_id");
+        let mut events = self.user_events(&value);
+        share_raw(&mut events, value);
+        events
+    }
+
+    /// The events of a user line, their `raw` left for the caller to fill in.
+    fn user_events(&mut self, value: &Value) -> Vec<AgentEvent> {
+        let session = json::string_at(value, "session_id");
         let Some(blocks) =
             value.get("message").and_then(|m| m.get("content")).and_then(Value::as_array)
         else {
@@ -308,7 +339,7 @@ impl ClaudeParser {
             let tool = json::str_at(block, "tool_use_id").and_then(|id| self.tool_names.remove(id));
             let text = block.get("content").and_then(json::content_text);
             events.push(
-                AgentEvent::new(EventKind::ToolResult, value.clone())
+                AgentEvent::new(EventKind::ToolResult, Value::Null)
                     .with_session(session.clone())
                     .with_tool(tool)
                     .with_text(text)
@@ -457,6 +488,42 @@ mod tests {
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
         let mut parser = ClaudeParser::default();
         lines.iter().flat_map(|line| parser.parse_line(line)).collect()
+    }
+
+    fn assistant(id: &str, blocks: &str) -> String {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"{id}","content":[{blocks}],"usage":{{"input_tokens":7}}}},"session_id":"s"}}"#
+        )
+    }
+
+    #[test]
+    fn usage_counts_once_per_message_and_the_parser_forgets_old_ids() {
+        let mut parser = ClaudeParser::default();
+        let text = r#"{"type":"text","text":"hi"}"#;
+        for n in 0..100 {
+            let id = format!("msg_{n}");
+            let first = parser.parse_line(&assistant(&id, text));
+            let again = parser.parse_line(&assistant(&id, r#"{"type":"thinking","thinking":"t"}"#));
+            assert!(first[0].usage.is_some() && again[0].usage.is_none(), "{id}");
+        }
+        assert_eq!(parser.counted_messages.len(), RECENT_MESSAGES);
+    }
+
+    #[test]
+    fn every_event_of_a_line_carries_the_line() {
+        let line = assistant(
+            "msg_1",
+            r#"{"type":"text","text":"a"},{"type":"tool_use","id":"t1","name":"Bash","input":{}}"#,
+        );
+        let events = parse(&[&line]);
+        assert_eq!(events.len(), 2);
+        let raw: Value = serde_json::from_str(&line).unwrap();
+        assert!(events.iter().all(|event| event.raw == raw));
+        let result = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"tool_result","tool_use_id":"t2","content":"no"}]}}"#;
+        let events = parse(&[&line, result]);
+        let raw: Value = serde_json::from_str(result).unwrap();
+        assert_eq!(events[2].tool_name.as_deref(), Some("Bash"));
+        assert!(events[2..].iter().all(|event| event.raw == raw));
     }
 
     #[test]

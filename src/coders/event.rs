@@ -276,6 +276,17 @@ impl AgentEvent {
     }
 }
 
+/// Gives the events of one line their `raw` JSON: a copy each, the last one taking `raw`
+/// itself (most lines make one event, so most lines copy nothing).
+pub fn share_raw(events: &mut [AgentEvent], raw: Value) {
+    if let Some((last, rest)) = events.split_last_mut() {
+        for event in rest {
+            event.raw = raw.clone();
+        }
+        last.raw = raw;
+    }
+}
+
 /// One line of a task's `events.jsonl`: the event and the time the supervisor read it
 /// (`{"ts": "2026-…Z", "kind": "tool_use", …}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,6 +7,11 @@
 //! but not answered within the deadline (a hung or killed server) may or may not have been
 //! applied, so the command's own transaction first looks up the request id among the recorded
 //! replies and applies the request only if it is not there. `FLEET_DIRECT=1` skips the socket.
+//!
+//! A command talks only to its own workspace's server: the socket must be a socket of this
+//! user's in the workspace's directory, not a symbolic link ([`check_socket`]), and every
+//! request names its workspace ([`Envelope::workspace`]), which a server of another one leaves
+//! to the command.
 
 use std::borrow::Borrow;
 use std::os::unix::net::UnixStream;
@@ -48,7 +53,9 @@ fn direct_only() -> bool {
 }
 
 /// Whether `FLEET_REQUIRE_SERVER` asks commands to fail rather than write directly when no
-/// server answered (tests that must prove their writes went through a server).
+/// server applied their request (tests that must prove their writes went through a server).
+/// The failure is exact: a request the server did not answer is looked up, and either its
+/// reply is the answer or it is recorded as given up, so the server never applies it later.
 fn server_required() -> bool {
     flag("FLEET_REQUIRE_SERVER")
 }
@@ -66,9 +73,11 @@ pub struct Connection {
 impl Connection {
     /// Connects to the server of the `.beads` directory `dir` within `deadline` (a server that
     /// stopped accepting, with its queue of connections full, would block a plain connect
-    /// forever), and only to a server running as this user.
+    /// forever), and only to a server running as this user, through a socket this user owns
+    /// in `dir` itself ([`check_socket`]).
     pub fn open(dir: &Path, deadline: Duration) -> Result<Connection, String> {
         let socket = super::socket_path(dir);
+        check_socket(&socket)?;
         let stream = connect_within(&socket, deadline)?;
         if !super::peer_is_same_user(&stream) {
             return Err(format!("{} is served by another user", socket.display()));
@@ -93,6 +102,41 @@ impl Connection {
             Err(error) => Sent::Unanswered(format!("waiting for the answer: {error}")),
         }
     }
+}
+
+/// Checks that `socket` is a socket of this user's, not a symbolic link: a link (or any
+/// file put there by someone else) could send this workspace's writes to another
+/// workspace's server. The server checks the workspace each request names as well.
+fn check_socket(socket: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = match std::fs::symlink_metadata(socket) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("no socket at {}", socket.display()));
+        }
+        Err(error) => return Err(format!("{}: {error}", socket.display())),
+    };
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Err(format!(
+            "{} is a symbolic link, not this workspace's socket; remove it (the serving process \
+             makes its own)",
+            socket.display()
+        ));
+    }
+    if !kind.is_socket() {
+        return Err(format!("{} is not a socket", socket.display()));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if meta.uid() != unsafe { libc::geteuid() } {
+        return Err(format!("{} belongs to another user (uid {})", socket.display(), meta.uid()));
+    }
+    Ok(())
+}
+
+/// The workspace a request names ([`Envelope::workspace`]): the canonical path of `dir`.
+pub fn workspace_name(dir: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
 /// Connects to `socket` within `deadline`. The connect does not block: a server that stopped
@@ -176,11 +220,12 @@ impl std::io::Read for DeadlineReader<'_> {
     }
 }
 
-/// A new envelope for `request` by `actor` at `clock`.
-pub fn envelope(actor: &str, clock: Clock, request: Request) -> Envelope {
+/// A new envelope for `request` to the workspace `dir` by `actor` at `clock`.
+pub fn envelope(dir: &Path, actor: &str, clock: Clock, request: Request) -> Envelope {
     Envelope {
         version: PROTOCOL_VERSION,
         id: ulid::Ulid::generate(),
+        workspace: workspace_name(dir),
         actor: actor.to_string(),
         now: match clock {
             Clock::Fixed(now) => Some(now),
@@ -226,32 +271,51 @@ impl<'d> Session<'d> {
         let mut request = request;
         // The server masks what it knows of; this command's own variables only it knows.
         request.redact(&crate::tracker::environment_redactor());
-        let envelope = envelope(actor, clock, request);
-        let check = match self.send(&envelope) {
+        let envelope = envelope(self.dir, actor, clock, request);
+        let (check, unanswered) = match self.send(&envelope) {
             Sent::Answered(Outcome::Applied(reply)) => return Ok(reply),
             Sent::Answered(Outcome::Refused(refusal)) => {
                 return Err(StoreError::from(refusal).into());
             }
-            Sent::Answered(Outcome::Direct(why)) => {
-                tracing::debug!(%why, "the server left the request to this command");
-                Some(envelope.id)
-            }
-            Sent::NotServed(why) | Sent::Unanswered(why) if server_required() => {
-                return Err(StoreError::Refused(format!(
-                    "FLEET_REQUIRE_SERVER is set and no server answered: {why}"
+            Sent::Answered(Outcome::Direct(why)) if server_required() => {
+                return Err(not_served(&format!(
+                    "the server left the request to this command: {why}"
                 ))
                 .into());
             }
+            Sent::Answered(Outcome::Direct(why)) => {
+                tracing::debug!(%why, "the server left the request to this command");
+                (Some(envelope.id), false)
+            }
+            Sent::NotServed(why) if server_required() => {
+                return Err(not_served(&format!("no server answered: {why}")).into());
+            }
+            Sent::Unanswered(why) if server_required() => {
+                let store = open()?;
+                let (settled, _) = store.borrow().write(actor, clock, |writer| {
+                    super::settle_unanswered(writer, envelope.id).map_err(Refusal::into)
+                })?;
+                return settled.ok_or_else(|| {
+                    not_served(&format!("the server did not answer ({why}) and will not apply it"))
+                        .into()
+                });
+            }
             Sent::NotServed(why) => {
                 tracing::debug!(%why, "no server; applying the request directly");
-                None
+                (None, false)
             }
             Sent::Unanswered(why) => {
                 tracing::info!(%why, "no answer from the server; applying the request directly unless it was applied");
-                Some(envelope.id)
+                (Some(envelope.id), true)
             }
         };
-        Ok(apply_directly(open()?.borrow(), actor, clock, check, &envelope.request)?)
+        let applied = apply_directly(open()?.borrow(), actor, clock, check, &envelope.request);
+        Ok(applied.map_err(|error| match error {
+            StoreError::LockWait(wait) if unanswered => {
+                StoreError::LockWait(wait.with_request_sent())
+            }
+            other => other,
+        })?)
     }
 
     fn send(&mut self, envelope: &Envelope) -> Sent {
@@ -271,6 +335,13 @@ impl<'d> Session<'d> {
         }
         sent
     }
+}
+
+/// The refusal of a command under `FLEET_REQUIRE_SERVER` whose request no server applied.
+fn not_served(why: &str) -> StoreError {
+    StoreError::Refused(format!(
+        "FLEET_REQUIRE_SERVER is set and the request was not applied: {why}"
+    ))
 }
 
 /// Applies `request` in a transaction of its own; with `check`, only if that request id is

@@ -146,6 +146,8 @@ pub(super) struct EventLoop {
     unfinished: Vec<Token>,
     /// When accepting failed, the loop tries again at this instant.
     accept_again: Option<Instant>,
+    /// The workspace served, as requests name it ([`Envelope::workspace`]).
+    workspace: std::path::PathBuf,
 }
 
 impl EventLoop {
@@ -157,9 +159,11 @@ impl EventLoop {
         on_commit: OnCommit,
         stopping: Arc<AtomicBool>,
     ) -> EventLoop {
+        let workspace = super::client::workspace_name(committer.store.dir());
         EventLoop {
             poll,
             listener,
+            workspace,
             committer,
             on_commit,
             stopping,
@@ -328,7 +332,8 @@ impl EventLoop {
         let (frames, used, bad) = wire::split_frames(&connection.unread, room);
         let all_taken = frames.len() < room;
         for frame in frames {
-            self.pending.push_back(Pending { from: token, work: work_of(frame) });
+            let work = work_of(frame, &self.workspace);
+            self.pending.push_back(Pending { from: token, work });
             connection.unanswered += 1;
         }
         connection.unread.drain(..used);
@@ -496,11 +501,25 @@ fn write_available(stream: &mut UnixStream, bytes: &[u8]) -> std::io::Result<usi
     Ok(written)
 }
 
-/// What to do with one frame: decide it, when it is an envelope of this protocol; else answer
-/// it with [`Outcome::Direct`].
-fn work_of(frame: &[u8]) -> Work {
+/// What to do with one frame: decide it, when it is an envelope of this protocol for
+/// `workspace`; else answer it with [`Outcome::Direct`].
+fn work_of(frame: &[u8], workspace: &std::path::Path) -> Work {
     match serde_json::from_slice::<Envelope>(frame) {
-        Ok(envelope) if envelope.version == PROTOCOL_VERSION => Work::Decide(envelope),
+        Ok(envelope) if envelope.version == PROTOCOL_VERSION => {
+            if envelope.workspace == workspace {
+                return Work::Decide(envelope);
+            }
+            let why = format!(
+                "this server serves {}, not {}",
+                workspace.display(),
+                envelope.workspace.display()
+            );
+            Work::Known(Answer {
+                version: PROTOCOL_VERSION,
+                id: envelope.id,
+                outcome: Outcome::Direct(why),
+            })
+        }
         parsed => Work::Known(not_understood(frame, parsed.err())),
     }
 }
@@ -543,14 +562,14 @@ mod tests {
         (dir, store, server)
     }
 
-    fn create(title: &str) -> Envelope {
+    fn create(store: &Store, title: &str) -> Envelope {
         let request = Request::Create(Box::new(CreateRequest {
             title: title.into(),
             issue_type: "task".into(),
             priority: 2,
             ..CreateRequest::default()
         }));
-        client::envelope("tester", Clock::System, request)
+        client::envelope(store.dir(), "tester", Clock::System, request)
     }
 
     fn connect(server: &Server) -> UnixStream {
@@ -588,7 +607,7 @@ mod tests {
     fn pipelined_requests_are_answered_in_order() {
         let (_dir, store, server) = served();
         let mut stream = connect(&server);
-        let (first, second) = (create("first"), create("second"));
+        let (first, second) = (create(&store, "first"), create(&store, "second"));
         let foreign = serde_json::json!({"version": 99, "id": ulid::Ulid::generate()});
         let mut bytes = frame(&first);
         bytes.extend(frame(&foreign));
@@ -608,7 +627,7 @@ mod tests {
     fn a_request_split_across_writes_is_answered() {
         let (_dir, store, server) = served();
         let mut stream = connect(&server);
-        let envelope = create("slow");
+        let envelope = create(&store, "slow");
         for piece in frame(&envelope).chunks(7) {
             stream.write_all(piece).unwrap();
             std::thread::sleep(std::time::Duration::from_millis(2));
@@ -622,7 +641,7 @@ mod tests {
     #[test]
     fn a_request_whose_client_hung_up_is_still_applied() {
         let (_dir, store, server) = served();
-        let envelope = create("orphan");
+        let envelope = create(&store, "orphan");
         {
             let mut stream = connect(&server);
             stream.write_all(&frame(&envelope)).unwrap();
@@ -640,8 +659,8 @@ mod tests {
     fn a_client_that_ended_its_side_gets_its_answers() {
         let (_dir, store, server) = served();
         let mut stream = connect(&server);
-        let mut bytes = frame(&create("one"));
-        bytes.extend(frame(&create("two")));
+        let mut bytes = frame(&create(&store, "one"));
+        bytes.extend(frame(&create(&store, "two")));
         stream.write_all(&bytes).unwrap();
         stream.shutdown(std::net::Shutdown::Write).unwrap();
         assert_eq!(created_title(answer(&mut stream)), "one");
@@ -666,7 +685,7 @@ mod tests {
     fn requests_before_an_oversized_frame_are_decided() {
         let (_dir, store, server) = served();
         let mut stream = connect(&server);
-        let mut bytes = frame(&create("before"));
+        let mut bytes = frame(&create(&store, "before"));
         bytes.extend(u32::MAX.to_be_bytes());
         stream.write_all(&bytes).unwrap();
         wait_for_titles(&store, &["before"]);
@@ -711,7 +730,7 @@ mod tests {
         });
         std::thread::sleep(std::time::Duration::from_millis(100));
         let mut other = connect(&server);
-        other.write_all(&frame(&create("other"))).unwrap();
+        other.write_all(&frame(&create(&store, "other"))).unwrap();
         assert_eq!(created_title(answer(&mut other)), "other");
         other_answered.store(true, Ordering::SeqCst);
         let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -756,7 +775,7 @@ mod tests {
         let mut rest = Vec::new();
         assert_eq!(bad.read_to_end(&mut rest).unwrap(), 0, "closed without an answer");
         let mut good = connect(&server);
-        good.write_all(&frame(&create("fine"))).unwrap();
+        good.write_all(&frame(&create(&store, "fine"))).unwrap();
         assert_eq!(created_title(answer(&mut good)), "fine");
         assert_eq!(titles(&store), ["fine"]);
     }
@@ -769,11 +788,11 @@ mod tests {
         let socket = server.socket().to_path_buf();
         let clients: Vec<_> = (0..16)
             .map(|c| {
-                let socket = socket.clone();
+                let (socket, store) = (socket.clone(), Arc::clone(&store));
                 std::thread::spawn(move || {
                     let mut stream = UnixStream::connect(&socket).unwrap();
                     for n in 0..20 {
-                        let envelope = create(&format!("c{c:02}-{n:02}"));
+                        let envelope = create(&store, &format!("c{c:02}-{n:02}"));
                         stream.write_all(&frame(&envelope)).unwrap();
                         let answer = answer(&mut stream);
                         assert_eq!(answer.id, envelope.id);
@@ -793,13 +812,33 @@ mod tests {
         drop(server);
     }
 
+    /// A request naming another workspace (a client reaching this server through a link or
+    /// a misplaced socket) is left to its client, unapplied.
+    #[test]
+    fn a_request_for_another_workspace_is_left_to_its_client() {
+        let (_dir, store, server) = served();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let mut envelope = create(&store, "astray");
+        envelope.workspace = elsewhere.path().to_path_buf();
+        let mut stream = connect(&server);
+        stream.write_all(&frame(&envelope)).unwrap();
+        let answer = answer(&mut stream);
+        assert_eq!(answer.id, envelope.id);
+        match answer.outcome {
+            Outcome::Direct(why) => assert!(why.contains("this server serves"), "{why}"),
+            other => panic!("applied for another workspace: {other:?}"),
+        }
+        let total = store.read().unwrap().stats(jiff::Timestamp::now()).unwrap().total_issues;
+        assert_eq!(total, 0);
+    }
+
     /// Dropping the server closes its connections and removes the socket.
     #[test]
     fn a_dropped_server_closes_its_connections_and_removes_its_socket() {
         let (_dir, store, server) = served();
         let socket = server.socket().to_path_buf();
         let mut stream = connect(&server);
-        stream.write_all(&frame(&create("kept"))).unwrap();
+        stream.write_all(&frame(&create(&store, "kept"))).unwrap();
         assert_eq!(created_title(answer(&mut stream)), "kept");
         drop(server);
         let mut rest = Vec::new();

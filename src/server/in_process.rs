@@ -26,23 +26,26 @@ pub struct InProcess {
     requests: Option<Sender<Waiting>>,
     committer: Option<JoinHandle<()>>,
     clock: Clock,
+    /// The workspace the envelopes name (the store's `.beads` directory).
+    dir: std::path::PathBuf,
 }
 
 impl InProcess {
     /// Starts the committer thread for `store`; requests are stamped by `clock`.
     pub fn start(store: Arc<Store>, clock: Clock) -> std::io::Result<InProcess> {
         let (requests, incoming) = channel();
+        let dir = store.dir().to_path_buf();
         let committer = std::thread::Builder::new()
             .name("fleet-group-commit".into())
             .spawn(move || commit_groups(&store, &incoming))?;
-        Ok(InProcess { requests: Some(requests), committer: Some(committer), clock })
+        Ok(InProcess { requests: Some(requests), committer: Some(committer), clock, dir })
     }
 
     /// Applies `request` as `actor` with whatever else is waiting; blocks until the group
     /// holding it was durably committed (or refused, or failed: [`Outcome::Direct`]).
     pub fn submit(&self, actor: &str, request: Request) -> Outcome {
         let (answer, outcome) = sync_channel(1);
-        let waiting = Waiting { envelope: envelope(actor, self.clock, request), answer };
+        let waiting = Waiting { envelope: envelope(&self.dir, actor, self.clock, request), answer };
         let stopped = || Outcome::Direct("the group committer has stopped".into());
         let Some(requests) = self.requests.as_ref() else { return stopped() };
         if requests.send(waiting).is_err() {

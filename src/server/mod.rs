@@ -114,9 +114,34 @@ pub(crate) fn peer_is_same_user(stream: &impl std::os::fd::AsRawFd) -> bool {
     rc == 0 && cred.uid == unsafe { libc::geteuid() }
 }
 
-/// The reply recorded for request `id`, if any.
+/// What a command that gave up on its server records under its request's id when it may not
+/// apply the request itself (`FLEET_REQUIRE_SERVER`): the server, reading the request later,
+/// refuses it instead of applying it ([`settle_unanswered`]).
+const ABANDONED: &[u8] = b"\"abandoned\"";
+
+/// For a command that got no answer from its server and may not write itself: the reply of
+/// request `id` if the server applied it; else `None`, and the request is recorded as given
+/// up, so a server still holding it never applies it. Either way the command can say exactly
+/// what became of its request.
+pub fn settle_unanswered(
+    writer: &mut Writer<'_>,
+    id: ulid::Ulid,
+) -> Result<Option<Reply>, Refusal> {
+    if let Some(reply) = recorded(writer, id)? {
+        return Ok(Some(reply));
+    }
+    writer.record_reply(id, ABANDONED)?;
+    Ok(None)
+}
+
+/// The reply recorded for request `id`, if any; a request its command gave up on is refused.
 fn recorded(writer: &mut Writer<'_>, id: ulid::Ulid) -> Result<Option<Reply>, StoreError> {
     let Some(bytes) = writer.recorded_reply(id)? else { return Ok(None) };
+    if bytes == ABANDONED {
+        return Err(StoreError::Refused(format!(
+            "request {id} was given up by its command before it was applied; nothing was changed"
+        )));
+    }
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| StoreError::Corrupt(format!("recorded reply of request {id}: {e}")))

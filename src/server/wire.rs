@@ -10,7 +10,8 @@ use crate::tracker::{Reply, Request, WireRefusal};
 
 /// The version of the envelope and answer format. A server answers an envelope of another
 /// version with [`Outcome::Direct`] without applying it.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// - 2: an envelope names the workspace it is for ([`Envelope::workspace`]).
+pub const PROTOCOL_VERSION: u32 = 2;
 /// The largest frame either side accepts.
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
 
@@ -20,6 +21,10 @@ pub struct Envelope {
     pub version: u32,
     /// Unique per request; what makes a request applied at most once.
     pub id: ulid::Ulid,
+    /// The workspace (`.beads` directory, its canonical path) the request is for: a server
+    /// of another workspace, reached through a misplaced socket or link, leaves it to the
+    /// client ([`Outcome::Direct`]) instead of writing it into the wrong store.
+    pub workspace: std::path::PathBuf,
     /// Who acts.
     pub actor: String,
     /// The client's fixed clock, if it has one (tests); otherwise the server's clock.

@@ -119,17 +119,17 @@ pub(super) fn labels_in_stored_order(issue: &Issue) -> bool {
 
 /// An issue's row in the issue table.
 pub(super) fn issue_row(issue: &Issue) -> Vec<u8> {
-    serde_json::to_vec(issue).expect("an issue serialises")
+    super::checked::seal(serde_json::to_vec(issue).expect("an issue serialises"))
 }
 
 /// A comment's row in the comment table.
 pub(super) fn comment_row(comment: &Comment) -> Vec<u8> {
-    serde_json::to_vec(comment).expect("a comment serialises")
+    super::checked::seal(serde_json::to_vec(comment).expect("a comment serialises"))
 }
 
 /// An edge's row in the edge table.
 pub(super) fn edge_row(dep: &Dependency) -> Vec<u8> {
-    serde_json::to_vec(dep).expect("a dependency serialises")
+    super::checked::seal(serde_json::to_vec(dep).expect("a dependency serialises"))
 }
 
 /// The edges a new issue is created with, as stored: they belong to the issue, whatever their
@@ -189,7 +189,8 @@ mod tests {
         assert!(ahead.take_issue(&issue_in(&bulk, 1).clone()).is_none());
         let rows = ahead.take_issue(issue_in(&bulk, 1)).expect("rows of t-2");
         assert_eq!(rows.issue, issue_row(issue_in(&bulk, 1)));
-        let stored_edge: Dependency = serde_json::from_slice(&rows.edges[0]).unwrap();
+        let stored_edge: Dependency =
+            serde_json::from_slice(super::super::checked::open(&rows.edges[0]).unwrap()).unwrap();
         assert_eq!(stored_edge, Dependency { issue_id: "t-2".into(), ..dep });
         assert!(ahead.take_issue(issue_in(&bulk, 1)).is_none(), "rows are taken once");
         assert!(ahead.take_issue(issue_in(&bulk, 2)).is_some());

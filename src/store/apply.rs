@@ -898,7 +898,25 @@ impl Writer<'_> {
         let origin = format!("{}{id}", meta::ORIGIN);
         let before = self.tables.meta.remove(origin.as_str())?.map(|v| v.value().to_vec());
         self.record(|| Change::Meta { key: origin, old: before });
+        self.mark_deleted(id, true)?;
         Ok(Some(seeds))
+    }
+
+    /// Records that issue `id` was deleted (`deleted`), or that it exists again: a full id
+    /// names a deleted issue by that name (`meta::DELETED`) until an issue of that id is made.
+    fn mark_deleted(&mut self, id: &str, deleted: bool) -> Result<(), StoreError> {
+        let key = format!("{}{id}", meta::DELETED);
+        if self.tables.meta.get(key.as_str())?.is_some() == deleted {
+            return Ok(());
+        }
+        let before = if deleted {
+            self.tables.meta.insert(key.as_str(), [].as_slice())?
+        } else {
+            self.tables.meta.remove(key.as_str())?
+        };
+        let before = before.map(|v| v.value().to_vec());
+        self.record(|| Change::Meta { key, old: before });
+        Ok(())
     }
 
     /// Removes the row of `old` with its labels and its entries in the order and ready
@@ -1174,6 +1192,9 @@ impl Writer<'_> {
         }
         let before = self.tables.issues.insert(issue.id.as_str(), row)?.map(|v| v.value().to_vec());
         self.record(|| Change::Issue { id: issue.id.clone(), old: before });
+        if old.is_none() && !self.undoing {
+            self.mark_deleted(&issue.id, false)?;
+        }
         if let Some(old) = old
             && old.status == Status::InProgress
             && (issue.status != Status::InProgress || issue.assignee != old.assignee)

@@ -12,17 +12,19 @@
 //! [`salvage`] reads every readable issue, edge, comment (labels travel in the issues) and
 //! configuration value, writes them through the import path into a new store beside the old
 //! one, and swaps it in with one rename, keeping the damaged file as
-//! `beads.db.damaged-<time>`. It reports what was saved and, by id, what was lost.
+//! `beads.db.damaged-<time>`. It reports what was saved and, by id, what was lost. It holds the
+//! store's write lock from its copy of the file to the swap, and refuses a healthy store.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle};
+use redb::{ReadTransaction, ReadableTable, TableDefinition, TableHandle};
 use serde::Serialize;
 
 use super::tables::{
-    BLOCKED, COMMENTS, DEPS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS, READY,
-    decode_dep, decode_issue_of, id_of_ready_key,
+    BIRTHS, BLOCKED, COMMENTS, DEPS, HOLDS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, ORPHANS,
+    RDEPS, READY, RENAMED, REPLIES, SIDELINED, UNDO, decode_comment_of, decode_dep_of,
+    decode_issue_of, id_of_ready_key,
 };
 use super::{STORE_FILE, Store, StoreError, io_error, meta};
 use crate::model::{Comment, Dependency, Issue, is_foreign_ref};
@@ -122,26 +124,31 @@ fn private_copy(dir: &Path, parent: &Path) -> Result<ScratchDir, StoreError> {
 pub fn check(dir: &Path) -> Result<Report, StoreError> {
     let path = dir.join(STORE_FILE);
     let scratch = private_copy(dir, &std::env::temp_dir())?;
+    Ok(check_copy(&scratch.0, path))
+}
+
+/// Checks the private copy in `scratch` of the store file at `path` (which the report names).
+fn check_copy(scratch: &Path, path: PathBuf) -> Report {
     let mut checks = Vec::new();
-    let store = match Store::open(&scratch.0) {
+    let store = match Store::open(scratch) {
         Ok(store) => store,
         Err(error) => {
-            checks.push(Check::problem("file", describe(&error, &scratch.0, &path), Vec::new()));
-            return Ok(Report { path, healthy: false, checks, damaged: Vec::new() });
+            checks.push(Check::problem("file", describe(&error, scratch, &path), Vec::new()));
+            return Report { path, healthy: false, checks, damaged: Vec::new() };
         }
     };
     checks.push(Check::ok("file", "opens"));
     checks.push(match store.writable() {
         Ok(_) => Check::ok("write", "opens for writing (checked on a private copy)"),
-        Err(error) => Check::problem("write", describe(&error, &scratch.0, &path), Vec::new()),
+        Err(error) => Check::problem("write", describe(&error, scratch, &path), Vec::new()),
     });
-    let read = examine(&store, &scratch.0, &path);
+    let read = examine(&store, scratch, &path);
     let damaged = read.damaged.clone();
     checks.extend(read.checks);
     let writable = checks.iter().any(|c| c.check == "write" && c.ok);
     if writable && damaged.is_empty() {
-        checks.push(order_index(&store, &scratch.0, &path));
-        checks.push(readiness(&store, &scratch.0, &path));
+        checks.push(order_index(&store, scratch, &path));
+        checks.push(readiness(&store, scratch, &path));
     } else {
         for check in ["order index", "readiness"] {
             checks.push(Check::problem(
@@ -152,7 +159,7 @@ pub fn check(dir: &Path) -> Result<Report, StoreError> {
         }
     }
     let healthy = checks.iter().all(|c| c.ok);
-    Ok(Report { path, healthy, checks, damaged })
+    Report { path, healthy, checks, damaged }
 }
 
 /// An error's text with the private copy's path replaced by the store file's.
@@ -179,10 +186,10 @@ fn examine(store: &Store, scratch: &Path, path: &Path) -> Examined {
         }
     };
     let guarded = super::guard::guarded(path, || {
-        let mut checks = vec![tables(&txn)];
+        let mut checks = vec![tables(&txn, path)];
         let (issues, ids, damaged) = issues(&txn);
         checks.push(issues);
-        checks.push(edges(&txn, &ids, store.prefix()));
+        checks.push(edges(&txn, &ids, &store.prefix()));
         checks.push(comments(&txn, &ids));
         checks.push(meta_values(&txn));
         Ok(Examined { checks, damaged })
@@ -201,37 +208,47 @@ fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn.open_table(table).map_err(|e| format!("table {}: {e}", table.name()))
 }
 
-/// Every table opens and its length can be read.
-fn tables(txn: &ReadTransaction) -> Check {
-    fn probe<K: redb::Key + 'static, V: redb::Value + 'static>(
-        txn: &ReadTransaction,
-        table: TableDefinition<K, V>,
-        problems: &mut Vec<String>,
-    ) {
-        match open(txn, table)
-            .and_then(|t| t.len().map_err(|e| format!("table {}: {e}", table.name())))
-        {
-            Ok(_) => {}
-            Err(problem) => problems.push(problem),
-        }
-    }
+/// Every table opens and every entry of it can be read: a page of any table that the engine
+/// cannot read (zeroed, garbage) is found here, even in a table only writes use (the journal,
+/// the op index, the undo log), whose damage would otherwise fail every write while the
+/// checks of what reads use pass.
+fn tables(txn: &ReadTransaction, path: &Path) -> Check {
     let mut problems = Vec::new();
-    probe(txn, ISSUES, &mut problems);
-    probe(txn, DEPS, &mut problems);
-    probe(txn, RDEPS, &mut problems);
-    probe(txn, COMMENTS, &mut problems);
-    probe(txn, LABELS, &mut problems);
-    probe(txn, READY, &mut problems);
-    probe(txn, BLOCKED, &mut problems);
-    probe(txn, META, &mut problems);
-    probe(txn, JOURNAL, &mut problems);
-    probe(txn, OP_IDS, &mut problems);
-    // The order index is built by the first write of a store made before it existed.
-    if txn.list_tables().is_ok_and(|mut names| names.any(|t| t.name() == ORDER.name())) {
-        probe(txn, ORDER, &mut problems);
+    let present: Vec<String> = txn
+        .list_tables()
+        .map(|names| names.map(|t| t.name().to_string()).collect())
+        .unwrap_or_default();
+    let mut probe = |name: &str, read: &dyn Fn() -> Result<u64, String>| {
+        // Tables other than the core ones are made by the first writer that needs them.
+        if !super::CORE_TABLES.contains(&name) && !present.iter().any(|p| p == name) {
+            return;
+        }
+        let walked =
+            super::guard::guarded(path, || Ok(read())).unwrap_or_else(|e| Err(e.to_string()));
+        if let Err(problem) = walked {
+            problems.push(format!("table {name}: {problem}"));
+        }
+    };
+    macro_rules! walk_all {
+        ($($table:expr),*) => {$(
+            probe($table.name(), &|| {
+                let table = open(txn, $table)?;
+                let mut entries = 0;
+                for entry in table.iter().map_err(|e| e.to_string())? {
+                    let (key, value) = entry.map_err(|e| e.to_string())?;
+                    let _ = (key.value(), value.value());
+                    entries += 1;
+                }
+                Ok(entries)
+            });
+        )*};
     }
+    walk_all!(
+        ISSUES, DEPS, RDEPS, COMMENTS, LABELS, READY, BLOCKED, META, JOURNAL, OP_IDS, ORDER,
+        SIDELINED, HOLDS, BIRTHS, RENAMED, ORPHANS, UNDO, REPLIES
+    );
     if problems.is_empty() {
-        Check::ok("tables", "all tables open")
+        Check::ok("tables", "every table reads whole")
     } else {
         Check::problem("tables", problems.join("; "), Vec::new())
     }
@@ -303,7 +320,7 @@ fn edges(txn: &ReadTransaction, ids: &BTreeSet<String>, prefix: &str) -> Check {
             let (from, to) = key.value();
             count += 1;
             forward.insert((from.to_string(), to.to_string()));
-            if let Err(error) = decode_dep(row.value()) {
+            if let Err(error) = decode_dep_of(from, to, row.value()) {
                 findings.add(format!("edge {from} → {to}: {}", strip(&error)), Some(from));
             }
             if !ids.contains(from) {
@@ -349,8 +366,11 @@ fn comments(txn: &ReadTransaction, ids: &BTreeSet<String>) -> Check {
             let (key, row) = entry.map_err(|e| e.to_string())?;
             let (issue, seq) = key.value();
             count += 1;
-            if let Err(error) = serde_json::from_slice::<Comment>(row.value()) {
-                findings.add(format!("comment {seq} of {issue}: damaged ({error})"), Some(issue));
+            if let Err(error) = decode_comment_of(issue, row.value()) {
+                findings.add(
+                    format!("comment {seq} of {issue}: damaged ({})", strip(&error)),
+                    Some(issue),
+                );
             }
             if !ids.contains(issue) {
                 findings
@@ -534,10 +554,22 @@ struct Rescued {
 }
 
 /// Copies what is readable in the store of `dir` into a new store and swaps it in (see the
-/// module docs). `clock` names the kept damaged file.
-pub fn salvage(dir: &Path, clock: Clock) -> Result<Salvaged, StoreError> {
+/// module docs). `clock` names the kept damaged file. A store [`check`] finds healthy is
+/// refused ([`StoreError::NothingToSalvage`]) unless `force`.
+///
+/// The store's write lock is held from the copy to the swap, so no write commits to the old
+/// file after the copy was read: such a write would be acknowledged and lost with the file.
+/// Writers wait for the lock meanwhile (see `lock`), then write the new file.
+pub fn salvage(dir: &Path, clock: Clock, force: bool) -> Result<Salvaged, StoreError> {
     let path = dir.join(STORE_FILE);
+    if !path.is_file() {
+        return Err(StoreError::NotInitialized(dir.to_path_buf()));
+    }
+    let _no_writes = super::lock::Held::take(&path)?;
     let scratch = private_copy(dir, &std::env::temp_dir())?;
+    if !force && check_copy(&scratch.0, path.clone()).healthy {
+        return Err(StoreError::NothingToSalvage(path));
+    }
     let old = Store::open(&scratch.0).map_err(|error| StoreError::Damaged {
         path: path.clone(),
         detail: format!("nothing in it can be read ({})", describe(&error, &scratch.0, &path)),
@@ -610,7 +642,7 @@ fn rescue_edges(txn: &ReadTransaction, rescued: &mut Rescued) {
         for entry in table.iter().map_err(|e| e.to_string())? {
             let (key, row) = entry.map_err(|e| e.to_string())?;
             let (from, to) = key.value();
-            match decode_dep(row.value()) {
+            match decode_dep_of(from, to, row.value()) {
                 Ok(dep) => rescued.edges.push(dep),
                 Err(_) => rescued.lost_edges.push(format!("{from} → {to}")),
             }
@@ -628,7 +660,7 @@ fn rescue_comments(txn: &ReadTransaction, rescued: &mut Rescued) {
         for entry in table.iter().map_err(|e| e.to_string())? {
             let (key, row) = entry.map_err(|e| e.to_string())?;
             let (issue, seq) = key.value();
-            match serde_json::from_slice::<Comment>(row.value()) {
+            match decode_comment_of(issue, row.value()) {
                 Ok(comment) => rescued.comments.push(comment),
                 Err(_) => rescued.lost_comments.push(format!("{issue}#{seq}")),
             }
@@ -823,9 +855,10 @@ mod tests {
         rewrite_ready_entries(&store, |value| {
             let entry = ReadyEntry::decode(value);
             let Some(covered) = entry.covered else { return value.to_vec() };
-            let row = String::from_utf8_lossy(covered.row).replace("issue t-2", "old title");
-            ReadyEntry { covered: Some(Covered { row: row.as_bytes(), ..covered }), ..entry }
-                .encode()
+            let payload = crate::store::checked::open(covered.row).unwrap();
+            let row = String::from_utf8_lossy(payload).replace("issue t-2", "old title");
+            let row = crate::store::checked::seal(row.into_bytes());
+            ReadyEntry { covered: Some(Covered { row: &row, ..covered }), ..entry }.encode()
         });
         drop(store);
         let found = readiness_check(dir.path());

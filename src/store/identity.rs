@@ -15,7 +15,7 @@ use redb::ReadableTable;
 
 use super::apply::encode_op;
 use super::tables::{JOURNAL, META, SIDELINED};
-use super::{Store, StoreError, guard, journal_row, meta};
+use super::{Store, StoreError, journal_row, meta};
 use crate::op::Op;
 
 /// What [`Store::take_new_replica`] did.
@@ -43,9 +43,7 @@ impl Store {
         theirs: &HashSet<u128>,
         merged_through: Option<&str>,
     ) -> Result<Restamped, StoreError> {
-        let path = self.path();
-        guard::guarded(&path, || self.take_new_replica_unnamed(new, theirs, merged_through))
-            .map_err(|e| e.at(&path))
+        self.writing(|| self.take_new_replica_unnamed(new, theirs, merged_through))
     }
 
     fn take_new_replica_unnamed(
@@ -54,7 +52,7 @@ impl Store {
         theirs: &HashSet<u128>,
         merged_through: Option<&str>,
     ) -> Result<Restamped, StoreError> {
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         let old = super::replica_in(&txn, &self.replica)?;
         let mut restamped = Restamped { old: old.clone(), new: new.to_string(), ops: Vec::new() };
         let mut first_seq = None;

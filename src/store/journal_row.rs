@@ -24,6 +24,11 @@ const HEADER: usize = 9;
 
 /// The row that keeps the JSON record `json`.
 pub(crate) fn pack(json: Vec<u8>) -> Vec<u8> {
+    super::checked::seal(deflate(json))
+}
+
+/// `json`, deflated when it is large.
+fn deflate(json: Vec<u8>) -> Vec<u8> {
     if json.len() < COMPRESS_FROM {
         return json;
     }
@@ -42,6 +47,7 @@ pub(crate) fn pack(json: Vec<u8>) -> Vec<u8> {
 
 /// The JSON record a row keeps; an error says what is wrong with a row that is neither.
 pub(crate) fn json(row: &[u8]) -> Result<Cow<'_, [u8]>, String> {
+    let row = super::checked::open(row).map_err(|damage| damage.to_string())?;
     if row.first() != Some(&DEFLATED) {
         return Ok(Cow::Borrowed(row));
     }
@@ -135,12 +141,12 @@ mod tests {
     #[test]
     fn small_records_are_kept_as_they_are_and_large_ones_come_back_whole() {
         let small = br#"{"v":1}"#.to_vec();
-        assert_eq!(pack(small.clone()), small);
+        assert_eq!(pack(small.clone()), super::super::checked::seal(small.clone()));
         assert_eq!(json(&small).unwrap().as_ref(), small.as_slice());
 
         let large = format!(r#"{{"ops":[{}]}}"#, vec![r#"{"id":"t-1"}"#; 5000].join(","));
         let row = pack(large.clone().into_bytes());
-        assert_eq!(row[0], DEFLATED);
+        assert_eq!(super::super::checked::open(&row).unwrap()[0], DEFLATED);
         assert!(row.len() < large.len() / 4, "{} of {}", row.len(), large.len());
         assert_eq!(json(&row).unwrap().as_ref(), large.as_bytes());
     }

@@ -38,7 +38,7 @@ use super::tables::{
     RDEPS, READY, RENAMED, SIDELINED, UNDO,
 };
 use super::undo::{Rewound, UNDO_KEEP, order_key_bytes};
-use super::{Orphaned, Renamed, Store, StoreError, Writer, guard, meta};
+use super::{Orphaned, Renamed, Store, StoreError, Writer, meta};
 use crate::op::{Op, OpKind, OrderKey};
 use crate::time::Clock;
 
@@ -128,9 +128,7 @@ impl Store {
         marks: &[(String, String)],
         how: How,
     ) -> Result<Option<Merged>, StoreError> {
-        let path = self.path();
-        guard::guarded(&path, || self.merge_unnamed(clock, ops, marks, how))
-            .map_err(|e| e.at(&path))
+        self.writing(|| self.merge_unnamed(clock, ops, marks, how))
     }
 
     /// The ids of the ops this store knows but which had no effect here (refused, or changing
@@ -171,7 +169,7 @@ impl Store {
     ) -> Result<Option<Merged>, StoreError> {
         let started = std::time::Instant::now();
         let lap = |what: &str| tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, what);
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         lap("merge: write transaction begun");
         ensure_op_index(&txn)?;
         let replica = super::replica_in(&txn, &self.replica)?;
@@ -426,6 +424,7 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
             || key == meta::TOP_LEVEL_COUNT
             || key.starts_with(meta::CHILD_COUNTER)
             || key.starts_with(meta::ORIGIN)
+            || key.starts_with(meta::DELETED)
             || key.starts_with(meta::STATUS_COUNT))
     })?;
     Ok(())

@@ -26,10 +26,12 @@ mod ahead_rows;
 mod apply;
 mod births;
 pub mod check;
+mod checked;
 mod guard;
 mod held;
 mod identity;
 mod journal_row;
+mod lock;
 mod merge;
 mod order;
 mod query;
@@ -40,7 +42,7 @@ mod text;
 mod undo;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, Table, WriteTransaction};
 
@@ -54,6 +56,7 @@ pub(crate) use tables::View;
 
 pub use apply::{BULK_ENTRIES, Origin, Orphaned, Outcome, Renamed, Replayed};
 pub use identity::Restamped;
+pub use lock::{Holder, LockWait};
 pub use merge::{Merged, Overturned};
 
 use crate::model::ModelError;
@@ -71,7 +74,9 @@ pub const STORE_FILE: &str = "beads.db";
 /// - 1: the first layout.
 /// - 2: no id → ready-key table ([`tables::RETIRED_READY_KEYS`]); a ready entry is found from
 ///   its issue's row.
-const LAYOUT_VERSION: u64 = 2;
+/// - 3: issue, edge, comment, journal and sidelined rows are sealed with a checksum
+///   ([`checked`]); the first writer seals the rows of an older store ([`seal_rows`]).
+const LAYOUT_VERSION: u64 = 3;
 /// Cache for redb's handles on the store file; the queue's hot set is small. A process about
 /// to write far more than this in one transaction (an import) raises it for the handles it
 /// opens from then on ([`size_cache_for_bulk`]).
@@ -112,6 +117,10 @@ pub(crate) mod meta {
     pub const READY_COVERING: &str = "ready_covering";
     /// Prefix of `status_count/<status>` → how many issues have that status (`order`).
     pub const STATUS_COUNT: &str = "status_count/";
+    /// Prefix of `deleted/<issue>` → nothing: the issue was deleted and no issue of that id
+    /// was made since, so a command naming it says so (`query::resolve_id`). Kept by the ops
+    /// (and their undo), like the issue table.
+    pub const DELETED: &str = "deleted/";
     /// Prefix of `origin/<issue>` → the replica that made the issue, recorded only when that
     /// is another replica (absent: this one). Picks the form of child ids (see `apply`).
     pub const ORIGIN: &str = "origin/";
@@ -163,6 +172,9 @@ fn check_layout(found: u64) -> Result<(), StoreError> {
 pub enum StoreError {
     #[error("no issue found matching {0:?}")]
     NotFound(String),
+    /// A full id of an issue that was deleted: it names nothing now, and never another issue.
+    #[error("no issue found matching {0:?} (it was deleted)")]
+    Deleted(String),
     #[error("{input:?} matches several issues: {}", candidates.join(", "))]
     Ambiguous { input: String, candidates: Vec<String> },
     #[error("issue {0} already exists")]
@@ -230,12 +242,19 @@ pub enum StoreError {
         path.display()
     )]
     Damaged { path: PathBuf, detail: String },
+    /// `fleet doctor --salvage` of a store its checks find healthy.
+    #[error("{} is healthy: there is nothing to salvage", .0.display())]
+    NothingToSalvage(PathBuf),
     /// A request the tracker refused (a close guard, an edge rule), carried through a
     /// transaction body; its text is the refusal's.
     #[error("{0}")]
     Refused(String),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
+    /// The store's write lock stayed held past the wait: by a stopped process (named, with
+    /// how to resume it), or by a running one for longer than `FLEET_LOCK_WAIT_SECS`.
+    #[error("{0}")]
+    LockWait(Box<LockWait>),
     #[error("database error: {0}")]
     Database(#[from] redb::Error),
     /// A database error of the store file at `path`: [`StoreError::Database`] with the file
@@ -253,7 +272,7 @@ impl StoreError {
             StoreError::Database(source) | StoreError::DatabaseAt { source, .. }
                 if is_damage(&source) =>
             {
-                StoreError::Damaged { path: path.to_path_buf(), detail: source.to_string() }
+                StoreError::Damaged { path: path.to_path_buf(), detail: damage_detail(&source) }
             }
             StoreError::Database(source) => {
                 StoreError::DatabaseAt { path: path.to_path_buf(), source }
@@ -274,18 +293,43 @@ impl StoreError {
         }
     }
 
+    /// Whether the database engine's handle is unusable after this error: an I/O error while
+    /// it wrote (a full disk), after which it answers everything with "previous I/O error".
+    fn breaks_handle(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Database(redb::Error::Io(_) | redb::Error::PreviousIo)
+                | StoreError::DatabaseAt {
+                    source: redb::Error::Io(_) | redb::Error::PreviousIo,
+                    ..
+                }
+        )
+    }
+
     /// Whether this is the operating system refusing access: permissions, a read-only mount.
     pub fn is_access_denied(&self) -> bool {
-        let io = match self {
+        self.io_error().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            )
+        })
+    }
+
+    /// Whether the disk (or the user's quota on it) is full: the write can succeed once space
+    /// is freed, and the store is not damaged.
+    pub fn is_disk_full(&self) -> bool {
+        self.io_error().is_some_and(is_disk_full)
+    }
+
+    /// The operating system's error inside, if this is one.
+    fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
             StoreError::Database(redb::Error::Io(io))
             | StoreError::DatabaseAt { source: redb::Error::Io(io), .. }
-            | StoreError::Io { source: io, .. } => io,
-            _ => return false,
-        };
-        matches!(
-            io.kind(),
-            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
-        )
+            | StoreError::Io { source: io, .. } => Some(io),
+            _ => None,
+        }
     }
 }
 
@@ -297,6 +341,7 @@ impl StoreError {
         !matches!(
             self,
             StoreError::Io { .. }
+                | StoreError::LockWait(_)
                 | StoreError::Database(_)
                 | StoreError::Corrupt(_)
                 | StoreError::Damaged { .. }
@@ -309,14 +354,97 @@ impl StoreError {
 }
 
 /// Whether a database error means the file is damaged rather than unreachable: redb found a
-/// page corrupt, the file ends before its pages do, or it is not a redb file at all.
+/// page corrupt, the file ends before its pages do, it is not a redb file at all, or a table's
+/// definition is not the one fleet made (every table of a store is fleet's own, so a missing
+/// table or one of other types means its entry in the table tree was damaged).
 fn is_damage(error: &redb::Error) -> bool {
     match error {
-        redb::Error::Corrupted(_) | redb::Error::PreviousIo => true,
+        redb::Error::Corrupted(_)
+        | redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TableIsMultimap(_)
+        | redb::Error::TableIsNotMultimap(_)
+        | redb::Error::TypeDefinitionChanged { .. }
+        | redb::Error::TableDoesNotExist(_) => true,
         redb::Error::Io(io) => {
             matches!(io.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof)
         }
         _ => false,
+    }
+}
+
+/// What is damaged, in words that name the cause: a file cut short, a table definition.
+fn damage_detail(error: &redb::Error) -> String {
+    match error {
+        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            format!("the file is cut short: a page lies past its end ({io})")
+        }
+        redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TableIsMultimap(_)
+        | redb::Error::TableIsNotMultimap(_)
+        | redb::Error::TypeDefinitionChanged { .. } => {
+            format!("a table definition is damaged ({error})")
+        }
+        redb::Error::TableDoesNotExist(table) => {
+            format!("the table {table} is missing: its definition is damaged")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Whether an operating-system error is a full disk or an exhausted quota.
+fn is_disk_full(io: &std::io::Error) -> bool {
+    matches!(io.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+        || io.raw_os_error() == Some(libc::ENOSPC)
+}
+
+/// The names of every table fleet makes in a store, in any layout.
+const TABLE_NAMES: [&str; 19] = [
+    "issues",
+    "deps",
+    "rdeps",
+    "comments",
+    "labels",
+    "ready",
+    "ready_keys",
+    "blocked",
+    "order",
+    "journal",
+    "op_ids",
+    "sidelined",
+    "holds",
+    "births",
+    "renamed",
+    "orphans",
+    "undo",
+    "replies",
+    "meta",
+];
+/// The tables every store has from its creation on (the others are made by the first writer
+/// that needs them).
+const CORE_TABLES: [&str; 9] =
+    ["issues", "deps", "rdeps", "comments", "labels", "ready", "blocked", "meta", "journal"];
+
+/// Refuses to write a store whose table tree does not hold fleet's tables: a write would
+/// make a damaged table's name anew, empty, and go on as if its rows were gone. A name fleet
+/// never makes, or a table every store has that is missing, means a table definition is
+/// damaged.
+fn check_table_names(txn: &WriteTransaction) -> Result<(), StoreError> {
+    use redb::TableHandle;
+    let mut found = Vec::new();
+    for table in txn.list_tables()? {
+        let name = table.name().to_string();
+        if !TABLE_NAMES.contains(&name.as_str()) {
+            return Err(StoreError::Corrupt(format!(
+                "a table definition is damaged: the store names a table {name:?} fleet never makes"
+            )));
+        }
+        found.push(name);
+    }
+    match CORE_TABLES.iter().find(|core| !found.iter().any(|name| name == *core)) {
+        Some(missing) => Err(StoreError::Corrupt(format!(
+            "the table {missing} is missing: its definition is damaged"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -337,10 +465,13 @@ from_redb!(
 
 /// An open queue.
 pub struct Store {
-    /// The handle reads go through until a write happens.
+    /// The handle reads go through until a writable one is open.
     db: Db,
-    /// The writable handle, opened by the first write when `db` is read-only.
-    writer: OnceLock<Database>,
+    /// The writable handle, opened by the first write (or at open, when the file needed
+    /// recovery); reads go through it once it is there. Given up, and opened again by the next
+    /// write, when it no longer writes the file at the store's path (a salvage or a rebuild
+    /// swapped another file in) or an I/O error broke it (a full disk): see [`Store::write`].
+    writer: Mutex<Option<Writable>>,
     /// Leave `writer` unclosed on drop (short-lived processes).
     skip_close: bool,
     dir: PathBuf,
@@ -350,6 +481,12 @@ pub struct Store {
     /// read-only nor repaired in place (see [`Store::open`]); removed on drop, after `db`.
     _snapshot: Option<TempFile>,
     /// The (device, inode) of the store file when it was opened (see [`Store::file_identity`]).
+    identity: Option<FileIdentity>,
+}
+
+/// A writable handle on the store file, and which file that was when it was opened.
+struct Writable {
+    db: Arc<Database>,
     identity: Option<FileIdentity>,
 }
 
@@ -437,6 +574,17 @@ fn open_database(path: &Path) -> Result<Database, StoreError> {
     builder(true).open(path).map_err(|e| StoreError::from(e).at(path))
 }
 
+impl Writable {
+    /// Opens the store file at `path` for writing (waiting for the store's write lock, which
+    /// the open takes, as [`lock::bounded`] does), noting which file it is.
+    fn open(path: &Path) -> Result<Writable, StoreError> {
+        let identity = FileIdentity::of(path);
+        let opened = path.to_path_buf();
+        let db = lock::bounded(path, move || open_database(&opened))?;
+        Ok(Writable { db: Arc::new(db), identity })
+    }
+}
+
 /// The store file in `dir`, checked to exist and to be a fleet store.
 fn store_path(dir: &Path) -> Result<PathBuf, StoreError> {
     let path = dir.join(STORE_FILE);
@@ -455,7 +603,7 @@ impl Drop for Store {
     /// through the engine-panic guard: closing a writable handle commits, which a damaged file
     /// can make the engine panic on.
     fn drop(&mut self) {
-        let mut writer = self.writer.take();
+        let mut writer = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()).take();
         let db = std::mem::replace(&mut self.db, Db::Closed);
         if self.skip_close {
             std::mem::forget(writer.take());
@@ -472,9 +620,11 @@ impl Drop for Store {
     }
 }
 
-/// The open database: writable, or read-only for commands that only query.
+/// The handle reads go through when there is no writable one: read-only for commands that
+/// only query.
 enum Db {
-    ReadWrite(Database),
+    /// Reads go through the writable handle ([`Store::writer`]), opening it if need be.
+    Writable,
     ReadOnly(redb::ReadOnlyDatabase),
     /// A private copy of a store this process may not write (see [`Store::open`]): reads
     /// only; writes open the real file.
@@ -484,11 +634,13 @@ enum Db {
 }
 
 impl Db {
-    fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
+    /// A read transaction of this handle; `None` for [`Db::Writable`].
+    fn begin_read(&self) -> Option<Result<ReadTransaction, redb::TransactionError>> {
         match self {
-            Db::ReadWrite(db) | Db::Snapshot(db) => db.begin_read(),
-            Db::ReadOnly(db) => db.begin_read(),
-            Db::Closed => Err(redb::StorageError::DatabaseClosed.into()),
+            Db::Snapshot(db) => Some(db.begin_read()),
+            Db::ReadOnly(db) => Some(db.begin_read()),
+            Db::Closed => Some(Err(redb::StorageError::DatabaseClosed.into())),
+            Db::Writable => None,
         }
     }
 }
@@ -508,6 +660,10 @@ fn open_snapshot(path: &Path) -> Result<(Database, TempFile), StoreError> {
     let copy = TempFile(std::env::temp_dir().join(name));
     std::fs::copy(path, &copy.0)
         .map_err(io_error(format!("copying {} to read it", path.display())))?;
+    // The copy took the original's mode, which a store one may only read has without write
+    // bits; it is this process's own file, opened writable to recover it.
+    std::fs::set_permissions(&copy.0, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(io_error(format!("making {} writable", copy.0.display())))?;
     let db = open_database(&copy.0).map_err(|e| match e {
         StoreError::DatabaseAt { source, .. } => {
             StoreError::DatabaseAt { path: path.to_path_buf(), source }
@@ -609,9 +765,10 @@ impl Store {
         write_new_store(&temp.0, prefix, &replica)?;
         publish(&temp.0, &path, dir)?;
         drop(temp);
+        let writable = Writable::open(&path)?;
         Ok(Store {
-            db: Db::ReadWrite(open_database(&path)?),
-            writer: OnceLock::new(),
+            db: Db::Writable,
+            writer: Mutex::new(Some(writable)),
             skip_close: false,
             dir: dir.to_path_buf(),
             replica,
@@ -636,13 +793,13 @@ impl Store {
         let path = store_path(dir)?;
         let identity = FileIdentity::of(&path);
         guard::guarded(&path, || {
-            let (db, snapshot) = match builder(false).open_read_only(&path) {
-                Ok(db) => (Db::ReadOnly(db), None),
-                Err(read_only) => match open_database(&path) {
-                    Ok(db) => (Db::ReadWrite(db), None),
+            let (db, writable, snapshot) = match builder(false).open_read_only(&path) {
+                Ok(db) => (Db::ReadOnly(db), None, None),
+                Err(read_only) => match Writable::open(&path) {
+                    Ok(writable) => (Db::Writable, Some(writable), None),
                     Err(error) if error.is_access_denied() => {
                         let (db, copy) = open_snapshot(&path)?;
-                        (Db::Snapshot(db), Some(copy))
+                        (Db::Snapshot(db), None, Some(copy))
                     }
                     Err(error) => {
                         tracing::debug!(%read_only, "the store file does not open read-only");
@@ -650,7 +807,7 @@ impl Store {
                     }
                 },
             };
-            let mut store = Store::with_database(db, dir)?;
+            let mut store = Store::with_database(db, writable, dir)?;
             store._snapshot = snapshot;
             store.identity = identity;
             Ok(store)
@@ -658,9 +815,13 @@ impl Store {
         .map_err(|e| e.at(&path))
     }
 
-    fn with_database(db: Db, dir: &Path) -> Result<Store, StoreError> {
+    fn with_database(db: Db, writable: Option<Writable>, dir: &Path) -> Result<Store, StoreError> {
         let (replica, prefix) = {
-            let txn = db.begin_read()?;
+            let txn = match (&writable, db.begin_read()) {
+                (Some(writable), _) => writable.db.begin_read()?,
+                (None, Some(txn)) => txn?,
+                (None, None) => return Err(StoreError::Corrupt("no handle to read".into())),
+            };
             let meta_table = txn.open_table(META)?;
             let read = |key: &str| -> Result<String, StoreError> {
                 Ok(meta_table
@@ -673,7 +834,7 @@ impl Store {
         };
         Ok(Store {
             db,
-            writer: OnceLock::new(),
+            writer: Mutex::new(writable),
             skip_close: false,
             dir: dir.to_path_buf(),
             replica,
@@ -694,17 +855,58 @@ impl Store {
         self.skip_close = true;
     }
 
+    /// The writable handle's slot.
+    fn writer_slot(&self) -> MutexGuard<'_, Option<Writable>> {
+        self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The writable handle, opening it on first use.
-    fn writable(&self) -> Result<&Database, StoreError> {
-        if let Db::ReadWrite(db) = &self.db {
-            return Ok(db);
-        }
-        if let Some(db) = self.writer.get() {
-            return Ok(db);
+    fn writable(&self) -> Result<Arc<Database>, StoreError> {
+        if let Some(writable) = self.writer_slot().as_ref() {
+            return Ok(Arc::clone(&writable.db));
         }
         let path = self.path();
-        let db = guard::guarded(&path, || open_database(&path))?;
-        Ok(self.writer.get_or_init(|| db))
+        let opened = guard::guarded(&path, || Writable::open(&path))?;
+        let mut slot = self.writer_slot();
+        // Another thread may have opened one meanwhile; the first stays.
+        Ok(Arc::clone(&slot.get_or_insert(opened).db))
+    }
+
+    /// Gives up the writable handle (the next write opens another), saying `why`.
+    fn drop_writer(&self, why: &dyn std::fmt::Display) {
+        let Some(old) = self.writer_slot().take() else { return };
+        tracing::info!(%why, "the store's writable handle is given up; the next write opens another");
+        let path = self.path();
+        if let Err(error) = guard::guarded(&path, || {
+            drop(old);
+            Ok(())
+        }) {
+            tracing::debug!(%error, "closing the given up handle");
+        }
+    }
+
+    /// Begins a write transaction on the writable handle (waiting for the store's write lock
+    /// as [`lock::bounded`] does), once the handle is known to write the file at the store's
+    /// path — a handle on a file swapped out (a salvage, a rebuild) is given up and the file
+    /// now there opened — and the store's tables to be fleet's own ([`check_table_names`]).
+    /// Every write of the store begins here.
+    fn begin_write(&self) -> Result<WriteTransaction, StoreError> {
+        let path = self.path();
+        for _ in 0..3 {
+            let db = self.writable()?;
+            let txn = lock::bounded(&path, move || Ok(db.begin_write()?))?;
+            let opened = self.writer_slot().as_ref().and_then(|w| w.identity);
+            if opened.is_some() && opened == FileIdentity::of(&path) {
+                check_table_names(&txn)?;
+                return Ok(txn);
+            }
+            drop(txn);
+            self.drop_writer(&"another file is at the store's path now");
+        }
+        Err(StoreError::Corrupt(format!(
+            "{} was replaced again and again while this process waited to write it",
+            path.display()
+        )))
     }
 
     /// The store file.
@@ -745,9 +947,11 @@ impl Store {
     fn begin_read(&self) -> Result<ReadTransaction, StoreError> {
         let path = self.path();
         guard::guarded(&path, || {
-            Ok(match self.writer.get() {
-                Some(db) => db.begin_read()?,
-                None => self.db.begin_read()?,
+            let writer = self.writer_slot().as_ref().map(|w| Arc::clone(&w.db));
+            Ok(match (writer, self.db.begin_read()) {
+                (Some(db), _) => db.begin_read()?,
+                (None, Some(txn)) => txn?,
+                (None, None) => self.writable()?.begin_read()?,
             })
         })
         .map_err(|e| e.at(&path))
@@ -758,9 +962,20 @@ impl Store {
         &self.dir
     }
 
-    /// The id prefix of new issues.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
+    /// The id prefix of new issues, as the store says now (a `rename-prefix` by another process
+    /// or served by this one changes it under a long-lived store).
+    pub fn prefix(&self) -> String {
+        stored_or(self.meta_value(meta::PREFIX), &self.prefix)
+    }
+
+    /// A meta value as the store holds it now; `None` if it has none or cannot be read.
+    fn meta_value(&self, key: &str) -> Option<Vec<u8>> {
+        let read = || -> Result<Option<Vec<u8>>, StoreError> {
+            let txn = self.begin_read()?;
+            let meta_table = txn.open_table(META)?;
+            Ok(meta_table.get(key)?.map(|v| v.value().to_vec()))
+        };
+        read().ok().flatten()
     }
 
     /// This store's replica id (which machine makes its ops), as the store says now: a sync
@@ -768,12 +983,7 @@ impl Store {
     /// "Identity"), which a long-lived process must see. Falls back to the id the store was
     /// opened with if the store cannot be read (its writes would fail then anyway).
     pub fn replica(&self) -> String {
-        let read = || -> Result<Option<Vec<u8>>, StoreError> {
-            let txn = self.begin_read()?;
-            let meta_table = txn.open_table(META)?;
-            Ok(meta_table.get(meta::REPLICA)?.map(|v| v.value().to_vec()))
-        };
-        replica_or(read().ok().flatten(), &self.replica)
+        stored_or(self.meta_value(meta::REPLICA), &self.replica)
     }
 
     /// The store's hybrid logical clock now: the stamp of the last op made or seen here.
@@ -791,19 +1001,38 @@ impl Store {
     fn reader_of(&self, txn: &ReadTransaction) -> Result<Reader, StoreError> {
         let path = self.path();
         let tables = guard::guarded(&path, || open_read_tables(txn)).map_err(|e| e.at(&path))?;
-        Ok(Reader { tables, prefix: self.prefix.clone(), path })
+        let prefix = stored_or(tables.meta_bytes(meta::PREFIX)?, &self.prefix);
+        Ok(Reader { tables, prefix, path })
     }
 
     /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.
     /// Everything `body` applies is journaled; if it fails, nothing is written.
+    ///
+    /// A write that fails on an I/O error (a full disk) leaves redb's handle unusable ("previous
+    /// I/O error"): the handle is given up, and the next write opens the file again — once
+    /// space is back it succeeds, in a long-lived process as in a new one.
     pub fn write<R>(
         &self,
         actor: &str,
         clock: Clock,
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
+        self.writing(|| self.write_unnamed(actor, clock, body))
+    }
+
+    /// Runs `work`, a write of the store, under the engine-panic guard, with database errors
+    /// naming the file. A write that failed on an I/O error (a full disk) gives up the
+    /// writable handle, which the engine answers everything with "previous I/O error" after:
+    /// the next write opens the file again. Every write entry point runs through here.
+    fn writing<R>(&self, work: impl FnOnce() -> Result<R, StoreError>) -> Result<R, StoreError> {
         let path = self.path();
-        guard::guarded(&path, || self.write_unnamed(actor, clock, body)).map_err(|e| e.at(&path))
+        let written = guard::guarded(&path, work);
+        if let Err(error) = &written
+            && error.breaks_handle()
+        {
+            self.drop_writer(error);
+        }
+        written.map_err(|e| e.at(&path))
     }
 
     /// [`Store::write`] with database errors not yet naming the file.
@@ -814,7 +1043,7 @@ impl Store {
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
         let started = std::time::Instant::now();
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         tracing::trace!(us = micros(started), "write: began");
         let (result, applied) = {
             let started = std::time::Instant::now();
@@ -887,17 +1116,17 @@ impl Store {
     /// moves the mark back (two processes committing at once may finish in either order). A
     /// write of book-keeping only: no op, and the change counter stays.
     pub fn record_journal_committed(&self, seq: u64) -> Result<(), StoreError> {
-        self.set_committed(seq, false).map_err(|e| e.at(&self.path()))
+        self.writing(|| self.set_committed(seq, false))
     }
 
     /// Sets the committed mark to `seq` even if that moves it back (a rebuilt store, whose
     /// journal is numbered anew).
     pub fn reset_journal_committed(&self, seq: u64) -> Result<(), StoreError> {
-        self.set_committed(seq, true).map_err(|e| e.at(&self.path()))
+        self.writing(|| self.set_committed(seq, true))
     }
 
     fn set_committed(&self, seq: u64, reset: bool) -> Result<(), StoreError> {
-        let txn = self.writable()?.begin_write()?;
+        let txn = self.begin_write()?;
         {
             let mut meta_table = txn.open_table(META)?;
             let old = meta::counter_in(&meta_table, meta::JOURNAL_COMMITTED)?;
@@ -1196,6 +1425,39 @@ struct BulkIds {
     complete: bool,
 }
 
+/// Seals every row of a store of layout 2 or older that is not sealed yet ([`checked`]), and
+/// has the ready entries, which carry copies of the issue rows, covered anew by this writer.
+fn seal_rows(txn: &WriteTransaction, tables: &mut WriteSet<'_>) -> Result<(), StoreError> {
+    macro_rules! seal_table {
+        ($table:expr, |$read:ident| $owned:expr, |$kept:ident| $lent:expr) => {{
+            let table = $table;
+            let mut unsealed = Vec::new();
+            for entry in redb::ReadableTable::iter(&*table)? {
+                let (key, row) = entry?;
+                if !checked::is_sealed(row.value()) {
+                    let $read = key.value();
+                    unsealed.push(($owned, row.value().to_vec()));
+                }
+            }
+            for ($kept, row) in &unsealed {
+                table.insert($lent, checked::seal(row.clone()).as_slice())?;
+            }
+        }};
+    }
+    seal_table!(&mut tables.issues, |id| id.to_string(), |id| id.as_str());
+    seal_table!(tables.deps_mut(), |k| (k.0.to_string(), k.1.to_string()), |k| (
+        k.0.as_str(),
+        k.1.as_str()
+    ));
+    seal_table!(&mut tables.comments, |k| (k.0.to_string(), k.1), |k| (k.0.as_str(), k.1));
+    let mut journal = txn.open_table(JOURNAL)?;
+    seal_table!(&mut journal, |seq| seq, |seq| *seq);
+    let mut sidelined = txn.open_table(SIDELINED)?;
+    seal_table!(&mut sidelined, |id| id, |id| *id);
+    tables.meta.remove(meta::READY_COVERING)?;
+    Ok(())
+}
+
 impl<'t> Writer<'t> {
     fn begin(
         txn: &'t WriteTransaction,
@@ -1209,6 +1471,7 @@ impl<'t> Writer<'t> {
         check_layout(layout)?;
         if layout < LAYOUT_VERSION {
             txn.delete_table(RETIRED_READY_KEYS)?;
+            seal_rows(txn, &mut tables)?;
             tables.meta.insert(meta::LAYOUT, LAYOUT_VERSION.to_be_bytes().as_slice())?;
         }
         let journal = txn.open_table(JOURNAL)?;
@@ -1224,7 +1487,10 @@ impl<'t> Writer<'t> {
         let journal_seq = tables.meta_u64(meta::JOURNAL_SEQ)?;
         let sidelined = txn.open_table(SIDELINED)?;
         // Read each time: a sync may have given the store a new replica id since it was opened.
-        let replica = replica_or(tables.meta_bytes(meta::REPLICA)?, &store.replica);
+        let replica = stored_or(tables.meta_bytes(meta::REPLICA)?, &store.replica);
+        // Read at every write, like the replica id: another process's rename-prefix (or a
+        // request this process served) changes it under a long-lived store.
+        let tables_prefix = tables.meta_bytes(meta::PREFIX)?;
         let (order_high, order_high_moved) = match tables.meta_bytes(meta::ORDER_HIGH)? {
             Some(bytes) => (serde_json::from_slice(&bytes).ok(), false),
             None => (merge::highest_key(&journal, &sidelined)?, true),
@@ -1237,7 +1503,7 @@ impl<'t> Writer<'t> {
             op_ids,
             actor: actor.to_string(),
             replica,
-            prefix: store.prefix.clone(),
+            prefix: stored_or(tables_prefix, &store.prefix),
             clock,
             hlc,
             journal_seq,
@@ -1362,6 +1628,8 @@ impl<'t> Writer<'t> {
     /// the prefix is this store's setting; the renamed issues travel as ops.
     pub fn set_prefix(&mut self, prefix: &str) -> Result<(), StoreError> {
         self.tables.meta.insert(meta::PREFIX, prefix.as_bytes())?;
+        self.settings_written += 1;
+        self.prefix = prefix.to_string();
         Ok(())
     }
 
@@ -1561,11 +1829,12 @@ fn replica_in(txn: &WriteTransaction, opened_as: &str) -> Result<String, StoreEr
     use redb::ReadableTable;
     let meta_table = txn.open_table(META)?;
     let stored = meta_table.get(meta::REPLICA)?.map(|v| v.value().to_vec());
-    Ok(replica_or(stored, opened_as))
+    Ok(stored_or(stored, opened_as))
 }
 
 /// The replica id in the meta value `stored`, or `opened_as` if there is none.
-fn replica_or(stored: Option<Vec<u8>>, opened_as: &str) -> String {
+/// The text of a stored meta value, or what the store was opened with if it has none.
+fn stored_or(stored: Option<Vec<u8>>, opened_as: &str) -> String {
     match stored {
         Some(bytes) if !bytes.is_empty() => String::from_utf8_lossy(&bytes).into_owned(),
         _ => opened_as.to_string(),

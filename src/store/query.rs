@@ -152,20 +152,33 @@ pub struct Stats {
 
 /// Finds the issue an id the user typed refers to: the exact id, the id with the store's
 /// prefix added, or the one id that starts or ends with it.
+///
+/// A full id (`t-3kf`, [`is_full_id`]) names that issue or nothing: an agent's
+/// `bd close $FLEET_TASK_ID` after its task was deleted must not close `t-3kf.1` or `t-3kfz`.
+/// Nor does a short one reach past a full id it completes to: `3kf`, with `t-3kf` gone, names
+/// none of its children. A deleted id is reported as such ([`StoreError::Deleted`]).
 pub(crate) fn resolve_id(view: &dyn View, prefix: &str, input: &str) -> Result<String, StoreError> {
     let input = input.trim();
     if view.contains(input)? {
         return Ok(input.to_string());
     }
+    if is_full_id(input) {
+        return Err(missing(view, input)?);
+    }
     let prefixed = format!("{prefix}-{input}");
     if view.contains(&prefixed)? {
         return Ok(prefixed);
     }
+    if was_deleted(view, &prefixed)? {
+        return Err(StoreError::Deleted(prefixed));
+    }
     let mut candidates = Vec::new();
     if !input.is_empty() {
+        let below = format!("{input}.");
         view.scan_ids(&mut |id| {
             let hash = id.rsplit_once('-').map_or(id, |(_, h)| h);
-            if id.starts_with(input) || id.ends_with(input) || hash.starts_with(input) {
+            let matches = id.starts_with(input) || id.ends_with(input) || hash.starts_with(input);
+            if matches && !hash.starts_with(&below) {
                 candidates.push(id.to_string());
             }
             candidates.len() < 10
@@ -176,6 +189,29 @@ pub(crate) fn resolve_id(view: &dyn View, prefix: &str, input: &str) -> Result<S
         1 => Ok(candidates.remove(0)),
         _ => Err(StoreError::Ambiguous { input: input.to_string(), candidates }),
     }
+}
+
+/// Whether `input` is a whole id rather than a part of one: it has the form `prefix-rest` of
+/// the id grammar. Such an input names one issue, never one its text merely begins.
+pub(crate) fn is_full_id(input: &str) -> bool {
+    let Some((prefix, rest)) = input.split_once('-') else { return false };
+    prefix.starts_with(|c: char| c.is_ascii_alphabetic())
+        && !rest.is_empty()
+        && crate::id::check_id(input).is_ok()
+}
+
+/// Whether issue `id` was deleted (and no issue of that id made since).
+fn was_deleted(view: &dyn View, id: &str) -> Result<bool, StoreError> {
+    Ok(view.meta_bytes(&format!("{}{id}", super::meta::DELETED))?.is_some())
+}
+
+/// The error for a full id that names no issue: deleted, or never known here.
+fn missing(view: &dyn View, id: &str) -> Result<StoreError, StoreError> {
+    Ok(if was_deleted(view, id)? {
+        StoreError::Deleted(id.to_string())
+    } else {
+        StoreError::NotFound(id.to_string())
+    })
 }
 
 pub(crate) fn summarize(view: &dyn View, issue: Issue) -> Result<IssueSummary, StoreError> {
@@ -779,7 +815,8 @@ impl StatsFacts {
     /// The facts of `id`'s row; a row they do not decode from is decoded whole, and skipped
     /// or refused as [`View::issue_in`] says.
     fn of(view: &dyn View, id: &str, row: &[u8]) -> Result<Option<StatsFacts>, StoreError> {
-        if let Ok(facts) = serde_json::from_slice::<StatsFacts>(row) {
+        let payload = super::checked::open(row).ok();
+        if let Some(Ok(facts)) = payload.map(serde_json::from_slice::<StatsFacts>) {
             return Ok(Some(facts));
         }
         Ok(view.issue_in(id, row)?.map(|issue| StatsFacts {
@@ -1295,7 +1332,7 @@ mod tests {
                     let covered = entry.covered.expect("every entry carries its issue");
                     assert_eq!(covered.counts.to_counts(), view.counts_of(id)?, "{id}");
                     let issue = view.issue(id)?.unwrap();
-                    assert_eq!(covered.row, serde_json::to_vec(&issue).unwrap(), "{id}");
+                    assert_eq!(covered.row, crate::store::ahead_rows::issue_row(&issue), "{id}");
                     Ok(true)
                 })
             })

@@ -293,7 +293,8 @@ impl ReadAhead {
 
 /// The facts in the row of issue `id`.
 pub(super) fn facts_in(id: &str, row: &[u8]) -> Result<Facts, StoreError> {
-    serde_json::from_slice(row).map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}")))
+    let payload = super::tables::checked_payload(&format!("issue {id}"), row)?;
+    serde_json::from_slice(payload).map_err(|e| StoreError::Corrupt(format!("issue row {id}: {e}")))
 }
 
 impl Writer<'_> {

@@ -111,7 +111,9 @@ impl<I, D, R, C, L, Y, B, M, O> TableSet<I, D, R, C, L, Y, B, M, O> {
 
     /// Whether `row`, the row of `id`, has `needle` in the id, title or description.
     fn row_has_text(&self, id: &str, row: &[u8], needle: &TextNeedle) -> Result<bool, StoreError> {
-        Ok(match serde_json::from_slice::<IssueText<'_>>(row) {
+        let payload = checked_payload(&format!("issue {id}"), row);
+        let text = payload.map(serde_json::from_slice::<IssueText<'_>>);
+        Ok(match text.map_err(|_| ()).and_then(|t| t.map_err(|_| ())) {
             Ok(text) => needle.matches(id, &text.title, &text.description),
             Err(_) => self
                 .decode_or_skip(id, row)?
@@ -302,16 +304,46 @@ pub(crate) fn id_of_ready_key(key: &[u8]) -> &str {
 /// The issue stored under `id`; a row that does not decode is [`StoreError::Corrupt`] naming
 /// the issue.
 pub(crate) fn decode_issue_of(id: &str, bytes: &[u8]) -> Result<Issue, StoreError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| StoreError::Corrupt(format!("issue {id}: its row does not decode ({e})")))
+    let damaged = |why: String| StoreError::Corrupt(format!("issue {id}: {why}"));
+    let payload = super::checked::open(bytes).map_err(|damage| damaged(damage.to_string()))?;
+    let issue: Issue = serde_json::from_slice(payload)
+        .map_err(|e| damaged(format!("its row does not decode ({e})")))?;
+    if issue.id != id {
+        return Err(damaged(format!("its row holds issue {:?}", issue.id)));
+    }
+    Ok(issue)
 }
 
-pub(crate) fn decode_comment(bytes: &[u8]) -> Result<Comment, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("comment row: {e}")))
+/// The payload of a checked row ([`super::checked`]) of `what`, or the damage named.
+pub(crate) fn checked_payload<'r>(what: &str, bytes: &'r [u8]) -> Result<&'r [u8], StoreError> {
+    super::checked::open(bytes).map_err(|damage| StoreError::Corrupt(format!("{what}: {damage}")))
 }
 
-pub(crate) fn decode_dep(bytes: &[u8]) -> Result<Dependency, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))
+/// The comment in row `bytes` of issue `issue`'s comments.
+pub(crate) fn decode_comment_of(issue: &str, bytes: &[u8]) -> Result<Comment, StoreError> {
+    let what = format!("a comment of {issue}");
+    let comment: Comment = serde_json::from_slice(checked_payload(&what, bytes)?)
+        .map_err(|e| StoreError::Corrupt(format!("{what}: its row does not decode ({e})")))?;
+    if comment.issue_id != issue {
+        return Err(StoreError::Corrupt(format!("{what}: its row is of {}", comment.issue_id)));
+    }
+    Ok(comment)
+}
+
+/// The edge in row `bytes` of `issue` → `target`.
+pub(crate) fn decode_dep_of(
+    issue: &str,
+    target: &str,
+    bytes: &[u8],
+) -> Result<Dependency, StoreError> {
+    let what = format!("the edge {issue} → {target}");
+    let dep: Dependency = serde_json::from_slice(checked_payload(&what, bytes)?)
+        .map_err(|e| StoreError::Corrupt(format!("{what}: its row does not decode ({e})")))?;
+    if dep.issue_id != issue || dep.depends_on_id != target {
+        let held = format!("{} → {}", dep.issue_id, dep.depends_on_id);
+        return Err(StoreError::Corrupt(format!("{what}: its row holds {held}")));
+    }
+    Ok(dep)
 }
 
 /// An issue's computed counts and parent (see [`View::counts_of`]).
@@ -387,15 +419,25 @@ impl EdgeRole {
 /// The parts of a dependency row that [`EdgeFacts`] reads, borrowed from the row.
 #[derive(serde::Deserialize)]
 struct EdgeRow<'a> {
+    #[serde(borrow, default)]
+    issue_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    depends_on_id: Option<std::borrow::Cow<'a, str>>,
     #[serde(rename = "type", borrow, default)]
     kind: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     metadata: Option<std::borrow::Cow<'a, str>>,
 }
 
-fn decode_edge_facts(target: &str, row: &[u8]) -> Result<EdgeFacts, StoreError> {
-    let edge: EdgeRow<'_> = serde_json::from_slice(row)
-        .map_err(|e| StoreError::Corrupt(format!("dependency row: {e}")))?;
+fn decode_edge_facts(issue: &str, target: &str, row: &[u8]) -> Result<EdgeFacts, StoreError> {
+    let what = format!("the edge {issue} → {target}");
+    let edge: EdgeRow<'_> = serde_json::from_slice(checked_payload(&what, row)?)
+        .map_err(|e| StoreError::Corrupt(format!("{what}: its row does not decode ({e})")))?;
+    if edge.issue_id.as_deref().is_some_and(|i| i != issue)
+        || edge.depends_on_id.as_deref().is_some_and(|t| t != target)
+    {
+        return Err(StoreError::Corrupt(format!("{what}: its row holds another edge")));
+    }
     // A row without a type is a `blocks` edge (the model's default).
     let kind = edge.kind.as_deref().unwrap_or(dep_type::BLOCKS);
     let role = EdgeRole::of(kind, edge.metadata.as_deref().unwrap_or_default());
@@ -415,7 +457,7 @@ where
     for entry in deps.iter()? {
         let (key, row) = entry?;
         let (issue, target) = key.value();
-        let edge = decode_edge_facts(target, row.value())?;
+        let edge = decode_edge_facts(issue, target, row.value())?;
         match out.last_mut() {
             Some((last, edges)) if last == issue => edges.push(edge),
             _ => out.push((issue.to_string(), vec![edge])),
@@ -513,6 +555,30 @@ pub(crate) trait View {
     /// The meta entries whose keys start with `prefix`, with the prefix cut off.
     fn meta_with_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
+    /// Reads every edge and comment row, each checked against its key, and the reverse edge
+    /// index against the edges: a flipped byte in a key moves a row out of its issue's range,
+    /// where reads by issue no longer meet it. A full dump (an export) ends with this, so what
+    /// it left out is reported as damage instead of missing silently.
+    fn check_links(&self) -> Result<(), StoreError> {
+        let mut forward = Vec::new();
+        self.scan_deps(&mut |dep| {
+            forward.push((dep.depends_on_id, dep.issue_id, dep.kind));
+            true
+        })?;
+        forward.sort();
+        let mut reverse = Vec::new();
+        self.scan_edge_types(&mut |id, target, kind| {
+            reverse.push((target.to_string(), id.to_string(), kind.to_string()));
+            true
+        })?;
+        if forward != reverse {
+            return Err(StoreError::Corrupt(
+                "the reverse edge index disagrees with the edges".into(),
+            ));
+        }
+        self.scan_comments(&mut |_, _| true)
+    }
+
     fn meta_u64(&self, key: &str) -> Result<u64, StoreError> {
         Ok(super::meta::counter(self.meta_bytes(key)?.as_deref()))
     }
@@ -577,15 +643,15 @@ where
     fn deps_of(&self, id: &str) -> Result<Vec<Dependency>, StoreError> {
         let mut out = Vec::new();
         for entry in self.deps().range((id, "")..=(id, MAX_KEY))? {
-            let (_, row) = entry?;
-            out.push(decode_dep(row.value())?);
+            let (key, row) = entry?;
+            out.push(decode_dep_of(id, key.value().1, row.value())?);
         }
         Ok(out)
     }
 
     fn dep(&self, id: &str, target: &str) -> Result<Option<Dependency>, StoreError> {
         match self.deps().get((id, target))? {
-            Some(row) => decode_dep(row.value()).map(Some),
+            Some(row) => decode_dep_of(id, target, row.value()).map(Some),
             None => Ok(None),
         }
     }
@@ -603,7 +669,7 @@ where
         let mut out = Vec::new();
         for entry in self.comments.range((id, 0)..=(id, u64::MAX))? {
             let (_, row) = entry?;
-            out.push(decode_comment(row.value())?);
+            out.push(decode_comment_of(id, row.value())?);
         }
         Ok(out)
     }
@@ -686,8 +752,9 @@ where
 
     fn scan_deps(&self, visit: &mut dyn FnMut(Dependency) -> bool) -> Result<(), StoreError> {
         for entry in self.deps().iter()? {
-            let (_, row) = entry?;
-            if !visit(decode_dep(row.value())?) {
+            let (key, row) = entry?;
+            let (issue, target) = key.value();
+            if !visit(decode_dep_of(issue, target, row.value())?) {
                 break;
             }
         }
@@ -725,7 +792,8 @@ where
     ) -> Result<(), StoreError> {
         for entry in self.comments.iter()? {
             let (key, row) = entry?;
-            if !visit(key.value().0, decode_comment(row.value())?) {
+            let issue = key.value().0;
+            if !visit(issue, decode_comment_of(issue, row.value())?) {
                 break;
             }
         }
@@ -744,7 +812,7 @@ where
         let mut out = Vec::new();
         for entry in self.deps().range((id, "")..=(id, MAX_KEY))? {
             let (key, row) = entry?;
-            out.push(decode_edge_facts(key.value().1, row.value())?);
+            out.push(decode_edge_facts(id, key.value().1, row.value())?);
         }
         Ok(out)
     }

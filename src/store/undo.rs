@@ -477,7 +477,7 @@ impl Writer<'_> {
                 }
                 match old {
                     Some(row) => {
-                        let dep = super::tables::decode_dep(row)?;
+                        let dep = super::tables::decode_dep_of(from, to, row)?;
                         seeds.extend(self.edge_seeds(&dep)?);
                         self.insert_edge_row(&dep, row)?;
                     }

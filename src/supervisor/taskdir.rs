@@ -273,15 +273,11 @@ impl TaskLogs {
     }
 }
 
-/// `line` (a serialized JSON object) with `"ts"` added last, when nothing in it needs masking:
-/// no key with a secret name (each `"…":` of the text) and nothing the redactor would mask.
+/// `line` (a serialized JSON object) with `"ts"` added last, when nothing in it needs masking
+/// ([`Redactor::is_clean_json_text`]).
 fn stamped_if_clean(line: &str, at: Timestamp, redactor: &Redactor) -> Option<String> {
     let body = line.strip_suffix('}')?;
-    let keys = line.match_indices("\":").filter_map(|(end, _)| {
-        let start = line[..end].rfind('"')?;
-        Some(&line[start + 1..end])
-    });
-    if keys.into_iter().any(crate::redact::is_secret_name) || !redactor.is_clean_json_text(line) {
+    if !redactor.is_clean_json_text(line) {
         return None;
     }
     let comma = if body.len() > 1 { "," } else { "" };
@@ -443,6 +439,30 @@ mod tests {
         assert_eq!(stamped_if_clean(&keyed, at, &redactor()), None);
         let shaped = serde_json::json!({"text": GITHUB}).to_string();
         assert_eq!(stamped_if_clean(&shaped, at, &redactor()), None);
+    }
+
+    #[test]
+    fn secrets_after_an_escape_or_under_an_escaped_key_are_masked_in_events() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = TaskDir::new(home.path(), "fl-3").unwrap();
+        std::fs::create_dir_all(&dir.root).unwrap();
+        let mut logs = dir.logs(redactor());
+        let texts = [
+            format!("cat .env\n{GITHUB}"),
+            format!("\t{AWS}"),
+            format!("\u{1b}[1m{SLACK}\u{1b}[0m"),
+            format!("quoted \"{ENV_SECRET}\""),
+        ];
+        for text in &texts {
+            let event = serde_json::json!({ "kind": "tool_result", "text": text });
+            logs.event(&event, Timestamp::UNIX_EPOCH).unwrap();
+        }
+        let keyed = serde_json::json!({ "raw": { "api_key\"x": "plain-looking-value" } });
+        logs.event(&keyed, Timestamp::UNIX_EPOCH).unwrap();
+        logs.flush().unwrap();
+        let text = std::fs::read_to_string(dir.root.join("events.jsonl")).unwrap();
+        assert_masked("events.jsonl", &text);
+        assert!(!text.contains("plain-looking-value"), "{text}");
     }
 
     #[test]

@@ -66,10 +66,20 @@ pub struct CreateRequest {
     /// the same op as the issue (`all-children`, the default, records nothing).
     #[serde(default)]
     pub wait_gate: Option<String>,
+    /// bd's `--validate`: hold the issue to its type's sections as `validation.on-create =
+    /// error` would, whatever the workspace says.
+    #[serde(default)]
+    pub validate: bool,
 }
 
-/// Creates the issue in one op with its edges. Returns the new id.
-pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<String, Refusal> {
+/// A created issue's id, and what `validation.on-create = warn` says of it.
+pub struct Created {
+    pub id: String,
+    pub warning: Option<String>,
+}
+
+/// Creates the issue in one op with its edges, under the workspace's `validation.on-create`.
+pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<Created, Refusal> {
     let mut request = request.clone();
     request.redact(&super::inbound_redactor());
     let request = &request;
@@ -80,6 +90,8 @@ pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<String
     };
     let mut issue = issue_of(request, &id, writer.now());
     issue.created_by = writer.actor().to_string();
+    let policy = writer.config(crate::settings::ON_CREATE)?;
+    let warning = super::create_policy(policy.as_deref(), request.validate, &issue)?;
     let mut deps = Vec::new();
     if let Some(parent) = &parent {
         if request.inherit_labels
@@ -102,7 +114,7 @@ pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<String
         deps.push(edge);
     }
     writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
-    Ok(id)
+    Ok(Created { id, warning })
 }
 
 fn issue_of(request: &CreateRequest, id: &str, now: Timestamp) -> Issue {

@@ -23,10 +23,11 @@ mod land;
 mod redaction;
 mod rename;
 mod request;
+mod sections;
 mod settings;
 
 pub use close::{CloseRequest, close, close_guard};
-pub use create::{CreateRequest, DepSpec, create};
+pub use create::{CreateRequest, Created, DepSpec, create};
 pub use deps::{add_dependency, edge_at, remove_dependency, resolve_target, set_parent};
 pub use import::{ImportBatch, import_new};
 pub use issue::{
@@ -40,6 +41,7 @@ pub use rename::{rename_plan, rename_prefix};
 pub use request::{
     CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal, execute,
 };
+pub use sections::{create_policy, missing_sections, required_sections};
 pub use settings::set_config;
 
 use crate::store::StoreError;
@@ -68,7 +70,12 @@ impl Refusal {
 
     /// The id could not be resolved (unknown or ambiguous).
     pub fn is_unresolved(&self) -> bool {
-        matches!(self, Refusal::Store(StoreError::NotFound(_) | StoreError::Ambiguous { .. }))
+        matches!(
+            self,
+            Refusal::Store(
+                StoreError::NotFound(_) | StoreError::Deleted(_) | StoreError::Ambiguous { .. }
+            )
+        )
     }
 
     /// A refusal that must abort the whole transaction (the store failed), as opposed to a

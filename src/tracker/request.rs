@@ -82,6 +82,11 @@ impl Request {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Reply {
     Summary(Box<Summary>),
+    /// A new issue, with what `validation.on-create = warn` says of it.
+    Created {
+        summary: Box<Summary>,
+        warning: Option<String>,
+    },
     Summaries(Vec<Summary>),
     Claimed(Option<Box<Summary>>),
     Closed(CloseOutcome),
@@ -128,8 +133,18 @@ impl Reply {
     /// The one issue of a create or a claim.
     pub fn into_summary(self) -> Result<IssueSummary, StoreError> {
         match self {
-            Reply::Summary(summary) | Reply::Claimed(Some(summary)) => Ok((*summary).into()),
+            Reply::Summary(summary)
+            | Reply::Claimed(Some(summary))
+            | Reply::Created { summary, .. } => Ok((*summary).into()),
             other => Err(other.unexpected("one issue")),
+        }
+    }
+
+    /// A created issue, and the warning of the workspace's `validation.on-create` if any.
+    pub fn into_created(self) -> Result<(IssueSummary, Option<String>), StoreError> {
+        match self {
+            Reply::Created { summary, warning } => Ok(((*summary).into(), warning)),
+            other => Err(other.unexpected("a new issue")),
         }
     }
 
@@ -291,8 +306,9 @@ impl CloseRefused {
 pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refusal> {
     match request {
         Request::Create(create) => {
-            let id = super::create(writer, create)?;
-            Ok(Reply::Summary(Box::new(summary(writer, &id)?)))
+            let created = super::create(writer, create)?;
+            let summary = Box::new(summary(writer, &created.id)?);
+            Ok(Reply::Created { summary, warning: created.warning })
         }
         Request::Update(updates) => {
             let mut updated = Vec::with_capacity(updates.len());

@@ -605,3 +605,26 @@ fn the_close_reason_policy_holds_on_every_way_to_close() {
     );
     assert_eq!(ws.json(&["show", &other])[0]["status"], "closed");
 }
+
+/// Issue 29: `validation.on-create` holds on every way to create — `fleet create`, `bd
+/// create`, `bd q` — and through the server: `error` refuses a task without its Acceptance
+/// Criteria and creates nothing; `warn` creates it and says what is missing.
+#[test]
+fn the_create_policy_holds_on_every_way_to_create() {
+    let ws = Workspace::new();
+    ws.run(&["config", "set", "validation.on-create=error"]).ok();
+    for args in
+        [&["create", "terse task"][..], &["bd", "create", "terse task"], &["bd", "q", "terse task"]]
+    {
+        let refused = ws.run(args).fails(1);
+        let words = "missing required sections for task: ## Acceptance Criteria";
+        assert!(refused.stderr.contains(words), "{args:?}: {}", refused.stderr);
+    }
+    assert_eq!(ws.json(&["list", "--all"]), Value::Array(Vec::new()), "nothing was created");
+    let full = ["create", "complete task", "-d", "## Acceptance Criteria\nit works"];
+    ws.run(&full).ok();
+    ws.run(&["config", "set", "validation.on-create=warn"]).ok();
+    let warned = ws.run(&["create", "terse but allowed"]).ok();
+    assert!(warned.stderr.contains("Warning: missing required sections"), "{}", warned.stderr);
+    assert_eq!(ws.json(&["list", "--all"]).as_array().map(Vec::len), Some(2));
+}

@@ -285,7 +285,6 @@ fn partial_ids_resolve_to_the_one_issue_they_name() {
         ("abc2", "t-abc2"),   // without the prefix, exact hash
         ("xy", "t-xyz"),      // a unique start of the hash
         ("yz", "t-xyz"),      // a unique end
-        ("t-ab", ""),         // ambiguous
         ("abc", ""),          // ambiguous
     ] {
         let run = ws.run(&["show", input, "--json"]);
@@ -303,6 +302,62 @@ fn partial_ids_resolve_to_the_one_issue_they_name() {
     assert_eq!(ws.show("t-abc1")["status"], "closed");
     let run = ws.run(&["show", "abc"]).fails(1);
     assert!(run.stderr.contains("hint: type more of the id"), "{}", run.stderr);
+    // A full id names one issue or none: `t-ab` is no part of `t-abc1`.
+    let run = ws.run(&["show", "t-ab"]).fails(1);
+    assert!(run.stderr.contains(r#"no issue found matching "t-ab""#), "{}", run.stderr);
+}
+
+/// Issue 28: a deleted id names nothing, not the issue whose id merely begins with it — its
+/// child, or a longer id. Typed in full, without the prefix, or by an agent as
+/// `bd close $FLEET_TASK_ID` after a person deleted its task: every close is refused, saying
+/// the issue was deleted, and the others stay open.
+#[test]
+fn a_deleted_id_never_closes_its_child_or_a_longer_id() {
+    let ws = Workspace::new();
+    for (id, parent) in
+        [("t-2i0", None), ("t-abc", None), ("t-abcd", None), ("t-2i0.1", Some("t-2i0"))]
+    {
+        let mut args = vec!["--id", id];
+        args.extend(parent.iter().flat_map(|p| ["--parent", *p]));
+        ws.create(id, &args);
+    }
+    ws.run(&["delete", "t-2i0", "t-abc", "--force"]).ok();
+    for input in ["t-2i0", "2i0", "t-abc", "abc"] {
+        let run = ws.run(&["close", input]).fails(1);
+        let id = if input.starts_with("t-") { input.to_string() } else { format!("t-{input}") };
+        assert!(
+            run.stderr.contains(&format!("no issue found matching {id:?} (it was deleted)")),
+            "{input}: {}",
+            run.stderr
+        );
+    }
+    let bd = ws.home().join("bin/bd");
+    std::fs::create_dir_all(bd.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(crate::common::fleet_bin(), &bd).unwrap();
+    let path = format!("{}:{}", bd.parent().unwrap().display(), std::env::var("PATH").unwrap());
+    for task in ["t-2i0", "t-abc"] {
+        // The agent's environment: the workspace's, its task, and `bd` on the PATH.
+        let template = ws.command(&[]);
+        let agent = std::process::Command::new("sh")
+            .env_clear()
+            .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env("PATH", &path)
+            .env("FLEET_TASK_ID", task)
+            .current_dir(ws.home())
+            .args(["-c", r#"bd close "$FLEET_TASK_ID" --reason done"#])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&agent.stderr);
+        assert!(!agent.status.success(), "bd close ${task} must fail: {stderr}");
+        assert!(stderr.contains(task), "{stderr}");
+    }
+    for id in ["t-2i0.1", "t-abcd"] {
+        assert_eq!(ws.show(id)["status"], "open", "{id} was closed through a deleted id");
+    }
+    // Made again, the id names the new issue.
+    ws.create("again", &["--id", "t-abc"]);
+    ws.run(&["close", "t-abc"]).ok();
+    assert_eq!(ws.show("t-abcd")["status"], "open");
 }
 
 #[test]
@@ -469,7 +524,11 @@ fn delete_with_force_removes_the_issue_and_its_edges() {
         [format!("✓ Deleted {a} — Doomed"), format!("Removed edges from 1 dependent issues: {b}")]
     );
     let run = ws.run(&["show", &a]).fails(1);
-    assert!(run.stderr.contains(&format!("no issue found matching \"{a}\"")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("no issue found matching {a:?} (it was deleted)")),
+        "{}",
+        run.stderr
+    );
     assert_eq!(ws.show(&b)["dependency_count"], 0);
     assert_eq!(ws.ready_ids(), [b], "the dependent is no longer blocked");
 }

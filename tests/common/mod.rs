@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod full_disk;
 pub mod pty;
 pub mod remote;
 
@@ -147,6 +148,15 @@ impl Workspace {
         if server_mode() {
             ws.serve();
         }
+        ws
+    }
+
+    /// A new workspace with prefix `t` whose FLEET_HOME is made inside `parent` (a file system
+    /// of the test's choosing), unserved.
+    pub fn init_in(parent: &Path) -> Workspace {
+        let home = tempfile::tempdir_in(parent).expect("temp dir");
+        let ws = Workspace { home, server: None };
+        ws.run(&["init", "--prefix", "t"]).ok();
         ws
     }
 

@@ -54,6 +54,14 @@ impl Fleet {
         fleet
     }
 
+    /// A home on the workspace `ws` (made where the test needs it), configured as
+    /// [`Fleet::new`] configures one.
+    pub fn on(ws: Workspace, settings: &[(&str, &str)]) -> Fleet {
+        let fleet = Fleet { ws };
+        fleet.configure(settings);
+        fleet
+    }
+
     pub fn home(&self) -> &Path {
         self.ws.home()
     }

@@ -16,6 +16,7 @@ mod claiming;
 mod daemon;
 mod demo;
 mod escape;
+mod full_disk;
 mod limits;
 mod logging;
 mod many;

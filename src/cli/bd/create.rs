@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 use super::context::BdContext;
 use super::issue::{parse_estimate, parse_metadata, read_stdin, read_text_file};
-use super::lint::missing_sections;
 use crate::cli::CliError;
 use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, printable};
 use crate::model::{Issue, dep_type};
+use crate::settings::ON_CREATE;
 use crate::store::IssueSummary;
 use crate::time::parse_user_date;
 
@@ -209,7 +209,6 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
         crate::id::check_id(id)?;
     }
     let preview = draft.preview(&ctx.custom_types())?;
-    validate_on_create(ctx, args.validate, &preview)?;
     if let Some(due) = &args.due {
         parse_user_date("due", due, ctx.now())?;
     }
@@ -217,6 +216,7 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
         parse_user_date("defer", defer, ctx.now())?;
     }
     if args.dry_run {
+        dry_run_policy(ctx, args.validate, &preview)?;
         ctx.out.emit(&preview, || {
             format!(
                 "Dry run: would create issue: {}\n  Priority: P{}\n  Type: {}\n  Status: open",
@@ -227,7 +227,7 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
         });
         return Ok(());
     }
-    let summary = create_draft(ctx, &draft, args.waits_for_gate.as_deref())?;
+    let summary = create_draft(ctx, &draft, args.waits_for_gate.as_deref(), args.validate)?;
     print_created(ctx, &summary, args.silent);
     Ok(())
 }
@@ -239,9 +239,7 @@ pub(super) fn create_quietly(ctx: &BdContext, new: fleet::NewIssue) -> Result<()
         return Err(CliError::new("title is required"));
     }
     let draft = Draft { args: new, metadata: None, ephemeral: false };
-    let preview = draft.preview(&ctx.custom_types())?;
-    validate_on_create(ctx, false, &preview)?;
-    let summary = create_draft(ctx, &draft, None)?;
+    let summary = create_draft(ctx, &draft, None, false)?;
     print_created(ctx, &summary, true);
     Ok(())
 }
@@ -266,30 +264,15 @@ fn created_lines(issue: &Issue) -> String {
     )
 }
 
-/// Applies `validation.on-create` (error or warn) and `--validate`: the description must hold
-/// the sections the type requires (spec §2, the same rules as `bd lint`).
-fn validate_on_create(ctx: &BdContext, validate: bool, issue: &Issue) -> Result<(), CliError> {
-    let mode = if validate {
-        Some("error".to_string())
-    } else {
-        ctx.open_store().ok().and_then(|s| s.read().ok()?.config("validation.on-create").ok()?)
-    };
-    let Some(mode) = mode.filter(|m| m == "error" || m == "warn") else {
-        return Ok(());
-    };
-    let missing = missing_sections(issue);
-    if missing.is_empty() {
-        return Ok(());
+/// What `validation.on-create` (or `--validate`) would say of the previewed issue, for
+/// `--dry-run`: the tracker's rule, with the workspace's setting.
+fn dry_run_policy(ctx: &BdContext, validate: bool, issue: &Issue) -> Result<(), CliError> {
+    let mode = ctx.store().ok().and_then(|s| s.read().ok()?.config(ON_CREATE).ok()?);
+    let warning = crate::tracker::create_policy(mode.as_deref(), validate, issue)
+        .map_err(|refusal| CliError::new(refusal.to_string()))?;
+    if let Some(warning) = warning {
+        ctx.out.warn(&format!("Warning: {warning}"));
     }
-    let message = format!(
-        "missing required sections for {}: {}",
-        issue.issue_type,
-        missing.iter().map(|m| format!("## {m}")).collect::<Vec<_>>().join(", ")
-    );
-    if mode == "error" {
-        return Err(CliError::new(message));
-    }
-    ctx.out.warn(&format!("Warning: {message}"));
     Ok(())
 }
 
@@ -297,6 +280,7 @@ fn create_draft(
     ctx: &BdContext,
     draft: &Draft,
     gate: Option<&str>,
+    validate: bool,
 ) -> Result<IssueSummary, CliError> {
     let metadata = draft.metadata.clone();
     let ephemeral = draft.ephemeral;
@@ -305,6 +289,7 @@ fn create_draft(
         request.metadata = metadata;
         request.ephemeral = ephemeral;
         request.wait_gate = gate.map(str::to_string);
+        request.validate = validate;
     })
     .map_err(CliError::message_only)?;
     Ok(summary)
@@ -341,7 +326,7 @@ fn create_from_markdown(
     }
     let mut created = Vec::new();
     for draft in &drafts {
-        created.push(create_draft(ctx, draft, None)?);
+        created.push(create_draft(ctx, draft, None, args.validate)?);
     }
     if let Some(last) = created.last() {
         ctx.touch(&last.issue.id);

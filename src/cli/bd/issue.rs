@@ -111,7 +111,11 @@ pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), CliError> {
     for input in &ids {
         match reader.resolve(input).and_then(|id| reader.detail(&id)) {
             Ok(detail) => details.push(detail),
-            Err(error @ (StoreError::NotFound(_) | StoreError::Ambiguous { .. })) => {
+            Err(
+                error @ (StoreError::NotFound(_)
+                | StoreError::Deleted(_)
+                | StoreError::Ambiguous { .. }),
+            ) => {
                 report_unresolved(ctx, input, &error);
             }
             Err(error) => return Err(error.into()),
@@ -368,7 +372,11 @@ fn resolve_or_report(
 ) -> Result<Option<String>, CliError> {
     match store.read()?.resolve(input) {
         Ok(id) => Ok(Some(id)),
-        Err(error @ (StoreError::NotFound(_) | StoreError::Ambiguous { .. })) => {
+        Err(
+            error @ (StoreError::NotFound(_)
+            | StoreError::Deleted(_)
+            | StoreError::Ambiguous { .. }),
+        ) => {
             report_unresolved(ctx, input, &error);
             Ok(None)
         }
@@ -605,7 +613,7 @@ pub fn cmd_delete(ctx: &BdContext, args: DeleteArgs) -> Result<(), CliError> {
     for input in &ids {
         match reader.resolve(input) {
             Ok(id) => resolved.push(id),
-            Err(StoreError::NotFound(_)) => {
+            Err(StoreError::NotFound(_) | StoreError::Deleted(_)) => {
                 return Err(CliError::new(format!("issue {input} not found")));
             }
             Err(error) => return Err(error.into()),

@@ -1,52 +1,15 @@
-//! `bd lint`: checks that issues carry the sections their type requires (spec/beads.md §2).
-//!
-//! Required sections: bug — Steps to Reproduce, Acceptance Criteria; task, feature, story —
-//! Acceptance Criteria; epic — Success Criteria (Acceptance Criteria also counts); decision —
-//! Decision, Rationale, Alternatives Considered; spike — Goal, Findings; chore and the rest —
-//! none. A section counts when its heading text appears anywhere in the description
-//! (case-insensitive); a non-empty acceptance-criteria field satisfies Acceptance (or Success)
-//! Criteria. Any finding makes the command exit 1, naming each issue.
+//! `bd lint`: checks that issues carry the sections their type requires (spec/beads.md §2; the
+//! rule is the tracker's, `crate::tracker::missing_sections`). Any finding makes the command
+//! exit 1, naming each issue.
 
 use serde::Serialize;
 
 use super::context::BdContext;
 use crate::cli::CliError;
 use crate::cli::output::printable;
-use crate::model::{Issue, Status};
+use crate::model::Status;
 use crate::store::ListFilter;
-
-/// The sections an issue type requires.
-pub fn required_sections(issue_type: &str) -> &'static [&'static str] {
-    match issue_type {
-        "bug" => &["Steps to Reproduce", "Acceptance Criteria"],
-        "task" | "feature" | "story" => &["Acceptance Criteria"],
-        "epic" => &["Success Criteria"],
-        "decision" => &["Decision", "Rationale", "Alternatives Considered"],
-        "spike" => &["Goal", "Findings"],
-        _ => &[],
-    }
-}
-
-/// The required sections `issue` lacks.
-pub fn missing_sections(issue: &Issue) -> Vec<&'static str> {
-    let mut text = issue.description.to_lowercase();
-    if !issue.acceptance_criteria.is_empty() {
-        text.push('\n');
-        text.push_str(&issue.acceptance_criteria.to_lowercase());
-    }
-    required_sections(&issue.issue_type)
-        .iter()
-        .copied()
-        .filter(|section| {
-            let heading = section.to_lowercase();
-            let criteria = heading == "acceptance criteria" || heading == "success criteria";
-            let present = text.contains(&heading)
-                || (heading == "success criteria" && text.contains("acceptance criteria"))
-                || (criteria && !issue.acceptance_criteria.trim().is_empty());
-            !present
-        })
-        .collect()
-}
+pub use crate::tracker::missing_sections;
 
 #[derive(Debug, clap::Args)]
 pub struct LintArgs {
@@ -138,39 +101,4 @@ pub fn cmd_lint(ctx: &BdContext, args: LintArgs) -> Result<(), CliError> {
         lines.join("\n")
     });
     if report.results.is_empty() { Ok(()) } else { Err(CliError::silent()) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn issue(issue_type: &str, description: &str) -> Issue {
-        let mut issue = Issue::new("t-1".into(), "t".into(), jiff::Timestamp::UNIX_EPOCH);
-        issue.issue_type = issue_type.into();
-        issue.description = description.into();
-        issue
-    }
-
-    #[test]
-    fn each_type_requires_its_sections() {
-        assert_eq!(
-            missing_sections(&issue("bug", "")),
-            ["Steps to Reproduce", "Acceptance Criteria"]
-        );
-        assert!(
-            missing_sections(&issue("bug", "## Steps to reproduce\n## acceptance criteria"))
-                .is_empty()
-        );
-        assert_eq!(missing_sections(&issue("task", "just text")), ["Acceptance Criteria"]);
-        assert!(missing_sections(&issue("epic", "## Acceptance Criteria")).is_empty());
-        assert!(missing_sections(&issue("chore", "")).is_empty());
-        assert_eq!(missing_sections(&issue("spike", "## Goal")), ["Findings"]);
-    }
-
-    #[test]
-    fn the_acceptance_field_counts() {
-        let mut task = issue("task", "");
-        task.acceptance_criteria = "it works".into();
-        assert!(missing_sections(&task).is_empty());
-    }
 }

@@ -344,7 +344,7 @@ pub fn cmd_doctor(ctx: &BdContext, args: DoctorArgs) -> Result<(), CliError> {
     match args.check.as_deref() {
         None => crate::cli::doctor::cmd_doctor(
             ctx.require_store()?,
-            crate::cli::doctor::DoctorArgs { salvage: false, store_only: true },
+            crate::cli::doctor::DoctorArgs { salvage: false, force: false, store_only: true },
         ),
         Some("conventions") => super::workflow::cmd_preflight(
             ctx,

@@ -36,6 +36,9 @@ pub struct DoctorArgs {
     /// what was saved and what was lost.
     #[arg(long)]
     pub salvage: bool,
+    /// With `--salvage`: copy the store into a new one even when its checks find it healthy.
+    #[arg(long, requires = "salvage")]
+    pub force: bool,
     /// Only the store's checks (`bd doctor`: beads' doctor is about the database).
     #[arg(skip)]
     pub store_only: bool,
@@ -57,7 +60,7 @@ struct DoctorOutput<'r> {
 pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
     let dir = ctx.workspace_dir()?;
     if args.salvage {
-        return salvage(ctx, dir);
+        return salvage(ctx, dir, args.force);
     }
     let report = match check::check(dir) {
         Ok(report) => report,
@@ -212,8 +215,10 @@ fn fix_for(dir: &Path, report: &Report) -> String {
     fix
 }
 
-fn salvage(ctx: &Context, dir: &Path) -> Result<(), CliError> {
-    let report = check::salvage(dir, ctx.clock).map_err(|error| match error {
+fn salvage(ctx: &Context, dir: &Path, force: bool) -> Result<(), CliError> {
+    let report = check::salvage(dir, ctx.clock, force).map_err(|error| match error {
+        error @ StoreError::NothingToSalvage(_) => CliError::new(error.to_string())
+            .with_hint("`fleet doctor` shows its checks; `--salvage --force` copies it anyway"),
         StoreError::Damaged { path, detail } => {
             let mut fix = "restore it from a backup".to_string();
             if journal_present(dir) {
