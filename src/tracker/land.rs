@@ -250,7 +250,7 @@ fn conflict(
         note_on(writer, &issue.id, &format!("[fleet] {reason}"))?;
         return Ok(vec![issue.id.clone()]);
     }
-    let child = super::create(writer, resolve)?;
+    let child = super::create(writer, resolve)?.id;
     let reason = queued_reason(issue);
     edit_landing(writer, issue, |landing| {
         landing.state = LandState::Conflict { child: child.clone(), reason, at: now };
