@@ -43,6 +43,7 @@
 //! - [`redact`]: the one redactor for everything that leaves an agent or reaches the queue:
 //!   known token shapes and the values of secret-looking environment variables;
 //! - [`fsutil`]: atomic writes of user-visible files;
+//! - [`fault`]: fault points for crash tests (`FLEET_FAULT`);
 //! - `parallel`: work spread over the machine's cores;
 //! - [`ahead`]: work done ahead on idle cores (a large import's journal trees);
 //! - [`allocator`]: hints to the binary's allocator (short commands keep freed memory);
@@ -58,6 +59,7 @@ pub mod claim;
 pub mod cli;
 pub mod coders;
 pub mod config;
+pub mod fault;
 pub mod fsutil;
 pub mod id;
 pub mod journal;

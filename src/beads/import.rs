@@ -369,7 +369,8 @@ pub fn run(
     let stored = std::thread::scope(|scope| {
         let counted = scope.spawn(|| {
             let reader = store.read()?;
-            let stored = expected.stored(reader.view(), &reader.config_all()?);
+            let config = reader.config_all()?;
+            let stored = reader.guarded(|view| expected.stored(view, &config));
             tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: store counted");
             stored
         });

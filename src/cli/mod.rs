@@ -263,6 +263,13 @@ impl Command {
 /// binary is the beads CLI instead (see [`bd`]).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
+    let json = args.iter().any(|arg| arg == "--json");
+    crate::store::guard_command(|| run_command(args))
+        .unwrap_or_else(|damaged| CliError::from(damaged).report(Mode::Fleet, json))
+}
+
+/// [`run`] inside the net that turns a database-engine panic anywhere into a damaged store.
+fn run_command(args: Vec<OsString>) -> i32 {
     let invoked_as_bd = args
         .first()
         .and_then(|arg0| std::path::Path::new(arg0).file_name())

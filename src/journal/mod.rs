@@ -75,6 +75,7 @@
 pub mod claims;
 pub mod committer;
 mod failure;
+mod health;
 pub mod identity;
 pub mod join;
 mod read;
@@ -92,6 +93,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::StoreError;
 
 pub use failure::Failure;
+pub use health::{Health, check_repository};
 pub use read::{LogEntry, log, read_all, read_replica};
 pub use rebuild::{RebuildOptions, RebuildReport, SettingsFrom, rebuild};
 pub use repo::{JournalRepo, RepoKind};

@@ -1,4 +1,10 @@
 //! Finding the journal's repository, and the object-level reads and writes on it.
+//!
+//! The workspace's own repository (`.beads/journal.git`) is made whole or not at all: it is
+//! initialised in a directory beside it named for the making process
+//! (`.journal.git.making-<pid>`) and renamed into place, so a process killed (or a disk
+//! filled) while making it never leaves a half-made repository that every later commit fails
+//! on. A making directory whose process is gone is removed by the next maker.
 
 use std::path::Path;
 
@@ -7,6 +13,56 @@ use gix::refs::transaction::PreviousValue;
 use serde::Serialize;
 
 use super::{BARE_DIR, BATCH_FILE, BatchInfo, JournalError, OPS_FILE, REF_PREFIX, ref_name};
+
+/// The file in the repository's git directory whose lock (`flock`, which dies with its
+/// process) every fleet writer of the journal's refs holds while it edits one.
+const REFS_LOCK: &str = "fleet-refs.lock";
+/// How long a writer waits for [`REFS_LOCK`]: held for one ref edit at a time, it is let go
+/// within milliseconds unless its holder is stopped.
+const REFS_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The name prefix of a journal repository being made (see the module docs).
+const MAKING: &str = ".journal.git.making-";
+
+/// Makes the bare repository `own` in the workspace `dir`: initialised aside, then renamed
+/// into place. Another process that made it first wins; this one's copy is removed.
+fn make_aside_and_rename(dir: &Path, own: &Path) -> Result<(), JournalError> {
+    remove_abandoned_makings(dir);
+    let aside = dir.join(format!("{MAKING}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&aside);
+    let made = gix::init_bare(&aside)
+        .map(drop)
+        .map_err(JournalError::git(format!("creating the journal repository {}", own.display())));
+    crate::fault::point("journal-made-aside");
+    let placed = made.and_then(|()| {
+        std::fs::rename(&aside, own)
+            .or_else(|error| {
+                // Made meanwhile by another process: theirs stands.
+                if own.join("HEAD").is_file() { Ok(()) } else { Err(error) }
+            })
+            .map_err(|source| JournalError::Io {
+                context: format!("moving the new journal repository into {}", own.display()),
+                source,
+            })
+    });
+    if placed.is_err() || aside.exists() {
+        let _ = std::fs::remove_dir_all(&aside);
+    }
+    placed
+}
+
+/// Removes the making directories (see the module docs) of processes that are gone.
+fn remove_abandoned_makings(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(MAKING)) else { continue };
+        let alive = pid.parse::<u32>().is_ok_and(|pid| crate::process::is_alive(pid, 0));
+        if !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
 
 /// Which repository holds the journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -66,10 +122,9 @@ impl JournalRepo {
             return Ok(found);
         }
         let own = dir.join(BARE_DIR);
-        let repo = gix::init_bare(&own).map_err(JournalError::git(format!(
-            "creating the journal repository {}",
-            own.display()
-        )))?;
+        make_aside_and_rename(dir, &own)?;
+        let repo =
+            gix::open(&own).map_err(JournalError::git(format!("opening {}", own.display())))?;
         Ok(JournalRepo { repo, kind: RepoKind::Own })
     }
 
@@ -228,14 +283,44 @@ impl JournalRepo {
             email: super::EMAIL.into(),
             time: gix::date::Time { seconds: jiff::Timestamp::now().as_second(), offset: 0 },
         };
-        let mut time = gix::date::parse::TimeBuf::default();
-        let committer = Some(signature.to_ref(&mut time));
-        self.repo.edit_references_as(Some(edit), committer).map(|_| ()).map_err(|e| {
-            JournalError::Git {
-                context: self.at(&format!("updating {name}")),
-                message: e.to_string(),
-            }
+        self.edit_ref(name, edit, &signature)?.map_err(|e| JournalError::Git {
+            context: self.at(&format!("updating {name}")),
+            message: e.to_string(),
         })
+    }
+
+    /// Applies `edit` to the journal ref `name` as `signature`, holding the lock every fleet
+    /// writer of the journal's refs takes ([`REFS_LOCK`]). A killed writer leaves the ref's git
+    /// lock file (`<name>.lock`) behind, which fails every later edit of the ref; found while
+    /// that lock is held, it can only be such a one, and is removed first. The outer error is
+    /// the lock's; the inner one the edit's.
+    fn edit_ref(
+        &self,
+        name: &str,
+        edit: gix::refs::transaction::RefEdit,
+        signature: &gix::actor::Signature,
+    ) -> Result<gix::Result<()>, JournalError> {
+        let lock_path = self.git_dir().join(REFS_LOCK);
+        let held = crate::fsutil::lock_exclusive_within(&lock_path, REFS_LOCK_WAIT)
+            .map_err(JournalError::io(format!("locking {}", lock_path.display())))?;
+        if held.is_none() {
+            return Err(JournalError::Git {
+                context: self.at(&format!("updating {name}")),
+                message: format!(
+                    "another process has held {} for {} s",
+                    lock_path.display(),
+                    REFS_LOCK_WAIT.as_secs()
+                ),
+            });
+        }
+        let stale = self.git_dir().join(format!("{name}.lock"));
+        if stale.exists() {
+            tracing::warn!(lock = %stale.display(), "removing the ref lock a killed writer left");
+            std::fs::remove_file(&stale)
+                .map_err(JournalError::io(format!("removing {}", stale.display())))?;
+        }
+        let mut time = gix::date::parse::TimeBuf::default();
+        Ok(self.repo.edit_references_as(Some(edit), Some(signature.to_ref(&mut time))).map(drop))
     }
 
     /// The URL of remote `name` in the repository's git config, if it is configured.
@@ -397,9 +482,8 @@ impl JournalRepo {
                 JournalError::Git { context: format!("ref name {name}"), message: e.to_string() }
             })?;
         let edit = RefEdit::update(full_name, id, expected, "fleet journal commit");
-        let mut time = gix::date::parse::TimeBuf::default();
-        match self.repo.edit_references_as(Some(edit), Some(signature.to_ref(&mut time))) {
-            Ok(_) => Ok(true),
+        match self.edit_ref(&name, edit, signature)? {
+            Ok(()) => Ok(true),
             Err(error) if self.tip(replica)? != parent => {
                 tracing::debug!(%error, reference = %name, "the ref moved while committing");
                 Ok(false)

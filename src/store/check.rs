@@ -2,12 +2,15 @@
 //!
 //! [`check`] never touches the store file: it copies it to a private temporary directory and
 //! examines the copy, one check at a time — the file opens, it opens for writing (where a
-//! damaged allocator page makes the database engine fail), every table opens, every issue row
-//! decodes with an id in the grammar, every edge decodes and points at an issue of this store
-//! or a foreign one, the reverse edge index mirrors the edges, every comment decodes, the meta
-//! values are there, and the blocked flags and the ready index (with the counts its entries
-//! carry) agree with a recomputation of every issue's readiness (the store's own refresh, run
-//! over all issues on the copy).
+//! damaged allocator page makes the database engine fail), every page matches the checksum
+//! its parent page holds (the engine's own check, which reaches the tables that carry no
+//! checksums of their own: the indexes, meta, the op index, the undo log), every table opens,
+//! every issue row decodes with an id in the grammar, every edge decodes and points at an issue
+//! of this store or a foreign one, the reverse edge index mirrors the edges, the label index
+//! mirrors the labels of the issue rows, every comment decodes, the meta values are there, and
+//! the blocked flags and the ready index (with the counts its entries carry) agree with a
+//! recomputation of every issue's readiness (the store's own refresh, run over all issues on
+//! the copy).
 //!
 //! [`salvage`] reads every readable issue, edge, comment (labels travel in the issues) and
 //! configuration value, writes them through the import path into a new store beside the old
@@ -34,8 +37,8 @@ use crate::time::Clock;
 /// The outcome of one check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
-    /// What was checked: `file`, `write`, `tables`, `issues`, `edges`, `comments`, `meta`,
-    /// `readiness`.
+    /// What was checked: `file`, `pages`, `write`, `tables`, `issues`, `edges`, `labels`,
+    /// `comments`, `meta`, `order index`, `readiness`.
     pub check: &'static str,
     pub ok: bool,
     /// What was found: a count when healthy, the problem otherwise.
@@ -138,6 +141,7 @@ fn check_copy(scratch: &Path, path: PathBuf) -> Report {
         }
     };
     checks.push(Check::ok("file", "opens"));
+    checks.push(pages(scratch, &path));
     checks.push(match store.writable() {
         Ok(_) => Check::ok("write", "opens for writing (checked on a private copy)"),
         Err(error) => Check::problem("write", describe(&error, scratch, &path), Vec::new()),
@@ -187,10 +191,12 @@ fn examine(store: &Store, scratch: &Path, path: &Path) -> Examined {
     };
     let guarded = super::guard::guarded(path, || {
         let mut checks = vec![tables(&txn, path)];
-        let (issues, ids, damaged) = issues(&txn);
+        let (issues, read) = issues(&txn);
         checks.push(issues);
-        checks.push(edges(&txn, &ids, &store.prefix()));
-        checks.push(comments(&txn, &ids));
+        checks.push(edges(&txn, &read.ids, &store.prefix()));
+        checks.push(labels(&txn, &read));
+        checks.push(comments(&txn, &read.ids));
+        let damaged = read.damaged;
         checks.push(meta_values(&txn));
         Ok(Examined { checks, damaged })
     });
@@ -254,37 +260,113 @@ fn tables(txn: &ReadTransaction, path: &Path) -> Check {
     }
 }
 
-/// Every issue row decodes, under an id in the grammar that matches the row's own id. Returns
-/// the check, every id in the table (damaged or not), and the damaged ids.
-fn issues(txn: &ReadTransaction) -> (Check, BTreeSet<String>, Vec<String>) {
+/// What the walk of the issue rows found, for the checks of what refers to them.
+#[derive(Default)]
+struct IssueRows {
+    /// Every id in the table, damaged or not.
+    ids: BTreeSet<String>,
+    /// The ids whose rows do not decode.
+    damaged: Vec<String>,
+    /// (label, id) for every label of every row that decodes.
+    labels: BTreeSet<(String, String)>,
+}
+
+/// Every issue row decodes, under an id in the grammar that matches the row's own id.
+fn issues(txn: &ReadTransaction) -> (Check, IssueRows) {
     let mut findings = Findings::default();
-    let mut ids = BTreeSet::new();
-    let mut damaged = Vec::new();
+    let mut read = IssueRows::default();
     let table = match open(txn, ISSUES) {
         Ok(table) => table,
-        Err(problem) => return (Check::problem("issues", problem, Vec::new()), ids, damaged),
+        Err(problem) => return (Check::problem("issues", problem, Vec::new()), read),
     };
     let walked = walk(&table, |id, row| {
-        ids.insert(id.to_string());
+        read.ids.insert(id.to_string());
         match decode_issue_of(id, row) {
             Err(error) => {
-                damaged.push(id.to_string());
+                read.damaged.push(id.to_string());
                 findings.add(strip(&error), Some(id));
             }
             Ok(issue) if issue.id != id => {
                 findings.add(format!("{id}: its row holds issue {:?}", issue.id), Some(id));
             }
-            Ok(_) => {}
+            Ok(issue) => {
+                read.labels.extend(issue.labels.into_iter().map(|label| (label, issue.id.clone())));
+            }
         }
         if let Err(error) = crate::id::check_id(id) {
             findings.add(format!("{id:?}: {error}"), Some(id));
         }
     });
     if let Err(problem) = walked {
-        findings.add(format!("the table cannot be read past {} rows: {problem}", ids.len()), None);
+        let rows = read.ids.len();
+        findings.add(format!("the table cannot be read past {rows} rows: {problem}"), None);
     }
-    let healthy = format!("{} issues decode", ids.len());
-    (Check::from_findings("issues", healthy, findings), ids, damaged)
+    let healthy = format!("{} issues decode", read.ids.len());
+    (Check::from_findings("issues", healthy, findings), read)
+}
+
+/// The label index (what `list --label` reads) holds exactly the labels of the issue rows
+/// (those that decode: a damaged row's labels are the issues check's finding).
+fn labels(txn: &ReadTransaction, rows: &IssueRows) -> Check {
+    let mut findings = Findings::default();
+    let mut indexed = BTreeSet::new();
+    let walked = (|| -> Result<(), String> {
+        let table = open(txn, LABELS)?;
+        for entry in table.iter().map_err(|e| e.to_string())? {
+            let (key, _) = entry.map_err(|e| e.to_string())?;
+            let (label, id) = key.value();
+            indexed.insert((label.to_string(), id.to_string()));
+        }
+        Ok(())
+    })();
+    if let Err(problem) = walked {
+        findings.add(format!("the label index cannot be read: {problem}"), None);
+    }
+    let damaged = |id: &String| rows.damaged.contains(id);
+    for (label, id) in indexed.difference(&rows.labels).filter(|(_, id)| !damaged(id)) {
+        findings.add(format!("the label index has {id} under {label:?}, its row not"), Some(id));
+    }
+    for (label, id) in rows.labels.difference(&indexed) {
+        findings.add(format!("{id} carries {label:?}, the label index not"), Some(id));
+    }
+    let healthy = format!("{} labels indexed as the issue rows carry them", indexed.len());
+    Check::from_findings("labels", healthy, findings)
+}
+
+/// Every page of the file reachable from its last commit matches the checksum its parent page
+/// (or the header) holds for it: the database engine's own integrity check, run on a copy of
+/// the private copy at `scratch` (the check may repair what it checks, and the other checks
+/// must see the file as it is). It reaches every table, also those whose rows carry no
+/// checksum of their own.
+fn pages(scratch: &Path, path: &Path) -> Check {
+    const CHECK: &str = "pages";
+    let copy = scratch.join("pages.db");
+    let checked = std::fs::copy(scratch.join(STORE_FILE), &copy)
+        .map_err(io_error(format!("copying {} to check its pages", path.display())))
+        .and_then(|_| {
+            super::guard::guarded(path, || {
+                let mut db = super::open_database(&copy)?;
+                db.check_integrity().map_err(StoreError::from)
+            })
+        });
+    let _ = std::fs::remove_file(&copy);
+    match checked {
+        Ok(true) => Check::ok(CHECK, "every page matches its checksum"),
+        Ok(false) => Check::problem(
+            CHECK,
+            "the pages of the last commit do not match their checksums (the engine could only \
+             fall back to an earlier commit): a part of the store was changed outside fleet",
+            Vec::new(),
+        ),
+        Err(
+            StoreError::Database(ref engine) | StoreError::DatabaseAt { source: ref engine, .. },
+        ) if super::is_damage(engine) => Check::problem(
+            CHECK,
+            "a page does not match its checksum: a part of the store was changed outside fleet",
+            Vec::new(),
+        ),
+        Err(error) => Check::problem(CHECK, describe(&error, scratch, path), Vec::new()),
+    }
 }
 
 /// Visits every row of a string-keyed table; an unreadable stretch ends the walk with its text.

@@ -12,11 +12,17 @@
 //! the panic's location): a panic of fleet's code inside a transaction body is a bug of fleet
 //! and goes on unwinding as before, printed as usual. An engine panic is logged at debug
 //! instead of printed, since the error that replaces it says what happened.
+//!
+//! A path that reads through a view outside [`guarded`] (on a thread that did not carry the
+//! guard, say) is covered by the net of [`command`], which a whole CLI command runs inside:
+//! while it runs, an engine panic on any thread of the process is quiet, and one that reaches
+//! the command's thread ends the command as a damaged store ([`note_store`] names the file).
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::path::Path;
-use std::sync::Once;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Once};
 
 use super::StoreError;
 
@@ -29,6 +35,13 @@ thread_local! {
 
 static HOOK: Once = Once::new();
 
+/// A whole command runs inside [`command`]: engine panics on every thread are quiet.
+static COMMAND: AtomicBool = AtomicBool::new(false);
+/// An engine panic happened on some thread of the process since [`command`] began.
+static ENGINE_PANICKED: AtomicBool = AtomicBool::new(false);
+/// The store file this process opened last, for the error of [`command`].
+static STORE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
 /// Where redb's source lives in a panic location (`…/redb-4.6.0/src/…`).
 fn is_engine_location(file: &str) -> bool {
     file.contains("/redb-") || file.contains("\\redb-")
@@ -40,10 +53,11 @@ fn install_hook() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let guarded = DEPTH.with(Cell::get) > 0;
+            let guarded = DEPTH.with(Cell::get) > 0 || COMMAND.load(Ordering::Relaxed);
             let engine = info.location().is_some_and(|at| is_engine_location(at.file()));
             if guarded && engine {
                 ENGINE_PANIC.with(|flag| flag.set(true));
+                ENGINE_PANICKED.store(true, Ordering::Relaxed);
                 tracing::debug!("the database engine panicked on a damaged file: {info}");
             } else {
                 previous(info);
@@ -80,11 +94,38 @@ fn inside_guard<R>(work: impl FnOnce() -> R) -> Result<R, String> {
     DEPTH.with(|depth| depth.set(depth.get() - 1));
     match result {
         Ok(value) => Ok(value),
-        Err(payload) if ENGINE_PANIC.with(Cell::get) || payload.is::<EnginePanic>() => {
+        Err(payload)
+            if ENGINE_PANIC.with(Cell::get)
+                || payload.is::<EnginePanic>()
+                || (DEPTH.with(Cell::get) == 0 && ENGINE_PANICKED.load(Ordering::Relaxed)) =>
+        {
             Err(panic_text(&*payload).to_string())
         }
         Err(payload) => resume_unwind(payload),
     }
+}
+
+/// Notes `path` as the store file this process uses, for the error of [`command`].
+pub(crate) fn note_store(path: &Path) {
+    *STORE.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path.to_path_buf());
+}
+
+/// Runs `work`, a whole command, inside the net described in the module docs: its value, or,
+/// when an engine panic (on any thread) unwound into it, [`StoreError::Damaged`] naming the
+/// store file last opened. Any other panic goes on unwinding.
+pub fn command<R>(work: impl FnOnce() -> R) -> Result<R, StoreError> {
+    install_hook();
+    COMMAND.store(true, Ordering::Relaxed);
+    let result = inside_guard(work);
+    let caught = match result {
+        Ok(value) => return Ok(value),
+        Err(engine_panic) => engine_panic,
+    };
+    let path = STORE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    Err(StoreError::Damaged {
+        path: path.unwrap_or_else(|| PathBuf::from(super::STORE_FILE)),
+        detail: format!("the database engine failed on it ({caught})"),
+    })
 }
 
 /// The payload a worker thread's engine panic travels on to the thread that joins it.

@@ -55,6 +55,7 @@ pub use tables::REPLY_RETENTION_MS;
 pub(crate) use tables::View;
 
 pub use apply::{BULK_ENTRIES, Origin, Orphaned, Outcome, Renamed, Replayed};
+pub use guard::command as guard_command;
 pub use identity::Restamped;
 pub use lock::{Holder, LockWait};
 pub use merge::{Merged, Overturned};
@@ -791,6 +792,7 @@ impl Store {
     /// work wherever the file can be read, and never write to it.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         let path = store_path(dir)?;
+        guard::note_store(&path);
         let identity = FileIdentity::of(&path);
         guard::guarded(&path, || {
             let (db, writable, snapshot) = match builder(false).open_read_only(&path) {

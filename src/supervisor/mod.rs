@@ -280,6 +280,15 @@ struct ClaimFailure {
     error: String,
     /// The claims remote failed (or could not be set up), not the store.
     remote: bool,
+    /// The store file is damaged: no claim succeeds until a person repairs it.
+    damaged: bool,
+}
+
+impl ClaimFailure {
+    /// A failure of the store (reading or claiming `task`).
+    fn of_store(task: Option<String>, error: &StoreError) -> ClaimFailure {
+        ClaimFailure { task, error: error.to_string(), remote: false, damaged: error.is_damage() }
+    }
 }
 
 /// The ready task `accept` takes that the supervisor runs next: of the most urgent priority
@@ -326,16 +335,19 @@ fn claim_with_lease(
     accept: &dyn Fn(&Issue) -> bool,
 ) -> Result<Option<Issue>, ClaimFailure> {
     let filter = ReadyFilter::default();
-    let failed =
-        |task: Option<String>, error: String, remote: bool| ClaimFailure { task, error, remote };
-    let claims = claim::Claims::of(store).map_err(|e| failed(None, e.to_string(), true))?;
+    let claims = claim::Claims::of(store).map_err(|e| ClaimFailure {
+        task: None,
+        error: e.to_string(),
+        remote: true,
+        damaged: false,
+    })?;
     // Tasks another machine holds (remote claim mode) are not candidates.
     let elsewhere = claims.held_elsewhere();
     let free = |issue: &Issue| accept(issue) && !elsewhere.contains(&issue.id);
     let look = store
         .read()
         .and_then(|reader| next_in_line(&reader, me, now, &free))
-        .map_err(|error| failed(None, error.to_string(), false))?;
+        .map_err(|error| ClaimFailure::of_store(None, &error))?;
     let Some(candidate) = look else { return Ok(None) };
     let landing = plan_landing(store, &candidate, choice, places);
     let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
@@ -350,8 +362,15 @@ fn claim_with_lease(
         w.issue(&id)?.ok_or(StoreError::NotFound(id))
     };
     claims.claim_next(&me.name, Clock::System, &filter, &chosen, &mut take).map_err(|error| {
-        let remote = error.remote_failed();
-        failed(Some(candidate), error.to_string(), remote)
+        match &error {
+            claim::ClaimError::Store(store) => ClaimFailure::of_store(Some(candidate), store),
+            _ => ClaimFailure {
+                task: Some(candidate),
+                error: error.to_string(),
+                remote: error.remote_failed(),
+                damaged: false,
+            },
+        }
     })
 }
 
@@ -438,6 +457,9 @@ pub struct Supervisor {
     summary: Summary,
     /// The claims remote failed: no claim is tried before then.
     remote_retry_at: Option<tokio::time::Instant>,
+    /// A claim found the store file damaged (the error): nothing more starts without a
+    /// person, so `--until-idle` stops, failing with it.
+    damaged: Option<String>,
     /// Notified after the socket server commits (see [`Supervisor::waker`]).
     wake: Arc<tokio::sync::Notify>,
     /// People's pauses of spawning (`fleet pause`), re-read when the file changes.
@@ -523,6 +545,7 @@ impl Supervisor {
             started_at: Timestamp::now(),
             summary: Summary::default(),
             remote_retry_at: None,
+            damaged: None,
             wake: Arc::new(tokio::sync::Notify::new()),
             rotation: accounts::Rotation::default(),
             short: None,
@@ -651,7 +674,7 @@ impl Supervisor {
                     && landings.is_empty()
                     && self.landing_ready == 0
                     && !self.landing_due
-                    && self.idle().await
+                    && (self.damaged.is_some() || self.idle().await)
                 {
                     break;
                 }
@@ -696,7 +719,10 @@ impl Supervisor {
         journal.finish().await;
         guard::stop(guard);
         self.emit(Event::Stopped { finished: self.summary.attempts });
-        Ok(self.summary)
+        match self.damaged {
+            Some(error) if self.options.until_idle => Err(error),
+            _ => Ok(self.summary),
+        }
     }
 
     fn spawn_guard(&self) -> Result<std::process::Child, String> {
@@ -1040,7 +1066,7 @@ impl Supervisor {
     /// comes first so an idle queue costs no write. In remote claim mode the remote confirms
     /// the claim before it is made (`crate::claim`): a task another machine holds is skipped,
     /// charged nothing; a remote that fails is [`RemoteDown`].
-    async fn claim_next(&self) -> Result<Option<Issue>, RemoteDown> {
+    async fn claim_next(&mut self) -> Result<Option<Issue>, RemoteDown> {
         let me = self.me.clone();
         let now = Timestamp::now();
         if self.holds.holds().all.is_some() {
@@ -1061,11 +1087,19 @@ impl Supervisor {
             })
             .await;
         match result {
-            Ok(issue) => Ok(issue),
-            Err(ClaimFailure { task, error, remote }) => {
-                match task {
+            Ok(issue) => {
+                self.damaged = None;
+                Ok(issue)
+            }
+            Err(ClaimFailure { task, error, remote, damaged }) => {
+                match &task {
                     Some(task) => tracing::error!(%error, %task, "claiming the task failed"),
                     None => tracing::error!(%error, "looking for a ready task to claim failed"),
+                }
+                if damaged {
+                    self.damaged = Some(error);
+                } else {
+                    self.damaged = None;
                 }
                 if remote { Err(RemoteDown) } else { Ok(None) }
             }

@@ -69,11 +69,12 @@ pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
     };
     let fix = (!report.healthy).then(|| fix_for(dir, &report));
     let store = if report.healthy { ctx.open_store().ok() } else { None };
-    let setup = if args.store_only {
+    let mut setup = if args.store_only {
         Vec::new()
     } else {
         setup::setup_checks(&fleet_home()?, store.as_ref())
     };
+    setup.extend(journal_check(dir));
     let failed: Vec<&SetupCheck> = setup.iter().filter(|c| c.status == Status::Problem).collect();
     let output = DoctorOutput {
         report: &report,
@@ -118,6 +119,36 @@ pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
         error = error.with_hint("the fix of each failed check is printed under it");
     }
     Err(error)
+}
+
+/// The journal repository's check (see [`crate::journal::check_repository`]), with its fix in
+/// words; none while there is no repository yet.
+fn journal_check(dir: &Path) -> Option<SetupCheck> {
+    use crate::journal::Health;
+    const SUBJECT: &str = "journal repository";
+    match crate::journal::check_repository(dir) {
+        Health::Absent => None,
+        Health::Readable { replicas, ops } => Some(SetupCheck::ok(
+            SUBJECT,
+            "objects",
+            format!("{replicas} replica refs resolve; their {ops} ops read"),
+        )),
+        Health::Broken { git_dir, problem, empty } => {
+            let shown = super::output::shell_word(&git_dir.display().to_string());
+            let fix = if empty {
+                format!(
+                    "it holds no commit (its making was cut short): remove it with `rm -r {shown}`; \
+                     the next `fleet journal commit` or `fleet sync` makes it again"
+                )
+            } else {
+                format!(
+                    "check it with `git -C {shown} fsck`; restore it from a backup, or move it \
+                     aside and run `fleet sync` to fetch every replica's journal again"
+                )
+            };
+            Some(SetupCheck::problem(SUBJECT, "objects", problem, fix))
+        }
+    }
 }
 
 /// The report of a workspace that has no store yet.
