@@ -160,6 +160,23 @@ impl Redactor {
                         self.redact_json(inner);
                     }
                 }
+                // A key can be a secret too (a token used as a map key): mask it, keeping the
+                // order of the entries.
+                if map.keys().any(|key| matches!(self.redact_text(key), Cow::Owned(_))) {
+                    let entries = std::mem::take(map);
+                    for (key, inner) in entries {
+                        let mut key = self.redact_text(&key).into_owned();
+                        // Two keys masked alike both stay.
+                        let base_len = key.len();
+                        let mut n = 1;
+                        while map.contains_key(&key) {
+                            n += 1;
+                            key.truncate(base_len);
+                            key.push_str(&format!(" ({n})"));
+                        }
+                        map.insert(key, inner);
+                    }
+                }
             }
             Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
             Value::String(text) => {
@@ -639,6 +656,28 @@ fn ends_word(bytes: &[u8], at: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn secrets_used_as_json_keys_are_masked() {
+        let github = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+        let other = "ghp_zB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY9";
+        let redactor = super::Redactor::from_env([("DEPLOY_TOKEN", "correct-horse-battery")]);
+        let mut value = serde_json::json!({
+            "a": 1,
+            github: {"correct-horse-battery": [ {other: "x"} ]},
+            other: 2,
+            "z": 3,
+        });
+        redactor.redact_json(&mut value);
+        let text = value.to_string();
+        for secret in [github, other, "correct-horse-battery"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["a", "ghp_<redacted>", "ghp_<redacted> (2)", "z"], "order kept: {text}");
+        assert_eq!(value["ghp_<redacted>"]["<redacted:DEPLOY_TOKEN>"][0]["ghp_<redacted>"], "x");
+        assert_eq!(value["ghp_<redacted> (2)"], 2);
+    }
+
     use super::*;
 
     #[test]

@@ -79,8 +79,37 @@ use taskdir::{TaskDir, TaskRecord};
 /// level is not theirs, and their `bd` calls keep beads' quiet stderr.
 pub const LOG_FILTER_VAR: &str = "FLEET_LOG";
 
-/// How often the store's change counter is read.
+/// How often the store file is looked at for changes (its change counter is read only when
+/// the file changed, see [`StoreStamp`]).
 pub const POLL: Duration = Duration::from_millis(20);
+/// A store file written this recently is read again on every poll: a second commit within
+/// the file system's timestamp granularity may leave the time as it was.
+const RECENT_WRITE: Duration = Duration::from_millis(250);
+
+/// What `stat` says about the store file: a commit by any process changes it. Comparing it
+/// costs one system call; reading the change counter costs a thread hop and a read
+/// transaction, which every 20 ms was a few percent of a core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StoreStamp {
+    modified: std::time::SystemTime,
+    len: u64,
+    ino: u64,
+}
+
+impl StoreStamp {
+    fn of(path: &Path) -> Option<StoreStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(StoreStamp { modified: meta.modified().ok()?, len: meta.len(), ino: meta.ino() })
+    }
+
+    /// Whether the file was written so recently that a later write may not show.
+    fn is_recent(&self) -> bool {
+        std::time::SystemTime::now()
+            .duration_since(self.modified)
+            .map_or(true, |age| age < RECENT_WRITE)
+    }
+}
 /// How long the supervisor's thread naps before it waits for events again while many agents
 /// run ([`BATCH_FROM`]), so that their lines are handled in batches, a wake-up every few
 /// milliseconds instead of one per line: the most a reaction is delayed then.
@@ -638,6 +667,8 @@ impl Supervisor {
         let mut landings: JoinSet<landing::LandReport> = JoinSet::new();
         let mut children = child_exits();
         let mut last_changes = u64::MAX;
+        let store_path = self.store.path();
+        let mut store_stamp: Option<StoreStamp> = None;
         let mut next_recheck = tokio::time::Instant::now();
         let mut next_heartbeat = tokio::time::Instant::now() + lease::HEARTBEAT;
         while *stop.borrow() == Stop::No {
@@ -657,7 +688,13 @@ impl Supervisor {
                 self.keep_guard(&mut guard);
                 self.reclaim(Scan::IfSomeoneDied).await;
             }
-            let changes = self.changes().await;
+            let stamp = StoreStamp::of(&store_path);
+            let changes = if stamp.is_none_or(|s| Some(s) != store_stamp || s.is_recent()) {
+                store_stamp = stamp;
+                self.changes().await
+            } else {
+                last_changes
+            };
             if changes != last_changes {
                 self.check_running_tasks().await;
             }
