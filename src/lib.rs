@@ -37,6 +37,8 @@
 //!   comment-preserving edits behind `fleet config`;
 //! - [`supervisor`]: `fleet run` — claims ready tasks in-process, runs each through a coder
 //!   in its own process group, and records every outcome as ops;
+//! - [`land`]: a git worktree per task, the verify gate and the merge queue that lands work on
+//!   its base branch;
 //! - [`process`]: process groups, graceful termination and orphan reaping;
 //! - [`redact`]: the one redactor for everything that leaves an agent or reaches the queue:
 //!   known token shapes and the values of secret-looking environment variables;
@@ -61,6 +63,7 @@ pub mod fault;
 pub mod fsutil;
 pub mod id;
 pub mod journal;
+pub mod land;
 pub mod model;
 pub mod op;
 pub(crate) mod parallel;

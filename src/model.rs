@@ -392,6 +392,134 @@ pub struct FleetFields {
     /// Cleared whenever the task leaves `in_progress`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
+    /// Where the task's work lives and how far it is on its way to the base branch: its own
+    /// git worktree and branch, the landing state and the receipt (`crate::land`). Absent for
+    /// a task that runs in a shared directory (`isolation = "none"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub land: Option<Landing>,
+}
+
+/// A task's own git worktree and the way of its work to the base branch (`crate::land`).
+///
+/// Recorded in the claim's transaction at the task's first attempt; every later attempt works
+/// in the same worktree. The task stays `in_progress` while its work waits to land (beads sees
+/// an issue in progress), so its dependents stay blocked until the base holds its change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Landing {
+    /// The top of the repository's main checkout (where `git worktree add` was run).
+    pub repo: String,
+    /// The branch the work lands on (`main`), without `refs/heads/`.
+    pub base: String,
+    /// The base branch's commit the worktree was made from.
+    pub base_commit: String,
+    /// The worktree: `$FLEET_HOME/worktrees/<id>`.
+    pub worktree: String,
+    /// The task's branch (`fleet/<id>`).
+    pub branch: String,
+    /// The task's directory inside the repository (`.` for its top), which maps to the same
+    /// directory of the worktree.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subdir: String,
+    #[serde(default)]
+    pub state: LandState,
+    /// Merge rounds that ended in a conflict.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conflicts: u32,
+    /// The evidence of the last landing attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Receipt>,
+}
+
+/// How far a task's work is on its way to the base branch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LandState {
+    /// Agents work on it (or it waits for its next attempt).
+    #[default]
+    Working,
+    /// The agent closed the task: its work waits in the merge queue. `no_changes`: the close
+    /// said there is nothing to land.
+    Queued {
+        reason: String,
+        at: Timestamp,
+        #[serde(default, skip_serializing_if = "is_false")]
+        no_changes: bool,
+    },
+    /// Merging met a conflict: the resolution task `child` must close before the entry goes
+    /// back to the queue.
+    Conflict { child: String, reason: String, at: Timestamp },
+    /// The checks passed on `merged`, a commit on top of `base`; next the base ref moves from
+    /// `base` to `merged` (compare-and-swap). A restart finds this and finishes the move.
+    Checked { reason: String, at: Timestamp, base: String, merged: String },
+    /// The work is on the base branch (`merged`; empty when it closed with no changes).
+    Landed { merged: String, at: Timestamp },
+    /// The worktree was removed (its tip saved under `refs/fleet/archive/<id>`).
+    Archived { merged: String, at: Timestamp },
+}
+
+impl LandState {
+    /// Whether the task's work is in the merge queue (closed by its agent, not yet landed).
+    pub fn in_queue(&self) -> bool {
+        matches!(
+            self,
+            LandState::Queued { .. } | LandState::Conflict { .. } | LandState::Checked { .. }
+        )
+    }
+
+    /// The state's name, as `fleet merges` and `fleet show` print it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LandState::Working => "working",
+            LandState::Queued { .. } => "queued",
+            LandState::Conflict { .. } => "conflict",
+            LandState::Checked { .. } => "checked",
+            LandState::Landed { .. } => "landed",
+            LandState::Archived { .. } => "archived",
+        }
+    }
+}
+
+/// The evidence of a landing attempt: what was merged onto what, and every check's result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// The base branch's commit the work was merged onto.
+    pub base: String,
+    /// The merged commit the checks ran on (empty: none was made).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub merged: String,
+    /// `git diff --stat` of the change against the base.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub diffstat: String,
+    /// What fleet committed itself: the leftovers the agent did not commit.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub leftovers: String,
+    pub checks: Vec<CheckRun>,
+    /// How it ended: `landed`, `checks failed`, `conflict`, `no changes`…
+    pub verdict: String,
+    /// What a person should know beyond the checks (a dirty checkout left alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub at: Timestamp,
+}
+
+/// One check command run on a merged tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRun {
+    pub command: String,
+    /// Its exit code (`None`: killed, e.g. at the timeout).
+    pub exit_code: Option<i32>,
+    pub millis: u64,
+    /// The end of its output (stdout and stderr together).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tail: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub timed_out: bool,
+}
+
+impl CheckRun {
+    pub fn passed(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
 }
 
 /// Who runs a task: the supervisor instance that claimed it, and the attempt.

@@ -102,15 +102,16 @@ impl Redactor {
         }
     }
 
-    /// Whether the serialized JSON `text` needs no masking at all, told from the text alone:
-    /// no configured value or token shape in it, and no configured value that JSON would have
-    /// to escape (a quote, a backslash, a control character), which the text could hide. A
-    /// `true` saves decoding the document to redact it; keys with secret names are the
-    /// caller's to rule out.
+    /// Whether the JSON document `text` needs no masking at all, told from its text without
+    /// building it: no key has a secret name ([`is_secret_name`]), and its text with the
+    /// escapes of its strings decoded holds no configured value and no token shape. Decoding
+    /// matters: in `"a\\nghp_…"` the token starts a word only once `\\n` is a line break. Text
+    /// with a `\\u` escape (a control character such as a colour code's ESC, which
+    /// [`Redactor::redact_text`] removes) or a key holding an escape is never judged clean. A
+    /// `true` saves decoding the document to redact it with [`Redactor::redact_json`].
     pub fn is_clean_json_text(&self, text: &str) -> bool {
-        let plain = |value: &str| !value.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
-        self.secrets.iter().all(|secret| plain(&secret.value))
-            && matches!(self.redact_text(text), Cow::Borrowed(_))
+        decoded_json_text(text)
+            .is_some_and(|plain| matches!(self.redact_text(&plain), Cow::Borrowed(_)))
     }
 
     /// The secrets `text` holds, each as its marker (`sk-ant-<redacted>`,
@@ -159,6 +160,23 @@ impl Redactor {
                         self.redact_json(inner);
                     }
                 }
+                // A key can be a secret too (a token used as a map key): mask it, keeping the
+                // order of the entries.
+                if map.keys().any(|key| matches!(self.redact_text(key), Cow::Owned(_))) {
+                    let entries = std::mem::take(map);
+                    for (key, inner) in entries {
+                        let mut key = self.redact_text(&key).into_owned();
+                        // Two keys masked alike both stay.
+                        let base_len = key.len();
+                        let mut n = 1;
+                        while map.contains_key(&key) {
+                            n += 1;
+                            key.truncate(base_len);
+                            key.push_str(&format!(" ({n})"));
+                        }
+                        map.insert(key, inner);
+                    }
+                }
             }
             Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
             Value::String(text) => {
@@ -202,6 +220,76 @@ impl Redactor {
         out.push_str(&text[copied..]);
         Cow::Owned(out)
     }
+}
+
+// --- JSON text ------------------------------------------------------------------------------
+
+/// The JSON document `text` with the escapes of its strings decoded and everything else as it
+/// is, for scanning as plain text; `None` when a key has a secret name or an escape, a string
+/// has a `\\u` escape, or a string does not end.
+fn decoded_json_text(text: &str) -> Option<Cow<'_, str>> {
+    let bytes = text.as_bytes();
+    let mut decoded: Option<String> = None;
+    let (mut copied, mut at) = (0, 0);
+    while let Some(quote) = memchr::memchr(b'"', &bytes[at..]) {
+        let start = at + quote + 1;
+        let (end, escaped) = string_end(bytes, start)?;
+        let is_key = bytes[end + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
+        if is_key && (escaped || is_secret_name(&text[start..end])) {
+            return None;
+        }
+        if escaped {
+            let out = decoded.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[copied..start]);
+            unescape_into(&text[start..end], out)?;
+            copied = end;
+        }
+        at = end + 1;
+    }
+    Some(match decoded {
+        Some(mut out) => {
+            out.push_str(&text[copied..]);
+            Cow::Owned(out)
+        }
+        None => Cow::Borrowed(text),
+    })
+}
+
+/// The closing quote of the JSON string whose contents begin at `start`, and whether the
+/// string holds an escape; `None` if it does not end.
+fn string_end(bytes: &[u8], start: usize) -> Option<(usize, bool)> {
+    let (mut at, mut escaped) = (start, false);
+    loop {
+        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        if bytes[at] == b'"' {
+            return Some((at, escaped));
+        }
+        escaped = true;
+        at += 2;
+    }
+}
+
+/// Appends the contents of a JSON string, `escaped`, to `out` decoded; `None` at a `\\u`
+/// escape (or one JSON does not have).
+fn unescape_into(escaped: &str, out: &mut String) -> Option<()> {
+    let mut rest = escaped;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        out.push(match rest.as_bytes().get(at + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            _ => return None,
+        });
+        rest = &rest[at + 2..];
+    }
+    out.push_str(rest);
+    Some(())
 }
 
 // --- secret names ---------------------------------------------------------------------------
@@ -251,6 +339,9 @@ const LOCATION_WORDS: [&str; 6] = ["sock", "socket", "path", "file", "dir", "dir
 /// `x-api-key`, `Authorization` and `DB_PASSWORD` are secret; `AUTHOR`, `GIT_AUTHOR_NAME`,
 /// `KEYBOARD`, `MONKEY`, `input_tokens`, `SSH_AUTH_SOCK` and `KEY_FILE` are not.
 pub fn is_secret_name(name: &str) -> bool {
+    if !has_secret_stem(name) {
+        return false;
+    }
     let (mut secret, mut location) = (false, false);
     for word in name_words(name) {
         let is = |w: &&str| word.eq_ignore_ascii_case(w);
@@ -261,6 +352,18 @@ pub fn is_secret_name(name: &str) -> bool {
         location |= LOCATION_WORDS.iter().any(is);
     }
     secret && !location
+}
+
+/// Whether `name` holds a stem of three letters that every secret word and ending holds
+/// (`key`, `tok`en, `sec`ret, `pas`sword, `cre`dential, `aut`h), in any case: a name without
+/// one is not secret, told without splitting it into words (most keys of an agent's output
+/// are judged so).
+fn has_secret_stem(name: &str) -> bool {
+    name.as_bytes().windows(3).any(|three| {
+        // `| 0x20` lower-cases an ASCII letter and turns no other byte into one.
+        let lower = [three[0] | 0x20, three[1] | 0x20, three[2] | 0x20];
+        matches!(&lower, b"key" | b"tok" | b"sec" | b"pas" | b"cre" | b"aut")
+    })
 }
 
 /// The words of a name, as slices of it (no copy: names are judged for every key of every line
@@ -325,6 +428,10 @@ fn mask_token_shapes(text: &str) -> Option<String> {
             at += 1;
             continue;
         }
+        if !may_start_token(bytes[at]) {
+            at += run(bytes, at, is_word_byte).max(1);
+            continue;
+        }
         match token_at(text, at) {
             Some(found) => {
                 let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -340,6 +447,12 @@ fn mask_token_shapes(text: &str) -> Option<String> {
         out.push_str(&text[copied..]);
         out
     })
+}
+
+/// Whether a token shape of [`token_at`] can start with byte `b`: `sk-`, `gh…_` and
+/// `github_pat_`, `AKIA`/`ASIA`/`AIza`, `xox…-`, `eyJ`, `Bearer`/`Basic` in any case.
+fn may_start_token(b: u8) -> bool {
+    matches!(b, b's' | b'g' | b'A' | b'x' | b'e' | b'b' | b'B')
 }
 
 /// The token shape starting at `at`, if any (the checks are cheap prefix tests first).
@@ -543,6 +656,28 @@ fn ends_word(bytes: &[u8], at: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn secrets_used_as_json_keys_are_masked() {
+        let github = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+        let other = "ghp_zB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY9";
+        let redactor = super::Redactor::from_env([("DEPLOY_TOKEN", "correct-horse-battery")]);
+        let mut value = serde_json::json!({
+            "a": 1,
+            github: {"correct-horse-battery": [ {other: "x"} ]},
+            other: 2,
+            "z": 3,
+        });
+        redactor.redact_json(&mut value);
+        let text = value.to_string();
+        for secret in [github, other, "correct-horse-battery"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["a", "ghp_<redacted>", "ghp_<redacted> (2)", "z"], "order kept: {text}");
+        assert_eq!(value["ghp_<redacted>"]["<redacted:DEPLOY_TOKEN>"][0]["ghp_<redacted>"], "x");
+        assert_eq!(value["ghp_<redacted> (2)"], 2);
+    }
+
     use super::*;
 
     #[test]
@@ -749,6 +884,102 @@ mod tests {
             doc["message"]["content"][0]["text"],
             "use ghp_<redacted> and <redacted:SERVICE_TOKEN>"
         );
+    }
+
+    #[test]
+    fn every_secret_word_and_ending_holds_a_stem() {
+        for word in SECRET_WORDS.iter().chain(&SECRET_ENDINGS) {
+            assert!(has_secret_stem(word), "{word} has no stem: names with it would pass");
+            assert!(has_secret_stem(&word.to_uppercase()), "{word} in upper case");
+        }
+        for plain in ["input_tokens_", "model", "session_id", "K\u{5}Y", "[EY", "ke"] {
+            assert_eq!(has_secret_stem(plain), plain.contains("tok"), "{plain:?}");
+        }
+    }
+
+    #[test]
+    fn json_text_is_clean_only_when_its_decoded_strings_and_keys_are() {
+        let redactor = Redactor::from_env([("SERVICE_TOKEN", "s3cr3t\"value")]);
+        let clean = |doc: serde_json::Value| redactor.is_clean_json_text(&doc.to_string());
+        assert!(clean(serde_json::json!({"usage": {"input_tokens": 5}, "text": "a \"b\"\n\\c"})));
+        for hidden in [
+            format!("line\n{GHP}"),
+            format!("tab\t{GHP}"),
+            format!("\\{GHP}"),
+            format!("\u{1b}[1m{GHP}"),
+            "quoted s3cr3t\"value".to_owned(),
+        ] {
+            assert!(!clean(serde_json::json!({ "text": hidden })), "{hidden:?}");
+        }
+        assert!(!clean(serde_json::json!({"nested": [{"apiKey": 1}]})));
+        assert!(!clean(serde_json::json!({"odd\"key": "x"})), "keys with escapes are not judged");
+        assert!(!redactor.is_clean_json_text(r#"{"text": "never ends}"#));
+    }
+
+    #[test]
+    fn json_text_is_decoded_string_by_string() {
+        let decoded = |text: &str| decoded_json_text(text).map(Cow::into_owned);
+        assert_eq!(decoded(r#"{"a":"plain","n":1}"#).as_deref(), Some(r#"{"a":"plain","n":1}"#));
+        assert_eq!(
+            decoded(r#"{"a":"x\ny \"q\" \\ \/","b":["\t"]}"#).as_deref(),
+            Some("{\"a\":\"x\ny \"q\" \\ /\",\"b\":[\"\t\"]}")
+        );
+        assert_eq!(decoded(r#"{"a":"\u001b[0m"}"#), None, "\\u escapes are not judged");
+        assert_eq!(decoded(r#"{"a\"b":1}"#), None, "keys with escapes are not judged");
+        assert_eq!(decoded(r#"{"api_key" : 1}"#), None, "secret names are found as keys");
+        assert_eq!(decoded(r#"{"a":"api_key"}"#).as_deref(), Some(r#"{"a":"api_key"}"#));
+        assert_eq!(decoded(r#"{"a":"cut\"#), None);
+        assert_eq!(decoded(r#"{"a":"cut"#), None);
+    }
+
+    #[test]
+    fn every_token_shape_starts_with_a_byte_the_scan_stops_at() {
+        for token in [
+            "sk-ant-api03-abcdefghijklmnop",
+            "sk-proj-abcdefghijklmnop",
+            "sk-abcdefghijklmnopqrs1",
+            GHP,
+            "github_pat_11ABCDEFG0123456789abcdef",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ASIAIOSFODNN7EXAMPLE",
+            "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+            "xoxb-123456789012-abcdef",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
+            "Bearer abc123def456",
+            "bearer abc123def456",
+            "BEARER abc123def456",
+            "Basic dXNlcjpwYXNzd29yZA==",
+            "basic dXNlcjpwYXNzd29yZA==",
+        ] {
+            assert!(may_start_token(token.as_bytes()[0]), "{token}");
+            assert_ne!(shapes(token), token, "{token} is a token shape");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever a document holds, a text judged clean is one redaction leaves unchanged.
+        #[test]
+        fn json_text_judged_clean_needs_no_redaction(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "word", " ", "\n", "\t", "\"", "\\", "/", "\u{1b}[0m", "\u{9b}", "é", "-", "_",
+                "ghp_", "aB3dE5fG7hI9jK1lM3nO5pQ7", "sk-ant-", "Bearer ", "abcdefgh12345678",
+                "s3cr3t-value", "api_key", "token",
+            ]), 0..24),
+            as_key in proptest::bool::ANY,
+        ) {
+            let redactor = Redactor::from_env([("SERVICE_TOKEN", "s3cr3t-value")]);
+            let text: String = parts.concat();
+            let mut doc = if as_key {
+                serde_json::json!({ "raw": { text.clone(): "v" } })
+            } else {
+                serde_json::json!({ "raw": { "content": [text.clone()] } })
+            };
+            if redactor.is_clean_json_text(&doc.to_string()) {
+                let before = doc.clone();
+                redactor.redact_json(&mut doc);
+                proptest::prop_assert_eq!(doc, before);
+            }
+        }
     }
 
     #[test]

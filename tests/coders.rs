@@ -292,7 +292,7 @@ fn codex_turn_totals_are_never_the_context_size() {
     let events = parse_case("codex", "context_pressure");
     let end = events.last().unwrap();
     assert_eq!(end.kind, EventKind::SessionEnded);
-    assert_eq!(end.raw["usage"]["input_tokens"], 975_000, "kept in raw for the records");
+    assert_eq!(end.raw.value()["usage"]["input_tokens"], 975_000, "kept in raw for the records");
     for case in cases("codex") {
         assert!(context_sizes(&parse_case("codex", &case)).is_empty(), "{case}");
     }

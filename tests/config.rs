@@ -947,7 +947,6 @@ fn later_python_keys_are_named_and_translated_with_their_units() {
         "runtime.toml:2: unknown key \"max_attempt_minutes\": the Python fleet's attempt_timeout_secs in minutes",
         "runtime.toml:3: unknown key \"context_kill_pct\": the Python fleet's name for context_pressure_threshold_pct",
         "runtime.toml:4: unknown key \"serve_port\": the Python fleet's, not used here (fleet serves no web API",
-        "runtime.toml:5: unknown key \"isolation\"",
     ] {
         assert!(shown.stderr.contains(message), "{message:?} in\n{}", shown.stderr);
     }
@@ -963,7 +962,10 @@ fn later_python_keys_are_named_and_translated_with_their_units() {
     let text = home.read();
     assert!(text.contains("attempt_timeout_secs = 5400"), "{text}");
     assert!(text.contains("context_pressure_threshold_pct = 85"), "{text}");
-    assert!(!text.contains("serve_port") && !text.contains("isolation"), "{text}");
+    assert!(!text.contains("serve_port"), "{text}");
+    // Issue 30: the Python fleet's isolation is this fleet's too, with the same meaning.
+    assert!(!shown.stderr.contains("\"isolation\""), "{}", shown.stderr);
+    assert!(text.contains("isolation = \"worktree\""), "{text}");
     home.fleet(&["config", "show"]).ok();
 }
 

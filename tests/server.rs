@@ -124,6 +124,27 @@ fn writes_through_the_server_print_what_direct_mode_prints() {
     );
 }
 
+/// A prefix rename the server applies, and then settings, reach the server's own later
+/// writes: new issues take the new prefix, and a setting it stored is in force for the next
+/// request (a long-lived store reads them at every write, not once when it opened).
+#[test]
+fn a_renamed_prefix_and_a_setting_reach_the_servers_next_writes() {
+    let ws = served();
+    let required = |args: &[&str]| ws.command(args).env("FLEET_REQUIRE_SERVER", "1").output();
+    ws.create("before", &[]);
+    let renamed = required(&["bd", "rename-prefix", "next"]).unwrap();
+    assert!(renamed.status.success(), "{}", String::from_utf8_lossy(&renamed.stderr));
+    let after = required(&["create", "after", "--silent"]).unwrap();
+    let id = String::from_utf8_lossy(&after.stdout).trim().to_string();
+    assert!(id.starts_with("next-"), "a served create after the rename made {id:?}");
+
+    let set = required(&["bd", "config", "set", "validation.on-create", "error"]).unwrap();
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    let refused = required(&["create", "no sections"]).unwrap();
+    assert_eq!(refused.status.code(), Some(1), "the served setting holds");
+    assert!(served_requests(&ws) >= 4, "{}", ws.serve_log());
+}
+
 #[test]
 fn a_stale_socket_is_ignored() {
     let ws = unserved();

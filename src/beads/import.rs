@@ -342,14 +342,14 @@ pub fn run(
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: source counted");
     if options.dry_run {
         let reader = store.read()?;
-        let plan = plan(Known::of(reader.view())?, store.prefix(), batch, progress)?;
+        let plan = plan(Known::of(reader.view())?, &store.prefix(), batch, progress)?;
         let mut report = plan.report(true);
         report.fidelity = Fidelity { source: expected.source(), store: None };
         return Ok(report);
     }
     let ((mut report, ahead), applied) = store.write(actor, clock, |writer| {
         writer.begin_bulk()?;
-        let plan = plan(Known::of(writer.view())?, store.prefix(), batch, progress)?;
+        let plan = plan(Known::of(writer.view())?, &store.prefix(), batch, progress)?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: planned");
         let report = plan.apply(writer, progress)?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: applied");

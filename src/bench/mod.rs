@@ -23,6 +23,7 @@ pub mod claim;
 mod claims;
 mod cycle;
 pub mod import;
+pub mod landing;
 pub mod merge;
 pub mod ready;
 mod serving;

@@ -31,6 +31,10 @@ pub enum BenchCommand {
     /// A merge of a few ops arriving out of order into a store of many records: by rewinding
     /// the undo log, against making the state again from every op.
     Merge(MergeBenchArgs),
+    /// Landing work through one merge lane: merges per minute with a check of a given
+    /// length, close → base moved, worktree creation time and disk per worktree, in a
+    /// generated repository.
+    Landing(LandingBenchArgs),
     /// One claimer or reader of a benchmark (spawned by `fleet bench`).
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -47,6 +51,19 @@ pub struct ClaimArgs {
     /// Shapes to run, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = Shape::ALL)]
     pub shapes: Vec<Shape>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LandingBenchArgs {
+    /// Files in the generated repository.
+    #[arg(long, default_value_t = 10_000)]
+    pub files: usize,
+    /// Tasks landed through the lane.
+    #[arg(long, default_value_t = 10)]
+    pub entries: usize,
+    /// Seconds the check takes (`sleep N`).
+    #[arg(long, default_value_t = 1)]
+    pub check_secs: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -153,6 +170,7 @@ pub fn cmd_bench(ctx: &Context, command: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Supervisor(args) => cmd_bench_supervisor(ctx, args),
         BenchCommand::Sync(args) => cmd_bench_sync(ctx, args),
         BenchCommand::Merge(args) => cmd_bench_merge(ctx, args),
+        BenchCommand::Landing(args) => cmd_bench_landing(ctx, args),
         BenchCommand::Worker(args) => cmd_bench_worker(ctx, args),
     }
 }
@@ -171,6 +189,17 @@ fn cmd_bench_merge(ctx: &Context, args: MergeBenchArgs) -> Result<(), CliError> 
         .with_hint("fleet bench merge --records 100000 --behind 100 --batch 10"));
     }
     let report = bench::merge::run(&config, &mut |note| ctx.out.note(note))?;
+    ctx.out.emit(&report, || report.render());
+    Ok(())
+}
+
+fn cmd_bench_landing(ctx: &Context, args: LandingBenchArgs) -> Result<(), CliError> {
+    let config = bench::landing::LandingConfig {
+        files: at_least_one("files", args.files)?,
+        entries: at_least_one("entries", args.entries)?,
+        check_secs: args.check_secs,
+    };
+    let report = bench::landing::run(&config, &mut |note| ctx.out.note(note))?;
     ctx.out.emit(&report, || report.render());
     Ok(())
 }

@@ -378,6 +378,11 @@ fn render_detail_with(detail: &IssueDetail, run: Option<&RunInfo>) -> String {
             field("Model", &issue.fleet.model);
         }
     }
+    if let Some(landing) = &issue.fleet.land {
+        lines.extend(
+            super::receipt::landing_lines(landing).iter().map(|l| printable(l).into_owned()),
+        );
+    }
     if detail.blocked {
         lines.push("Blocked: yes (see dependencies)".to_string());
     }
@@ -634,6 +639,10 @@ pub struct CloseArgs {
     /// The agent session closing it.
     #[arg(long, default_value = "")]
     pub session: String,
+    /// The task is done with nothing to land: its branch may have no commits (a task that
+    /// works in a worktree of its own; see `fleet merges`).
+    #[arg(long)]
+    pub no_changes: bool,
 }
 
 /// What a close of several issues did.
@@ -650,7 +659,8 @@ pub fn cmd_close(ctx: &Context, args: CloseArgs) -> Result<(), CliError> {
             args.ids.len()
         )));
     }
-    let closes = close_requests(&args.ids, &args.reason, &args.session, args.force);
+    let mut closes = close_requests(&args.ids, &args.reason, &args.session, args.force);
+    closes.iter_mut().for_each(|close| close.no_changes = args.no_changes);
     let result = close_issues(ctx, closes)?;
     ctx.out.emit(&result.closed, || {
         result
@@ -702,7 +712,7 @@ pub(in crate::cli) fn close_requests(
             reason: reasons.get(n).or(reasons.first()).cloned().unwrap_or_default(),
             session: session.to_string(),
             force,
-            system: false,
+            ..CloseRequest::default()
         })
         .collect()
 }

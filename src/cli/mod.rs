@@ -19,6 +19,7 @@ mod dep;
 mod doctor;
 mod error;
 mod fake_agent;
+mod gc;
 mod init;
 mod issue;
 mod join;
@@ -26,12 +27,14 @@ mod journal;
 mod label;
 mod log;
 mod logging;
+mod merges;
 mod output;
 mod parse;
 mod printable;
 mod qa;
 mod query;
 mod rebuild;
+mod receipt;
 mod run;
 mod serve;
 mod signals;
@@ -205,6 +208,11 @@ parse::deferred_and_eager! {
     Task(task::TaskArgs),
     /// The supervisor's log ($FLEET_HOME/logs/fleet-run.log).
     Log(log::LogArgs),
+    /// The merge lanes: work waiting to land on each base branch, its age, and what failed.
+    Merges(merges::MergesArgs),
+    /// Remove the worktrees of tasks whose work landed (their tips kept under
+    /// refs/fleet/archive/<id>); dirty ones are refused by name.
+    Gc(gc::GcArgs),
     /// Stop a running task's agent: the task is blocked with a comment (or requeued).
     Kill(control::KillArgs),
     /// Start no new agents (every coder's, one coder's, or one account's); running agents go on.
@@ -366,6 +374,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Tasks(args) => tasks::cmd_tasks(&ctx, args),
         Command::Task(args) => task::cmd_task(&ctx, args),
         Command::Log(args) => log::cmd_log(&ctx, args),
+        Command::Merges(args) => merges::cmd_merges(&ctx, args),
+        Command::Gc(args) => gc::cmd_gc(&ctx, args),
         Command::Kill(args) => control::cmd_kill(&ctx, args),
         Command::Pause(args) => control::cmd_pause(&ctx, args),
         Command::Resume(args) => control::cmd_resume(&ctx, args),

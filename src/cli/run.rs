@@ -328,6 +328,10 @@ fn event_tone(event: &Event) -> Option<Tone> {
         | Event::ShortOfResources { .. } => Tone::Warn,
         Event::Released { .. } | Event::StraysKilled { .. } => Tone::Warn,
         Event::ConfigRejected { .. } | Event::Revoked { .. } => Tone::Bad,
+        Event::Land(report) if report.verdict == "landed" || report.verdict == "no changes" => {
+            Tone::Good
+        }
+        Event::Land(_) => Tone::Warn,
         _ => return None,
     })
 }
@@ -411,6 +415,15 @@ pub fn event_line(event: &Event) -> Option<String> {
         Event::StoppingNow { agents } => format!("killing {agents} agents now"),
         Event::Idle { paused } => {
             format!("nothing more can run without help — paused: {}", paused.join("; "))
+        }
+        Event::Land(report) => {
+            let mark = match report.verdict.as_str() {
+                "landed" | "no changes" => "⇡",
+                "conflict" => "⚡",
+                "base moved" => "↻",
+                _ => "✗",
+            };
+            format!("{mark} {} {}: {}", report.id, report.verdict, report.detail)
         }
     })
 }

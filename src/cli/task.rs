@@ -7,7 +7,9 @@
 //! - `events`: `events.jsonl` as it is (JSON Lines, for tools);
 //! - `stderr`: the agent's stderr (`log.stderr`);
 //! - `plan`, `knowledge`, `qa`: `artifacts/PLAN_AND_STATUS.md`, `KNOWLEDGE.md`, `Q&A.md`;
-//! - `prompt`: the prompt of the latest attempt (`--attempt N` for another), as saved, redacted.
+//! - `prompt`: the prompt of the latest attempt (`--attempt N` for another), as saved, redacted;
+//! - `receipt`, `diff`: the landing of a task with a worktree of its own — the receipt of its
+//!   last landing attempt, and its change against its base (from the store and git).
 //!
 //! `--follow` keeps printing `log`, `events` or `stderr` as they grow, until the task is no
 //! longer in progress (or Ctrl-C). Without an id, the running tasks are listed.
@@ -37,6 +39,10 @@ pub enum Artifact {
     Prompt,
     /// Q&A.md: the agent's questions and the answers.
     Qa,
+    /// The receipt of the last landing attempt: commits, checks, output tails (`--json`).
+    Receipt,
+    /// The task's change against its base (from its branch, or the commit it landed as).
+    Diff,
 }
 
 #[derive(Debug, clap::Args)]
@@ -61,6 +67,13 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
     let store = ctx.open_store()?;
     let id = store.read()?.resolve(input)?;
+    if matches!(args.artifact, Artifact::Receipt | Artifact::Diff) {
+        let issue = store
+            .read()?
+            .issue(&id)?
+            .ok_or_else(|| CliError::new(format!("no issue found matching {id:?}")))?;
+        return show_landing(ctx, &issue, args.artifact);
+    }
     let root =
         super::tasks::task_root(&home, &id).filter(|root| root.is_dir()).ok_or_else(|| {
             CliError::new(format!("task {id} has no task directory yet"))
@@ -91,10 +104,44 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
         Artifact::Knowledge => show_file(&root.join("artifacts/KNOWLEDGE.md"), &id),
         Artifact::Qa => show_file(&root.join("artifacts").join(QA_FILE), &id),
         Artifact::Prompt => show_file(&prompt_path(&root, args.attempt, &id)?, &id),
+        // Read from the store above: they need no task directory.
+        Artifact::Receipt | Artifact::Diff => Ok(()),
     }
 }
 
 pub use crate::supervisor::prompt::QA_FILE;
+
+/// `receipt` and `diff`: from the task's landing record.
+fn show_landing(
+    ctx: &Context,
+    issue: &crate::model::Issue,
+    artifact: Artifact,
+) -> Result<(), CliError> {
+    let Some(landing) = &issue.fleet.land else {
+        return Err(CliError::new(format!("task {} has no worktree of its own: nothing lands", issue.id))
+            .with_hint("tasks get one at their first attempt when their directory is in a git repository (isolation in runtime.toml)"));
+    };
+    if artifact == Artifact::Receipt {
+        ctx.out.emit(&landing, || super::receipt::render(&issue.id, landing));
+        return Ok(());
+    }
+    let git = crate::land::git::Git::at(&landing.repo);
+    let diff = match &landing.state {
+        crate::model::LandState::Landed { merged, .. }
+        | crate::model::LandState::Archived { merged, .. }
+            if !merged.is_empty() =>
+        {
+            git.run(&["show", "--stat", "--patch", merged])
+        }
+        _ => {
+            let range = format!("refs/heads/{}...refs/heads/{}", landing.base, landing.branch);
+            git.run(&["diff", "--stat", "--patch", &range])
+        }
+    }
+    .map_err(|e| CliError::new(e.to_string()))?;
+    write_stdout(&format!("{diff}\n"));
+    Ok(())
+}
 
 fn show_file(path: &Path, id: &str) -> Result<(), CliError> {
     match std::fs::read_to_string(path) {

@@ -37,15 +37,18 @@
 //!   `rate_limit_threshold_pct` ([`RateLimit::above`]);
 //! - `stream_event` and `system:status` (only with `--include-partial-messages`) → nothing.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::diagnose::{classify_failure, classify_text};
-use super::event::json;
+use super::event::{json, share_raw};
 use super::{
     AgentEvent, BuiltinSettings, Coder, CredentialFile, EventKind, EventParser, Probe, RateLimit,
-    RateLimitStatus, SignIn, SpawnSpec, TaskSpec, merge_env, tool_input_summary,
+    RateLimitStatus, RawJson, SignIn, SpawnSpec, TaskSpec, Usage, merge_env, tool_input_summary,
 };
 
 /// The model used when the config names none.
@@ -141,11 +144,14 @@ impl Coder for ClaudeCoder {
     }
 }
 
+/// How many message ids a [`ClaudeParser`] remembers to count each message's usage once.
+const RECENT_MESSAGES: usize = 16;
+
 /// Parses claude's `--output-format stream-json --verbose` stdout.
 #[derive(Debug, Default)]
 pub struct ClaudeParser {
-    /// Message ids whose usage was already reported (each assistant line repeats it).
-    counted_messages: HashSet<String>,
+    /// The latest message ids whose usage was reported (each assistant line repeats it).
+    counted_messages: VecDeque<String>,
     /// Tool-call id → tool name, so a result can say which tool it answers.
     tool_names: HashMap<String, String>,
     /// The text of the CLI's last synthetic `API Error: …` message, for a failed result that
@@ -155,25 +161,105 @@ pub struct ClaudeParser {
 
 impl EventParser for ClaudeParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        let trimmed = line.trim();
+        // Most lines are assistant messages: read them into borrowed structs, without
+        // building a tree. Any line those do not fit takes the general way below.
+        if trimmed.contains("\"assistant\"")
+            && let Ok(typed) = serde_json::from_str::<AssistantLine<'_>>(trimmed)
+            && typed.kind == "assistant"
+        {
+            let mut events = self.typed_assistant_events(&typed);
+            share_raw(&mut events, RawJson::from_line(trimmed));
+            return events;
+        }
         let Some(value) = json::object(line) else {
             return plain_line(line);
         };
+        // The line is one JSON object: its text is the events' raw JSON, as it was printed.
+        let mut events = self.value_line(value);
+        share_raw(&mut events, RawJson::from_line(trimmed));
+        events
+    }
+}
+
+/// An assistant line, borrowed from the text. Only what the parser reads is declared;
+/// anything else is skipped. A field of an unexpected type fails the whole line, which is
+/// then read the general way (as a [`Value`]), so the two ways agree on every line.
+#[derive(Deserialize)]
+struct AssistantLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    parent_tool_use_id: Option<IgnoredAny>,
+    #[serde(default, borrow)]
+    error: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<AssistantMessage<'a>>,
+}
+
+#[derive(Deserialize)]
+struct AssistantMessage<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<TypedUsage>,
+    #[serde(default, borrow)]
+    content: Option<Vec<ContentBlock<'a>>>,
+}
+
+/// Anthropic usage with integer counts (a float or a string sends the line the general way,
+/// which reads those leniently).
+#[derive(Deserialize)]
+struct TypedUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct ContentBlock<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    input: Option<Value>,
+}
+
+impl ClaudeParser {
+    /// The events of a JSON line read as a [`Value`]; the caller gives them their `raw`.
+    fn value_line(&mut self, value: Value) -> Vec<AgentEvent> {
         match json::str_at(&value, "type").unwrap_or("") {
             "system" => system_line(value),
-            "assistant" => self.assistant_line(value),
-            "user" => self.user_line(value),
+            "assistant" => self.assistant_events(&value),
+            "user" => self.user_events(&value),
             "result" => self.result_line(value),
             "rate_limit_event" => rate_limit_event(value),
             // Older or synthetic streams put tool calls at the top level.
             "tool_use" => {
                 let tool = json::string_at(&value, "name");
-                vec![AgentEvent::new(EventKind::ToolUse, value).with_tool(tool)]
+                vec![AgentEvent::new(EventKind::ToolUse, Value::Null).with_tool(tool)]
             }
             "tool_result" => {
                 let tool = json::string_at(&value, "name");
                 let is_error = json::bool_at(&value, "is_error");
                 vec![
-                    AgentEvent::new(EventKind::ToolResult, value)
+                    AgentEvent::new(EventKind::ToolResult, Value::Null)
                         .with_tool(tool)
                         .with_error(is_error),
                 ]
@@ -185,7 +271,7 @@ impl EventParser for ClaudeParser {
                 limit.resets_at = value.get("resetsAt").and_then(json::epoch_timestamp);
                 let session = json::string_at(&value, "session_id");
                 vec![
-                    AgentEvent::new(EventKind::RateLimit, value)
+                    AgentEvent::new(EventKind::RateLimit, Value::Null)
                         .with_session(session)
                         .with_rate_limit(Some(limit))
                         .with_http_status(Some(429))
@@ -196,34 +282,99 @@ impl EventParser for ClaudeParser {
             _ => Vec::new(),
         }
     }
-}
 
-impl ClaudeParser {
-    fn assistant_line(&mut self, value: Value) -> Vec<AgentEvent> {
-        let session = json::string_at(&value, "session_id");
-        let message = value.get("message").cloned().unwrap_or(Value::Null);
-        let synthetic = json::str_at(&message, "model") == Some("<synthetic>");
+    /// The events of an assistant line read by [`AssistantLine`], as
+    /// [`ClaudeParser::assistant_events`] makes them from a [`Value`].
+    fn typed_assistant_events(&mut self, line: &AssistantLine<'_>) -> Vec<AgentEvent> {
+        let session = line.session_id.as_deref().map(str::to_owned);
+        let message = line.message.as_ref();
+        let synthetic = message.and_then(|m| m.model.as_deref()) == Some("<synthetic>");
+        let subagent = line.parent_tool_use_id.is_some();
+        let is_error = line.error.is_some();
+
+        let mut usage = None;
+        if !synthetic
+            && !subagent
+            && let Some(message) = message
+        {
+            let id = message.id.as_deref().unwrap_or_default();
+            if let Some(raw) = &message.usage
+                && (id.is_empty() || self.first_sight(id))
+            {
+                usage = Some(Usage {
+                    input_tokens: raw.input_tokens,
+                    output_tokens: raw.output_tokens,
+                    cache_creation_input_tokens: raw.cache_creation_input_tokens,
+                    cache_read_input_tokens: raw.cache_read_input_tokens,
+                });
+            }
+        }
+
+        let blocks = message.and_then(|m| m.content.as_deref()).unwrap_or_default();
+        let mut events = Vec::new();
+        for block in blocks {
+            let owned = |text: &Option<Cow<'_, str>>| text.as_deref().map(str::to_owned);
+            let event = match block.kind.as_deref().unwrap_or("") {
+                "text" => AgentEvent::new(EventKind::AssistantText, Value::Null)
+                    .with_text(owned(&block.text)),
+                "thinking" => AgentEvent::new(EventKind::Thinking, Value::Null)
+                    .with_text(owned(&block.thinking)),
+                "tool_use" | "server_tool_use" => {
+                    let name = owned(&block.name);
+                    if let (Some(id), Some(name)) = (owned(&block.id), &name) {
+                        self.tool_names.insert(id, name.clone());
+                    }
+                    let summary = block.input.as_ref().and_then(tool_input_summary);
+                    AgentEvent::new(EventKind::ToolUse, Value::Null)
+                        .with_tool(name)
+                        .with_text(summary)
+                }
+                _ => continue,
+            };
+            events.push(event.with_session(session.clone()).with_error(is_error));
+        }
+        if synthetic && is_error {
+            let parts: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
+            self.last_api_error = (!parts.is_empty()).then(|| parts.join("\n"));
+        }
+        if events.is_empty() && usage.is_some() {
+            // A message with no block we show still reports the context size.
+            events
+                .push(AgentEvent::new(EventKind::AssistantText, Value::Null).with_session(session));
+        }
+        if let Some(first) = events.first_mut() {
+            first.usage = usage;
+        }
+        events
+    }
+
+    /// The events of an assistant line, their `raw` left for the caller to fill in.
+    fn assistant_events(&mut self, value: &Value) -> Vec<AgentEvent> {
+        let session = json::string_at(value, "session_id");
+        let message = value.get("message").unwrap_or(&Value::Null);
+        let synthetic = json::str_at(message, "model") == Some("<synthetic>");
         let subagent = value.get("parent_tool_use_id").is_some_and(|id| !id.is_null());
         // The CLI's own "API Error: …" message carries a top-level `error`.
-        let is_error = json::str_at(&value, "error").is_some();
+        let is_error = json::str_at(value, "error").is_some();
 
         let mut usage = None;
         if !synthetic && !subagent {
-            let id = json::string_at(&message, "id").unwrap_or_default();
+            let id = json::str_at(message, "id").unwrap_or_default();
             if let Some(raw) = message.get("usage").filter(|u| u.is_object())
-                && (id.is_empty() || self.counted_messages.insert(id))
+                && (id.is_empty() || self.first_sight(id))
             {
                 usage = Some(json::anthropic_usage(raw));
             }
         }
 
-        let blocks = message.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+        let blocks =
+            message.get("content").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         let mut events = Vec::new();
-        for block in &blocks {
+        for block in blocks {
             let event = match json::str_at(block, "type").unwrap_or("") {
-                "text" => AgentEvent::new(EventKind::AssistantText, value.clone())
+                "text" => AgentEvent::new(EventKind::AssistantText, Value::Null)
                     .with_text(json::string_at(block, "text")),
-                "thinking" => AgentEvent::new(EventKind::Thinking, value.clone())
+                "thinking" => AgentEvent::new(EventKind::Thinking, Value::Null)
                     .with_text(json::string_at(block, "thinking")),
                 "tool_use" | "server_tool_use" => {
                     let name = json::string_at(block, "name");
@@ -231,7 +382,7 @@ impl ClaudeParser {
                         self.tool_names.insert(id, name.clone());
                     }
                     let summary = block.get("input").and_then(tool_input_summary);
-                    AgentEvent::new(EventKind::ToolUse, value.clone())
+                    AgentEvent::new(EventKind::ToolUse, Value::Null)
                         .with_tool(name)
                         .with_text(summary)
                 }
@@ -245,15 +396,28 @@ impl ClaudeParser {
         }
         if events.is_empty() && usage.is_some() {
             // A message with no block we show still reports the context size.
-            events.push(
-                AgentEvent::new(EventKind::AssistantText, value.clone())
-                    .with_session(session.clone()),
-            );
+            events
+                .push(AgentEvent::new(EventKind::AssistantText, Value::Null).with_session(session));
         }
         if let Some(first) = events.first_mut() {
             first.usage = usage;
         }
         events
+    }
+
+    /// Whether message `id` is seen for the first time (its usage is then counted). A
+    /// message's lines come one after another (a subagent's are not counted), so the last
+    /// [`RECENT_MESSAGES`] ids are enough: the parser's memory stays bounded however long the
+    /// session.
+    fn first_sight(&mut self, id: &str) -> bool {
+        if self.counted_messages.iter().any(|seen| seen == id) {
+            return false;
+        }
+        if self.counted_messages.len() == RECENT_MESSAGES {
+            self.counted_messages.pop_front();
+        }
+        self.counted_messages.push_back(id.to_owned());
+        true
     }
 
     /// The final `result`: a failure event when it failed, then the session end.
@@ -273,14 +437,14 @@ impl ClaudeParser {
             .flatten();
         let mut events = Vec::new();
         if overflow {
-            events.push(AgentEvent::new(EventKind::ContextOverflow, value.clone()));
+            events.push(AgentEvent::new(EventKind::ContextOverflow, Value::Null));
         } else if is_error && status == Some(429) {
             events.push(
-                AgentEvent::new(EventKind::RateLimit, value.clone())
+                AgentEvent::new(EventKind::RateLimit, Value::Null)
                     .with_rate_limit(Some(RateLimit::http_429())),
             );
         } else if is_error {
-            events.push(AgentEvent::new(EventKind::Error, value.clone()).with_fault(fault));
+            events.push(AgentEvent::new(EventKind::Error, Value::Null).with_fault(fault));
         }
         events.push(AgentEvent::new(EventKind::SessionEnded, value).with_fault(fault));
         let failure_count = events.len() - 1;
@@ -293,8 +457,9 @@ impl ClaudeParser {
         events
     }
 
-    fn user_line(&mut self, value: Value) -> Vec<AgentEvent> {
-        let session = json::string_at(&value, "session_id");
+    /// The events of a user line, their `raw` left for the caller to fill in.
+    fn user_events(&mut self, value: &Value) -> Vec<AgentEvent> {
+        let session = json::string_at(value, "session_id");
         let Some(blocks) =
             value.get("message").and_then(|m| m.get("content")).and_then(Value::as_array)
         else {
@@ -308,7 +473,7 @@ impl ClaudeParser {
             let tool = json::str_at(block, "tool_use_id").and_then(|id| self.tool_names.remove(id));
             let text = block.get("content").and_then(json::content_text);
             events.push(
-                AgentEvent::new(EventKind::ToolResult, value.clone())
+                AgentEvent::new(EventKind::ToolResult, Value::Null)
                     .with_session(session.clone())
                     .with_tool(tool)
                     .with_text(text)
@@ -457,6 +622,64 @@ mod tests {
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
         let mut parser = ClaudeParser::default();
         lines.iter().flat_map(|line| parser.parse_line(line)).collect()
+    }
+
+    fn assistant(id: &str, blocks: &str) -> String {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"{id}","content":[{blocks}],"usage":{{"input_tokens":7}}}},"session_id":"s"}}"#
+        )
+    }
+
+    #[test]
+    fn usage_counts_once_per_message_and_the_parser_forgets_old_ids() {
+        let mut parser = ClaudeParser::default();
+        let text = r#"{"type":"text","text":"hi"}"#;
+        for n in 0..100 {
+            let id = format!("msg_{n}");
+            let first = parser.parse_line(&assistant(&id, text));
+            let again = parser.parse_line(&assistant(&id, r#"{"type":"thinking","thinking":"t"}"#));
+            assert!(first[0].usage.is_some() && again[0].usage.is_none(), "{id}");
+        }
+        assert_eq!(parser.counted_messages.len(), RECENT_MESSAGES);
+    }
+
+    #[test]
+    fn every_event_of_a_line_carries_the_line() {
+        let line = assistant(
+            "msg_1",
+            r#"{"type":"text","text":"a"},{"type":"tool_use","id":"t1","name":"Bash","input":{}}"#,
+        );
+        let events = parse(&[&line]);
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(|event| event.raw.text() == line));
+        assert!(events[0].raw.same_line(&events[1].raw), "shared, not copied");
+        let result = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"tool_result","tool_use_id":"t2","content":"no"}]}}"#;
+        let events = parse(&[&line, result]);
+        assert_eq!(events[2].tool_name.as_deref(), Some("Bash"));
+        assert!(events[2..].iter().all(|event| event.raw.text() == result));
+    }
+
+    #[test]
+    fn typed_assistant_lines_read_as_the_general_way_reads_them() {
+        let lines = [
+            assistant("m1", r#"{"type":"text","text":"a \"q\" \u00e9"},{"type":"thinking","thinking":"t"}"#),
+            assistant("m2", r#"{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}},{"x":1}"#),
+            r#"{"type":"assistant","message":{"id":"m3","model":"<synthetic>","content":[{"type":"text","text":"API Error: 529"}]},"error":"unknown","session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","parent_tool_use_id":"t9","message":{"id":"m4","content":[],"usage":{"input_tokens":5}}}"#.to_owned(),
+            r#"{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m5","content":[],"usage":{"input_tokens":5}}}"#.to_owned(),
+            // Lines the typed structs refuse (a float count, a string content) still read.
+            r#"{"type":"assistant","message":{"id":"m6","content":"plain","usage":{"input_tokens":5.5}}}"#.to_owned(),
+        ];
+        for line in &lines {
+            let mut typed = ClaudeParser::default();
+            let mut general = ClaudeParser::default();
+            let got = typed.parse_line(line);
+            let mut want = general.value_line(json::object(line).unwrap());
+            share_raw(&mut want, RawJson::from_line(line));
+            assert_eq!(got, want, "{line}");
+            assert_eq!(typed.last_api_error, general.last_api_error, "{line}");
+            assert_eq!(typed.tool_names, general.tool_names, "{line}");
+        }
     }
 
     #[test]

@@ -371,7 +371,10 @@ fn keep_end(text: &str, max: usize) -> String {
 /// the 8-bit `0x9B` form), OSC and other string sequences (`ESC ] … BEL` or `ESC \`, hyperlinks
 /// and titles), and two-character escapes. Borrowed when there is nothing to remove.
 pub fn strip_ansi(text: &str) -> Cow<'_, str> {
-    if !text.contains(['\u{1b}', '\u{9b}']) {
+    // A byte test first: U+009B is the bytes C2 9B, so a text without an ESC or a 9B byte
+    // has neither (the test of every line an agent prints).
+    let maybe = memchr::memchr2(0x1b, 0x9b, text.as_bytes()).is_some();
+    if !maybe || !text.contains(['\u{1b}', '\u{9b}']) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -572,6 +575,9 @@ mod tests {
         assert_eq!(strip_ansi("\u{1b}]8;;http://x\u{7}link\u{1b}]8;;\u{1b}\\!"), "link!");
         assert_eq!(strip_ansi("\u{1b}(Bok\u{1b}7"), "ok");
         assert_eq!(strip_ansi("\u{9b}32mgreen"), "green");
+        // `Û` is the bytes C3 9B: a 9B byte that is no CSI leaves the text as it is.
+        assert!(matches!(strip_ansi("Ûber"), Cow::Borrowed("Ûber")));
+        assert_eq!(strip_ansi("Û\u{9b}1mÛ"), "ÛÛ");
         // Malformed or cut sequences never panic and never eat the text after them.
         assert_eq!(strip_ansi("a\u{1b}[\nb"), "a\nb");
         assert_eq!(strip_ansi("end\u{1b}"), "end");

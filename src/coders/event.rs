@@ -22,9 +22,60 @@
 //!   provider is down ([`Fault::Outage`]). The supervisor pauses the coder instead of charging
 //!   the task. The wording rules live in [`diagnose`](super::diagnose).
 
+use std::sync::Arc;
+
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+
+/// The JSON text of the line an event came from, kept as the CLI printed it: written to
+/// `events.jsonl` as it is (never decoded and re-encoded on the way), shared by the events
+/// of one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawJson(Arc<str>);
+
+impl RawJson {
+    /// `text`, which must be one valid JSON document (the caller parsed it).
+    pub fn from_line(text: &str) -> RawJson {
+        RawJson(Arc::from(text))
+    }
+
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    /// The document decoded (`null` if the text is not JSON).
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// Whether both are the text of the same line (not a copy).
+    pub fn same_line(&self, other: &RawJson) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl From<Value> for RawJson {
+    fn from(value: Value) -> RawJson {
+        RawJson(Arc::from(value.to_string()))
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match serde_json::from_str::<&serde_json::value::RawValue>(&self.0) {
+            Ok(raw) => raw.serialize(serializer),
+            Err(_) => Value::Null.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawJson, D::Error> {
+        Value::deserialize(deserializer).map(RawJson::from)
+    }
+}
 
 /// Token counts of one model request, as the CLI reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,12 +253,52 @@ pub struct AgentEvent {
     /// Why a final failure is the fleet's fault (not logged in, provider down), when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
-    pub raw: Value,
+    pub raw: RawJson,
+}
+
+/// Every field of an [`AgentEvent`] but `raw`, serialised in the same order with the same
+/// rules: the head of an `events.jsonl` line, to which the line's own text is added as it is.
+#[derive(Serialize)]
+pub struct EventFields<'a> {
+    kind: EventKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: &'a Option<Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_limit: &'a Option<RateLimit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: &'a Option<u16>,
+    is_error: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fault: &'a Option<Fault>,
 }
 
 impl AgentEvent {
+    /// Every field but `raw`, for writing the line with its raw text as it is.
+    pub fn fields(&self) -> EventFields<'_> {
+        EventFields {
+            kind: self.kind,
+            session_id: &self.session_id,
+            tool_name: &self.tool_name,
+            text: &self.text,
+            model: &self.model,
+            usage: &self.usage,
+            rate_limit: &self.rate_limit,
+            http_status: &self.http_status,
+            is_error: self.is_error,
+            fault: &self.fault,
+        }
+    }
+
     /// An event of `kind` with only `raw` set; the builder methods below fill the rest.
-    pub fn new(kind: EventKind, raw: Value) -> AgentEvent {
+    pub fn new(kind: EventKind, raw: impl Into<RawJson>) -> AgentEvent {
         AgentEvent {
             kind,
             session_id: None,
@@ -219,7 +310,7 @@ impl AgentEvent {
             http_status: None,
             is_error: false,
             fault: None,
-            raw,
+            raw: raw.into(),
         }
     }
 
@@ -273,6 +364,14 @@ impl AgentEvent {
     pub fn is_rate_limit_rejection(&self) -> bool {
         self.kind == EventKind::RateLimit
             && self.rate_limit.as_ref().is_some_and(|r| r.status == RateLimitStatus::Rejected)
+    }
+}
+
+/// Gives the events of one line their `raw` JSON, shared (no copy of the text).
+pub fn share_raw(events: &mut [AgentEvent], raw: impl Into<RawJson>) {
+    let raw = raw.into();
+    for event in events {
+        event.raw = raw.clone();
     }
 }
 
@@ -416,6 +515,27 @@ mod tests {
         );
         let back: AgentEvent = serde_json::from_value(json).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn fields_and_raw_text_make_the_serialised_event() {
+        let event =
+            AgentEvent::new(EventKind::ToolUse, RawJson::from_line(r#"{"type": "x",  "n":1}"#))
+                .with_tool(Some("Bash".into()))
+                .with_text(Some("ls".into()))
+                .with_usage(Some(Usage::default()))
+                .with_rate_limit(Some(RateLimit::http_429()))
+                .with_http_status(Some(429))
+                .with_error(true)
+                .with_fault(Some(Fault::Auth))
+                .with_session(Some("s".into()));
+        let mut fields = serde_json::to_value(event.fields()).unwrap();
+        fields["raw"] = event.raw.value();
+        assert_eq!(serde_json::to_value(&event).unwrap(), fields);
+        let whole = serde_json::to_string(&event).unwrap();
+        assert!(whole.ends_with(r#""raw":{"type": "x",  "n":1}}"#), "raw kept as printed: {whole}");
+        let back: AgentEvent = serde_json::from_str(&whole).unwrap();
+        assert_eq!(back.raw.value(), event.raw.value());
     }
 
     #[test]

@@ -39,7 +39,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use account::Account;
-pub use event::{AgentEvent, EventKind, EventLine, Fault, RateLimit, RateLimitStatus, Usage};
+pub use event::{
+    AgentEvent, EventFields, EventKind, EventLine, Fault, RateLimit, RateLimitStatus, RawJson,
+    Usage,
+};
 pub(crate) use registry::closest_word;
 pub use registry::{
     BUILTIN_CODERS, CoderConfig, CoderConfigError, CoderInfo, EventFormat, Registry, UnknownCoder,

@@ -45,6 +45,10 @@ pub(super) fn read_document(
             config.prices = read_prices(source, key, item)?;
             continue;
         }
+        if name == "merge" {
+            config.merge = read_merge(source, key, item)?;
+            continue;
+        }
         let Some(info) = KeyInfo::find(name) else {
             return Err(unknown_top_level_key(source, name, key, item));
         };
@@ -106,7 +110,8 @@ fn unknown_top_level_key(
     } else {
         "remove it or fix its spelling; `fleet config show` lists every key".to_owned()
     };
-    let top_level: Vec<&str> = KEYS.iter().map(|k| k.name).chain(["coders", "prices"]).collect();
+    let top_level: Vec<&str> =
+        KEYS.iter().map(|k| k.name).chain(["coders", "prices", "merge"]).collect();
     unknown(source, name, name, &top_level, line, hint)
 }
 
@@ -148,7 +153,7 @@ pub(super) fn problems(root: &toml_edit::Table, source: Source) -> Vec<ConfigErr
 }
 
 fn is_top_level_key(name: &str) -> bool {
-    name == "coders" || name == "prices" || KeyInfo::find(name).is_some()
+    ["coders", "prices", "merge"].contains(&name) || KeyInfo::find(name).is_some()
 }
 
 /// `root` without its unknown keys (top-level, and in `[coders.*]` tables): what the file
@@ -267,6 +272,31 @@ fn read_prices(
     match prices.iter().find(|(_, price)| !price.is_valid()) {
         Some((model, _)) => Err(invalid(format!("prices.{model:?}: a price is negative"))),
         None => Ok(prices),
+    }
+}
+
+/// Reads the `[merge]` table ([`MergeConfig`](super::MergeConfig)).
+fn read_merge(
+    source: Source,
+    key: &toml_edit::Key,
+    item: &Item,
+) -> Result<super::MergeConfig, ConfigError> {
+    let line = value_line(source, key, item);
+    let invalid = |message: String| {
+        ConfigError::new(source.path, ConfigErrorKind::Invalid, message)
+            .at(line)
+            .key("merge")
+            .hint(format!("a [merge] table takes: {}", super::merge::MERGE_KEYS.join(", ")))
+    };
+    let value = item
+        .clone()
+        .into_value()
+        .map_err(|item| wrong_type(source, "merge", "a table", &item, line))?;
+    let merge = super::MergeConfig::deserialize(value.into_deserializer())
+        .map_err(|error| invalid(format!("merge: {}", error.message().trim())))?;
+    match merge.problem() {
+        Some(problem) => Err(invalid(problem)),
+        None => Ok(merge),
     }
 }
 

@@ -165,11 +165,13 @@ macro_rules! runtime_keys {
             /// `[prices."MODEL"]` tables: dollars per million tokens, for models whose CLI
             /// reports no cost.
             pub prices: BTreeMap<String, super::Price>,
+            /// The `[merge]` table: how finished work lands on its base branch.
+            pub merge: super::MergeConfig,
         }
 
         impl Default for RuntimeConfig {
             fn default() -> RuntimeConfig {
-                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new() }
+                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new(), merge: super::MergeConfig::default() }
             }
         }
 
@@ -252,6 +254,12 @@ runtime_keys! {
     /// often, when one is configured (0: never). Read when the supervisor starts.
     sync_interval_secs: u64 = 30, int(0, DAY),
         "sync with the git remote this often while running, if one is configured (0: never)";
+    /// Where agents work: "auto" (a git worktree and branch of the task's own when its
+    /// directory is in a git repository with a commit, else the directory itself),
+    /// "worktree", or "none" (the directory itself). A task's `isolation` metadata overrides
+    /// it. See `crate::land`.
+    isolation: String = "auto".to_owned(), TEXT,
+        "where agents work: auto (a git worktree per task in a repository), worktree, none";
 }
 
 /// What became of a key of the Python fleet's runtime.toml that this fleet does not have.
@@ -269,7 +277,7 @@ pub enum Legacy {
 /// Keys of the Python fleet's `runtime.toml` (at its last release and in its early versions)
 /// that this fleet does not have under the same name. The others (`max_concurrent`, `model`,
 /// `coder`, `context_pressure_threshold_pct`, `rate_limit_threshold_pct`) mean the same here.
-pub const LEGACY_KEYS: [(&str, Legacy); 29] = [
+pub const LEGACY_KEYS: [(&str, Legacy); 28] = [
     ("retry_limit", Legacy::Renamed("max_failures")),
     // Keys of the Python fleet's later releases.
     ("context_kill_pct", Legacy::Renamed("context_pressure_threshold_pct")),
@@ -307,8 +315,7 @@ pub const LEGACY_KEYS: [(&str, Legacy); 29] = [
         Legacy::Dropped("a task that fills its context starts a fresh session"),
     ),
     ("state_max_bytes", Legacy::Dropped("a task that fills its context starts a fresh session")),
-    ("isolation", Legacy::Dropped("agents work in the task's own directory (--cwd)")),
-    ("post_merge_command", Legacy::Dropped("agents work in the task's own directory (--cwd)")),
+    ("post_merge_command", Legacy::Dropped("checks run before work lands: [merge] checks")),
     (
         "triage_interval_minutes",
         Legacy::Dropped("blocked tasks wait for a person: `fleet questions`, `fleet answer`"),
@@ -400,7 +407,7 @@ mod tests {
             .as_object()
             .unwrap()
             .keys()
-            .filter(|k| !["coders", "prices"].contains(&k.as_str()))
+            .filter(|k| !["coders", "prices", "merge"].contains(&k.as_str()))
             .collect();
         let keys: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
         assert_eq!(fields, keys);

@@ -185,7 +185,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// What becomes of the source's key `name` holding `item`.
 fn plan_for(name: &str, item: &Item) -> Plan {
-    if name == "coders" || name == "prices" {
+    if name == "coders" || name == "prices" || name == "merge" {
         // This fleet's own tables (the Python fleet had none): taken as they are.
         return Plan::Take { to: name.to_owned(), value: None };
     }

@@ -27,6 +27,7 @@
 mod check;
 mod edit;
 pub mod keys;
+pub mod merge;
 mod migrate;
 pub mod prices;
 mod watch;
@@ -38,6 +39,7 @@ use std::time::Duration;
 use check::Source;
 pub use edit::{ConfigChange, SetError, header, set_values, unset_keys, value_of};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
+pub use merge::{Isolation, MergeConfig};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
 pub use prices::{Price, price_of};
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
@@ -260,6 +262,18 @@ impl RuntimeConfig {
                 .hint(UNKNOWN_CODER_HINT));
             }
         }
+        if Isolation::parse(&self.isolation).is_none() {
+            return Err(ConfigError::new(
+                nowhere,
+                ConfigErrorKind::Invalid,
+                format!(
+                    "isolation = {:?}: expected one of {}",
+                    self.isolation,
+                    Isolation::NAMES.join(", ")
+                ),
+            )
+            .key("isolation"));
+        }
         if self.retry_backoff_max_secs < self.retry_backoff_secs {
             return Err(ConfigError::new(
                 nowhere,
@@ -368,6 +382,11 @@ impl RuntimeConfig {
 
     pub fn rate_limit_default_pause(&self) -> Duration {
         Duration::from_secs(self.rate_limit_default_pause_secs)
+    }
+
+    /// The isolation in force (`isolation`, checked by [`RuntimeConfig::validate`]).
+    pub fn isolation(&self) -> Isolation {
+        Isolation::parse(&self.isolation).unwrap_or(Isolation::Auto)
     }
 
     /// The price of `model` from the `[prices.*]` tables, if it has one.

@@ -28,12 +28,6 @@ pub(super) struct Author<'a> {
     pub prefix: &'a str,
 }
 
-impl<'a> Author<'a> {
-    fn of(store: &'a Store, replica: &'a str) -> Author<'a> {
-        Author { replica, prefix: store.prefix() }
-    }
-}
-
 /// What [`commit_pending`] did.
 #[derive(Debug, Clone, Serialize)]
 pub struct CommitReport {
@@ -229,7 +223,8 @@ fn try_commit(
             }
             report.recovered = recovered.count;
             let chunks = batches(&sizes_of(&ops), max_ops);
-            let author = Author::of(store, replica);
+            let prefix = store.prefix();
+            let author = Author { replica, prefix: &prefix };
             (write_trees(repo, author, &mut ops, &chunks, crate::parallel::cores())?, scanned_to)
         }
     };
@@ -565,6 +560,13 @@ async fn commit_in_background(store: Arc<Store>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The author of `store`'s batches (leaked: a test's few strings).
+    fn author_of(store: &Store) -> Author<'static> {
+        let replica: &'static str = Box::leak(store.replica().into_boxed_str());
+        let prefix: &'static str = Box::leak(store.prefix().into_boxed_str());
+        Author { replica, prefix }
+    }
     use crate::journal::{read_replica, verify};
     use crate::model::Issue;
     use crate::op::Op;
@@ -629,7 +631,7 @@ mod tests {
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let tip = repo.tip(&store.replica()).unwrap();
         let mut pending = scan(&store, store.journal_committed().unwrap()).unwrap();
-        let (info, jsonl, seconds) = encode(Author::of(&store, &store.replica()), &mut pending.ops);
+        let (info, jsonl, seconds) = encode(author_of(&store), &mut pending.ops);
         repo.commit_batch(&info, &jsonl, tip, seconds).unwrap().unwrap();
         assert_eq!(store.journal_committed().unwrap(), 3);
 
@@ -709,7 +711,7 @@ mod tests {
         commit_pending(&store).unwrap();
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let mut pending = scan(&store, 0).unwrap();
-        let (info, jsonl, seconds) = encode(Author::of(&store, &store.replica()), &mut pending.ops);
+        let (info, jsonl, seconds) = encode(author_of(&store), &mut pending.ops);
         // Expecting no ref where there is one, then a parent that is not the tip (dated later,
         // so that the commits differ from the ones already made).
         let later = seconds + 1;
@@ -754,8 +756,7 @@ mod tests {
         let repo = JournalRepo::find(store.dir()).unwrap().unwrap();
         let Pending { mut ops, .. } = scan(&store, 0).unwrap();
         let chunks = batches(&sizes_of(&ops), 10);
-        let after =
-            write_trees(&repo, Author::of(&store, &store.replica()), &mut ops, &chunks, 2).unwrap();
+        let after = write_trees(&repo, author_of(&store), &mut ops, &chunks, 2).unwrap();
         assert_eq!(tree_ids(&ahead.trees), tree_ids(&after));
         assert_eq!(ahead.trees.len(), 3);
 

@@ -193,7 +193,7 @@ fn examine(store: &Store, scratch: &Path, path: &Path) -> Examined {
         let mut checks = vec![tables(&txn, path)];
         let (issues, read) = issues(&txn);
         checks.push(issues);
-        checks.push(edges(&txn, &read.ids, store.prefix()));
+        checks.push(edges(&txn, &read.ids, &store.prefix()));
         checks.push(labels(&txn, &read));
         checks.push(comments(&txn, &read.ids));
         let damaged = read.damaged;

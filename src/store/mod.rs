@@ -174,7 +174,7 @@ pub enum StoreError {
     #[error("no issue found matching {0:?}")]
     NotFound(String),
     /// A full id of an issue that was deleted: it names nothing now, and never another issue.
-    #[error("no issue {0} (deleted)")]
+    #[error("no issue found matching {0:?} (it was deleted)")]
     Deleted(String),
     #[error("{input:?} matches several issues: {}", candidates.join(", "))]
     Ambiguous { input: String, candidates: Vec<String> },
@@ -661,6 +661,10 @@ fn open_snapshot(path: &Path) -> Result<(Database, TempFile), StoreError> {
     let copy = TempFile(std::env::temp_dir().join(name));
     std::fs::copy(path, &copy.0)
         .map_err(io_error(format!("copying {} to read it", path.display())))?;
+    // The copy took the original's mode, which a store one may only read has without write
+    // bits; it is this process's own file, opened writable to recover it.
+    std::fs::set_permissions(&copy.0, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(io_error(format!("making {} writable", copy.0.display())))?;
     let db = open_database(&copy.0).map_err(|e| match e {
         StoreError::DatabaseAt { source, .. } => {
             StoreError::DatabaseAt { path: path.to_path_buf(), source }
@@ -960,9 +964,20 @@ impl Store {
         &self.dir
     }
 
-    /// The id prefix of new issues.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
+    /// The id prefix of new issues, as the store says now (a `rename-prefix` by another process
+    /// or served by this one changes it under a long-lived store).
+    pub fn prefix(&self) -> String {
+        stored_or(self.meta_value(meta::PREFIX), &self.prefix)
+    }
+
+    /// A meta value as the store holds it now; `None` if it has none or cannot be read.
+    fn meta_value(&self, key: &str) -> Option<Vec<u8>> {
+        let read = || -> Result<Option<Vec<u8>>, StoreError> {
+            let txn = self.begin_read()?;
+            let meta_table = txn.open_table(META)?;
+            Ok(meta_table.get(key)?.map(|v| v.value().to_vec()))
+        };
+        read().ok().flatten()
     }
 
     /// This store's replica id (which machine makes its ops), as the store says now: a sync
@@ -970,12 +985,7 @@ impl Store {
     /// "Identity"), which a long-lived process must see. Falls back to the id the store was
     /// opened with if the store cannot be read (its writes would fail then anyway).
     pub fn replica(&self) -> String {
-        let read = || -> Result<Option<Vec<u8>>, StoreError> {
-            let txn = self.begin_read()?;
-            let meta_table = txn.open_table(META)?;
-            Ok(meta_table.get(meta::REPLICA)?.map(|v| v.value().to_vec()))
-        };
-        replica_or(read().ok().flatten(), &self.replica)
+        stored_or(self.meta_value(meta::REPLICA), &self.replica)
     }
 
     /// The store's hybrid logical clock now: the stamp of the last op made or seen here.
@@ -993,7 +1003,8 @@ impl Store {
     fn reader_of(&self, txn: &ReadTransaction) -> Result<Reader, StoreError> {
         let path = self.path();
         let tables = guard::guarded(&path, || open_read_tables(txn)).map_err(|e| e.at(&path))?;
-        Ok(Reader { tables, prefix: self.prefix.clone(), path })
+        let prefix = stored_or(tables.meta_bytes(meta::PREFIX)?, &self.prefix);
+        Ok(Reader { tables, prefix, path })
     }
 
     /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.
@@ -1478,7 +1489,10 @@ impl<'t> Writer<'t> {
         let journal_seq = tables.meta_u64(meta::JOURNAL_SEQ)?;
         let sidelined = txn.open_table(SIDELINED)?;
         // Read each time: a sync may have given the store a new replica id since it was opened.
-        let replica = replica_or(tables.meta_bytes(meta::REPLICA)?, &store.replica);
+        let replica = stored_or(tables.meta_bytes(meta::REPLICA)?, &store.replica);
+        // Read at every write, like the replica id: another process's rename-prefix (or a
+        // request this process served) changes it under a long-lived store.
+        let tables_prefix = tables.meta_bytes(meta::PREFIX)?;
         let (order_high, order_high_moved) = match tables.meta_bytes(meta::ORDER_HIGH)? {
             Some(bytes) => (serde_json::from_slice(&bytes).ok(), false),
             None => (merge::highest_key(&journal, &sidelined)?, true),
@@ -1491,7 +1505,7 @@ impl<'t> Writer<'t> {
             op_ids,
             actor: actor.to_string(),
             replica,
-            prefix: store.prefix.clone(),
+            prefix: stored_or(tables_prefix, &store.prefix),
             clock,
             hlc,
             journal_seq,
@@ -1616,6 +1630,8 @@ impl<'t> Writer<'t> {
     /// the prefix is this store's setting; the renamed issues travel as ops.
     pub fn set_prefix(&mut self, prefix: &str) -> Result<(), StoreError> {
         self.tables.meta.insert(meta::PREFIX, prefix.as_bytes())?;
+        self.settings_written += 1;
+        self.prefix = prefix.to_string();
         Ok(())
     }
 
@@ -1815,11 +1831,12 @@ fn replica_in(txn: &WriteTransaction, opened_as: &str) -> Result<String, StoreEr
     use redb::ReadableTable;
     let meta_table = txn.open_table(META)?;
     let stored = meta_table.get(meta::REPLICA)?.map(|v| v.value().to_vec());
-    Ok(replica_or(stored, opened_as))
+    Ok(stored_or(stored, opened_as))
 }
 
 /// The replica id in the meta value `stored`, or `opened_as` if there is none.
-fn replica_or(stored: Option<Vec<u8>>, opened_as: &str) -> String {
+/// The text of a stored meta value, or what the store was opened with if it has none.
+fn stored_or(stored: Option<Vec<u8>>, opened_as: &str) -> String {
     match stored {
         Some(bytes) if !bytes.is_empty() => String::from_utf8_lossy(&bytes).into_owned(),
         _ => opened_as.to_string(),

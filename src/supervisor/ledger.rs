@@ -358,7 +358,7 @@ fn session_totals(event: &AgentEvent) -> Option<SessionTotals> {
     if event.kind != EventKind::SessionEnded {
         return None;
     }
-    let raw = &event.raw;
+    let raw = &event.raw.value();
     if let Some(stats) = raw.get("stats").filter(|s| s.is_object()) {
         return gemini_totals(stats);
     }
@@ -414,7 +414,7 @@ fn step_cost(event: &AgentEvent) -> Option<f64> {
     if event.kind != EventKind::StepFinished && event.kind != EventKind::SessionEnded {
         return None;
     }
-    let raw = &event.raw;
+    let raw = &event.raw.value();
     if raw.get("type").and_then(Value::as_str) != Some("step_finish") {
         return None;
     }

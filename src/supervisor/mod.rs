@@ -35,6 +35,7 @@ pub mod accounts;
 pub mod daemon;
 pub mod guard;
 pub mod hold;
+pub mod landing;
 pub mod lease;
 pub mod ledger;
 pub mod outcome;
@@ -58,6 +59,7 @@ use tokio::task::JoinSet;
 
 use crate::claim;
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
+use crate::land::worktree;
 use crate::model::{FleetFields, Issue, Status};
 use crate::op::IssuePatch;
 use crate::place::Places;
@@ -77,8 +79,37 @@ use taskdir::{TaskDir, TaskRecord};
 /// level is not theirs, and their `bd` calls keep beads' quiet stderr.
 pub const LOG_FILTER_VAR: &str = "FLEET_LOG";
 
-/// How often the store's change counter is read.
+/// How often the store file is looked at for changes (its change counter is read only when
+/// the file changed, see [`StoreStamp`]).
 pub const POLL: Duration = Duration::from_millis(20);
+/// A store file written this recently is read again on every poll: a second commit within
+/// the file system's timestamp granularity may leave the time as it was.
+const RECENT_WRITE: Duration = Duration::from_millis(250);
+
+/// What `stat` says about the store file: a commit by any process changes it. Comparing it
+/// costs one system call; reading the change counter costs a thread hop and a read
+/// transaction, which every 20 ms was a few percent of a core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StoreStamp {
+    modified: std::time::SystemTime,
+    len: u64,
+    ino: u64,
+}
+
+impl StoreStamp {
+    fn of(path: &Path) -> Option<StoreStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(StoreStamp { modified: meta.modified().ok()?, len: meta.len(), ino: meta.ino() })
+    }
+
+    /// Whether the file was written so recently that a later write may not show.
+    fn is_recent(&self) -> bool {
+        std::time::SystemTime::now()
+            .duration_since(self.modified)
+            .map_or(true, |age| age < RECENT_WRITE)
+    }
+}
 /// How long the supervisor's thread naps before it waits for events again while many agents
 /// run ([`BATCH_FROM`]), so that their lines are handled in batches, a wake-up every few
 /// milliseconds instead of one per line: the most a reaction is delayed then.
@@ -255,6 +286,8 @@ pub enum Event {
     Stopped {
         finished: usize,
     },
+    /// A merge lane finished with an entry: landed, refused, in conflict, or back in line.
+    Land(landing::LandReport),
 }
 
 /// Counts for the final summary.
@@ -326,7 +359,7 @@ fn next_in_line(
 fn claim_with_lease(
     store: &Store,
     me: &Identity,
-    choice: &Choice,
+    (choice, places): (&Choice, &SharedPlaces),
     now: Timestamp,
     accept: &dyn Fn(&Issue) -> bool,
 ) -> Result<Option<Issue>, ClaimFailure> {
@@ -345,10 +378,14 @@ fn claim_with_lease(
         .and_then(|reader| next_in_line(&reader, me, now, &free))
         .map_err(|error| ClaimFailure::of_store(None, &error))?;
     let Some(candidate) = look else { return Ok(None) };
+    let landing = plan_landing(store, &candidate, choice, places);
     let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
     let mut take = |w: &mut crate::store::Writer<'_>, id: &str| {
         let issue = tracker::claim(w, id)?;
-        let fleet = leased_fields(&issue, me, choice, w.now());
+        let mut fleet = leased_fields(&issue, me, choice, w.now());
+        if fleet.land.is_none() && id == candidate {
+            fleet.land.clone_from(&landing);
+        }
         let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
         let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
         w.issue(&id)?.ok_or(StoreError::NotFound(id))
@@ -364,6 +401,32 @@ fn claim_with_lease(
             },
         }
     })
+}
+
+/// The worktree a task about to start its first attempt gets (`crate::land::worktree::plan`):
+/// `None` when it has one already, works in its directory itself, or cannot have one (then
+/// [`Supervisor::start`] fails the attempt if its isolation demands one).
+fn plan_landing(
+    store: &Store,
+    id: &str,
+    choice: &Choice,
+    places: &SharedPlaces,
+) -> Option<crate::model::Landing> {
+    let issue = store.read().ok()?.issue(id).ok()??;
+    if issue.fleet.land.is_some() {
+        return None;
+    }
+    let cwd = resolve_here(places, &issue).ok()?;
+    let cwd = if cwd.as_os_str().is_empty() { choice.home.clone() } else { cwd };
+    let isolation = worktree::isolation_of(&issue, choice.config.isolation());
+    let target = &choice.config.merge.target;
+    match worktree::plan(&choice.home, id, &cwd, isolation, target) {
+        Ok(landing) => landing,
+        Err(error) => {
+            tracing::warn!(%error, task = %id, "planning the task's worktree failed");
+            None
+        }
+    }
 }
 
 /// After each periodic sync: the export `sync.export_jsonl` asks for, as `fleet sync` does.
@@ -400,6 +463,8 @@ struct Running {
 /// What a claim needs to lease a task: the config, the coders, and the account each coder with
 /// accounts would run its next attempt on.
 struct Choice {
+    /// `$FLEET_HOME` (where worktrees go).
+    home: PathBuf,
     config: RuntimeConfig,
     registry: crate::coders::Registry,
     /// Coder → account, for the coders with accounts that can start an agent.
@@ -435,6 +500,17 @@ pub struct Supervisor {
     /// Where tasks' working directories are on this machine (`crate::place`), for the roots
     /// of the config in force.
     places: SharedPlaces,
+    /// The merge lanes landing an entry now (one entry per lane at a time).
+    lanes_busy: std::collections::BTreeSet<crate::land::lane::LaneKey>,
+    /// The merge queue must be read again: an agent closed a task, a landing ended, or the
+    /// queue changed while entries wait (a resolution task may have closed).
+    landing_due: bool,
+    /// Entries in the merge queue at the last read, including those waiting for a resolution
+    /// task: while there are any, every change of the queue reads it again.
+    landing_waiting: usize,
+    /// Entries that can be landed now, at the last read: an `--until-idle` run goes on while
+    /// there are any.
+    landing_ready: usize,
 }
 
 /// Spawning held back after an agent could not start for want of a resource (open files,
@@ -503,6 +579,10 @@ impl Supervisor {
             rotation: accounts::Rotation::default(),
             short: None,
             places: Arc::new(std::sync::Mutex::new((String::new(), Places::new(&[], None)))),
+            lanes_busy: std::collections::BTreeSet::new(),
+            landing_due: true,
+            landing_waiting: 0,
+            landing_ready: 0,
         })
     }
 
@@ -584,8 +664,11 @@ impl Supervisor {
         );
         let (signals_tx, mut signals) = mpsc::unbounded_channel();
         let mut runners: JoinSet<Finished> = JoinSet::new();
+        let mut landings: JoinSet<landing::LandReport> = JoinSet::new();
         let mut children = child_exits();
         let mut last_changes = u64::MAX;
+        let store_path = self.store.path();
+        let mut store_stamp: Option<StoreStamp> = None;
         let mut next_recheck = tokio::time::Instant::now();
         let mut next_heartbeat = tokio::time::Instant::now() + lease::HEARTBEAT;
         while *stop.borrow() == Stop::No {
@@ -605,17 +688,29 @@ impl Supervisor {
                 self.keep_guard(&mut guard);
                 self.reclaim(Scan::IfSomeoneDied).await;
             }
-            let changes = self.changes().await;
+            let stamp = StoreStamp::of(&store_path);
+            let changes = if stamp.is_none_or(|s| Some(s) != store_stamp || s.is_recent()) {
+                store_stamp = stamp;
+                self.changes().await
+            } else {
+                last_changes
+            };
             if changes != last_changes {
                 self.check_running_tasks().await;
             }
             if changes != last_changes || now >= next_recheck {
+                if self.landing_due || (changes != last_changes && self.landing_waiting > 0) {
+                    self.drive_lanes(&mut landings).await;
+                }
                 last_changes = changes;
                 next_recheck = now + RECHECK;
                 let started = self.fill_slots(&mut runners, &stop, &signals_tx).await;
                 if self.options.until_idle
                     && started == 0
                     && runners.is_empty()
+                    && landings.is_empty()
+                    && self.landing_ready == 0
+                    && !self.landing_due
                     && (self.damaged.is_some() || self.idle().await)
                 {
                     break;
@@ -634,6 +729,12 @@ impl Supervisor {
                     }
                     next_recheck = tokio::time::Instant::now();
                 }
+                Some(done) = landings.join_next() => {
+                    if let Ok(report) = done {
+                        self.landed(report);
+                    }
+                    next_recheck = tokio::time::Instant::now();
+                }
                 Some(signal) = signals.recv() => self.on_signal(signal),
                 // `Some`: without a SIGCHLD handler the channel is closed and must not spin.
                 Some(()) = children.recv() => { crate::process::reap_orphans(&Default::default()); }
@@ -642,6 +743,13 @@ impl Supervisor {
             }
         }
         self.shut_down(&mut runners, &mut stop, guard.id()).await;
+        // A landing under way finishes (its checks are bounded by their timeout): stopping
+        // it halfway would only make the next run redo it.
+        while let Some(done) = landings.join_next().await {
+            if let Ok(report) = done {
+                self.landed(report);
+            }
+        }
         if let Some(syncing) = syncing {
             syncing.finish().await;
         }
@@ -1012,7 +1120,7 @@ impl Supervisor {
                         && !paused.contains(&coder_of(issue, &choice.config.coder))
                         && runnable_here(&places, issue)
                 };
-                claim_with_lease(store, &me, &choice, now, &accept)
+                claim_with_lease(store, &me, (&choice, &places), now, &accept)
             })
             .await;
         match result {
@@ -1061,7 +1169,8 @@ impl Supervisor {
                 chosen.insert(coder.to_owned(), account.name.clone());
             }
         }
-        (paused, Choice { config, registry, accounts: chosen })
+        let home = self.options.home.clone();
+        (paused, Choice { home, config, registry, accounts: chosen })
     }
 
     fn start(
@@ -1119,10 +1228,30 @@ impl Supervisor {
         let instance = self.me.instance.clone();
         let stop = stop.clone();
         let signals = signals.clone();
+        let needs_worktree = issue.fleet.land.is_none()
+            && worktree::isolation_of(&issue, self.cfg().isolation())
+                == crate::config::Isolation::Worktree;
+        let landing = issue.fleet.land.clone();
         runners.spawn(async move {
             let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
             let attempt_id = lease.attempt.clone();
-            let outcome = match (coder, task_dir) {
+            let workdir = match landing {
+                _ if needs_worktree => Err(format!(
+                    "isolation = \"worktree\", but {} is not in a git repository with a commit on a branch",
+                    cwd.display()
+                )),
+                None => Ok(cwd),
+                Some(landing) => {
+                    let task = id.clone();
+                    tokio::task::spawn_blocking(move || worktree::ensure(&task, &landing))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|made| made.map_err(|e| e.to_string()))
+                }
+            };
+            let outcome = match (coder, task_dir, workdir) {
+                (_, _, Err(detail)) => Outcome::NoWorktree { detail },
+                (coder, task_dir, Ok(cwd)) => match (coder, task_dir) {
                 (Err(error), _) => Outcome::SpawnFailed {
                     error: error.to_string(),
                     fix: format!(
@@ -1153,6 +1282,7 @@ impl Supervisor {
                     };
                     runner::run(attempt, signals).await
                 }
+                },
             };
             Finished {
                 id,
@@ -1297,6 +1427,44 @@ impl Supervisor {
         }
     }
 
+    /// Reads the merge queue and starts landing the next entry of every free lane.
+    async fn drive_lanes(&mut self, landings: &mut JoinSet<landing::LandReport>) {
+        self.landing_due = false;
+        let busy = self.lanes_busy.clone();
+        let actor = self.me.name.clone();
+        let read = self.blocking(move |store| landing::scan(store, &actor, &busy)).await;
+        let waiting = match read {
+            Ok(waiting) => waiting,
+            Err(error) => {
+                tracing::error!(%error, "reading the merge queue failed");
+                return;
+            }
+        };
+        self.landing_ready = waiting.ready;
+        self.landing_waiting = waiting.ready + waiting.blocked;
+        for entry in waiting.next {
+            self.lanes_busy.insert(entry.lane());
+            let store = Arc::clone(&self.store);
+            let actor = self.me.name.clone();
+            let home = self.options.home.clone();
+            let config = self.cfg().clone();
+            let redactor = self.redactor().clone();
+            landings.spawn_blocking(move || {
+                landing::land_one(&store, &actor, home, &entry, (&config, &redactor))
+            });
+        }
+    }
+
+    /// A lane finished with an entry: reported, and the queue read again.
+    fn landed(&mut self, report: landing::LandReport) {
+        self.lanes_busy.retain(|lane| format!("{} {}", lane.repo, lane.base) != report.lane);
+        self.landing_due = true;
+        if report.verdict == "error" {
+            tracing::error!(task = %report.id, "landing failed: {}", report.detail);
+        }
+        self.emit(Event::Land(report));
+    }
+
     /// Writes an attempt's outcome to the queue, and pauses or clears its coder.
     async fn record(&mut self, mut finished: Finished) {
         let id = finished.id.clone();
@@ -1319,6 +1487,9 @@ impl Supervisor {
                 self.summary.attempts += 1;
                 *self.summary.verdicts.entry(plan.verdict.to_string()).or_default() += 1;
                 self.summary.last_verdicts.insert(id.clone(), plan.verdict);
+                if plan.verdict == Verdict::Queued {
+                    self.landing_due = true;
+                }
                 if let Some(until) = plan.pause_until {
                     let scope =
                         Scope::of_attempt(&plan.coder, &plan.account, PauseCause::RateLimit);
@@ -1383,6 +1554,7 @@ impl Supervisor {
             | Outcome::Revoked { .. }
             | Outcome::SpawnFailed { .. }
             | Outcome::NoResources { .. }
+            | Outcome::NoWorktree { .. }
             | Outcome::Contention { .. } => {}
             _ => {
                 self.pauses.succeeded(&Scope::coder(&finished.coder), now);
@@ -1488,9 +1660,11 @@ fn freeze_coder(issue: &mut Issue, finished: &Finished, held: bool) -> bool {
         Outcome::CoderFault { .. }
             | Outcome::SpawnFailed { .. }
             | Outcome::NoResources { .. }
+            | Outcome::NoWorktree { .. }
             | Outcome::Contention { .. }
     );
-    let settled_by_agent = matches!(issue.status, Status::Closed | Status::Blocked);
+    let settled_by_agent =
+        matches!(issue.status, Status::Closed | Status::Blocked) || outcome::queued(issue);
     if !ran || !(held || settled_by_agent) || !issue.fleet.coder.is_empty() {
         return false;
     }

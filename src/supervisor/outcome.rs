@@ -55,6 +55,10 @@ pub enum Outcome {
     /// Someone else changed the task while its agent ran (released, closed, blocked, reopened,
     /// deleted, took it over), so the agent was stopped. `reason` says what happened.
     Revoked { reason: String },
+    /// The task's own worktree could not be made, or is gone or broken: the agent was not
+    /// started (never in the shared checkout instead). Released uncharged, with the reason;
+    /// retried after a backoff.
+    NoWorktree { detail: String },
 }
 
 impl Outcome {
@@ -75,6 +79,10 @@ impl Outcome {
 pub enum Verdict {
     /// The agent closed the task.
     Closed,
+    /// The agent closed the task; its work waits in the merge queue to land.
+    Queued,
+    /// The task's worktree could not be made or used: released uncharged.
+    WorktreeFailed,
     /// The agent set the task to blocked: it waits for a human.
     BlockedByAgent,
     /// Someone else holds the task now; it is left alone.
@@ -105,6 +113,8 @@ impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Closed => "closed",
+            Verdict::Queued => "queued",
+            Verdict::WorktreeFailed => "worktree-failed",
             Verdict::BlockedByAgent => "blocked-by-agent",
             Verdict::TakenOver => "taken-over",
             Verdict::Stopped => "stopped",
@@ -190,6 +200,7 @@ fn settled_elsewhere(outcome: &Outcome, issue: &Issue, held: bool) -> Option<Pla
             pause_until: None,
             verdict: Verdict::BlockedByAgent,
         }),
+        Status::InProgress if held && queued(issue) => Some(queued_to_land(issue)),
         Status::InProgress if held => None,
         _ => Some(note(
             format!(
@@ -240,7 +251,61 @@ fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Time
         Outcome::CoderFault { cause, detail } => coder_fault(issue, *cause, detail),
         Outcome::Contention { detail } => contention(issue, detail, now),
         Outcome::Revoked { reason } => stopped(attempt, reason),
+        Outcome::NoWorktree { detail } => no_worktree(issue, detail, config, now),
     }
+}
+
+/// Whether the task's work waits in the merge queue (its agent closed it).
+pub fn queued(issue: &Issue) -> bool {
+    issue.fleet.land.as_ref().is_some_and(|l| l.state.in_queue())
+}
+
+/// The agent closed a task that works on a branch of its own: the task stays in progress,
+/// its lease dropped, while its work waits to land.
+fn queued_to_land(issue: &Issue) -> Plan {
+    let attempt = issue.fleet.attempts;
+    let base = issue.fleet.land.as_ref().map_or("", |l| l.base.as_str());
+    Plan {
+        release: false,
+        patch: Some(counters(issue.fleet.clone())),
+        comment: format!(
+            "[fleet] attempt {attempt}: the agent closed the task; its work waits in the merge queue to land on {base}"
+        ),
+        pause_until: None,
+        verdict: Verdict::Queued,
+    }
+}
+
+/// The worktree could not be made or used: uncounted, retried after a backoff.
+fn no_worktree(issue: &Issue, detail: &str, config: &RuntimeConfig, now: Timestamp) -> Plan {
+    let (fleet, _, detail) = uncounted(issue, detail);
+    let wait = config.retry_backoff(fleet.attempts.max(1));
+    let comment = format!(
+        "[fleet] the task's worktree cannot be used: {detail}; released, not charged, retrying after {}s (the agent never works in the shared checkout instead)",
+        wait.as_secs()
+    );
+    retry(fleet, now, wait, comment, Verdict::WorktreeFailed)
+}
+
+/// What to record when the checks or the gate refuse a task's work: a failure counted as any
+/// other (the task back in the queue, or blocked at `max_failures`). The fleet fields to
+/// write, the block reason if blocked, and the comment.
+pub fn refused_work(
+    issue: &Issue,
+    what: &str,
+    evidence: &str,
+    config: &RuntimeConfig,
+    now: Timestamp,
+) -> (FleetFields, Option<String>, String) {
+    let plan = failure(issue.fleet.clone(), issue.fleet.attempts, what, evidence, config, now);
+    let fleet = plan.patch.as_ref().and_then(|p| p.fleet.clone()).unwrap_or_default();
+    let blocked = plan
+        .patch
+        .as_ref()
+        .filter(|p| p.status == Some(Status::Blocked))
+        .and_then(|p| p.append_notes.clone())
+        .map(|notes| notes.trim_start_matches("[fleet] ").to_owned());
+    (fleet, blocked, plan.comment)
 }
 
 /// Exit 0 without a close: requeued with backoff, blocked after `max_noclose` in a row.
@@ -502,6 +567,7 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::CoderFault { cause, .. } => cause.as_str().to_string(),
         Outcome::Contention { .. } => "local state busy".into(),
         Outcome::Revoked { reason } => reason.clone(),
+        Outcome::NoWorktree { detail } => format!("no worktree: {detail}"),
     }
 }
 

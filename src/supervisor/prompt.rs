@@ -83,7 +83,26 @@ pub fn build(issue: &Issue, cwd: &Path, task_dir: &Path, artifact_dir: &Path) ->
         artifact_dir.display(),
         cwd.display()
     ));
+    if let Some(landing) = &issue.fleet.land {
+        header.push('\n');
+        header.push_str(&own_branch(landing));
+    }
     format!("{header}\n---\n\n{PROTOCOL}")
+}
+
+/// What an agent working in a worktree of its own must know: whose branch it is on, to commit
+/// there, and what happens to its work after the close.
+pub fn own_branch(landing: &crate::model::Landing) -> String {
+    format!(
+        "You work in a git worktree of your own ({}) on the branch `{}`, made from `{}`. \
+Commit your changes on this branch as you go (`git add` and `git commit`); do not switch \
+branches, and do not merge into or push `{}` yourself. When you close the task, fleet commits \
+anything you left uncommitted, runs the project's checks on your work merged onto `{}`, and \
+lands it there; if the checks fail or the merge conflicts, the task comes back to you with the \
+evidence in its comments. If the task needs no change at all, close it with \
+`bd close $FLEET_TASK_ID --no-changes --reason \"<why>\"`.\n",
+        landing.worktree, landing.branch, landing.base, landing.base, landing.base
+    )
 }
 
 #[cfg(test)]
@@ -107,5 +126,14 @@ mod tests {
         );
         assert!(text.contains("Working directory: /p"));
         assert!(text.contains("bd close $FLEET_TASK_ID --reason"));
+        assert!(!text.contains("worktree of your own"));
+        issue.fleet.land = Some(crate::model::Landing {
+            worktree: "/h/worktrees/t-1".into(),
+            branch: "fleet/t-1".into(),
+            base: "main".into(),
+            ..crate::model::Landing::default()
+        });
+        let text = build(&issue, Path::new("/p"), Path::new("/t"), Path::new("/a"));
+        assert!(text.contains("on the branch `fleet/t-1`, made from `main`"), "{text}");
     }
 }

@@ -162,7 +162,8 @@ fn abandoned_tasks(
     });
     let mut found = Vec::new();
     store.read()?.for_each_issue(&mut |issue| {
-        if issue.status != Status::InProgress {
+        // A task whose work waits in the merge queue belongs to the queue, not to a supervisor.
+        if issue.status != Status::InProgress || super::outcome::queued(&issue) {
             return Ok(true);
         }
         let why = match &issue.fleet.lease {

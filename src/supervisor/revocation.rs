@@ -73,6 +73,11 @@ pub fn decide(
     let held =
         me.holds(issue) && issue.fleet.lease.as_ref().is_some_and(|lease| lease.attempt == attempt);
     if held {
+        // An agent's close of a task that works on a branch of its own queues its work: the
+        // task stays in progress under the attempt, and the agent finishes as after a close.
+        if touch.actor == agent_actor && super::outcome::queued(issue) {
+            return Control::WrapUp;
+        }
         return Control::Run;
     }
     let by_agent = who == agent_actor;

@@ -560,17 +560,33 @@ async fn watch_output(
     let mut last_output = Instant::now();
     let mut exited_at: Option<Instant> = None;
     let mut wrap_up_until: Option<Instant> = None;
+    // One timer for every deadline, kept across lines: a timer made anew for each deadline on
+    // each line cost hundreds of agents' supervisor a few percent of a core.
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
+    let mut armed: Option<Instant> = None;
     loop {
         if let Some(stop) = standing_order(attempt, &mut wrap_up_until) {
             return Some(stop);
         }
-        // Timeouts come from runtime.toml: one past the end of the clock is no deadline.
-        let stall_at = settings.stall_timeout.and_then(|t| last_output.checked_add(t));
-        let timeout_at = settings.attempt_timeout.and_then(|t| started.checked_add(t));
-        let drain_until = exited_at.map(|at| at.max(last_output) + DRAIN_IDLE);
+        let clock = Clocks {
+            // Timeouts come from runtime.toml: one past the end of the clock is no deadline.
+            stall: settings.stall_timeout.and_then(|t| last_output.checked_add(t)),
+            timeout: settings.attempt_timeout.and_then(|t| started.checked_add(t)),
+            drain: exited_at.map(|at| at.max(last_output) + DRAIN_IDLE),
+            wrap_up: wrap_up_until,
+            save: sinks.meter.save_due(),
+            flush: sinks.logs.flush_due().map(Instant::from_std),
+        };
+        let next = clock.next();
+        if next != armed {
+            if let Some(at) = next {
+                timer.as_mut().reset(at);
+            }
+            armed = next;
+        }
         tokio::select! {
             _ = child.wait(), if exited_at.is_none() => exited_at = Some(Instant::now()),
-            () = sleep_until_opt(drain_until) => return None,
             line = lines.next_line() => {
                 let Ok(Some(line)) = line else { return None };
                 last_output = Instant::now();
@@ -594,19 +610,75 @@ async fn watch_output(
                 sinks.meter.observe(&event);
                 return Some(provider_trouble(&event, &scope, signals));
             }
-            () = sleep_until_opt(sinks.meter.save_due()) => sinks.meter.save(&root),
-            () = sleep_until_opt(sinks.logs.flush_due().map(Instant::from_std)) => {
-                let _ = sinks.logs.flush();
+            () = &mut timer, if armed.is_some() => {
+                // Fired: armed again for whatever is next on the next turn.
+                armed = None;
+                match clock.due(Instant::now(), settings) {
+                    Some(Due::Stop(halt)) => return halt,
+                    Some(Due::Save) => sinks.meter.save(&root),
+                    Some(Due::Flush) => {
+                        let _ = sinks.logs.flush();
+                    }
+                    None => {}
+                }
             }
-            () = sleep_until_opt(stall_at), if wrap_up_until.is_none() => {
-                return Some(Halt::Stall(settings.stall_timeout.unwrap_or_default()));
-            }
-            () = sleep_until_opt(timeout_at) => {
-                return Some(Halt::Timeout(settings.attempt_timeout.unwrap_or_default()));
-            }
-            () = sleep_until_opt(wrap_up_until) => return Some(Halt::WrapUpOver),
             _ = attempt.stop.changed() => {}
             _ = attempt.control.changed() => {}
+        }
+    }
+}
+
+/// The deadlines of [`watch_output`] on one turn of its loop (`None`: none).
+struct Clocks {
+    /// Silence for the stall timeout (not while the agent wraps up).
+    stall: Option<Instant>,
+    /// The attempt's time limit.
+    timeout: Option<Instant>,
+    /// The end of the output drain after the agent exited.
+    drain: Option<Instant>,
+    /// The end of the wrap-up of an agent that closed or blocked its task.
+    wrap_up: Option<Instant>,
+    /// The ledger's next save.
+    save: Option<Instant>,
+    /// The event log's next write.
+    flush: Option<Instant>,
+}
+
+/// What a deadline that passed asks of [`watch_output`].
+enum Due {
+    /// Return this: `None` when the output was drained, else why the agent is stopped.
+    Stop(Option<Halt>),
+    Save,
+    Flush,
+}
+
+impl Clocks {
+    /// The earliest deadline.
+    fn next(&self) -> Option<Instant> {
+        let stall = self.stall.filter(|_| self.wrap_up.is_none());
+        [stall, self.timeout, self.drain, self.wrap_up, self.save, self.flush]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The first thing to do for a deadline passed at `now`, ends before chores.
+    fn due(&self, now: Instant, settings: RunnerSettings) -> Option<Due> {
+        let passed = |at: Option<Instant>| at.is_some_and(|at| at <= now);
+        if passed(self.drain) {
+            Some(Due::Stop(None))
+        } else if self.wrap_up.is_none() && passed(self.stall) {
+            Some(Due::Stop(Some(Halt::Stall(settings.stall_timeout.unwrap_or_default()))))
+        } else if passed(self.timeout) {
+            Some(Due::Stop(Some(Halt::Timeout(settings.attempt_timeout.unwrap_or_default()))))
+        } else if passed(self.wrap_up) {
+            Some(Due::Stop(Some(Halt::WrapUpOver)))
+        } else if passed(self.save) {
+            Some(Due::Save)
+        } else if passed(self.flush) {
+            Some(Due::Flush)
+        } else {
+            None
         }
     }
 }

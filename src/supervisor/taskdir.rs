@@ -23,6 +23,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::coders::{AgentEvent, RawJson};
 use crate::model::Issue;
 use crate::redact::Redactor;
 
@@ -131,6 +132,7 @@ impl TaskDir {
             events: Appender::new(self.root.join("events.jsonl")),
             runner: self.root.join("log.jsonl"),
             redactor,
+            last_raw: None,
         }
     }
 
@@ -169,13 +171,15 @@ fn check_task_id(id: &str) -> io::Result<()> {
 }
 
 /// A log file appended to in batches: lines collect in memory and are written with one
-/// `write` of a file opened for that write alone — when [`FLUSH_BYTES`] have collected, when
-/// the owner's timer ([`Appender::flush_due`]) fires, and when it is dropped. So a running
-/// agent holds no descriptor for its logs (hundreds of agents fit a stock open-file limit),
-/// and a chatty one costs a system call per batch, not per line. Each batch ends with a whole
-/// line: with `O_APPEND`, readers never see half of one.
+/// `write` — when [`FLUSH_BYTES`] have collected, when the owner's timer
+/// ([`Appender::flush_due`]) fires, and when it is dropped. The file is opened at the first
+/// write and kept open (append mode) for the attempt: opening and closing it for each batch
+/// cost hundreds of agents' supervisor several percent of a core. A chatty agent costs a
+/// system call per batch, not per line. Each batch ends with a whole line: with `O_APPEND`,
+/// readers never see half of one.
 pub struct Appender {
     path: PathBuf,
+    file: Option<File>,
     pending: Vec<u8>,
     /// When the oldest pending line arrived.
     since: Option<std::time::Instant>,
@@ -190,7 +194,7 @@ pub const FLUSH_AFTER: std::time::Duration = std::time::Duration::from_millis(10
 
 impl Appender {
     pub fn new(path: PathBuf) -> Appender {
-        Appender { path, pending: Vec::new(), since: None }
+        Appender { path, file: None, pending: Vec::new(), since: None }
     }
 
     /// Queues `line` (a newline is added), writing the batch once it is large enough.
@@ -213,7 +217,16 @@ impl Appender {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let written = append(&self.path).and_then(|mut file| file.write_all(&self.pending));
+        let file = match self.file.take() {
+            Some(file) => Ok(file),
+            None => append(&self.path),
+        };
+        let written = file.and_then(|mut file| {
+            file.write_all(&self.pending)?;
+            // Kept only while it works: after a failure the next batch opens the file anew.
+            self.file = Some(file);
+            Ok(())
+        });
         self.pending.clear();
         // A burst of output must not keep its buffer for the rest of the attempt.
         self.pending.shrink_to(FLUSH_BYTES / 8);
@@ -233,23 +246,49 @@ pub struct TaskLogs {
     events: Appender,
     runner: PathBuf,
     redactor: Redactor,
+    /// The raw line last judged clean or not: the events of one line share it, and it is
+    /// judged once.
+    last_raw: Option<(RawJson, bool)>,
 }
 
 impl TaskLogs {
-    /// Queues an agent event, stamped and redacted. Most lines have nothing to mask: they are
-    /// serialized once and stamped as text; a line that may hold a secret is decoded and
-    /// redacted field by field.
-    pub fn event(&mut self, event: &impl Serialize, at: Timestamp) -> io::Result<()> {
-        let line = serde_json::to_string(event).map_err(io::Error::other)?;
-        if let Some(stamped) = stamped_if_clean(&line, at, &self.redactor) {
-            return self.events.line(stamped.as_bytes());
+    /// Queues an agent event, stamped and redacted. The event's fields are serialised and the
+    /// line the agent printed is added as it is (`raw`); when neither holds anything to mask
+    /// ([`Redactor::is_clean_json_text`], the raw line judged once for all its events) that is
+    /// the line, else it is decoded and redacted field by field.
+    pub fn event(&mut self, event: &AgentEvent, at: Timestamp) -> io::Result<()> {
+        let fields = serde_json::to_string(&event.fields()).map_err(io::Error::other)?;
+        let raw = event.raw.text();
+        let mut line = String::with_capacity(fields.len() + raw.len() + 48);
+        line.push_str(fields.strip_suffix('}').unwrap_or(&fields));
+        if fields.len() > 2 {
+            line.push(',');
         }
+        line.push_str("\"raw\":");
+        line.push_str(raw);
+        if self.raw_is_clean(&event.raw) && self.redactor.is_clean_json_text(&fields) {
+            line.push_str(&format!(",\"ts\":\"{at}\"}}"));
+            return self.events.line(line.as_bytes());
+        }
+        line.push('}');
         let mut value: Value = serde_json::from_str(&line).map_err(io::Error::other)?;
         if let Value::Object(map) = &mut value {
             map.insert("ts".into(), Value::String(at.to_string()));
         }
         self.redactor.redact_json(&mut value);
         self.events.line(value.to_string().as_bytes())
+    }
+
+    /// Whether `raw` needs no masking, judged once per line.
+    fn raw_is_clean(&mut self, raw: &RawJson) -> bool {
+        if let Some((seen, clean)) = &self.last_raw
+            && seen.same_line(raw)
+        {
+            return *clean;
+        }
+        let clean = self.redactor.is_clean_json_text(raw.text());
+        self.last_raw = Some((raw.clone(), clean));
+        clean
     }
 
     /// Appends a runner line: `{"ts", "event", …fields}`.
@@ -271,21 +310,6 @@ impl TaskLogs {
     pub fn flush(&mut self) -> io::Result<()> {
         self.events.flush()
     }
-}
-
-/// `line` (a serialized JSON object) with `"ts"` added last, when nothing in it needs masking:
-/// no key with a secret name (each `"…":` of the text) and nothing the redactor would mask.
-fn stamped_if_clean(line: &str, at: Timestamp, redactor: &Redactor) -> Option<String> {
-    let body = line.strip_suffix('}')?;
-    let keys = line.match_indices("\":").filter_map(|(end, _)| {
-        let start = line[..end].rfind('"')?;
-        Some(&line[start + 1..end])
-    });
-    if keys.into_iter().any(crate::redact::is_secret_name) || !redactor.is_clean_json_text(line) {
-        return None;
-    }
-    let comma = if body.len() > 1 { "," } else { "" };
-    Some(format!("{body}{comma}\"ts\":\"{at}\"}}"))
 }
 
 /// `log.stderr` for redacted lines, batched (see [`TaskDir::stderr_writer`]).
@@ -349,6 +373,7 @@ fn knowledge_stub(issue: &Issue) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coders::EventKind;
 
     const GITHUB: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
     const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
@@ -402,7 +427,7 @@ mod tests {
 
         dir.write_record(&record("Rotate keys", &leaky), &redactor()).unwrap();
         let mut logs = dir.logs(redactor());
-        let event = serde_json::json!({ "kind": "assistant_text", "text": leaky });
+        let event = AgentEvent::output(&leaky);
         logs.event(&event, Timestamp::UNIX_EPOCH).unwrap();
         logs.flush().unwrap();
         logs.runner(
@@ -430,19 +455,75 @@ mod tests {
     }
 
     #[test]
-    fn clean_events_are_stamped_as_text_and_others_redacted_by_field() {
-        let at = Timestamp::UNIX_EPOCH;
-        let clean = serde_json::json!({"kind": "assistant_text", "text": "plain \"quoted\" words",
-            "raw": {"usage": {"input_tokens": 5}}});
-        let line = clean.to_string();
-        let stamped = stamped_if_clean(&line, at, &redactor()).expect("nothing to mask");
-        let mut expected = clean.clone();
-        expected["ts"] = Value::String(at.to_string());
-        assert_eq!(serde_json::from_str::<Value>(&stamped).unwrap(), expected);
-        let keyed = serde_json::json!({"raw": {"api_key": "abc"}}).to_string();
-        assert_eq!(stamped_if_clean(&keyed, at, &redactor()), None);
-        let shaped = serde_json::json!({"text": GITHUB}).to_string();
-        assert_eq!(stamped_if_clean(&shaped, at, &redactor()), None);
+    fn secrets_after_an_escape_or_under_an_escaped_key_are_masked_in_events() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = TaskDir::new(home.path(), "fl-3").unwrap();
+        std::fs::create_dir_all(&dir.root).unwrap();
+        let mut logs = dir.logs(redactor());
+        let texts = [
+            format!("cat .env\n{GITHUB}"),
+            format!("\t{AWS}"),
+            format!("\u{1b}[1m{SLACK}\u{1b}[0m"),
+            format!("quoted \"{ENV_SECRET}\""),
+        ];
+        for text in &texts {
+            let event = AgentEvent::new(EventKind::ToolResult, serde_json::json!({}))
+                .with_text(Some(text.clone()));
+            logs.event(&event, Timestamp::UNIX_EPOCH).unwrap();
+        }
+        let keyed = serde_json::json!({ "api_key\"x": "plain-looking-value" });
+        logs.event(&AgentEvent::new(EventKind::Output, keyed), Timestamp::UNIX_EPOCH).unwrap();
+        logs.flush().unwrap();
+        let text = std::fs::read_to_string(dir.root.join("events.jsonl")).unwrap();
+        assert_masked("events.jsonl", &text);
+        assert!(!text.contains("plain-looking-value"), "{text}");
+    }
+
+    #[test]
+    fn secrets_only_in_the_raw_line_are_masked_in_every_event_of_it() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = TaskDir::new(home.path(), "fl-4").unwrap();
+        std::fs::create_dir_all(&dir.root).unwrap();
+        let mut logs = dir.logs(redactor());
+        // As the agent printed it: escapes, a token as a key, a secret-named key.
+        let raw = format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"text","text":"ok\n{GITHUB}"}}]}},"{AWS}":1,"x":{{"{SLACK}":"{ENV_SECRET}"}},"token":"plain-looking-value"}}"#
+        );
+        let shared = RawJson::from_line(&raw);
+        for n in 0..2 {
+            let mut event = AgentEvent::output(&format!("clean text {n}"));
+            event.raw = shared.clone();
+            logs.event(&event, Timestamp::UNIX_EPOCH).unwrap();
+        }
+        logs.flush().unwrap();
+        let text = std::fs::read_to_string(dir.root.join("events.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        for line in text.lines() {
+            assert_masked("events.jsonl", line);
+            assert!(!line.contains("plain-looking-value"), "{line}");
+            let value: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(value["ts"], "1970-01-01T00:00:00Z");
+        }
+    }
+
+    #[test]
+    fn a_clean_event_keeps_the_agent_line_as_printed() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = TaskDir::new(home.path(), "fl-5").unwrap();
+        std::fs::create_dir_all(&dir.root).unwrap();
+        let mut logs = dir.logs(redactor());
+        let raw = r#"{"type": "assistant",  "n": 1.50}"#;
+        let mut event = AgentEvent::output("hi");
+        event.raw = RawJson::from_line(raw);
+        logs.event(&event, Timestamp::UNIX_EPOCH).unwrap();
+        logs.flush().unwrap();
+        let text = std::fs::read_to_string(dir.root.join("events.jsonl")).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "{{\"kind\":\"output\",\"text\":\"hi\",\"is_error\":false,\"raw\":{raw},\"ts\":\"1970-01-01T00:00:00Z\"}}\n"
+            )
+        );
     }
 
     #[test]

@@ -20,10 +20,18 @@ pub struct CloseRequest {
     /// agent's words, so `validation.on-close` does not apply.
     #[serde(default)]
     pub system: bool,
+    /// The task is done with nothing to land (`fleet close --no-changes`): its branch may
+    /// have no commits.
+    #[serde(default)]
+    pub no_changes: bool,
 }
 
 /// Closes the issue unless a close guard refuses (spec §7): pinned issues, epics with open
 /// children, and issues blocked by open issues stay open without `force`. Returns the id.
+///
+/// A task whose work lives on a branch of its own that has not landed is not closed: the close
+/// puts its work in the merge queue ([`super::land::submit`]), and the merge lane closes it once
+/// the work is on the base branch. Completion is evidence, not a claim.
 pub fn close(writer: &mut Writer<'_>, request: &CloseRequest) -> Result<String, Refusal> {
     let id = writer.resolve(&request.id)?;
     let issue = writer.issue(&id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
@@ -34,6 +42,9 @@ pub fn close(writer: &mut Writer<'_>, request: &CloseRequest) -> Result<String, 
         && let Some(refusal) = close_guard(writer, &issue)?
     {
         return Err(refusal);
+    }
+    if super::land::awaits_landing(&issue) {
+        return super::land::submit(writer, issue, request);
     }
     writer.apply(OpKind::Close {
         id: id.clone(),

@@ -124,7 +124,7 @@ pub fn update(writer: &mut Writer<'_>, request: &UpdateRequest) -> Result<String
             reason: String::new(),
             session: request.session.clone(),
             force: request.force,
-            system: false,
+            ..CloseRequest::default()
         };
         close(writer, &close_request)?;
     }

@@ -19,6 +19,7 @@ mod create;
 mod deps;
 mod import;
 mod issue;
+mod land;
 mod redaction;
 mod rename;
 mod request;
@@ -33,6 +34,7 @@ pub use issue::{
     MetadataEdit, UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove,
     put_record, release, reopen, update,
 };
+pub use land::{LandStep, awaits_landing};
 pub use redaction::{environment_redactor, inbound_redactor, set_inbound_redactor};
 pub use rename::{rename_plan, rename_prefix};
 

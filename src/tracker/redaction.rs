@@ -148,6 +148,7 @@ impl Request {
             | Request::Delete { .. }
             | Request::RenamePrefix { .. }
             | Request::SetConfig(_) => {}
+            Request::Land(step) => step.redact(redactor),
         }
     }
 }

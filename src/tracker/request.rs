@@ -56,6 +56,9 @@ pub enum Request {
     /// Sets each workspace setting (`None` removes it), checked by its type when fleet knows
     /// the key; replies [`Reply::Done`].
     SetConfig(Vec<(String, Option<String>)>),
+    /// One step of a task's landing, recorded by the merge lane (`crate::land`); replies
+    /// [`Reply::Ids`] (the task, and a resolution task it made).
+    Land(Box<super::LandStep>),
 }
 
 impl Request {
@@ -103,6 +106,8 @@ pub enum Reply {
     },
     Labels(Vec<LabelChange>),
     Deleted(Deleted),
+    /// The issues a request touched or made.
+    Ids(Vec<String>),
     Done,
 }
 
@@ -204,6 +209,14 @@ impl Reply {
         match self {
             Reply::Deleted(deleted) => Ok(deleted),
             other => Err(other.unexpected("a delete")),
+        }
+    }
+
+    /// The ids a landing step touched or made.
+    pub fn into_ids(self) -> Result<Vec<String>, StoreError> {
+        match self {
+            Reply::Ids(ids) => Ok(ids),
+            other => Err(other.unexpected("issue ids")),
         }
     }
 
@@ -361,6 +374,7 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
             }
             Ok(Reply::Done)
         }
+        Request::Land(step) => super::land::record(writer, step).map(Reply::Ids),
     }
 }
 

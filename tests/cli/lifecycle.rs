@@ -326,7 +326,7 @@ fn a_deleted_id_never_closes_its_child_or_a_longer_id() {
         let run = ws.run(&["close", input]).fails(1);
         let id = if input.starts_with("t-") { input.to_string() } else { format!("t-{input}") };
         assert!(
-            run.stderr.contains(&format!("no issue {id} (deleted)")),
+            run.stderr.contains(&format!("no issue found matching {id:?} (it was deleted)")),
             "{input}: {}",
             run.stderr
         );
@@ -524,7 +524,11 @@ fn delete_with_force_removes_the_issue_and_its_edges() {
         [format!("✓ Deleted {a} — Doomed"), format!("Removed edges from 1 dependent issues: {b}")]
     );
     let run = ws.run(&["show", &a]).fails(1);
-    assert!(run.stderr.contains(&format!("no issue {a} (deleted)")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("no issue found matching {a:?} (it was deleted)")),
+        "{}",
+        run.stderr
+    );
     assert_eq!(ws.show(&b)["dependency_count"], 0);
     assert_eq!(ws.ready_ids(), [b], "the dependent is no longer blocked");
 }

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
+mod landing;
 
 mod accounts;
 mod agent_stats;

@@ -441,13 +441,17 @@ pub struct CloseArgs {
     /// Accepted for compatibility.
     #[arg(long, hide = true)]
     pub no_auto: bool,
+    /// fleet: the task is done with nothing to land (its branch may have no commits).
+    #[arg(long)]
+    pub no_changes: bool,
 }
 
 pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
     let reasons = close_reasons(&args, ids.len())?;
     let session = args.session.clone().unwrap_or_else(session_from_env);
-    let closes = fleet::close_requests(&ids, &reasons, &session, args.force);
+    let mut closes = fleet::close_requests(&ids, &reasons, &session, args.force);
+    closes.iter_mut().for_each(|close| close.no_changes = args.no_changes);
     let result =
         fleet::close_issues(ctx.require_store()?, closes).map_err(CliError::message_only)?;
     report_refusals(ctx, &result);

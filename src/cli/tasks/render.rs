@@ -62,7 +62,7 @@ pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendere
         let (column_header, table_rows) = table(&view.tasks, now, width);
         head.push(column_header);
         rows.extend(table_rows);
-        if view.tasks.iter().any(|t| !t.default_coder || !t.default_model) {
+        if view.tasks.iter().any(|t| !t.runs_with.default_coder || !t.runs_with.default_model) {
             let mut note = Styled::new();
             note.tone(Tone::Faint, "* set on the task (not the configured default)");
             rows.push(note);
@@ -197,13 +197,14 @@ fn pad(text: &str, width: usize) -> String {
 /// runs on the coder's account `work`.
 fn coder_model(task: &TaskRow) -> String {
     let mark = |default: bool| if default { "" } else { "*" };
-    let model = if task.model.is_empty() { "-" } else { task.model.as_str() };
+    let runs = &task.runs_with;
+    let model = if runs.model.is_empty() { "-" } else { runs.model.as_str() };
     let account = task.account.as_deref().map(|a| format!("@{a}")).unwrap_or_default();
     format!(
         "{}{}{account}·{model}{}",
-        task.coder,
-        mark(task.default_coder),
-        mark(task.default_model)
+        runs.coder,
+        mark(runs.default_coder),
+        mark(runs.default_model)
     )
 }
 
@@ -220,6 +221,7 @@ fn tilde(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::tasks::view::Effective;
 
     #[test]
     fn a_row_on_an_account_fits_80_columns() {
@@ -229,11 +231,13 @@ mod tests {
             title: "Fix the login".into(),
             status: "in_progress".into(),
             running: true,
-            coder: "claude".into(),
-            model: "sonnet".into(),
+            runs_with: Effective {
+                coder: "claude".into(),
+                model: "sonnet".into(),
+                default_coder: true,
+                default_model: true,
+            },
             account: Some("work".into()),
-            default_coder: true,
-            default_model: true,
             supervisor: "fleet@host".into(),
             attempt: 1,
             started_at: Some(now),
@@ -267,11 +271,13 @@ mod tests {
             title: "A title long enough to be cut at the edge of an eighty-column terminal".into(),
             status: "in_progress".into(),
             running: true,
-            coder: "claude".into(),
-            model: "claude-sonnet-4-5-20250929".into(),
+            runs_with: Effective {
+                coder: "claude".into(),
+                model: "claude-sonnet-4-5-20250929".into(),
+                default_coder: true,
+                default_model: false,
+            },
             account: None,
-            default_coder: true,
-            default_model: false,
             supervisor: "fleet@a-long-host-name".into(),
             attempt: 12,
             started_at: Some(now),

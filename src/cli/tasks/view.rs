@@ -97,14 +97,11 @@ pub struct TaskRow {
     pub status: String,
     /// An agent of a live supervisor works on it now.
     pub running: bool,
-    pub coder: String,
-    pub model: String,
+    #[serde(flatten)]
+    pub runs_with: Effective,
     /// The coder's account the task runs (or last ran) on, when the coder has accounts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-    /// The coder and model are the configured defaults (not set on the task).
-    pub default_coder: bool,
-    pub default_model: bool,
     /// The supervisor running it (its lease's owner).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub supervisor: String,
@@ -253,7 +250,9 @@ pub fn task_root(home: &Path, id: &str) -> Option<PathBuf> {
     crate::supervisor::taskdir::TaskDir::new(home, id).ok().map(|dir| dir.root)
 }
 
-/// The coder and model a task runs with, and whether each is the configured default.
+/// The coder and model a task runs with, and whether each is the configured default (not set
+/// on the task).
+#[derive(Debug, Clone, Serialize)]
 pub struct Effective {
     pub coder: String,
     pub model: String,
@@ -289,13 +288,11 @@ pub fn effective(issue: &Issue, config: &RuntimeConfig) -> Effective {
 /// What `fleet show` adds about a task's runs.
 #[derive(Debug, Serialize)]
 pub struct RunInfo {
-    pub coder: String,
-    pub model: String,
+    #[serde(flatten)]
+    pub runs_with: Effective,
     /// The account the task runs (or last ran) on, when its coder has accounts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-    pub default_coder: bool,
-    pub default_model: bool,
     pub cwd: String,
     pub attempts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,13 +309,9 @@ impl RunInfo {
         let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
         let ledger = task_root(home, &issue.id).as_deref().map(Ledger::load).unwrap_or_default();
         let totals = ledger.totals();
-        let effective = effective(issue, &config);
         RunInfo {
             account: account_of(issue, ledger.last()),
-            coder: effective.coder,
-            model: effective.model,
-            default_coder: effective.default_coder,
-            default_model: effective.default_model,
+            runs_with: effective(issue, &config),
             cwd: if issue.fleet.cwd.is_empty() {
                 home.display().to_string()
             } else {
@@ -335,10 +328,11 @@ impl RunInfo {
     /// The lines `fleet show` prints.
     pub fn lines(&self) -> Vec<String> {
         let default = |is: bool| if is { " (default)" } else { "" };
-        let model = if self.model.is_empty() { "(the CLI's own)" } else { self.model.as_str() };
+        let Effective { coder, model, default_coder, default_model } = &self.runs_with;
+        let model = if model.is_empty() { "(the CLI's own)" } else { model.as_str() };
         let mut lines = vec![
-            format!("Coder: {}{}", printable(&self.coder), default(self.default_coder)),
-            format!("Model: {}{}", printable(model), default(self.default_model)),
+            format!("Coder: {}{}", printable(coder), default(*default_coder)),
+            format!("Model: {}{}", printable(model), default(*default_model)),
         ];
         if let Some(account) = &self.account {
             lines.push(format!("Account: {}", printable(account)));
@@ -386,10 +380,7 @@ fn task_row(
         status: issue.status.to_string(),
         running,
         account: account_of(issue, Some(usage)),
-        coder: effective.coder,
-        model: effective.model,
-        default_coder: effective.default_coder,
-        default_model: effective.default_model,
+        runs_with: effective,
         supervisor: lease.map(|l| l.owner.clone()).unwrap_or_default(),
         attempt: issue.fleet.attempts,
         started_at,

@@ -1,0 +1,96 @@
+//! The `[merge]` table of `runtime.toml`: how finished work lands on its base branch
+//! (`crate::land`).
+//!
+//! ```toml
+//! isolation = "auto"            # top-level: a worktree per task in a git repository
+//!
+//! [merge]
+//! checks = ["cargo test"]       # run on the merged tree; all must exit 0
+//! check_timeout_secs = 1800     # a check running longer fails
+//! strategy = "squash"           # one commit per task: its title and a Fleet-Task trailer
+//! target = ""                   # the base branch ("": the branch checked out where the task's
+//!                               # directory is)
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// The field names of the `[merge]` table.
+pub const MERGE_KEYS: [&str; 4] = ["checks", "check_timeout_secs", "strategy", "target"];
+
+/// The strategies fleet lands work with.
+pub const STRATEGIES: [&str; 1] = ["squash"];
+
+/// How finished work lands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MergeConfig {
+    /// Shell commands run in a scratch worktree of the merged tree; each must exit 0.
+    pub checks: Vec<String>,
+    /// A check running longer than this is killed and fails.
+    pub check_timeout_secs: u64,
+    /// How a task's branch becomes commits on the base: `squash` (one commit).
+    pub strategy: String,
+    /// The base branch; empty: the branch checked out in the task's repository.
+    pub target: String,
+}
+
+impl Default for MergeConfig {
+    fn default() -> MergeConfig {
+        MergeConfig {
+            checks: Vec::new(),
+            check_timeout_secs: 1800,
+            strategy: "squash".to_owned(),
+            target: String::new(),
+        }
+    }
+}
+
+impl MergeConfig {
+    /// What is wrong with the table, if anything.
+    pub fn problem(&self) -> Option<String> {
+        if !STRATEGIES.contains(&self.strategy.as_str()) {
+            return Some(format!(
+                "merge.strategy = {:?}: fleet lands work with {}",
+                self.strategy,
+                STRATEGIES.join(", ")
+            ));
+        }
+        if self.check_timeout_secs == 0 {
+            return Some("merge.check_timeout_secs must be at least 1".to_owned());
+        }
+        if self.checks.iter().any(|c| c.trim().is_empty()) {
+            return Some("merge.checks holds an empty command".to_owned());
+        }
+        None
+    }
+
+    pub fn check_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.check_timeout_secs)
+    }
+}
+
+/// Where agents work (`isolation` in runtime.toml, or a task's `isolation` metadata).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// A worktree of its own when the task's directory is in a git repository with a commit
+    /// on a branch; the directory itself otherwise.
+    Auto,
+    /// Always a worktree of its own (a task outside a repository cannot run).
+    Worktree,
+    /// The task's directory itself, shared with whoever else works there.
+    None,
+}
+
+impl Isolation {
+    pub const NAMES: [&'static str; 3] = ["auto", "worktree", "none"];
+
+    pub fn parse(text: &str) -> Option<Isolation> {
+        match text.trim() {
+            "auto" | "" => Some(Isolation::Auto),
+            "worktree" => Some(Isolation::Worktree),
+            "none" => Some(Isolation::None),
+            _ => None,
+        }
+    }
+}

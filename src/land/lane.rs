@@ -1,0 +1,445 @@
+//! One merge lane (a repository and its base branch): the order of its entries, and landing
+//! one entry without touching any checkout but the scratch one.
+//!
+//! Landing an entry ([`land`]):
+//! 1. the verify gate: what the agent left uncommitted is committed by fleet (saying so); a
+//!    branch with no commits ahead of the base fails, unless the close said "no changes";
+//! 2. the merged tree is built by `git merge-tree --write-tree` (a conflict stops here) and
+//!    made one commit on the base (`squash`: the task's title, its close reason, and a
+//!    `Fleet-Task: <id>` trailer) by `git commit-tree`;
+//! 3. the checks run in the lane's scratch worktree, checked out at that commit;
+//! 4. the caller records the entry as checked (base and merged commits, the receipt) — a
+//!    restart finds it there — and then the base ref moves by compare-and-swap
+//!    (`git update-ref refs/heads/<base> <new> <old>`): it is only ever at a commit whose checks
+//!    passed, and a base moved meanwhile makes the entry go round again;
+//! 5. checkouts of the base branch that were clean before the move are brought up to date
+//!    (`git read-tree -m -u <old> <new>`); dirty ones are never touched, and the receipt says so.
+//!
+//! An entry found checked ([`LandState::Checked`]) after a crash is finished, never merged
+//! twice: the base at the merged commit means the move happened; the base still at the
+//! recorded one means the move is due; anything else means someone moved the base, and the
+//! entry is merged again.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::git::{Git, GitError};
+use super::{checks, worktree};
+use crate::model::{CheckRun, LandState, Landing, Receipt};
+
+/// An entry waiting in a lane: a task whose agent closed it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: String,
+    pub title: String,
+    pub priority: u8,
+    pub landing: Landing,
+    /// When it joined the queue (the close).
+    pub queued_at: Timestamp,
+    /// The close's reason (the squash commit's body).
+    pub reason: String,
+    pub no_changes: bool,
+}
+
+/// A lane: the repository's main checkout and the base branch.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LaneKey {
+    pub repo: String,
+    pub base: String,
+}
+
+impl Entry {
+    pub fn lane(&self) -> LaneKey {
+        LaneKey { repo: self.landing.repo.clone(), base: self.landing.base.clone() }
+    }
+}
+
+/// How long waiting in a lane raises an entry by one priority level: nothing starves behind
+/// a stream of more urgent work.
+pub const AGING: Duration = Duration::from_secs(30 * 60);
+
+/// The entry's rank in its lane at `now` (smaller first): its priority, raised one level per
+/// [`AGING`] waited, then its time of close.
+pub fn rank(entry: &Entry, now: Timestamp) -> (i64, Timestamp, String) {
+    let waited = now.duration_since(entry.queued_at).as_secs().max(0);
+    let raised = waited / i64::try_from(AGING.as_secs()).unwrap_or(i64::MAX);
+    (i64::from(entry.priority) - raised, entry.queued_at, entry.id.clone())
+}
+
+/// The settings of a lane's work.
+#[derive(Debug, Clone)]
+pub struct LaneSettings {
+    /// `$FLEET_HOME` (the scratch worktrees live under its `worktrees/`).
+    pub home: PathBuf,
+    pub checks: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// How landing an entry ended.
+#[derive(Debug, Clone)]
+pub enum Landed {
+    /// The base holds the work now.
+    Landed(Receipt),
+    /// Nothing to land: the close said so and the branch has no commits, or the base holds
+    /// the same change already.
+    NoChanges(Receipt),
+    /// The branch has no commits and the close did not say "no changes".
+    Empty(Receipt),
+    /// A check failed on the merged tree; the base did not move.
+    ChecksFailed(Receipt),
+    /// The branch and the base conflict in `files`; `base_change` is what the base did since
+    /// the worktree was made.
+    Conflict { receipt: Receipt, files: Vec<String>, base_change: String },
+    /// The base moved between the merge and the compare-and-swap: merged again next round.
+    BaseMoved(Receipt),
+}
+
+/// Why an entry could not be worked on at all (git failed, the base is gone): the entry stays
+/// queued, the error is reported.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LaneError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("the base branch {base} of {repo} has no commit; create it, or set merge.target")]
+    NoBase { repo: String, base: String },
+    #[error("recording the landing failed: {0}")]
+    Record(String),
+}
+
+/// What the caller records before the base ref moves (see the module doc, step 4).
+pub type RecordChecked<'a> = &'a mut dyn FnMut(&str, &str, &Receipt) -> Result<(), String>;
+
+/// Lands `entry` (see the module doc).
+pub fn land(
+    settings: &LaneSettings,
+    entry: &Entry,
+    record_checked: RecordChecked<'_>,
+) -> Result<Landed, LaneError> {
+    let landing = &entry.landing;
+    let repo = Git::at(&landing.repo);
+    let base_ref = format!("refs/heads/{}", landing.base);
+    if let LandState::Checked { base, merged, .. } = &landing.state
+        && let Some(done) = finish_checked(&repo, entry, base, merged)?
+    {
+        return Ok(done);
+    }
+    let mut receipt =
+        Receipt { verdict: String::new(), at: Timestamp::now(), ..Receipt::default() };
+    if Path::new(&landing.worktree).is_dir() {
+        if let Some(stat) = worktree::commit_leftovers(&entry.id, landing)? {
+            receipt.leftovers = stat;
+        }
+    } else {
+        receipt.notes.push(format!(
+            "the worktree {} is gone; landing what its branch {} holds",
+            landing.worktree, landing.branch
+        ));
+    }
+    let base = repo.commit_of(&base_ref)?.ok_or_else(|| LaneError::NoBase {
+        repo: landing.repo.clone(),
+        base: landing.base.clone(),
+    })?;
+    receipt.base.clone_from(&base);
+    let tip = repo.commit_of(&format!("refs/heads/{}", landing.branch))?.unwrap_or_default();
+    let ahead = if tip.is_empty() {
+        0
+    } else {
+        repo.run(&["rev-list", "--count", &format!("{base}..{tip}")])?.parse::<u64>().unwrap_or(0)
+    };
+    if ahead == 0 {
+        return Ok(if entry.no_changes {
+            receipt.verdict = "no changes".into();
+            Landed::NoChanges(receipt)
+        } else {
+            receipt.verdict = "no commits".into();
+            Landed::Empty(receipt)
+        });
+    }
+    let merge =
+        repo.output(&["merge-tree", "--write-tree", "--name-only", "--no-messages", &base, &tip])?;
+    let text = String::from_utf8_lossy(&merge.stdout).into_owned();
+    let mut lines = text.lines();
+    let tree = lines.next().unwrap_or_default().trim().to_owned();
+    match merge.status.code() {
+        Some(0) => {}
+        Some(1) => {
+            let files: Vec<String> =
+                lines.filter(|l| !l.trim().is_empty()).map(str::to_owned).collect();
+            receipt.verdict = "conflict".into();
+            receipt.notes.push(format!("conflicting files: {}", files.join(", ")));
+            let since = format!("{}..{base}", landing.base_commit);
+            let base_change =
+                repo.run(&["log", "--stat", "--format=%h %s", &since]).unwrap_or_default();
+            return Ok(Landed::Conflict { receipt, files, base_change });
+        }
+        _ => return Err(repo.failed(&["merge-tree", "--write-tree", &base, &tip], &merge).into()),
+    }
+    if repo.run(&["rev-parse", &format!("{base}^{{tree}}")])? == tree {
+        receipt.verdict = "no changes".into();
+        receipt.notes.push("the base holds this change already".into());
+        return Ok(Landed::NoChanges(receipt));
+    }
+    let message = squash_message(entry);
+    let merged = repo.run(&["commit-tree", &tree, "-p", &base, "-m", &message])?;
+    receipt.merged.clone_from(&merged);
+    receipt.diffstat = repo.run(&["diff", "--stat", &base, &merged])?;
+    if !settings.checks.is_empty() {
+        let scratch = scratch_checkout(settings, entry, &merged)?;
+        receipt.checks = checks::run_all(&settings.checks, &scratch, settings.timeout);
+        if !receipt.checks.iter().all(CheckRun::passed) {
+            receipt.verdict = "checks failed".into();
+            return Ok(Landed::ChecksFailed(receipt));
+        }
+    }
+    receipt.verdict = "checked".into();
+    record_checked(&base, &merged, &receipt).map_err(LaneError::Record)?;
+    move_base(&repo, entry, &base, &merged, receipt)
+}
+
+/// A checked entry after a restart: done, due to move, or to merge again (`None`).
+fn finish_checked(
+    repo: &Git,
+    entry: &Entry,
+    base: &str,
+    merged: &str,
+) -> Result<Option<Landed>, LaneError> {
+    let tip = repo.commit_of(&format!("refs/heads/{}", entry.landing.base))?;
+    let mut receipt = entry.landing.receipt.clone().unwrap_or_default();
+    if tip.as_deref() == Some(merged) {
+        receipt.verdict = "landed".into();
+        receipt.notes.push("the base had moved before a restart; finished".into());
+        return Ok(Some(Landed::Landed(receipt)));
+    }
+    if tip.as_deref() == Some(base) {
+        receipt.notes.push("finished after a restart".into());
+        return move_base(repo, entry, base, merged, receipt).map(Some);
+    }
+    Ok(None)
+}
+
+/// Moves the base ref from `base` to `merged` (compare-and-swap), then brings the clean
+/// checkouts of the base branch up to date.
+fn move_base(
+    repo: &Git,
+    entry: &Entry,
+    base: &str,
+    merged: &str,
+    mut receipt: Receipt,
+) -> Result<Landed, LaneError> {
+    let base_ref = format!("refs/heads/{}", entry.landing.base);
+    let checkouts = checkouts_of(repo, &base_ref)?;
+    let clean: Vec<(PathBuf, bool)> = checkouts
+        .into_iter()
+        .map(|dir| {
+            let dirty = Git::at(&dir).is_dirty().unwrap_or(true);
+            (dir, !dirty)
+        })
+        .collect();
+    let reason = format!("fleet: land {}", entry.id);
+    let moved = repo.output(&["update-ref", "-m", &reason, &base_ref, merged, base])?;
+    if !moved.status.success() {
+        receipt.verdict = "base moved".into();
+        receipt
+            .notes
+            .push(format!("{} moved during the landing; merging again", entry.landing.base));
+        return Ok(Landed::BaseMoved(receipt));
+    }
+    for (dir, clean) in clean {
+        let shown = dir.display();
+        if !clean {
+            receipt.notes.push(format!(
+                "checkout {shown} has local changes: not touched (it still holds {} while {} is at {}; `git -C {shown} read-tree -m -u {} {}` brings it up to date keeping your changes)",
+                short(base),
+                entry.landing.base,
+                short(merged),
+                short(base),
+                short(merged)
+            ));
+            continue;
+        }
+        match Git::at(&dir).run(&["read-tree", "-m", "-u", base, merged]) {
+            Ok(_) => receipt.notes.push(format!("checkout {shown} brought up to date")),
+            Err(error) => receipt.notes.push(format!("checkout {shown} not updated: {error}")),
+        }
+    }
+    receipt.verdict = "landed".into();
+    receipt.merged = merged.to_owned();
+    Ok(Landed::Landed(receipt))
+}
+
+/// The abbreviated form of a commit id.
+pub fn short(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}
+
+/// The checkouts (main and linked worktrees) that have `branch_ref` checked out.
+pub fn checkouts_of(repo: &Git, branch_ref: &str) -> Result<Vec<PathBuf>, GitError> {
+    let list = repo.run(&["worktree", "list", "--porcelain"])?;
+    let mut found = Vec::new();
+    let mut current: Option<PathBuf> = None;
+    for line in list.lines() {
+        if let Some(path) = line.strip_prefix("worktree ") {
+            current = Some(PathBuf::from(path));
+        } else if line.strip_prefix("branch ") == Some(branch_ref)
+            && let Some(path) = current.take()
+        {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}
+
+/// The squash commit's message: the title, the close reason, the trailer.
+fn squash_message(entry: &Entry) -> String {
+    let reason = entry.reason.trim();
+    let body = if reason.is_empty() || reason == entry.title.trim() {
+        String::new()
+    } else {
+        format!("{reason}\n\n")
+    };
+    format!("{}\n\n{body}Fleet-Task: {}", entry.title.trim(), entry.id)
+}
+
+/// The lane's scratch worktree, checked out at `merged` with nothing else in it but ignored
+/// files (kept, so incremental builds stay warm).
+fn scratch_checkout(
+    settings: &LaneSettings,
+    entry: &Entry,
+    merged: &str,
+) -> Result<PathBuf, GitError> {
+    let repo = Git::at(&entry.landing.repo);
+    let dir = settings.home.join(worktree::DIR).join(".scratch").join(lane_name(&entry.lane()));
+    if dir.join(".git").exists() {
+        let scratch = Git::at(&dir);
+        if scratch.run(&["checkout", "--quiet", "--detach", "--force", merged]).is_ok() {
+            scratch.run(&["clean", "-fdq"])?;
+            return Ok(dir);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = repo.run(&["worktree", "prune"]);
+    }
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            repo.error(&["worktree", "add"], format!("creating {}: {e}", parent.display()))
+        })?;
+    }
+    repo.run(&["worktree", "add", "--quiet", "--detach", &dir.display().to_string(), merged])?;
+    Ok(dir)
+}
+
+/// A directory name for a lane: its branch (made safe) and a hash of the repository path.
+pub fn lane_name(lane: &LaneKey) -> String {
+    let safe: String = lane
+        .base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in lane.repo.bytes() {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{safe}-{:08x}", hash & 0xffff_ffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, priority: u8, queued_at: Timestamp) -> Entry {
+        Entry {
+            id: id.into(),
+            title: "t".into(),
+            priority,
+            landing: Landing::default(),
+            queued_at,
+            reason: String::new(),
+            no_changes: false,
+        }
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        Git::at(dir).run(args).unwrap()
+    }
+
+    /// A repository with `main` at one commit, and a task branch `fleet/t-1` adding a file.
+    fn repo_with_branch(dir: &Path) -> (PathBuf, Entry) {
+        let repo = dir.join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README"), "base\n").unwrap();
+        git(&repo, &["add", "README"]);
+        git(&repo, &["commit", "-qm", "init"]);
+        let base = git(&repo, &["rev-parse", "main"]);
+        git(&repo, &["branch", "fleet/t-1"]);
+        let tree = dir.join("wt");
+        git(&repo, &["worktree", "add", "-q", tree.to_str().unwrap(), "fleet/t-1"]);
+        std::fs::write(tree.join("a.txt"), "a\n").unwrap();
+        let landing = Landing {
+            repo: repo.display().to_string(),
+            base: "main".into(),
+            base_commit: base,
+            worktree: tree.display().to_string(),
+            branch: "fleet/t-1".into(),
+            subdir: ".".into(),
+            ..Landing::default()
+        };
+        let mut entry = entry("t-1", 2, Timestamp::now());
+        entry.landing = landing;
+        (repo, entry)
+    }
+
+    /// A crash after "checked" was recorded, before or after the base ref moved: the restart
+    /// moves the base once, or only finishes; the merged commit lands exactly once.
+    #[test]
+    fn a_checked_entry_is_finished_once_after_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, mut entry) = repo_with_branch(dir.path());
+        let settings = LaneSettings {
+            home: dir.path().join("home"),
+            checks: vec![],
+            timeout: Duration::from_secs(10),
+        };
+        let before = git(&repo, &["rev-parse", "main"]);
+        let mut seen = None;
+        let mut crash = |base: &str, merged: &str, _: &Receipt| {
+            seen = Some((base.to_owned(), merged.to_owned()));
+            Err("killed".to_owned())
+        };
+        assert!(matches!(land(&settings, &entry, &mut crash), Err(LaneError::Record(_))));
+        assert_eq!(git(&repo, &["rev-parse", "main"]), before, "moved before it was recorded");
+        let (base, merged) = seen.unwrap();
+        entry.landing.state = LandState::Checked {
+            reason: String::new(),
+            at: Timestamp::now(),
+            base,
+            merged: merged.clone(),
+        };
+        let mut unexpected = |_: &str, _: &str, _: &Receipt| Err("merged again".to_owned());
+        assert!(matches!(land(&settings, &entry, &mut unexpected), Ok(Landed::Landed(_))));
+        assert_eq!(git(&repo, &["rev-parse", "main"]), merged);
+        // Killed again before the close was recorded: only the close is due.
+        assert!(matches!(land(&settings, &entry, &mut unexpected), Ok(Landed::Landed(_))));
+        assert_eq!(git(&repo, &["rev-list", "--count", "main"]), "2");
+        // The checkout of main was clean: it holds the landed file.
+        assert!(repo.join("a.txt").is_file());
+    }
+
+    /// Priority first, then the time of close; an old entry rises past newer urgent ones.
+    #[test]
+    fn entries_rank_by_priority_then_age_and_old_ones_rise() {
+        let now = Timestamp::now();
+        let minutes = |m: i64| now - jiff::SignedDuration::from_mins(m);
+        let mut entries = [
+            entry("late-p1", 1, minutes(1)),
+            entry("early-p1", 1, minutes(2)),
+            entry("p3", 3, minutes(5)),
+        ];
+        entries.sort_by_key(|e| rank(e, now));
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["early-p1", "late-p1", "p3"]);
+        let starving = entry("old-p3", 3, minutes(3 * 30 + 1));
+        assert!(rank(&starving, now) < rank(&entries[0], now));
+    }
+}

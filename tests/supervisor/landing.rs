@@ -1,0 +1,281 @@
+//! Issue 30: landing work. Tasks in a git repository run in worktrees of their own, their
+//! agents' closes queue the work, and the merge lane lands it on the base branch only after
+//! the checks passed on the merged tree. The agents are `exec` scripts that edit and commit
+//! (exit 0 closes the task); the repositories are small and the checks are `test`s, so each
+//! test is a few seconds of real git and real processes.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::git;
+use crate::harness::Fleet;
+
+/// A repository with one commit on `main` (README), with an identity for the agents' commits.
+struct Repo {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("repo");
+        std::fs::create_dir(&path).expect("repo dir");
+        let repo = Repo { _dir: dir, path };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "agent"]);
+        repo.git(&["config", "user.email", "agent@example.com"]);
+        std::fs::write(repo.path.join("README"), "base\n").expect("README");
+        repo.git(&["add", "README"]);
+        repo.git(&["commit", "-qm", "init"]);
+        repo
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let mut all = vec!["-C", self.path.to_str().expect("utf-8 path")];
+        all.extend_from_slice(args);
+        git(&all)
+    }
+
+    fn main(&self) -> String {
+        self.git(&["rev-parse", "main"])
+    }
+
+    /// The commits of `main` after the first, oldest first.
+    fn landed(&self) -> Vec<String> {
+        let all = self.git(&["rev-list", "--reverse", "main"]);
+        all.lines().skip(1).map(str::to_owned).collect()
+    }
+
+    fn dir(&self) -> &str {
+        self.path.to_str().expect("utf-8 path")
+    }
+}
+
+/// A fleet whose tasks are shell commands, with `checks` as merge.checks.
+fn fleet(checks: &[&str], settings: &[(&str, &str)]) -> Fleet {
+    let fleet = Fleet::new(&[]);
+    let mut all = vec![("coder", "\"exec\"")];
+    all.extend_from_slice(settings);
+    let checks: Vec<String> = checks.iter().map(|c| format!("{c:?}")).collect();
+    fleet.configure_with(&all, &format!("\n[merge]\nchecks = [{}]\n", checks.join(", ")));
+    fleet
+}
+
+/// An exec task running `script` in `repo`.
+fn task(fleet: &Fleet, repo: &Repo, title: &str, script: &str, extra: &[&str]) -> String {
+    let mut args = vec!["--cwd", repo.dir(), "-d", script];
+    args.extend_from_slice(extra);
+    fleet.ws.create(title, &args)
+}
+
+fn worktree(fleet: &Fleet, id: &str) -> PathBuf {
+    fleet.home().join("worktrees").join(id)
+}
+
+/// N tasks editing different files at once: N worktrees, every change landed as one commit
+/// with its trailer, the checks passed on the base after each landing, and after `fleet gc`
+/// no worktree and no `fleet/*` branch is left, every tip kept under refs/fleet/archive.
+#[test]
+fn parallel_tasks_land_from_their_own_worktrees() {
+    let repo = Repo::new();
+    let fleet = fleet(&["test -f README"], &[("max_concurrent", "4")]);
+    let ids: Vec<String> = (0..4)
+        .map(|n| {
+            let script = format!("echo {n} > f{n}.txt && git add f{n}.txt && git commit -qm f{n}");
+            task(&fleet, &repo, &format!("file {n}"), &script, &[])
+        })
+        .collect();
+    let run = fleet.run_until_idle(&[]).ok();
+    assert_eq!(run.starting("⇡ ").len(), 4, "{}", run.stdout());
+    let landed = repo.landed();
+    assert_eq!(landed.len(), 4, "one commit per task");
+    for commit in &landed {
+        // The check held on every commit the base moved to.
+        repo.git(&["cat-file", "-e", &format!("{commit}:README")]);
+        let message = repo.git(&["log", "-1", "--format=%B", commit]);
+        assert!(message.contains("Fleet-Task: t-"), "{message}");
+    }
+    for (n, id) in ids.iter().enumerate() {
+        assert_eq!(fleet.show(id)["status"], "closed");
+        assert!(worktree(&fleet, id).join(format!("f{n}.txt")).is_file());
+        repo.git(&["cat-file", "-e", &format!("main:f{n}.txt")]);
+    }
+    // The person's clean checkout was brought up to date.
+    assert!(repo.path.join("f3.txt").is_file());
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    let gc = fleet.ws.run(&["gc"]).ok();
+    assert!(gc.stdout.contains("freed"), "{}", gc.stdout);
+    assert_eq!(repo.git(&["branch", "--list", "fleet/*"]), "");
+    assert_eq!(
+        repo.git(&["worktree", "list"]).lines().filter(|l| l.contains("/worktrees/t-")).count(),
+        0
+    );
+    for id in &ids {
+        assert!(!worktree(&fleet, id).exists());
+        repo.git(&["cat-file", "-e", &format!("refs/fleet/archive/{id}")]);
+    }
+}
+
+/// Two tasks change the same line: the first lands, the second gets a resolution task
+/// (a child) and stays in progress; main never holds a conflicted tree.
+#[test]
+fn a_conflict_yields_a_resolution_task_and_never_reaches_the_base() {
+    let repo = Repo::new();
+    let fleet =
+        fleet(&["! grep -q '<<<<<<<' README"], &[("max_concurrent", "2"), ("max_failures", "1")]);
+    let one = task(&fleet, &repo, "say one", "echo one > README && git commit -qam one", &[]);
+    let two = task(&fleet, &repo, "say two", "echo two > README && git commit -qam two", &[]);
+    let run = fleet.run_until_idle(&[]);
+    assert_eq!(run.starting("⇡ ").len(), 1, "{}", run.stdout());
+    assert_eq!(run.starting("⚡ ").len(), 1, "{}", run.stdout());
+    assert_eq!(repo.landed().len(), 1);
+    let readme = repo.git(&["show", "main:README"]);
+    assert!(readme == "one" || readme == "two", "{readme}");
+    let (winner, loser) = if readme == "one" { (&one, &two) } else { (&two, &one) };
+    assert_eq!(fleet.show(winner)["status"], "closed");
+    let entry = fleet.show(loser);
+    assert_eq!(entry["status"], "in_progress");
+    assert_eq!(entry["fleet"]["land"]["state"]["state"], "conflict");
+    let child = format!("{loser}.1");
+    let resolution = fleet.show(&child);
+    assert!(resolution["title"].as_str().unwrap().starts_with("Resolve merge conflict: say"));
+    assert!(resolution["description"].as_str().unwrap().contains("- README"));
+    let merges = fleet.ws.run(&["merges"]).ok();
+    assert!(merges.stdout.contains(&format!("waits for {child}")), "{}", merges.stdout);
+}
+
+/// A task whose checks fail on the merged tree is reopened (here blocked: max_failures = 1)
+/// with the failure in its comments and receipt; the base does not move.
+#[test]
+fn failing_checks_send_the_work_back_and_leave_the_base() {
+    let repo = Repo::new();
+    let before = repo.main();
+    let fleet = fleet(&["test ! -f bad.txt"], &[("max_failures", "1")]);
+    let id = task(&fleet, &repo, "break it", "echo oops > bad.txt", &[]);
+    let run = fleet.run_until_idle(&[]);
+    assert_eq!(run.code, 4, "{}", run.stdout());
+    assert_eq!(repo.main(), before);
+    let shown = fleet.show(&id);
+    assert_eq!(shown["status"], "blocked");
+    let comments = fleet.comments(&id).join("\n");
+    assert!(comments.contains("the check `test ! -f bad.txt` exited 1"), "{comments}");
+    let receipt = fleet.ws.json(&["task", &id, "receipt"]);
+    assert_eq!(receipt["receipt"]["verdict"], "checks failed");
+    assert_eq!(receipt["receipt"]["checks"][0]["exit_code"], 1);
+    // What the agent left uncommitted was committed by fleet, saying so.
+    assert!(receipt["receipt"]["leftovers"].as_str().unwrap().contains("bad.txt"));
+    let human = fleet.ws.run(&["task", &id, "receipt"]).ok();
+    assert!(human.stdout.contains("check `test ! -f bad.txt`: exit 1"), "{}", human.stdout);
+}
+
+/// B depends on A: B starts only once A's work is on main, from a base that holds it.
+#[test]
+fn a_dependent_starts_from_a_base_holding_its_blockers_work() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    let a =
+        task(&fleet, &repo, "make a", "echo a > a.txt && git add a.txt && git commit -qm a", &[]);
+    let script = "test -f a.txt && echo b > b.txt && git add b.txt && git commit -qm b";
+    let b = task(&fleet, &repo, "make b on a", script, &["--deps", &a]);
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&b)["status"], "closed");
+    assert!(worktree(&fleet, &b).join("a.txt").is_file());
+    repo.git(&["cat-file", "-e", "main:b.txt"]);
+    assert_eq!(repo.landed().len(), 2);
+}
+
+/// The person's checkout of main: dirty (staged, unstaged, untracked) → not touched, and
+/// `fleet merges` says so; clean → brought up to date.
+#[test]
+fn a_dirty_checkout_is_left_alone_and_reported() {
+    let repo = Repo::new();
+    std::fs::write(repo.path.join("staged.txt"), "mine\n").unwrap();
+    repo.git(&["add", "staged.txt"]);
+    std::fs::write(repo.path.join("README"), "my edit\n").unwrap();
+    std::fs::write(repo.path.join("untracked.txt"), "mine too\n").unwrap();
+    let fleet = fleet(&["true"], &[]);
+    task(&fleet, &repo, "add x", "echo x > x.txt && git add x.txt && git commit -qm x", &[]);
+    fleet.run_until_idle(&[]).ok();
+    repo.git(&["cat-file", "-e", "main:x.txt"]);
+    assert!(!repo.path.join("x.txt").exists(), "the dirty checkout was touched");
+    assert_eq!(std::fs::read_to_string(repo.path.join("README")).unwrap(), "my edit\n");
+    assert_eq!(std::fs::read_to_string(repo.path.join("untracked.txt")).unwrap(), "mine too\n");
+    assert!(repo.git(&["diff", "--cached", "--name-only"]).contains("staged.txt"));
+    let merges = fleet.ws.run(&["merges"]).ok();
+    assert!(merges.stdout.contains("has local changes: not touched"), "{}", merges.stdout);
+}
+
+/// An agent killed with SIGKILL halfway through its edit: the retry runs in the same worktree
+/// and finds the files it left.
+#[test]
+fn an_agent_killed_mid_edit_leaves_its_files_to_the_retry() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    let script =
+        "if [ -f half.txt ]; then echo done > done.txt; else echo half > half.txt; kill -9 $$; fi";
+    let id = task(&fleet, &repo, "two halves", script, &[]);
+    let run = fleet.run_until_idle(&[]).ok();
+    assert!(run.stdout().contains(&format!("▶ {id} attempt 2 ")), "{}", run.stdout());
+    for file in ["half.txt", "done.txt"] {
+        repo.git(&["cat-file", "-e", &format!("main:{file}")]);
+    }
+}
+
+/// `fleet gc` leaves a landed task's worktree with uncommitted changes alone, naming it, and
+/// removes it once it is clean; its tip stays reachable.
+#[test]
+fn gc_refuses_a_dirty_worktree_by_name() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    let id =
+        task(&fleet, &repo, "add y", "echo y > y.txt && git add y.txt && git commit -qm y", &[]);
+    fleet.run_until_idle(&[]).ok();
+    let tree = worktree(&fleet, &id);
+    std::fs::write(tree.join("scratch.txt"), "later\n").unwrap();
+    let refused = fleet.ws.run(&["gc"]).fails(1);
+    assert!(refused.stdout.contains(&format!("refused {id}")), "{}", refused.stdout);
+    assert!(refused.stderr.contains(&id), "{}", refused.stderr);
+    assert!(tree.join("scratch.txt").is_file());
+    std::fs::remove_file(tree.join("scratch.txt")).unwrap();
+    fleet.ws.run(&["gc"]).ok();
+    assert!(!tree.exists());
+    let tip = repo.git(&["rev-parse", &format!("refs/fleet/archive/{id}")]);
+    repo.git(&["cat-file", "-e", &format!("{tip}:y.txt")]);
+}
+
+/// kill -9 of the supervisor while the checks run on a merged tree: the base does not move;
+/// the next run lands the work exactly once.
+#[test]
+fn a_supervisor_killed_mid_merge_lands_the_work_once_after_restart() {
+    let repo = Repo::new();
+    let before = repo.main();
+    let marker = repo.path.parent().unwrap().join("checking");
+    let check = format!("touch {} && sleep 60", marker.display());
+    let fleet = fleet(&[&check], &[]);
+    let id =
+        task(&fleet, &repo, "add z", "echo z > z.txt && git add z.txt && git commit -qm z", &[]);
+    let doomed = fleet.start(&[]);
+    doomed.wait_until("the checks to start", || marker.exists().then_some(()));
+    doomed.signal(libc::SIGKILL);
+    let _ = doomed.wait();
+    assert_eq!(repo.main(), before, "the base moved to an unchecked tree");
+    assert_eq!(fleet.show(&id)["status"], "in_progress");
+    fleet.configure_with(&[("coder", "\"exec\"")], "\n[merge]\nchecks = [\"test -f z.txt\"]\n");
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&id)["status"], "closed");
+    let landed = repo.landed();
+    assert_eq!(landed.len(), 1, "landed exactly once");
+    repo.git(&["cat-file", "-e", "main:z.txt"]);
+}
+
+/// A task outside any repository keeps working in its own directory (isolation "auto").
+#[test]
+fn a_task_outside_a_repository_runs_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = fleet(&[], &[]);
+    let cwd = dir.path().to_str().unwrap();
+    let id = fleet.ws.create("touch here", &["--cwd", cwd, "-d", "touch here.txt"]);
+    fleet.run_until_idle(&[]).ok();
+    assert!(Path::new(cwd).join("here.txt").is_file());
+    assert!(fleet.show(&id)["fleet"]["land"].is_null());
+}
