@@ -472,7 +472,8 @@ fn operator_scenario(schemas: &Schemas) {
     let (view, status) = wait_for("the long task to run alone", || {
         let view = s.out("tasks", &["tasks"]);
         let status = s.out("run-status", &["run", "status"]);
-        (view["running"] == 1 && status["agents"] == 1).then_some((view, status))
+        let alone = view["running"] == 1 && status["agents"] == 1;
+        (alone && view["tasks"][0]["id"] == long.as_str()).then_some((view, status))
     });
     assert_eq!(view["tasks"][0]["id"], long.as_str());
     assert_eq!(status["agents"], 1, "{status:#}");
