@@ -529,6 +529,13 @@ fn a_full_disk_is_reported_and_the_server_commits_again_once_space_is_back() {
 
 /// Whether process `pid` holds the store's write lock: redb's writer byte (`1 << 62`) locked
 /// for writing on one of its descriptors, as `/proc/PID/fdinfo` lists it.
+/// Whether process `pid` is stopped by a signal (state `T` in `/proc/PID/stat`).
+fn is_stopped(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    state == Some("T")
+}
+
 fn holds_write_lock(pid: i32) -> bool {
     let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
     descriptors.flatten().any(|fd| {
@@ -570,6 +577,9 @@ fn a_server_stopped_inside_a_commit_is_named_and_bounds_the_wait() {
 
     common::poll_until("the server to be stopped inside a commit", common::WAIT, || {
         signal(pid, libc::SIGSTOP);
+        // SIGSTOP is delivered asynchronously: the lock is looked at only once the process
+        // has stopped, or it could let go of it between the look and the stop.
+        common::poll_until("the server to stop", common::WAIT, || is_stopped(pid).then_some(()));
         if holds_write_lock(pid) {
             return Some(());
         }
