@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
+use super::output::printable;
 use crate::land::lane::{self, Entry, LaneKey};
 use crate::model::{Issue, LandState, Status};
 
@@ -180,7 +181,7 @@ fn render(lanes: &[LaneView]) -> String {
                 entry.priority,
                 entry.state,
                 wait_text(entry.wait_secs),
-                entry.title
+                printable(&entry.title)
             ));
         }
         for failure in &lane.failures {
@@ -190,7 +191,7 @@ fn render(lanes: &[LaneView]) -> String {
             ));
         }
         for note in &lane.untouched_checkouts {
-            lines.push(format!("  ⚠ {note}"));
+            lines.push(format!("  ⚠ {}", printable(note)));
         }
     }
     lines.join("\n")
