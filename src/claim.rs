@@ -33,7 +33,6 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::beads::gitignore;
 pub use crate::journal::claims::{ClaimMode, MODE_KEY, REMOTE_KEY};
 use crate::journal::claims::{ClaimsRemote, Confirmed, Here, Holder, RemoteClaimError};
 use crate::model::{Issue, Status};
@@ -41,9 +40,8 @@ use crate::op::{Hlc, IssuePatch};
 use crate::store::{ReadyFilter, Store, StoreError, Writer};
 use crate::time::Clock;
 use crate::tracker;
+use crate::workspace::{CLAIMING_DIR, gitignore};
 
-/// The directory in `.beads/` of the locks of claims under way ([`InFlight`]).
-pub const IN_FLIGHT_DIR: &str = "claiming";
 /// How many lock files claims under way share (by a hash of the issue id).
 const IN_FLIGHT_LOCKS: u64 = 64;
 
@@ -340,14 +338,14 @@ impl InFlight {
         let bucket = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
         }) % IN_FLIGHT_LOCKS;
-        workspace.join(IN_FLIGHT_DIR).join(format!("{bucket:02}.lock"))
+        workspace.join(CLAIMING_DIR).join(format!("{bucket:02}.lock"))
     }
 
     /// Takes the lock of `id`'s claim, waiting for another claim sharing it.
     fn take(workspace: &Path, id: &str) -> Result<InFlight, ClaimError> {
         let path = InFlight::path(workspace, id);
         let failed = |source| ClaimError::InFlight { path: path.clone(), source };
-        let dir = workspace.join(IN_FLIGHT_DIR);
+        let dir = workspace.join(CLAIMING_DIR);
         if !dir.is_dir() {
             std::fs::create_dir_all(&dir).map_err(failed)?;
             gitignore::ignore_or_warn(workspace, &[gitignore::IN_FLIGHT_LOCKS_ENTRY]);

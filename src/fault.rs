@@ -8,7 +8,7 @@
 
 /// Kills this process with SIGKILL when `FLEET_FAULT` is `name` (see the module docs).
 pub fn point(name: &str) {
-    if std::env::var_os("FLEET_FAULT").is_some_and(|fault| fault == name) {
+    if crate::env::fault_at(name) {
         // SAFETY: kill with this process's own id and a valid signal number.
         unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
     }

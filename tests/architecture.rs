@@ -118,3 +118,37 @@ fn no_module_outside_the_store_and_the_tracker_builds_an_op() {
         offenders.join("\n")
     );
 }
+
+/// The lines of the program under `src/` (outside `except`) that contain any of `needles`.
+fn lines_naming(needles: &[&str], except: &[&str]) -> Vec<String> {
+    program_lines(&["src"])
+        .into_iter()
+        .filter(|(file, _, _)| !except.iter().any(|allowed| file.starts_with(allowed)))
+        .filter(|(_, _, code)| needles.iter().any(|needle| code.contains(needle)))
+        .map(|(file, n, code)| format!("{file}:{n}: {code}"))
+        .collect()
+}
+
+#[test]
+fn the_library_reads_the_environment_in_one_place() {
+    let offenders = lines_naming(
+        &["std::env::var", "env::vars", "env::var_os", "env::var("],
+        &["src/cli/", "src/env.rs", "src/main.rs"],
+    );
+    assert!(
+        offenders.is_empty(),
+        "the environment read outside the command line (name the variable in src/env.rs, or \
+         read it in src/cli/ and pass the value in):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn clap_stays_in_the_command_line() {
+    let offenders = lines_naming(&["clap::", "use clap"], &["src/cli/", "src/main.rs"]);
+    assert!(
+        offenders.is_empty(),
+        "clap named outside src/cli/ (give the enum its names in src/cli/value_enums.rs):\n{}",
+        offenders.join("\n")
+    );
+}

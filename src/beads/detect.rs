@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::{BeadsError, io_error};
 use crate::model::FleetFields;
-use crate::store::STORE_FILE;
+use crate::workspace::STORE_FILE;
 
 /// A place issues can be read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +80,7 @@ pub fn detect(path: &Path) -> Result<Detected, BeadsError> {
     if path.is_file() {
         return detect_file(path);
     }
-    let beads_dir = path.join(".beads");
+    let beads_dir = path.join(crate::workspace::DIR_NAME);
     if beads_dir.is_dir() {
         let inner = detect_beads_dir(&beads_dir)?;
         if path.join("tasks").is_dir() {
@@ -124,7 +124,10 @@ fn detect_file(path: &Path) -> Result<Detected, BeadsError> {
 }
 
 fn detect_beads_dir(dir: &Path) -> Result<Detected, BeadsError> {
-    let jsonl = ["issues.jsonl", "beads.jsonl"].iter().map(|n| dir.join(n)).find(|p| p.is_file());
+    let jsonl = [crate::workspace::EXPORT_FILE, "beads.jsonl"]
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file());
     for dolt in ["dolt", "embeddeddolt"] {
         if dir.join(dolt).is_dir() {
             let project_dir = dir

@@ -23,12 +23,11 @@ use super::jsonl::{self, Counts, Record};
 use super::{BeadsError, io_error};
 use crate::model::dep_type;
 use crate::store::{Reader, Store, meta};
+use crate::workspace::EXPORT_FILE;
 
 /// Issue types `bd export` leaves out unless asked (spec §2).
 pub const INFRA_TYPES: [&str; 4] = ["agent", "rig", "role", "message"];
 /// The configuration key that turns auto-export on.
-/// What auto-export writes inside `.beads/`.
-pub const AUTO_EXPORT_FILE: &str = "issues.jsonl";
 pub const EXPORT_STATE_FILE: &str = "export-state.json";
 
 /// What to export. The default is what `bd export` writes: no infra types, templates,
@@ -328,7 +327,7 @@ pub fn export_after_sync(store: &Store) -> Result<Option<ExportSummary>, BeadsEr
     if !crate::settings::is_on(&store.read()?, crate::settings::SYNC_EXPORT)? {
         return Ok(None);
     }
-    let target = store.dir().join(AUTO_EXPORT_FILE);
+    let target = store.dir().join(EXPORT_FILE);
     Ok(Some(export_to_path(store, &ExportOptions::default(), &target)?))
 }
 
@@ -342,7 +341,7 @@ pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, Be
     }
     let changes = reader.view().meta_u64(meta::CHANGES)?;
     let dir = store.dir();
-    let target = dir.join(AUTO_EXPORT_FILE);
+    let target = dir.join(EXPORT_FILE);
     let state_path = dir.join(EXPORT_STATE_FILE);
     let previous = std::fs::read(&state_path)
         .ok()
@@ -354,7 +353,7 @@ pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, Be
     let state = ExportState {
         changes,
         exported_at: jiff::Timestamp::now(),
-        path: AUTO_EXPORT_FILE.to_string(),
+        path: EXPORT_FILE.to_string(),
         issues: summary.issues,
         memories: summary.memories,
     };

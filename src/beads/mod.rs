@@ -23,15 +23,13 @@
 //! - [`sqlite`]: reads a legacy SQLite `beads.db` column by column;
 //! - [`import`]: the upsert semantics of `bd import`, as one transaction or nothing;
 //! - [`export`]: `bd export` and the auto-export that follows write commands;
-//! - [`fidelity`]: what a source holds against what the store holds after an import;
-//! - [`gitignore`]: the `.gitignore` of `.beads/`, and adding fleet's lines to beads' file.
+//! - [`fidelity`]: what a source holds against what the store holds after an import.
 //!
 //! Nothing here prints or reads the environment; progress goes through [`Progress`].
 
 pub mod detect;
 pub mod export;
 pub mod fidelity;
-pub mod gitignore;
 pub mod import;
 pub mod jsonl;
 pub mod sqlite;

@@ -44,7 +44,7 @@ use crate::time::Clock;
 use crate::tracker::{Refusal, Request};
 
 /// How claimers reach the queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Shape {
     /// One process per claim.

@@ -116,7 +116,7 @@ pub fn run(config: &MergeConfig, progress: Progress<'_>) -> Result<MergeReport, 
     let batch = edits_elsewhere(&dir, &store, config, at(1))?;
     edit(&store, "bench", at(2), config.behind, "edited here")?;
     drop(store);
-    let prepared = here.join(crate::store::STORE_FILE);
+    let prepared = here.join(crate::workspace::STORE_FILE);
     let mut report = MergeReport {
         records: config.records,
         behind: config.behind,
@@ -162,7 +162,7 @@ fn edits_elsewhere(
     config: &MergeConfig,
     clock: Clock,
 ) -> Result<Vec<Op>, BenchError> {
-    let path = store.dir().join(crate::store::STORE_FILE);
+    let path = store.dir().join(crate::workspace::STORE_FILE);
     let elsewhere_dir = copy_store(dir, &path, "elsewhere")?;
     let elsewhere = Store::open(&elsewhere_dir)?;
     let theirs: HashSet<u128> =
@@ -194,7 +194,7 @@ fn edit(
 fn copy_store(dir: &ScratchDir, from: &Path, name: &str) -> Result<PathBuf, BenchError> {
     let beads = dir.subdir(name)?.join(".beads");
     std::fs::create_dir_all(&beads).map_err(io_error(format!("creating {}", beads.display())))?;
-    let to = beads.join(crate::store::STORE_FILE);
+    let to = beads.join(crate::workspace::STORE_FILE);
     std::fs::copy(from, &to).map_err(io_error(format!("copying {}", from.display())))?;
     Ok(beads)
 }

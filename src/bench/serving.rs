@@ -48,8 +48,10 @@ impl ServingProcess {
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log_file);
         let child = command.spawn().map_err(io_error("starting the fleet server".into()))?;
         let mut serving = ServingProcess { child };
-        serving
-            .wait_for_socket(&fleet_store_dir(workspace).join(crate::server::SOCKET_FILE), &log)?;
+        serving.wait_for_socket(
+            &fleet_store_dir(workspace).join(crate::workspace::SOCKET_FILE),
+            &log,
+        )?;
         Ok(serving)
     }
 

@@ -12,7 +12,7 @@ use crate::time::Clock;
 use crate::tracker::Request;
 
 /// The engine a benchmark runs against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
     Fleet,
     Sqlite,
@@ -46,7 +46,7 @@ fn opened<'s>(slot: &'s mut Option<Store>, dir: &Path) -> Result<&'s Store, Benc
 
 /// The read commands `fleet bench ready` times, which the baseline worker answers with the
 /// equivalent SQLite queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadQuery {
     /// `fleet ready`: the first 100 ready issues, as text.
     Ready,

@@ -51,7 +51,7 @@ impl Drop for ScratchDir {
 
 /// The `.beads` directory of the fleet store inside a benchmark workspace directory.
 pub fn fleet_store_dir(workspace: &Path) -> PathBuf {
-    workspace.join(".beads")
+    workspace.join(crate::workspace::DIR_NAME)
 }
 
 /// One issue of a plan.

@@ -168,7 +168,7 @@ fn write_settings(
         .iter()
         .map(|(setting, value)| (setting.name.to_string(), value.clone().into()))
         .collect();
-    let place = store.dir().join(crate::store::STORE_FILE).display().to_string();
+    let place = store.dir().join(crate::workspace::STORE_FILE).display().to_string();
     ctx.out.emit(&serde_json::json!({ "store": place, "set": shown }), || {
         let parts: Vec<String> = settings
             .iter()

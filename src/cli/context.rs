@@ -27,9 +27,10 @@ use jiff::Timestamp;
 use super::error::CliError;
 use super::output::{Mode, Output};
 use super::style::{ColorWhen, Stream};
-use crate::store::{STORE_FILE, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::time::Clock;
 use crate::tracker::{Reply, Request};
+use crate::workspace::{self, STORE_FILE};
 
 /// How the binary was reached; it decides the [`Mode`] and where the workspace is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,16 +201,13 @@ fn discover(db: Option<&Path>, personality: Personality) -> Result<PathBuf, CliE
         return Ok(dir);
     }
     match personality {
-        Personality::Fleet => Ok(fleet_home()?.join(".beads")),
+        Personality::Fleet => Ok(fleet_home()?.join(workspace::DIR_NAME)),
         Personality::FleetBd => {
-            fleet_home().map(|home| home.join(".beads")).map_err(|_| no_beads_database())
+            fleet_home().map(|home| home.join(workspace::DIR_NAME)).map_err(|_| no_beads_database())
         }
         Personality::Bd => {
             let cwd = std::env::current_dir().map_err(|_| no_beads_database())?;
-            cwd.ancestors()
-                .map(|dir| dir.join(".beads"))
-                .find(|beads| is_workspace(beads))
-                .ok_or_else(no_beads_database)
+            workspace::find_upward(&cwd).ok_or_else(no_beads_database)
         }
     }
 }
@@ -217,10 +215,10 @@ fn discover(db: Option<&Path>, personality: Personality) -> Result<PathBuf, CliE
 /// The workspace named by `--db`, `$BEADS_DB` (or the older `$BD_DB`, both the environment's
 /// `--db`) or `$BEADS_DIR`: the first steps of every policy.
 pub fn named_workspace(db: Option<&Path>) -> Option<PathBuf> {
-    db.map(beads_dir_of)
+    db.map(workspace::of_database)
         .or_else(|| {
             let env = non_empty_env("BEADS_DB").or_else(|| non_empty_env("BD_DB"))?;
-            Some(beads_dir_of(Path::new(&env)))
+            Some(workspace::of_database(Path::new(&env)))
         })
         .or_else(|| non_empty_env("BEADS_DIR").map(PathBuf::from))
 }
@@ -231,25 +229,6 @@ fn no_beads_database() -> CliError {
         "run 'bd init' to create one here, or point BEADS_DIR at an existing .beads \
          directory (fleet's central queue is ~/.fleet/.beads)",
     )
-}
-
-/// A `.beads` directory counts when it holds a store or beads' `metadata.json` (a bare
-/// `~/.beads` of global settings does not).
-pub fn is_workspace(beads: &Path) -> bool {
-    beads.join(STORE_FILE).is_file() || beads.join("metadata.json").is_file()
-}
-
-/// `--db` may name the `.beads` directory or the database file inside it (`beads.db`, or any
-/// other `*.db` file beads was pointed at).
-fn beads_dir_of(path: &Path) -> PathBuf {
-    let database = path.file_name().is_some_and(|name| name == STORE_FILE)
-        || path.is_file()
-        || path.extension().is_some_and(|ext| ext == "db");
-    if database {
-        path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-    } else {
-        path.to_path_buf()
-    }
 }
 
 /// The variable `name`, unless it is unset or blank.

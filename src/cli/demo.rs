@@ -72,7 +72,7 @@ pub fn cmd_demo(ctx: &Context, args: DemoArgs) -> Result<(), CliError> {
 }
 
 fn run_demo(ctx: &Context, home: &std::path::Path) -> Result<(), CliError> {
-    let store = Store::init(&home.join(".beads"), "demo")?;
+    let store = Store::init(&home.join(crate::workspace::DIR_NAME), "demo")?;
     let config = home.join(crate::config::FILE_NAME);
     let settings =
         ["max_concurrent=3", "coder=exec", "retry_backoff_secs=1", "stall_timeout_secs=60"]

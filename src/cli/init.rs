@@ -5,8 +5,9 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use crate::beads::gitignore;
-use crate::store::{STORE_FILE, Store, StoreError};
+use crate::store::{Store, StoreError};
+use crate::workspace::STORE_FILE;
+use crate::workspace::gitignore;
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
@@ -87,10 +88,10 @@ pub(super) fn write_missing_files(dir: &std::path::Path) -> Result<(), CliError>
         crate::fsutil::write_atomic(&dir.join(name), text.as_bytes())
             .map_err(|e| CliError::new(format!("writing {}: {e}", dir.join(name).display())))
     };
-    if !dir.join("metadata.json").exists() {
+    if !dir.join(crate::workspace::METADATA_FILE).exists() {
         let metadata = serde_json::json!({ "database": STORE_FILE, "backend": "fleet-redb" });
         write(
-            "metadata.json",
+            crate::workspace::METADATA_FILE,
             format!("{}\n", serde_json::to_string_pretty(&metadata).unwrap_or_default()),
         )?;
     }

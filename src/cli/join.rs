@@ -13,7 +13,7 @@ use super::init::init_workspace;
 use super::sync::{fail_on_bad_refs, run_sync};
 use crate::journal::join::{Survey, survey};
 use crate::journal::sync::add_remote;
-use crate::store::STORE_FILE;
+use crate::workspace::STORE_FILE;
 
 #[derive(Debug, clap::Args)]
 pub struct JoinArgs {

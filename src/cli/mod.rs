@@ -43,6 +43,7 @@ mod sync;
 mod task;
 mod tasks;
 mod transfer;
+mod value_enums;
 
 pub mod bench;
 

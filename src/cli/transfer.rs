@@ -19,7 +19,8 @@ use crate::beads::{
     self, Batch, BeadsError, Detected, ExportOptions, ImportOptions, ImportReport, Progress, Source,
 };
 use crate::config::{self, Migration};
-use crate::store::{STORE_FILE, Store, StoreError};
+use crate::store::{Store, StoreError};
+use crate::workspace::STORE_FILE;
 
 /// Inputs at least this large get a progress bar on a terminal.
 const PROGRESS_BYTES: usize = 2 << 20;
@@ -104,8 +105,10 @@ fn dolt_error(error: &BeadsError, beads_dir: &Path, project_dir: &Path) -> CliEr
             beads_dir.display()
         ));
     }
-    let stale =
-        ["issues.jsonl", "beads.jsonl"].iter().map(|n| beads_dir.join(n)).find(|p| p.is_file());
+    let stale = [crate::workspace::EXPORT_FILE, "beads.jsonl"]
+        .iter()
+        .map(|n| beads_dir.join(n))
+        .find(|p| p.is_file());
     if let Some(stale) = stale {
         cli = cli.with_hint(format!(
             "{} is an earlier export and may be out of date; import it only if you know it is current",
@@ -173,7 +176,7 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
     let target_dir = ctx.workspace_dir()?;
     let path = match args.path.clone().or(args.input.clone()) {
         Some(path) => path,
-        None => target_dir.join("issues.jsonl"),
+        None => target_dir.join(crate::workspace::EXPORT_FILE),
     };
     if is_config_file(&path) {
         ctx.out.note(&format!("Found a runtime configuration {}", path.display()));

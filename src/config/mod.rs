@@ -309,7 +309,7 @@ impl RuntimeConfig {
     /// key is in no process's environment but its agents'). Built once per load of the file
     /// ([`ConfigWatcher::redactor`]): it reads the whole environment.
     pub fn redactor(&self) -> Redactor {
-        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let vars = crate::env::all();
         let inherited = vars.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         Redactor::from_env(inherited.chain(self.configured_env()))
     }

@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use super::{JournalError, commit_pending};
 use crate::store::Store;
-
-/// The file in `.beads/` whose lock the waiting committer holds.
-pub const COMMIT_LOCK_FILE: &str = "commit.lock";
+use crate::workspace::COMMIT_LOCK_FILE;
 
 /// Whether the store journaled ops past its committed mark (this replica's to commit, or
 /// others' to move the mark past).
@@ -36,7 +34,7 @@ pub fn take_lock(dir: &Path) -> std::io::Result<Option<std::fs::File>> {
 /// pending, and repeats while writes keep coming. Returns the ops committed.
 pub fn run(store: &Store, lock: std::fs::File, delay: Duration) -> Result<usize, JournalError> {
     let dir = store.dir().to_path_buf();
-    crate::beads::gitignore::ignore_or_warn(&dir, &[COMMIT_LOCK_FILE]);
+    crate::workspace::gitignore::ignore_or_warn(&dir, &[COMMIT_LOCK_FILE]);
     let mut lock = Some(lock);
     let mut committed = 0;
     loop {

@@ -9,7 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{BARE_DIR, JournalRepo, read_all};
+use super::{JournalRepo, read_all};
+use crate::workspace::JOURNAL_DIR;
 
 /// What the check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +26,7 @@ pub enum Health {
 
 /// Checks the journal repository of the workspace `dir` (a `.beads` directory).
 pub fn check_repository(dir: &Path) -> Health {
-    let own = dir.join(BARE_DIR);
+    let own = dir.join(JOURNAL_DIR);
     let repo = match JournalRepo::find(dir) {
         Ok(Some(repo)) => repo,
         Ok(None) => return Health::Absent,

@@ -113,8 +113,6 @@ pub const MAX_OPS_PER_COMMIT: usize = 10_000;
 /// At most this many bytes of ops go into one commit (unless one op alone is larger): bulk ops
 /// carry many records each.
 pub const MAX_BYTES_PER_COMMIT: usize = 64 * 1024 * 1024;
-/// The workspace's own bare repository, inside `.beads/`, when it is in no git repository.
-pub const BARE_DIR: &str = "journal.git";
 /// The email of every journal commit's author and committer.
 pub const EMAIL: &str = "journal@fleet.invalid";
 /// The ops of a batch.
@@ -211,8 +209,7 @@ pub enum JournalError {
 /// that accepts the connection and then says nothing, a network pulled mid-transfer): two
 /// minutes, or `FLEET_GIT_TIMEOUT_SECS`.
 pub(crate) fn git_time_limit() -> std::time::Duration {
-    let secs = std::env::var("FLEET_GIT_TIMEOUT_SECS").ok().and_then(|v| v.parse().ok());
-    std::time::Duration::from_secs(secs.unwrap_or(120).max(1))
+    crate::env::git_time_limit()
 }
 
 impl JournalError {

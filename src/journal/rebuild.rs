@@ -27,8 +27,9 @@ use super::repo::JournalRepo;
 use super::settings::{self, Settings};
 use super::write::pending_ops;
 use super::{JournalError, REF_PREFIX, commit_pending};
-use crate::store::{Outcome, STORE_FILE, Store, StoreError};
+use crate::store::{Outcome, Store, StoreError};
 use crate::time::Clock;
+use crate::workspace::STORE_FILE;
 
 /// How to rebuild.
 #[derive(Debug, Clone, Default)]

@@ -12,7 +12,8 @@ use gix::ObjectId;
 use gix::refs::transaction::PreviousValue;
 use serde::Serialize;
 
-use super::{BARE_DIR, BATCH_FILE, BatchInfo, JournalError, OPS_FILE, REF_PREFIX, ref_name};
+use super::{BATCH_FILE, BatchInfo, JournalError, OPS_FILE, REF_PREFIX, ref_name};
+use crate::workspace::JOURNAL_DIR;
 
 /// The file in the repository's git directory whose lock (`flock`, which dies with its
 /// process) every fleet writer of the journal's refs holds while it edits one.
@@ -93,7 +94,7 @@ impl JournalRepo {
     /// The journal repository of the workspace `dir` (a `.beads` directory), if there is one:
     /// `.beads/journal.git` if it exists, else the git repository containing `dir`.
     pub fn find(dir: &Path) -> Result<Option<JournalRepo>, JournalError> {
-        let own = dir.join(BARE_DIR);
+        let own = dir.join(JOURNAL_DIR);
         if own.exists() {
             let repo =
                 gix::open(&own).map_err(JournalError::git(format!("opening {}", own.display())))?;
@@ -121,7 +122,7 @@ impl JournalRepo {
         if let Some(found) = JournalRepo::find(dir)? {
             return Ok(found);
         }
-        let own = dir.join(BARE_DIR);
+        let own = dir.join(JOURNAL_DIR);
         make_aside_and_rename(dir, &own)?;
         let repo =
             gix::open(&own).map_err(JournalError::git(format!("opening {}", own.display())))?;

@@ -40,6 +40,7 @@ use super::{Finally, JournalError, Periodic, REF_PREFIX, commit_pending, ref_nam
 use crate::op::Op;
 use crate::store::{Merged, Orphaned, Outcome, Overturned, Renamed, Store};
 use crate::time::Clock;
+use crate::workspace::SYNC_LOCK_FILE;
 
 /// Where fetched journal refs of remote `<name>` are staged: `refs/fleet/remotes/<name>/`.
 pub const STAGING_PREFIX: &str = "refs/fleet/remotes/";
@@ -447,16 +448,14 @@ pub fn plan(store: &Store, remote: Option<&str>) -> Result<SyncPlan, JournalErro
 /// so a workspace whose `git status` already lists them is mended too. Best effort: a
 /// `.gitignore` that cannot be written is logged, never a failed sync.
 fn ignore_own_files(workspace: &Path, repo: &JournalRepo) {
-    let journal = format!("{}/", super::BARE_DIR);
+    let journal = format!("{}/", crate::workspace::JOURNAL_DIR);
     let mut entries = vec![SYNC_LOCK_FILE];
     if repo.kind == super::RepoKind::Own {
         entries.push(&journal);
     }
-    crate::beads::gitignore::ignore_or_warn(workspace, &entries);
+    crate::workspace::gitignore::ignore_or_warn(workspace, &entries);
 }
 
-/// The file in the workspace whose lock one sync of the workspace holds at a time.
-pub const SYNC_LOCK_FILE: &str = "sync.lock";
 /// How long a sync waits for one already running on the same workspace (a slow remote).
 const SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 

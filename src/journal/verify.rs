@@ -163,7 +163,11 @@ fn compare_records(
     ops.retain(|op| known.contains(&op.meta.id));
     ops.extend(pending);
     let scratch = Scratch::in_temp_dir("fleet-verify");
-    let replay = Store::init_as(&scratch.0.join(".beads"), &store.prefix(), &store.replica())?;
+    let replay = Store::init_as(
+        &scratch.0.join(crate::workspace::DIR_NAME),
+        &store.prefix(),
+        &store.replica(),
+    )?;
     replay.replay(crate::time::Clock::System, ops)?;
     let mut expected = digests(&replay)?;
     let compared = expected.len();

@@ -58,7 +58,7 @@ impl Git {
             ("GIT_COMMITTER_NAME", "user.name", FALLBACK_NAME),
             ("GIT_COMMITTER_EMAIL", "user.email", FALLBACK_EMAIL),
         ] {
-            if std::env::var_os(var).is_none() && !self.has_config(config) {
+            if !crate::env::is_set(var) && !self.has_config(config) {
                 command.env(var, fallback);
             }
         }

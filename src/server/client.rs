@@ -24,10 +24,6 @@ use crate::store::{Store, StoreError};
 use crate::time::Clock;
 use crate::tracker::{Refusal, Reply, Request, Summary};
 
-/// How long a command waits for the server's answer unless `FLEET_SERVER_DEADLINE_MS` says
-/// otherwise.
-const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
-
 /// What came of sending a request.
 #[derive(Debug)]
 pub enum Sent {
@@ -39,29 +35,22 @@ pub enum Sent {
     Unanswered(String),
 }
 
-/// The deadline for an answer: `FLEET_SERVER_DEADLINE_MS`, else two seconds.
+/// The deadline for an answer (`FLEET_SERVER_DEADLINE_MS`, see `crate::env`).
 pub fn deadline() -> Duration {
-    std::env::var("FLEET_SERVER_DEADLINE_MS")
-        .ok()
-        .and_then(|ms| ms.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_DEADLINE, Duration::from_millis)
+    crate::env::server_deadline()
 }
 
-/// Whether `FLEET_DIRECT` asks commands to skip the server.
+/// Whether commands skip the server (`FLEET_DIRECT`).
 fn direct_only() -> bool {
-    flag("FLEET_DIRECT")
+    crate::env::direct_only()
 }
 
-/// Whether `FLEET_REQUIRE_SERVER` asks commands to fail rather than write directly when no
-/// server applied their request (tests that must prove their writes went through a server).
+/// Whether commands must fail rather than write directly when no server applied their
+/// request (`FLEET_REQUIRE_SERVER`: tests that must prove their writes went through a server).
 /// The failure is exact: a request the server did not answer is looked up, and either its
 /// reply is the answer or it is recorded as given up, so the server never applies it later.
 fn server_required() -> bool {
-    flag("FLEET_REQUIRE_SERVER")
-}
-
-fn flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+    crate::env::server_required()
 }
 
 /// A connection to the server of the workspace `dir`, if one is listening.
@@ -76,7 +65,7 @@ impl Connection {
     /// forever), and only to a server running as this user, through a socket this user owns
     /// in `dir` itself ([`check_socket`]).
     pub fn open(dir: &Path, deadline: Duration) -> Result<Connection, String> {
-        let socket = super::socket_path(dir);
+        let socket = crate::workspace::socket(dir);
         check_socket(&socket)?;
         let stream = connect_within(&socket, deadline)?;
         if !super::peer_is_same_user(&stream) {

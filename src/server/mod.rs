@@ -36,21 +36,8 @@ pub use in_process::InProcess;
 pub use serve::{ServeError, Server};
 pub use wire::{Answer, Envelope, Outcome, PROTOCOL_VERSION};
 
-use std::path::{Path, PathBuf};
-
 use crate::store::{StoreError, Writer};
 use crate::tracker::{Refusal, Reply, Request};
-
-/// The socket's file name inside `.beads/`.
-pub const SOCKET_FILE: &str = "fleet.sock";
-/// The lock file held by the serving process for as long as it serves (a socket file left by
-/// a killed server is stale exactly when nobody holds this lock).
-pub const LOCK_FILE: &str = "fleet.sock.lock";
-
-/// The socket of the workspace `.beads` directory `dir`.
-pub fn socket_path(dir: &Path) -> PathBuf {
-    dir.join(SOCKET_FILE)
-}
 
 /// The oldest a request may be and still be applied, in milliseconds: half the time replies
 /// are kept, so the record of an earlier application of the same request is always still

@@ -1,7 +1,7 @@
 //! The server's place in its workspace: the serving lock and the socket, and keeping them its
 //! own while it serves.
 //!
-//! Only one process serves a workspace: it holds an exclusive `flock` on [`LOCK_FILE`] for as
+//! Only one process serves a workspace: it holds an exclusive `flock` on [`crate::workspace::SOCKET_LOCK_FILE`] for as
 //! long as it serves, so a socket file found without the lock held is stale (its server was
 //! killed) and is replaced. The socket is made owner-only.
 //!
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use mio::net::UnixListener;
 
 use super::serve::{ServeError, io_error};
-use super::{LOCK_FILE, socket_path};
+use crate::workspace::{SOCKET_FILE, SOCKET_LOCK_FILE};
 
 /// Which file a path names: its device and inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +84,7 @@ impl Place {
     /// makes sure the workspace's `.gitignore` ignores the lock and the socket (a file beads
     /// wrote lacks them; best effort, logged).
     pub fn take(dir: &Path) -> Result<(Place, UnixListener), ServeError> {
-        let lock_path = dir.join(LOCK_FILE);
+        let lock_path = dir.join(SOCKET_LOCK_FILE);
         let lock = crate::fsutil::try_lock_exclusive(&lock_path)
             .map_err(io_error(format!("locking {}", lock_path.display())))?
             .ok_or_else(|| ServeError::AlreadyServed(dir.to_path_buf()))?;
@@ -92,8 +92,8 @@ impl Place {
             .metadata()
             .map(|m| FileId::of(&m))
             .map_err(io_error(format!("reading {}", lock_path.display())))?;
-        crate::beads::gitignore::ignore_or_warn(dir, &[LOCK_FILE, super::SOCKET_FILE]);
-        let socket = socket_path(dir);
+        crate::workspace::gitignore::ignore_or_warn(dir, &[SOCKET_LOCK_FILE, SOCKET_FILE]);
+        let socket = crate::workspace::socket(dir);
         let (listener, socket_id) = bind(&socket)?;
         let place = Place {
             dir: dir.to_path_buf(),
@@ -153,7 +153,7 @@ impl Place {
     /// goes on serving on the lock it holds and tries again next time: no other process can
     /// take a lock there either.
     fn keep_lock(&mut self) -> Result<(), String> {
-        let path = self.dir.join(LOCK_FILE);
+        let path = self.dir.join(SOCKET_LOCK_FILE);
         match FileId::at(&path) {
             Ok(Some(id)) if id == self.lock_id => return Ok(()),
             // A failure to look is not evidence of a loss: looked at again next time.
@@ -261,10 +261,10 @@ mod tests {
     #[test]
     fn a_removed_lock_is_taken_again() {
         let (dir, mut place, _listener) = taken();
-        std::fs::remove_file(dir.path().join(LOCK_FILE)).unwrap();
+        std::fs::remove_file(dir.path().join(SOCKET_LOCK_FILE)).unwrap();
         assert!(matches!(place.check(), Check::Intact));
         // The lock at the path is held again: nobody else can take it.
-        let other = crate::fsutil::try_lock_exclusive(&dir.path().join(LOCK_FILE)).unwrap();
+        let other = crate::fsutil::try_lock_exclusive(&dir.path().join(SOCKET_LOCK_FILE)).unwrap();
         assert!(other.is_none());
     }
 
@@ -273,7 +273,7 @@ mod tests {
     #[test]
     fn a_lock_that_cannot_be_made_again_yet_is_tried_again() {
         let (dir, mut place, _listener) = taken();
-        let lock = dir.path().join(LOCK_FILE);
+        let lock = dir.path().join(SOCKET_LOCK_FILE);
         std::fs::remove_file(&lock).unwrap();
         std::fs::create_dir(&lock).unwrap();
         assert!(matches!(place.check(), Check::Intact));
@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn a_lock_taken_by_another_loses_the_place_and_keeps_its_socket() {
         let (dir, mut place, _listener) = taken();
-        std::fs::remove_file(dir.path().join(LOCK_FILE)).unwrap();
+        std::fs::remove_file(dir.path().join(SOCKET_LOCK_FILE)).unwrap();
         std::fs::remove_file(place.socket()).unwrap();
         let (mut other, _other_listener) = Place::take(dir.path()).unwrap();
         let Check::Lost(why) = place.check() else { panic!("the place should be lost") };

@@ -29,10 +29,11 @@ use super::tables::{
     RDEPS, READY, RENAMED, REPLIES, SIDELINED, UNDO, decode_comment_of, decode_dep_of,
     decode_issue_of, id_of_ready_key,
 };
-use super::{STORE_FILE, Store, StoreError, io_error, meta};
+use super::{Store, StoreError, io_error, meta};
 use crate::model::{Comment, Dependency, Issue, is_foreign_ref};
 use crate::op::OpKind;
 use crate::time::Clock;
+use crate::workspace::STORE_FILE;
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Serialize)]

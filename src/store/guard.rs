@@ -123,7 +123,7 @@ pub fn command<R>(work: impl FnOnce() -> R) -> Result<R, StoreError> {
     };
     let path = STORE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     Err(StoreError::Damaged {
-        path: path.unwrap_or_else(|| PathBuf::from(super::STORE_FILE)),
+        path: path.unwrap_or_else(|| PathBuf::from(crate::workspace::STORE_FILE)),
         detail: format!("the database engine failed on it ({caught})"),
     })
 }

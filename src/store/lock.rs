@@ -29,26 +29,19 @@ use super::StoreError;
 /// `1 << 62`; a test below checks that a write transaction holds it).
 const WRITER_BYTE: i64 = 1 << 62;
 
-/// How long a writer waits for a holder that is running, unless `FLEET_LOCK_WAIT_SECS` says
-/// otherwise.
-const DEFAULT_PATIENCE: Duration = Duration::from_secs(120);
-
 /// How often a waiting writer looks at the holder again once the deadline has passed.
 const LOOK_AGAIN: Duration = Duration::from_millis(500);
 
 /// How long a writer waits before it looks at who holds the lock: the server deadline
 /// (`FLEET_SERVER_DEADLINE_MS`, two seconds by default).
 fn deadline() -> Duration {
-    crate::server::client::deadline()
+    crate::env::server_deadline()
 }
 
 /// How long a writer waits for a running holder at most: `FLEET_LOCK_WAIT_SECS`, else two
 /// minutes.
 pub(super) fn patience() -> Duration {
-    std::env::var("FLEET_LOCK_WAIT_SECS")
-        .ok()
-        .and_then(|secs| secs.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_PATIENCE, Duration::from_secs)
+    crate::env::lock_patience()
 }
 
 /// A process holding the store's write lock.

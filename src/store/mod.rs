@@ -63,13 +63,12 @@ pub use merge::{Merged, Overturned};
 use crate::model::ModelError;
 use crate::op::{Hlc, Op, OpKind};
 use crate::time::Clock;
+use crate::workspace::STORE_FILE;
 use tables::{
     BIRTHS, BLOCKED, COMMENTS, DEPS, HOLDS, ISSUES, JOURNAL, LABELS, META, OP_IDS, ORDER, RDEPS,
     READY, RENAMED, RETIRED_READY_KEYS, SIDELINED, TableSet, UNDO,
 };
 
-/// The database file inside `.beads/`.
-pub const STORE_FILE: &str = "beads.db";
 /// Version of the table layout, stored in meta. A store with a newer layout is refused on
 /// open; the first writer of an older one brings it up to this one ([`Writer::begin`]).
 /// - 1: the first layout.

@@ -98,7 +98,7 @@ pub struct ReadyPage {
 }
 
 /// Sort orders of `list`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ListSort {
     /// Priority, then newest first.
     #[default]

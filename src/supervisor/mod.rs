@@ -896,7 +896,7 @@ impl Supervisor {
 
     /// The environment every agent gets on top of the coder's own.
     fn agent_env(&self) -> Vec<(String, String)> {
-        let path = std::env::var("PATH").unwrap_or_default();
+        let path = crate::env::path();
         vec![
             ("FLEET_HOME".into(), self.options.home.display().to_string()),
             ("BEADS_DIR".into(), self.store.dir().display().to_string()),
@@ -1588,7 +1588,7 @@ pub fn process_redactor() -> Redactor {
     static PROCESS: std::sync::OnceLock<Redactor> = std::sync::OnceLock::new();
     PROCESS
         .get_or_init(|| {
-            let vars: Vec<(String, String)> = std::env::vars().collect();
+            let vars = crate::env::all();
             Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         })
         .clone()

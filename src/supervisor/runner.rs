@@ -187,7 +187,7 @@ const TASK_DIR_FIX: &str = "make $FLEET_HOME/tasks a writable directory on a dis
 /// The redactor of one attempt: token shapes, and the values of every secret-looking variable
 /// the agent is given (inherited, the coder's own, the supervisor's).
 fn attempt_redactor(spec_env: &[(String, String)], added: &[(String, String)]) -> Redactor {
-    let inherited: Vec<(String, String)> = std::env::vars().collect();
+    let inherited = crate::env::all();
     let all = inherited.iter().chain(spec_env).chain(added);
     Redactor::from_env(all.map(|(k, v)| (k.as_str(), v.as_str())))
 }

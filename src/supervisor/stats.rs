@@ -20,7 +20,7 @@ use super::pause::{self, PauseCause, PauseRecord, Scope};
 use super::taskdir;
 
 /// What attempts are grouped by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     #[default]

@@ -44,7 +44,7 @@ pub fn set_inbound_redactor(redactor: Redactor) {
 /// This process's environment and, when `$FLEET_HOME` names a home with a readable
 /// `runtime.toml`, its coders' and accounts' variables.
 fn default_inbound() -> Redactor {
-    let home = std::env::var_os("FLEET_HOME").filter(|home| !home.is_empty());
+    let home = crate::env::fleet_home();
     let config = home.and_then(|home| {
         crate::config::RuntimeConfig::load(&std::path::Path::new(&home).join("runtime.toml")).ok()
     });
@@ -57,7 +57,7 @@ fn default_inbound() -> Redactor {
 /// The secrets of this process's environment (what a command sending its request to a server
 /// knows and the server may not).
 pub fn environment_redactor() -> Redactor {
-    let vars: Vec<(String, String)> = std::env::vars().collect();
+    let vars = crate::env::all();
     Redactor::from_env(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 

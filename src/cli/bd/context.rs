@@ -11,10 +11,8 @@ use std::path::PathBuf;
 use super::BdGlobal;
 use crate::cli::CliError;
 use crate::cli::context::{Context, ContextArgs, Personality, fleet_home, named_workspace};
-use crate::store::{STORE_FILE, Store};
-
-/// File in `.beads/` naming the issue the last create, update, close or show was about.
-const LAST_TOUCHED: &str = "last-touched";
+use crate::store::Store;
+use crate::workspace::{self, STORE_FILE};
 
 pub struct BdContext {
     ctx: Context,
@@ -54,7 +52,7 @@ impl BdContext {
                 fleet_home().map_err(CliError::message_only)?
             }
         };
-        Ok(parent.join(".beads"))
+        Ok(parent.join(workspace::DIR_NAME))
     }
 
     /// The context, once the workspace is known to hold a store; else beads' error, with a
@@ -74,7 +72,7 @@ impl BdContext {
         } else if crate::cli::context::journal_present(dir) {
             "the workspace's git journal holds its ops: run `fleet rebuild` to make the store again"
                 .to_string()
-        } else if dir.join("issues.jsonl").is_file() {
+        } else if dir.join(workspace::EXPORT_FILE).is_file() {
             "run 'bd init --from-jsonl' to create the database from .beads/issues.jsonl".to_string()
         } else {
             "run 'bd init' to create one".to_string()
@@ -103,17 +101,13 @@ impl BdContext {
 
     /// The issue the last create, update, close or show was about, if any.
     pub fn last_touched(&self) -> Option<String> {
-        let dir = self.workspace_dir().ok()?;
-        let text = crate::fsutil::read_note(&dir.join(LAST_TOUCHED)).ok()?;
-        let id = text.trim();
-        (!id.is_empty() && !id.contains(['\n', '\0'])).then(|| id.to_string())
+        workspace::last_touched(self.workspace_dir().ok()?)
     }
 
     /// Records `id` as last touched. Best effort: failing to write it never fails a command.
     pub fn touch(&self, id: &str) {
         if let Ok(dir) = self.workspace_dir() {
-            let _ =
-                crate::fsutil::write_note(&dir.join(LAST_TOUCHED), format!("{id}\n").as_bytes());
+            workspace::touch(dir, id);
         }
     }
 

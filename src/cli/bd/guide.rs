@@ -204,7 +204,7 @@ pub fn cmd_prime(ctx: &BdContext, args: PrimeArgs) {
 /// What `bd prime` says, or `None` outside any beads project (where it is silent).
 fn prime_content(ctx: &BdContext, args: &PrimeArgs) -> Option<String> {
     let dir = ctx.workspace_dir().ok()?;
-    if !crate::cli::context::is_workspace(dir) {
+    if !crate::workspace::is_workspace(dir) {
         return None;
     }
     let memories = memory::memories(ctx).unwrap_or_default();

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::context::BdContext;
-use crate::beads::export::AUTO_EXPORT_FILE;
 use crate::cli::CliError;
+use crate::workspace::EXPORT_FILE;
 
 /// The hooks beads installs, and so does `bd hooks install`.
 const HOOKS: [&str; 5] =
@@ -78,7 +78,7 @@ fn run_hook(ctx: &BdContext, hook: &str) {
         return;
     }
     let Ok(dir) = ctx.workspace_dir().map(Path::to_path_buf) else { return };
-    let export = dir.join(AUTO_EXPORT_FILE);
+    let export = dir.join(EXPORT_FILE);
     if !tracked_by_git(&export) {
         return;
     }
@@ -87,7 +87,7 @@ fn run_hook(ctx: &BdContext, hook: &str) {
             .warn(&format!("Warning: pre-commit: could not export {}: {error}", export.display()));
         return;
     }
-    if let Err(error) = git_in(&dir, &["add", "--", AUTO_EXPORT_FILE]) {
+    if let Err(error) = git_in(&dir, &["add", "--", EXPORT_FILE]) {
         ctx.out
             .warn(&format!("Warning: pre-commit: could not stage {}: {error}", export.display()));
     }

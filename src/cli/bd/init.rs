@@ -17,7 +17,7 @@ use crate::cli::init::init_workspace;
 use crate::cli::join::{self, join_found};
 use crate::cli::sync::fail_on_bad_refs;
 use crate::journal::join::{Survey, survey};
-use crate::store::STORE_FILE;
+use crate::workspace::STORE_FILE;
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
@@ -49,7 +49,7 @@ struct Initialized {
 
 pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<(), CliError> {
     let dir = ctx.init_dir(global)?;
-    let jsonl = dir.join("issues.jsonl");
+    let jsonl = dir.join(crate::workspace::EXPORT_FILE);
     let named = args.prefix.is_some() || prefix_from_config_yaml(&dir).is_some();
     if !named
         && !args.from_jsonl
@@ -139,7 +139,7 @@ fn team_journal(ctx: &BdContext, dir: &Path) -> Option<Survey> {
 /// The backend a `metadata.json` beads wrote names (`dolt`, `sqlite`), if there is one that
 /// is not fleet's.
 fn beads_backend(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("metadata.json")).ok()?;
+    let text = std::fs::read_to_string(dir.join(crate::workspace::METADATA_FILE)).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     let backend = value.get("backend").and_then(|b| b.as_str()).unwrap_or("sqlite");
     (backend != "fleet-redb").then(|| backend.to_string())

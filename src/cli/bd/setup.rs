@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::context::BdContext;
 use crate::cli::CliError;
-use crate::store::STORE_FILE;
+use crate::workspace::STORE_FILE;
 
 /// What `bd onboard` asks to put in AGENTS.md, and what `bd setup <recipe>` writes there.
 const AGENTS_SNIPPET: &str = "## Issue Tracking

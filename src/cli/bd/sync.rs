@@ -130,7 +130,7 @@ fn dry_run(
 
 /// `bd sync --import-only`: imports `.beads/issues.jsonl`, as beads did after a `git pull`.
 fn import_only(ctx: &BdContext, dry_run: bool) -> Result<(), CliError> {
-    let path = ctx.workspace_dir()?.join(crate::beads::export::AUTO_EXPORT_FILE);
+    let path = ctx.workspace_dir()?.join(crate::workspace::EXPORT_FILE);
     if !path.is_file() {
         ctx.out.emit(&serde_json::json!({"imported": false, "reason": "no issues.jsonl"}), || {
             format!("Nothing to import: there is no {}", path.display())

@@ -154,7 +154,7 @@ fn journal_check(dir: &Path) -> Option<SetupCheck> {
 /// The report of a workspace that has no store yet.
 fn no_store(dir: &Path) -> Report {
     Report {
-        path: dir.join(crate::store::STORE_FILE),
+        path: dir.join(crate::workspace::STORE_FILE),
         healthy: false,
         checks: vec![Check {
             check: "file",
@@ -232,10 +232,10 @@ fn fix_for(dir: &Path, report: &Report) -> String {
     if !unreadable {
         return "run `fleet doctor --salvage` to copy everything readable into a new store (the damaged file is kept)".to_string();
     }
-    let export = dir.join("issues.jsonl");
+    let export = dir.join(crate::workspace::EXPORT_FILE);
     let mut fix = format!(
         "nothing in the file can be read: restore {} from a backup",
-        dir.join(crate::store::STORE_FILE).display()
+        dir.join(crate::workspace::STORE_FILE).display()
     );
     if export.is_file() {
         fix.push_str(&format!(
@@ -259,7 +259,7 @@ fn salvage(ctx: &Context, dir: &Path, force: bool) -> Result<(), CliError> {
         }
         StoreError::NotInitialized(_) if journal_present(dir) => CliError::new(format!(
             "there is no store at {} to salvage",
-            dir.join(crate::store::STORE_FILE).display()
+            dir.join(crate::workspace::STORE_FILE).display()
         ))
         .with_hint(REBUILD_FIX),
         other => other.into(),

@@ -30,7 +30,7 @@ pub const FLEET_ENTRIES: &[&str] = &[
     IN_FLIGHT_LOCKS_ENTRY,
 ];
 
-/// The `.gitignore` line of the locks of claims under way (`crate::claim::IN_FLIGHT_DIR`).
+/// The `.gitignore` line of the locks of claims under way ([`super::CLAIMING_DIR`]).
 pub const IN_FLIGHT_LOCKS_ENTRY: &str = "claiming/";
 
 /// Adds each of `entries` (patterns as [`CONTENTS`] writes them) that the `.gitignore` in the
@@ -148,13 +148,12 @@ mod tests {
 
     #[test]
     fn a_new_workspace_already_ignores_every_file_fleet_adds_later() {
-        let journal = format!("{}/", crate::journal::BARE_DIR);
-        for entry in [
-            crate::journal::sync::SYNC_LOCK_FILE,
-            crate::server::LOCK_FILE,
-            crate::server::SOCKET_FILE,
-            &journal,
-        ] {
+        use super::super::*;
+        let journal = format!("{JOURNAL_DIR}/");
+        let claiming = format!("{CLAIMING_DIR}/");
+        for entry in
+            [SYNC_LOCK_FILE, SOCKET_LOCK_FILE, SOCKET_FILE, COMMIT_LOCK_FILE, &journal, &claiming]
+        {
             assert!(FLEET_ENTRIES.contains(&entry), "{entry}");
         }
         for entry in FLEET_ENTRIES {
