@@ -18,10 +18,12 @@
 //! Modules:
 //! - [`model`]: issues, statuses, types, priorities, edges, comments, fleet's task fields;
 //! - [`op`]: the op record and its metadata (ULID, actor, replica, hybrid logical clock);
-//! - [`store`]: the redb tables, `apply`, readiness maintenance and read queries;
+//! - [`store`]: the redb tables, `apply`, readiness maintenance, the dependency graph (cycle
+//!   refusal, trees) and read queries;
+//! - [`workspace`]: the `.beads/` directory — the name of every file fleet keeps there, and
+//!   its `.gitignore`;
 //! - [`tracker`]: the one layer every front end changes the queue through: requests with
 //!   their rules (close guards, edge rules, foreign ids), turned into ops;
-//! - [`resolver`]: cycle refusal, dependency trees, cycle reports (petgraph);
 //! - [`claim`]: claiming, one at a time or grouped into shared transactions;
 //! - [`beads`]: beads' own formats: importing JSONL (both eras), legacy SQLite databases and
 //!   Python-fleet homes; exporting JSONL that `bd import` accepts; auto-export;
@@ -48,8 +50,9 @@
 //! - [`ahead`]: work done ahead on idle cores (a large import's journal trees);
 //! - [`allocator`]: hints to the binary's allocator (short commands keep freed memory);
 //! - [`bench`]: the benchmarks behind `fleet bench` and `benches/`;
-//! - [`cli`]: argument parsing and output; the only module that prints or reads the
-//!   environment.
+//! - [`env`]: every environment variable the library reads, named once;
+//! - [`cli`]: argument parsing and output; the only module that prints, and the only one
+//!   besides [`env`] that reads the environment.
 
 pub mod ahead;
 pub mod allocator;
@@ -71,7 +74,6 @@ pub(crate) mod parallel;
 pub mod place;
 pub mod process;
 pub mod redact;
-pub mod resolver;
 pub mod server;
 pub mod settings;
 pub mod store;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::import::MEMORY_PREFIX;
+use super::batch::MEMORY_PREFIX;
 use super::jsonl::{self, Counts, Record};
 use super::{BeadsError, io_error};
 use crate::model::dep_type;

@@ -14,7 +14,7 @@ use std::hash::{BuildHasher, Hash};
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::Serialize;
 
-use super::import::{Batch, MEMORY_PREFIX};
+use super::batch::{Batch, MEMORY_PREFIX};
 use super::jsonl::Record;
 use crate::model::Comment;
 use crate::store::{StoreError, View};

@@ -20,6 +20,7 @@
 //!   kept) and byte-stable writing (beads' key order, UTC timestamps, Go's escaping);
 //! - [`detect`]: what a path holds — a JSONL file, a `.beads/` directory, a project, a
 //!   Dolt-backed workspace (which fleet cannot read), or a Python-fleet home;
+//! - [`batch`]: what was read from a source, before it meets the store;
 //! - [`sqlite`]: reads a legacy SQLite `beads.db` column by column;
 //! - [`import`]: the upsert semantics of `bd import`, as one transaction or nothing;
 //! - [`export`]: `bd export` and the auto-export that follows write commands;
@@ -27,6 +28,7 @@
 //!
 //! Nothing here prints or reads the environment; progress goes through [`Progress`].
 
+pub mod batch;
 pub mod detect;
 pub mod export;
 pub mod fidelity;
@@ -42,7 +44,8 @@ pub use detect::{Detected, Source, detect};
 pub use export::{
     ExportOptions, ExportSummary, auto_export_if_enabled, export_after_sync, export_to_path,
 };
-pub use import::{Batch, DuplicateId, ImportOptions, ImportReport, SkippedDependency};
+pub use batch::Batch;
+pub use import::{DuplicateId, ImportOptions, ImportReport, SkippedDependency};
 pub use jsonl::{BadLine, Line, Record};
 
 /// Errors of reading, importing and exporting beads data, each naming the line, file or

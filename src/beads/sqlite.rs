@@ -24,7 +24,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
 use super::BeadsError;
-use super::import::{Batch, MEMORY_PREFIX};
+use super::batch::{Batch, MEMORY_PREFIX};
 use super::jsonl::{BadLine, Line, parse_object, parse_time};
 
 /// Columns that hold booleans as integers.

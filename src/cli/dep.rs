@@ -7,7 +7,7 @@ use super::context::Context;
 use super::error::CliError;
 use super::output::{printable, status_marker};
 use crate::model::dep_type;
-use crate::resolver::{Direction, TreeNode};
+use crate::store::{Direction, TreeNode};
 use crate::store::{LinkedIssue, Reader, Store, StoreError};
 use crate::tracker::Request;
 

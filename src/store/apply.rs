@@ -68,7 +68,6 @@ use super::{StoreError, Writer, guard, meta};
 use crate::id;
 use crate::model::{Comment, Dependency, Issue, ModelError, Status, dep_type, validate_dep_type};
 use crate::op::{IssuePatch, OP_FORMAT_VERSION, Op, OpKind, OpMeta, OrderKey};
-use crate::resolver;
 
 /// Issues whose readiness an op may have changed; `None` when the op changed nothing.
 type Seeds = Option<BTreeSet<String>>;
@@ -1053,7 +1052,7 @@ impl Writer<'_> {
         let (from, to) = (dep.issue_id.as_str(), dep.depends_on_id.as_str());
         if dep_type::is_cycle_checked(&dep.kind)
             && !self.bulk_acyclic
-            && resolver::reaches(&self.tables, to, from, &dep.kind)?
+            && super::graph::reaches(&self.tables, to, from, &dep.kind)?
         {
             return Err(StoreError::Cycle {
                 from: from.into(),

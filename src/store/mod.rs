@@ -9,6 +9,7 @@
 //!   its own id, actor, replica, stamp and time ([`Store::replay`]); the rules of remote ops,
 //!   duplicates and child ids are in that module's docs;
 //! - `readiness`: keeps the blocked flag and the ready index right after every op;
+//! - `graph`: the dependency graph — the cycle check of a new edge, trees, cycle reports;
 //! - `query`: ready, blocked, list, search, stats and issue details;
 //! - `check`: `fleet doctor` — what is damaged in a store file, and the salvage of what is not;
 //! - `guard`: turns a panic of the database engine on a damaged file into an error.
@@ -27,6 +28,7 @@ mod apply;
 mod births;
 pub mod check;
 mod checked;
+mod graph;
 mod guard;
 mod held;
 mod identity;
@@ -55,6 +57,7 @@ pub use tables::REPLY_RETENTION_MS;
 pub(crate) use tables::View;
 
 pub use apply::{BULK_ENTRIES, Origin, Orphaned, Outcome, Renamed, Replayed};
+pub use graph::{Direction, TreeNode};
 pub use guard::command as guard_command;
 pub use identity::Restamped;
 pub use lock::{Holder, LockWait};

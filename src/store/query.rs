@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::order::{self, RowFacts, Scan};
 use super::tables::{Counts, EdgeRole, ReadyEntry, View};
 use super::text::TextNeedle;
-use super::{Reader, StoreError, Writer};
+use super::{Reader, StoreError, Writer, graph};
 use crate::model::{Comment, Issue, SortOrder, Status, dep_type};
 
 /// An issue as `list`, `ready` and `show` print it in JSON: the record plus the computed
@@ -993,14 +993,14 @@ impl Reader {
     pub fn tree(
         &self,
         id: &str,
-        direction: crate::resolver::Direction,
+        direction: graph::Direction,
         max_depth: usize,
-    ) -> Result<crate::resolver::TreeNode, StoreError> {
-        self.guarded(|view| crate::resolver::tree(view, id, direction, max_depth))
+    ) -> Result<graph::TreeNode, StoreError> {
+        self.guarded(|view| graph::tree(view, id, direction, max_depth))
     }
 
     pub fn cycles(&self) -> Result<Vec<Vec<String>>, StoreError> {
-        self.guarded(|view| crate::resolver::cycles(view))
+        self.guarded(|view| graph::cycles(view))
     }
 
     /// Visits every issue in id order.

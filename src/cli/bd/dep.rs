@@ -8,7 +8,7 @@ use crate::cli::dep::{
 };
 use crate::cli::output::printable;
 use crate::model::{dep_type, validate_dep_type};
-use crate::resolver::TreeNode;
+use crate::store::TreeNode;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]

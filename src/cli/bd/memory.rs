@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::context::BdContext;
-use crate::beads::import::MEMORY_PREFIX;
+use crate::beads::batch::MEMORY_PREFIX;
 use crate::cli::CliError;
 use crate::cli::output::printable;
 use crate::tracker::Request;

@@ -1,4 +1,4 @@
-//! The dependency graph: cycle refusal, dependency trees and cycle reports.
+//! The dependency graph: cycle refusal, dependency trees and cycle reports (the resolver).
 //!
 //! Two classes of edge may make an issue blocked and so must stay acyclic: the blocking class
 //! (`blocks`, `conditional-blocks`) and the hierarchy (`parent-child`). A new edge is refused
@@ -13,7 +13,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
 use crate::model::{Status, dep_type};
-use crate::store::{StoreError, View};
+use super::{StoreError, View};
 
 /// Whether two edge types are in the same acyclic class.
 fn same_class(a: &str, b: &str) -> bool {
