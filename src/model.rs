@@ -738,6 +738,16 @@ impl FromStr for SortOrder {
     }
 }
 
+/// Sorts comments the way beads lists and exports them: by time, then id.
+pub fn sort_comments(comments: &mut [Comment]) {
+    comments.sort_by(|a, b| {
+        a.created_at.cmp(&b.created_at).then_with(|| match (&a.id, &b.id) {
+            (CommentId::Number(x), CommentId::Number(y)) => x.cmp(y),
+            (x, y) => x.to_string().cmp(&y.to_string()),
+        })
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -564,6 +564,22 @@ pub fn die_with_parent(command: &mut std::process::Command) {
     let _ = command;
 }
 
+/// Makes the child of `command` the leader of a new session (no controlling terminal, its own
+/// process group) that inherits descriptor `keep`.
+pub fn in_new_session_keeping(command: &mut std::process::Command, keep: i32) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and only calls the
+    // async-signal-safe functions setsid and fcntl.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 || libc::fcntl(keep, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,7 +119,7 @@ pub fn write_export(
             }
             let deps = view.deps_of(&issue.id)?;
             let mut comments = view.comments_of(&issue.id)?;
-            jsonl::sort_comments(&mut comments);
+            crate::model::sort_comments(&mut comments);
             let counts = Counts {
                 dependency_count: deps.len(),
                 dependent_count: view.dependents_of(&issue.id)?.len(),

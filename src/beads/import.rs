@@ -19,7 +19,6 @@
 //! Put for changed ones, then DepAdd and Comment ops. A dry run plans against a read
 //! snapshot and writes nothing.
 
-
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use jiff::Timestamp;
@@ -909,7 +908,6 @@ impl<'a> Known<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     #[test]
     fn a_graph_has_no_cycle_until_its_edges_close_one() {

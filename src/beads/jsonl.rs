@@ -16,7 +16,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::model::{Comment, CommentId, Dependency, FleetFields, Issue, Status};
+use crate::model::{Comment, Dependency, FleetFields, Issue, Status};
 
 mod fast;
 
@@ -543,16 +543,6 @@ fn export_metadata(issue: &Issue) -> Option<Value> {
     }
 }
 
-/// Sorts embedded arrays the way `bd export` does: comments by time, then id.
-pub fn sort_comments(comments: &mut [Comment]) {
-    comments.sort_by(|a, b| {
-        a.created_at.cmp(&b.created_at).then_with(|| match (&a.id, &b.id) {
-            (CommentId::Number(x), CommentId::Number(y)) => x.cmp(y),
-            (x, y) => x.to_string().cmp(&y.to_string()),
-        })
-    });
-}
-
 /// Appends `value` to `out` as one compact line the way Go's encoding/json writes it.
 pub fn write_line(out: &mut Vec<u8>, value: &Value) {
     let mut serializer = serde_json::Serializer::with_formatter(&mut *out, GoFormatter);
@@ -670,7 +660,7 @@ mod tests {
         );
         assert!(record.issue.ephemeral);
         assert_eq!(record.issue.closed_at.unwrap().to_string(), "2025-11-03T06:00:01Z");
-        assert_eq!(record.comments[0].id, CommentId::Number(7));
+        assert_eq!(record.comments[0].id, crate::model::CommentId::Number(7));
         assert_eq!(record.comments[0].issue_id, "bd-1");
         assert_eq!(record.deps[0].issue_id, "bd-1");
         assert_eq!(record.issue.extra.keys().collect::<Vec<_>>(), ["rig"]);

@@ -40,11 +40,11 @@ use std::path::PathBuf;
 
 use crate::store::StoreError;
 
+pub use batch::Batch;
 pub use detect::{Detected, Source, detect};
 pub use export::{
     ExportOptions, ExportSummary, auto_export_if_enabled, export_after_sync, export_to_path,
 };
-pub use batch::Batch;
 pub use import::{DuplicateId, ImportOptions, ImportReport, SkippedDependency};
 pub use jsonl::{BadLine, Line, Record};
 

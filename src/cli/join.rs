@@ -12,7 +12,7 @@ use super::error::CliError;
 use super::init::init_workspace;
 use super::sync::{fail_on_bad_refs, run_sync};
 use crate::journal::join::{Survey, survey};
-use crate::journal::sync::add_remote;
+use crate::journal::remotes::add_remote;
 use crate::workspace::STORE_FILE;
 
 #[derive(Debug, clap::Args)]

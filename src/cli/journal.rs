@@ -208,7 +208,7 @@ fn start_committer(dir: &Path, lock: &std::fs::File, secs: u64) -> std::io::Resu
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    super::daemon::in_new_session_keeping(&mut command, fd);
+    crate::process::in_new_session_keeping(&mut command, fd);
     command.spawn().map(drop)
 }
 

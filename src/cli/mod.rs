@@ -13,7 +13,6 @@ mod completions;
 mod config;
 mod context;
 mod control;
-mod daemon;
 mod demo;
 mod dep;
 mod doctor;

@@ -6,7 +6,8 @@ use std::io::IsTerminal;
 use super::context::Context;
 use super::error::CliError;
 use crate::journal::identity::OwnRef;
-use crate::journal::sync::{self, Remote, RemoteOwner, SyncReport};
+use crate::journal::remotes::{self, Remote, RemoteOwner};
+use crate::journal::sync::{self, SyncReport};
 use crate::store::Store;
 
 #[derive(Debug, clap::Subcommand)]
@@ -31,7 +32,7 @@ pub fn cmd_remote(ctx: &Context, command: RemoteCommand) -> Result<(), CliError>
     drop(ctx.open_store()?);
     match command {
         RemoteCommand::Add { name, url } => {
-            let remote = sync::add_remote(&dir, &name, &url)?;
+            let remote = remotes::add_remote(&dir, &name, &url)?;
             ctx.out.emit(&remote, || match remote.owner {
                 RemoteOwner::Fleet => format!("✓ Added remote {} ({})", remote.name, remote.url),
                 RemoteOwner::Repository => format!(
@@ -41,12 +42,12 @@ pub fn cmd_remote(ctx: &Context, command: RemoteCommand) -> Result<(), CliError>
             });
         }
         RemoteCommand::Remove { name } => {
-            let remote = sync::remove_remote(&dir, &name)?;
+            let remote = remotes::remove_remote(&dir, &name)?;
             ctx.out.emit(&remote, || format!("✓ Removed remote {} ({})", remote.name, remote.url));
         }
         RemoteCommand::List => {
-            let remotes = sync::remotes(&dir)?;
-            ctx.out.emit(&remotes, || render_remotes(&remotes));
+            let listed = remotes::remotes(&dir)?;
+            ctx.out.emit(&listed, || render_remotes(&listed));
         }
     }
     Ok(())

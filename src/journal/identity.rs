@@ -25,8 +25,9 @@ use gix::ObjectId;
 use serde::Serialize;
 
 use super::claims::{ClaimsRemote, Here};
+use super::read::read_since;
+use super::remotes::{Remote, staging};
 use super::repo::JournalRepo;
-use super::sync::{Remote, staging};
 use super::{JournalError, ref_name};
 use crate::op::Hlc;
 use crate::store::{Restamped, Store};
@@ -68,7 +69,7 @@ pub(super) fn reconcile(
         return Ok(OwnRef::InStep);
     }
     if local.is_none_or(|l| repo.is_ancestor(l, theirs)) {
-        let lost = super::sync::read_since(repo, &me, theirs, local)?;
+        let lost = read_since(repo, &me, theirs, local)?;
         if let Some(merged) = store.merge_own_lost(Clock::System, lost)? {
             repo.set_ref(&ref_name(&me), theirs, local)?;
             tracing::info!(replica = %me, ops = merged.replayed.len(), "caught up with this replica's own journal on the remote");
@@ -87,7 +88,7 @@ fn take_new_replica(
     theirs: ObjectId,
 ) -> Result<OwnRef, JournalError> {
     let their_ops: HashSet<u128> =
-        super::sync::read_since(repo, old, theirs, None)?.iter().map(|op| op.meta.id.0).collect();
+        read_since(repo, old, theirs, None)?.iter().map(|op| op.meta.id.0).collect();
     let shared = local.and_then(|local| merge_base(repo, local, theirs));
     let new = ulid::Ulid::generate().to_string().to_lowercase();
     let shared_hex = shared.map(|commit| commit.to_string());

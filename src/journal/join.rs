@@ -11,8 +11,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::JournalError;
+use super::read::read_since;
+use super::remotes::{Remote, pick, staging};
 use super::repo::JournalRepo;
-use super::sync::{FetchProgress, Remote, fetch, pick, read_since, staging};
+use super::sync::{FetchProgress, fetch};
 
 /// What a remote's journal holds (see [`survey`]).
 #[derive(Debug, Clone)]

@@ -67,8 +67,9 @@
 //!
 //! `write` commits, `read` reads batches back, `verify` compares store and journal,
 //! `rebuild` makes a store from the journal, [`settings`] keeps what is not an op,
-//! [`committer`] commits soon after a write, [`sync`] exchanges journals through git remotes
-//! (with `failure` naming the cause of a failed git command), [`identity`] gives a copied store
+//! [`committer`] commits soon after a write, [`sync`] exchanges journals through the git
+//! remotes [`remotes`] keeps (running the `git` program through `program`, with `failure`
+//! naming the cause of a failed git command), [`identity`] gives a copied store
 //! a replica id of its own, [`join`] surveys a team's remote for a machine that joins it, and
 //! [`claims`] confirms claims on a remote.
 
@@ -78,8 +79,10 @@ mod failure;
 mod health;
 pub mod identity;
 pub mod join;
+mod program;
 mod read;
 mod rebuild;
+pub mod remotes;
 mod repo;
 pub mod settings;
 pub mod sync;

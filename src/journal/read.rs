@@ -96,3 +96,24 @@ pub fn read_all(repo: &JournalRepo) -> Result<Vec<Op>, JournalError> {
     }
     Ok(ops)
 }
+
+/// The ops of `replica`'s batches from `tip` back to (not including) `stop`, oldest first; all
+/// of them if `stop` is not on the chain.
+pub(super) fn read_since(
+    repo: &JournalRepo,
+    replica: &str,
+    tip: ObjectId,
+    stop: Option<ObjectId>,
+) -> Result<Vec<Op>, JournalError> {
+    let mut batches = Vec::new();
+    let mut next = Some(tip);
+    while let Some(id) = next {
+        if Some(id) == stop {
+            break;
+        }
+        let batch = repo.batch(replica, id)?;
+        next = batch.parent;
+        batches.push(batch);
+    }
+    ops_of_batches(repo, replica, batches.iter().rev())
+}

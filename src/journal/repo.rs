@@ -15,6 +15,9 @@ use serde::Serialize;
 use super::{BATCH_FILE, BatchInfo, JournalError, OPS_FILE, REF_PREFIX, ref_name};
 use crate::workspace::JOURNAL_DIR;
 
+/// The key in a remote's git config section that marks it as added by fleet.
+pub const FLEET_MARK: &str = "fleet";
+
 /// The file in the repository's git directory whose lock (`flock`, which dies with its
 /// process) every fleet writer of the journal's refs holds while it edits one.
 const REFS_LOCK: &str = "fleet-refs.lock";
@@ -330,13 +333,13 @@ impl JournalRepo {
         config.string(format!("remote.{name}.url").as_str()).map(|url| url.to_string())
     }
 
-    /// Whether fleet added remote `name` (see [`super::sync::add_remote`]): every remote of the
+    /// Whether fleet added remote `name` (see [`super::remotes::add_remote`]): every remote of the
     /// workspace's own repository is, a remote of an enclosing repository only when marked.
     pub fn remote_is_fleets(&self, name: &str) -> bool {
         if self.kind == RepoKind::Own {
             return true;
         }
-        let key = format!("remote.{name}.{}", super::sync::FLEET_MARK);
+        let key = format!("remote.{name}.{}", FLEET_MARK);
         self.repo.config_snapshot().boolean(key.as_str()).unwrap_or(false)
     }
 

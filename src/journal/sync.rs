@@ -29,48 +29,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 use gix::ObjectId;
 use serde::Serialize;
 
 use super::identity::OwnRef;
+use super::program::{git, git_on_terminal};
+use super::read::read_since;
+use super::remotes::{Remote, no_remote, pick, pick_remote, staging};
 use super::repo::JournalRepo;
 use super::{Finally, JournalError, Periodic, REF_PREFIX, commit_pending, ref_name};
 use crate::op::Op;
 use crate::store::{Merged, Orphaned, Outcome, Overturned, Renamed, Store};
 use crate::time::Clock;
 use crate::workspace::SYNC_LOCK_FILE;
-
-/// Where fetched journal refs of remote `<name>` are staged: `refs/fleet/remotes/<name>/`.
-pub const STAGING_PREFIX: &str = "refs/fleet/remotes/";
-
-/// A configured remote.
-#[derive(Debug, Clone, Serialize)]
-pub struct Remote {
-    pub name: String,
-    pub url: String,
-    /// Who added it: fleet (`fleet remote add`, or any remote of the workspace's own
-    /// `.beads/journal.git`), or the repository (a project's `origin`), which fleet syncs
-    /// through but never removes.
-    pub owner: RemoteOwner,
-}
-
-/// Who a remote belongs to (see [`Remote::owner`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RemoteOwner {
-    Fleet,
-    Repository,
-}
-
-impl Remote {
-    fn of(repo: &JournalRepo, name: String, url: String) -> Remote {
-        let owner =
-            if repo.remote_is_fleets(&name) { RemoteOwner::Fleet } else { RemoteOwner::Repository };
-        Remote { name, url, owner }
-    }
-}
 
 /// One op of the remote that the rules refused.
 #[derive(Debug, Clone, Serialize)]
@@ -125,190 +97,6 @@ pub struct SyncReport {
     /// (see [`SyncOptions`]).
     pub pulled: bool,
     pub pushed: bool,
-}
-
-/// The configured remotes of the workspace's journal repository (none without one).
-pub fn remotes(dir: &Path) -> Result<Vec<Remote>, JournalError> {
-    let Some(repo) = JournalRepo::find(dir)? else { return Ok(Vec::new()) };
-    Ok(repo
-        .remote_names()
-        .into_iter()
-        .map(|name| {
-            let url = repo.remote_url(&name).unwrap_or_default();
-            Remote::of(&repo, name, url)
-        })
-        .collect())
-}
-
-/// Adds remote `name` at `url` to the journal repository (creating `.beads/journal.git` if
-/// the workspace has no repository yet), marked as fleet's (`remote.<name>.fleet`), so that
-/// `fleet remote remove` may take it away again. A remote of that name and URL the repository
-/// already has (a project's `origin`) is used as it is.
-pub fn add_remote(dir: &Path, name: &str, url: &str) -> Result<Remote, JournalError> {
-    check_remote_name(name)?;
-    if url.trim().is_empty() || url.starts_with('-') {
-        return Err(JournalError::Remote {
-            context: format!("adding remote {name}"),
-            message: format!(
-                "{url:?} is not a git URL or path; give one such as ../queue.git or git@host:team/queue.git"
-            ),
-        });
-    }
-    let repo = JournalRepo::find_or_create(dir)?;
-    if let Some(existing) = repo.remote_url(name) {
-        if existing == url {
-            return Ok(Remote::of(&repo, name.to_string(), existing));
-        }
-        let fix = if repo.remote_is_fleets(name) {
-            format!("remove it first (`fleet remote remove {name}`), or give this one another name")
-        } else {
-            "it is the repository's own; give this one another name".to_string()
-        };
-        return Err(JournalError::Remote {
-            context: format!("adding remote {name} to {}", repo.git_dir().display()),
-            message: format!("remote {name} already exists ({existing}); {fix}"),
-        });
-    }
-    git(&repo, &["remote", "add", "--", name, url], &format!("adding remote {name}"))?;
-    let marker = format!("remote.{name}.{FLEET_MARK}");
-    git(&repo, &["config", &marker, "true"], &format!("marking remote {name} as fleet's"))?;
-    Ok(Remote { name: name.to_string(), url: url.to_string(), owner: RemoteOwner::Fleet })
-}
-
-/// The key in a remote's git config section that marks it as added by fleet.
-pub const FLEET_MARK: &str = "fleet";
-
-/// Refuses a remote name that git would read as an option, or that would nest its staged refs
-/// (`refs/fleet/remotes/<name>/`) inside another remote's: letters, digits, `.`, `_` and `-`,
-/// not starting with `-` or `.`.
-fn check_remote_name(name: &str) -> Result<(), JournalError> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    if name.is_empty() || name.starts_with(['-', '.']) || !name.chars().all(allowed) {
-        return Err(JournalError::Remote {
-            context: format!("adding remote {name:?}"),
-            message: "a remote name is letters, digits, '.', '_' and '-', not starting with '-' or '.' (for example origin)".into(),
-        });
-    }
-    Ok(())
-}
-
-/// Removes remote `name`, if fleet added it, and the journal refs staged from it. A remote of
-/// the repository itself (a project's `origin`) is refused: fleet never deletes it.
-pub fn remove_remote(dir: &Path, name: &str) -> Result<Remote, JournalError> {
-    let repo = JournalRepo::find(dir)?.ok_or_else(|| no_remote(dir))?;
-    let url = repo.remote_url(name).ok_or_else(|| unknown_remote(&repo, name))?;
-    if !repo.remote_is_fleets(name) {
-        return Err(JournalError::Remote {
-            context: format!("removing remote {name} ({url})"),
-            message: format!(
-                "it is the repository's own remote (fleet did not add it), so fleet leaves it in {}; the queue syncs through it as long as it is there (`git remote remove {name}` removes it from the repository, for every use)",
-                repo.git_dir().display()
-            ),
-        });
-    }
-    git(&repo, &["remote", "remove", name], &format!("removing remote {name}"))?;
-    for (replica, _) in repo.refs_under(&staging(name))? {
-        let staged = format!("{}{replica}", staging(name));
-        git(&repo, &["update-ref", "-d", &staged], &format!("removing {staged}"))?;
-    }
-    Ok(Remote { name: name.to_string(), url, owner: RemoteOwner::Fleet })
-}
-
-/// The remote to sync with: `name`, or `origin`, or the only one.
-pub fn pick_remote(dir: &Path, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
-    let Some(repo) = JournalRepo::find(dir)? else { return Ok(None) };
-    pick(&repo, name)
-}
-
-pub(super) fn pick(repo: &JournalRepo, name: Option<&str>) -> Result<Option<Remote>, JournalError> {
-    let names = repo.remote_names();
-    let chosen = match name {
-        Some(name) => Some(name.to_string()),
-        None if names.iter().any(|n| n == "origin") => Some("origin".to_string()),
-        None if names.len() == 1 => names.first().cloned(),
-        None if names.is_empty() => None,
-        None => {
-            return Err(JournalError::Remote {
-                context: format!("choosing a remote of {}", repo.git_dir().display()),
-                message: format!(
-                    "there are several remotes ({}) and none is origin; name one: `fleet sync NAME`",
-                    names.join(", ")
-                ),
-            });
-        }
-    };
-    let Some(name) = chosen else { return Ok(None) };
-    let url = repo.remote_url(&name).ok_or_else(|| unknown_remote(repo, &name))?;
-    Ok(Some(Remote::of(repo, name, url)))
-}
-
-fn unknown_remote(repo: &JournalRepo, name: &str) -> JournalError {
-    JournalError::Remote {
-        context: format!("remote {name}"),
-        message: format!(
-            "no remote named {name} in {}; add it with `fleet remote add {name} URL` (`fleet remote list` shows the remotes)",
-            repo.git_dir().display()
-        ),
-    }
-}
-
-fn no_remote(dir: &Path) -> JournalError {
-    JournalError::Remote {
-        context: format!("syncing the workspace at {}", dir.display()),
-        message: "no remote is configured; add one with `fleet remote add origin URL`".to_string(),
-    }
-}
-
-pub(super) fn staging(remote: &str) -> String {
-    format!("{STAGING_PREFIX}{remote}/")
-}
-
-/// `git --git-dir <journal repo> ARGS`, never prompting and reading nothing from stdin.
-fn git_command(repo: &JournalRepo, args: &[&str]) -> Command {
-    let mut command = Command::new("git");
-    command
-        .arg("--git-dir")
-        .arg(repo.git_dir())
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        // git's own English words, which `Failure::of` reads to name a failure's cause.
-        .env("LC_ALL", "C")
-        .stdin(std::process::Stdio::null());
-    command
-}
-
-/// Runs the `git` program on the journal repository (registered as owned, so a supervisor's
-/// reaping never takes its exit status); a failure names what was being done and carries
-/// git's own message.
-fn git(repo: &JournalRepo, args: &[&str], what: &str) -> Result<String, JournalError> {
-    let limit = super::git_time_limit();
-    let output = crate::process::output_owned_within(&mut git_command(repo, args), limit)
-        .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
-    let Some(output) = output else { return Err(no_answer(repo, what, limit)) };
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if output.status.success() {
-        return Ok(stdout);
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let message = [stderr.trim(), stdout.trim()]
-        .iter()
-        .filter(|s| !s.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join("\n");
-    Err(JournalError::Git {
-        context: format!("{what} ({})", repo.git_dir().display()),
-        message: if message.is_empty() { output.status.to_string() } else { message },
-    })
-}
-
-/// The error for a git command stopped at the time limit ([`super::git_time_limit`]); `what`
-/// names the remote.
-fn no_answer(repo: &JournalRepo, what: &str, limit: std::time::Duration) -> JournalError {
-    JournalError::NoAnswer {
-        context: format!("{what} ({})", repo.git_dir().display()),
-        secs: limit.as_secs(),
-    }
 }
 
 /// Syncs the workspace of `store` with `remote` (default: `origin` or the only remote); see
@@ -497,27 +285,6 @@ pub(super) fn fetch(
     }
 }
 
-/// Runs git with its stderr on this process's (for its progress display), within the same
-/// time limit as [`git`].
-fn git_on_terminal(repo: &JournalRepo, args: &[&str], what: &str) -> Result<(), JournalError> {
-    let mut command = git_command(repo, args);
-    command.stdout(std::process::Stdio::null());
-    let limit = super::git_time_limit();
-    let status = crate::process::status_on_terminal_within(&mut command, limit)
-        .map_err(JournalError::io(format!("{what}: running git (is it installed?)")))?;
-    let Some(status) = status else { return Err(no_answer(repo, what, limit)) };
-    if status.success() {
-        return Ok(());
-    }
-    if std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGINT) {
-        return Err(JournalError::Interrupted(what.to_string()));
-    }
-    Err(JournalError::Git {
-        context: format!("{what} ({})", repo.git_dir().display()),
-        message: format!("git {status}; its message is above"),
-    })
-}
-
 /// Ops of a replica's new batches, read while checking a fetched ref.
 struct Fetched {
     tip: ObjectId,
@@ -560,27 +327,6 @@ fn advance_foreign_refs(
         }
     }
     Ok(fetched)
-}
-
-/// The ops of `replica`'s batches from `tip` back to (not including) `stop`, oldest first; all
-/// of them if `stop` is not on the chain.
-pub(super) fn read_since(
-    repo: &JournalRepo,
-    replica: &str,
-    tip: ObjectId,
-    stop: Option<ObjectId>,
-) -> Result<Vec<Op>, JournalError> {
-    let mut batches = Vec::new();
-    let mut next = Some(tip);
-    while let Some(id) = next {
-        if Some(id) == stop {
-            break;
-        }
-        let batch = repo.batch(replica, id)?;
-        next = batch.parent;
-        batches.push(batch);
-    }
-    super::read::ops_of_batches(repo, replica, batches.iter().rev())
 }
 
 /// Per replica, the commit its ops are merged through (hex).

@@ -200,7 +200,7 @@ fn record_of(view: &dyn View, issue: crate::model::Issue) -> Result<(String, Val
     let id = issue.id.clone();
     let deps = view.deps_of(&id)?;
     let mut comments = view.comments_of(&id)?;
-    crate::beads::jsonl::sort_comments(&mut comments);
+    crate::model::sort_comments(&mut comments);
     let value = serde_json::json!({ "issue": issue, "dependencies": deps, "comments": comments });
     Ok((id, value))
 }

@@ -28,7 +28,7 @@ use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::group::Committer;
 use super::place::Check;
-use super::serve::lock_place;
+use super::place::lock_place;
 use super::wire::{self, Answer, Envelope, MAX_FRAME, Outcome, PROTOCOL_VERSION};
 
 /// The listening socket's token.

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::serve::{SharedPlace, Stopped, lock_place};
+use super::place::{SharedPlace, Stopped, lock_place};
 use super::wire::{Envelope, Outcome};
 use crate::claim::ClaimMode;
 use crate::store::{Store, StoreError};

@@ -33,7 +33,8 @@ mod serve;
 mod wire;
 
 pub use in_process::InProcess;
-pub use serve::{ServeError, Server};
+pub use place::ServeError;
+pub use serve::Server;
 pub use wire::{Answer, Envelope, Outcome, PROTOCOL_VERSION};
 
 use crate::store::{StoreError, Writer};

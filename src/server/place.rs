@@ -25,11 +25,36 @@ use std::fs::File;
 use std::io::ErrorKind;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mio::net::UnixListener;
 
-use super::serve::{ServeError, io_error};
 use crate::workspace::{SOCKET_FILE, SOCKET_LOCK_FILE};
+
+/// Why a workspace cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{} is already served by another fleet process", .0.display())]
+    AlreadyServed(PathBuf),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+}
+
+pub(super) fn io_error(context: String) -> impl FnOnce(std::io::Error) -> ServeError {
+    move |source| ServeError::Io { context, source }
+}
+
+/// Why a server stopped serving on its own, set once by whoever found out.
+pub(super) type Stopped = Arc<OnceLock<String>>;
+
+/// The place a server holds, shared by its loop (which keeps it) and its owner (which removes
+/// the socket when the loop does not end in time).
+pub(super) type SharedPlace = Arc<Mutex<Place>>;
+
+/// Locks the shared place; a panic while it was held leaves nothing half-changed in it.
+pub(super) fn lock_place(place: &SharedPlace) -> std::sync::MutexGuard<'_, Place> {
+    place.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Which file a path names: its device and inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

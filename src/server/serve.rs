@@ -6,43 +6,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError, channel};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mio::{Interest, Poll, Waker};
 
 use super::event_loop::{EventLoop, LISTENER, OnCommit, WAKER};
 use super::group::Committer;
-use super::place::Place;
+use super::place::{Place, ServeError, SharedPlace, Stopped, io_error, lock_place};
 use crate::store::Store;
 
 /// How long dropping a server waits for its loop to answer the requests it has read.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-
-/// Why a workspace cannot be served.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("{} is already served by another fleet process", .0.display())]
-    AlreadyServed(PathBuf),
-    #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
-}
-
-pub(super) fn io_error(context: String) -> impl FnOnce(std::io::Error) -> ServeError {
-    move |source| ServeError::Io { context, source }
-}
-
-/// Why a server stopped serving on its own, set once by whoever found out.
-pub(super) type Stopped = Arc<OnceLock<String>>;
-
-/// The place a server holds, shared by its loop (which keeps it) and its owner (which removes
-/// the socket when the loop does not end in time).
-pub(super) type SharedPlace = Arc<Mutex<Place>>;
-
-/// Locks the shared place; a panic while it was held leaves nothing half-changed in it.
-pub(super) fn lock_place(place: &SharedPlace) -> std::sync::MutexGuard<'_, Place> {
-    place.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// A running server. Dropping it stops listening and removes the socket file (if it is still
 /// its own); requests already read are still committed and answered.

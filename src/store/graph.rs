@@ -12,8 +12,8 @@ use std::collections::{BTreeSet, HashMap};
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
-use crate::model::{Status, dep_type};
 use super::{StoreError, View};
+use crate::model::{Status, dep_type};
 
 /// Whether two edge types are in the same acyclic class.
 fn same_class(a: &str, b: &str) -> bool {

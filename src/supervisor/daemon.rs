@@ -27,7 +27,11 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use std::time::{Duration, Instant};
+
+use super::lease::{self, INSTANCE_VAR, Registration};
 use crate::process;
+use crate::store::Store;
 
 /// The pid file's name under `$FLEET_HOME/state/`.
 pub const RECORD_FILE: &str = "fleet-run.pid";
@@ -215,6 +219,101 @@ impl HomeLock {
         }
         Ok(HomeLock { file })
     }
+}
+
+/// What stopping a background supervisor took ([`DaemonRecord::stop`]).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stopping {
+    /// It had not exited within the timeout and was killed (SIGKILL).
+    pub forced: bool,
+    pub waited_secs: f64,
+    /// Processes of its run still alive after it ended, which were killed.
+    pub leftovers_killed: usize,
+}
+
+/// How long a killed supervisor is given to be gone.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How long the guard of a supervisor that ended is given to clean up after it.
+const GUARD_WAIT: Duration = Duration::from_secs(10);
+/// How often a stop looks again.
+const POLL: Duration = Duration::from_millis(50);
+
+impl DaemonRecord {
+    /// The recorded supervisor's registration in `store`, if it registered there.
+    pub fn registration(&self, store: &Store) -> Option<Registration> {
+        lease::registry(store)
+            .ok()?
+            .into_iter()
+            .find(|r| r.identity.pid == self.pid && r.identity.start_ticks == self.start_ticks)
+    }
+
+    /// Stops the recorded supervisor: SIGTERM, up to `timeout` for it to exit, SIGKILL if it
+    /// did not; then the clean-up of whatever its run left ([`clean_up_after`]), the
+    /// processes tagged with its instance as its registration in `store` names it.
+    pub fn stop(&self, store: Option<&Store>, timeout: Duration) -> Stopping {
+        let began = Instant::now();
+        let instance =
+            store.and_then(|store| self.registration(store)).map(|r| r.identity.instance);
+        let pid = i32::try_from(self.pid).unwrap_or(0);
+        let leads_group = process::process(pid).is_some_and(|p| p.pgid == p.pid);
+        self.signal(libc::SIGTERM);
+        let mut forced = false;
+        if !self.wait_gone(timeout) {
+            forced = true;
+            self.signal(libc::SIGKILL);
+            self.wait_gone(KILL_WAIT);
+        }
+        let leftovers_killed = clean_up_after(pid, leads_group, instance.as_deref());
+        Stopping {
+            forced,
+            waited_secs: (began.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+            leftovers_killed,
+        }
+    }
+
+    /// Sends `signal` to the recorded process if it is still that process.
+    fn signal(&self, signal: i32) {
+        let Ok(pid) = i32::try_from(self.pid) else { return };
+        if pid > 1 && self.liveness() == Liveness::Running {
+            // SAFETY: sends a signal to one specific pid, checked to be the recorded process.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
+    /// Waits up to `within` for the recorded process to be gone; whether it is.
+    fn wait_gone(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.liveness() != Liveness::Running {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// After the supervisor `pid` ended: waits for its process group — its guard, cleaning up
+/// after a killed supervisor — to empty, then kills what is left of the group and every
+/// process still tagged with the run's `instance`. Returns how many it killed.
+fn clean_up_after(pid: i32, leads_group: bool, instance: Option<&str>) -> usize {
+    let mut killed = 0;
+    if leads_group {
+        let deadline = Instant::now() + GUARD_WAIT;
+        while process::group_has_live_members(pid) && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        let left = process::processes().into_iter().filter(|p| p.pgid == pid && !p.zombie).count();
+        if left > 0 && process::signal_group(pid, libc::SIGKILL).unwrap_or(false) {
+            killed += left;
+        }
+    }
+    if let Some(instance) = instance {
+        killed += process::kill_tagged(&format!("{INSTANCE_VAR}={instance}"));
+    }
+    killed
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 use super::context::BdContext;
 use crate::cli::CliError;
 use crate::cli::sync::{fail_on_bad_refs, render_report, run_sync_with};
-use crate::journal::sync::{Remote, pick_remote};
+use crate::journal::remotes::{Remote, pick_remote};
 
 #[derive(Debug, clap::Args)]
 pub struct SyncArgs {

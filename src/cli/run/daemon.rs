@@ -21,7 +21,6 @@
 //! then `--detach` with the command line the pid file recorded.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -29,16 +28,16 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::context::{Context, fleet_home};
-use super::error::{CliError, exit_code};
-use super::logging::{LOG_DIR, RUN_LOG_FILE, create_private_dir, open_for_append};
-use super::run::StartArgs;
-use super::tasks::duration;
+use super::args::{StartArgs, StopArgs};
+use crate::cli::context::{Context, fleet_home};
+use crate::cli::error::{CliError, exit_code};
+use crate::cli::logging::{LOG_DIR, RUN_LOG_FILE, create_private_dir, open_for_append};
+use crate::cli::tasks::duration;
 use crate::model::Status;
 use crate::process;
 use crate::store::{ListFilter, Store};
-use crate::supervisor::daemon::{self, DaemonRecord, HomeLock, Liveness};
-use crate::supervisor::lease::{self, INSTANCE_VAR, Registration};
+use crate::supervisor::daemon::{self, DaemonRecord, HomeLock, Liveness, Stopping};
+use crate::supervisor::lease;
 
 /// The file a detached supervisor's stdout and stderr go to, under `$FLEET_HOME/logs/`.
 pub const OUTPUT_FILE: &str = "fleet-run.out";
@@ -48,23 +47,11 @@ const OUTPUT_MAX_BYTES: u64 = 1024 * 1024;
 const STARTUP_DEADLINE: Duration = Duration::from_secs(60);
 /// How long a `--detach` that finds the lock taken waits for the other one's pid file.
 const PID_FILE_WAIT: Duration = Duration::from_secs(3);
-/// How long `stop` waits for a process it sent SIGKILL to be gone.
-const KILL_WAIT: Duration = Duration::from_secs(5);
-/// How long `stop` gives the guard of a killed supervisor to clean up.
-const GUARD_WAIT: Duration = Duration::from_secs(10);
 /// What `stop` adds to `shutdown_grace_secs` when no `--timeout` is given.
 const STOP_MARGIN: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(50);
 /// How many lines of its output a failed start shows.
 const TAIL_LINES: usize = 20;
-
-#[derive(Debug, clap::Args)]
-pub struct StopArgs {
-    /// Seconds to wait for a graceful exit before SIGKILL (default: `shutdown_grace_secs` of
-    /// runtime.toml, plus 10).
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<u64>,
-}
 
 /// The supervisor's side of `--detach`: it holds the home's lock while it runs, and removes
 /// its pid file when it ends (by returning or by an error; a killed one leaves a stale file).
@@ -168,11 +155,8 @@ pub struct StopReport {
     pub was_running: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// It had not exited within the timeout and was killed (SIGKILL).
-    pub forced: bool,
-    pub waited_secs: f64,
-    /// Processes of its run still alive after it ended, which `stop` killed.
-    pub leftovers_killed: usize,
+    #[serde(flatten)]
+    pub stopping: Stopping,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<StaleRecord>,
 }
@@ -249,9 +233,9 @@ pub fn cmd_restart(ctx: &Context, args: &StopArgs) -> Result<(), CliError> {
 
 /// The `fleet run` options of a recorded command line.
 fn recorded_start_args(record: &DaemonRecord) -> Result<StartArgs, CliError> {
-    let parsed = <super::Cli as clap::Parser>::try_parse_from(&record.argv);
+    let parsed = <crate::cli::Cli as clap::Parser>::try_parse_from(&record.argv);
     match parsed.map(|cli| cli.command) {
-        Ok(super::Command::Run(run)) if run.control.is_none() => Ok(StartArgs {
+        Ok(crate::cli::Command::Run(run)) if run.control.is_none() => Ok(StartArgs {
             detach: true,
             detached_lock_fd: None,
             detached_argv: Vec::new(),
@@ -295,7 +279,7 @@ fn detach(
         .stdin(Stdio::null())
         .stdout(output.file.try_clone()?)
         .stderr(output.file.try_clone()?);
-    in_new_session_keeping(&mut command, lock.raw_fd());
+    process::in_new_session_keeping(&mut command, lock.raw_fd());
     let mut child = command
         .spawn()
         .map_err(|e| CliError::new(format!("starting the supervisor in the background: {e}")))?;
@@ -350,21 +334,6 @@ fn child_args(
     argv
 }
 
-/// Makes the child of `command` the leader of a new session (no controlling terminal, its own
-/// process group) that inherits descriptor `keep`.
-pub(super) fn in_new_session_keeping(command: &mut std::process::Command, keep: i32) {
-    // SAFETY: the closure runs in the child between fork and exec and only calls the
-    // async-signal-safe functions setsid and fcntl.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::setsid() < 0 || libc::fcntl(keep, libc::F_SETFD, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 /// How the start of a detached supervisor went.
 enum Startup {
     /// It recorded itself in the pid file and registered in the store.
@@ -384,7 +353,7 @@ fn wait_until_up(child: &mut Child, home: &Path, store: &Store) -> Startup {
         }
         if let Ok(Some(record)) = daemon::load(home)
             && record.pid == child.id()
-            && registration_of(store, &record).is_some()
+            && record.registration(store).is_some()
         {
             return Startup::Up(record);
         }
@@ -546,17 +515,9 @@ fn foreground_supervisors(ctx: &Context) -> Vec<ForegroundSupervisor> {
         .collect()
 }
 
-/// The store registration of the recorded supervisor (same pid and start time).
-fn registration_of(store: &Store, record: &DaemonRecord) -> Option<Registration> {
-    lease::registry(store)
-        .ok()?
-        .into_iter()
-        .find(|r| r.identity.pid == record.pid && r.identity.start_ticks == record.start_ticks)
-}
-
 /// The recorded supervisor's running agents and its `max_concurrent`.
 fn agents_of(store: &Store, record: &DaemonRecord) -> Option<(usize, usize)> {
-    let registration = registration_of(store, record)?;
+    let registration = record.registration(store)?;
     let filter = ListFilter { statuses: vec![Status::InProgress], ..ListFilter::default() };
     let (issues, _) = store.read().ok()?.list(&filter).ok()?;
     let instance = &registration.identity.instance;
@@ -623,14 +584,8 @@ fn stop(ctx: &Context, home: &Path, args: &StopArgs) -> Result<Stopped, CliError
         Found::Running(record) => record,
         Found::NotRunning(stale) => {
             let record = stale.as_ref().and_then(|s| s.record.clone());
-            let report = StopReport {
-                was_running: false,
-                pid: None,
-                forced: false,
-                waited_secs: 0.0,
-                leftovers_killed: 0,
-                stale,
-            };
+            let report =
+                StopReport { was_running: false, pid: None, stopping: Stopping::default(), stale };
             return Ok(Stopped { report, record, store: None });
         }
     };
@@ -641,7 +596,8 @@ fn stop(ctx: &Context, home: &Path, args: &StopArgs) -> Result<Stopped, CliError
         timeout.as_secs()
     ));
     let store = open_workspace(&record.workspace);
-    let report = stop_process(&record, store.as_ref(), timeout);
+    let stopping = record.stop(store.as_ref(), timeout);
+    let report = StopReport { was_running: true, pid: Some(record.pid), stopping, stale: None };
     let _ = daemon::remove_if_names(home, record.pid);
     Ok(Stopped { report, record: Some(record), store })
 }
@@ -652,80 +608,9 @@ fn default_timeout(home: &Path) -> Duration {
     config.map_or(Duration::from_secs(30), |c| c.shutdown_grace()) + STOP_MARGIN
 }
 
-/// SIGTERM, up to `timeout` for the process to exit, SIGKILL if it did not; then the clean-up
-/// of whatever its run left (see [`clean_up_after`]), the processes tagged with its instance as
-/// its registration in `store` names it.
-fn stop_process(record: &DaemonRecord, store: Option<&Store>, timeout: Duration) -> StopReport {
-    let began = Instant::now();
-    let instance =
-        store.and_then(|store| registration_of(store, record)).map(|r| r.identity.instance);
-    let pid = i32::try_from(record.pid).unwrap_or(0);
-    let leads_group = process::process(pid).is_some_and(|p| p.pgid == p.pid);
-    signal(record, libc::SIGTERM);
-    let mut forced = false;
-    if !wait_gone(record, timeout) {
-        forced = true;
-        signal(record, libc::SIGKILL);
-        wait_gone(record, KILL_WAIT);
-    }
-    let leftovers_killed = clean_up_after(pid, leads_group, instance.as_deref());
-    StopReport {
-        was_running: true,
-        pid: Some(record.pid),
-        forced,
-        waited_secs: (began.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-        leftovers_killed,
-        stale: None,
-    }
-}
-
-/// Sends `signal` to the recorded process if it is still that process.
-fn signal(record: &DaemonRecord, signal: i32) {
-    let Ok(pid) = i32::try_from(record.pid) else { return };
-    if pid > 1 && record.liveness() == Liveness::Running {
-        // SAFETY: sends a signal to one specific pid, checked to be the recorded process.
-        unsafe { libc::kill(pid, signal) };
-    }
-}
-
-/// Waits up to `within` for the recorded process to be gone; whether it is.
-fn wait_gone(record: &DaemonRecord, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        if record.liveness() != Liveness::Running {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(POLL);
-    }
-}
-
-/// After the supervisor `pid` ended: waits for its process group — its guard, cleaning up
-/// after a killed supervisor — to empty, then kills what is left of the group and every
-/// process still tagged with the run's `instance`. Returns how many it killed.
-fn clean_up_after(pid: i32, leads_group: bool, instance: Option<&str>) -> usize {
-    let mut killed = 0;
-    if leads_group {
-        let deadline = Instant::now() + GUARD_WAIT;
-        while process::group_has_live_members(pid) && Instant::now() < deadline {
-            std::thread::sleep(POLL);
-        }
-        let left = process::processes().into_iter().filter(|p| p.pgid == pid && !p.zombie).count();
-        if left > 0 && process::signal_group(pid, libc::SIGKILL).unwrap_or(false) {
-            killed += left;
-        }
-    }
-    if let Some(instance) = instance {
-        killed += process::kill_tagged(&format!("{INSTANCE_VAR}={instance}"));
-    }
-    killed
-}
-
 /// A command line for people: arguments with spaces or quotes are quoted.
 fn shell_line(argv: &[String]) -> String {
-    let quoted: Vec<String> = argv.iter().map(|arg| super::output::shell_word(arg)).collect();
+    let quoted: Vec<String> = argv.iter().map(|arg| crate::cli::output::shell_word(arg)).collect();
     quoted.join(" ")
 }
 
@@ -792,12 +677,15 @@ fn render_stop(report: &StopReport) -> String {
             None => "fleet run: not running in the background; nothing to stop".to_owned(),
         };
     };
-    let how = if report.forced {
-        format!("did not exit in time: killed (pid {pid}) after {:.1} s", report.waited_secs)
+    let how = if report.stopping.forced {
+        format!(
+            "did not exit in time: killed (pid {pid}) after {:.1} s",
+            report.stopping.waited_secs
+        )
     } else {
-        format!("stopped (pid {pid}) in {:.1} s", report.waited_secs)
+        format!("stopped (pid {pid}) in {:.1} s", report.stopping.waited_secs)
     };
-    let leftovers = match report.leftovers_killed {
+    let leftovers = match report.stopping.leftovers_killed {
         0 => String::new(),
         n => format!("; killed {n} processes its run left"),
     };
