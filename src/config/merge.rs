@@ -85,6 +85,15 @@ pub enum Isolation {
 impl Isolation {
     pub const NAMES: [&'static str; 3] = ["auto", "worktree", "none"];
 
+    /// The name runtime.toml spells it with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Auto => "auto",
+            Isolation::Worktree => "worktree",
+            Isolation::None => "none",
+        }
+    }
+
     pub fn parse(text: &str) -> Option<Isolation> {
         match text.trim() {
             "auto" | "" => Some(Isolation::Auto),

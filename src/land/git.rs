@@ -16,10 +16,15 @@ pub struct GitError {
     pub args: String,
     pub dir: PathBuf,
     pub message: String,
+    /// The `git` program itself was not found (not installed, or not on `PATH`).
+    pub missing: bool,
 }
 
 /// The longest a git command of the landing may run (they are all local).
 const GIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// What a [`GitError`] of a missing `git` program says.
+const MISSING: &str = "git is not installed or not on PATH";
 
 /// The identity fleet commits as when the repository names none (`user.name`/`user.email`).
 const FALLBACK_NAME: &str = "fleet";
@@ -80,6 +85,11 @@ impl Git {
         match crate::process::output_owned_within(&mut self.command(args), GIT_LIMIT) {
             Ok(Some(output)) => Ok(output),
             Ok(None) => Err(self.error(args, format!("killed after {}s", GIT_LIMIT.as_secs()))),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                let mut error = self.error(args, MISSING.to_owned());
+                error.missing = true;
+                Err(error)
+            }
             Err(error) => Err(self.error(args, format!("cannot run git: {error}"))),
         }
     }
@@ -117,7 +127,7 @@ impl Git {
             shown.truncate(cut);
             shown.push('…');
         }
-        GitError { args: shown, dir: self.dir.clone(), message }
+        GitError { args: shown, dir: self.dir.clone(), message, missing: false }
     }
 
     /// The commit `rev` names, if it names one.

@@ -279,3 +279,92 @@ fn a_task_outside_a_repository_runs_where_it_is() {
     assert!(Path::new(cwd).join("here.txt").is_file());
     assert!(fleet.show(&id)["fleet"]["land"].is_null());
 }
+
+/// `fleet run` with `PATH` holding no `git`: a directory of its own with `sh` and `true` only.
+fn start_without_git(fleet: &Fleet) -> crate::harness::Supervisor {
+    let bin = fleet.home().join("bin-without-git");
+    if !bin.is_dir() {
+        std::fs::create_dir(&bin).unwrap();
+        for tool in ["sh", "true"] {
+            std::os::unix::fs::symlink(Path::new("/bin").join(tool), bin.join(tool)).unwrap();
+        }
+    }
+    let mut command = fleet.ws.command(&["run"]);
+    command.env("PATH", &bin);
+    crate::harness::Supervisor::spawn(command)
+}
+
+/// Waits for the attempt of `id` that ended `worktree-failed` (the `nth`), and returns its line.
+fn wait_worktree_failed(run: &crate::harness::Supervisor, id: &str, nth: usize) -> String {
+    run.wait_until(&format!("{id} to fail for want of its worktree"), || {
+        let failed = |l: &&String| l.contains(id) && l.contains("worktree-failed");
+        run.lines().iter().filter(failed).nth(nth - 1).cloned()
+    })
+}
+
+/// Issue 30: with no `git` for the supervisor, a task in a repository never runs in the
+/// shared checkout — with isolation "auto" as with "worktree", its attempt fails uncharged and
+/// the reason says git is missing (not that the directory is no repository).
+#[test]
+fn without_git_a_task_never_runs_in_the_shared_checkout() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    for isolation in ["auto", "worktree"] {
+        let isolation_line = format!("{isolation:?}");
+        let settings =
+            [("coder", "\"exec\""), ("retry_backoff_secs", "600"), ("isolation", &isolation_line)];
+        fleet.configure_with(&settings, "");
+        // The task of the round before waits out its backoff.
+        let id = task(&fleet, &repo, isolation, "echo shared > shared.txt", &[]);
+        let run = start_without_git(&fleet);
+        wait_worktree_failed(&run, &id, 1);
+        run.stop();
+        assert!(!repo.path.join("shared.txt").exists(), "the agent ran in the shared checkout");
+        let shown = fleet.show(&id);
+        assert_eq!(shown["status"], "open", "released ({isolation})");
+        assert_eq!(crate::harness::counter(&shown, "attempts"), 0, "charged ({isolation})");
+        assert!(shown["fleet"]["land"].is_null());
+        let said = fleet.comments(&id).join("\n");
+        assert!(said.contains("git is not installed or not on PATH"), "{said}");
+        assert!(said.contains("not charged"), "{said}");
+        assert!(!said.contains("not in a git repository"), "{said}");
+        assert!(said.contains(&format!("isolation = \"{isolation}\"")), "{said}");
+    }
+}
+
+/// Issue 30: a task's worktree gone (removed) or broken (not on its branch) before a retry:
+/// the retry fails uncharged, saying which and how to restore it; nothing runs in the shared
+/// checkout.
+#[test]
+fn a_missing_or_broken_worktree_fails_the_retry_uncharged() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[("max_failures", "1")]);
+    let script = "echo again > again.txt && exit 1";
+    let gone = task(&fleet, &repo, "gone", script, &[]);
+    let broken = task(&fleet, &repo, "broken", script, &[]);
+    fleet.run_until_idle(&[]);
+    std::fs::remove_dir_all(worktree(&fleet, &gone)).unwrap();
+    git(&["-C", worktree(&fleet, &broken).to_str().unwrap(), "checkout", "-q", "--detach"]);
+    for id in [&gone, &broken] {
+        assert_eq!(fleet.show(id)["status"], "blocked");
+        fleet.ws.run(&["update", id, "--status", "open"]).ok();
+    }
+    fleet.configure_with(&[("coder", "\"exec\""), ("retry_backoff_secs", "600")], "");
+    let run = fleet.start(&[]);
+    for id in [&gone, &broken] {
+        wait_worktree_failed(&run, id, 1);
+    }
+    run.stop();
+    assert!(!repo.path.join("again.txt").exists(), "an agent ran in the shared checkout");
+    for (id, says) in [
+        (&gone, format!("is missing (its branch fleet/{gone} keeps what was committed)")),
+        (&broken, format!("is broken: it is not on fleet/{broken}")),
+    ] {
+        let shown = fleet.show(id);
+        assert_eq!(shown["status"], "open");
+        assert_eq!(crate::harness::counter(&shown, "attempts"), 1, "the retry was charged");
+        let said = fleet.comments(id).join("\n");
+        assert!(said.contains(&says), "{said}");
+        assert!(said.contains("not charged"), "{said}");
+    }
+}
