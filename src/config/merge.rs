@@ -10,12 +10,13 @@
 //! strategy = "squash"           # one commit per task: its title and a Fleet-Task trailer
 //! target = ""                   # the base branch ("": the branch checked out where the task's
 //!                               # directory is)
+//! review = false                # true: an entry waits for `fleet approve ID` before it lands
 //! ```
 
 use serde::{Deserialize, Serialize};
 
 /// The field names of the `[merge]` table.
-pub const MERGE_KEYS: [&str; 4] = ["checks", "check_timeout_secs", "strategy", "target"];
+pub const MERGE_KEYS: [&str; 5] = ["checks", "check_timeout_secs", "strategy", "target", "review"];
 
 /// The strategies fleet lands work with.
 pub const STRATEGIES: [&str; 1] = ["squash"];
@@ -32,6 +33,8 @@ pub struct MergeConfig {
     pub strategy: String,
     /// The base branch; empty: the branch checked out in the task's repository.
     pub target: String,
+    /// Whether a person approves each entry (`fleet approve ID`) before it lands.
+    pub review: bool,
 }
 
 impl Default for MergeConfig {
@@ -41,6 +44,7 @@ impl Default for MergeConfig {
             check_timeout_secs: 1800,
             strategy: "squash".to_owned(),
             target: String::new(),
+            review: false,
         }
     }
 }

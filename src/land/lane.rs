@@ -60,12 +60,16 @@ impl Entry {
 /// a stream of more urgent work.
 pub const AGING: Duration = Duration::from_secs(30 * 60);
 
-/// The entry's rank in its lane at `now` (smaller first): its priority, raised one level per
-/// [`AGING`] waited, then its time of close.
-pub fn rank(entry: &Entry, now: Timestamp) -> (i64, Timestamp, String) {
+/// The entry's rank in its lane at `now` (smaller first): entries a person moved to the head
+/// (`fleet merge ID --now`) first, in the order they were moved; then the others by priority,
+/// raised one level per [`AGING`] waited, then by time of close.
+pub fn rank(entry: &Entry, now: Timestamp) -> (bool, i64, Timestamp, String) {
+    if let Some(at) = entry.landing.front_since {
+        return (false, 0, at, entry.id.clone());
+    }
     let waited = now.duration_since(entry.queued_at).as_secs().max(0);
     let raised = waited / i64::try_from(AGING.as_secs()).unwrap_or(i64::MAX);
-    (i64::from(entry.priority) - raised, entry.queued_at, entry.id.clone())
+    (true, i64::from(entry.priority) - raised, entry.queued_at, entry.id.clone())
 }
 
 /// The settings of a lane's work.
@@ -441,5 +445,12 @@ mod tests {
         assert_eq!(ids, ["early-p1", "late-p1", "p3"]);
         let starving = entry("old-p3", 3, minutes(3 * 30 + 1));
         assert!(rank(&starving, now) < rank(&entries[0], now));
+        // `fleet merge ID --now`: ahead of everything, in the order moved.
+        let mut pushed = entry("late-p4", 4, minutes(0));
+        pushed.landing.front_since = Some(minutes(1));
+        let mut pushed_later = entry("p0", 0, minutes(9));
+        pushed_later.landing.front_since = Some(now);
+        assert!(rank(&pushed, now) < rank(&pushed_later, now));
+        assert!(rank(&pushed_later, now) < rank(&starving, now));
     }
 }

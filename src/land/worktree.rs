@@ -108,8 +108,7 @@ pub fn plan(
         branch: branch_of(id),
         subdir,
         state: LandState::Working,
-        conflicts: 0,
-        receipt: None,
+        ..Landing::default()
     }))
 }
 

@@ -1439,7 +1439,8 @@ impl Supervisor {
         self.landing_due = false;
         let busy = self.lanes_busy.clone();
         let actor = self.me.name.clone();
-        let read = self.blocking(move |store| landing::scan(store, &actor, &busy)).await;
+        let review = self.cfg().merge.review;
+        let read = self.blocking(move |store| landing::scan(store, &actor, &busy, review)).await;
         let waiting = match read {
             Ok(waiting) => waiting,
             Err(error) => {

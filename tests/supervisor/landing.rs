@@ -368,3 +368,120 @@ fn a_missing_or_broken_worktree_fails_the_retry_uncharged() {
         assert!(said.contains("not charged"), "{said}");
     }
 }
+
+/// `fleet merges --json`: the lanes.
+fn lanes(fleet: &Fleet) -> serde_json::Value {
+    fleet.ws.json(&["merges"])
+}
+
+/// The waiting entries of the one lane, in landing order: (id, state).
+fn waiting(fleet: &Fleet) -> Vec<(String, String)> {
+    let lanes = lanes(fleet);
+    let Some(entries) = lanes[0]["waiting"].as_array() else { return Vec::new() };
+    entries
+        .iter()
+        .map(|e| (e["id"].as_str().unwrap().to_owned(), e["state"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// The task a landed commit carries in its `Fleet-Task` trailer.
+fn task_of(repo: &Repo, commit: &str) -> String {
+    let message = repo.git(&["log", "-1", "--format=%B", commit]);
+    let trailer = message.lines().find_map(|l| l.strip_prefix("Fleet-Task: "));
+    trailer.unwrap_or_else(|| panic!("no trailer in {message}")).to_owned()
+}
+
+/// Issue 30: `merge.review = true` holds every entry ("waiting for review") until
+/// `fleet approve`; `fleet reject --reason` reopens the task with the reason as a comment, and
+/// its next submission waits for a new approval.
+#[test]
+fn review_holds_entries_until_approved_and_reject_reopens() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    fleet.configure_with(&[("coder", "\"exec\"")], "\n[merge]\nreview = true\n");
+    let script = |f: &str| format!("echo {f} >> {f}.txt && git add {f}.txt && git commit -qm {f}");
+    let a = task(&fleet, &repo, "make a", &script("a"), &[]);
+    let b = task(&fleet, &repo, "make b", &script("b"), &[]);
+    let run = fleet.start(&[]);
+    let in_review = |n: usize| {
+        run.wait_until("both entries to wait for review", || {
+            let all = waiting(&fleet);
+            (all.len() == n && all.iter().all(|(_, s)| s == "waiting for review")).then_some(())
+        })
+    };
+    in_review(2);
+    let shown = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(shown.contains(&format!("{a} [P2] waiting for review")), "{shown}");
+    assert!(repo.landed().is_empty(), "landed without a review");
+    let approved = fleet.ws.run(&["approve", &a]).ok().stdout;
+    assert!(approved.contains(&format!("✓ {a} approved")), "{approved}");
+    run.wait_for("a to land", |l| l.starts_with(&format!("⇡ {a} landed")));
+    let rejected = fleet.ws.run(&["reject", &b, "--reason", "name the file b.md"]).ok();
+    assert!(rejected.stdout.contains("reopened"), "{}", rejected.stdout);
+    let said = fleet.comments(&b).join("\n");
+    assert!(said.contains("rejected by tester: name the file b.md"), "{said}");
+    // The reopened task runs again and its new work waits for a new approval.
+    run.wait_started(&b, 2);
+    in_review(1);
+    fleet.ws.run(&["approve", &b]).ok();
+    run.wait_for("b to land", |l| l.starts_with(&format!("⇡ {b} landed")));
+    run.stop();
+    let landed: Vec<String> = repo.landed().iter().map(|c| task_of(&repo, c)).collect();
+    assert_eq!(landed, [a.clone(), b.clone()]);
+    assert_eq!(repo.git(&["show", "main:b.txt"]), "b\nb");
+    // Neither can be approved or rejected again: nothing of theirs waits.
+    let again = fleet.ws.run(&["approve", &a]).fails(1);
+    assert!(again.stderr.contains("has no work waiting in the merge queue"), "{}", again.stderr);
+}
+
+/// Issue 30: while a lane checks one entry, `fleet merges` shows it "checking" with its age;
+/// `fleet merge ID --now` moves a later entry to the head, `--drop` takes one out (its tip
+/// archived, the task closed, its worktree kept until `fleet gc`).
+#[test]
+fn merge_now_reorders_the_lane_and_drop_takes_an_entry_out() {
+    let repo = Repo::new();
+    let gate = repo.path.parent().unwrap().join("gate");
+    let check = format!("while [ ! -f {} ]; do sleep 0.05; done", gate.display());
+    let fleet = fleet(&[&check], &[("max_concurrent", "4")]);
+    for n in 0..4 {
+        let script = format!("echo {n} > f{n}.txt && git add f{n}.txt && git commit -qm f{n}");
+        task(&fleet, &repo, &format!("file {n}"), &script, &[]);
+    }
+    let run = fleet.start(&[]);
+    let order = run.wait_until("one entry checking, three queued", || {
+        let all = waiting(&fleet);
+        let states: Vec<&str> = all.iter().map(|(_, s)| s.as_str()).collect();
+        (states.len() == 4 && states.iter().filter(|s| **s == "checking").count() == 1)
+            .then_some(all)
+    });
+    let checking = order.iter().find(|(_, s)| s == "checking").unwrap().0.clone();
+    let queued: Vec<String> =
+        order.iter().filter(|(_, s)| s == "queued").map(|(id, _)| id.clone()).collect();
+    let shown = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(shown.contains(&format!("{checking} [P2] checking for ")), "{shown}");
+    let (first, dropped, last) = (&queued[0], &queued[1], &queued[2]);
+    let now = fleet.ws.run(&["merge", last, "--now"]).ok().stdout;
+    assert!(now.contains("moves to the head of its merge lane"), "{now}");
+    let after: Vec<String> = waiting(&fleet).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(after[1], *last, "{after:?}");
+    let drop = fleet.ws.run(&["merge", dropped, "--drop", "--reason", "not needed"]).ok().stdout;
+    assert!(drop.contains(&format!("kept as refs/fleet/archive/{dropped}")), "{drop}");
+    assert_eq!(fleet.show(dropped)["status"], "closed");
+    std::fs::write(&gate, "").unwrap();
+    for id in [&checking, last, first] {
+        run.wait_for("the landings", |l| l.starts_with(&format!("⇡ {id} landed")));
+    }
+    run.stop();
+    let landed: Vec<String> = repo.landed().iter().map(|c| task_of(&repo, c)).collect();
+    assert_eq!(landed, [checking.clone(), last.clone(), first.clone()]);
+    let tip = repo.git(&["rev-parse", &format!("refs/fleet/archive/{dropped}")]);
+    assert!(!repo.git(&["branch", "--contains", &tip, "main"]).contains("main"));
+    assert!(worktree(&fleet, dropped).is_dir(), "the dropped work's worktree went before gc");
+    let said = fleet.comments(dropped).join("\n");
+    assert!(said.contains("dropped from the merge queue by tester: not needed"), "{said}");
+    let merges = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(merges.contains("3 landed, 1 dropped"), "{merges}");
+    fleet.ws.run(&["gc"]).ok();
+    assert!(!worktree(&fleet, dropped).exists());
+    repo.git(&["cat-file", "-e", &format!("refs/fleet/archive/{dropped}")]);
+}
