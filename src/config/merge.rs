@@ -7,7 +7,9 @@
 //! [merge]
 //! checks = ["cargo test"]       # run on the merged tree; all must exit 0
 //! check_timeout_secs = 1800     # a check running longer fails
-//! strategy = "squash"           # one commit per task: its title and a Fleet-Task trailer
+//! strategy = "squash"           # one commit per task: its title and a Fleet-Task trailer;
+//!                               # "rebase": the branch's commits replayed, each with the
+//!                               # trailer; "merge": a merge commit of the branch
 //! target = ""                   # the base branch ("": the branch checked out where the task's
 //!                               # directory is)
 //! review = false                # true: an entry waits for `fleet approve ID` before it lands
@@ -19,7 +21,30 @@ use serde::{Deserialize, Serialize};
 pub const MERGE_KEYS: [&str; 5] = ["checks", "check_timeout_secs", "strategy", "target", "review"];
 
 /// The strategies fleet lands work with.
-pub const STRATEGIES: [&str; 1] = ["squash"];
+pub const STRATEGIES: [&str; 3] = ["squash", "rebase", "merge"];
+
+/// How a task's branch becomes commits on the base (`merge.strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// One commit: the task's title, its close reason, a `Fleet-Task: <id>` trailer.
+    #[default]
+    Squash,
+    /// The branch's commits replayed onto the base, each given the trailer.
+    Rebase,
+    /// A merge commit with the base and the branch tip as parents.
+    Merge,
+}
+
+impl Strategy {
+    pub fn parse(text: &str) -> Option<Strategy> {
+        match text.trim() {
+            "squash" => Some(Strategy::Squash),
+            "rebase" => Some(Strategy::Rebase),
+            "merge" => Some(Strategy::Merge),
+            _ => None,
+        }
+    }
+}
 
 /// How finished work lands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,7 +54,8 @@ pub struct MergeConfig {
     pub checks: Vec<String>,
     /// A check running longer than this is killed and fails.
     pub check_timeout_secs: u64,
-    /// How a task's branch becomes commits on the base: `squash` (one commit).
+    /// How a task's branch becomes commits on the base: `squash` (one commit), `rebase`
+    /// (its commits replayed), `merge` (a merge commit).
     pub strategy: String,
     /// The base branch; empty: the branch checked out in the task's repository.
     pub target: String,
@@ -52,7 +78,7 @@ impl Default for MergeConfig {
 impl MergeConfig {
     /// What is wrong with the table, if anything.
     pub fn problem(&self) -> Option<String> {
-        if !STRATEGIES.contains(&self.strategy.as_str()) {
+        if Strategy::parse(&self.strategy).is_none() {
             return Some(format!(
                 "merge.strategy = {:?}: fleet lands work with {}",
                 self.strategy,
@@ -66,6 +92,11 @@ impl MergeConfig {
             return Some("merge.checks holds an empty command".to_owned());
         }
         None
+    }
+
+    /// `strategy`, parsed ([`MergeConfig::problem`] refuses an unknown one at load).
+    pub fn strategy(&self) -> Strategy {
+        Strategy::parse(&self.strategy).unwrap_or_default()
     }
 
     pub fn check_timeout(&self) -> std::time::Duration {

@@ -82,7 +82,14 @@ impl Git {
     /// Runs `git args`; its output whatever the exit status. The child is owned
     /// (`crate::process`): a supervisor's orphan reaping never takes its exit status.
     pub fn output(&self, args: &[&str]) -> Result<Output, GitError> {
-        match crate::process::output_owned_within(&mut self.command(args), GIT_LIMIT) {
+        self.output_with(args, &[])
+    }
+
+    /// [`Git::output`] with `env` set for the command (an author to commit as).
+    pub fn output_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output, GitError> {
+        let mut command = self.command(args);
+        command.envs(env.iter().copied());
+        match crate::process::output_owned_within(&mut command, GIT_LIMIT) {
             Ok(Some(output)) => Ok(output),
             Ok(None) => Err(self.error(args, format!("killed after {}s", GIT_LIMIT.as_secs()))),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -96,7 +103,12 @@ impl Git {
 
     /// Runs `git args`, which must succeed; its stdout, trimmed.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        let output = self.output(args)?;
+        self.run_with(args, &[])
+    }
+
+    /// [`Git::run`] with `env` set for the command.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
+        let output = self.output_with(args, env)?;
         if !output.status.success() {
             return Err(self.failed(args, &output));
         }

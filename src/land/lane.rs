@@ -5,8 +5,13 @@
 //! 1. the verify gate: what the agent left uncommitted is committed by fleet (saying so); a
 //!    branch with no commits ahead of the base fails, unless the close said "no changes";
 //! 2. the merged tree is built by `git merge-tree --write-tree` (a conflict stops here) and
-//!    made one commit on the base (`squash`: the task's title, its close reason, and a
-//!    `Fleet-Task: <id>` trailer) by `git commit-tree`;
+//!    made commits on the base by `git commit-tree`, as `merge.strategy` says: `squash`, one
+//!    commit (the task's title, its close reason, and a `Fleet-Task: <id>` trailer); `merge`,
+//!    a merge commit of the base and the branch tip; `rebase`, each commit of the branch
+//!    replayed in turn (`merge-tree --merge-base=<its parent>`), keeping its author and
+//!    message and adding the trailer — a branch whose commits do not replay one by one (one
+//!    conflicts on its own though the whole merges cleanly) lands as one commit, and the
+//!    receipt says so;
 //! 3. the checks run in the lane's scratch worktree, checked out at that commit;
 //! 4. the caller records the entry as checked (base and merged commits, the receipt) — a
 //!    restart finds it there — and then the base ref moves by compare-and-swap
@@ -27,6 +32,7 @@ use jiff::Timestamp;
 
 use super::git::{Git, GitError};
 use super::{checks, worktree};
+use crate::config::Strategy;
 use crate::model::{CheckRun, LandState, Landing, Receipt};
 
 /// An entry waiting in a lane: a task whose agent closed it.
@@ -79,6 +85,7 @@ pub struct LaneSettings {
     pub home: PathBuf,
     pub checks: Vec<String>,
     pub timeout: Duration,
+    pub strategy: Strategy,
 }
 
 /// How landing an entry ended.
@@ -185,8 +192,7 @@ pub fn land(
         receipt.notes.push("the base holds this change already".into());
         return Ok(Landed::NoChanges(receipt));
     }
-    let message = squash_message(entry);
-    let merged = repo.run(&["commit-tree", &tree, "-p", &base, "-m", &message])?;
+    let merged = commit_onto(&repo, settings.strategy, entry, (&base, &tip, &tree), &mut receipt)?;
     receipt.merged.clone_from(&merged);
     receipt.diffstat = repo.run(&["diff", "--stat", &base, &merged])?;
     if !settings.checks.is_empty() {
@@ -293,6 +299,92 @@ pub fn checkouts_of(repo: &Git, branch_ref: &str) -> Result<Vec<PathBuf>, GitErr
         }
     }
     Ok(found)
+}
+
+/// Makes the commits that put `tree` (the branch at `tip` merged onto `base`) on the base, by
+/// `strategy` (see the module doc); the commit the base moves to.
+fn commit_onto(
+    repo: &Git,
+    strategy: Strategy,
+    entry: &Entry,
+    (base, tip, tree): (&str, &str, &str),
+    receipt: &mut Receipt,
+) -> Result<String, GitError> {
+    let squash =
+        |repo: &Git| repo.run(&["commit-tree", tree, "-p", base, "-m", &squash_message(entry)]);
+    match strategy {
+        Strategy::Squash => squash(repo),
+        Strategy::Merge => {
+            let message = format!("Merge {}: {}", entry.landing.branch, squash_message(entry));
+            repo.run(&["commit-tree", tree, "-p", base, "-p", tip, "-m", &message])
+        }
+        Strategy::Rebase => match replay(repo, &entry.id, base, tip)? {
+            Some(last) => Ok(last),
+            None => {
+                receipt.notes.push(format!(
+                    "merge.strategy = \"rebase\": the commits of {} do not replay one by one onto {} (one conflicts on its own); landed as one commit",
+                    entry.landing.branch, entry.landing.base
+                ));
+                squash(repo)
+            }
+        },
+    }
+}
+
+/// Replays the commits of `base..tip` onto `base`, oldest first, each keeping its author and
+/// message with a `Fleet-Task: <id>` trailer added (a merge commit as its change against its
+/// first parent; a commit that adds nothing is left out). The last commit made, or `None` when
+/// one does not apply cleanly.
+fn replay(repo: &Git, id: &str, base: &str, tip: &str) -> Result<Option<String>, GitError> {
+    let commits =
+        repo.run(&["rev-list", "--reverse", "--topo-order", &format!("{base}..{tip}")])?;
+    let mut onto = base.to_owned();
+    for commit in commits.lines() {
+        let Some(parent) = repo.commit_of(&format!("{commit}^1"))? else { return Ok(None) };
+        let merge_base = format!("--merge-base={parent}");
+        let args = ["merge-tree", "--write-tree", "--no-messages", &merge_base, &onto, commit];
+        let merged = repo.output(&args)?;
+        match merged.status.code() {
+            Some(0) => {}
+            Some(1) => return Ok(None),
+            _ => return Err(repo.failed(&args, &merged)),
+        }
+        let stdout = String::from_utf8_lossy(&merged.stdout);
+        let tree = stdout.lines().next().unwrap_or_default().trim().to_owned();
+        if repo.run(&["rev-parse", &format!("{onto}^{{tree}}")])? == tree {
+            continue;
+        }
+        let about = repo.run(&["log", "-1", "--format=%an%x00%ae%x00%aI%x00%B", commit])?;
+        let mut fields = about.splitn(4, '\0');
+        let mut next = || fields.next().unwrap_or_default();
+        let (name, email, date, message) = (next(), next(), next(), next());
+        let env =
+            [("GIT_AUTHOR_NAME", name), ("GIT_AUTHOR_EMAIL", email), ("GIT_AUTHOR_DATE", date)];
+        let message = with_trailer(message, id);
+        onto = repo.run_with(&["commit-tree", &tree, "-p", &onto, "-m", &message], &env)?;
+    }
+    Ok(Some(onto))
+}
+
+/// `message` with a `Fleet-Task: <id>` trailer (added to its trailer block if it ends in one).
+fn with_trailer(message: &str, id: &str) -> String {
+    let message = message.trim_end();
+    let trailer = format!("Fleet-Task: {id}");
+    if message.lines().any(|line| line.trim() == trailer) {
+        return message.to_owned();
+    }
+    let is_trailer = |line: &str| {
+        line.split_once(": ").is_some_and(|(key, _)| {
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    };
+    let ends_in_trailers =
+        message.rsplit_once("\n\n").is_some_and(|(_, last)| last.lines().all(is_trailer));
+    if ends_in_trailers {
+        format!("{message}\n{trailer}")
+    } else {
+        format!("{message}\n\n{trailer}")
+    }
 }
 
 /// The squash commit's message: the title, the close reason, the trailer.
@@ -404,6 +496,7 @@ mod tests {
             home: dir.path().join("home"),
             checks: vec![],
             timeout: Duration::from_secs(10),
+            strategy: Strategy::Squash,
         };
         let before = git(&repo, &["rev-parse", "main"]);
         let mut seen = None;
@@ -428,6 +521,17 @@ mod tests {
         assert_eq!(git(&repo, &["rev-list", "--count", "main"]), "2");
         // The checkout of main was clean: it holds the landed file.
         assert!(repo.join("a.txt").is_file());
+    }
+
+    #[test]
+    fn a_trailer_joins_the_trailer_block_or_starts_one() {
+        assert_eq!(with_trailer("fix it\n", "t-1"), "fix it\n\nFleet-Task: t-1");
+        let signed = "fix it\n\nbody text\n\nSigned-off-by: a <a@b>\n";
+        assert_eq!(
+            with_trailer(signed, "t-1"),
+            "fix it\n\nbody text\n\nSigned-off-by: a <a@b>\nFleet-Task: t-1"
+        );
+        assert_eq!(with_trailer("x\n\nFleet-Task: t-1", "t-1"), "x\n\nFleet-Task: t-1");
     }
 
     /// Priority first, then the time of close; an old entry rises past newer urgent ones.

@@ -170,6 +170,7 @@ pub fn land_one(
         home,
         checks: config.merge.checks.clone(),
         timeout: config.merge.check_timeout(),
+        strategy: config.merge.strategy(),
     };
     let mut record_checked = |base: &str, merged: &str, receipt: &Receipt| {
         let step = LandStep::Checked {

@@ -485,3 +485,57 @@ fn merge_now_reorders_the_lane_and_drop_takes_an_entry_out() {
     assert!(!worktree(&fleet, dropped).exists());
     repo.git(&["cat-file", "-e", &format!("refs/fleet/archive/{dropped}")]);
 }
+
+/// Issue 30: `merge.strategy = "rebase"` replays each task's commits onto the base (authors
+/// and messages kept, each with a `Fleet-Task` trailer; linear history), `"merge"` makes one
+/// merge commit per task whose second parent is the branch tip. No checkout is touched but
+/// the person's clean one, brought up to date.
+#[test]
+fn rebase_and_merge_strategies_land_the_branch_as_they_say() {
+    for strategy in ["rebase", "merge"] {
+        let repo = Repo::new();
+        let fleet = fleet(&[], &[]);
+        let extra = format!("\n[merge]\nchecks = [\"test -f README\"]\nstrategy = {strategy:?}\n");
+        fleet.configure_with(&[("coder", "\"exec\"")], &extra);
+        let ids: Vec<String> = ["x", "y"]
+            .iter()
+            .map(|f| {
+                let script = format!(
+                    "echo 1 > {f}1 && git add {f}1 && git commit -qm '{f} one' && echo 2 > {f}2 && git add {f}2 && git commit -qm '{f} two'"
+                );
+                task(&fleet, &repo, &format!("make {f}"), &script, &[])
+            })
+            .collect();
+        fleet.run_until_idle(&[]).ok();
+        let landed = repo.landed();
+        let merges = repo.git(&["rev-list", "--merges", "main"]);
+        if strategy == "rebase" {
+            assert_eq!(landed.len(), 4, "every commit replayed");
+            assert_eq!(merges, "", "a rebase makes no merge commit");
+            for commit in &landed {
+                let author = repo.git(&["log", "-1", "--format=%an", commit]);
+                assert_eq!(author, "agent");
+                let subject = repo.git(&["log", "-1", "--format=%s", commit]);
+                let id = task_of(&repo, commit);
+                let file = if ids[0] == id { "x" } else { "y" };
+                assert!(subject.starts_with(file), "{subject} of {id}");
+            }
+        } else {
+            assert_eq!(merges.lines().count(), 2, "one merge commit per task");
+            for merge in merges.lines() {
+                let id = task_of(&repo, merge);
+                let subject = repo.git(&["log", "-1", "--format=%s", merge]);
+                assert!(subject.starts_with(&format!("Merge fleet/{id}: make ")), "{subject}");
+                let branch = repo.git(&["rev-parse", &format!("fleet/{id}")]);
+                assert_eq!(repo.git(&["rev-parse", &format!("{merge}^2")]), branch);
+            }
+        }
+        for file in ["x1", "x2", "y1", "y2"] {
+            repo.git(&["cat-file", "-e", &format!("main:{file}")]);
+            assert!(repo.path.join(file).is_file(), "the clean checkout was not updated");
+        }
+        for id in &ids {
+            assert_eq!(fleet.show(id)["status"], "closed");
+        }
+    }
+}
