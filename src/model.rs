@@ -515,6 +515,9 @@ pub struct Receipt {
     /// What a person should know beyond the checks (a dirty checkout left alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// With `merge.push`: how pushing the base branch went, in one line.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub push: String,
     pub at: Timestamp,
 }
 

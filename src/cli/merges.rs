@@ -46,6 +46,9 @@ struct LaneView {
     landed: usize,
     /// Entries a person dropped (`fleet merge ID --drop`).
     dropped: usize,
+    /// With `merge.push`: how pushing the base went after the last landing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_push: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -172,6 +175,8 @@ fn note(
                     .filter(|n| n.contains("not touched"))
                     .cloned()
                     .collect();
+                view.last_push =
+                    landing.receipt.as_ref().map(|r| r.push.clone()).filter(|p| !p.is_empty());
             }
         }
         LandState::Dropped { .. } => view.dropped += 1,
@@ -222,6 +227,9 @@ fn render(lanes: &[LaneView]) -> String {
         }
         for note in &lane.untouched_checkouts {
             lines.push(format!("  ⚠ {}", printable(note)));
+        }
+        if let Some(push) = &lane.last_push {
+            lines.push(format!("  last push: {}", printable(push)));
         }
     }
     lines.join("\n")

@@ -13,12 +13,14 @@
 //! target = ""                   # the base branch ("": the branch checked out where the task's
 //!                               # directory is)
 //! review = false                # true: an entry waits for `fleet approve ID` before it lands
+//! push = ""                     # a remote: the base branch is pushed there after each landing
 //! ```
 
 use serde::{Deserialize, Serialize};
 
 /// The field names of the `[merge]` table.
-pub const MERGE_KEYS: [&str; 5] = ["checks", "check_timeout_secs", "strategy", "target", "review"];
+pub const MERGE_KEYS: [&str; 6] =
+    ["checks", "check_timeout_secs", "strategy", "target", "review", "push"];
 
 /// The strategies fleet lands work with.
 pub const STRATEGIES: [&str; 3] = ["squash", "rebase", "merge"];
@@ -61,6 +63,9 @@ pub struct MergeConfig {
     pub target: String,
     /// Whether a person approves each entry (`fleet approve ID`) before it lands.
     pub review: bool,
+    /// The git remote the base branch is pushed to after each landing, with
+    /// `--force-with-lease` (empty: none).
+    pub push: String,
 }
 
 impl Default for MergeConfig {
@@ -71,6 +76,7 @@ impl Default for MergeConfig {
             strategy: "squash".to_owned(),
             target: String::new(),
             review: false,
+            push: String::new(),
         }
     }
 }

@@ -20,6 +20,8 @@
 //! 5. checkouts of the base branch that were clean before the move are brought up to date
 //!    (`git read-tree -m -u <old> <new>`); dirty ones are never touched, and the receipt says so.
 //!
+//! 6. with `merge.push`, the base branch is pushed (`crate::land::push`).
+//!
 //! An entry found checked ([`LandState::Checked`]) after a crash is finished, never merged
 //! twice: the base at the merged commit means the move happened; the base still at the
 //! recorded one means the move is due; anything else means someone moved the base, and the
@@ -86,6 +88,8 @@ pub struct LaneSettings {
     pub checks: Vec<String>,
     pub timeout: Duration,
     pub strategy: Strategy,
+    /// The remote the base branch is pushed to after each landing (`merge.push`; empty: none).
+    pub push: String,
 }
 
 /// How landing an entry ended.
@@ -122,8 +126,24 @@ pub enum LaneError {
 /// What the caller records before the base ref moves (see the module doc, step 4).
 pub type RecordChecked<'a> = &'a mut dyn FnMut(&str, &str, &Receipt) -> Result<(), String>;
 
-/// Lands `entry` (see the module doc).
+/// Lands `entry` (see the module doc), then pushes the base when `merge.push` names a remote
+/// (`crate::land::push`; its outcome goes in the receipt).
 pub fn land(
+    settings: &LaneSettings,
+    entry: &Entry,
+    record_checked: RecordChecked<'_>,
+) -> Result<Landed, LaneError> {
+    match land_here(settings, entry, record_checked)? {
+        Landed::Landed(mut receipt) if !settings.push.is_empty() => {
+            super::push::publish(settings, entry, &mut receipt);
+            Ok(Landed::Landed(receipt))
+        }
+        landed => Ok(landed),
+    }
+}
+
+/// Lands `entry` on the base branch of its repository.
+fn land_here(
     settings: &LaneSettings,
     entry: &Entry,
     record_checked: RecordChecked<'_>,
@@ -238,45 +258,60 @@ fn move_base(
     merged: &str,
     mut receipt: Receipt,
 ) -> Result<Landed, LaneError> {
-    let base_ref = format!("refs/heads/{}", entry.landing.base);
-    let checkouts = checkouts_of(repo, &base_ref)?;
-    let clean: Vec<(PathBuf, bool)> = checkouts
-        .into_iter()
-        .map(|dir| {
-            let dirty = Git::at(&dir).is_dirty().unwrap_or(true);
-            (dir, !dirty)
-        })
-        .collect();
     let reason = format!("fleet: land {}", entry.id);
-    let moved = repo.output(&["update-ref", "-m", &reason, &base_ref, merged, base])?;
-    if !moved.status.success() {
+    if !swap_base(repo, &entry.landing.base, (base, merged), &reason, &mut receipt.notes)? {
         receipt.verdict = "base moved".into();
         receipt
             .notes
             .push(format!("{} moved during the landing; merging again", entry.landing.base));
         return Ok(Landed::BaseMoved(receipt));
     }
-    for (dir, clean) in clean {
-        let shown = dir.display();
-        if !clean {
-            receipt.notes.push(format!(
-                "checkout {shown} has local changes: not touched (it still holds {} while {} is at {}; `git -C {shown} read-tree -m -u {} {}` brings it up to date keeping your changes)",
-                short(base),
-                entry.landing.base,
-                short(merged),
-                short(base),
-                short(merged)
-            ));
-            continue;
-        }
-        match Git::at(&dir).run(&["read-tree", "-m", "-u", base, merged]) {
-            Ok(_) => receipt.notes.push(format!("checkout {shown} brought up to date")),
-            Err(error) => receipt.notes.push(format!("checkout {shown} not updated: {error}")),
-        }
-    }
     receipt.verdict = "landed".into();
     receipt.merged = merged.to_owned();
     Ok(Landed::Landed(receipt))
+}
+
+/// Moves `refs/heads/<branch>` from `old` to `new` by compare-and-swap (`reason` in its
+/// reflog), then brings the checkouts of the branch that were clean before up to date and
+/// leaves the dirty ones alone, a note for each in `notes`. Whether the ref moved (it had
+/// moved elsewhere meanwhile when not).
+pub fn swap_base(
+    repo: &Git,
+    branch: &str,
+    (old, new): (&str, &str),
+    reason: &str,
+    notes: &mut Vec<String>,
+) -> Result<bool, GitError> {
+    let branch_ref = format!("refs/heads/{branch}");
+    let clean: Vec<(PathBuf, bool)> = checkouts_of(repo, &branch_ref)?
+        .into_iter()
+        .map(|dir| {
+            let dirty = Git::at(&dir).is_dirty().unwrap_or(true);
+            (dir, !dirty)
+        })
+        .collect();
+    let moved = repo.output(&["update-ref", "-m", reason, &branch_ref, new, old])?;
+    if !moved.status.success() {
+        return Ok(false);
+    }
+    for (dir, clean) in clean {
+        let shown = dir.display();
+        if !clean {
+            notes.push(format!(
+                "checkout {shown} has local changes: not touched (it still holds {} while {branch} is at {}; `git -C {shown} read-tree -m -u {} {}` brings it up to date keeping your changes)",
+                short(old),
+                short(new),
+                short(old),
+                short(new)
+            ));
+            continue;
+        }
+        match Git::at(&dir).run(&["read-tree", "-m", "-u", old, new]) {
+            Ok(_) => notes.push(format!("checkout {shown} brought up to date")),
+            Err(error) => notes.push(format!("checkout {shown} not updated: {error}")),
+        }
+    }
+    Ok(true)
 }
 
 /// The abbreviated form of a commit id.
@@ -318,7 +353,7 @@ fn commit_onto(
             let message = format!("Merge {}: {}", entry.landing.branch, squash_message(entry));
             repo.run(&["commit-tree", tree, "-p", base, "-p", tip, "-m", &message])
         }
-        Strategy::Rebase => match replay(repo, &entry.id, base, tip)? {
+        Strategy::Rebase => match replay(repo, Some(entry.id.as_str()), (base, tip), base)? {
             Some(last) => Ok(last),
             None => {
                 receipt.notes.push(format!(
@@ -331,14 +366,19 @@ fn commit_onto(
     }
 }
 
-/// Replays the commits of `base..tip` onto `base`, oldest first, each keeping its author and
-/// message with a `Fleet-Task: <id>` trailer added (a merge commit as its change against its
-/// first parent; a commit that adds nothing is left out). The last commit made, or `None` when
-/// one does not apply cleanly.
-fn replay(repo: &Git, id: &str, base: &str, tip: &str) -> Result<Option<String>, GitError> {
+/// Replays the commits of `from..tip` onto `onto`, oldest first, each keeping its author and
+/// message, with a `Fleet-Task: <id>` trailer added when `id` is given (a merge commit as its
+/// change against its first parent; a commit that adds nothing is left out). The last commit
+/// made, or `None` when one does not apply cleanly.
+pub fn replay(
+    repo: &Git,
+    id: Option<&str>,
+    (from, tip): (&str, &str),
+    onto: &str,
+) -> Result<Option<String>, GitError> {
     let commits =
-        repo.run(&["rev-list", "--reverse", "--topo-order", &format!("{base}..{tip}")])?;
-    let mut onto = base.to_owned();
+        repo.run(&["rev-list", "--reverse", "--topo-order", &format!("{from}..{tip}")])?;
+    let mut onto = onto.to_owned();
     for commit in commits.lines() {
         let Some(parent) = repo.commit_of(&format!("{commit}^1"))? else { return Ok(None) };
         let merge_base = format!("--merge-base={parent}");
@@ -360,7 +400,10 @@ fn replay(repo: &Git, id: &str, base: &str, tip: &str) -> Result<Option<String>,
         let (name, email, date, message) = (next(), next(), next(), next());
         let env =
             [("GIT_AUTHOR_NAME", name), ("GIT_AUTHOR_EMAIL", email), ("GIT_AUTHOR_DATE", date)];
-        let message = with_trailer(message, id);
+        let message = match id {
+            Some(id) => with_trailer(message, id),
+            None => message.trim_end().to_owned(),
+        };
         onto = repo.run_with(&["commit-tree", &tree, "-p", &onto, "-m", &message], &env)?;
     }
     Ok(Some(onto))
@@ -400,7 +443,7 @@ fn squash_message(entry: &Entry) -> String {
 
 /// The lane's scratch worktree, checked out at `merged` with nothing else in it but ignored
 /// files (kept, so incremental builds stay warm).
-fn scratch_checkout(
+pub fn scratch_checkout(
     settings: &LaneSettings,
     entry: &Entry,
     merged: &str,
@@ -497,6 +540,7 @@ mod tests {
             checks: vec![],
             timeout: Duration::from_secs(10),
             strategy: Strategy::Squash,
+            push: String::new(),
         };
         let before = git(&repo, &["rev-parse", "main"]);
         let mut seen = None;

@@ -171,6 +171,7 @@ pub fn land_one(
         checks: config.merge.checks.clone(),
         timeout: config.merge.check_timeout(),
         strategy: config.merge.strategy(),
+        push: config.merge.push.clone(),
     };
     let mut record_checked = |base: &str, merged: &str, receipt: &Receipt| {
         let step = LandStep::Checked {
@@ -237,6 +238,9 @@ fn apply(
             };
             for note in receipt.notes.iter().filter(|n| n.contains("not touched")) {
                 report.detail.push_str(&format!("; {note}"));
+            }
+            if !receipt.push.is_empty() {
+                report.detail.push_str(&format!("; {}", receipt.push));
             }
             LandStep::Landed { id, receipt }
         }

@@ -539,3 +539,55 @@ fn rebase_and_merge_strategies_land_the_branch_as_they_say() {
         }
     }
 }
+
+/// Issue 30: `merge.push = "origin"` pushes the base after each landing (with a lease); when
+/// someone else pushed meanwhile the push is rejected, and fleet fetches, re-bases the lane
+/// onto the remote's tip (the checks run again) and pushes again — nobody's commit is lost,
+/// and `fleet merges` shows the outcome.
+#[test]
+fn pushes_land_on_the_remote_and_a_rejected_push_rebases_the_lane() {
+    let repo = Repo::new();
+    let bare = repo.path.parent().unwrap().join("origin.git");
+    git(&["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let fleet = fleet(&[], &[]);
+    let extra = "\n[merge]\nchecks = [\"test -f README\"]\npush = \"origin\"\n";
+    fleet.configure_with(&[("coder", "\"exec\"")], extra);
+    let remote_main = || git(&["--git-dir", bare.to_str().unwrap(), "rev-parse", "main"]);
+    let a = task(&fleet, &repo, "add a", "echo a > a && git add a && git commit -qm a", &[]);
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(remote_main(), repo.main(), "the landing was not pushed");
+    let receipt = fleet.ws.json(&["task", &a, "receipt"]);
+    assert!(receipt["receipt"]["push"].as_str().unwrap().starts_with("pushed main to origin"));
+    // Someone else pushes to origin meanwhile.
+    let other = repo.path.parent().unwrap().join("other");
+    git(&["clone", "-q", bare.to_str().unwrap(), other.to_str().unwrap()]);
+    let in_other = |args: &[&str]| {
+        let mut all =
+            vec!["-C", other.to_str().unwrap(), "-c", "user.name=o", "-c", "user.email=o@x"];
+        all.extend_from_slice(args);
+        git(&all)
+    };
+    std::fs::write(other.join("theirs"), "theirs\n").unwrap();
+    in_other(&["add", "theirs"]);
+    in_other(&["commit", "-qm", "theirs"]);
+    in_other(&["push", "-q", "origin", "main"]);
+    let theirs = in_other(&["rev-parse", "HEAD"]);
+    let b = task(&fleet, &repo, "add b", "echo b > b && git add b && git commit -qm b", &[]);
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&b)["status"], "closed");
+    assert_eq!(remote_main(), repo.main(), "local and remote main differ");
+    repo.git(&["merge-base", "--is-ancestor", &theirs, "main"]);
+    for file in ["a", "b", "theirs"] {
+        repo.git(&["cat-file", "-e", &format!("main:{file}")]);
+    }
+    assert_eq!(repo.git(&["rev-list", "--merges", "main"]), "", "history stays linear");
+    let receipt = fleet.ws.json(&["task", &b, "receipt"])["receipt"].clone();
+    let push = receipt["push"].as_str().unwrap();
+    assert!(push.contains("pushed main to origin") && push.contains("re-base"), "{push}");
+    let merges = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(merges.contains("last push: pushed main to origin"), "{merges}");
+    // The person's clean checkout followed both moves.
+    assert!(repo.path.join("theirs").is_file() && repo.path.join("b").is_file());
+}
