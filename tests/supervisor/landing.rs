@@ -591,3 +591,25 @@ fn pushes_land_on_the_remote_and_a_rejected_push_rebases_the_lane() {
     // The person's clean checkout followed both moves.
     assert!(repo.path.join("theirs").is_file() && repo.path.join("b").is_file());
 }
+
+/// Issue 30: the agent is told it works on its own branch — in its prompt and in `bd prime`
+/// run inside the attempt — and to commit there.
+#[test]
+fn the_agent_is_told_to_commit_on_its_own_branch() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    let primed = repo.path.parent().unwrap().join("primed.txt");
+    let script =
+        format!("bd prime > {} && echo x > x && git add x && git commit -qm x", primed.display());
+    let id = task(&fleet, &repo, "prime", &script, &[]);
+    fleet.run_until_idle(&[]).ok();
+    let told = format!("on the branch `fleet/{id}`");
+    let primer = std::fs::read_to_string(&primed).unwrap();
+    assert!(primer.contains("## Your branch") && primer.contains(&told), "{primer}");
+    assert!(primer.contains("Commit your changes on this branch"), "{primer}");
+    let prompt = fleet.ws.run(&["task", &id, "prompt"]).ok().stdout;
+    assert!(prompt.contains(&told) && prompt.contains("Commit your changes"), "{prompt}");
+    // Outside a run, `bd prime` says nothing of a branch.
+    let outside = fleet.ws.run(&["bd", "prime"]).ok().stdout;
+    assert!(!outside.contains("## Your branch"), "{outside}");
+}
