@@ -428,6 +428,17 @@ pub struct Landing {
     /// The evidence of the last landing attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<Receipt>,
+    /// When `fleet merge ID --now` moved the entry to the head of its lane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub front_since: Option<Timestamp>,
+    /// When a person approved the entry (`fleet approve`; needed with `merge.review = true`).
+    /// A new submission of the work needs a new approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_at: Option<Timestamp>,
+    /// When the merge lane started landing the entry (merging, checks); cleared by the step
+    /// that ends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checking_since: Option<Timestamp>,
 }
 
 /// How far a task's work is on its way to the base branch.
@@ -455,6 +466,10 @@ pub enum LandState {
     Landed { merged: String, at: Timestamp },
     /// The worktree was removed (its tip saved under `refs/fleet/archive/<id>`).
     Archived { merged: String, at: Timestamp },
+    /// A person dropped the work from the merge queue (`fleet merge ID --drop`): it never
+    /// lands; its tip is saved under `refs/fleet/archive/<id>` and `fleet gc` removes the
+    /// worktree.
+    Dropped { tip: String, reason: String, at: Timestamp },
 }
 
 impl LandState {
@@ -475,6 +490,7 @@ impl LandState {
             LandState::Checked { .. } => "checked",
             LandState::Landed { .. } => "landed",
             LandState::Archived { .. } => "archived",
+            LandState::Dropped { .. } => "dropped",
         }
     }
 }
@@ -499,6 +515,9 @@ pub struct Receipt {
     /// What a person should know beyond the checks (a dirty checkout left alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// With `merge.push`: how pushing the base branch went, in one line.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub push: String,
     pub at: Timestamp,
 }
 

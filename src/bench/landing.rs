@@ -93,6 +93,8 @@ pub fn run(config: &LandingConfig, progress: Progress<'_>) -> Result<LandingRepo
         home: home.clone(),
         checks: vec![format!("sleep {}", config.check_secs)],
         timeout: Duration::from_secs(config.check_secs + 600),
+        strategy: crate::config::Strategy::Squash,
+        push: String::new(),
     };
     progress(&format!(
         "landing {} entries through one lane with a {} s check",

@@ -1,6 +1,8 @@
 //! `fleet merges`: the merge lanes — per repository and base branch, the entries waiting to
 //! land with their age (the oldest first named), the one being checked, and what went wrong
 //! lately (failed checks, conflicts, checkouts left alone because they had local changes).
+//! With `merge.review = true`, entries no person approved show as "waiting for review"; the
+//! entry a lane works on shows as "checking", with how long it has been.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +12,7 @@ use serde::Serialize;
 use super::context::Context;
 use super::error::CliError;
 use super::output::printable;
+use crate::config::RuntimeConfig;
 use crate::land::lane::{self, Entry, LaneKey};
 use crate::model::{Issue, LandState, Status};
 
@@ -19,6 +22,13 @@ pub struct MergesArgs {}
 /// The waiting entries of each lane: the entry, its state's name, and the resolution task it
 /// waits for.
 type Waiting = BTreeMap<LaneKey, Vec<(Entry, &'static str, Option<String>)>>;
+
+/// What `fleet merges` reads besides the store.
+struct Reading {
+    now: Timestamp,
+    /// `merge.review` of runtime.toml.
+    review: bool,
+}
 
 /// One lane.
 #[derive(Debug, Default, Serialize)]
@@ -34,6 +44,11 @@ struct LaneView {
     /// Checkouts of the base left alone at the last landing (they had local changes).
     untouched_checkouts: Vec<String>,
     landed: usize,
+    /// Entries a person dropped (`fleet merge ID --drop`).
+    dropped: usize,
+    /// With `merge.push`: how pushing the base went after the last landing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_push: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -41,8 +56,15 @@ struct EntryView {
     id: String,
     title: String,
     priority: u8,
+    /// `queued`, `waiting for review`, `checking`, `checked` or `conflict`.
     state: &'static str,
     wait_secs: i64,
+    /// How long the lane has been landing it (state `checking`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checking_secs: Option<i64>,
+    /// A person moved it to the head of the lane (`fleet merge ID --now`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    front: bool,
     /// The resolution task the entry waits for (a conflict).
     #[serde(skip_serializing_if = "Option::is_none")]
     waiting_for: Option<String>,
@@ -59,25 +81,37 @@ struct FailureView {
 pub fn cmd_merges(ctx: &Context, _args: MergesArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let now = Timestamp::now();
+    let review = super::context::fleet_home()
+        .ok()
+        .and_then(|home| RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).ok())
+        .is_some_and(|config| config.merge.review);
+    let reading = Reading { now, review };
     let mut lanes: BTreeMap<LaneKey, LaneView> = BTreeMap::new();
     let mut entries: Waiting = BTreeMap::new();
     let mut latest: BTreeMap<LaneKey, Timestamp> = BTreeMap::new();
     store.read()?.for_each_issue(&mut |issue| {
-        note(&issue, now, &mut lanes, &mut entries, &mut latest);
+        note(&issue, &reading, &mut lanes, &mut entries, &mut latest);
         Ok(true)
     })?;
     for (key, mut list) in entries {
-        list.sort_by_key(|(entry, _, _)| lane::rank(entry, now));
+        // The entry a lane works on first, then the others in the order they land.
+        list.sort_by_key(|(entry, _, _)| {
+            (entry.landing.checking_since.is_none(), lane::rank(entry, now))
+        });
         let view = lanes.entry(key).or_default();
         for (entry, state, waiting_for) in list {
             let wait = now.duration_since(entry.queued_at).as_secs();
             view.oldest_wait_secs = view.oldest_wait_secs.max(wait);
+            let checking_secs =
+                entry.landing.checking_since.map(|at| now.duration_since(at).as_secs().max(0));
             view.waiting.push(EntryView {
                 id: entry.id,
                 title: entry.title,
                 priority: entry.priority,
                 state,
                 wait_secs: wait,
+                checking_secs,
+                front: entry.landing.front_since.is_some(),
                 waiting_for,
             });
         }
@@ -90,7 +124,7 @@ pub fn cmd_merges(ctx: &Context, _args: MergesArgs) -> Result<(), CliError> {
 /// Adds what `issue` tells about its lane.
 fn note(
     issue: &Issue,
-    now: Timestamp,
+    &Reading { now, review }: &Reading,
     lanes: &mut BTreeMap<LaneKey, LaneView>,
     entries: &mut Waiting,
     latest: &mut BTreeMap<LaneKey, Timestamp>,
@@ -111,9 +145,14 @@ fn note(
         reason: reason.to_owned(),
         no_changes: false,
     };
+    let queued = match landing.checking_since {
+        Some(_) => "checking",
+        None if review && landing.approved_at.is_none() => "waiting for review",
+        None => "queued",
+    };
     match &landing.state {
         LandState::Queued { reason, at, .. } => {
-            entries.entry(key).or_default().push((entry(reason, *at), "queued", None))
+            entries.entry(key).or_default().push((entry(reason, *at), queued, None))
         }
         LandState::Checked { reason, at, .. } => {
             entries.entry(key).or_default().push((entry(reason, *at), "checked", None))
@@ -136,8 +175,11 @@ fn note(
                     .filter(|n| n.contains("not touched"))
                     .cloned()
                     .collect();
+                view.last_push =
+                    landing.receipt.as_ref().map(|r| r.push.clone()).filter(|p| !p.is_empty());
             }
         }
+        LandState::Dropped { .. } => view.dropped += 1,
         LandState::Working => {
             if let Some(receipt) = &landing.receipt
                 && issue.status != Status::Closed
@@ -165,24 +207,17 @@ fn render(lanes: &[LaneView]) -> String {
         } else {
             format!(", oldest waiting {}", wait_text(lane.oldest_wait_secs))
         };
+        let dropped =
+            if lane.dropped == 0 { String::new() } else { format!(", {} dropped", lane.dropped) };
         lines.push(format!(
-            "{} → {}: {} waiting, {} landed{oldest}",
+            "{} → {}: {} waiting, {} landed{dropped}{oldest}",
             lane.repo,
             lane.base,
             lane.waiting.len(),
             lane.landed
         ));
         for entry in &lane.waiting {
-            let extra =
-                entry.waiting_for.as_ref().map(|c| format!(", waits for {c}")).unwrap_or_default();
-            lines.push(format!(
-                "  {} [P{}] {} {}{extra}: {}",
-                entry.id,
-                entry.priority,
-                entry.state,
-                wait_text(entry.wait_secs),
-                printable(&entry.title)
-            ));
+            lines.push(entry_line(entry));
         }
         for failure in &lane.failures {
             lines.push(format!(
@@ -193,8 +228,32 @@ fn render(lanes: &[LaneView]) -> String {
         for note in &lane.untouched_checkouts {
             lines.push(format!("  ⚠ {}", printable(note)));
         }
+        if let Some(push) = &lane.last_push {
+            lines.push(format!("  last push: {}", printable(push)));
+        }
     }
     lines.join("\n")
+}
+
+/// One waiting entry: `  t-1 [P2] checking for 12s (waiting 3m): title`.
+fn entry_line(entry: &EntryView) -> String {
+    let state = match entry.checking_secs {
+        Some(secs) => format!(
+            "{} for {} (waiting {})",
+            entry.state,
+            wait_text(secs),
+            wait_text(entry.wait_secs)
+        ),
+        None => format!("{} {}", entry.state, wait_text(entry.wait_secs)),
+    };
+    let mut extra = String::new();
+    if let Some(child) = &entry.waiting_for {
+        extra.push_str(&format!(", waits for {child}"));
+    }
+    if entry.front {
+        extra.push_str(", at the head of the lane");
+    }
+    format!("  {} [P{}] {state}{extra}: {}", entry.id, entry.priority, printable(&entry.title))
 }
 
 fn wait_text(secs: i64) -> String {

@@ -26,6 +26,7 @@ mod journal;
 mod label;
 mod log;
 mod logging;
+mod merge;
 mod merges;
 mod output;
 mod parse;
@@ -210,6 +211,13 @@ parse::deferred_and_eager! {
     Log(log::LogArgs),
     /// The merge lanes: work waiting to land on each base branch, its age, and what failed.
     Merges(merges::MergesArgs),
+    /// Move a task's work to the head of its merge lane (--now), or take it out of the queue
+    /// (--drop: its tip kept under refs/fleet/archive/<id>).
+    Merge(merge::MergeArgs),
+    /// Approve a task's work for landing (merge.review = true holds each entry until then).
+    Approve(merge::ApproveArgs),
+    /// Send a task's work back from the merge queue: reopened with the reason as a comment.
+    Reject(merge::RejectArgs),
     /// Remove the worktrees of tasks whose work landed (their tips kept under
     /// refs/fleet/archive/<id>); dirty ones are refused by name.
     Gc(gc::GcArgs),
@@ -253,6 +261,9 @@ impl Command {
                 | Command::Import(_)
                 | Command::Kill(_)
                 | Command::Answer(_)
+                | Command::Merge(_)
+                | Command::Approve(_)
+                | Command::Reject(_)
         )
     }
 }
@@ -375,6 +386,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Task(args) => task::cmd_task(&ctx, args),
         Command::Log(args) => log::cmd_log(&ctx, args),
         Command::Merges(args) => merges::cmd_merges(&ctx, args),
+        Command::Merge(args) => merge::cmd_merge(&ctx, args),
+        Command::Approve(args) => merge::cmd_approve(&ctx, args),
+        Command::Reject(args) => merge::cmd_reject(&ctx, args),
         Command::Gc(args) => gc::cmd_gc(&ctx, args),
         Command::Kill(args) => control::cmd_kill(&ctx, args),
         Command::Pause(args) => control::cmd_pause(&ctx, args),

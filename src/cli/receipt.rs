@@ -46,6 +46,11 @@ pub fn state_line(landing: &Landing) -> String {
         LandState::Archived { merged, .. } => {
             format!("landed as {}; worktree removed (tip under refs/fleet/archive/)", short(merged))
         }
+        LandState::Dropped { tip, reason, at } => format!(
+            "dropped at {at} ({}); tip {} kept under refs/fleet/archive/",
+            if reason.is_empty() { "no reason given" } else { reason },
+            short(tip)
+        ),
     }
 }
 

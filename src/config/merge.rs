@@ -7,18 +7,46 @@
 //! [merge]
 //! checks = ["cargo test"]       # run on the merged tree; all must exit 0
 //! check_timeout_secs = 1800     # a check running longer fails
-//! strategy = "squash"           # one commit per task: its title and a Fleet-Task trailer
+//! strategy = "squash"           # one commit per task: its title and a Fleet-Task trailer;
+//!                               # "rebase": the branch's commits replayed, each with the
+//!                               # trailer; "merge": a merge commit of the branch
 //! target = ""                   # the base branch ("": the branch checked out where the task's
 //!                               # directory is)
+//! review = false                # true: an entry waits for `fleet approve ID` before it lands
+//! push = ""                     # a remote: the base branch is pushed there after each landing
 //! ```
 
 use serde::{Deserialize, Serialize};
 
 /// The field names of the `[merge]` table.
-pub const MERGE_KEYS: [&str; 4] = ["checks", "check_timeout_secs", "strategy", "target"];
+pub const MERGE_KEYS: [&str; 6] =
+    ["checks", "check_timeout_secs", "strategy", "target", "review", "push"];
 
 /// The strategies fleet lands work with.
-pub const STRATEGIES: [&str; 1] = ["squash"];
+pub const STRATEGIES: [&str; 3] = ["squash", "rebase", "merge"];
+
+/// How a task's branch becomes commits on the base (`merge.strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// One commit: the task's title, its close reason, a `Fleet-Task: <id>` trailer.
+    #[default]
+    Squash,
+    /// The branch's commits replayed onto the base, each given the trailer.
+    Rebase,
+    /// A merge commit with the base and the branch tip as parents.
+    Merge,
+}
+
+impl Strategy {
+    pub fn parse(text: &str) -> Option<Strategy> {
+        match text.trim() {
+            "squash" => Some(Strategy::Squash),
+            "rebase" => Some(Strategy::Rebase),
+            "merge" => Some(Strategy::Merge),
+            _ => None,
+        }
+    }
+}
 
 /// How finished work lands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,10 +56,16 @@ pub struct MergeConfig {
     pub checks: Vec<String>,
     /// A check running longer than this is killed and fails.
     pub check_timeout_secs: u64,
-    /// How a task's branch becomes commits on the base: `squash` (one commit).
+    /// How a task's branch becomes commits on the base: `squash` (one commit), `rebase`
+    /// (its commits replayed), `merge` (a merge commit).
     pub strategy: String,
     /// The base branch; empty: the branch checked out in the task's repository.
     pub target: String,
+    /// Whether a person approves each entry (`fleet approve ID`) before it lands.
+    pub review: bool,
+    /// The git remote the base branch is pushed to after each landing, with
+    /// `--force-with-lease` (empty: none).
+    pub push: String,
 }
 
 impl Default for MergeConfig {
@@ -41,6 +75,8 @@ impl Default for MergeConfig {
             check_timeout_secs: 1800,
             strategy: "squash".to_owned(),
             target: String::new(),
+            review: false,
+            push: String::new(),
         }
     }
 }
@@ -48,7 +84,7 @@ impl Default for MergeConfig {
 impl MergeConfig {
     /// What is wrong with the table, if anything.
     pub fn problem(&self) -> Option<String> {
-        if !STRATEGIES.contains(&self.strategy.as_str()) {
+        if Strategy::parse(&self.strategy).is_none() {
             return Some(format!(
                 "merge.strategy = {:?}: fleet lands work with {}",
                 self.strategy,
@@ -62,6 +98,11 @@ impl MergeConfig {
             return Some("merge.checks holds an empty command".to_owned());
         }
         None
+    }
+
+    /// `strategy`, parsed ([`MergeConfig::problem`] refuses an unknown one at load).
+    pub fn strategy(&self) -> Strategy {
+        Strategy::parse(&self.strategy).unwrap_or_default()
     }
 
     pub fn check_timeout(&self) -> std::time::Duration {
@@ -84,6 +125,15 @@ pub enum Isolation {
 
 impl Isolation {
     pub const NAMES: [&'static str; 3] = ["auto", "worktree", "none"];
+
+    /// The name runtime.toml spells it with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Auto => "auto",
+            Isolation::Worktree => "worktree",
+            Isolation::None => "none",
+        }
+    }
 
     pub fn parse(text: &str) -> Option<Isolation> {
         match text.trim() {

@@ -39,7 +39,7 @@ use std::time::Duration;
 use check::Source;
 pub use edit::{ConfigChange, SetError, header, set_values, unset_keys, value_of};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
-pub use merge::{Isolation, MergeConfig};
+pub use merge::{Isolation, MergeConfig, Strategy};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
 pub use prices::{Price, price_of};
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};

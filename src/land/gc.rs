@@ -22,11 +22,13 @@ pub struct Collected {
     pub refused: Option<String>,
 }
 
-/// Whether `issue`'s worktree may go: its work landed, and it is closed.
+/// Whether `issue`'s worktree may go: it is closed, and its work landed or a person dropped it.
 pub fn collectable(issue: &Issue) -> bool {
     issue.status == Status::Closed
         && issue.fleet.lease.is_none()
-        && issue.fleet.land.as_ref().is_some_and(|l| matches!(l.state, LandState::Landed { .. }))
+        && issue.fleet.land.as_ref().is_some_and(|l| {
+            matches!(l.state, LandState::Landed { .. } | LandState::Dropped { .. })
+        })
 }
 
 /// Archives and removes the worktree of `issue` (which must be [`collectable`]).

@@ -16,10 +16,15 @@ pub struct GitError {
     pub args: String,
     pub dir: PathBuf,
     pub message: String,
+    /// The `git` program itself was not found (not installed, or not on `PATH`).
+    pub missing: bool,
 }
 
 /// The longest a git command of the landing may run (they are all local).
 const GIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// What a [`GitError`] of a missing `git` program says.
+const MISSING: &str = "git is not installed or not on PATH";
 
 /// The identity fleet commits as when the repository names none (`user.name`/`user.email`).
 const FALLBACK_NAME: &str = "fleet";
@@ -52,13 +57,16 @@ impl Git {
             .env("GIT_PAGER", "cat")
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
+        // Only commands that write commits or reflogs need an identity: asking git for one
+        // costs four more processes per command.
+        let commits = matches!(args.first(), Some(&("commit" | "commit-tree" | "update-ref")));
         for (var, config, fallback) in [
             ("GIT_AUTHOR_NAME", "user.name", FALLBACK_NAME),
             ("GIT_AUTHOR_EMAIL", "user.email", FALLBACK_EMAIL),
             ("GIT_COMMITTER_NAME", "user.name", FALLBACK_NAME),
             ("GIT_COMMITTER_EMAIL", "user.email", FALLBACK_EMAIL),
         ] {
-            if !crate::env::is_set(var) && !self.has_config(config) {
+            if commits && !crate::env::is_set(var) && !self.has_config(config) {
                 command.env(var, fallback);
             }
         }
@@ -77,16 +85,33 @@ impl Git {
     /// Runs `git args`; its output whatever the exit status. The child is owned
     /// (`crate::process`): a supervisor's orphan reaping never takes its exit status.
     pub fn output(&self, args: &[&str]) -> Result<Output, GitError> {
-        match crate::process::output_owned_within(&mut self.command(args), GIT_LIMIT) {
+        self.output_with(args, &[])
+    }
+
+    /// [`Git::output`] with `env` set for the command (an author to commit as).
+    pub fn output_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output, GitError> {
+        let mut command = self.command(args);
+        command.envs(env.iter().copied());
+        match crate::process::output_owned_within(&mut command, GIT_LIMIT) {
             Ok(Some(output)) => Ok(output),
             Ok(None) => Err(self.error(args, format!("killed after {}s", GIT_LIMIT.as_secs()))),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                let mut error = self.error(args, MISSING.to_owned());
+                error.missing = true;
+                Err(error)
+            }
             Err(error) => Err(self.error(args, format!("cannot run git: {error}"))),
         }
     }
 
     /// Runs `git args`, which must succeed; its stdout, trimmed.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        let output = self.output(args)?;
+        self.run_with(args, &[])
+    }
+
+    /// [`Git::run`] with `env` set for the command.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Result<String, GitError> {
+        let output = self.output_with(args, env)?;
         if !output.status.success() {
             return Err(self.failed(args, &output));
         }
@@ -117,7 +142,7 @@ impl Git {
             shown.truncate(cut);
             shown.push('…');
         }
-        GitError { args: shown, dir: self.dir.clone(), message }
+        GitError { args: shown, dir: self.dir.clone(), message, missing: false }
     }
 
     /// The commit `rev` names, if it names one.

@@ -5,8 +5,13 @@
 //! 1. the verify gate: what the agent left uncommitted is committed by fleet (saying so); a
 //!    branch with no commits ahead of the base fails, unless the close said "no changes";
 //! 2. the merged tree is built by `git merge-tree --write-tree` (a conflict stops here) and
-//!    made one commit on the base (`squash`: the task's title, its close reason, and a
-//!    `Fleet-Task: <id>` trailer) by `git commit-tree`;
+//!    made commits on the base by `git commit-tree`, as `merge.strategy` says: `squash`, one
+//!    commit (the task's title, its close reason, and a `Fleet-Task: <id>` trailer); `merge`,
+//!    a merge commit of the base and the branch tip; `rebase`, each commit of the branch
+//!    replayed in turn (`merge-tree --merge-base=<its parent>`), keeping its author and
+//!    message and adding the trailer — a branch whose commits do not replay one by one (one
+//!    conflicts on its own though the whole merges cleanly) lands as one commit, and the
+//!    receipt says so;
 //! 3. the checks run in the lane's scratch worktree, checked out at that commit;
 //! 4. the caller records the entry as checked (base and merged commits, the receipt) — a
 //!    restart finds it there — and then the base ref moves by compare-and-swap
@@ -14,6 +19,8 @@
 //!    passed, and a base moved meanwhile makes the entry go round again;
 //! 5. checkouts of the base branch that were clean before the move are brought up to date
 //!    (`git read-tree -m -u <old> <new>`); dirty ones are never touched, and the receipt says so.
+//!
+//! 6. with `merge.push`, the base branch is pushed (`crate::land::push`).
 //!
 //! An entry found checked ([`LandState::Checked`]) after a crash is finished, never merged
 //! twice: the base at the merged commit means the move happened; the base still at the
@@ -27,6 +34,7 @@ use jiff::Timestamp;
 
 use super::git::{Git, GitError};
 use super::{checks, worktree};
+use crate::config::Strategy;
 use crate::model::{CheckRun, LandState, Landing, Receipt};
 
 /// An entry waiting in a lane: a task whose agent closed it.
@@ -60,12 +68,16 @@ impl Entry {
 /// a stream of more urgent work.
 pub const AGING: Duration = Duration::from_secs(30 * 60);
 
-/// The entry's rank in its lane at `now` (smaller first): its priority, raised one level per
-/// [`AGING`] waited, then its time of close.
-pub fn rank(entry: &Entry, now: Timestamp) -> (i64, Timestamp, String) {
+/// The entry's rank in its lane at `now` (smaller first): entries a person moved to the head
+/// (`fleet merge ID --now`) first, in the order they were moved; then the others by priority,
+/// raised one level per [`AGING`] waited, then by time of close.
+pub fn rank(entry: &Entry, now: Timestamp) -> (bool, i64, Timestamp, String) {
+    if let Some(at) = entry.landing.front_since {
+        return (false, 0, at, entry.id.clone());
+    }
     let waited = now.duration_since(entry.queued_at).as_secs().max(0);
     let raised = waited / i64::try_from(AGING.as_secs()).unwrap_or(i64::MAX);
-    (i64::from(entry.priority) - raised, entry.queued_at, entry.id.clone())
+    (true, i64::from(entry.priority) - raised, entry.queued_at, entry.id.clone())
 }
 
 /// The settings of a lane's work.
@@ -75,6 +87,9 @@ pub struct LaneSettings {
     pub home: PathBuf,
     pub checks: Vec<String>,
     pub timeout: Duration,
+    pub strategy: Strategy,
+    /// The remote the base branch is pushed to after each landing (`merge.push`; empty: none).
+    pub push: String,
 }
 
 /// How landing an entry ended.
@@ -111,8 +126,24 @@ pub enum LaneError {
 /// What the caller records before the base ref moves (see the module doc, step 4).
 pub type RecordChecked<'a> = &'a mut dyn FnMut(&str, &str, &Receipt) -> Result<(), String>;
 
-/// Lands `entry` (see the module doc).
+/// Lands `entry` (see the module doc), then pushes the base when `merge.push` names a remote
+/// (`crate::land::push`; its outcome goes in the receipt).
 pub fn land(
+    settings: &LaneSettings,
+    entry: &Entry,
+    record_checked: RecordChecked<'_>,
+) -> Result<Landed, LaneError> {
+    match land_here(settings, entry, record_checked)? {
+        Landed::Landed(mut receipt) if !settings.push.is_empty() => {
+            super::push::publish(settings, entry, &mut receipt);
+            Ok(Landed::Landed(receipt))
+        }
+        landed => Ok(landed),
+    }
+}
+
+/// Lands `entry` on the base branch of its repository.
+fn land_here(
     settings: &LaneSettings,
     entry: &Entry,
     record_checked: RecordChecked<'_>,
@@ -181,8 +212,7 @@ pub fn land(
         receipt.notes.push("the base holds this change already".into());
         return Ok(Landed::NoChanges(receipt));
     }
-    let message = squash_message(entry);
-    let merged = repo.run(&["commit-tree", &tree, "-p", &base, "-m", &message])?;
+    let merged = commit_onto(&repo, settings.strategy, entry, (&base, &tip, &tree), &mut receipt)?;
     receipt.merged.clone_from(&merged);
     receipt.diffstat = repo.run(&["diff", "--stat", &base, &merged])?;
     if !settings.checks.is_empty() {
@@ -228,45 +258,60 @@ fn move_base(
     merged: &str,
     mut receipt: Receipt,
 ) -> Result<Landed, LaneError> {
-    let base_ref = format!("refs/heads/{}", entry.landing.base);
-    let checkouts = checkouts_of(repo, &base_ref)?;
-    let clean: Vec<(PathBuf, bool)> = checkouts
-        .into_iter()
-        .map(|dir| {
-            let dirty = Git::at(&dir).is_dirty().unwrap_or(true);
-            (dir, !dirty)
-        })
-        .collect();
     let reason = format!("fleet: land {}", entry.id);
-    let moved = repo.output(&["update-ref", "-m", &reason, &base_ref, merged, base])?;
-    if !moved.status.success() {
+    if !swap_base(repo, &entry.landing.base, (base, merged), &reason, &mut receipt.notes)? {
         receipt.verdict = "base moved".into();
         receipt
             .notes
             .push(format!("{} moved during the landing; merging again", entry.landing.base));
         return Ok(Landed::BaseMoved(receipt));
     }
-    for (dir, clean) in clean {
-        let shown = dir.display();
-        if !clean {
-            receipt.notes.push(format!(
-                "checkout {shown} has local changes: not touched (it still holds {} while {} is at {}; `git -C {shown} read-tree -m -u {} {}` brings it up to date keeping your changes)",
-                short(base),
-                entry.landing.base,
-                short(merged),
-                short(base),
-                short(merged)
-            ));
-            continue;
-        }
-        match Git::at(&dir).run(&["read-tree", "-m", "-u", base, merged]) {
-            Ok(_) => receipt.notes.push(format!("checkout {shown} brought up to date")),
-            Err(error) => receipt.notes.push(format!("checkout {shown} not updated: {error}")),
-        }
-    }
     receipt.verdict = "landed".into();
     receipt.merged = merged.to_owned();
     Ok(Landed::Landed(receipt))
+}
+
+/// Moves `refs/heads/<branch>` from `old` to `new` by compare-and-swap (`reason` in its
+/// reflog), then brings the checkouts of the branch that were clean before up to date and
+/// leaves the dirty ones alone, a note for each in `notes`. Whether the ref moved (it had
+/// moved elsewhere meanwhile when not).
+pub fn swap_base(
+    repo: &Git,
+    branch: &str,
+    (old, new): (&str, &str),
+    reason: &str,
+    notes: &mut Vec<String>,
+) -> Result<bool, GitError> {
+    let branch_ref = format!("refs/heads/{branch}");
+    let clean: Vec<(PathBuf, bool)> = checkouts_of(repo, &branch_ref)?
+        .into_iter()
+        .map(|dir| {
+            let dirty = Git::at(&dir).is_dirty().unwrap_or(true);
+            (dir, !dirty)
+        })
+        .collect();
+    let moved = repo.output(&["update-ref", "-m", reason, &branch_ref, new, old])?;
+    if !moved.status.success() {
+        return Ok(false);
+    }
+    for (dir, clean) in clean {
+        let shown = dir.display();
+        if !clean {
+            notes.push(format!(
+                "checkout {shown} has local changes: not touched (it still holds {} while {branch} is at {}; `git -C {shown} read-tree -m -u {} {}` brings it up to date keeping your changes)",
+                short(old),
+                short(new),
+                short(old),
+                short(new)
+            ));
+            continue;
+        }
+        match Git::at(&dir).run(&["read-tree", "-m", "-u", old, new]) {
+            Ok(_) => notes.push(format!("checkout {shown} brought up to date")),
+            Err(error) => notes.push(format!("checkout {shown} not updated: {error}")),
+        }
+    }
+    Ok(true)
 }
 
 /// The abbreviated form of a commit id.
@@ -291,6 +336,100 @@ pub fn checkouts_of(repo: &Git, branch_ref: &str) -> Result<Vec<PathBuf>, GitErr
     Ok(found)
 }
 
+/// Makes the commits that put `tree` (the branch at `tip` merged onto `base`) on the base, by
+/// `strategy` (see the module doc); the commit the base moves to.
+fn commit_onto(
+    repo: &Git,
+    strategy: Strategy,
+    entry: &Entry,
+    (base, tip, tree): (&str, &str, &str),
+    receipt: &mut Receipt,
+) -> Result<String, GitError> {
+    let squash =
+        |repo: &Git| repo.run(&["commit-tree", tree, "-p", base, "-m", &squash_message(entry)]);
+    match strategy {
+        Strategy::Squash => squash(repo),
+        Strategy::Merge => {
+            let message = format!("Merge {}: {}", entry.landing.branch, squash_message(entry));
+            repo.run(&["commit-tree", tree, "-p", base, "-p", tip, "-m", &message])
+        }
+        Strategy::Rebase => match replay(repo, Some(entry.id.as_str()), (base, tip), base)? {
+            Some(last) => Ok(last),
+            None => {
+                receipt.notes.push(format!(
+                    "merge.strategy = \"rebase\": the commits of {} do not replay one by one onto {} (one conflicts on its own); landed as one commit",
+                    entry.landing.branch, entry.landing.base
+                ));
+                squash(repo)
+            }
+        },
+    }
+}
+
+/// Replays the commits of `from..tip` onto `onto`, oldest first, each keeping its author and
+/// message, with a `Fleet-Task: <id>` trailer added when `id` is given (a merge commit as its
+/// change against its first parent; a commit that adds nothing is left out). The last commit
+/// made, or `None` when one does not apply cleanly.
+pub fn replay(
+    repo: &Git,
+    id: Option<&str>,
+    (from, tip): (&str, &str),
+    onto: &str,
+) -> Result<Option<String>, GitError> {
+    let commits =
+        repo.run(&["rev-list", "--reverse", "--topo-order", &format!("{from}..{tip}")])?;
+    let mut onto = onto.to_owned();
+    for commit in commits.lines() {
+        let Some(parent) = repo.commit_of(&format!("{commit}^1"))? else { return Ok(None) };
+        let merge_base = format!("--merge-base={parent}");
+        let args = ["merge-tree", "--write-tree", "--no-messages", &merge_base, &onto, commit];
+        let merged = repo.output(&args)?;
+        match merged.status.code() {
+            Some(0) => {}
+            Some(1) => return Ok(None),
+            _ => return Err(repo.failed(&args, &merged)),
+        }
+        let stdout = String::from_utf8_lossy(&merged.stdout);
+        let tree = stdout.lines().next().unwrap_or_default().trim().to_owned();
+        if repo.run(&["rev-parse", &format!("{onto}^{{tree}}")])? == tree {
+            continue;
+        }
+        let about = repo.run(&["log", "-1", "--format=%an%x00%ae%x00%aI%x00%B", commit])?;
+        let mut fields = about.splitn(4, '\0');
+        let mut next = || fields.next().unwrap_or_default();
+        let (name, email, date, message) = (next(), next(), next(), next());
+        let env =
+            [("GIT_AUTHOR_NAME", name), ("GIT_AUTHOR_EMAIL", email), ("GIT_AUTHOR_DATE", date)];
+        let message = match id {
+            Some(id) => with_trailer(message, id),
+            None => message.trim_end().to_owned(),
+        };
+        onto = repo.run_with(&["commit-tree", &tree, "-p", &onto, "-m", &message], &env)?;
+    }
+    Ok(Some(onto))
+}
+
+/// `message` with a `Fleet-Task: <id>` trailer (added to its trailer block if it ends in one).
+fn with_trailer(message: &str, id: &str) -> String {
+    let message = message.trim_end();
+    let trailer = format!("Fleet-Task: {id}");
+    if message.lines().any(|line| line.trim() == trailer) {
+        return message.to_owned();
+    }
+    let is_trailer = |line: &str| {
+        line.split_once(": ").is_some_and(|(key, _)| {
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    };
+    let ends_in_trailers =
+        message.rsplit_once("\n\n").is_some_and(|(_, last)| last.lines().all(is_trailer));
+    if ends_in_trailers {
+        format!("{message}\n{trailer}")
+    } else {
+        format!("{message}\n\n{trailer}")
+    }
+}
+
 /// The squash commit's message: the title, the close reason, the trailer.
 fn squash_message(entry: &Entry) -> String {
     let reason = entry.reason.trim();
@@ -304,7 +443,7 @@ fn squash_message(entry: &Entry) -> String {
 
 /// The lane's scratch worktree, checked out at `merged` with nothing else in it but ignored
 /// files (kept, so incremental builds stay warm).
-fn scratch_checkout(
+pub fn scratch_checkout(
     settings: &LaneSettings,
     entry: &Entry,
     merged: &str,
@@ -400,6 +539,8 @@ mod tests {
             home: dir.path().join("home"),
             checks: vec![],
             timeout: Duration::from_secs(10),
+            strategy: Strategy::Squash,
+            push: String::new(),
         };
         let before = git(&repo, &["rev-parse", "main"]);
         let mut seen = None;
@@ -426,6 +567,17 @@ mod tests {
         assert!(repo.join("a.txt").is_file());
     }
 
+    #[test]
+    fn a_trailer_joins_the_trailer_block_or_starts_one() {
+        assert_eq!(with_trailer("fix it\n", "t-1"), "fix it\n\nFleet-Task: t-1");
+        let signed = "fix it\n\nbody text\n\nSigned-off-by: a <a@b>\n";
+        assert_eq!(
+            with_trailer(signed, "t-1"),
+            "fix it\n\nbody text\n\nSigned-off-by: a <a@b>\nFleet-Task: t-1"
+        );
+        assert_eq!(with_trailer("x\n\nFleet-Task: t-1", "t-1"), "x\n\nFleet-Task: t-1");
+    }
+
     /// Priority first, then the time of close; an old entry rises past newer urgent ones.
     #[test]
     fn entries_rank_by_priority_then_age_and_old_ones_rise() {
@@ -441,5 +593,12 @@ mod tests {
         assert_eq!(ids, ["early-p1", "late-p1", "p3"]);
         let starving = entry("old-p3", 3, minutes(3 * 30 + 1));
         assert!(rank(&starving, now) < rank(&entries[0], now));
+        // `fleet merge ID --now`: ahead of everything, in the order moved.
+        let mut pushed = entry("late-p4", 4, minutes(0));
+        pushed.landing.front_since = Some(minutes(1));
+        let mut pushed_later = entry("p0", 0, minutes(9));
+        pushed_later.landing.front_since = Some(now);
+        assert!(rank(&pushed, now) < rank(&pushed_later, now));
+        assert!(rank(&pushed_later, now) < rank(&starving, now));
     }
 }

@@ -14,6 +14,8 @@
 //!   archiving and removing it;
 //! - [`checks`]: `merge.checks` run on a merged tree, with a timeout;
 //! - [`lane`]: the order of a lane and the landing of one entry;
+//! - [`push`]: `merge.push`, the base branch pushed after each landing, the lane rebased
+//!   onto the remote's tip when someone else pushed;
 //! - [`gc`]: removing landed worktrees after saving their tips.
 //!
 //! The store side — the landing record on the task, the close that becomes a submission, and
@@ -24,6 +26,7 @@ pub mod checks;
 pub mod gc;
 pub mod git;
 pub mod lane;
+pub mod push;
 pub mod worktree;
 
 pub use lane::short;

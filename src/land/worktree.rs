@@ -28,6 +28,10 @@ pub enum WorktreeError {
     )]
     NotARepository { dir: String },
     #[error(
+        "git is not installed or not on PATH, so the task in {dir} cannot have a worktree of its own (isolation = \"{isolation}\"); install git or put it on the supervisor's PATH, or set isolation = \"none\" to let agents share the checkout"
+    )]
+    NoGit { dir: String, isolation: &'static str },
+    #[error(
         "the worktree {path} of {id} is missing (its branch {branch} keeps what was committed); restore it with `git -C {repo} worktree add {path} {branch}`, or drop the task's landing record"
     )]
     Missing { id: String, path: String, branch: String, repo: String },
@@ -76,7 +80,20 @@ pub fn plan(
     let not_a_repo = || WorktreeError::NotARepository { dir: cwd.display().to_string() };
     let inside_fleet = std::fs::canonicalize(home.join(DIR))
         .is_ok_and(|dir| std::fs::canonicalize(cwd).is_ok_and(|cwd| cwd.starts_with(dir)));
-    let found = if inside_fleet { None } else { repository_of(cwd, target)? };
+    let asked = if inside_fleet { Ok(None) } else { repository_of(cwd, target) };
+    let found = match asked {
+        Ok(found) => found,
+        // Without git, "auto" cannot tell a repository by asking git: a `.git` above the
+        // directory says it is one, and the agent must not work in the shared checkout.
+        Err(error) if error.missing => {
+            if isolation == Isolation::Auto && !looks_like_a_repository(cwd) {
+                return Ok(None);
+            }
+            let dir = cwd.display().to_string();
+            return Err(WorktreeError::NoGit { dir, isolation: isolation.name() });
+        }
+        Err(error) => return Err(error.into()),
+    };
     let Some((repo, base, base_commit, subdir)) = found else {
         return match isolation {
             Isolation::Worktree => Err(not_a_repo()),
@@ -91,9 +108,15 @@ pub fn plan(
         branch: branch_of(id),
         subdir,
         state: LandState::Working,
-        conflicts: 0,
-        receipt: None,
+        ..Landing::default()
     }))
+}
+
+/// Whether `dir` or a directory above it has a `.git` (a directory, or the file of a linked
+/// worktree): what tells a repository when git itself cannot be asked.
+fn looks_like_a_repository(dir: &Path) -> bool {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.ancestors().any(|above| above.join(".git").exists())
 }
 
 /// The main checkout of the repository holding `cwd`, its base branch and that branch's

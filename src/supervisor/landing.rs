@@ -41,7 +41,7 @@ pub struct Waiting {
     pub next: Vec<Entry>,
     /// Entries that can be worked on (not waiting for a resolution task), in every lane.
     pub ready: usize,
-    /// Entries waiting for their resolution task.
+    /// Entries waiting for their resolution task, or for a person's review.
     pub blocked: usize,
 }
 
@@ -62,11 +62,18 @@ pub struct LandReport {
 }
 
 /// Reads the queue: puts back entries whose resolution task closed, and returns the next
-/// entry of each lane not in `busy`.
-pub fn scan(store: &Store, actor: &str, busy: &BTreeSet<LaneKey>) -> Result<Waiting, StoreError> {
+/// entry of each lane not in `busy`. With `review` (`merge.review = true`), an entry no person
+/// approved waits (counted with the blocked ones).
+pub fn scan(
+    store: &Store,
+    actor: &str,
+    busy: &BTreeSet<LaneKey>,
+    review: bool,
+) -> Result<Waiting, StoreError> {
     let now = Timestamp::now();
     let mut entries: Vec<Entry> = Vec::new();
     let mut resolved: Vec<(String, String)> = Vec::new();
+    let mut in_review = 0;
     let reader = store.read()?;
     reader.for_each_issue(&mut |issue| {
         if issue.status != Status::InProgress || issue.fleet.lease.is_some() {
@@ -74,6 +81,7 @@ pub fn scan(store: &Store, actor: &str, busy: &BTreeSet<LaneKey>) -> Result<Wait
         }
         let Some(landing) = &issue.fleet.land else { return Ok(true) };
         match &landing.state {
+            LandState::Queued { .. } if review && landing.approved_at.is_none() => in_review += 1,
             LandState::Queued { reason, at, no_changes } => {
                 entries.push(entry_of(&issue, reason, *at, *no_changes));
             }
@@ -104,7 +112,7 @@ pub fn scan(store: &Store, actor: &str, busy: &BTreeSet<LaneKey>) -> Result<Wait
         record(store, actor, step, None)?;
     }
     let ready = entries.len();
-    let blocked = resolved_count;
+    let blocked = resolved_count + in_review;
     let mut lanes: BTreeMap<LaneKey, Entry> = BTreeMap::new();
     for entry in entries {
         let key = entry.lane();
@@ -162,6 +170,8 @@ pub fn land_one(
         home,
         checks: config.merge.checks.clone(),
         timeout: config.merge.check_timeout(),
+        strategy: config.merge.strategy(),
+        push: config.merge.push.clone(),
     };
     let mut record_checked = |base: &str, merged: &str, receipt: &Receipt| {
         let step = LandStep::Checked {
@@ -172,7 +182,12 @@ pub fn land_one(
         };
         record(store, actor, step, Some(redactor)).map(|_| ()).map_err(|e| e.to_string())
     };
-    let result = lane::land(&settings, entry, &mut record_checked);
+    let begin = LandStep::Started { id: entry.id.clone() };
+    let result = match record(store, actor, begin, None) {
+        Ok(_) => lane::land(&settings, entry, &mut record_checked),
+        // Dropped or rejected by a person since the scan: nothing to land.
+        Err(error) => Err(lane::LaneError::Record(error.to_string())),
+    };
     let mut report = LandReport {
         id: entry.id.clone(),
         lane: format!("{} {}", entry.landing.repo, entry.landing.base),
@@ -223,6 +238,9 @@ fn apply(
             };
             for note in receipt.notes.iter().filter(|n| n.contains("not touched")) {
                 report.detail.push_str(&format!("; {note}"));
+            }
+            if !receipt.push.is_empty() {
+                report.detail.push_str(&format!("; {}", receipt.push));
             }
             LandStep::Landed { id, receipt }
         }

@@ -362,7 +362,7 @@ fn claim_with_lease(
     (choice, places): (&Choice, &SharedPlaces),
     now: Timestamp,
     accept: &dyn Fn(&Issue) -> bool,
-) -> Result<Option<Issue>, ClaimFailure> {
+) -> Result<Option<Claimed>, ClaimFailure> {
     let filter = ReadyFilter::default();
     let claims = claim::Claims::of(store).map_err(|e| ClaimFailure {
         task: None,
@@ -378,7 +378,10 @@ fn claim_with_lease(
         .and_then(|reader| next_in_line(&reader, me, now, &free))
         .map_err(|error| ClaimFailure::of_store(None, &error))?;
     let Some(candidate) = look else { return Ok(None) };
-    let landing = plan_landing(store, &candidate, choice, places);
+    let (landing, no_worktree) = match plan_landing(store, &candidate, choice, places) {
+        Ok(landing) => (landing, None),
+        Err(reason) => (None, Some(reason)),
+    };
     let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
     let mut take = |w: &mut crate::store::Writer<'_>, id: &str| {
         let issue = tracker::claim(w, id)?;
@@ -390,8 +393,8 @@ fn claim_with_lease(
         let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
         w.issue(&id)?.ok_or(StoreError::NotFound(id))
     };
-    claims.claim_next(&me.name, Clock::System, &filter, &chosen, &mut take).map_err(|error| {
-        match &error {
+    let claimed = claims.claim_next(&me.name, Clock::System, &filter, &chosen, &mut take).map_err(
+        |error| match &error {
             claim::ClaimError::Store(store) => ClaimFailure::of_store(Some(candidate), store),
             _ => ClaimFailure {
                 task: Some(candidate),
@@ -399,34 +402,44 @@ fn claim_with_lease(
                 remote: error.remote_failed(),
                 damaged: false,
             },
-        }
-    })
+        },
+    )?;
+    Ok(claimed.map(|issue| Claimed { issue, no_worktree }))
+}
+
+/// A task just claimed, and why it cannot have the worktree its isolation asks for (its
+/// attempt then fails uncharged before any agent starts).
+struct Claimed {
+    issue: Issue,
+    no_worktree: Option<String>,
 }
 
 /// The worktree a task about to start its first attempt gets (`crate::land::worktree::plan`):
-/// `None` when it has one already, works in its directory itself, or cannot have one (then
-/// [`Supervisor::start`] fails the attempt if its isolation demands one).
+/// `None` when it has one already or works in its directory itself; an error (the reason)
+/// when it must have one and cannot — [`Supervisor::start`] then fails the attempt uncharged,
+/// and the agent never works in the shared checkout instead.
 fn plan_landing(
     store: &Store,
     id: &str,
     choice: &Choice,
     places: &SharedPlaces,
-) -> Option<crate::model::Landing> {
-    let issue = store.read().ok()?.issue(id).ok()??;
+) -> Result<Option<crate::model::Landing>, String> {
+    let issue = store
+        .read()
+        .and_then(|reader| reader.issue(id))
+        .map_err(|e| format!("reading {id} to plan its worktree failed: {e}"))?
+        .ok_or_else(|| format!("{id} is gone"))?;
     if issue.fleet.land.is_some() {
-        return None;
+        return Ok(None);
     }
-    let cwd = resolve_here(places, &issue).ok()?;
+    let cwd = resolve_here(places, &issue).map_err(|e| e.to_string())?;
     let cwd = if cwd.as_os_str().is_empty() { choice.home.clone() } else { cwd };
     let isolation = worktree::isolation_of(&issue, choice.config.isolation());
     let target = &choice.config.merge.target;
-    match worktree::plan(&choice.home, id, &cwd, isolation, target) {
-        Ok(landing) => landing,
-        Err(error) => {
-            tracing::warn!(%error, task = %id, "planning the task's worktree failed");
-            None
-        }
-    }
+    worktree::plan(&choice.home, id, &cwd, isolation, target).map_err(|error| {
+        tracing::warn!(%error, task = %id, "planning the task's worktree failed");
+        error.to_string()
+    })
 }
 
 /// After each periodic sync: the export `sync.export_jsonl` asks for, as `fleet sync` does.
@@ -1084,8 +1097,8 @@ impl Supervisor {
             return 0;
         }
         while self.running.len() < self.slots() {
-            let issue = match self.claim_next().await {
-                Ok(Some(issue)) => issue,
+            let claimed = match self.claim_next().await {
+                Ok(Some(claimed)) => claimed,
                 Ok(None) => break,
                 Err(RemoteDown) => {
                     self.remote_retry_at = Some(tokio::time::Instant::now() + REMOTE_RETRY);
@@ -1093,7 +1106,7 @@ impl Supervisor {
                 }
             };
             started += 1;
-            self.start(issue, runners, stop, signals);
+            self.start(claimed, runners, stop, signals);
         }
         started
     }
@@ -1103,7 +1116,7 @@ impl Supervisor {
     /// comes first so an idle queue costs no write. In remote claim mode the remote confirms
     /// the claim before it is made (`crate::claim`): a task another machine holds is skipped,
     /// charged nothing; a remote that fails is [`RemoteDown`].
-    async fn claim_next(&mut self) -> Result<Option<Issue>, RemoteDown> {
+    async fn claim_next(&mut self) -> Result<Option<Claimed>, RemoteDown> {
         let me = self.me.clone();
         let now = Timestamp::now();
         if self.holds.holds().all.is_some() {
@@ -1113,7 +1126,7 @@ impl Supervisor {
         let running: Vec<String> = self.running.keys().cloned().collect();
         let places = self.places();
         let result = self
-            .blocking(move |store| -> Result<Option<Issue>, ClaimFailure> {
+            .blocking(move |store| -> Result<Option<Claimed>, ClaimFailure> {
                 let accept = |issue: &Issue| {
                     !running.contains(&issue.id)
                         && issue.fleet.retry_after.is_none_or(|at| at <= now)
@@ -1175,7 +1188,7 @@ impl Supervisor {
 
     fn start(
         &mut self,
-        issue: Issue,
+        Claimed { issue, no_worktree }: Claimed,
         runners: &mut JoinSet<Finished>,
         stop: &watch::Receiver<Stop>,
         signals: &mpsc::UnboundedSender<Signal>,
@@ -1228,20 +1241,14 @@ impl Supervisor {
         let instance = self.me.instance.clone();
         let stop = stop.clone();
         let signals = signals.clone();
-        let needs_worktree = issue.fleet.land.is_none()
-            && worktree::isolation_of(&issue, self.cfg().isolation())
-                == crate::config::Isolation::Worktree;
         let landing = issue.fleet.land.clone();
         runners.spawn(async move {
             let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
             let attempt_id = lease.attempt.clone();
-            let workdir = match landing {
-                _ if needs_worktree => Err(format!(
-                    "isolation = \"worktree\", but {} is not in a git repository with a commit on a branch",
-                    cwd.display()
-                )),
-                None => Ok(cwd),
-                Some(landing) => {
+            let workdir = match (no_worktree, landing) {
+                (Some(reason), _) => Err(reason),
+                (None, None) => Ok(cwd),
+                (None, Some(landing)) => {
                     let task = id.clone();
                     tokio::task::spawn_blocking(move || worktree::ensure(&task, &landing))
                         .await
@@ -1432,7 +1439,8 @@ impl Supervisor {
         self.landing_due = false;
         let busy = self.lanes_busy.clone();
         let actor = self.me.name.clone();
-        let read = self.blocking(move |store| landing::scan(store, &actor, &busy)).await;
+        let review = self.cfg().merge.review;
+        let read = self.blocking(move |store| landing::scan(store, &actor, &busy, review)).await;
         let waiting = match read {
             Ok(waiting) => waiting,
             Err(error) => {

@@ -6,7 +6,11 @@
 //! stay blocked (readiness needs nothing new) and a beads export shows it in progress. The
 //! merge lane then records each step with a [`LandStep`]: checked (before the base ref moves),
 //! landed (the real close), rejected (reopened or blocked, with the evidence), in conflict (a
-//! resolution task made), back in the queue, archived.
+//! resolution task made), back in the queue, archived. A person's hand on the queue is a step
+//! too: moved to the head of its lane, approved (`merge.review`), rejected (reopened with the
+//! reason), dropped (closed, or reopened, without landing). Each step is refused when the
+//! entry is not where it applies ([`LandStep::refused_in`]): a lane never lands work a person
+//! dropped meanwhile, and a person cannot pull work that is moving onto the base.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -42,6 +46,22 @@ pub enum LandStep {
     Requeue { id: String, note: String },
     /// The worktree was removed, its tip saved.
     Archived { id: String },
+    /// The lane started landing the entry (the merge and the checks); `fleet merges` shows it
+    /// as being checked.
+    Started { id: String },
+    /// A person moved the entry to the head of its lane (`fleet merge ID --now`).
+    Expedite { id: String },
+    /// A person approved the entry (`fleet approve ID`), which `merge.review = true` waits
+    /// for.
+    Approve { id: String },
+    /// A person sent the work back (`fleet reject ID --reason R`): the task reopens with the
+    /// reason as a comment, its worktree kept for the next attempt; not counted as a failure.
+    Decline { id: String, reason: String },
+    /// A person dropped the entry (`fleet merge ID --drop`), its branch tip saved as `tip`
+    /// (under `refs/fleet/archive/<id>`): the task closes without landing (`fleet gc` then
+    /// removes its worktree), or with `reopen` goes back to its agents, who continue in the
+    /// same worktree.
+    Drop { id: String, tip: String, reason: String, reopen: bool },
 }
 
 impl LandStep {
@@ -58,7 +78,15 @@ impl LandStep {
                 resolve.redact(redactor);
                 receipt
             }
-            LandStep::Requeue { .. } | LandStep::Archived { .. } => return,
+            LandStep::Decline { reason, .. } | LandStep::Drop { reason, .. } => {
+                *reason = redactor.redact_text(reason).into_owned();
+                return;
+            }
+            LandStep::Requeue { .. }
+            | LandStep::Archived { .. }
+            | LandStep::Started { .. }
+            | LandStep::Expedite { .. }
+            | LandStep::Approve { .. } => return,
         };
         for check in &mut receipt.checks {
             check.tail = redactor.redact_text(&check.tail).into_owned();
@@ -72,8 +100,56 @@ impl LandStep {
             | LandStep::Rejected { id, .. }
             | LandStep::Conflict { id, .. }
             | LandStep::Requeue { id, .. }
-            | LandStep::Archived { id } => id,
+            | LandStep::Archived { id }
+            | LandStep::Started { id }
+            | LandStep::Expedite { id }
+            | LandStep::Approve { id }
+            | LandStep::Decline { id, .. }
+            | LandStep::Drop { id, .. } => id,
         }
+    }
+
+    /// Why `step` cannot be recorded on a task whose landing is in `state`, if it cannot:
+    /// the lane's steps need the entry in the queue (a person may have dropped or rejected it
+    /// meanwhile), a person's need it waiting (not half-way through the base's move).
+    fn refused_in(&self, state: &LandState) -> Option<String> {
+        let id = self.id();
+        let name = state.name();
+        let allowed = match self {
+            LandStep::Checked { .. }
+            | LandStep::Landed { .. }
+            | LandStep::Rejected { .. }
+            | LandStep::Conflict { .. }
+            | LandStep::Requeue { .. }
+            | LandStep::Started { .. } => state.in_queue(),
+            LandStep::Archived { .. } => {
+                matches!(state, LandState::Landed { .. } | LandState::Dropped { .. })
+            }
+            LandStep::Expedite { .. } | LandStep::Approve { .. } => state.in_queue(),
+            LandStep::Decline { .. } | LandStep::Drop { .. } => {
+                matches!(state, LandState::Queued { .. } | LandState::Conflict { .. })
+            }
+        };
+        if allowed {
+            return None;
+        }
+        Some(match (self, state) {
+            (LandStep::Decline { .. } | LandStep::Drop { .. }, LandState::Checked { .. }) => {
+                format!(
+                    "the work of {id} passed its checks and is moving onto its base branch now; it cannot be taken out of the queue"
+                )
+            }
+            (
+                LandStep::Expedite { .. }
+                | LandStep::Approve { .. }
+                | LandStep::Decline { .. }
+                | LandStep::Drop { .. },
+                _,
+            ) => {
+                format!("{id} has no work waiting in the merge queue (its landing is {name})")
+            }
+            _ => format!("{id} is no longer in the merge queue (its landing is {name})"),
+        })
     }
 }
 
@@ -94,6 +170,9 @@ pub fn submit(
     let reason = super::redaction::redacted(&request.reason);
     edit_landing(writer, &issue, |landing| {
         landing.state = LandState::Queued { reason, at: now, no_changes: request.no_changes };
+        // New work: reviewed and ordered afresh.
+        landing.approved_at = None;
+        landing.front_since = None;
     })?;
     Ok(issue.id)
 }
@@ -102,8 +181,11 @@ pub fn submit(
 pub fn record(writer: &mut Writer<'_>, step: &LandStep) -> Result<Vec<String>, Refusal> {
     let id = writer.resolve(step.id())?;
     let issue = writer.issue(&id)?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
-    if issue.fleet.land.is_none() {
+    let Some(landing) = &issue.fleet.land else {
         return Err(Refusal::Invalid(format!("{id} has no worktree: nothing lands")));
+    };
+    if let Some(why) = step.refused_in(&landing.state) {
+        return Err(Refusal::Invalid(why));
     }
     let now = writer.now();
     match step {
@@ -136,13 +218,94 @@ pub fn record(writer: &mut Writer<'_>, step: &LandStep) -> Result<Vec<String>, R
             }
         }
         LandStep::Archived { .. } => {
-            let merged = landed_commit(&issue);
-            edit_landing(writer, &issue, |landing| {
-                landing.state = LandState::Archived { merged, at: now };
-            })?;
+            if matches!(landing.state, LandState::Landed { .. }) {
+                let merged = landed_commit(&issue);
+                edit_landing(writer, &issue, |landing| {
+                    landing.state = LandState::Archived { merged, at: now };
+                })?;
+            }
+        }
+        LandStep::Started { .. } => {
+            edit_landing(writer, &issue, |landing| landing.checking_since = Some(now))?;
+        }
+        LandStep::Expedite { .. } => {
+            edit_landing(writer, &issue, |landing| landing.front_since = Some(now))?;
+            note_on(writer, &id, "[fleet] moved to the head of its merge lane")?;
+        }
+        LandStep::Approve { .. } => {
+            edit_landing(writer, &issue, |landing| landing.approved_at = Some(now))?;
+            let by = writer.actor().to_string();
+            note_on(writer, &id, &format!("[fleet] approved for landing by {by}"))?;
+        }
+        LandStep::Decline { reason, .. } => {
+            let by = writer.actor().to_string();
+            let comment = format!("[fleet] rejected by {by}: {reason}");
+            back_to_agents(writer, &issue, LandState::Working, &comment)?;
+        }
+        LandStep::Drop { tip, reason, reopen, .. } => {
+            drop_entry(writer, &issue, tip, reason, *reopen)?
         }
     }
     Ok(vec![id])
+}
+
+/// A person sends the work back to its agents: the task reopens, unassigned, its landing
+/// `state` (working, or dropped with the worktree kept), with `comment`.
+fn back_to_agents(
+    writer: &mut Writer<'_>,
+    issue: &Issue,
+    state: LandState,
+    comment: &str,
+) -> Result<(), Refusal> {
+    let mut fleet = issue.fleet.clone();
+    fleet.lease = None;
+    if let Some(landing) = &mut fleet.land {
+        landing.state = state;
+        landing.checking_since = None;
+    }
+    let patch = IssuePatch {
+        fleet: Some(fleet),
+        status: Some(Status::Open),
+        assignee: Some(String::new()),
+        ..IssuePatch::default()
+    };
+    super::update(writer, &UpdateRequest::edit(&issue.id, patch))?;
+    note_on(writer, &issue.id, comment)
+}
+
+/// A person drops the entry: the task closes without landing, or reopens (`reopen`) to be
+/// done again in the same worktree.
+fn drop_entry(
+    writer: &mut Writer<'_>,
+    issue: &Issue,
+    tip: &str,
+    reason: &str,
+    reopen: bool,
+) -> Result<(), Refusal> {
+    let by = writer.actor().to_string();
+    let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
+    let saved =
+        format!("its tip {} is kept as refs/fleet/archive/{}", crate::land::short(tip), issue.id);
+    if reopen {
+        let comment =
+            format!("[fleet] dropped from the merge queue by {by}{why}; reopened ({saved})");
+        return back_to_agents(writer, issue, LandState::Working, &comment);
+    }
+    let now = writer.now();
+    edit_landing(writer, issue, |landing| {
+        landing.state =
+            LandState::Dropped { tip: tip.to_owned(), reason: reason.to_owned(), at: now };
+    })?;
+    note_on(
+        writer,
+        &issue.id,
+        &format!(
+            "[fleet] dropped from the merge queue by {by}{why}; closed without landing ({saved})"
+        ),
+    )?;
+    let reason = format!("dropped from the merge queue{why}");
+    writer.apply(OpKind::Close { id: issue.id.clone(), reason, session: String::new() })?;
+    Ok(())
 }
 
 /// The close reason the agent gave when it submitted the work.
@@ -204,6 +367,7 @@ fn reject(
     if let Some(landing) = &mut fleet.land {
         landing.state = LandState::Working;
         landing.receipt = Some(receipt.clone());
+        landing.checking_since = None;
     }
     let mut patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
     match blocked {
@@ -238,6 +402,7 @@ fn conflict(
             landing.state = LandState::Working;
             landing.conflicts += 1;
             landing.receipt = Some(receipt.clone());
+            landing.checking_since = None;
         }
         let patch = IssuePatch {
             fleet: Some(fleet),
@@ -277,7 +442,12 @@ fn edit_landing(
     let Some(landing) = &mut fleet.land else {
         return Err(Refusal::Invalid(format!("{} has no worktree", issue.id)));
     };
+    let state = landing.state.clone();
     change(landing);
+    if landing.state != state {
+        // A step that moves the entry on ends the lane's work on it.
+        landing.checking_since = None;
+    }
     let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
     writer.apply(OpKind::Update { id: issue.id.clone(), patch: Box::new(patch) })?;
     Ok(())

@@ -72,23 +72,26 @@ fn worktree(fleet: &Fleet, id: &str) -> PathBuf {
     fleet.home().join("worktrees").join(id)
 }
 
-/// N tasks editing different files at once: N worktrees, every change landed as one commit
-/// with its trailer, the checks passed on the base after each landing, and after `fleet gc`
-/// no worktree and no `fleet/*` branch is left, every tip kept under refs/fleet/archive.
+/// Issue 30's scale test: 20 tasks editing different files, 4 at a time: 20 worktrees, every
+/// change landed as one commit with its trailer, the checks passed on the base after each
+/// landing, and after `fleet gc` no worktree and no `fleet/*` branch is left, every tip kept
+/// under refs/fleet/archive.
 #[test]
 fn parallel_tasks_land_from_their_own_worktrees() {
+    const TASKS: usize = 20;
     let repo = Repo::new();
     let fleet = fleet(&["test -f README"], &[("max_concurrent", "4")]);
-    let ids: Vec<String> = (0..4)
+    let ids: Vec<String> = (0..TASKS)
         .map(|n| {
             let script = format!("echo {n} > f{n}.txt && git add f{n}.txt && git commit -qm f{n}");
             task(&fleet, &repo, &format!("file {n}"), &script, &[])
         })
         .collect();
-    let run = fleet.run_until_idle(&[]).ok();
-    assert_eq!(run.starting("⇡ ").len(), 4, "{}", run.stdout());
+    // 20 landings in one lane take longer than one wait on a loaded 2-core machine.
+    let run = fleet.start(&["--until-idle"]).wait_within(std::time::Duration::from_secs(240)).ok();
+    assert_eq!(run.starting("⇡ ").len(), TASKS, "{}", run.stdout());
     let landed = repo.landed();
-    assert_eq!(landed.len(), 4, "one commit per task");
+    assert_eq!(landed.len(), TASKS, "one commit per task");
     for commit in &landed {
         // The check held on every commit the base moved to.
         repo.git(&["cat-file", "-e", &format!("{commit}:README")]);
@@ -96,12 +99,16 @@ fn parallel_tasks_land_from_their_own_worktrees() {
         assert!(message.contains("Fleet-Task: t-"), "{message}");
     }
     for (n, id) in ids.iter().enumerate() {
+        // Its checks ran on the very commit the base moved to, and passed.
+        let receipt = fleet.ws.json(&["task", id, "receipt"])["receipt"].clone();
+        assert_eq!(receipt["checks"][0]["exit_code"], 0, "{receipt}");
+        assert!(landed.contains(&receipt["merged"].as_str().unwrap().to_owned()), "{receipt}");
         assert_eq!(fleet.show(id)["status"], "closed");
         assert!(worktree(&fleet, id).join(format!("f{n}.txt")).is_file());
         repo.git(&["cat-file", "-e", &format!("main:f{n}.txt")]);
     }
     // The person's clean checkout was brought up to date.
-    assert!(repo.path.join("f3.txt").is_file());
+    assert!(repo.path.join(format!("f{}.txt", TASKS - 1)).is_file());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     let gc = fleet.ws.run(&["gc"]).ok();
     assert!(gc.stdout.contains("freed"), "{}", gc.stdout);
@@ -278,4 +285,338 @@ fn a_task_outside_a_repository_runs_where_it_is() {
     fleet.run_until_idle(&[]).ok();
     assert!(Path::new(cwd).join("here.txt").is_file());
     assert!(fleet.show(&id)["fleet"]["land"].is_null());
+}
+
+/// `fleet run` with `PATH` holding no `git`: a directory of its own with `sh` and `true` only.
+fn start_without_git(fleet: &Fleet) -> crate::harness::Supervisor {
+    let bin = fleet.home().join("bin-without-git");
+    if !bin.is_dir() {
+        std::fs::create_dir(&bin).unwrap();
+        for tool in ["sh", "true"] {
+            std::os::unix::fs::symlink(Path::new("/bin").join(tool), bin.join(tool)).unwrap();
+        }
+    }
+    let mut command = fleet.ws.command(&["run"]);
+    command.env("PATH", &bin);
+    crate::harness::Supervisor::spawn(command)
+}
+
+/// Waits for the attempt of `id` that ended `worktree-failed` (the `nth`), and returns its line.
+fn wait_worktree_failed(run: &crate::harness::Supervisor, id: &str, nth: usize) -> String {
+    run.wait_until(&format!("{id} to fail for want of its worktree"), || {
+        let failed = |l: &&String| l.contains(id) && l.contains("worktree-failed");
+        run.lines().iter().filter(failed).nth(nth - 1).cloned()
+    })
+}
+
+/// Issue 30: with no `git` for the supervisor, a task in a repository never runs in the
+/// shared checkout — with isolation "auto" as with "worktree", its attempt fails uncharged and
+/// the reason says git is missing (not that the directory is no repository).
+#[test]
+fn without_git_a_task_never_runs_in_the_shared_checkout() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    for isolation in ["auto", "worktree"] {
+        let isolation_line = format!("{isolation:?}");
+        let settings =
+            [("coder", "\"exec\""), ("retry_backoff_secs", "600"), ("isolation", &isolation_line)];
+        fleet.configure_with(&settings, "");
+        // The task of the round before waits out its backoff.
+        let id = task(&fleet, &repo, isolation, "echo shared > shared.txt", &[]);
+        let run = start_without_git(&fleet);
+        wait_worktree_failed(&run, &id, 1);
+        run.stop();
+        assert!(!repo.path.join("shared.txt").exists(), "the agent ran in the shared checkout");
+        let shown = fleet.show(&id);
+        assert_eq!(shown["status"], "open", "released ({isolation})");
+        assert_eq!(crate::harness::counter(&shown, "attempts"), 0, "charged ({isolation})");
+        assert!(shown["fleet"]["land"].is_null());
+        let said = fleet.comments(&id).join("\n");
+        assert!(said.contains("git is not installed or not on PATH"), "{said}");
+        assert!(said.contains("not charged"), "{said}");
+        assert!(!said.contains("not in a git repository"), "{said}");
+        assert!(said.contains(&format!("isolation = \"{isolation}\"")), "{said}");
+    }
+}
+
+/// Issue 30: a task's worktree gone (removed) or broken (not on its branch) before a retry:
+/// the retry fails uncharged, saying which and how to restore it; nothing runs in the shared
+/// checkout.
+#[test]
+fn a_missing_or_broken_worktree_fails_the_retry_uncharged() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[("max_failures", "1")]);
+    let script = "echo again > again.txt && exit 1";
+    let gone = task(&fleet, &repo, "gone", script, &[]);
+    let broken = task(&fleet, &repo, "broken", script, &[]);
+    fleet.run_until_idle(&[]);
+    std::fs::remove_dir_all(worktree(&fleet, &gone)).unwrap();
+    git(&["-C", worktree(&fleet, &broken).to_str().unwrap(), "checkout", "-q", "--detach"]);
+    for id in [&gone, &broken] {
+        assert_eq!(fleet.show(id)["status"], "blocked");
+        fleet.ws.run(&["update", id, "--status", "open"]).ok();
+    }
+    fleet.configure_with(&[("coder", "\"exec\""), ("retry_backoff_secs", "600")], "");
+    let run = fleet.start(&[]);
+    for id in [&gone, &broken] {
+        wait_worktree_failed(&run, id, 1);
+    }
+    run.stop();
+    assert!(!repo.path.join("again.txt").exists(), "an agent ran in the shared checkout");
+    for (id, says) in [
+        (&gone, format!("is missing (its branch fleet/{gone} keeps what was committed)")),
+        (&broken, format!("is broken: it is not on fleet/{broken}")),
+    ] {
+        let shown = fleet.show(id);
+        assert_eq!(shown["status"], "open");
+        assert_eq!(crate::harness::counter(&shown, "attempts"), 1, "the retry was charged");
+        let said = fleet.comments(id).join("\n");
+        assert!(said.contains(&says), "{said}");
+        assert!(said.contains("not charged"), "{said}");
+    }
+}
+
+/// `fleet merges --json`: the lanes.
+fn lanes(fleet: &Fleet) -> serde_json::Value {
+    fleet.ws.json(&["merges"])
+}
+
+/// The waiting entries of the one lane, in landing order: (id, state).
+fn waiting(fleet: &Fleet) -> Vec<(String, String)> {
+    let lanes = lanes(fleet);
+    let Some(entries) = lanes[0]["waiting"].as_array() else { return Vec::new() };
+    entries
+        .iter()
+        .map(|e| (e["id"].as_str().unwrap().to_owned(), e["state"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// The task a landed commit carries in its `Fleet-Task` trailer.
+fn task_of(repo: &Repo, commit: &str) -> String {
+    let message = repo.git(&["log", "-1", "--format=%B", commit]);
+    let trailer = message.lines().find_map(|l| l.strip_prefix("Fleet-Task: "));
+    trailer.unwrap_or_else(|| panic!("no trailer in {message}")).to_owned()
+}
+
+/// Issue 30: `merge.review = true` holds every entry ("waiting for review") until
+/// `fleet approve`; `fleet reject --reason` reopens the task with the reason as a comment, and
+/// its next submission waits for a new approval.
+#[test]
+fn review_holds_entries_until_approved_and_reject_reopens() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    fleet.configure_with(&[("coder", "\"exec\"")], "\n[merge]\nreview = true\n");
+    let script = |f: &str| format!("echo {f} >> {f}.txt && git add {f}.txt && git commit -qm {f}");
+    let a = task(&fleet, &repo, "make a", &script("a"), &[]);
+    let b = task(&fleet, &repo, "make b", &script("b"), &[]);
+    let run = fleet.start(&[]);
+    let in_review = |n: usize| {
+        run.wait_until("both entries to wait for review", || {
+            let all = waiting(&fleet);
+            (all.len() == n && all.iter().all(|(_, s)| s == "waiting for review")).then_some(())
+        })
+    };
+    in_review(2);
+    let shown = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(shown.contains(&format!("{a} [P2] waiting for review")), "{shown}");
+    assert!(repo.landed().is_empty(), "landed without a review");
+    let approved = fleet.ws.run(&["approve", &a]).ok().stdout;
+    assert!(approved.contains(&format!("✓ {a} approved")), "{approved}");
+    run.wait_for("a to land", |l| l.starts_with(&format!("⇡ {a} landed")));
+    let rejected = fleet.ws.run(&["reject", &b, "--reason", "name the file b.md"]).ok();
+    assert!(rejected.stdout.contains("reopened"), "{}", rejected.stdout);
+    let said = fleet.comments(&b).join("\n");
+    assert!(said.contains("rejected by tester: name the file b.md"), "{said}");
+    // The reopened task runs again and its new work waits for a new approval.
+    run.wait_started(&b, 2);
+    in_review(1);
+    fleet.ws.run(&["approve", &b]).ok();
+    run.wait_for("b to land", |l| l.starts_with(&format!("⇡ {b} landed")));
+    run.stop();
+    let landed: Vec<String> = repo.landed().iter().map(|c| task_of(&repo, c)).collect();
+    assert_eq!(landed, [a.clone(), b.clone()]);
+    assert_eq!(repo.git(&["show", "main:b.txt"]), "b\nb");
+    // Neither can be approved or rejected again: nothing of theirs waits.
+    let again = fleet.ws.run(&["approve", &a]).fails(1);
+    assert!(again.stderr.contains("has no work waiting in the merge queue"), "{}", again.stderr);
+}
+
+/// Issue 30: while a lane checks one entry, `fleet merges` shows it "checking" with its age;
+/// `fleet merge ID --now` moves a later entry to the head, `--drop` takes one out (its tip
+/// archived, the task closed, its worktree kept until `fleet gc`).
+#[test]
+fn merge_now_reorders_the_lane_and_drop_takes_an_entry_out() {
+    let repo = Repo::new();
+    let gate = repo.path.parent().unwrap().join("gate");
+    let check = format!("while [ ! -f {} ]; do sleep 0.05; done", gate.display());
+    let fleet = fleet(&[&check], &[("max_concurrent", "4")]);
+    for n in 0..4 {
+        let script = format!("echo {n} > f{n}.txt && git add f{n}.txt && git commit -qm f{n}");
+        task(&fleet, &repo, &format!("file {n}"), &script, &[]);
+    }
+    let run = fleet.start(&[]);
+    let order = run.wait_until("one entry checking, three queued", || {
+        let all = waiting(&fleet);
+        let states: Vec<&str> = all.iter().map(|(_, s)| s.as_str()).collect();
+        (states.len() == 4 && states.iter().filter(|s| **s == "checking").count() == 1)
+            .then_some(all)
+    });
+    let checking = order.iter().find(|(_, s)| s == "checking").unwrap().0.clone();
+    let queued: Vec<String> =
+        order.iter().filter(|(_, s)| s == "queued").map(|(id, _)| id.clone()).collect();
+    let shown = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(shown.contains(&format!("{checking} [P2] checking for ")), "{shown}");
+    let (first, dropped, last) = (&queued[0], &queued[1], &queued[2]);
+    let now = fleet.ws.run(&["merge", last, "--now"]).ok().stdout;
+    assert!(now.contains("moves to the head of its merge lane"), "{now}");
+    let after: Vec<String> = waiting(&fleet).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(after[1], *last, "{after:?}");
+    let drop = fleet.ws.run(&["merge", dropped, "--drop", "--reason", "not needed"]).ok().stdout;
+    assert!(drop.contains(&format!("kept as refs/fleet/archive/{dropped}")), "{drop}");
+    assert_eq!(fleet.show(dropped)["status"], "closed");
+    std::fs::write(&gate, "").unwrap();
+    for id in [&checking, last, first] {
+        run.wait_for("the landings", |l| l.starts_with(&format!("⇡ {id} landed")));
+    }
+    run.stop();
+    let landed: Vec<String> = repo.landed().iter().map(|c| task_of(&repo, c)).collect();
+    assert_eq!(landed, [checking.clone(), last.clone(), first.clone()]);
+    let tip = repo.git(&["rev-parse", &format!("refs/fleet/archive/{dropped}")]);
+    assert!(!repo.git(&["branch", "--contains", &tip, "main"]).contains("main"));
+    assert!(worktree(&fleet, dropped).is_dir(), "the dropped work's worktree went before gc");
+    let said = fleet.comments(dropped).join("\n");
+    assert!(said.contains("dropped from the merge queue by tester: not needed"), "{said}");
+    let merges = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(merges.contains("3 landed, 1 dropped"), "{merges}");
+    fleet.ws.run(&["gc"]).ok();
+    assert!(!worktree(&fleet, dropped).exists());
+    repo.git(&["cat-file", "-e", &format!("refs/fleet/archive/{dropped}")]);
+}
+
+/// Issue 30: `merge.strategy = "rebase"` replays each task's commits onto the base (authors
+/// and messages kept, each with a `Fleet-Task` trailer; linear history), `"merge"` makes one
+/// merge commit per task whose second parent is the branch tip. No checkout is touched but
+/// the person's clean one, brought up to date.
+#[test]
+fn rebase_and_merge_strategies_land_the_branch_as_they_say() {
+    for strategy in ["rebase", "merge"] {
+        let repo = Repo::new();
+        let fleet = fleet(&[], &[]);
+        let extra = format!("\n[merge]\nchecks = [\"test -f README\"]\nstrategy = {strategy:?}\n");
+        fleet.configure_with(&[("coder", "\"exec\"")], &extra);
+        let ids: Vec<String> = ["x", "y"]
+            .iter()
+            .map(|f| {
+                let script = format!(
+                    "echo 1 > {f}1 && git add {f}1 && git commit -qm '{f} one' && echo 2 > {f}2 && git add {f}2 && git commit -qm '{f} two'"
+                );
+                task(&fleet, &repo, &format!("make {f}"), &script, &[])
+            })
+            .collect();
+        fleet.run_until_idle(&[]).ok();
+        let landed = repo.landed();
+        let merges = repo.git(&["rev-list", "--merges", "main"]);
+        if strategy == "rebase" {
+            assert_eq!(landed.len(), 4, "every commit replayed");
+            assert_eq!(merges, "", "a rebase makes no merge commit");
+            for commit in &landed {
+                let author = repo.git(&["log", "-1", "--format=%an", commit]);
+                assert_eq!(author, "agent");
+                let subject = repo.git(&["log", "-1", "--format=%s", commit]);
+                let id = task_of(&repo, commit);
+                let file = if ids[0] == id { "x" } else { "y" };
+                assert!(subject.starts_with(file), "{subject} of {id}");
+            }
+        } else {
+            assert_eq!(merges.lines().count(), 2, "one merge commit per task");
+            for merge in merges.lines() {
+                let id = task_of(&repo, merge);
+                let subject = repo.git(&["log", "-1", "--format=%s", merge]);
+                assert!(subject.starts_with(&format!("Merge fleet/{id}: make ")), "{subject}");
+                let branch = repo.git(&["rev-parse", &format!("fleet/{id}")]);
+                assert_eq!(repo.git(&["rev-parse", &format!("{merge}^2")]), branch);
+            }
+        }
+        for file in ["x1", "x2", "y1", "y2"] {
+            repo.git(&["cat-file", "-e", &format!("main:{file}")]);
+            assert!(repo.path.join(file).is_file(), "the clean checkout was not updated");
+        }
+        for id in &ids {
+            assert_eq!(fleet.show(id)["status"], "closed");
+        }
+    }
+}
+
+/// Issue 30: `merge.push = "origin"` pushes the base after each landing (with a lease); when
+/// someone else pushed meanwhile the push is rejected, and fleet fetches, re-bases the lane
+/// onto the remote's tip (the checks run again) and pushes again — nobody's commit is lost,
+/// and `fleet merges` shows the outcome.
+#[test]
+fn pushes_land_on_the_remote_and_a_rejected_push_rebases_the_lane() {
+    let repo = Repo::new();
+    let bare = repo.path.parent().unwrap().join("origin.git");
+    git(&["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    let fleet = fleet(&[], &[]);
+    let extra = "\n[merge]\nchecks = [\"test -f README\"]\npush = \"origin\"\n";
+    fleet.configure_with(&[("coder", "\"exec\"")], extra);
+    let remote_main = || git(&["--git-dir", bare.to_str().unwrap(), "rev-parse", "main"]);
+    let a = task(&fleet, &repo, "add a", "echo a > a && git add a && git commit -qm a", &[]);
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(remote_main(), repo.main(), "the landing was not pushed");
+    let receipt = fleet.ws.json(&["task", &a, "receipt"]);
+    assert!(receipt["receipt"]["push"].as_str().unwrap().starts_with("pushed main to origin"));
+    // Someone else pushes to origin meanwhile.
+    let other = repo.path.parent().unwrap().join("other");
+    git(&["clone", "-q", bare.to_str().unwrap(), other.to_str().unwrap()]);
+    let in_other = |args: &[&str]| {
+        let mut all =
+            vec!["-C", other.to_str().unwrap(), "-c", "user.name=o", "-c", "user.email=o@x"];
+        all.extend_from_slice(args);
+        git(&all)
+    };
+    std::fs::write(other.join("theirs"), "theirs\n").unwrap();
+    in_other(&["add", "theirs"]);
+    in_other(&["commit", "-qm", "theirs"]);
+    in_other(&["push", "-q", "origin", "main"]);
+    let theirs = in_other(&["rev-parse", "HEAD"]);
+    let b = task(&fleet, &repo, "add b", "echo b > b && git add b && git commit -qm b", &[]);
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(fleet.show(&b)["status"], "closed");
+    assert_eq!(remote_main(), repo.main(), "local and remote main differ");
+    repo.git(&["merge-base", "--is-ancestor", &theirs, "main"]);
+    for file in ["a", "b", "theirs"] {
+        repo.git(&["cat-file", "-e", &format!("main:{file}")]);
+    }
+    assert_eq!(repo.git(&["rev-list", "--merges", "main"]), "", "history stays linear");
+    let receipt = fleet.ws.json(&["task", &b, "receipt"])["receipt"].clone();
+    let push = receipt["push"].as_str().unwrap();
+    assert!(push.contains("pushed main to origin") && push.contains("re-base"), "{push}");
+    let merges = fleet.ws.run(&["merges"]).ok().stdout;
+    assert!(merges.contains("last push: pushed main to origin"), "{merges}");
+    // The person's clean checkout followed both moves.
+    assert!(repo.path.join("theirs").is_file() && repo.path.join("b").is_file());
+}
+
+/// Issue 30: the agent is told it works on its own branch — in its prompt and in `bd prime`
+/// run inside the attempt — and to commit there.
+#[test]
+fn the_agent_is_told_to_commit_on_its_own_branch() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    let primed = repo.path.parent().unwrap().join("primed.txt");
+    let script =
+        format!("bd prime > {} && echo x > x && git add x && git commit -qm x", primed.display());
+    let id = task(&fleet, &repo, "prime", &script, &[]);
+    fleet.run_until_idle(&[]).ok();
+    let told = format!("on the branch `fleet/{id}`");
+    let primer = std::fs::read_to_string(&primed).unwrap();
+    assert!(primer.contains("## Your branch") && primer.contains(&told), "{primer}");
+    assert!(primer.contains("Commit your changes on this branch"), "{primer}");
+    let prompt = fleet.ws.run(&["task", &id, "prompt"]).ok().stdout;
+    assert!(prompt.contains(&told) && prompt.contains("Commit your changes"), "{prompt}");
+    // Outside a run, `bd prime` says nothing of a branch.
+    let outside = fleet.ws.run(&["bd", "prime"]).ok().stdout;
+    assert!(!outside.contains("## Your branch"), "{outside}");
 }

@@ -231,7 +231,21 @@ fn prime_content(ctx: &BdContext, args: &PrimeArgs) -> Option<String> {
         text.push_str("\n\n");
         text.push_str(&section);
     }
+    if let Some(section) = own_branch_section(ctx) {
+        text.push_str("\n\n");
+        text.push_str(&section);
+    }
     Some(text)
+}
+
+/// Inside a fleet run (`FLEET_TASK_ID` set by the supervisor) for a task with a worktree of
+/// its own: that the agent works on its branch `fleet/<id>` and commits there — the same words
+/// as its prompt (`crate::supervisor::prompt::own_branch`).
+fn own_branch_section(ctx: &BdContext) -> Option<String> {
+    let id = std::env::var("FLEET_TASK_ID").ok().filter(|id| !id.trim().is_empty())?;
+    let issue = ctx.store().ok()?.read().ok()?.issue(&id).ok()??;
+    let landing = issue.fleet.land.as_ref()?;
+    Some(format!("## Your branch\n{}", crate::supervisor::prompt::own_branch(landing)))
 }
 
 /// The session close that follows [`PRIME`]; `--stealth` has [`STEALTH_CLOSE`] instead.
