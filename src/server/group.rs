@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::place::{SharedPlace, Stopped, lock_place};
 use super::wire::{Envelope, Outcome};
 use crate::claim::ClaimMode;
-use crate::store::{Store, StoreError};
+use crate::store::{Decided, Store, StoreError};
 use crate::time::Clock;
 use crate::tracker::{Refusal, WireRefusal};
 
@@ -99,9 +99,8 @@ pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
     }
     let now = jiff::Timestamp::now();
     loop {
-        let mut redo = None;
         let mut changed = false;
-        let decided = store.write(SERVER_ACTOR, Clock::Fixed(now), |writer| {
+        let decided = store.write_or_roll_back(SERVER_ACTOR, Clock::Fixed(now), |writer| {
             let mut outcomes = Vec::with_capacity(group.len());
             for (n, envelope) in group.iter().enumerate() {
                 if let Some(outcome) = &settled[n] {
@@ -127,23 +126,21 @@ pub(super) fn commit_group(store: &Store, group: &[&Envelope]) -> Vec<Outcome> {
                         } else {
                             Outcome::Refused(WireRefusal::from(&refusal))
                         };
-                        redo = Some(Redo::Settle(n, outcome));
-                        return Err(StoreError::Refused(refusal.to_string()));
+                        return Ok(Decided::RollBack(Redo::Settle(n, outcome)));
                     }
                 }
             }
             if !changed {
                 // Nothing to make durable: roll back instead of paying a commit.
-                redo = Some(Redo::Unchanged(outcomes));
-                return Err(StoreError::Refused("nothing changed".into()));
+                return Ok(Decided::RollBack(Redo::Unchanged(outcomes)));
             }
-            Ok(outcomes)
+            Ok(Decided::Commit(outcomes))
         });
-        match (decided, redo) {
-            (Ok((outcomes, _)), _) => return outcomes,
-            (Err(_), Some(Redo::Settle(n, outcome))) => settled[n] = Some(outcome),
-            (Err(_), Some(Redo::Unchanged(outcomes))) => return outcomes,
-            (Err(error), None) => {
+        match decided {
+            Ok(Decided::Commit((outcomes, _))) => return outcomes,
+            Ok(Decided::RollBack(Redo::Settle(n, outcome))) => settled[n] = Some(outcome),
+            Ok(Decided::RollBack(Redo::Unchanged(outcomes))) => return outcomes,
+            Err(error) => {
                 tracing::warn!(%error, "a group commit failed; its clients apply their requests themselves");
                 let why = format!("the server's commit failed: {error}");
                 return settled

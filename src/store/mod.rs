@@ -170,6 +170,14 @@ fn check_layout(found: u64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// What a transaction body decided ([`Store::write_or_roll_back`]): commit its changes and
+/// give `C`, or drop them all and give `R`.
+#[derive(Debug)]
+pub enum Decided<C, R> {
+    Commit(C),
+    RollBack(R),
+}
+
 /// Errors of the store, each naming the issue, edge or file it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -1021,6 +1029,24 @@ impl Store {
         clock: Clock,
         body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Op>), StoreError> {
+        let decided = self.write_or_roll_back(actor, clock, |writer| {
+            body(writer).map(Decided::<R, std::convert::Infallible>::Commit)
+        })?;
+        match decided {
+            Decided::Commit(committed) => Ok(committed),
+            Decided::RollBack(never) => match never {},
+        }
+    }
+
+    /// [`Store::write`] for a body that may decide to keep nothing: [`Decided::RollBack`]
+    /// drops every change it made (nothing is committed, no durable write is paid) and hands
+    /// its value back. An error is a failure, never the way to roll back.
+    pub fn write_or_roll_back<C, R>(
+        &self,
+        actor: &str,
+        clock: Clock,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<Decided<C, R>, StoreError>,
+    ) -> Result<Decided<(C, Vec<Op>), R>, StoreError> {
         self.writing(|| self.write_unnamed(actor, clock, body))
     }
 
@@ -1040,19 +1066,26 @@ impl Store {
     }
 
     /// [`Store::write`] with database errors not yet naming the file.
-    fn write_unnamed<R>(
+    fn write_unnamed<C, R>(
         &self,
         actor: &str,
         clock: Clock,
-        body: impl FnOnce(&mut Writer<'_>) -> Result<R, StoreError>,
-    ) -> Result<(R, Vec<Op>), StoreError> {
+        body: impl FnOnce(&mut Writer<'_>) -> Result<Decided<C, R>, StoreError>,
+    ) -> Result<Decided<(C, Vec<Op>), R>, StoreError> {
         let started = std::time::Instant::now();
         let txn = self.begin_write()?;
         tracing::trace!(us = micros(started), "write: began");
         let (result, applied) = {
             let started = std::time::Instant::now();
             let mut writer = Writer::begin(&txn, self, actor, clock)?;
-            let result = body(&mut writer)?;
+            let result = match body(&mut writer)? {
+                Decided::Commit(result) => result,
+                Decided::RollBack(kept) => {
+                    drop(writer);
+                    txn.abort()?;
+                    return Ok(Decided::RollBack(kept));
+                }
+            };
             tracing::trace!(us = micros(started), "write: body");
             let started = std::time::Instant::now();
             let applied = writer.finish()?;
@@ -1062,7 +1095,7 @@ impl Store {
         let started = std::time::Instant::now();
         txn.commit()?;
         tracing::trace!(us = micros(started), "write: committed");
-        Ok((result, applied))
+        Ok(Decided::Commit((result, applied)))
     }
 
     /// Applies `kinds` as `actor` in one transaction: all of them, or none.
