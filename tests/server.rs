@@ -436,11 +436,16 @@ fn claims_race_through_a_server_killed_and_restarted() {
         let reported = Arc::clone(&reported);
         std::thread::spawn(move || {
             for round in 1..=2 {
-                while reported.lock().unwrap().len() < round * ISSUES / 4 {
+                // Until the claimers are done: no deadline of its own.
+                let reached = common::poll_within(Duration::MAX, || {
                     if done.load(Ordering::SeqCst) {
-                        return;
+                        Some(false)
+                    } else {
+                        (reported.lock().unwrap().len() >= round * ISSUES / 4).then_some(true)
                     }
-                    std::thread::sleep(Duration::from_millis(5));
+                });
+                if reached != Some(true) {
+                    return;
                 }
                 ws.lock().unwrap().kill_server();
                 std::thread::sleep(Duration::from_millis(200));
