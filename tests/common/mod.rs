@@ -367,16 +367,3 @@ pub fn wait_for_line(path: &Path, what: &str, matches: impl Fn(&str) -> bool) ->
         || format!("{}:\n{}", path.display(), read()),
     )
 }
-
-/// Waits (up to [`WAIT`]) until no process of the home `home` is left but `except` (a running
-/// supervisor and its guard, see [`procs::of_home`]); fails listing the survivors.
-#[track_caller]
-pub fn wait_no_processes(home: &Path, except: Option<u32>) {
-    let left = || procs::of_home(home, except);
-    poll_until_showing(
-        "the home's processes to end",
-        WAIT,
-        || left().is_empty().then_some(()),
-        || left().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
-    );
-}
