@@ -204,15 +204,11 @@ fn coders_are_validated_when_the_config_loads() {
 /// Polls `watcher` until a change has settled and been read (the watcher waits for a changed
 /// file to stay unchanged for a moment, see `SETTLE`).
 fn settled(watcher: &mut ConfigWatcher) -> Reload {
-    let start = std::time::Instant::now();
-    loop {
-        match watcher.poll() {
-            Reload::Unchanged if start.elapsed() < std::time::Duration::from_secs(10) => {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            other => return other,
-        }
-    }
+    let read = common::poll_within(std::time::Duration::from_secs(10), || match watcher.poll() {
+        Reload::Unchanged => None,
+        other => Some(other),
+    });
+    read.unwrap_or(Reload::Unchanged)
 }
 
 #[test]

@@ -338,11 +338,9 @@ fn writes_reach_git_within_the_commit_delay_without_a_supervisor() {
     }
     ids.push(with_committer(&ws, &["bd", "create", "from bd", "--silent"]).stdout);
     with_committer(&ws, &["close", ids[0].trim()]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while ops_in_git(&home) < 5 {
-        assert!(std::time::Instant::now() < deadline, "the ops never reached git");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    common::poll_until("the ops to reach git", std::time::Duration::from_secs(60), || {
+        (ops_in_git(&home) >= 5).then_some(())
+    });
     let before = export_all(&ws);
 
     git(&["-C", &home, "clean", "-q", "-f", "-d", "-X"]);

@@ -402,12 +402,6 @@ fn scenario(schemas: &Schemas) -> Workspace {
     ws
 }
 
-/// Polls `check` until it returns `Some`, for up to 40 s (a loaded machine).
-#[track_caller]
-fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
-    common::poll_until(what, common::WAIT, check)
-}
-
 /// Validates every line of a JSON Lines stdout against schema `name`; returns the lines.
 #[track_caller]
 fn check_lines(schemas: &Schemas, name: &str, stdout: &str) -> Vec<Value> {
@@ -469,7 +463,7 @@ fn operator_scenario(schemas: &Schemas) {
     let _first = Background::of(&ws, pid_of(&started["pid"]));
     // The answered task is ready again too: its next runs (an exit, then its close) may
     // overlap the long one's for a moment, so wait until the long task runs alone.
-    let (view, status) = wait_for("the long task to run alone", || {
+    let (view, status) = common::wait_for("the long task to run alone", || {
         let view = s.out("tasks", &["tasks"]);
         let status = s.out("run-status", &["run", "status"]);
         let alone = view["running"] == 1 && status["agents"] == 1;

@@ -181,10 +181,7 @@ fn a_hung_server_is_left_behind_and_applies_nothing_twice() {
     assert!(waited >= Duration::from_millis(300), "fell back before the deadline: {waited:?}");
     assert!(waited < Duration::from_secs(10), "took {waited:?}");
     // Give the woken server time to read and answer the abandoned request.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while served_requests(&ws) < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::poll_within(Duration::from_secs(10), || (served_requests(&ws) >= 3).then_some(()));
     assert_eq!(served_requests(&ws), 3, "{}", ws.serve_log());
     let in_progress = ws.json(&["list", "--status", "in_progress"]);
     assert_eq!(in_progress.as_array().unwrap().len(), 1, "{in_progress}");
@@ -289,14 +286,7 @@ fn a_server_whose_store_file_was_replaced_stops() {
 
 /// Waits up to `within` for `path` to exist.
 fn appears(path: &std::path::Path, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if path.exists() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    common::poll_within(within, || path.exists().then_some(())).is_some()
 }
 
 /// The socket removed under a running server (a user tidying `.beads/`, `git clean -X`): the
@@ -382,7 +372,12 @@ fn a_server_out_of_descriptors_accepts_again_once_some_are_freed() {
     let body = br#"{"version":99,"id":"01ARZ3NDEKTSV4RRFFQ69G5FAV"}"#;
     queued.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
     queued.write_all(body).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // The server has run out of descriptors (it says so once per streak).
+    common::wait_for_line(
+        &ws.home().join("serve.log"),
+        "the server to run out of descriptors",
+        |l| l.contains("accepting a connection; trying again shortly"),
+    );
     drop(held);
     queued.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut length = [0u8; 4];
@@ -441,11 +436,16 @@ fn claims_race_through_a_server_killed_and_restarted() {
         let reported = Arc::clone(&reported);
         std::thread::spawn(move || {
             for round in 1..=2 {
-                while reported.lock().unwrap().len() < round * ISSUES / 4 {
+                // Until the claimers are done: no deadline of its own.
+                let reached = common::poll_within(Duration::MAX, || {
                     if done.load(Ordering::SeqCst) {
-                        return;
+                        Some(false)
+                    } else {
+                        (reported.lock().unwrap().len() >= round * ISSUES / 4).then_some(true)
                     }
-                    std::thread::sleep(Duration::from_millis(5));
+                });
+                if reached != Some(true) {
+                    return;
                 }
                 ws.lock().unwrap().kill_server();
                 std::thread::sleep(Duration::from_millis(200));
@@ -527,15 +527,13 @@ fn a_full_disk_is_reported_and_the_server_commits_again_once_space_is_back() {
     assert!(served_requests(&ws) >= 2, "{}", ws.serve_log());
 }
 
-/// Whether process `pid` holds the store's write lock: redb's writer byte (`1 << 62`) locked
-/// for writing on one of its descriptors, as `/proc/PID/fdinfo` lists it.
 /// Whether process `pid` is stopped by a signal (state `T` in `/proc/PID/stat`).
 fn is_stopped(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-    state == Some("T")
+    common::daemon::stat_fields(pid as u32).is_some_and(|fields| fields[0] == "T")
 }
 
+/// Whether process `pid` holds the store's write lock: redb's writer byte (`1 << 62`) locked
+/// for writing on one of its descriptors, as `/proc/PID/fdinfo` lists it.
 fn holds_write_lock(pid: i32) -> bool {
     let Ok(descriptors) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return false };
     descriptors.flatten().any(|fd| {
@@ -596,14 +594,7 @@ fn a_server_stopped_inside_a_commit_is_named_and_bounds_the_wait() {
         .spawn()
         .unwrap();
     // A probe that waits for as long as the server is stopped fails the test, not hangs it.
-    let finished = std::iter::repeat_with(|| probe.try_wait().unwrap())
-        .take_while(|_| started.elapsed() < common::WAIT)
-        .find_map(|status| {
-            status.or_else(|| {
-                std::thread::sleep(Duration::from_millis(20));
-                None
-            })
-        });
+    let finished = common::poll_within(common::WAIT, || probe.try_wait().unwrap());
     let waited = started.elapsed();
     signal(pid, libc::SIGCONT);
     assert!(finished.is_some(), "the probe waited for the stopped server for {waited:?}");

@@ -1024,8 +1024,7 @@ fn a_silent_remote_stops_a_sync_on_a_terminal_at_the_time_limit() {
     );
     assert!(text.contains("check the network and the remote's URL"), "{text}");
     assert!(text.contains("FLEET_GIT_TIMEOUT_SECS"), "{text}");
-    let left: Vec<_> =
-        fleet::process::processes().into_iter().filter(|p| p.pgid == group && !p.zombie).collect();
+    let left = common::procs::group_members(group);
     assert!(left.is_empty(), "git's process group {group} is gone: {left:?}");
 
     // The lock went with the process: the next sync runs (and, the remote answering, ends).
@@ -1073,11 +1072,7 @@ fn wait_for_processes(
         let found: Vec<_> = fleet::process::processes()
             .into_iter()
             .filter(|p| !p.zombie)
-            .filter(|p| {
-                std::fs::read(format!("/proc/{}/cmdline", p.pid)).is_ok_and(|line| {
-                    String::from_utf8_lossy(&line).replace('\0', " ").contains(marker)
-                })
-            })
+            .filter(|p| common::procs::cmdline(p.pid).contains(marker))
             .collect();
         (!found.is_empty()).then_some(found)
     })

@@ -66,12 +66,4 @@ pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
-/// Whether process `pid` exists and is not a zombie.
-pub fn alive(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| f[0] != "Z" && f[0] != "X")
-}
-
-/// The process's start time in clock ticks (field 22 of its stat line), if it exists.
-pub fn start_ticks(pid: u32) -> Option<u64> {
-    stat_fields(pid)?[19].parse().ok()
-}
+pub use super::procs::{alive, start_ticks};

@@ -5,6 +5,7 @@
 
 pub mod daemon;
 pub mod full_disk;
+pub mod procs;
 pub mod pty;
 pub mod remote;
 
@@ -176,11 +177,12 @@ impl Workspace {
         let child = self.spawn_serve("serve.log", adjust);
         self.server = Some(child);
         let socket = self.beads_dir().join("fleet.sock");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-            assert!(std::time::Instant::now() < deadline, "fleet serve did not start");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        poll_until_showing(
+            "fleet serve to take connections",
+            std::time::Duration::from_secs(10),
+            || std::os::unix::net::UnixStream::connect(&socket).ok(),
+            || self.serve_log(),
+        );
     }
 
     /// Starts a `fleet serve` on this workspace that the caller owns, its debug log in `log`
@@ -213,16 +215,10 @@ impl Workspace {
     /// Waits up to `within` for the server to exit on its own; its exit code, or `None` if it
     /// is still running.
     pub fn wait_server(&mut self, within: std::time::Duration) -> Option<i32> {
-        let deadline = std::time::Instant::now() + within;
         let server = self.server.as_mut()?;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(status)) = server.try_wait() {
-                self.server = None;
-                return Some(status.code().unwrap_or(-1));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        None
+        let status = poll_within(within, || server.try_wait().ok().flatten())?;
+        self.server = None;
+        Some(status.code().unwrap_or(-1))
     }
 
     /// The log of the `fleet serve` started by [`Workspace::serve`].
@@ -305,22 +301,40 @@ pub fn ids_of(value: &Value) -> Vec<String> {
 /// machine; a deadline only bounds how long a broken build takes to fail).
 pub const WAIT: std::time::Duration = std::time::Duration::from_secs(40);
 
-/// Polls `check` every 20 ms until it returns `Some` — the one way the suites wait for an
-/// event — and fails after `within`, naming `what`, with `context()` (output so far).
+/// How often the suites' waits look again.
+pub const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Polls `check` every [`POLL`] until it returns `Some` — the one way the suites wait for an
+/// event — or `within` passes: `None` then, for a caller that still has things to collect
+/// (stop a supervisor, gather its output) before it fails.
+pub fn poll_within<T>(
+    within: std::time::Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return Some(value);
+        }
+        if start.elapsed() >= within {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// [`poll_within`] that fails after `within`, naming `what`, with `context()` (output so
+/// far).
 #[track_caller]
 pub fn poll_until_showing<T>(
     what: &str,
     within: std::time::Duration,
-    mut check: impl FnMut() -> Option<T>,
+    check: impl FnMut() -> Option<T>,
     context: impl Fn() -> String,
 ) -> T {
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(start.elapsed() < within, "timed out waiting for {what}\n{}", context());
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    match poll_within(within, check) {
+        Some(value) => value,
+        None => panic!("timed out after {within:?} waiting for {what}\n{}", context()),
     }
 }
 
@@ -332,4 +346,24 @@ pub fn poll_until<T>(
     check: impl FnMut() -> Option<T>,
 ) -> T {
     poll_until_showing(what, within, check, String::new)
+}
+
+/// [`poll_until`] within [`WAIT`]: polls `check` until it returns `Some`, failing naming
+/// `what`.
+#[track_caller]
+pub fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    poll_until(what, WAIT, check)
+}
+
+/// Waits (up to [`WAIT`]) for a line of the file `path` that satisfies `matches` and returns
+/// it; fails naming `what` and showing the file as it was.
+#[track_caller]
+pub fn wait_for_line(path: &Path, what: &str, matches: impl Fn(&str) -> bool) -> String {
+    let read = || std::fs::read_to_string(path).unwrap_or_default();
+    poll_until_showing(
+        what,
+        WAIT,
+        || read().lines().find(|l| matches(l)).map(str::to_owned),
+        || format!("{}:\n{}", path.display(), read()),
+    )
 }

@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A child process on a pseudo-terminal of a given size.
 pub struct Pty {
@@ -116,34 +116,21 @@ impl Pty {
         within: Duration,
         check: impl Fn(&[String]) -> bool,
     ) -> Vec<String> {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if check(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < within,
-                "timed out waiting for {what}; last screen:\n{}",
-                screen.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        super::poll_until_showing(
+            what,
+            within,
+            || Some(self.screen()).filter(|screen| check(screen)),
+            || format!("last screen:\n{}", self.screen().join("\n")),
+        )
     }
 
     /// Waits up to `within` for the child to exit; then waits for the rest of its output.
     pub fn wait(&mut self, within: Duration) -> Option<ExitStatus> {
-        let start = Instant::now();
-        while start.elapsed() < within {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                if let Some(reader) = self.reader.take() {
-                    let _ = reader.join();
-                }
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let status = super::poll_within(within, || self.child.try_wait().expect("try_wait"))?;
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
         }
-        None
+        Some(status)
     }
 
     /// The terminal's settings now (as the child left them).

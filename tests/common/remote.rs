@@ -73,11 +73,11 @@ impl GitDaemon {
             .spawn()
             .expect("start git daemon");
         let daemon = GitDaemon { child, port };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "git daemon did not start");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        super::poll_until(
+            "git daemon to take connections",
+            std::time::Duration::from_secs(20),
+            || std::net::TcpStream::connect(("127.0.0.1", port)).ok(),
+        );
         daemon
     }
 

@@ -12,14 +12,12 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use serde_json::Value;
 
-/// The `fleet` binary under test.
-pub fn fleet_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_fleet"))
-}
+use crate::common::{fleet_bin, poll_within, procs};
 
 /// A TOML basic string holding `text` (JSON string escapes are valid TOML ones).
 pub fn toml_str(text: &str) -> String {
@@ -170,7 +168,7 @@ impl Sandbox {
         let stdout = child.stdout.take().expect("piped stdout");
         let events = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&events);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 let value = serde_json::from_str(&line)
@@ -178,11 +176,12 @@ impl Sandbox {
                 sink.lock().unwrap().push(value);
             }
         });
-        Supervisor { child, events, stderr_path, home: self.home.clone() }
+        Supervisor { child, events, reader, stderr_path, home: self.home.clone() }
     }
 
     /// Live processes started on behalf of this sandbox (their environment names its
-    /// `FLEET_HOME`), except `except`: `(pid, command line)`.
+    /// `FLEET_HOME`, or their command line its path), except `except` and its guard:
+    /// `(pid, command line)`.
     pub fn leftover_processes(&self, except: Option<u32>) -> Vec<(i32, String)> {
         processes_with_home(&self.home, except)
     }
@@ -190,49 +189,16 @@ impl Sandbox {
     /// Waits up to `deadline` for every process of this sandbox but `except` to be gone;
     /// returns the ones still there.
     pub fn wait_no_processes(&self, except: Option<u32>, deadline: Duration) -> Vec<(i32, String)> {
-        let end = Instant::now() + deadline;
-        loop {
-            let left = self.leftover_processes(except);
-            if left.is_empty() || Instant::now() >= end {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        poll_within(deadline, || Some(self.leftover_processes(except)).filter(Vec::is_empty))
+            .unwrap_or_else(|| self.leftover_processes(except))
     }
 }
 
 fn processes_with_home(home: &Path, except: Option<u32>) -> Vec<(i32, String)> {
-    let needle = format!("FLEET_HOME={}", home.display()).into_bytes();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        if except.is_some_and(|e| i64::from(e) == i64::from(pid)) {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        if !environ.split(|b| *b == 0).any(|var| var == needle.as_slice()) {
-            continue;
-        }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat.rfind(')').and_then(|i| stat.get(i + 2..i + 3)) == Some("Z");
-        if zombie {
-            continue;
-        }
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        // The supervisor's guard lives exactly as long as the supervisor does.
-        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
-        let guard = except.is_some_and(|e| ppid == Some(e.to_string().as_str()))
-            && cmdline.contains(" guard --instance ");
-        if guard {
-            continue;
-        }
-        found.push((pid, cmdline.chars().take(200).collect()));
-    }
-    found
+    procs::of_home(home, except)
+        .into_iter()
+        .map(|p| (p.pid, p.cmdline.chars().take(200).collect()))
+        .collect()
 }
 
 /// A running `fleet run`. Dropping it kills the supervisor and anything of its sandbox still
@@ -240,6 +206,8 @@ fn processes_with_home(home: &Path, except: Option<u32>) -> Vec<(i32, String)> {
 pub struct Supervisor {
     child: Child,
     events: Arc<Mutex<Vec<Value>>>,
+    /// The thread that collects the events; it ends at the end of the supervisor's stdout.
+    reader: JoinHandle<()>,
     stderr_path: PathBuf,
     home: PathBuf,
 }
@@ -270,22 +238,24 @@ impl Supervisor {
         deadline: Duration,
         pred: impl Fn(&Value) -> bool,
     ) -> Option<Value> {
-        let end = Instant::now() + deadline;
-        loop {
-            if let Some(found) = self.events().into_iter().find(|e| pred(e)) {
-                return Some(found);
-            }
-            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
-            if Instant::now() >= end {
-                return None;
-            }
-            if exited {
-                // Let the reader thread catch up with the last lines.
-                std::thread::sleep(Duration::from_millis(200));
-                return self.events().into_iter().find(|e| pred(e));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let found = |this: &Self| this.events().into_iter().find(|e| pred(e));
+        poll_within(deadline, || match found(self) {
+            Some(event) => Some(Some(event)),
+            None if self.exited() => Some(found(self)),
+            None => None,
+        })
+        .flatten()
+    }
+
+    /// Whether the supervisor has exited and every line it printed has been collected.
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_))) && self.drained()
+    }
+
+    /// Waits (a few seconds at most) for the reader to reach the end of the stdout of a
+    /// supervisor that has exited; whether it did.
+    fn drained(&self) -> bool {
+        poll_within(Duration::from_secs(5), || self.reader.is_finished().then_some(())).is_some()
     }
 
     /// Waits for the `finished` event of `id` whose verdict is `verdict`.
@@ -300,19 +270,12 @@ impl Supervisor {
         self.events_of("finished").iter().any(|e| e["id"] == id && e["verdict"] == verdict)
     }
 
-    /// Waits up to `deadline` for the supervisor to exit by itself.
+    /// Waits up to `deadline` for the supervisor to exit by itself (and for its last events to
+    /// be collected).
     pub fn wait_exit(&mut self, deadline: Duration) -> Option<ExitStatus> {
-        let end = Instant::now() + deadline;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                std::thread::sleep(Duration::from_millis(100));
-                return Some(status);
-            }
-            if Instant::now() >= end {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let status = poll_within(deadline, || self.child.try_wait().ok().flatten())?;
+        self.drained();
+        Some(status)
     }
 
     /// Sends SIGTERM and waits up to `deadline` for the supervisor to exit.

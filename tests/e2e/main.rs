@@ -3,6 +3,11 @@
 //! (`@google/gemini-cli`) and opencode (`opencode-ai`) — against a scripted model API served
 //! by the test itself on 127.0.0.1.
 //!
+//! The scenarios are written once (`table.rs`) and played by each coder of their row in the
+//! table there, one test per coder (`<scenario>::<coder>`); what a coder needs — its CLI, its
+//! API's wire format, how it is pointed at the mock and signed in — is its [`coder::Coder`]
+//! (`coder.rs`). What only one coder does has a module of its own (`claude.rs`).
+//!
 //! Each test builds a [`harness::Sandbox`] (a temporary `FLEET_HOME` with a queue, the agent's
 //! `HOME`, a project directory), starts a [`mock::MockApi`] playing one of `scenarios/*.json`,
 //! writes a `runtime.toml` whose `[coders.NAME]` table points `program` at the installed CLI
@@ -27,11 +32,12 @@
 //! `tasks/<id>/` logs afterwards.
 
 mod claude;
-mod codex;
-mod gemini;
+mod coder;
+#[path = "../common/mod.rs"]
+mod common;
 mod harness;
 mod mock;
-mod opencode;
+mod table;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -125,18 +131,21 @@ pub fn counter(issue: &Value, name: &str) -> u64 {
     issue["fleet"][name].as_u64().unwrap_or(0)
 }
 
-/// One scenario's pieces: the sandbox with a task, and the mock playing its script. Each
-/// agent's module builds it with its own runtime.toml.
+/// One scenario's pieces: the sandbox with a task, the mock playing its script, and what the
+/// supervisor's own environment gives the agent (see [`coder::Coder::scene`]).
 pub struct Scene {
     pub sandbox: Sandbox,
     pub mock: MockApi,
     pub id: String,
+    pub supervisor_env: Vec<(&'static str, String)>,
 }
 
 impl Scene {
-    /// Starts `fleet run` with `env` added to the supervisor's environment.
-    pub fn start_with(&self, until_idle: bool, env: &[(&str, &str)]) -> Supervisor {
-        self.sandbox.start_supervisor(until_idle, env)
+    /// Starts `fleet run` (`--until-idle` or not) with the scene's supervisor environment.
+    pub fn start(&self, until_idle: bool) -> Supervisor {
+        let env: Vec<(&str, &str)> =
+            self.supervisor_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.sandbox.start_supervisor(until_idle, &env)
     }
 
     /// The failure-message context of this scene under `supervisor`.
@@ -174,8 +183,8 @@ pub fn assert_closed_done(
 /// (created in the same queue) and asserts both closed on their first attempt, with no
 /// fault, collision or retry in between.
 #[track_caller]
-pub fn assert_both_close(scene: &Scene, second: &str) {
-    let mut supervisor = scene.start_with(true, &[]);
+pub fn assert_both_close(scene: &Scene, second: &str) -> Supervisor {
+    let mut supervisor = scene.start(true);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
     assert!(status.is_some_and(|s| s.success()), "{}", context());
@@ -193,15 +202,16 @@ pub fn assert_both_close(scene: &Scene, second: &str) {
     let starts: Vec<_> = supervisor.events_of("claimed");
     assert_eq!(starts.len(), 2, "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
+    drop(context);
+    supervisor
 }
 
 /// Runs the supervisor on `scene`'s stalling agent and asserts the runner killed it (leaving
-/// no process behind), released the task uncharged and counted the stall.
+/// no process behind), released the task uncharged and counted the stall. Returns the
+/// stopped supervisor and the task as it was left, for the checks a scenario adds.
 #[track_caller]
-/// The supervisor runs with `env`. Returns the task as it was left, for the checks a coder
-/// adds.
-pub fn assert_stall_killed_released_and_counted(scene: &Scene, env: &[(&str, &str)]) -> Value {
-    let mut supervisor = scene.start_with(false, env);
+pub fn assert_stall_killed_released_and_counted(scene: &Scene) -> (Supervisor, Value) {
+    let mut supervisor = scene.start(false);
     let finished = supervisor.wait_finished(&scene.id, "stall-requeued", DEADLINE);
     // The runner itself stopped the agent's whole process group, before any shutdown.
     let left_while_running =
@@ -215,14 +225,15 @@ pub fn assert_stall_killed_released_and_counted(scene: &Scene, env: &[(&str, &st
     assert_released_uncharged(&issue, &context);
     assert_eq!(counter(&issue, "stalls"), 1, "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
-    issue
+    drop(context);
+    (supervisor, issue)
 }
 
-/// A coder's CLI that cannot sign in: `fleet run --until-idle` (started with `env`) pauses the
-/// coder for authentication, charges the task nothing, and exits 4 naming it; nothing reached
-/// the model API.
-pub fn assert_no_sign_in_pauses_the_coder(scene: &Scene, coder: &str, env: &[(&str, &str)]) {
-    let mut supervisor = scene.start_with(true, env);
+/// A coder's CLI that cannot sign in: `fleet run --until-idle` pauses the coder for
+/// authentication, charges the task nothing, and exits 4 naming it; nothing reached the model
+/// API. Returns the stopped supervisor.
+pub fn assert_no_sign_in_pauses_the_coder(scene: &Scene, coder: &str) -> Supervisor {
+    let mut supervisor = scene.start(true);
     let status = supervisor.wait_exit(DEADLINE);
     let context = scene.context(&supervisor);
     assert_eq!(
@@ -244,6 +255,8 @@ pub fn assert_no_sign_in_pauses_the_coder(scene: &Scene, coder: &str, env: &[(&s
     assert_eq!(counter(&issue, "attempts"), 0, "{}", context());
     assert!(scene.mock.model_requests().is_empty(), "nothing reached the API{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
+    drop(context);
+    supervisor
 }
 
 /// Everything known about a scenario, for a failure message.
@@ -320,15 +333,16 @@ pub fn assert_outage_pauses_uncharged(
 /// A provider in trouble that the CLI retries silently, saying so only on stderr (issue 27):
 /// with `stall_timeout_secs = 60`, the supervisor recognises the retry from what the CLI says
 /// and, well before a stall could be declared, releases the task uncharged with `verdict`
-/// (`rate-limited`, or `coder-paused` for an outage) and pauses `coder` for `cause`.
+/// (`rate-limited`, or `coder-paused` for an outage) and pauses `coder` for `cause`. Returns
+/// the stopped supervisor.
 pub fn assert_provider_trouble_is_recognised(
     scene: &Scene,
     coder: &str,
     verdict: &str,
     cause: &str,
-) {
+) -> Supervisor {
     let started = std::time::Instant::now();
-    let mut supervisor = scene.start_with(false, &[]);
+    let mut supervisor = scene.start(false);
     let finished = supervisor.wait_event(DEADLINE, |e| e["type"] == "finished");
     let took = started.elapsed();
     let paused = supervisor.wait_event(Duration::from_secs(5), |e| e["type"] == "paused");
@@ -351,4 +365,6 @@ pub fn assert_provider_trouble_is_recognised(
     assert_released_uncharged(&issue, &context);
     assert_eq!(counter(&issue, "stalls"), 0, "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
+    drop(context);
+    supervisor
 }

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::common::Run;
 use crate::common::daemon::{Background, alive, pid_in, start_ticks, stat_fields};
+use crate::common::{Run, wait_for};
 use crate::harness::{DEADLINE, Fleet};
 
 /// `fleet run --detach ARGS`.
@@ -30,12 +30,6 @@ fn status(fleet: &Fleet) -> (i32, Value) {
 
 fn pid_file(fleet: &Fleet) -> PathBuf {
     fleet.home().join("state").join("fleet-run.pid")
-}
-
-/// Polls `check` until it returns `Some`, or fails after [`DEADLINE`] naming `what`.
-#[track_caller]
-fn wait_for<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
-    crate::common::poll_until(what, DEADLINE, check)
 }
 
 /// Waits for the agent of `id`'s first attempt to start; returns its pid.

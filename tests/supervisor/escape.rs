@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::common::pty::Pty;
-use crate::harness::{Fleet, Supervisor, counter};
+use crate::common::{poll_until, poll_until_showing, procs};
+use crate::harness::{DEADLINE, Fleet, Supervisor, counter};
 
 /// Two long tasks whose agents each leave a helper in their process group, one in a new
 /// session, and one forked twice into a new session (its parent gone).
@@ -26,15 +27,12 @@ fn helpers(fleet: &Fleet) -> usize {
 
 /// Waits until both agents left their three helpers each.
 fn wait_for_helpers(fleet: &Fleet) {
-    let start = Instant::now();
-    while helpers(fleet) < 6 {
-        assert!(
-            start.elapsed() < crate::harness::DEADLINE,
-            "the agents' helpers did not start:\n{}",
-            fleet.processes(None).join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until_showing(
+        "the agents' helpers to start",
+        DEADLINE,
+        || (helpers(fleet) >= 6).then_some(()),
+        || fleet.processes(None).join("\n"),
+    );
 }
 
 /// Waits up to two seconds from `since` for no process of the home to be left.
@@ -47,18 +45,12 @@ fn assert_all_gone_within_two_seconds(fleet: &Fleet, since: Instant) {
 /// Waits until every task is out of `in_progress`, and checks none was charged.
 #[track_caller]
 fn assert_released_uncharged(fleet: &Fleet, ids: &[String]) {
-    let start = Instant::now();
     for id in ids {
-        loop {
-            let issue = fleet.show(id);
-            if issue["status"] != "in_progress" {
-                assert_eq!(issue["status"], "open", "{id}: {issue}");
-                assert_eq!(counter(&issue, "failures"), 0, "{id}: {issue}");
-                break;
-            }
-            assert!(start.elapsed() < crate::harness::DEADLINE, "{id} still in progress");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let issue = poll_until(&format!("{id} to leave in_progress"), DEADLINE, || {
+            Some(fleet.show(id)).filter(|issue| issue["status"] != "in_progress")
+        });
+        assert_eq!(issue["status"], "open", "{id}: {issue}");
+        assert_eq!(counter(&issue, "failures"), 0, "{id}: {issue}");
     }
 }
 
@@ -71,7 +63,7 @@ fn ctrl_backslash_on_the_terminal_stops_the_run_gracefully_and_leaves_no_process
     // Ctrl-\: the terminal sends SIGQUIT to its foreground process group.
     run.send(b"\x1c");
     let signalled = Instant::now();
-    let status = run.wait(crate::harness::DEADLINE).expect("fleet run exits after Ctrl-\\");
+    let status = run.wait(DEADLINE).expect("fleet run exits after Ctrl-\\");
     assert!(status.success(), "fleet run: {status:?}\n{}", run.text());
     assert!(run.text().contains("stopping 2 agents, grace 1 s"), "{}", run.text());
     assert_all_gone_within_two_seconds(&fleet, signalled);
@@ -97,21 +89,6 @@ fn sigkill_to_the_supervisors_process_group_leaves_no_process_and_releases_the_t
     assert_released_uncharged(&fleet, &ids);
 }
 
-/// The pid of the `fleet guard` child of `supervisor`.
-fn guard_of(supervisor: u32) -> u32 {
-    let entries = std::fs::read_dir("/proc").expect("/proc");
-    entries
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            crate::harness::is_guard_of(&stat, &cmdline, supervisor).then_some(pid)
-        })
-        .expect("fleet run starts a guard")
-}
-
 #[test]
 fn a_restart_kills_what_a_dead_run_left_of_tasks_closed_meanwhile() {
     let fleet = Fleet::new(&[]);
@@ -129,18 +106,14 @@ fn a_restart_kills_what_a_dead_run_left_of_tasks_closed_meanwhile() {
     );
     let doomed = fleet.start(&[]);
     doomed.wait_until("the agent to close its task", || marker.exists().then_some(()));
-    let guard = guard_of(doomed.pid());
+    let guard = procs::guard_of(doomed.pid()).expect("fleet run starts a guard");
     for pid in [guard, doomed.pid()] {
         // SAFETY: SIGKILL to the test's child and its guard.
         unsafe { libc::kill(i32::try_from(pid).expect("pid fits"), libc::SIGKILL) };
     }
     let _ = doomed.wait();
     assert_eq!(fleet.show(&id)["status"], "closed");
-    let start = Instant::now();
-    while helpers(&fleet) < 2 {
-        assert!(start.elapsed() < crate::harness::DEADLINE, "the helpers live on");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll_until("the helpers to live on", DEADLINE, || (helpers(&fleet) >= 2).then_some(()));
 
     let restarted = fleet.start(&[]);
     let line = restarted.wait_for("the sweep", |l| l.starts_with("↩ killed "));

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Workspace, fleet_bin};
+use crate::common::{Workspace, fleet_bin, poll_until_showing, poll_within, procs};
 
 /// The longest any wait in this suite may take before the test fails.
 pub const DEADLINE: Duration = crate::common::WAIT;
@@ -166,38 +166,13 @@ impl Fleet {
         self.start(&all).wait()
     }
 
-    /// Processes (not zombies) that belong to this home: their environment names it as
-    /// `FLEET_HOME` or their command line mentions it. Agents, and everything they start,
-    /// inherit `FLEET_HOME` from the supervisor; `except` leaves out the supervisor itself and
-    /// its guard process (which lives exactly as long as it does).
+    /// Processes (not zombies) that belong to this home, as `PID: COMMAND LINE`: their
+    /// environment names it as `FLEET_HOME` or their command line mentions it (see
+    /// [`procs::of_home`]). Agents, and everything they start, inherit `FLEET_HOME` from the
+    /// supervisor; `except` leaves out the supervisor itself and its guard process (which lives
+    /// exactly as long as it does).
     pub fn processes(&self, except: Option<u32>) -> Vec<String> {
-        let home = self.home().display().to_string();
-        let env_marker = format!("FLEET_HOME={home}");
-        let mut found = Vec::new();
-        let Ok(entries) = std::fs::read_dir("/proc") else { return found };
-        for entry in entries.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            if Some(pid) == except || pid == std::process::id() {
-                continue;
-            }
-            let read = |file: &str| std::fs::read(entry.path().join(file)).unwrap_or_default();
-            let stat = String::from_utf8_lossy(&read("stat")).into_owned();
-            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().to_string());
-            if state.as_deref().is_none_or(|s| s.starts_with('Z') || s.starts_with('X')) {
-                continue;
-            }
-            let cmdline = String::from_utf8_lossy(&read("cmdline")).replace('\0', " ");
-            if except.is_some_and(|supervisor| is_guard_of(&stat, &cmdline, supervisor)) {
-                continue;
-            }
-            let environ = String::from_utf8_lossy(&read("environ")).into_owned();
-            if cmdline.contains(&home) || environ.split('\0').any(|var| var == env_marker) {
-                found.push(format!("{pid}: {}", cmdline.chars().take(120).collect::<String>()));
-            }
-        }
-        found
+        procs::of_home(self.home(), except).iter().map(ToString::to_string).collect()
     }
 
     /// Waits until no process of this home is left (other than `except`), or panics listing
@@ -211,22 +186,13 @@ impl Fleet {
     /// the survivors at `deadline`; returns when they were all gone.
     #[track_caller]
     pub fn assert_no_processes_left_by(&self, except: Option<u32>, deadline: Instant) -> Instant {
-        loop {
-            let left = self.processes(except);
-            if left.is_empty() {
-                return Instant::now();
-            }
-            assert!(Instant::now() < deadline, "processes left behind:\n{}", left.join("\n"));
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        poll_until_showing(
+            "no process of the home to be left",
+            deadline.saturating_duration_since(Instant::now()),
+            || self.processes(except).is_empty().then(Instant::now),
+            || format!("processes left behind:\n{}", self.processes(except).join("\n")),
+        )
     }
-}
-
-/// Whether the process with this `stat` line and command line is the `fleet guard` child of
-/// `supervisor`.
-pub fn is_guard_of(stat: &str, cmdline: &str, supervisor: u32) -> bool {
-    let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
-    ppid == Some(supervisor.to_string().as_str()) && cmdline.contains(" guard --instance ")
 }
 
 /// How a `fleet run` ended.
@@ -350,7 +316,7 @@ impl Supervisor {
         what: &str,
         check: impl FnMut() -> Option<T>,
     ) -> T {
-        crate::common::poll_until_showing(what, deadline, check, || {
+        poll_until_showing(what, deadline, check, || {
             format!(
                 "stdout so far:\n{}\nstderr:\n{}",
                 self.lines().join("\n"),
@@ -402,21 +368,15 @@ impl Supervisor {
     /// [`Supervisor::wait`] with a deadline of its own, for a long run of work.
     #[track_caller]
     pub fn wait_within(mut self, deadline: Duration) -> Finished {
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                break status;
-            }
-            if start.elapsed() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "fleet run did not exit\nstdout:\n{}\nstderr:\n{}",
-                    self.lines().join("\n"),
-                    self.stderr.lock().unwrap()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let Some(status) = poll_within(deadline, || self.child.try_wait().expect("try_wait"))
+        else {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            panic!(
+                "fleet run did not exit\nstdout:\n{}\nstderr:\n{}",
+                self.lines().join("\n"),
+                self.stderr.lock().unwrap()
+            );
         };
         for reader in self.readers.drain(..) {
             let _ = reader.join();
@@ -444,10 +404,7 @@ impl Drop for Supervisor {
                 // SAFETY: signals our own child, not yet waited for.
                 unsafe { libc::kill(pid, libc::SIGTERM) }
             });
-            let start = Instant::now();
-            while matches!(self.child.try_wait(), Ok(None)) && start.elapsed() < DEADLINE {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            poll_within(DEADLINE, || (!matches!(self.child.try_wait(), Ok(None))).then_some(()));
             let _ = self.child.kill();
             let _ = self.child.wait();
         }

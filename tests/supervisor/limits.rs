@@ -1,8 +1,6 @@
 //! Limits the supervisor enforces on an agent: rate limits (which pause spawning with that coder), stalls
 //! (no output for `stall_timeout_secs`) and the attempt timeout.
 
-use std::time::Duration;
-
 use jiff::{SignedDuration, Timestamp};
 
 use crate::harness::{Fleet, counter};
@@ -24,7 +22,7 @@ fn rate_limit_window_pauses_spawning(window: &str) {
     );
     let other = fleet.task_with("Waits its turn", &["close"], &["--priority", "2"]);
 
-    let supervisor = fleet.start(&[]);
+    let supervisor = fleet.start(&["--until-idle"]);
     supervisor.wait_started(&limited, 1);
     let finished = supervisor.wait_finished(&limited, 1);
     assert!(
@@ -39,9 +37,14 @@ fn rate_limit_window_pauses_spawning(window: &str) {
     let until = pause_end(&pause);
     assert!(until > Timestamp::now() + SignedDuration::from_mins(50), "{pause}");
 
-    // The loop re-checks the queue at least every second; give it a few chances to misbehave.
-    std::thread::sleep(Duration::from_millis(2500));
-    let lines = supervisor.lines();
+    // The supervisor looks at the queue with the pause in force and finds nothing it may
+    // start: it says so, and an `--until-idle` run ends.
+    let idle = supervisor.wait_for("the idle line", |l| {
+        l.starts_with("nothing more can run without help — paused: ")
+    });
+    assert!(idle.contains("fake: rate limit until "), "{idle}");
+    let run = supervisor.wait().unfinished(&[&format!("{limited} open (rate-limited)")]);
+    let lines = &run.lines;
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("▶ ")).count(),
         1,
@@ -58,8 +61,6 @@ fn rate_limit_window_pauses_spawning(window: &str) {
     assert_eq!(counter(&waiting, "attempts"), 0, "the other ready task was not started");
     let finished = fleet.runner_lines(&limited, "attempt_finished");
     assert!(finished[0]["outcome"].as_str().unwrap().contains(&format!("({window} window)")));
-
-    let run = supervisor.stop().ok();
     assert_eq!(run.lines.last().unwrap(), "fleet run: 1 attempts — rate-limited 1");
     fleet.assert_no_processes_left(None);
 }

@@ -205,13 +205,23 @@ fn pause_holds_new_agents_until_resume() {
     let unknown = fleet.ws.run(&["pause", "--coder", "nosuch"]).fails(1);
     assert!(unknown.stderr.contains("nosuch"), "{}", unknown.stderr);
 
+    // A run that looks at the queue while paused finds nothing it may start, and says so.
+    let id = fleet.task("Wait for me", &["close done"]);
+    let idle = fleet.run_until_idle(&[]).ok();
+    assert!(
+        idle.lines.iter().any(|l| l.starts_with("⏸ spawning paused by fleet pause: every coder")),
+        "{}",
+        idle.stdout()
+    );
+    let said = "nothing more can run without help — paused: fake: paused by `fleet pause`";
+    assert_eq!(idle.starting(said).len(), 1, "{}", idle.stdout());
+    assert!(idle.starting("▶ ").is_empty(), "{}", idle.stdout());
+    assert_eq!(fleet.show(&id)["status"], "open", "nothing starts while paused");
+
     let supervisor = fleet.start(&[]);
     supervisor.wait_for("the pause to be announced", |l| {
         l.starts_with("⏸ spawning paused by fleet pause: every coder")
     });
-    let id = fleet.task("Wait for me", &["close done"]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    assert_eq!(fleet.show(&id)["status"], "open", "nothing starts while paused");
     let view = fleet.ws.run(&["tasks"]).ok().stdout;
     assert!(view.contains("⏸ every coder paused (fleet pause): by tester since"), "{view}");
     assert!(view.contains(": lunch"), "{view}");

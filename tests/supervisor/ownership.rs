@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::procs;
 use crate::harness::{Fleet, Supervisor, counter};
 
 fn runs_dir(fleet: &Fleet) -> PathBuf {
@@ -51,19 +52,24 @@ fn kill9(pid: u32) {
     assert_eq!(rc, 0);
 }
 
-/// Pids of the processes whose environment carries `FLEET_TASK_ID=<id>`: the task's agent and
-/// what it started.
-fn agent_pids(fleet: &Fleet, id: &str) -> Vec<i32> {
+/// Pids of the processes of the home whose environment carries `FLEET_TASK_ID=<id>`: the
+/// task's agent and what it started.
+fn agent_pids(fleet: &Fleet, id: &str) -> Vec<u32> {
     let marker = format!("FLEET_TASK_ID={id}");
-    fleet
-        .processes(None)
-        .iter()
-        .filter_map(|p| p.split(':').next()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
-        })
-        .collect()
+    procs::of_home_tagged(fleet.home(), &marker).iter().map(|p| p.pid as u32).collect()
+}
+
+/// How many processes of the home run exactly `command` (the helpers the fake agent leaves:
+/// `sleep 300`).
+fn running(fleet: &Fleet, command: &str) -> usize {
+    procs::of_home(fleet.home(), None).iter().filter(|p| p.cmdline.trim() == command).count()
+}
+
+/// Waits until the agents of `tasks_leaving_jobs_behind` have left both their jobs each.
+fn wait_for_jobs_left_behind(supervisor: &Supervisor, fleet: &Fleet, agents: usize) {
+    supervisor.wait_until(&format!("{agents} agents to leave their jobs behind"), || {
+        (running(fleet, "sleep 300") >= 2 * agents).then_some(())
+    });
 }
 
 /// How many processes of the task's agents are running.
@@ -71,25 +77,11 @@ fn agent_processes(fleet: &Fleet, id: &str) -> usize {
     agent_pids(fleet, id).len()
 }
 
-/// Whether process `pid` is alive (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    })
-}
-
 /// Waits up to `limit` for no process of the home to be left; returns how long it took.
 #[track_caller]
 fn wait_no_processes(fleet: &Fleet, except: Option<u32>, limit: Duration) -> Duration {
     let start = Instant::now();
-    loop {
-        let left = fleet.processes(except);
-        if left.is_empty() {
-            return start.elapsed();
-        }
-        assert!(start.elapsed() < limit, "after {limit:?}, processes left:\n{}", left.join("\n"));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    fleet.assert_no_processes_left_by(except, start + limit).duration_since(start)
 }
 
 #[test]
@@ -137,7 +129,7 @@ fn kill_9_of_a_supervisor_leaves_no_process_and_a_restart_never_doubles_an_agent
     let (fleet, dir, ids) = tasks_leaving_jobs_behind(3);
     let doomed = fleet.start(&[]);
     wait_for_starts(&doomed, &dir, 2);
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for_jobs_left_behind(&doomed, &fleet, 2);
     kill9(doomed.pid());
     let _ = doomed.wait();
     // The agents, their background children and the ones in a new session are all gone.
@@ -205,7 +197,7 @@ fn change_stops_the_agent(command: &[&str], says: &str) -> (Fleet, Supervisor, S
     let changed = Instant::now();
     fleet.ws.run(&args).ok();
     supervisor.wait_until("the agent to stop", || {
-        first_agent.iter().all(|pid| !alive(*pid)).then_some(())
+        first_agent.iter().all(|pid| !procs::alive(*pid)).then_some(())
     });
     let took = changed.elapsed();
     assert!(
@@ -279,8 +271,10 @@ fn the_first_ctrl_c_says_what_it_waits_for_and_the_second_kills_at_once() {
     let id = fleet.task("Stubborn", &["ignore-term"]);
     let supervisor = fleet.start(&[]);
     supervisor.wait_started(&id, 1);
-    supervisor.wait_until("the agent to run", || (agent_processes(&fleet, &id) >= 1).then_some(()));
-    std::thread::sleep(Duration::from_millis(300));
+    // The agent ignores SIGTERM before it starts its two grandchildren that ignore it too.
+    supervisor.wait_until("the agent's grandchildren to run", || {
+        (running(&fleet, "sleep 1000") >= 2).then_some(())
+    });
     supervisor.signal(libc::SIGINT);
     let asked = Instant::now();
     supervisor.wait_for("the stopping line", |l| {
@@ -295,20 +289,6 @@ fn the_first_ctrl_c_says_what_it_waits_for_and_the_second_kills_at_once() {
     fleet.assert_no_processes_left(None);
 }
 
-/// Zombie children of `pid`.
-fn zombies_of(pid: u32) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
-    entries
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter(|stat| {
-            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.first() == Some(&"Z") && fields.get(1) == Some(&pid.to_string().as_str())
-        })
-        .count()
-}
-
 #[test]
 fn two_hundred_attempts_leaving_background_children_leave_no_zombie_and_no_leftover() {
     let fleet = Fleet::new(&[("max_concurrent", "4")]);
@@ -319,15 +299,21 @@ fn two_hundred_attempts_leaving_background_children_leave_no_zombie_and_no_lefto
     supervisor.wait_until_within(Duration::from_secs(420), "200 tasks closed", || {
         (supervisor.count(|l| l.starts_with("✓ ")) >= ids.len()).then_some(())
     });
-    // Give the last attempts' clean-up a moment, then look while the supervisor still runs.
-    std::thread::sleep(Duration::from_millis(500));
-    let left: Vec<String> = fleet
-        .processes(Some(supervisor.pid()))
-        .into_iter()
-        .filter(|p| !p.contains(" guard "))
-        .collect();
-    assert!(left.is_empty(), "leftovers while running:\n{}", left.join("\n"));
-    assert_eq!(zombies_of(supervisor.pid()), 0);
+    // The last attempts' clean-up ends, while the supervisor still runs.
+    let left = || -> Vec<String> {
+        fleet
+            .processes(Some(supervisor.pid()))
+            .into_iter()
+            .filter(|p| !p.contains(" guard "))
+            .collect()
+    };
+    crate::common::poll_until_showing(
+        "no leftovers while running",
+        crate::harness::DEADLINE,
+        || left().is_empty().then_some(()),
+        || left().join("\n"),
+    );
+    assert_eq!(procs::zombies_of(supervisor.pid()), 0);
     supervisor.stop().ok();
     fleet.assert_no_processes_left(None);
 }
@@ -368,14 +354,22 @@ fn a_missing_coder_binary_pauses_the_coder_and_charges_no_task() {
     }
 }
 
+/// A second coder, `other`, running the fake agent as `fake` does.
+fn other_coder() -> String {
+    format!(
+        "\n[coders.other]\nargv = [{:?}, \"fake-agent\", \"{{prompt}}\"]\nevents = \"claude\"\n",
+        crate::common::fleet_bin().display().to_string()
+    )
+}
+
+/// The line of an `--until-idle` run that found nothing it may start: the supervisor's
+/// explicit word that nothing happens.
+const IDLE: &str = "nothing more can run without help — paused: ";
+
 #[test]
 fn a_cli_that_is_not_logged_in_pauses_its_coder_while_other_coders_work_on() {
     let fleet = Fleet::new(&[]);
-    let fake = format!(
-        "\n[coders.other]\nargv = [{:?}, \"fake-agent\", \"{{prompt}}\"]\nevents = \"claude\"\n",
-        crate::common::fleet_bin().display().to_string()
-    );
-    fleet.configure_with(&[], &fake);
+    fleet.configure_with(&[], &other_coder());
     let locked_out = fleet.task("Needs login", &["authfail"]);
     let fine = fleet.task_with("Other coder", &["close"], &["--coder", "other"]);
     let supervisor = fleet.start(&[]);
@@ -397,15 +391,20 @@ fn a_cli_that_is_not_logged_in_pauses_its_coder_while_other_coders_work_on() {
 
 #[test]
 fn a_provider_outage_pauses_the_coder_and_charges_no_task() {
-    let fleet = Fleet::new(&[("max_concurrent", "1")]);
+    let fleet = Fleet::new(&[]);
+    fleet.configure_with(&[("max_concurrent", "1")], &other_coder());
     let ids: Vec<String> =
         (1..=3).map(|n| fleet.task(&format!("Job {n}"), &["overloaded"])).collect();
     let supervisor = fleet.start(&[]);
     let pause = supervisor.wait_for("the pause", |l| l.starts_with("⏸ fake paused until "));
     assert!(pause.contains("(provider outage)") && pause.contains("529"), "{pause}");
-    std::thread::sleep(Duration::from_millis(500));
+    // A task of another coder, ready after the pause: once it has run, the supervisor has
+    // looked at the queue with the pause in force, and passed over the paused coder's tasks.
+    let probe = fleet.task_with("Probe", &["close"], &["--coder", "other"]);
+    supervisor.wait_for("the probe to close", |l| l.starts_with(&format!("✓ {probe} closed")));
     let run = supervisor.stop().ok();
-    assert_eq!(run.starting("▶ ").len(), 1, "no spawn while paused\n{}", run.stdout());
+    let fake = run.starting("▶ ").into_iter().filter(|l| l.contains(" (fake")).count();
+    assert_eq!(fake, 1, "no spawn while paused\n{}", run.stdout());
     for id in &ids {
         let issue = fleet.show(id);
         assert_eq!(issue["status"], "open", "{id}");
@@ -423,10 +422,12 @@ fn a_rate_limit_pause_survives_a_restart() {
     supervisor.stop().ok();
 
     let waiting = fleet.task("Waits", &["close"]);
-    let again = fleet.start(&[]);
+    let again = fleet.start(&["--until-idle"]);
     again.wait_for("the carried-over pause", |l| l.starts_with("⏸ fake paused until "));
-    std::thread::sleep(Duration::from_millis(1500));
-    let run = again.stop().ok();
+    // The supervisor looks at the queue and finds nothing it may start.
+    let idle = again.wait_for("the idle line", |l| l.starts_with(IDLE));
+    assert!(idle.contains("fake: rate limit until "), "{idle}");
+    let run = again.wait().ok();
     assert!(run.starting("▶ ").is_empty(), "nothing starts while paused\n{}", run.stdout());
     assert_eq!(fleet.show(&waiting)["status"], "open");
 }
@@ -454,12 +455,14 @@ fn a_window_above_the_threshold_pauses_new_spawns_but_lets_the_agent_finish() {
     let fleet = Fleet::new(&[("max_concurrent", "1"), ("rate_limit_threshold_pct", "90")]);
     let busy = fleet.task_with("Uses the window", &["nearlimit 95", "close"], &["--priority", "0"]);
     let next = fleet.task_with("Would start next", &["close"], &["--priority", "2"]);
-    let supervisor = fleet.start(&[]);
+    let supervisor = fleet.start(&["--until-idle"]);
     let pause = supervisor.wait_for("the early pause", |l| l.starts_with("⏸ fake paused until "));
     assert!(pause.contains("95% used"), "{pause}");
     supervisor.wait_finished(&busy, 1);
-    std::thread::sleep(Duration::from_millis(1500));
-    let run = supervisor.stop().ok();
+    // With the agent done, the supervisor looks at the queue and finds nothing it may start.
+    let idle = supervisor.wait_for("the idle line", |l| l.starts_with(IDLE));
+    assert!(idle.contains("fake: rate limit until "), "{idle}");
+    let run = supervisor.wait().ok();
     assert_eq!(
         fleet.show(&busy)["status"],
         "closed",
@@ -482,29 +485,21 @@ fn a_window_below_the_threshold_pauses_nothing() {
     }
 }
 
-/// The pid of the `fleet guard` child of `supervisor`.
-fn guard_of(supervisor: u32) -> Option<u32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
-        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        crate::harness::is_guard_of(&stat, &cmdline, supervisor).then_some(pid)
-    })
-}
-
 #[test]
 fn when_the_guard_dies_too_the_restarted_run_kills_the_survivors_before_rerunning() {
     let (fleet, dir, ids) = tasks_leaving_jobs_behind(2);
     let doomed = fleet.start(&[]);
     wait_for_starts(&doomed, &dir, 2);
-    std::thread::sleep(Duration::from_millis(300));
-    let guard = guard_of(doomed.pid()).expect("fleet run starts a guard");
+    wait_for_jobs_left_behind(&doomed, &fleet, 2);
+    let guard = procs::guard_of(doomed.pid()).expect("fleet run starts a guard");
     kill9(guard);
     kill9(doomed.pid());
     let _ = doomed.wait();
-    // The agents died with their supervisor; what they started lives on, unsupervised.
-    std::thread::sleep(Duration::from_millis(300));
+    // The agents die with their supervisor; what they started lives on, unsupervised.
+    crate::common::wait_for("the agents to die with their supervisor", || {
+        let agents = procs::of_home(fleet.home(), None);
+        (!agents.iter().any(|p| p.cmdline.contains(" fake-agent "))).then_some(())
+    });
     let orphans = fleet.processes(None);
     assert!(!orphans.is_empty(), "the background jobs outlive a supervisor killed with its guard");
     for id in &ids {
@@ -538,7 +533,8 @@ fn a_released_task_stops_even_a_slow_agent_within_a_second() {
     let pids = agent_pids(&fleet, &id);
     let released = Instant::now();
     fleet.ws.run(&["release", &id]).ok();
-    supervisor.wait_until("the agent to stop", || pids.iter().all(|p| !alive(*p)).then_some(()));
+    supervisor
+        .wait_until("the agent to stop", || pids.iter().all(|p| !procs::alive(*p)).then_some(()));
     let took = released.elapsed();
     assert!(took < Duration::from_secs(1), "the agent stopped {took:?} after the release");
     supervisor.stop().ok();
