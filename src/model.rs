@@ -669,6 +669,14 @@ fn default_issue_type() -> String {
 }
 
 impl Issue {
+    /// The lease of this task while it still says who works on it: the task is assigned to
+    /// the lease's owner. A task handed to someone else (`update --assignee`) keeps its old
+    /// lease record, which names no one's work any more: it is not running, and no
+    /// supervisor's death releases it.
+    pub fn live_lease(&self) -> Option<&Lease> {
+        self.fleet.lease.as_ref().filter(|lease| lease.owner == self.assignee)
+    }
+
     /// A new open issue with the `bd create` defaults (priority 2, type task).
     pub fn new(id: String, title: String, now: Timestamp) -> Issue {
         Issue {

@@ -22,7 +22,7 @@ use super::taskdir::TaskDir;
 use crate::model::Status;
 use crate::store::Store;
 use crate::time::Clock;
-use crate::tracker;
+use crate::tracker::{self, Abandoned, ReclaimRequest, Request};
 
 /// Starts the guardian of supervisor `instance`. Keep the returned child (its stdin is the
 /// pipe) for as long as the supervisor runs.
@@ -102,35 +102,37 @@ fn release_leases(
     store.skip_close_on_exit();
     let mut held = Vec::new();
     store.read()?.for_each_issue(&mut |issue| {
-        let lease = super::lease::live_lease(&issue).filter(|l| l.instance == instance);
+        let lease = issue.live_lease().filter(|l| l.instance == instance);
         if let Some(lease) = lease.filter(|_| issue.status == Status::InProgress) {
             let record = TaskDir::new(home, &issue.id)
                 .ok()
                 .and_then(|dir| super::lease::AttemptRecord::load(&dir.root));
             super::lease::kill_survivors(&lease.attempt, record.as_ref());
-            held.push((issue.id.clone(), lease.owner.clone()));
+            held.push((issue.id.clone(), lease.clone()));
         }
         Ok(true)
     })?;
     if held.is_empty() {
         return Ok(());
     }
-    store.write("fleet-guard", Clock::System, |w| {
-        for (id, owner) in &held {
-            let still_leased = w.issue(id)?.is_some_and(|issue| {
-                issue.status == Status::InProgress
-                    && super::lease::live_lease(&issue).is_some_and(|l| l.instance == instance)
-            });
-            if !still_leased {
-                continue;
-            }
-            tracker::release(w, id)?;
-            let text = format!(
-                "[fleet] released: its supervisor {owner} stopped without releasing it; its agent was killed"
-            );
-            tracker::comment(w, id, owner, &text)?;
-        }
-        super::lease::deregister(w, instance)
-    })?;
+    let tasks = held
+        .into_iter()
+        .map(|(id, lease)| Abandoned {
+            id,
+            author: lease.owner.clone(),
+            comment: format!(
+                "[fleet] released: its supervisor {} stopped without releasing it; its agent was killed",
+                lease.owner
+            ),
+            lease: Some(lease),
+        })
+        .collect();
+    let request = ReclaimRequest { tasks, gone: vec![instance.to_string()] };
+    tracker::execute_in(
+        &store,
+        "fleet-guard",
+        Clock::System,
+        &Request::Reclaim(Box::new(request)),
+    )?;
     Ok(())
 }

@@ -151,10 +151,7 @@ fn record(
         step.redact(redactor);
     }
     let request = Request::Land(Box::new(step));
-    let (ids, _) = store.write(actor, Clock::System, |w| {
-        tracker::execute(w, &request).map_err(StoreError::from)?.into_ids()
-    })?;
-    Ok(ids)
+    tracker::execute_in(store, actor, Clock::System, &request)?.into_ids()
 }
 
 /// Lands `entry` and records how it ended.

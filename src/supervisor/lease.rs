@@ -119,14 +119,6 @@ impl Identity {
     }
 }
 
-/// The lease of `issue` while it still says who works on it: the task is assigned to the
-/// lease's owner. A task handed to someone else (`update --assignee`) keeps its old lease
-/// record, which names no one's work any more: it is not running, and no supervisor's death
-/// releases it.
-pub fn live_lease(issue: &Issue) -> Option<&Lease> {
-    issue.fleet.lease.as_ref().filter(|lease| lease.owner == issue.assignee)
-}
-
 /// Judges whether the owner of `lease` is still running, as seen by `me`.
 pub fn owner_state(
     lease: &Lease,

@@ -20,7 +20,7 @@ use super::taskdir::TaskDir;
 use crate::model::{Issue, Status};
 use crate::store::{Store, StoreError};
 use crate::time::Clock;
-use crate::tracker;
+use crate::tracker::{self, Abandoned, ReclaimRequest, Request};
 
 /// When to look at every task for abandoned leases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,23 +87,18 @@ pub fn reclaim_abandoned(
             Reclaimed { id: issue.id, why, survivors_killed, lease: issue.fleet.lease }
         })
         .collect();
-    store.write(&me.name, Clock::System, |w| {
-        for task in &reclaimed {
-            // Released only if still abandoned as seen inside this transaction: in progress
-            // under the very lease judged gone (another supervisor may have released and
-            // re-claimed it meanwhile, under a live lease of its own).
-            let Some(issue) = w.issue(&task.id)? else { continue };
-            if issue.status != Status::InProgress || issue.fleet.lease != task.lease {
-                continue;
-            }
-            tracker::release(w, &task.id)?;
-            tracker::comment(w, &task.id, &me.name, &format!("[fleet] released: {}", task.why))?;
-        }
-        for registration in &gone {
-            lease::deregister(w, &registration.identity.instance)?;
-        }
-        Ok(())
-    })?;
+    let tasks = reclaimed
+        .iter()
+        .map(|task| Abandoned {
+            id: task.id.clone(),
+            lease: task.lease.clone(),
+            author: me.name.clone(),
+            comment: format!("[fleet] released: {}", task.why),
+        })
+        .collect();
+    let gone = gone.iter().map(|registration| registration.identity.instance.clone()).collect();
+    let request = Request::Reclaim(Box::new(ReclaimRequest { tasks, gone }));
+    tracker::execute_in(store, &me.name, Clock::System, &request)?;
     strays_killed(reclaimed)
 }
 
@@ -167,7 +162,7 @@ fn abandoned_tasks(
             return Ok(true);
         }
         let why = match &issue.fleet.lease {
-            Some(_) if let Some(lease) = lease::live_lease(&issue) => {
+            Some(_) if let Some(lease) = issue.live_lease() => {
                 match lease::owner_state(lease, me, registry, now) {
                     OwnerState::Alive => None,
                     OwnerState::Gone(why) => Some(why),

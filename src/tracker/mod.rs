@@ -20,6 +20,7 @@ mod deps;
 mod import;
 mod issue;
 mod land;
+mod reclaim;
 mod redaction;
 mod rename;
 mod request;
@@ -35,11 +36,13 @@ pub use issue::{
     put_record, release, reopen, update,
 };
 pub use land::{LandStep, awaits_landing};
+pub use reclaim::{Abandoned, ReclaimRequest, reclaim};
 pub use redaction::{environment_redactor, inbound_redactor, set_inbound_redactor};
 pub use rename::{rename_plan, rename_prefix};
 
 pub use request::{
-    CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal, execute,
+    CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal,
+    execute, execute_in,
 };
 pub use sections::{create_policy, missing_sections, required_sections};
 pub use settings::set_config;

@@ -149,6 +149,9 @@ impl Request {
             | Request::RenamePrefix { .. }
             | Request::SetConfig(_) => {}
             Request::Land(step) => step.redact(redactor),
+            Request::Reclaim(reclaim) => {
+                reclaim.tasks.iter_mut().for_each(|task| mask(redactor, &mut task.comment));
+            }
         }
     }
 }

@@ -59,6 +59,9 @@ pub enum Request {
     /// One step of a task's landing, recorded by the merge lane (`crate::land`); replies
     /// [`Reply::Ids`] (the task, and a resolution task it made).
     Land(Box<super::LandStep>),
+    /// Takes back the tasks of supervisors that stopped without releasing them and forgets
+    /// those supervisors (`super::reclaim`); replies [`Reply::Ids`] (the tasks released).
+    Reclaim(Box<super::ReclaimRequest>),
 }
 
 impl Request {
@@ -302,6 +305,20 @@ impl CloseRefused {
     }
 }
 
+/// Carries out `request` as `actor` in a transaction of its own on `store`: for a process that
+/// owns its writes (the supervisor, its guard); a command submits through its server instead
+/// (`crate::server::client::submit`). A refusal is the transaction's error, so nothing of a
+/// refused request is kept.
+pub fn execute_in(
+    store: &crate::store::Store,
+    actor: &str,
+    clock: crate::time::Clock,
+    request: &Request,
+) -> Result<Reply, StoreError> {
+    let (reply, _) = store.write(actor, clock, |writer| Ok(execute(writer, request)?))?;
+    Ok(reply)
+}
+
 /// Carries out `request` as the writer's actor.
 pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refusal> {
     match request {
@@ -375,6 +392,7 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
             Ok(Reply::Done)
         }
         Request::Land(step) => super::land::record(writer, step).map(Reply::Ids),
+        Request::Reclaim(reclaim) => super::reclaim(writer, reclaim).map(Reply::Ids),
     }
 }
 

@@ -213,9 +213,11 @@ fn running_rows(
     let (issues, _) = reader.list(&filter)?;
     let mut rows: Vec<TaskRow> = issues
         .into_iter()
-        .filter(|s| crate::supervisor::lease::live_lease(&s.issue).is_some())
+        .filter(|s| s.issue.live_lease().is_some())
         .map(|s| {
-            let alive = crate::supervisor::lease::live_lease(&s.issue)
+            let alive = s
+                .issue
+                .live_lease()
                 .is_some_and(|l| supervisors.iter().any(|r| r.identity.instance == l.instance));
             task_row(&s.issue, home, config, alive, now)
         })
