@@ -126,7 +126,7 @@ mod tests {
                 reclaim(w, &request).map_err(crate::store::StoreError::from)
             })
             .unwrap();
-        assert_eq!(released, [abandoned.clone()]);
+        assert_eq!(released, vec![abandoned.to_string()]);
         let reader = store.read().unwrap();
         assert_eq!(reader.issue(&abandoned).unwrap().unwrap().status, Status::Open);
         assert_eq!(reader.issue(&taken_again).unwrap().unwrap().status, Status::InProgress);
