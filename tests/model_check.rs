@@ -336,7 +336,7 @@ fn bulk_import(store: &Store, snapshot: &Snapshot) {
     store
         .write("importer", Clock::Fixed(now()), |writer| {
             writer.begin_bulk()?;
-            batch.apply(writer).map_err(|refusal| StoreError::Refused(refusal.to_string()))
+            batch.apply(writer).map_err(|refusal| StoreError::Refused(Box::new(refusal)))
         })
         .unwrap();
 }

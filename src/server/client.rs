@@ -328,9 +328,7 @@ impl<'d> Session<'d> {
 
 /// The refusal of a command under `FLEET_REQUIRE_SERVER` whose request no server applied.
 fn not_served(why: &str) -> StoreError {
-    StoreError::Refused(format!(
-        "FLEET_REQUIRE_SERVER is set and the request was not applied: {why}"
-    ))
+    StoreError::NotServed(why.to_string())
 }
 
 /// Applies `request` in a transaction of its own; with `check`, only if that request id is
@@ -388,7 +386,7 @@ fn claim_through_remote(
 fn claim_error(error: ClaimError) -> StoreError {
     match error {
         ClaimError::Store(error) => error,
-        other => StoreError::Refused(other.to_string()),
+        other => StoreError::Refused(Box::new(other)),
     }
 }
 

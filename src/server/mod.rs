@@ -126,9 +126,7 @@ pub fn settle_unanswered(
 fn recorded(writer: &mut Writer<'_>, id: ulid::Ulid) -> Result<Option<Reply>, StoreError> {
     let Some(bytes) = writer.recorded_reply(id)? else { return Ok(None) };
     if bytes == ABANDONED {
-        return Err(StoreError::Refused(format!(
-            "request {id} was given up by its command before it was applied; nothing was changed"
-        )));
+        return Err(StoreError::GivenUp(id.to_string()));
     }
     serde_json::from_slice(&bytes)
         .map(Some)

@@ -377,7 +377,7 @@ impl Writer<'_> {
         let replica = meta.replica.as_str();
         Ok(match kind {
             OpKind::Bulk { .. } => {
-                return Err(StoreError::Refused("a bulk op cannot hold another bulk op".into()));
+                return Err(StoreError::NestedBulk);
             }
             OpKind::Create { issue, deps } => self.create(issue, deps, replica, birth)?,
             OpKind::Put { issue } => self.put(issue, replica)?,

@@ -256,10 +256,22 @@ pub enum StoreError {
     /// `fleet doctor --salvage` of a store its checks find healthy.
     #[error("{} is healthy: there is nothing to salvage", .0.display())]
     NothingToSalvage(PathBuf),
-    /// A request the tracker refused (a close guard, an edge rule), carried through a
-    /// transaction body; its text is the refusal's.
-    #[error("{0}")]
-    Refused(String),
+    /// A refusal of a layer above the store (a tracker rule, a claim the remote refused),
+    /// carried through a transaction body as itself: `downcast_ref` gives the refusal back.
+    #[error(transparent)]
+    Refused(Box<dyn std::error::Error + Send + Sync>),
+    /// A bulk write failed part-way; its transaction is abandoned whole.
+    #[error("a bulk write failed part-way; its transaction is abandoned")]
+    BulkAbandoned,
+    /// A bulk op holding another bulk op.
+    #[error("a bulk op cannot hold another bulk op")]
+    NestedBulk,
+    /// A request its command gave up on (it wrote directly instead) is never applied later.
+    #[error("request {0} was given up by its command before it was applied; nothing was changed")]
+    GivenUp(String),
+    /// `FLEET_REQUIRE_SERVER` is set and no server applied the request.
+    #[error("FLEET_REQUIRE_SERVER is set and the request was not applied: {0}")]
+    NotServed(String),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
     /// The store's write lock stayed held past the wait: by a stopped process (named, with
@@ -1803,9 +1815,7 @@ impl<'t> Writer<'t> {
 
     fn finish(mut self) -> Result<Vec<Op>, StoreError> {
         if self.abandoned_bulk {
-            return Err(StoreError::Refused(
-                "a bulk write failed part-way; its transaction is abandoned".into(),
-            ));
+            return Err(StoreError::BulkAbandoned);
         }
         let started = std::time::Instant::now();
         let lap = |what: &str| tracing::trace!(ms = started.elapsed().as_millis() as u64, what);
@@ -2249,7 +2259,7 @@ mod tests {
             assert!(matches!(failed, Err(StoreError::NotFound(ref id)) if id == "t-missing"));
             Ok(())
         });
-        assert!(matches!(result, Err(StoreError::Refused(_))), "{result:?}");
+        assert!(matches!(result, Err(StoreError::BulkAbandoned)), "{result:?}");
         assert_eq!(store.read().unwrap().view().issue_count().unwrap(), 0);
         assert!(edge_tables(&store).is_empty());
     }

@@ -129,7 +129,7 @@ mod tests {
                 let mut batch = crate::tracker::ImportBatch::default();
                 batch.new_issue(Box::new(issue("t-2")), Vec::new());
                 batch.record(Box::new(issue("t-1")));
-                batch.apply(writer).map_err(|e| StoreError::Refused(e.to_string()))
+                batch.apply(writer).map_err(|e| StoreError::Refused(Box::new(e)))
             })
             .unwrap();
         let running = HashMap::from([("t-1".to_string(), ())]);

@@ -90,11 +90,11 @@ impl Refusal {
 
 impl From<Refusal> for StoreError {
     /// Lets a transaction body use `?` on a request: a store error stays itself, any other
-    /// refusal becomes [`StoreError::Refused`] with its words.
+    /// refusal becomes [`StoreError::Refused`], carrying the refusal itself.
     fn from(refusal: Refusal) -> StoreError {
         match refusal {
             Refusal::Store(error) => error,
-            other => StoreError::Refused(other.to_string()),
+            other => StoreError::Refused(Box::new(other)),
         }
     }
 }

@@ -518,7 +518,7 @@ impl From<WireRefusal> for Refusal {
             WireRefusal::Pinned(id) => Refusal::Pinned(id),
             WireRefusal::OpenChildren { id, children } => Refusal::OpenChildren { id, children },
             WireRefusal::Blocked { id, blockers } => Refusal::Blocked { id, blockers },
-            WireRefusal::Other(words) => Refusal::Store(StoreError::Refused(words)),
+            WireRefusal::Other(words) => Refusal::Invalid(words),
         }
     }
 }
