@@ -58,6 +58,11 @@ impl RawJson {
 
 impl From<Value> for RawJson {
     fn from(value: Value) -> RawJson {
+        // Parsers make each event with a `null` the line's text then replaces: one shared text.
+        static NULL: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from("null"));
+        if value.is_null() {
+            return RawJson(Arc::clone(&NULL));
+        }
         RawJson(Arc::from(value.to_string()))
     }
 }
