@@ -212,6 +212,9 @@ async fn run_inner(
     let mut child = spawn_agent(attempt, &spec).map_err(|error| spawn_error(&spec, &error))?;
     let pid = child.child.id().unwrap_or(0);
     record_start(attempt, &spec, &prompt, pid, &mut logs, signals);
+    // Not kept while the agent runs: the prompt (and its copy among the arguments) is a few
+    // KiB an agent.
+    drop((spec, prompt));
     let (Some(stderr), Some(stdout)) = (child.child.stderr.take(), child.child.stdout.take())
     else {
         let error = std::io::Error::other("the agent's stdout or stderr was not captured");
@@ -522,7 +525,8 @@ async fn collect_stderr(
     // Small buffers: a line longer than one still reads whole (the line grows), and hundreds
     // of agents' pipes hold less memory.
     let mut lines = BufReader::with_capacity(1024, stderr).lines();
-    let mut tail: VecDeque<String> = VecDeque::with_capacity(STDERR_TAIL_LINES);
+    // Grown on demand: most agents print nothing on stderr.
+    let mut tail: VecDeque<String> = VecDeque::new();
     loop {
         let due = log.flush_due().map(Instant::from_std);
         let line = tokio::select! {
