@@ -41,7 +41,9 @@ pub fn write_note(path: &Path, bytes: &[u8]) -> io::Result<()> {
         return Ok(());
     }
     file.write_all_at(bytes, 0)?;
-    file.set_len(bytes.len() as u64)
+    // Trimmed only when the old text was longer: a truncation is a journalled change of the
+    // file's size, and a note such as a running attempt's ledger mostly grows.
+    if current.len() > bytes.len() { file.set_len(bytes.len() as u64) } else { Ok(()) }
 }
 
 /// The text of the note at `path` (see [`write_note`]), read under the file's shared lock.

@@ -110,8 +110,13 @@ impl Redactor {
     /// [`Redactor::redact_text`] removes) or a key holding an escape is never judged clean. A
     /// `true` saves decoding the document to redact it with [`Redactor::redact_json`].
     pub fn is_clean_json_text(&self, text: &str) -> bool {
-        decoded_json_text(text)
-            .is_some_and(|plain| matches!(self.redact_text(&plain), Cow::Borrowed(_)))
+        decoded_json_text(text).is_some_and(|plain| self.is_clean_text(&plain))
+    }
+
+    /// Whether [`Redactor::redact_text`] leaves `text` as it is: no terminal escape, no
+    /// configured value, no token shape.
+    pub fn is_clean_text(&self, text: &str) -> bool {
+        matches!(self.redact_text(text), Cow::Borrowed(_))
     }
 
     /// The secrets `text` holds, each as its marker (`sk-ant-<redacted>`,
@@ -339,19 +344,21 @@ const LOCATION_WORDS: [&str; 6] = ["sock", "socket", "path", "file", "dir", "dir
 /// `x-api-key`, `Authorization` and `DB_PASSWORD` are secret; `AUTHOR`, `GIT_AUTHOR_NAME`,
 /// `KEYBOARD`, `MONKEY`, `input_tokens`, `SSH_AUTH_SOCK` and `KEY_FILE` are not.
 pub fn is_secret_name(name: &str) -> bool {
-    if !has_secret_stem(name) {
-        return false;
-    }
-    let (mut secret, mut location) = (false, false);
-    for word in name_words(name) {
-        let is = |w: &&str| word.eq_ignore_ascii_case(w);
-        let ends = |e: &&str| {
-            word.len() >= e.len() && word[word.len() - e.len()..].eq_ignore_ascii_case(e)
-        };
-        secret |= SECRET_WORDS.iter().any(is) || SECRET_ENDINGS.iter().any(ends);
-        location |= LOCATION_WORDS.iter().any(is);
-    }
-    secret && !location
+    // Most names have no stem, and most words of those that do are not secret: the word
+    // lists are only compared with words that hold a stem, and the location words only once a
+    // name is found secret (every line an agent prints has its keys judged).
+    has_secret_stem(name)
+        && name_words(name).any(is_secret_word)
+        && !name_words(name).any(|word| LOCATION_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)))
+}
+
+/// Whether one word of a name is a secret word or ends in a secret ending.
+fn is_secret_word(word: &str) -> bool {
+    let ends =
+        |e: &&str| word.len() >= e.len() && word[word.len() - e.len()..].eq_ignore_ascii_case(e);
+    has_secret_stem(word)
+        && (SECRET_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w))
+            || SECRET_ENDINGS.iter().any(ends))
 }
 
 /// Whether `name` holds a stem of three letters that every secret word and ending holds

@@ -123,14 +123,29 @@ impl RunningSupervisor {
     }
 
     fn stop(mut self) -> Result<(), BenchError> {
-        let pid = i32::try_from(self.child.id()).unwrap_or(0);
-        // SAFETY: sends SIGTERM to our own child process.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        let status = self.child.wait().map_err(io_error("waiting for fleet run".into()))?;
+        let status = self.terminate().map_err(io_error("waiting for fleet run".into()))?;
         if !status.success() {
             return Err(BenchError::Failed(format!("fleet run exited with {status}")));
         }
         Ok(())
+    }
+
+    /// Stops `fleet run` (it stops its agents) and waits for it.
+    fn terminate(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        let pid = i32::try_from(self.child.id()).unwrap_or(0);
+        // SAFETY: sends SIGTERM to our own child process.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        self.child.wait()
+    }
+}
+
+impl Drop for RunningSupervisor {
+    /// A bench that failed half-way (an agent too slow to start) leaves no supervisor and no
+    /// busy agents running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.terminate();
+        }
     }
 }
 

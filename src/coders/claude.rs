@@ -414,7 +414,13 @@ impl ClaudeParser {
             return false;
         }
         if self.counted_messages.len() == RECENT_MESSAGES {
-            self.counted_messages.pop_front();
+            // The oldest id's string is reused: no allocation per message once full.
+            if let Some(mut oldest) = self.counted_messages.pop_front() {
+                oldest.clear();
+                oldest.push_str(id);
+                self.counted_messages.push_back(oldest);
+            }
+            return true;
         }
         self.counted_messages.push_back(id.to_owned());
         true

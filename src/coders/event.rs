@@ -58,6 +58,11 @@ impl RawJson {
 
 impl From<Value> for RawJson {
     fn from(value: Value) -> RawJson {
+        // Parsers make each event with a `null` the line's text then replaces: one shared text.
+        static NULL: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from("null"));
+        if value.is_null() {
+            return RawJson(Arc::clone(&NULL));
+        }
         RawJson(Arc::from(value.to_string()))
     }
 }
@@ -295,6 +300,17 @@ impl AgentEvent {
             is_error: self.is_error,
             fault: &self.fault,
         }
+    }
+
+    /// The strings of the event's fields (all but `raw`) that come from the agent's output:
+    /// the session, the tool, the text, the model and a rate limit's window. The other fields
+    /// are fleet's own names (`kind`, statuses), numbers and times, under fleet's own keys.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        [&self.session_id, &self.tool_name, &self.text, &self.model]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .chain(self.rate_limit.as_ref().and_then(|limit| limit.window.as_deref()))
     }
 
     /// An event of `kind` with only `raw` set; the builder methods below fill the rest.
@@ -536,6 +552,34 @@ mod tests {
         assert!(whole.ends_with(r#""raw":{"type": "x",  "n":1}}"#), "raw kept as printed: {whole}");
         let back: AgentEvent = serde_json::from_str(&whole).unwrap();
         assert_eq!(back.raw.value(), event.raw.value());
+    }
+
+    /// The event log judges an event's fields clean by its [`AgentEvent::texts`] alone: every
+    /// other string and every key of the fields must be fleet's own and never need masking.
+    #[test]
+    fn the_fields_hold_nothing_to_mask_beyond_their_texts() {
+        let mut limit = RateLimit::http_429();
+        limit.window = Some("five_hour".into());
+        limit.resets_at = Some(Timestamp::from_second(1_700_000_000).unwrap());
+        limit.utilization_pct = Some(99.5);
+        let kinds = [EventKind::SessionStarted, EventKind::ApiRetry, EventKind::ContextOverflow];
+        let faults = [Fault::Auth, Fault::Outage, Fault::Contention];
+        for (kind, fault) in kinds.into_iter().zip(faults) {
+            let event = AgentEvent::new(kind, Value::Null)
+                .with_session(Some("s".into()))
+                .with_tool(Some("Bash".into()))
+                .with_text(Some("ls".into()))
+                .with_usage(Some(Usage::default()))
+                .with_rate_limit(Some(limit.clone()))
+                .with_http_status(Some(429))
+                .with_error(true)
+                .with_fault(Some(fault));
+            let fields = serde_json::to_string(&event.fields()).unwrap();
+            let redactor = crate::redact::Redactor::new(["xxxxxxxxxxxx".to_string()]);
+            assert!(redactor.is_clean_json_text(&fields), "{fields}");
+            let texts: Vec<&str> = event.texts().collect();
+            assert_eq!(texts, ["s", "Bash", "ls", "five_hour"]);
+        }
     }
 
     #[test]

@@ -125,9 +125,15 @@ static RUNNING_AGENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomi
 /// many agents running, a nap of [`EVENT_BATCH`]. With 256 agents printing 10 lines a second,
 /// the wake-ups of one per line were a tenth of a core.
 pub fn nap_between_events() {
-    if RUNNING_AGENTS.load(std::sync::atomic::Ordering::Relaxed) >= BATCH_FROM {
+    if many_agents() {
         std::thread::sleep(EVENT_BATCH);
     }
+}
+
+/// Whether [`BATCH_FROM`] agents or more run in this process: their events are then handled
+/// in batches (the event loop naps, each runner reads its agent's output in spells).
+pub fn many_agents() -> bool {
+    RUNNING_AGENTS.load(std::sync::atomic::Ordering::Relaxed) >= BATCH_FROM
 }
 /// How often the ops of the run are committed to the git journal.
 pub const JOURNAL_EVERY: Duration = Duration::from_secs(5);

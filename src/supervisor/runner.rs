@@ -50,6 +50,11 @@ pub const WRAP_UP: Duration = Duration::from_secs(60);
 const DRAIN_IDLE: Duration = Duration::from_millis(200);
 /// How long the stderr copy may take to finish once everything of the attempt was stopped.
 const STDERR_FINISH: Duration = Duration::from_secs(2);
+/// With many agents running ([`super::many_agents`]), how long an agent's stdout is left
+/// unread once what was read of it is handled: its lines are then read a spell's worth at a
+/// time, one read and one wake-up for several lines instead of one each (the most a reaction
+/// to a line is delayed by). Not once the agent has exited: its output is then drained.
+const READ_SPELL: Duration = Duration::from_millis(250);
 
 /// Timing knobs of one attempt (from the runtime config at spawn time).
 #[derive(Debug, Clone, Copy)]
@@ -207,6 +212,9 @@ async fn run_inner(
     let mut child = spawn_agent(attempt, &spec).map_err(|error| spawn_error(&spec, &error))?;
     let pid = child.child.id().unwrap_or(0);
     record_start(attempt, &spec, &prompt, pid, &mut logs, signals);
+    // Not kept while the agent runs: the prompt (and its copy among the arguments) is a few
+    // KiB an agent.
+    drop((spec, prompt));
     let (Some(stderr), Some(stdout)) = (child.child.stderr.take(), child.child.stdout.take())
     else {
         let error = std::io::Error::other("the agent's stdout or stderr was not captured");
@@ -517,7 +525,8 @@ async fn collect_stderr(
     // Small buffers: a line longer than one still reads whole (the line grows), and hundreds
     // of agents' pipes hold less memory.
     let mut lines = BufReader::with_capacity(1024, stderr).lines();
-    let mut tail: VecDeque<String> = VecDeque::with_capacity(STDERR_TAIL_LINES);
+    // Grown on demand: most agents print nothing on stderr.
+    let mut tail: VecDeque<String> = VecDeque::new();
     loop {
         let due = log.flush_due().map(Instant::from_std);
         let line = tokio::select! {
@@ -560,6 +569,8 @@ async fn watch_output(
     let mut last_output = Instant::now();
     let mut exited_at: Option<Instant> = None;
     let mut wrap_up_until: Option<Instant> = None;
+    // The output is left unread until then (see READ_SPELL).
+    let mut unread_until: Option<Instant> = None;
     // One timer for every deadline, kept across lines: a timer made anew for each deadline on
     // each line cost hundreds of agents' supervisor a few percent of a core.
     let timer = tokio::time::sleep(Duration::ZERO);
@@ -577,6 +588,7 @@ async fn watch_output(
             wrap_up: wrap_up_until,
             save: sinks.meter.save_due(),
             flush: sinks.logs.flush_due().map(Instant::from_std),
+            read: unread_until,
         };
         let next = clock.next();
         if next != armed {
@@ -586,8 +598,11 @@ async fn watch_output(
             armed = next;
         }
         tokio::select! {
-            _ = child.wait(), if exited_at.is_none() => exited_at = Some(Instant::now()),
-            line = lines.next_line() => {
+            _ = child.wait(), if exited_at.is_none() => {
+                exited_at = Some(Instant::now());
+                unread_until = None;
+            }
+            line = lines.next_line(), if unread_until.is_none() => {
                 let Ok(Some(line)) = line else { return None };
                 last_output = Instant::now();
                 for event in parser.parse_line(&line) {
@@ -604,6 +619,10 @@ async fn watch_output(
                     }
                 }
                 sinks.meter.save_if_due(&root);
+                let drained = lines.get_ref().buffer().is_empty();
+                if drained && exited_at.is_none() && super::many_agents() {
+                    unread_until = Some(Instant::now() + READ_SPELL);
+                }
             }
             Some(event) = sinks.trouble.recv() => {
                 let _ = sinks.logs.event(&event, Timestamp::now());
@@ -619,6 +638,7 @@ async fn watch_output(
                     Some(Due::Flush) => {
                         let _ = sinks.logs.flush();
                     }
+                    Some(Due::Read) => unread_until = None,
                     None => {}
                 }
             }
@@ -642,6 +662,8 @@ struct Clocks {
     save: Option<Instant>,
     /// The event log's next write.
     flush: Option<Instant>,
+    /// The end of a pause in reading the output ([`READ_SPELL`]).
+    read: Option<Instant>,
 }
 
 /// What a deadline that passed asks of [`watch_output`].
@@ -650,13 +672,15 @@ enum Due {
     Stop(Option<Halt>),
     Save,
     Flush,
+    /// Read the output again.
+    Read,
 }
 
 impl Clocks {
     /// The earliest deadline.
     fn next(&self) -> Option<Instant> {
         let stall = self.stall.filter(|_| self.wrap_up.is_none());
-        [stall, self.timeout, self.drain, self.wrap_up, self.save, self.flush]
+        [stall, self.timeout, self.drain, self.wrap_up, self.save, self.flush, self.read]
             .into_iter()
             .flatten()
             .min()
@@ -677,6 +701,8 @@ impl Clocks {
             Some(Due::Save)
         } else if passed(self.flush) {
             Some(Due::Flush)
+        } else if passed(self.read) {
+            Some(Due::Read)
         } else {
             None
         }
