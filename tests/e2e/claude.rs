@@ -136,3 +136,58 @@ fn account_rotation_goes_on_past_a_rate_limited_key() {
     }
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
+
+/// Runs `git ARGS` in `dir`, asserts success, returns stdout.
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Issue 30: the real Claude Code works in the task's own worktree — it edits, commits on its
+/// branch and closes with `bd close` — and fleet lands the commit on the base branch, with the
+/// task's trailer, bringing the person's clean checkout up to date.
+#[test]
+fn works_in_its_own_worktree_and_its_commit_lands() {
+    let Some(scene) = CLAUDE.scene_with("worktree_commit", &[]) else { return };
+    let repo = scene.sandbox.root().join("project");
+    std::fs::create_dir_all(&repo).expect("create the project");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "Person"]);
+    git(&repo, &["config", "user.email", "person@example.invalid"]);
+    std::fs::write(repo.join("README"), "project\n").expect("write README");
+    git(&repo, &["add", "README"]);
+    git(&repo, &["commit", "-qm", "Start"]);
+    let repo_text = repo.display().to_string();
+    scene.sandbox.fleet(&["update", &scene.id, "--cwd", &repo_text]);
+
+    let mut supervisor = scene.start(true);
+    let status = supervisor.wait_exit(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert!(status.is_some_and(|s| s.success()), "--until-idle ends once it landed{}", context());
+    let issue = scene.sandbox.show(&scene.id);
+    assert_eq!(issue["status"], "closed", "{}", context());
+    assert_eq!(issue["close_reason"], "done", "{}", context());
+
+    // The agent worked on its own branch, in fleet's worktree, not in the person's checkout.
+    let worktree = issue["fleet"]["land"]["worktree"].as_str().unwrap_or_default().to_owned();
+    assert!(worktree.starts_with(&scene.sandbox.home.display().to_string()), "{}", context());
+    let seen = std::fs::read_to_string(std::path::Path::new(&worktree).join("../branch-seen.txt"))
+        .unwrap_or_default();
+    assert_eq!(seen.trim(), format!("fleet/{}", scene.id), "{}", context());
+
+    // Landed once on main, with the trailer; the clean checkout was brought up to date.
+    let log = git(&repo, &["log", "main", "--format=%B%x00"]);
+    let trailer = format!("Fleet-Task: {}", scene.id);
+    assert_eq!(log.matches(&trailer).count(), 1, "{log}{}", context());
+    assert_eq!(git(&repo, &["show", "main:hello.txt"]), "hello\n", "{}", context());
+    assert_eq!(std::fs::read_to_string(repo.join("hello.txt")).unwrap_or_default(), "hello\n");
+    assert!(git(&repo, &["status", "--porcelain"]).is_empty(), "{}", context());
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}
