@@ -133,13 +133,18 @@ pub fn land(
     entry: &Entry,
     record_checked: RecordChecked<'_>,
 ) -> Result<Landed, LaneError> {
-    match land_here(settings, entry, record_checked)? {
+    let landed = match land_here(settings, entry, record_checked)? {
         Landed::Landed(mut receipt) if !settings.push.is_empty() => {
             super::push::publish(settings, entry, &mut receipt);
-            Ok(Landed::Landed(receipt))
+            Landed::Landed(receipt)
         }
-        landed => Ok(landed),
+        landed => landed,
+    };
+    if matches!(landed, Landed::Landed(_)) {
+        // The base moved (and was pushed); the task's close is recorded next.
+        crate::fault::point("land-landed");
     }
+    Ok(landed)
 }
 
 /// Lands `entry` on the base branch of its repository.
@@ -224,7 +229,9 @@ fn land_here(
         }
     }
     receipt.verdict = "checked".into();
+    crate::fault::point("land-checks-passed");
     record_checked(&base, &merged, &receipt).map_err(LaneError::Record)?;
+    crate::fault::point("land-checked");
     move_base(&repo, entry, &base, &merged, receipt)
 }
 
@@ -237,9 +244,20 @@ fn finish_checked(
 ) -> Result<Option<Landed>, LaneError> {
     let tip = repo.commit_of(&format!("refs/heads/{}", entry.landing.base))?;
     let mut receipt = entry.landing.receipt.clone().unwrap_or_default();
-    if tip.as_deref() == Some(merged) {
+    // The base at the merged commit, or past it (something landed on top meanwhile): the move
+    // happened; the work is on the base, never to be merged a second time.
+    let moved = match tip.as_deref() {
+        Some(tip) if tip == merged => true,
+        Some(tip) if tip != base => repo.is_ancestor(merged, tip)?,
+        _ => false,
+    };
+    if moved {
         receipt.verdict = "landed".into();
+        receipt.merged = merged.to_owned();
         receipt.notes.push("the base had moved before a restart; finished".into());
+        if tip.as_deref() == Some(merged) {
+            catch_up_checkouts(repo, &entry.landing.base, (base, merged), &mut receipt.notes)?;
+        }
         return Ok(Some(Landed::Landed(receipt)));
     }
     if tip.as_deref() == Some(base) {
@@ -294,6 +312,7 @@ pub fn swap_base(
     if !moved.status.success() {
         return Ok(false);
     }
+    crate::fault::point("land-ref-moved");
     for (dir, clean) in clean {
         let shown = dir.display();
         if !clean {
@@ -312,6 +331,33 @@ pub fn swap_base(
         }
     }
     Ok(true)
+}
+
+/// After a crash between the base ref's move and the update of its checkouts: brings up to
+/// date each checkout of `branch` that still holds exactly `old` (its index is `old`'s tree
+/// and its files match the index — what a clean checkout left half-way looks like); any other
+/// is a person's work and is left alone (`read-tree -m -u` keeps untracked files, and refuses
+/// to overwrite one).
+pub fn catch_up_checkouts(
+    repo: &Git,
+    branch: &str,
+    (old, new): (&str, &str),
+    notes: &mut Vec<String>,
+) -> Result<(), GitError> {
+    for dir in checkouts_of(repo, &format!("refs/heads/{branch}"))? {
+        let checkout = Git::at(&dir);
+        let at_old = checkout.test(&["diff-index", "--cached", "--quiet", old, "--"])?
+            && checkout.test(&["diff", "--quiet"])?;
+        if !at_old {
+            continue;
+        }
+        let shown = dir.display();
+        match checkout.run(&["read-tree", "-m", "-u", old, new]) {
+            Ok(_) => notes.push(format!("checkout {shown} brought up to date after a restart")),
+            Err(error) => notes.push(format!("checkout {shown} not updated: {error}")),
+        }
+    }
+    Ok(())
 }
 
 /// The abbreviated form of a commit id.

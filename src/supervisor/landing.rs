@@ -119,8 +119,11 @@ pub fn scan(
         if busy.contains(&key) {
             continue;
         }
-        let better =
-            lanes.get(&key).is_none_or(|best| lane::rank(&entry, now) < lane::rank(best, now));
+        // An entry found checked (a restart after a kill mid-move) goes first: its move is
+        // finished before anything else lands on the base.
+        let order =
+            |e: &Entry| (!matches!(e.landing.state, LandState::Checked { .. }), lane::rank(e, now));
+        let better = lanes.get(&key).is_none_or(|best| order(&entry) < order(best));
         if better {
             lanes.insert(key, entry);
         }

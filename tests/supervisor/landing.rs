@@ -620,3 +620,68 @@ fn the_agent_is_told_to_commit_on_its_own_branch() {
     let outside = fleet.ws.run(&["bd", "prime"]).ok().stdout;
     assert!(!outside.contains("## Your branch"), "{outside}");
 }
+
+/// Issue 30's crash safety: the supervisor (or `fleet gc`) killed with SIGKILL at each point of
+/// a merge — after the checks passed, once "checked" is recorded, right after the base ref's
+/// compare-and-swap (before the person's checkout is brought up to date and before the task's
+/// close), after the landing before the close, and half-way through the cleanup (tip archived,
+/// worktree removed). After each kill the base is at the old commit or at a checked one; after
+/// a restart the task is closed, its work on the base exactly once (one `Fleet-Task:` trailer),
+/// the person's clean checkout up to date, and no worktree or `fleet/*` branch left.
+#[test]
+fn a_kill_at_every_point_of_a_merge_lands_the_work_exactly_once() {
+    // (fault point, killed in `fleet gc` rather than in `fleet run`)
+    let points = [
+        ("land-checks-passed", false),
+        ("land-checked", false),
+        ("land-ref-moved", false),
+        ("land-landed", false),
+        ("gc-archived", true),
+        ("gc-worktree-removed", true),
+    ];
+    for (point, in_gc) in points {
+        let repo = Repo::new();
+        let before = repo.main();
+        let fleet = fleet(&["test -f z.txt"], &[]);
+        let script = "echo z > z.txt && git add z.txt && git commit -qm z";
+        let id = task(&fleet, &repo, "add z", script, &[]);
+        let doomed = if in_gc {
+            fleet.run_until_idle(&[]).ok();
+            fleet.ws.command(&["gc"]).env("FLEET_FAULT", point).output().expect("fleet gc")
+        } else {
+            let mut run = fleet.ws.command(&["run", "--until-idle"]);
+            run.env("FLEET_FAULT", point);
+            let finished = crate::harness::Supervisor::spawn(run).wait();
+            assert_eq!(finished.code, -1, "{point}: not killed\n{}", finished.stdout());
+            std::process::Command::new("true").output().expect("true")
+        };
+        if in_gc {
+            assert!(doomed.status.code().is_none(), "{point}: fleet gc was not killed");
+        }
+        // The base is at the old commit, or at one whose checks passed.
+        let now = repo.main();
+        if now != before {
+            assert_eq!(repo.git(&["rev-parse", "main^"]), before, "{point}");
+            repo.git(&["cat-file", "-e", "main:z.txt"]);
+        }
+        let status = fleet.show(&id)["status"].clone();
+        if !in_gc {
+            assert_eq!(status, "in_progress", "{point}: closed before its work landed");
+        }
+        fleet.run_until_idle(&[]).ok();
+        assert_eq!(fleet.show(&id)["status"], "closed", "{point}");
+        let messages = repo.git(&["log", "--format=%B", "main"]);
+        let trailer = format!("Fleet-Task: {id}");
+        assert_eq!(messages.matches(&trailer).count(), 1, "{point}: landed once\n{messages}");
+        assert_eq!(repo.landed().len(), 1, "{point}");
+        // The person's checkout of main was clean: it is brought up to date, nothing staged.
+        assert!(repo.path.join("z.txt").is_file(), "{point}: checkout not brought up to date");
+        assert_eq!(repo.git(&["status", "--porcelain"]), "", "{point}");
+        fleet.ws.run(&["gc"]).ok();
+        assert_eq!(repo.git(&["branch", "--list", "fleet/*"]), "", "{point}");
+        let trees = repo.git(&["worktree", "list"]);
+        assert!(!trees.contains("/worktrees/t-"), "{point}: stray worktree\n{trees}");
+        assert!(!worktree(&fleet, &id).exists(), "{point}");
+        repo.git(&["cat-file", "-e", &format!("refs/fleet/archive/{id}")]);
+    }
+}
