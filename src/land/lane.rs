@@ -163,63 +163,14 @@ fn land_here(
     }
     let mut receipt =
         Receipt { verdict: String::new(), at: Timestamp::now(), ..Receipt::default() };
-    if Path::new(&landing.worktree).is_dir() {
-        if let Some(stat) = worktree::commit_leftovers(&entry.id, landing)? {
-            receipt.leftovers = stat;
-        }
-    } else {
-        receipt.notes.push(format!(
-            "the worktree {} is gone; landing what its branch {} holds",
-            landing.worktree, landing.branch
-        ));
-    }
     let base = repo.commit_of(&base_ref)?.ok_or_else(|| LaneError::NoBase {
         repo: landing.repo.clone(),
         base: landing.base.clone(),
     })?;
-    receipt.base.clone_from(&base);
-    let tip = repo.commit_of(&format!("refs/heads/{}", landing.branch))?.unwrap_or_default();
-    let ahead = if tip.is_empty() {
-        0
-    } else {
-        repo.run(&["rev-list", "--count", &format!("{base}..{tip}")])?.parse::<u64>().unwrap_or(0)
+    let merged = match merge_onto(settings, entry, &base, &mut receipt)? {
+        Ok(merged) => merged,
+        Err(done) => return Ok(done),
     };
-    if ahead == 0 {
-        return Ok(if entry.no_changes {
-            receipt.verdict = "no changes".into();
-            Landed::NoChanges(receipt)
-        } else {
-            receipt.verdict = "no commits".into();
-            Landed::Empty(receipt)
-        });
-    }
-    let merge =
-        repo.output(&["merge-tree", "--write-tree", "--name-only", "--no-messages", &base, &tip])?;
-    let text = String::from_utf8_lossy(&merge.stdout).into_owned();
-    let mut lines = text.lines();
-    let tree = lines.next().unwrap_or_default().trim().to_owned();
-    match merge.status.code() {
-        Some(0) => {}
-        Some(1) => {
-            let files: Vec<String> =
-                lines.filter(|l| !l.trim().is_empty()).map(str::to_owned).collect();
-            receipt.verdict = "conflict".into();
-            receipt.notes.push(format!("conflicting files: {}", files.join(", ")));
-            let since = format!("{}..{base}", landing.base_commit);
-            let base_change =
-                repo.run(&["log", "--stat", "--format=%h %s", &since]).unwrap_or_default();
-            return Ok(Landed::Conflict { receipt, files, base_change });
-        }
-        _ => return Err(repo.failed(&["merge-tree", "--write-tree", &base, &tip], &merge).into()),
-    }
-    if repo.run(&["rev-parse", &format!("{base}^{{tree}}")])? == tree {
-        receipt.verdict = "no changes".into();
-        receipt.notes.push("the base holds this change already".into());
-        return Ok(Landed::NoChanges(receipt));
-    }
-    let merged = commit_onto(&repo, settings.strategy, entry, (&base, &tip, &tree), &mut receipt)?;
-    receipt.merged.clone_from(&merged);
-    receipt.diffstat = repo.run(&["diff", "--stat", &base, &merged])?;
     if !settings.checks.is_empty() {
         let scratch = scratch_checkout(settings, entry, &merged)?;
         receipt.checks = checks::run_all(&settings.checks, &scratch, settings.timeout);
@@ -233,6 +184,195 @@ fn land_here(
     record_checked(&base, &merged, &receipt).map_err(LaneError::Record)?;
     crate::fault::point("land-checked");
     move_base(&repo, entry, &base, &merged, receipt)
+}
+
+/// Steps 1 and 2 of the module doc for `entry` onto `base`: the commit the base would move to,
+/// or how the entry ends without one (no commits, no changes, a conflict).
+fn merge_onto(
+    settings: &LaneSettings,
+    entry: &Entry,
+    base: &str,
+    receipt: &mut Receipt,
+) -> Result<Result<String, Landed>, LaneError> {
+    let landing = &entry.landing;
+    let repo = Git::at(&landing.repo);
+    if Path::new(&landing.worktree).is_dir() {
+        if let Some(stat) = worktree::commit_leftovers(&entry.id, landing)? {
+            receipt.leftovers = stat;
+        }
+    } else {
+        receipt.notes.push(format!(
+            "the worktree {} is gone; landing what its branch {} holds",
+            landing.worktree, landing.branch
+        ));
+    }
+    receipt.base = base.to_owned();
+    let tip = repo.commit_of(&format!("refs/heads/{}", landing.branch))?.unwrap_or_default();
+    let ahead = if tip.is_empty() {
+        0
+    } else {
+        repo.run(&["rev-list", "--count", &format!("{base}..{tip}")])?.parse::<u64>().unwrap_or(0)
+    };
+    if ahead == 0 {
+        return Ok(Err(if entry.no_changes {
+            receipt.verdict = "no changes".into();
+            Landed::NoChanges(std::mem::take(receipt))
+        } else {
+            receipt.verdict = "no commits".into();
+            Landed::Empty(std::mem::take(receipt))
+        }));
+    }
+    let merge =
+        repo.output(&["merge-tree", "--write-tree", "--name-only", "--no-messages", base, &tip])?;
+    let text = String::from_utf8_lossy(&merge.stdout).into_owned();
+    let mut lines = text.lines();
+    let tree = lines.next().unwrap_or_default().trim().to_owned();
+    match merge.status.code() {
+        Some(0) => {}
+        Some(1) => {
+            let files: Vec<String> =
+                lines.filter(|l| !l.trim().is_empty()).map(str::to_owned).collect();
+            receipt.verdict = "conflict".into();
+            receipt.notes.push(format!("conflicting files: {}", files.join(", ")));
+            let since = format!("{}..{base}", landing.base_commit);
+            let base_change =
+                repo.run(&["log", "--stat", "--format=%h %s", &since]).unwrap_or_default();
+            let receipt = std::mem::take(receipt);
+            return Ok(Err(Landed::Conflict { receipt, files, base_change }));
+        }
+        _ => return Err(repo.failed(&["merge-tree", "--write-tree", base, &tip], &merge).into()),
+    }
+    if repo.run(&["rev-parse", &format!("{base}^{{tree}}")])? == tree {
+        receipt.verdict = "no changes".into();
+        receipt.notes.push("the base holds this change already".into());
+        return Ok(Err(Landed::NoChanges(std::mem::take(receipt))));
+    }
+    let merged = commit_onto(&repo, settings.strategy, entry, (base, &tip, &tree), receipt)?;
+    receipt.merged.clone_from(&merged);
+    receipt.diffstat = repo.run(&["diff", "--stat", base, &merged])?;
+    Ok(Ok(merged))
+}
+
+/// What the caller records before the base ref moves in a batch: the entry, the base, the
+/// checked commit the base moves to (the top of the good prefix), and the entry's receipt.
+pub type RecordBatchChecked<'a> =
+    &'a mut dyn FnMut(&Entry, &str, &str, &Receipt) -> Result<(), String>;
+
+/// Lands up to all of `entries` (ready entries of one lane, in their order) as one batch: their
+/// merges stacked on the base one upon the other, the checks run once on the top. All pass:
+/// each entry is recorded checked with the top as its merged commit (a restart moves the base
+/// straight to the top, never to an unchecked commit in between), then the base moves to the
+/// top. A failure is bisected over the stack (the checks on the middle, and so on; a commit
+/// that fails makes every one above it fail) to the first failing entry: the good prefix
+/// below it lands the same way, at the last commit that passed, and the culprit gets
+/// [`Landed::ChecksFailed`] with the failing checks. An entry that does not stack cleanly
+/// (a conflict, no commits) ends the stack below it; the first entry alone, it gets its own
+/// outcome. Returns the outcome of each entry dealt with, by its index in `entries`; the
+/// others stay in the queue for the next round.
+pub fn land_batch(
+    settings: &LaneSettings,
+    entries: &[Entry],
+    record_checked: RecordBatchChecked<'_>,
+) -> Result<Vec<(usize, Landed)>, LaneError> {
+    let Some(first) = entries.first() else { return Ok(Vec::new()) };
+    let landing = &first.landing;
+    let repo = Git::at(&landing.repo);
+    let base = repo.commit_of(&format!("refs/heads/{}", landing.base))?.ok_or_else(|| {
+        LaneError::NoBase { repo: landing.repo.clone(), base: landing.base.clone() }
+    })?;
+    // (index in entries, its commit on the stack, its receipt)
+    let mut stack: Vec<(usize, String, Receipt)> = Vec::new();
+    let mut top = base.clone();
+    for (index, entry) in entries.iter().enumerate() {
+        let mut receipt =
+            Receipt { verdict: String::new(), at: Timestamp::now(), ..Receipt::default() };
+        match merge_onto(settings, entry, &top, &mut receipt)? {
+            Ok(merged) => {
+                top.clone_from(&merged);
+                stack.push((index, merged, receipt));
+            }
+            Err(done) if stack.is_empty() => return Ok(vec![(index, done)]),
+            Err(_) => break,
+        }
+    }
+    let run = |merged: &str| -> Result<Vec<CheckRun>, LaneError> {
+        if settings.checks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let scratch = scratch_checkout(settings, first, merged)?;
+        Ok(checks::run_all(&settings.checks, &scratch, settings.timeout))
+    };
+    let passed = |runs: &[CheckRun]| runs.iter().all(CheckRun::passed);
+    // Prefixes of the stack: `good` entries are known to pass, `bad` known to fail.
+    let mut good = 0;
+    let mut good_runs = Vec::new();
+    let mut bad = stack.len();
+    let mut bad_runs = run(&top)?;
+    let mut rounds = 1;
+    if passed(&bad_runs) {
+        good = bad;
+        good_runs = std::mem::take(&mut bad_runs);
+    } else {
+        while bad - good > 1 {
+            let middle = good + (bad - good) / 2;
+            let runs = run(&stack[middle - 1].1)?;
+            rounds += 1;
+            if passed(&runs) {
+                (good, good_runs) = (middle, runs);
+            } else {
+                (bad, bad_runs) = (middle, runs);
+            }
+        }
+    }
+    let size = stack.len();
+    let mut outcomes = Vec::new();
+    if good < size {
+        let (index, _, receipt) = &mut stack[good];
+        receipt.checks = std::mem::take(&mut bad_runs);
+        receipt.verdict = "checks failed".into();
+        receipt.notes.push(format!(
+            "checked in a batch of {size}; the checks failed, and {rounds} run(s) bisected the failure to this entry"
+        ));
+        outcomes.push((*index, Landed::ChecksFailed(std::mem::take(receipt))));
+    }
+    if good == 0 {
+        return Ok(outcomes);
+    }
+    let landed_at = stack[good - 1].1.clone();
+    let mut landing_now = Vec::new();
+    for (index, own, mut receipt) in stack.into_iter().take(good) {
+        receipt.checks.clone_from(&good_runs);
+        receipt.verdict = "checked".into();
+        receipt.merged.clone_from(&landed_at);
+        if good > 1 {
+            receipt.notes.push(format!(
+                "landed in a batch of {good} (its own commit {}), checked together at {}",
+                short(&own),
+                short(&landed_at)
+            ));
+        }
+        record_checked(&entries[index], &base, &landed_at, &receipt).map_err(LaneError::Record)?;
+        landing_now.push((index, receipt));
+    }
+    crate::fault::point("land-checked");
+    let mut notes = Vec::new();
+    let reason = format!("fleet: land a batch of {good} ({})", first.id);
+    let moved = swap_base(&repo, &landing.base, (&base, &landed_at), &reason, &mut notes)?;
+    for (index, mut receipt) in landing_now {
+        receipt.notes.extend(notes.iter().cloned());
+        if moved {
+            receipt.verdict = "landed".into();
+            outcomes.push((index, Landed::Landed(receipt)));
+        } else {
+            receipt.verdict = "base moved".into();
+            outcomes.push((index, Landed::BaseMoved(receipt)));
+        }
+    }
+    if moved {
+        crate::fault::point("land-landed");
+    }
+    outcomes.sort_by_key(|(index, _)| *index);
+    Ok(outcomes)
 }
 
 /// A checked entry after a restart: done, due to move, or to merge again (`None`).

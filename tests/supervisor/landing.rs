@@ -685,3 +685,60 @@ fn a_kill_at_every_point_of_a_merge_lands_the_work_exactly_once() {
         repo.git(&["cat-file", "-e", &format!("refs/fleet/archive/{id}")]);
     }
 }
+
+/// Issue 30's batching: four ready entries, `merge.batch = 4`, the second breaking the check.
+/// The stack of four fails, the bisection finds the culprit (the checks on the first two, then
+/// on the first), the first lands, the culprit goes back with the failure (blocked here:
+/// max_failures = 1), and the two after it land together in the next round. main is never at
+/// a tree that fails the check.
+#[test]
+fn a_batch_bisects_a_failure_to_its_culprit_and_lands_the_rest() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    let settings = [("coder", "\"exec\""), ("max_concurrent", "4"), ("max_failures", "1")];
+    let merge = "\n[merge]\nchecks = [\"test ! -f bad.txt\"]\nbatch = 4\n";
+    fleet.configure_with(&settings, &format!("{merge}review = true\n"));
+    let script = |f: &str| format!("echo {f} > {f}.txt && git add {f}.txt && git commit -qm {f}");
+    let ids: Vec<String> = ["a", "bad", "c", "d"]
+        .iter()
+        .enumerate()
+        .map(|(n, f)| {
+            let priority = n.to_string();
+            task(&fleet, &repo, &format!("make {f}"), &script(f), &["-p", &priority])
+        })
+        .collect();
+    // All four wait for review, so that the lane finds them ready at once.
+    let run = fleet.start(&[]);
+    run.wait_until("four entries to wait for review", || {
+        let all = waiting(&fleet);
+        (all.len() == 4 && all.iter().all(|(_, s)| s == "waiting for review")).then_some(())
+    });
+    run.stop();
+    for id in &ids {
+        fleet.ws.run(&["approve", id]).ok();
+    }
+    fleet.configure_with(&settings, merge);
+    let started = std::time::Instant::now();
+    let done = fleet.run_until_idle(&[]);
+    let landed: Vec<String> = repo.landed().iter().map(|c| task_of(&repo, c)).collect();
+    assert_eq!(landed, [ids[0].clone(), ids[2].clone(), ids[3].clone()], "{}", done.stdout());
+    for commit in repo.landed() {
+        let listed = repo.git(&["ls-tree", "--name-only", &commit, "bad.txt"]);
+        assert_eq!(listed, "", "main was at a failing tree");
+    }
+    for n in [0, 2, 3] {
+        assert_eq!(fleet.show(&ids[n])["status"], "closed");
+    }
+    let culprit = &ids[1];
+    assert_eq!(fleet.show(culprit)["status"], "blocked");
+    let said = fleet.comments(culprit).join("\n");
+    assert!(said.contains("the check `test ! -f bad.txt` exited 1"), "{said}");
+    let receipt = fleet.ws.json(&["task", culprit, "receipt"])["receipt"].clone();
+    let notes = receipt["notes"].to_string();
+    assert!(notes.contains("batch of 4") && notes.contains("3 run(s) bisected"), "{notes}");
+    // c and d went through together: one check run at d's commit.
+    let receipt = fleet.ws.json(&["task", &ids[2], "receipt"])["receipt"].clone();
+    assert!(receipt["notes"].to_string().contains("landed in a batch of 2"), "{receipt}");
+    assert_eq!(receipt["merged"], repo.main());
+    eprintln!("batch landing run: {:?}", started.elapsed());
+}
