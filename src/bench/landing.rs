@@ -23,20 +23,35 @@ use crate::model::{LandState, Landing};
 pub struct LandingConfig {
     /// Files in the generated repository.
     pub files: usize,
-    /// Tasks landed through the lane.
-    pub entries: usize,
+    /// The lane runs: each a check length, a `merge.batch`, and the tasks landed.
+    pub runs: Vec<LaneRunConfig>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct LaneRunConfig {
     /// How long the check takes (`sleep N`).
     pub check_secs: u64,
+    /// `merge.batch`: entries checked together.
+    pub batch: usize,
+    /// Tasks landed through the lane.
+    pub entries: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LandingReport {
     pub files: usize,
-    pub entries: usize,
-    pub check_secs: u64,
     pub worktree_ms: Vec<f64>,
     pub worktree_bytes: u64,
-    /// One landing each, the lane idle: close → base moved.
+    pub runs: Vec<LaneRun>,
+}
+
+/// One run of the lane: `entries` closed at once, landed `batch` at a time.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaneRun {
+    pub check_secs: u64,
+    pub batch: usize,
+    pub entries: usize,
+    /// Per landing round: close → base moved (every entry of the round closed at its start).
     pub land_ms: Vec<f64>,
     pub merges_per_minute: f64,
 }
@@ -52,17 +67,43 @@ pub fn run(config: &LandingConfig, progress: Progress<'_>) -> Result<LandingRepo
     let home = scratch.subdir("home")?;
     progress(&format!("making a repository of {} files", thousands(config.files as f64)));
     make_repo(&repo, config.files)?;
-    let base = Git::at(&repo).run(&["rev-parse", "main"]).map_err(git_err)?;
-    let mut entries = Vec::new();
     let mut worktree_ms = Vec::new();
-    progress(&format!("making {} worktrees and their work", config.entries));
-    for n in 0..config.entries {
-        let id = format!("b-{n}");
+    let mut worktree_bytes = 0;
+    let mut runs = Vec::new();
+    for (round, run) in config.runs.iter().enumerate() {
+        progress(&format!("making {} worktrees and their work", run.entries));
+        let entries = make_entries(&repo, &home, round, run.entries, &mut worktree_ms)?;
+        if worktree_bytes == 0 {
+            worktree_bytes =
+                entries.first().map_or(0, |e| worktree::disk_usage(Path::new(&e.landing.worktree)));
+        }
+        progress(&format!(
+            "landing {} entries through one lane with a {} s check, merge.batch = {}",
+            run.entries, run.check_secs, run.batch
+        ));
+        runs.push(land_all(&home, run, &entries)?);
+    }
+    Ok(LandingReport { files: config.files, worktree_ms, worktree_bytes, runs })
+}
+
+/// `count` tasks, each with a worktree from main (timed into `worktree_ms`) holding one new
+/// file.
+fn make_entries(
+    repo: &Path,
+    home: &Path,
+    round: usize,
+    count: usize,
+    worktree_ms: &mut Vec<f64>,
+) -> Result<Vec<Entry>, BenchError> {
+    let base = Git::at(repo).run(&["rev-parse", "main"]).map_err(git_err)?;
+    let mut entries = Vec::new();
+    for n in 0..count {
+        let id = format!("b-{round}x{n}");
         let landing = Landing {
             repo: repo.display().to_string(),
             base: "main".into(),
             base_commit: base.clone(),
-            worktree: worktree::path_of(&home, &id)
+            worktree: worktree::path_of(home, &id)
                 .map_err(|e| BenchError::Failed(e.to_string()))?
                 .display()
                 .to_string(),
@@ -74,12 +115,12 @@ pub fn run(config: &LandingConfig, progress: Progress<'_>) -> Result<LandingRepo
         let started = Instant::now();
         let dir = worktree::ensure(&id, &landing).map_err(|e| BenchError::Failed(e.to_string()))?;
         worktree_ms.push(started.elapsed().as_secs_f64() * 1000.0);
-        let file = dir.join(format!("work-{n}.txt"));
+        let file = dir.join(format!("work-{round}-{n}.txt"));
         std::fs::write(&file, format!("{n}\n"))
             .map_err(io_error(format!("writing {}", file.display())))?;
         entries.push(Entry {
             id: id.clone(),
-            title: format!("work {n}"),
+            title: format!("work {round}.{n}"),
             priority: 2,
             landing,
             queued_at: Timestamp::now(),
@@ -87,38 +128,48 @@ pub fn run(config: &LandingConfig, progress: Progress<'_>) -> Result<LandingRepo
             no_changes: false,
         });
     }
-    let worktree_bytes =
-        entries.first().map_or(0, |e| worktree::disk_usage(Path::new(&e.landing.worktree)));
+    Ok(entries)
+}
+
+/// Lands `entries` through the lane as the supervisor does: one at a time
+/// (`lane::land`), or `run.batch` at a time (`lane::land_batch`).
+fn land_all(home: &Path, run: &LaneRunConfig, entries: &[Entry]) -> Result<LaneRun, BenchError> {
     let settings = LaneSettings {
-        home: home.clone(),
-        checks: vec![format!("sleep {}", config.check_secs)],
-        timeout: Duration::from_secs(config.check_secs + 600),
+        home: home.to_path_buf(),
+        checks: vec![format!("sleep {}", run.check_secs)],
+        timeout: Duration::from_secs(run.check_secs + 600),
         strategy: crate::config::Strategy::Squash,
         push: String::new(),
     };
-    progress(&format!(
-        "landing {} entries through one lane with a {} s check",
-        config.entries, config.check_secs
-    ));
+    let failed = |e: lane::LaneError| BenchError::Failed(e.to_string());
     let mut land_ms = Vec::new();
     let all = Instant::now();
-    for entry in &entries {
+    for chunk in entries.chunks(run.batch.max(1)) {
         let started = Instant::now();
-        let landed = lane::land(&settings, entry, &mut |_, _, _| Ok(()))
-            .map_err(|e| BenchError::Failed(e.to_string()))?;
-        if !matches!(landed, Landed::Landed(_)) {
-            return Err(BenchError::Failed(format!("{} did not land: {landed:?}", entry.id)));
+        let landed: Vec<Landed> = if run.batch <= 1 {
+            chunk
+                .iter()
+                .map(|entry| lane::land(&settings, entry, &mut |_, _, _| Ok(())))
+                .collect::<Result<_, _>>()
+                .map_err(failed)?
+        } else {
+            lane::land_batch(&settings, chunk, &mut |_, _, _, _| Ok(()))
+                .map_err(failed)?
+                .into_iter()
+                .map(|(_, landed)| landed)
+                .collect()
+        };
+        if landed.len() != chunk.len() || !landed.iter().all(|l| matches!(l, Landed::Landed(_))) {
+            return Err(BenchError::Failed(format!("a round did not land all: {landed:?}")));
         }
         land_ms.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     let minutes = all.elapsed().as_secs_f64() / 60.0;
     let merges_per_minute = if minutes > 0.0 { entries.len() as f64 / minutes } else { 0.0 };
-    Ok(LandingReport {
-        files: config.files,
-        entries: config.entries,
-        check_secs: config.check_secs,
-        worktree_ms,
-        worktree_bytes,
+    Ok(LaneRun {
+        check_secs: run.check_secs,
+        batch: run.batch,
+        entries: entries.len(),
         land_ms,
         merges_per_minute,
     })
@@ -164,23 +215,19 @@ impl LandingReport {
             "-".to_owned(),
             "checked-out files (the objects are shared)".to_owned(),
         ]);
-        t.add_row(vec![
-            "close → base moved (lane idle)".to_owned(),
-            ms(mean(&self.land_ms)),
-            ms(max(&self.land_ms)),
-            format!("leftovers, merge-tree, commit-tree, {} s check, update-ref", self.check_secs),
-        ]);
-        t.add_row(vec![
-            "merges per minute, one lane".to_owned(),
-            format!("{:.1}", self.merges_per_minute),
-            "-".to_owned(),
-            format!("{} entries in a row, no batching", self.entries),
-        ]);
+        let mut lanes = table(vec!["check", "batch", "merges", "merges/min", "close → base moved"]);
+        for run in &self.runs {
+            lanes.add_row(vec![
+                format!("{} s", run.check_secs),
+                run.batch.to_string(),
+                run.entries.to_string(),
+                format!("{:.1}", run.merges_per_minute),
+                format!("{} (max {})", ms(mean(&run.land_ms)), ms(max(&run.land_ms))),
+            ]);
+        }
         format!(
-            "a repository of {} files; {} tasks, each one new file, landed through one lane with a check of `sleep {}`\n{t}",
+            "a repository of {} files; each task one new file, landed through one lane with a check of `sleep N` (batch: entries checked together; close → base moved: per round, its entries closed at its start)\n{t}\n{lanes}",
             thousands(self.files as f64),
-            self.entries,
-            self.check_secs
         )
     }
 }

@@ -58,12 +58,21 @@ pub struct LandingBenchArgs {
     /// Files in the generated repository.
     #[arg(long, default_value_t = 10_000)]
     pub files: usize,
-    /// Tasks landed through the lane.
-    #[arg(long, default_value_t = 10)]
+    /// Tasks landed through the lane in each run with the short check.
+    #[arg(long, default_value_t = 12)]
     pub entries: usize,
-    /// Seconds the check takes (`sleep N`).
+    /// Seconds the short check takes (`sleep N`).
     #[arg(long, default_value_t = 1)]
     pub check_secs: u64,
+    /// Tasks landed in each run with the slow check (0: no slow runs).
+    #[arg(long, default_value_t = 4)]
+    pub slow_entries: usize,
+    /// Seconds the slow check takes.
+    #[arg(long, default_value_t = 30)]
+    pub slow_check_secs: u64,
+    /// `merge.batch` of the batched runs (each check runs with batch 1 and with this).
+    #[arg(long, default_value_t = 4)]
+    pub batch: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -194,11 +203,21 @@ fn cmd_bench_merge(ctx: &Context, args: MergeBenchArgs) -> Result<(), CliError> 
 }
 
 fn cmd_bench_landing(ctx: &Context, args: LandingBenchArgs) -> Result<(), CliError> {
-    let config = bench::landing::LandingConfig {
-        files: at_least_one("files", args.files)?,
-        entries: at_least_one("entries", args.entries)?,
-        check_secs: args.check_secs,
+    use bench::landing::LaneRunConfig;
+    let entries = at_least_one("entries", args.entries)?;
+    let batch = at_least_one("batch", args.batch)?;
+    let mut runs = Vec::new();
+    let mut add = |check_secs: u64, entries: usize| {
+        runs.push(LaneRunConfig { check_secs, batch: 1, entries });
+        if batch > 1 {
+            runs.push(LaneRunConfig { check_secs, batch, entries });
+        }
     };
+    add(args.check_secs, entries);
+    if args.slow_entries > 0 {
+        add(args.slow_check_secs, args.slow_entries);
+    }
+    let config = bench::landing::LandingConfig { files: at_least_one("files", args.files)?, runs };
     let report = bench::landing::run(&config, &mut |note| ctx.out.note(note))?;
     ctx.out.emit(&report, || report.render());
     Ok(())

@@ -14,13 +14,15 @@
 //!                               # directory is)
 //! review = false                # true: an entry waits for `fleet approve ID` before it lands
 //! push = ""                     # a remote: the base branch is pushed there after each landing
+//! batch = 1                     # up to this many ready entries are checked together (their
+//!                               # stacked merge); a failure is bisected to the culprit
 //! ```
 
 use serde::{Deserialize, Serialize};
 
 /// The field names of the `[merge]` table.
-pub const MERGE_KEYS: [&str; 6] =
-    ["checks", "check_timeout_secs", "strategy", "target", "review", "push"];
+pub const MERGE_KEYS: [&str; 7] =
+    ["checks", "check_timeout_secs", "strategy", "target", "review", "push", "batch"];
 
 /// The strategies fleet lands work with.
 pub const STRATEGIES: [&str; 3] = ["squash", "rebase", "merge"];
@@ -66,6 +68,9 @@ pub struct MergeConfig {
     /// The git remote the base branch is pushed to after each landing, with
     /// `--force-with-lease` (empty: none).
     pub push: String,
+    /// Up to this many ready entries of a lane are stacked and checked once, on the top; a
+    /// failure is bisected to its culprit and the good prefix lands (1: one at a time).
+    pub batch: usize,
 }
 
 impl Default for MergeConfig {
@@ -77,6 +82,7 @@ impl Default for MergeConfig {
             target: String::new(),
             review: false,
             push: String::new(),
+            batch: 1,
         }
     }
 }
@@ -93,6 +99,11 @@ impl MergeConfig {
         }
         if self.check_timeout_secs == 0 {
             return Some("merge.check_timeout_secs must be at least 1".to_owned());
+        }
+        if self.batch == 0 {
+            return Some(
+                "merge.batch must be at least 1 (1: entries land one at a time)".to_owned(),
+            );
         }
         if self.checks.iter().any(|c| c.trim().is_empty()) {
             return Some("merge.checks holds an empty command".to_owned());

@@ -66,6 +66,7 @@ pub fn collect(issue: &Issue) -> Collected {
             return collected;
         }
     }
+    crate::fault::point("gc-archived");
     match worktree::remove(&issue.id, landing) {
         Ok(freed) => collected.freed_bytes = freed,
         Err(WorktreeError::Git(error)) => collected.refused = Some(error.to_string()),

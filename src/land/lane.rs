@@ -133,13 +133,18 @@ pub fn land(
     entry: &Entry,
     record_checked: RecordChecked<'_>,
 ) -> Result<Landed, LaneError> {
-    match land_here(settings, entry, record_checked)? {
+    let landed = match land_here(settings, entry, record_checked)? {
         Landed::Landed(mut receipt) if !settings.push.is_empty() => {
             super::push::publish(settings, entry, &mut receipt);
-            Ok(Landed::Landed(receipt))
+            Landed::Landed(receipt)
         }
-        landed => Ok(landed),
+        landed => landed,
+    };
+    if matches!(landed, Landed::Landed(_)) {
+        // The base moved (and was pushed); the task's close is recorded next.
+        crate::fault::point("land-landed");
     }
+    Ok(landed)
 }
 
 /// Lands `entry` on the base branch of its repository.
@@ -158,6 +163,39 @@ fn land_here(
     }
     let mut receipt =
         Receipt { verdict: String::new(), at: Timestamp::now(), ..Receipt::default() };
+    let base = repo.commit_of(&base_ref)?.ok_or_else(|| LaneError::NoBase {
+        repo: landing.repo.clone(),
+        base: landing.base.clone(),
+    })?;
+    let merged = match merge_onto(settings, entry, &base, &mut receipt)? {
+        Ok(merged) => merged,
+        Err(done) => return Ok(done),
+    };
+    if !settings.checks.is_empty() {
+        let scratch = scratch_checkout(settings, entry, &merged)?;
+        receipt.checks = checks::run_all(&settings.checks, &scratch, settings.timeout);
+        if !receipt.checks.iter().all(CheckRun::passed) {
+            receipt.verdict = "checks failed".into();
+            return Ok(Landed::ChecksFailed(receipt));
+        }
+    }
+    receipt.verdict = "checked".into();
+    crate::fault::point("land-checks-passed");
+    record_checked(&base, &merged, &receipt).map_err(LaneError::Record)?;
+    crate::fault::point("land-checked");
+    move_base(&repo, entry, &base, &merged, receipt)
+}
+
+/// Steps 1 and 2 of the module doc for `entry` onto `base`: the commit the base would move to,
+/// or how the entry ends without one (no commits, no changes, a conflict).
+fn merge_onto(
+    settings: &LaneSettings,
+    entry: &Entry,
+    base: &str,
+    receipt: &mut Receipt,
+) -> Result<Result<String, Landed>, LaneError> {
+    let landing = &entry.landing;
+    let repo = Git::at(&landing.repo);
     if Path::new(&landing.worktree).is_dir() {
         if let Some(stat) = worktree::commit_leftovers(&entry.id, landing)? {
             receipt.leftovers = stat;
@@ -168,11 +206,7 @@ fn land_here(
             landing.worktree, landing.branch
         ));
     }
-    let base = repo.commit_of(&base_ref)?.ok_or_else(|| LaneError::NoBase {
-        repo: landing.repo.clone(),
-        base: landing.base.clone(),
-    })?;
-    receipt.base.clone_from(&base);
+    receipt.base = base.to_owned();
     let tip = repo.commit_of(&format!("refs/heads/{}", landing.branch))?.unwrap_or_default();
     let ahead = if tip.is_empty() {
         0
@@ -180,16 +214,16 @@ fn land_here(
         repo.run(&["rev-list", "--count", &format!("{base}..{tip}")])?.parse::<u64>().unwrap_or(0)
     };
     if ahead == 0 {
-        return Ok(if entry.no_changes {
+        return Ok(Err(if entry.no_changes {
             receipt.verdict = "no changes".into();
-            Landed::NoChanges(receipt)
+            Landed::NoChanges(std::mem::take(receipt))
         } else {
             receipt.verdict = "no commits".into();
-            Landed::Empty(receipt)
-        });
+            Landed::Empty(std::mem::take(receipt))
+        }));
     }
     let merge =
-        repo.output(&["merge-tree", "--write-tree", "--name-only", "--no-messages", &base, &tip])?;
+        repo.output(&["merge-tree", "--write-tree", "--name-only", "--no-messages", base, &tip])?;
     let text = String::from_utf8_lossy(&merge.stdout).into_owned();
     let mut lines = text.lines();
     let tree = lines.next().unwrap_or_default().trim().to_owned();
@@ -203,29 +237,142 @@ fn land_here(
             let since = format!("{}..{base}", landing.base_commit);
             let base_change =
                 repo.run(&["log", "--stat", "--format=%h %s", &since]).unwrap_or_default();
-            return Ok(Landed::Conflict { receipt, files, base_change });
+            let receipt = std::mem::take(receipt);
+            return Ok(Err(Landed::Conflict { receipt, files, base_change }));
         }
-        _ => return Err(repo.failed(&["merge-tree", "--write-tree", &base, &tip], &merge).into()),
+        _ => return Err(repo.failed(&["merge-tree", "--write-tree", base, &tip], &merge).into()),
     }
     if repo.run(&["rev-parse", &format!("{base}^{{tree}}")])? == tree {
         receipt.verdict = "no changes".into();
         receipt.notes.push("the base holds this change already".into());
-        return Ok(Landed::NoChanges(receipt));
+        return Ok(Err(Landed::NoChanges(std::mem::take(receipt))));
     }
-    let merged = commit_onto(&repo, settings.strategy, entry, (&base, &tip, &tree), &mut receipt)?;
+    let merged = commit_onto(&repo, settings.strategy, entry, (base, &tip, &tree), receipt)?;
     receipt.merged.clone_from(&merged);
-    receipt.diffstat = repo.run(&["diff", "--stat", &base, &merged])?;
-    if !settings.checks.is_empty() {
-        let scratch = scratch_checkout(settings, entry, &merged)?;
-        receipt.checks = checks::run_all(&settings.checks, &scratch, settings.timeout);
-        if !receipt.checks.iter().all(CheckRun::passed) {
-            receipt.verdict = "checks failed".into();
-            return Ok(Landed::ChecksFailed(receipt));
+    receipt.diffstat = repo.run(&["diff", "--stat", base, &merged])?;
+    Ok(Ok(merged))
+}
+
+/// What the caller records before the base ref moves in a batch: the entry, the base, the
+/// checked commit the base moves to (the top of the good prefix), and the entry's receipt.
+pub type RecordBatchChecked<'a> =
+    &'a mut dyn FnMut(&Entry, &str, &str, &Receipt) -> Result<(), String>;
+
+/// Lands up to all of `entries` (ready entries of one lane, in their order) as one batch: their
+/// merges stacked on the base one upon the other, the checks run once on the top. All pass:
+/// each entry is recorded checked with the top as its merged commit (a restart moves the base
+/// straight to the top, never to an unchecked commit in between), then the base moves to the
+/// top. A failure is bisected over the stack (the checks on the middle, and so on; a commit
+/// that fails makes every one above it fail) to the first failing entry: the good prefix
+/// below it lands the same way, at the last commit that passed, and the culprit gets
+/// [`Landed::ChecksFailed`] with the failing checks. An entry that does not stack cleanly
+/// (a conflict, no commits) ends the stack below it; the first entry alone, it gets its own
+/// outcome. Returns the outcome of each entry dealt with, by its index in `entries`; the
+/// others stay in the queue for the next round.
+pub fn land_batch(
+    settings: &LaneSettings,
+    entries: &[Entry],
+    record_checked: RecordBatchChecked<'_>,
+) -> Result<Vec<(usize, Landed)>, LaneError> {
+    let Some(first) = entries.first() else { return Ok(Vec::new()) };
+    let landing = &first.landing;
+    let repo = Git::at(&landing.repo);
+    let base = repo.commit_of(&format!("refs/heads/{}", landing.base))?.ok_or_else(|| {
+        LaneError::NoBase { repo: landing.repo.clone(), base: landing.base.clone() }
+    })?;
+    // (index in entries, its commit on the stack, its receipt)
+    let mut stack: Vec<(usize, String, Receipt)> = Vec::new();
+    let mut top = base.clone();
+    for (index, entry) in entries.iter().enumerate() {
+        let mut receipt =
+            Receipt { verdict: String::new(), at: Timestamp::now(), ..Receipt::default() };
+        match merge_onto(settings, entry, &top, &mut receipt)? {
+            Ok(merged) => {
+                top.clone_from(&merged);
+                stack.push((index, merged, receipt));
+            }
+            Err(done) if stack.is_empty() => return Ok(vec![(index, done)]),
+            Err(_) => break,
         }
     }
-    receipt.verdict = "checked".into();
-    record_checked(&base, &merged, &receipt).map_err(LaneError::Record)?;
-    move_base(&repo, entry, &base, &merged, receipt)
+    let run = |merged: &str| -> Result<Vec<CheckRun>, LaneError> {
+        if settings.checks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let scratch = scratch_checkout(settings, first, merged)?;
+        Ok(checks::run_all(&settings.checks, &scratch, settings.timeout))
+    };
+    let passed = |runs: &[CheckRun]| runs.iter().all(CheckRun::passed);
+    // Prefixes of the stack: `good` entries are known to pass, `bad` known to fail.
+    let mut good = 0;
+    let mut good_runs = Vec::new();
+    let mut bad = stack.len();
+    let mut bad_runs = run(&top)?;
+    let mut rounds = 1;
+    if passed(&bad_runs) {
+        good = bad;
+        good_runs = std::mem::take(&mut bad_runs);
+    } else {
+        while bad - good > 1 {
+            let middle = good + (bad - good) / 2;
+            let runs = run(&stack[middle - 1].1)?;
+            rounds += 1;
+            if passed(&runs) {
+                (good, good_runs) = (middle, runs);
+            } else {
+                (bad, bad_runs) = (middle, runs);
+            }
+        }
+    }
+    let size = stack.len();
+    let mut outcomes = Vec::new();
+    if good < size {
+        let (index, _, receipt) = &mut stack[good];
+        receipt.checks = std::mem::take(&mut bad_runs);
+        receipt.verdict = "checks failed".into();
+        receipt.notes.push(format!(
+            "checked in a batch of {size}; the checks failed, and {rounds} run(s) bisected the failure to this entry"
+        ));
+        outcomes.push((*index, Landed::ChecksFailed(std::mem::take(receipt))));
+    }
+    if good == 0 {
+        return Ok(outcomes);
+    }
+    let landed_at = stack[good - 1].1.clone();
+    let mut landing_now = Vec::new();
+    for (index, own, mut receipt) in stack.into_iter().take(good) {
+        receipt.checks.clone_from(&good_runs);
+        receipt.verdict = "checked".into();
+        receipt.merged.clone_from(&landed_at);
+        if good > 1 {
+            receipt.notes.push(format!(
+                "landed in a batch of {good} (its own commit {}), checked together at {}",
+                short(&own),
+                short(&landed_at)
+            ));
+        }
+        record_checked(&entries[index], &base, &landed_at, &receipt).map_err(LaneError::Record)?;
+        landing_now.push((index, receipt));
+    }
+    crate::fault::point("land-checked");
+    let mut notes = Vec::new();
+    let reason = format!("fleet: land a batch of {good} ({})", first.id);
+    let moved = swap_base(&repo, &landing.base, (&base, &landed_at), &reason, &mut notes)?;
+    for (index, mut receipt) in landing_now {
+        receipt.notes.extend(notes.iter().cloned());
+        if moved {
+            receipt.verdict = "landed".into();
+            outcomes.push((index, Landed::Landed(receipt)));
+        } else {
+            receipt.verdict = "base moved".into();
+            outcomes.push((index, Landed::BaseMoved(receipt)));
+        }
+    }
+    if moved {
+        crate::fault::point("land-landed");
+    }
+    outcomes.sort_by_key(|(index, _)| *index);
+    Ok(outcomes)
 }
 
 /// A checked entry after a restart: done, due to move, or to merge again (`None`).
@@ -237,9 +384,20 @@ fn finish_checked(
 ) -> Result<Option<Landed>, LaneError> {
     let tip = repo.commit_of(&format!("refs/heads/{}", entry.landing.base))?;
     let mut receipt = entry.landing.receipt.clone().unwrap_or_default();
-    if tip.as_deref() == Some(merged) {
+    // The base at the merged commit, or past it (something landed on top meanwhile): the move
+    // happened; the work is on the base, never to be merged a second time.
+    let moved = match tip.as_deref() {
+        Some(tip) if tip == merged => true,
+        Some(tip) if tip != base => repo.is_ancestor(merged, tip)?,
+        _ => false,
+    };
+    if moved {
         receipt.verdict = "landed".into();
+        receipt.merged = merged.to_owned();
         receipt.notes.push("the base had moved before a restart; finished".into());
+        if tip.as_deref() == Some(merged) {
+            catch_up_checkouts(repo, &entry.landing.base, (base, merged), &mut receipt.notes)?;
+        }
         return Ok(Some(Landed::Landed(receipt)));
     }
     if tip.as_deref() == Some(base) {
@@ -294,6 +452,7 @@ pub fn swap_base(
     if !moved.status.success() {
         return Ok(false);
     }
+    crate::fault::point("land-ref-moved");
     for (dir, clean) in clean {
         let shown = dir.display();
         if !clean {
@@ -312,6 +471,33 @@ pub fn swap_base(
         }
     }
     Ok(true)
+}
+
+/// After a crash between the base ref's move and the update of its checkouts: brings up to
+/// date each checkout of `branch` that still holds exactly `old` (its index is `old`'s tree
+/// and its files match the index — what a clean checkout left half-way looks like); any other
+/// is a person's work and is left alone (`read-tree -m -u` keeps untracked files, and refuses
+/// to overwrite one).
+pub fn catch_up_checkouts(
+    repo: &Git,
+    branch: &str,
+    (old, new): (&str, &str),
+    notes: &mut Vec<String>,
+) -> Result<(), GitError> {
+    for dir in checkouts_of(repo, &format!("refs/heads/{branch}"))? {
+        let checkout = Git::at(&dir);
+        let at_old = checkout.test(&["diff-index", "--cached", "--quiet", old, "--"])?
+            && checkout.test(&["diff", "--quiet"])?;
+        if !at_old {
+            continue;
+        }
+        let shown = dir.display();
+        match checkout.run(&["read-tree", "-m", "-u", old, new]) {
+            Ok(_) => notes.push(format!("checkout {shown} brought up to date after a restart")),
+            Err(error) => notes.push(format!("checkout {shown} not updated: {error}")),
+        }
+    }
+    Ok(())
 }
 
 /// The abbreviated form of a commit id.

@@ -257,6 +257,7 @@ pub fn remove(id: &str, landing: &Landing) -> Result<u64, WorktreeError> {
         freed = disk_usage(&path);
         repo.run(&["worktree", "remove", "--force", &path.display().to_string()])?;
     }
+    crate::fault::point("gc-worktree-removed");
     let _ = repo.run(&["worktree", "prune"]);
     if repo.commit_of(&format!("refs/heads/{}", landing.branch))?.is_some() {
         repo.run(&["branch", "-D", "--quiet", &landing.branch])?;

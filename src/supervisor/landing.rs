@@ -37,8 +37,8 @@ pub const MAX_CONFLICT_ROUNDS: u32 = 3;
 /// What the queue holds now: the next entry of each free lane, and how many entries wait.
 #[derive(Debug, Default)]
 pub struct Waiting {
-    /// The next entry of each lane that is not busy.
-    pub next: Vec<Entry>,
+    /// The next entries of each lane that is not busy (up to `merge.batch`), in their order.
+    pub next: Vec<Vec<Entry>>,
     /// Entries that can be worked on (not waiting for a resolution task), in every lane.
     pub ready: usize,
     /// Entries waiting for their resolution task, or for a person's review.
@@ -62,13 +62,13 @@ pub struct LandReport {
 }
 
 /// Reads the queue: puts back entries whose resolution task closed, and returns the next
-/// entry of each lane not in `busy`. With `review` (`merge.review = true`), an entry no person
-/// approved waits (counted with the blocked ones).
+/// entries (up to `batch`) of each lane not in `busy`. With `review` (`merge.review = true`),
+/// an entry no person approved waits (counted with the blocked ones).
 pub fn scan(
     store: &Store,
     actor: &str,
     busy: &BTreeSet<LaneKey>,
-    review: bool,
+    (review, batch): (bool, usize),
 ) -> Result<Waiting, StoreError> {
     let now = Timestamp::now();
     let mut entries: Vec<Entry> = Vec::new();
@@ -113,19 +113,26 @@ pub fn scan(
     }
     let ready = entries.len();
     let blocked = resolved_count + in_review;
-    let mut lanes: BTreeMap<LaneKey, Entry> = BTreeMap::new();
+    let mut lanes: BTreeMap<LaneKey, Vec<Entry>> = BTreeMap::new();
     for entry in entries {
         let key = entry.lane();
-        if busy.contains(&key) {
-            continue;
-        }
-        let better =
-            lanes.get(&key).is_none_or(|best| lane::rank(&entry, now) < lane::rank(best, now));
-        if better {
-            lanes.insert(key, entry);
+        if !busy.contains(&key) {
+            lanes.entry(key).or_default().push(entry);
         }
     }
-    Ok(Waiting { next: lanes.into_values().collect(), ready: ready + requeued, blocked })
+    // An entry found checked (a restart after a kill mid-move) goes first: its move is
+    // finished before anything else lands on the base.
+    let order =
+        |e: &Entry| (!matches!(e.landing.state, LandState::Checked { .. }), lane::rank(e, now));
+    let next = lanes
+        .into_values()
+        .map(|mut lane| {
+            lane.sort_by_cached_key(order);
+            lane.truncate(batch.max(1));
+            lane
+        })
+        .collect();
+    Ok(Waiting { next, ready: ready + requeued, blocked })
 }
 
 fn entry_of(issue: &Issue, reason: &str, at: Timestamp, no_changes: bool) -> Entry {
@@ -207,6 +214,84 @@ pub fn land_one(
     }
     report.millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     report
+}
+
+/// Lands the next entries of one lane: one at a time (`land_one`) when `merge.batch` is 1,
+/// the head was found checked (a restart finishes its move first), or the base is pushed after
+/// each landing; otherwise as one batch (`crate::land::lane::land_batch`: checked together,
+/// a failure bisected to its culprit). One report per entry dealt with; the others stay queued.
+pub fn land_lane(
+    store: &Store,
+    actor: &str,
+    home: PathBuf,
+    entries: &[Entry],
+    (config, redactor): (&RuntimeConfig, &Redactor),
+) -> Vec<LandReport> {
+    let Some(first) = entries.first() else { return Vec::new() };
+    let single = entries.len() == 1
+        || matches!(first.landing.state, LandState::Checked { .. })
+        || !config.merge.push.is_empty();
+    if single {
+        return vec![land_one(store, actor, home, first, (config, redactor))];
+    }
+    let started = std::time::Instant::now();
+    let settings = LaneSettings {
+        home,
+        checks: config.merge.checks.clone(),
+        timeout: config.merge.check_timeout(),
+        strategy: config.merge.strategy(),
+        push: String::new(),
+    };
+    // Dropped or rejected by a person since the scan: left out.
+    let batch: Vec<Entry> = entries
+        .iter()
+        .filter(|e| record(store, actor, LandStep::Started { id: e.id.clone() }, None).is_ok())
+        .cloned()
+        .collect();
+    let report_of = |entry: &Entry| LandReport {
+        id: entry.id.clone(),
+        lane: format!("{} {}", entry.landing.repo, entry.landing.base),
+        verdict: String::new(),
+        merged: String::new(),
+        detail: String::new(),
+        millis: 0,
+    };
+    let mut record_checked = |entry: &Entry, base: &str, merged: &str, receipt: &Receipt| {
+        let step = LandStep::Checked {
+            id: entry.id.clone(),
+            base: base.to_owned(),
+            merged: merged.to_owned(),
+            receipt: receipt.clone(),
+        };
+        record(store, actor, step, Some(redactor)).map(|_| ()).map_err(|e| e.to_string())
+    };
+    let mut reports = Vec::new();
+    match lane::land_batch(&settings, &batch, &mut record_checked) {
+        Ok(outcomes) => {
+            for (index, landed) in outcomes {
+                let Some(entry) = batch.get(index) else { continue };
+                let mut report = report_of(entry);
+                if let Err(error) =
+                    apply(store, actor, entry, landed, (config, redactor), &mut report)
+                {
+                    report.verdict = "error".into();
+                    report.detail = format!("recording the landing failed: {error}");
+                }
+                reports.push(report);
+            }
+        }
+        Err(error) => {
+            let mut report = report_of(first);
+            report.verdict = "error".into();
+            report.detail = format!("{error}; the entries stay in the queue");
+            reports.push(report);
+        }
+    }
+    let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    for report in &mut reports {
+        report.millis = millis;
+    }
+    reports
 }
 
 /// Records what landing `entry` came to.

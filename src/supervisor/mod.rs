@@ -59,6 +59,7 @@ use tokio::task::JoinSet;
 
 use crate::claim;
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
+use crate::land::lane::{Entry, LaneKey};
 use crate::land::worktree;
 use crate::model::{FleetFields, Issue, Status};
 use crate::op::IssuePatch;
@@ -683,7 +684,7 @@ impl Supervisor {
         );
         let (signals_tx, mut signals) = mpsc::unbounded_channel();
         let mut runners: JoinSet<Finished> = JoinSet::new();
-        let mut landings: JoinSet<landing::LandReport> = JoinSet::new();
+        let mut landings: JoinSet<(LaneKey, Vec<landing::LandReport>)> = JoinSet::new();
         let mut children = child_exits();
         let mut last_changes = u64::MAX;
         let store_path = self.store.path();
@@ -749,8 +750,8 @@ impl Supervisor {
                     next_recheck = tokio::time::Instant::now();
                 }
                 Some(done) = landings.join_next() => {
-                    if let Ok(report) = done {
-                        self.landed(report);
+                    if let Ok((lane, reports)) = done {
+                        self.landed(&lane, reports);
                     }
                     next_recheck = tokio::time::Instant::now();
                 }
@@ -765,8 +766,8 @@ impl Supervisor {
         // A landing under way finishes (its checks are bounded by their timeout): stopping
         // it halfway would only make the next run redo it.
         while let Some(done) = landings.join_next().await {
-            if let Ok(report) = done {
-                self.landed(report);
+            if let Ok((lane, reports)) = done {
+                self.landed(&lane, reports);
             }
         }
         if let Some(syncing) = syncing {
@@ -1441,12 +1442,12 @@ impl Supervisor {
     }
 
     /// Reads the merge queue and starts landing the next entry of every free lane.
-    async fn drive_lanes(&mut self, landings: &mut JoinSet<landing::LandReport>) {
+    async fn drive_lanes(&mut self, landings: &mut JoinSet<(LaneKey, Vec<landing::LandReport>)>) {
         self.landing_due = false;
         let busy = self.lanes_busy.clone();
         let actor = self.me.name.clone();
-        let review = self.cfg().merge.review;
-        let read = self.blocking(move |store| landing::scan(store, &actor, &busy, review)).await;
+        let how = (self.cfg().merge.review, self.cfg().merge.batch);
+        let read = self.blocking(move |store| landing::scan(store, &actor, &busy, how)).await;
         let waiting = match read {
             Ok(waiting) => waiting,
             Err(error) => {
@@ -1456,27 +1457,32 @@ impl Supervisor {
         };
         self.landing_ready = waiting.ready;
         self.landing_waiting = waiting.ready + waiting.blocked;
-        for entry in waiting.next {
-            self.lanes_busy.insert(entry.lane());
+        for entries in waiting.next {
+            let Some(lane) = entries.first().map(Entry::lane) else { continue };
+            self.lanes_busy.insert(lane.clone());
             let store = Arc::clone(&self.store);
             let actor = self.me.name.clone();
             let home = self.options.home.clone();
             let config = self.cfg().clone();
             let redactor = self.redactor().clone();
             landings.spawn_blocking(move || {
-                landing::land_one(&store, &actor, home, &entry, (&config, &redactor))
+                let reports =
+                    landing::land_lane(&store, &actor, home, &entries, (&config, &redactor));
+                (lane, reports)
             });
         }
     }
 
     /// A lane finished with an entry: reported, and the queue read again.
-    fn landed(&mut self, report: landing::LandReport) {
-        self.lanes_busy.retain(|lane| format!("{} {}", lane.repo, lane.base) != report.lane);
+    fn landed(&mut self, lane: &LaneKey, reports: Vec<landing::LandReport>) {
+        self.lanes_busy.remove(lane);
         self.landing_due = true;
-        if report.verdict == "error" {
-            tracing::error!(task = %report.id, "landing failed: {}", report.detail);
+        for report in reports {
+            if report.verdict == "error" {
+                tracing::error!(task = %report.id, "landing failed: {}", report.detail);
+            }
+            self.emit(Event::Land(report));
         }
-        self.emit(Event::Land(report));
     }
 
     /// Writes an attempt's outcome to the queue, and pauses or clears its coder.

@@ -620,3 +620,125 @@ fn the_agent_is_told_to_commit_on_its_own_branch() {
     let outside = fleet.ws.run(&["bd", "prime"]).ok().stdout;
     assert!(!outside.contains("## Your branch"), "{outside}");
 }
+
+/// Issue 30's crash safety: the supervisor (or `fleet gc`) killed with SIGKILL at each point of
+/// a merge — after the checks passed, once "checked" is recorded, right after the base ref's
+/// compare-and-swap (before the person's checkout is brought up to date and before the task's
+/// close), after the landing before the close, and half-way through the cleanup (tip archived,
+/// worktree removed). After each kill the base is at the old commit or at a checked one; after
+/// a restart the task is closed, its work on the base exactly once (one `Fleet-Task:` trailer),
+/// the person's clean checkout up to date, and no worktree or `fleet/*` branch left.
+#[test]
+fn a_kill_at_every_point_of_a_merge_lands_the_work_exactly_once() {
+    // (fault point, killed in `fleet gc` rather than in `fleet run`)
+    let points = [
+        ("land-checks-passed", false),
+        ("land-checked", false),
+        ("land-ref-moved", false),
+        ("land-landed", false),
+        ("gc-archived", true),
+        ("gc-worktree-removed", true),
+    ];
+    for (point, in_gc) in points {
+        let repo = Repo::new();
+        let before = repo.main();
+        let fleet = fleet(&["test -f z.txt"], &[]);
+        let script = "echo z > z.txt && git add z.txt && git commit -qm z";
+        let id = task(&fleet, &repo, "add z", script, &[]);
+        let doomed = if in_gc {
+            fleet.run_until_idle(&[]).ok();
+            fleet.ws.command(&["gc"]).env("FLEET_FAULT", point).output().expect("fleet gc")
+        } else {
+            let mut run = fleet.ws.command(&["run", "--until-idle"]);
+            run.env("FLEET_FAULT", point);
+            let finished = crate::harness::Supervisor::spawn(run).wait();
+            assert_eq!(finished.code, -1, "{point}: not killed\n{}", finished.stdout());
+            std::process::Command::new("true").output().expect("true")
+        };
+        if in_gc {
+            assert!(doomed.status.code().is_none(), "{point}: fleet gc was not killed");
+        }
+        // The base is at the old commit, or at one whose checks passed.
+        let now = repo.main();
+        if now != before {
+            assert_eq!(repo.git(&["rev-parse", "main^"]), before, "{point}");
+            repo.git(&["cat-file", "-e", "main:z.txt"]);
+        }
+        let status = fleet.show(&id)["status"].clone();
+        if !in_gc {
+            assert_eq!(status, "in_progress", "{point}: closed before its work landed");
+        }
+        fleet.run_until_idle(&[]).ok();
+        assert_eq!(fleet.show(&id)["status"], "closed", "{point}");
+        let messages = repo.git(&["log", "--format=%B", "main"]);
+        let trailer = format!("Fleet-Task: {id}");
+        assert_eq!(messages.matches(&trailer).count(), 1, "{point}: landed once\n{messages}");
+        assert_eq!(repo.landed().len(), 1, "{point}");
+        // The person's checkout of main was clean: it is brought up to date, nothing staged.
+        assert!(repo.path.join("z.txt").is_file(), "{point}: checkout not brought up to date");
+        assert_eq!(repo.git(&["status", "--porcelain"]), "", "{point}");
+        fleet.ws.run(&["gc"]).ok();
+        assert_eq!(repo.git(&["branch", "--list", "fleet/*"]), "", "{point}");
+        let trees = repo.git(&["worktree", "list"]);
+        assert!(!trees.contains("/worktrees/t-"), "{point}: stray worktree\n{trees}");
+        assert!(!worktree(&fleet, &id).exists(), "{point}");
+        repo.git(&["cat-file", "-e", &format!("refs/fleet/archive/{id}")]);
+    }
+}
+
+/// Issue 30's batching: four ready entries, `merge.batch = 4`, the second breaking the check.
+/// The stack of four fails, the bisection finds the culprit (the checks on the first two, then
+/// on the first), the first lands, the culprit goes back with the failure (blocked here:
+/// max_failures = 1), and the two after it land together in the next round. main is never at
+/// a tree that fails the check.
+#[test]
+fn a_batch_bisects_a_failure_to_its_culprit_and_lands_the_rest() {
+    let repo = Repo::new();
+    let fleet = fleet(&[], &[]);
+    let settings = [("coder", "\"exec\""), ("max_concurrent", "4"), ("max_failures", "1")];
+    let merge = "\n[merge]\nchecks = [\"test ! -f bad.txt\"]\nbatch = 4\n";
+    fleet.configure_with(&settings, &format!("{merge}review = true\n"));
+    let script = |f: &str| format!("echo {f} > {f}.txt && git add {f}.txt && git commit -qm {f}");
+    let ids: Vec<String> = ["a", "bad", "c", "d"]
+        .iter()
+        .enumerate()
+        .map(|(n, f)| {
+            let priority = n.to_string();
+            task(&fleet, &repo, &format!("make {f}"), &script(f), &["-p", &priority])
+        })
+        .collect();
+    // All four wait for review, so that the lane finds them ready at once.
+    let run = fleet.start(&[]);
+    run.wait_until("four entries to wait for review", || {
+        let all = waiting(&fleet);
+        (all.len() == 4 && all.iter().all(|(_, s)| s == "waiting for review")).then_some(())
+    });
+    run.stop();
+    for id in &ids {
+        fleet.ws.run(&["approve", id]).ok();
+    }
+    fleet.configure_with(&settings, merge);
+    let started = std::time::Instant::now();
+    let done = fleet.run_until_idle(&[]);
+    let landed: Vec<String> = repo.landed().iter().map(|c| task_of(&repo, c)).collect();
+    assert_eq!(landed, [ids[0].clone(), ids[2].clone(), ids[3].clone()], "{}", done.stdout());
+    for commit in repo.landed() {
+        let listed = repo.git(&["ls-tree", "--name-only", &commit, "bad.txt"]);
+        assert_eq!(listed, "", "main was at a failing tree");
+    }
+    for n in [0, 2, 3] {
+        assert_eq!(fleet.show(&ids[n])["status"], "closed");
+    }
+    let culprit = &ids[1];
+    assert_eq!(fleet.show(culprit)["status"], "blocked");
+    let said = fleet.comments(culprit).join("\n");
+    assert!(said.contains("the check `test ! -f bad.txt` exited 1"), "{said}");
+    let receipt = fleet.ws.json(&["task", culprit, "receipt"])["receipt"].clone();
+    let notes = receipt["notes"].to_string();
+    assert!(notes.contains("batch of 4") && notes.contains("3 run(s) bisected"), "{notes}");
+    // c and d went through together: one check run at d's commit.
+    let receipt = fleet.ws.json(&["task", &ids[2], "receipt"])["receipt"].clone();
+    assert!(receipt["notes"].to_string().contains("landed in a batch of 2"), "{receipt}");
+    assert_eq!(receipt["merged"], repo.main());
+    eprintln!("batch landing run: {:?}", started.elapsed());
+}
