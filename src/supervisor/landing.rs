@@ -423,7 +423,8 @@ fn conflict(
             blocked: Some(reason),
         });
     }
-    let resolve = resolution_task(&issue, files, base_change);
+    let merging = start_merge(&entry.landing);
+    let resolve = resolution_task(&issue, files, base_change, merging);
     report.detail = format!(
         "conflicts with {} in {}; a resolution task blocks it",
         landing.base,
@@ -437,16 +438,50 @@ fn conflict(
     })
 }
 
+/// Starts merging the base into the task's worktree, so the agent resolving the conflict
+/// finds it in its files: `git merge` stops at the conflicts, with the markers written and
+/// `MERGE_HEAD` set. Returns whether the worktree is now in that merge; a worktree that is
+/// not clean, or a merge that does not stop there, is left for the agent to merge itself.
+fn start_merge(landing: &crate::model::Landing) -> bool {
+    let git = crate::land::git::Git::at(&landing.worktree);
+    if git.is_dirty().unwrap_or(true) {
+        return false;
+    }
+    // A merge that stops at conflicts exits 1: that is the state sought, so the exit status
+    // says nothing here; MERGE_HEAD does.
+    let _ = git.output(&["merge", "--no-edit", "--no-ff", &landing.base]);
+    let merging = git.test(&["rev-parse", "-q", "--verify", "MERGE_HEAD"]).unwrap_or(false);
+    if !merging {
+        // Not a merge stopped at conflicts (it failed, or went through): leave nothing half-done.
+        let _ = git.output(&["merge", "--abort"]);
+    }
+    merging
+}
+
 /// The child task that resolves a conflict: same coder, in the task's worktree (shared with
-/// it: `isolation = none`), with the conflicting files and the base's change.
-fn resolution_task(issue: &Issue, files: &[String], base_change: &str) -> CreateRequest {
+/// it: `isolation = none`), with the conflicting files and the base's change; `merging` when
+/// fleet has already started the merge of the base there ([`start_merge`]).
+fn resolution_task(
+    issue: &Issue,
+    files: &[String],
+    base_change: &str,
+    merging: bool,
+) -> CreateRequest {
     let landing = issue.fleet.land.clone().unwrap_or_default();
     let listed: Vec<String> = files.iter().map(|f| format!("- {f}")).collect();
+    let todo = if merging {
+        "fleet has started `git merge {base}` there and it stopped at the conflicts: their \
+markers are in the files. Resolve them keeping the intent of both sides, `git add` them, \
+`git commit` to finish the merge on {branch}"
+    } else {
+        "run `git merge {base}`, resolve the conflicts keeping the intent of both sides, commit \
+the merge on {branch}"
+    };
+    let todo = todo.replace("{base}", &landing.base).replace("{branch}", &landing.branch);
     let description = format!(
         "The work of {id} (branch {branch}, worktree {worktree}) conflicts with {base}.\n\n\
 Conflicting files:\n{files}\n\nWhat {base} did since the branch was made:\n{change}\n\n\
-In {worktree}: run `git merge {base}`, resolve the conflicts keeping the intent of both sides, \
-commit the merge on {branch}, and close this task. fleet then lands {id} again.",
+In {worktree}: {todo}, and close this task. fleet then lands {id} again.",
         id = issue.id,
         branch = landing.branch,
         worktree = landing.worktree,

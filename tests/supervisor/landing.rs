@@ -5,6 +5,7 @@
 //! test is a few seconds of real git and real processes.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::common::git;
 use crate::harness::Fleet;
@@ -147,6 +148,19 @@ fn a_conflict_yields_a_resolution_task_and_never_reaches_the_base() {
     let resolution = fleet.show(&child);
     assert!(resolution["title"].as_str().unwrap().starts_with("Resolve merge conflict: say"));
     assert!(resolution["description"].as_str().unwrap().contains("- README"));
+    // The resolution starts in the task's worktree with the base merged in up to the conflict.
+    let told = resolution["description"].as_str().unwrap();
+    assert!(told.contains("fleet has started `git merge main` there"), "{told}");
+    let worktree = PathBuf::from(entry["fleet"]["land"]["worktree"].as_str().unwrap());
+    let marked = std::fs::read_to_string(worktree.join("README")).unwrap();
+    assert!(marked.contains("<<<<<<<") && marked.contains(">>>>>>>"), "{marked}");
+    let merge_head = Command::new("git")
+        .arg("-C")
+        .arg(&worktree)
+        .args(["rev-parse", "-q", "--verify", "MERGE_HEAD"])
+        .output()
+        .unwrap();
+    assert!(merge_head.status.success(), "the merge of the base is under way in {worktree:?}");
     let merges = fleet.ws.run(&["merges"]).ok();
     assert!(merges.stdout.contains(&format!("waits for {child}")), "{}", merges.stdout);
 }
