@@ -61,6 +61,47 @@ pub struct LandReport {
     pub millis: u64,
 }
 
+impl LandReport {
+    /// The report of `entry` before anything happened to it.
+    fn of(entry: &Entry) -> LandReport {
+        LandReport {
+            id: entry.id.clone(),
+            lane: format!("{} {}", entry.landing.repo, entry.landing.base),
+            verdict: String::new(),
+            merged: String::new(),
+            detail: String::new(),
+            millis: 0,
+        }
+    }
+}
+
+/// The lane's settings under `config`; `push` is left out of a batch, which never pushes.
+fn lane_settings(home: PathBuf, config: &RuntimeConfig, push: bool) -> LaneSettings {
+    LaneSettings {
+        home,
+        checks: config.merge.checks.clone(),
+        timeout: config.merge.check_timeout(),
+        strategy: config.merge.strategy(),
+        push: if push { config.merge.push.clone() } else { String::new() },
+    }
+}
+
+/// Records that `entry`'s merged commit `merged` on `base` passed its checks.
+fn record_checked(
+    (store, actor, redactor): (&Store, &str, &Redactor),
+    entry: &Entry,
+    (base, merged): (&str, &str),
+    receipt: &Receipt,
+) -> Result<(), String> {
+    let step = LandStep::Checked {
+        id: entry.id.clone(),
+        base: base.to_owned(),
+        merged: merged.to_owned(),
+        receipt: receipt.clone(),
+    };
+    record(store, actor, step, Some(redactor)).map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// Reads the queue: puts back entries whose resolution task closed, and returns the next
 /// entries (up to `batch`) of each lane not in `busy`. With `review` (`merge.review = true`),
 /// an entry no person approved waits (counted with the blocked ones).
@@ -170,21 +211,9 @@ pub fn land_one(
     (config, redactor): (&RuntimeConfig, &Redactor),
 ) -> LandReport {
     let started = std::time::Instant::now();
-    let settings = LaneSettings {
-        home,
-        checks: config.merge.checks.clone(),
-        timeout: config.merge.check_timeout(),
-        strategy: config.merge.strategy(),
-        push: config.merge.push.clone(),
-    };
+    let settings = lane_settings(home, config, true);
     let mut record_checked = |base: &str, merged: &str, receipt: &Receipt| {
-        let step = LandStep::Checked {
-            id: entry.id.clone(),
-            base: base.to_owned(),
-            merged: merged.to_owned(),
-            receipt: receipt.clone(),
-        };
-        record(store, actor, step, Some(redactor)).map(|_| ()).map_err(|e| e.to_string())
+        record_checked((store, actor, redactor), entry, (base, merged), receipt)
     };
     let begin = LandStep::Started { id: entry.id.clone() };
     let result = match record(store, actor, begin, None) {
@@ -192,14 +221,7 @@ pub fn land_one(
         // Dropped or rejected by a person since the scan: nothing to land.
         Err(error) => Err(lane::LaneError::Record(error.to_string())),
     };
-    let mut report = LandReport {
-        id: entry.id.clone(),
-        lane: format!("{} {}", entry.landing.repo, entry.landing.base),
-        verdict: String::new(),
-        merged: String::new(),
-        detail: String::new(),
-        millis: 0,
-    };
+    let mut report = LandReport::of(entry);
     let outcome = match result {
         Ok(landed) => apply(store, actor, entry, landed, (config, redactor), &mut report),
         Err(error) => {
@@ -235,42 +257,22 @@ pub fn land_lane(
         return vec![land_one(store, actor, home, first, (config, redactor))];
     }
     let started = std::time::Instant::now();
-    let settings = LaneSettings {
-        home,
-        checks: config.merge.checks.clone(),
-        timeout: config.merge.check_timeout(),
-        strategy: config.merge.strategy(),
-        push: String::new(),
-    };
+    let settings = lane_settings(home, config, false);
     // Dropped or rejected by a person since the scan: left out.
     let batch: Vec<Entry> = entries
         .iter()
         .filter(|e| record(store, actor, LandStep::Started { id: e.id.clone() }, None).is_ok())
         .cloned()
         .collect();
-    let report_of = |entry: &Entry| LandReport {
-        id: entry.id.clone(),
-        lane: format!("{} {}", entry.landing.repo, entry.landing.base),
-        verdict: String::new(),
-        merged: String::new(),
-        detail: String::new(),
-        millis: 0,
-    };
     let mut record_checked = |entry: &Entry, base: &str, merged: &str, receipt: &Receipt| {
-        let step = LandStep::Checked {
-            id: entry.id.clone(),
-            base: base.to_owned(),
-            merged: merged.to_owned(),
-            receipt: receipt.clone(),
-        };
-        record(store, actor, step, Some(redactor)).map(|_| ()).map_err(|e| e.to_string())
+        record_checked((store, actor, redactor), entry, (base, merged), receipt)
     };
     let mut reports = Vec::new();
     match lane::land_batch(&settings, &batch, &mut record_checked) {
         Ok(outcomes) => {
             for (index, landed) in outcomes {
                 let Some(entry) = batch.get(index) else { continue };
-                let mut report = report_of(entry);
+                let mut report = LandReport::of(entry);
                 if let Err(error) =
                     apply(store, actor, entry, landed, (config, redactor), &mut report)
                 {
@@ -281,7 +283,7 @@ pub fn land_lane(
             }
         }
         Err(error) => {
-            let mut report = report_of(first);
+            let mut report = LandReport::of(first);
             report.verdict = "error".into();
             report.detail = format!("{error}; the entries stay in the queue");
             reports.push(report);
