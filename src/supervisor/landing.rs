@@ -450,8 +450,9 @@ fn start_merge(landing: &crate::model::Landing) -> bool {
         return false;
     }
     // A merge that stops at conflicts exits 1: that is the state sought, so the exit status
-    // says nothing here; MERGE_HEAD does.
-    let _ = git.output(&["merge", "--no-edit", "--no-ff", &landing.base]);
+    // says nothing here; MERGE_HEAD does. `--no-commit`: fleet never commits on the agent's
+    // branch here, even if the merge would go through.
+    let _ = git.output(&["merge", "--no-commit", "--no-ff", &landing.base]);
     let merging = git.test(&["rev-parse", "-q", "--verify", "MERGE_HEAD"]).unwrap_or(false);
     if !merging {
         // Not a merge stopped at conflicts (it failed, or went through): leave nothing half-done.
