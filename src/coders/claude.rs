@@ -241,6 +241,29 @@ struct ContentBlock<'a> {
     input: Option<Value>,
 }
 
+/// An assistant line as both readings see it (the typed [`AssistantLine`] and the general
+/// [`Value`]), so its events are made by one function ([`ClaudeParser::events_of`]).
+struct Assistant<'a> {
+    session: Option<&'a str>,
+    model: Option<&'a str>,
+    /// A subagent's message (`parent_tool_use_id`): its usage is not the session's.
+    subagent: bool,
+    is_error: bool,
+    message_id: &'a str,
+    usage: Option<Usage>,
+    blocks: Vec<Block<'a>>,
+}
+
+/// One content block of an [`Assistant`] line.
+struct Block<'a> {
+    kind: &'a str,
+    text: Option<&'a str>,
+    thinking: Option<&'a str>,
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    input: Option<&'a Value>,
+}
+
 impl ClaudeParser {
     /// The events of a JSON line read as a [`Value`]; the caller gives them their `raw`.
     fn value_line(&mut self, value: Value) -> Vec<AgentEvent> {
@@ -283,116 +306,111 @@ impl ClaudeParser {
         }
     }
 
-    /// The events of an assistant line read by [`AssistantLine`], as
-    /// [`ClaudeParser::assistant_events`] makes them from a [`Value`].
+    /// The events of an assistant line read by [`AssistantLine`] (see [`Assistant`]).
     fn typed_assistant_events(&mut self, line: &AssistantLine<'_>) -> Vec<AgentEvent> {
-        let session = line.session_id.as_deref().map(str::to_owned);
         let message = line.message.as_ref();
-        let synthetic = message.and_then(|m| m.model.as_deref()) == Some("<synthetic>");
-        let subagent = line.parent_tool_use_id.is_some();
-        let is_error = line.error.is_some();
-
-        let mut usage = None;
-        if !synthetic
-            && !subagent
-            && let Some(message) = message
-        {
-            let id = message.id.as_deref().unwrap_or_default();
-            if let Some(raw) = &message.usage
-                && (id.is_empty() || self.first_sight(id))
-            {
-                usage = Some(Usage {
-                    input_tokens: raw.input_tokens,
-                    output_tokens: raw.output_tokens,
-                    cache_creation_input_tokens: raw.cache_creation_input_tokens,
-                    cache_read_input_tokens: raw.cache_read_input_tokens,
-                });
-            }
-        }
-
-        let blocks = message.and_then(|m| m.content.as_deref()).unwrap_or_default();
-        let mut events = Vec::new();
-        for block in blocks {
-            let owned = |text: &Option<Cow<'_, str>>| text.as_deref().map(str::to_owned);
-            let event = match block.kind.as_deref().unwrap_or("") {
-                "text" => AgentEvent::new(EventKind::AssistantText, Value::Null)
-                    .with_text(owned(&block.text)),
-                "thinking" => AgentEvent::new(EventKind::Thinking, Value::Null)
-                    .with_text(owned(&block.thinking)),
-                "tool_use" | "server_tool_use" => {
-                    let name = owned(&block.name);
-                    if let (Some(id), Some(name)) = (owned(&block.id), &name) {
-                        self.tool_names.insert(id, name.clone());
-                    }
-                    let summary = block.input.as_ref().and_then(tool_input_summary);
-                    AgentEvent::new(EventKind::ToolUse, Value::Null)
-                        .with_tool(name)
-                        .with_text(summary)
-                }
-                _ => continue,
-            };
-            events.push(event.with_session(session.clone()).with_error(is_error));
-        }
-        if synthetic && is_error {
-            let parts: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
-            self.last_api_error = (!parts.is_empty()).then(|| parts.join("\n"));
-        }
-        if events.is_empty() && usage.is_some() {
-            // A message with no block we show still reports the context size.
-            events
-                .push(AgentEvent::new(EventKind::AssistantText, Value::Null).with_session(session));
-        }
-        if let Some(first) = events.first_mut() {
-            first.usage = usage;
-        }
-        events
+        let content = message.and_then(|m| m.content.as_deref()).unwrap_or_default();
+        let assistant = Assistant {
+            session: line.session_id.as_deref(),
+            model: message.and_then(|m| m.model.as_deref()),
+            subagent: line.parent_tool_use_id.is_some(),
+            is_error: line.error.is_some(),
+            message_id: message.and_then(|m| m.id.as_deref()).unwrap_or_default(),
+            usage: message.and_then(|m| m.usage.as_ref()).map(|raw| Usage {
+                input_tokens: raw.input_tokens,
+                output_tokens: raw.output_tokens,
+                cache_creation_input_tokens: raw.cache_creation_input_tokens,
+                cache_read_input_tokens: raw.cache_read_input_tokens,
+            }),
+            blocks: content
+                .iter()
+                .map(|block| Block {
+                    kind: block.kind.as_deref().unwrap_or(""),
+                    text: block.text.as_deref(),
+                    thinking: block.thinking.as_deref(),
+                    id: block.id.as_deref(),
+                    name: block.name.as_deref(),
+                    input: block.input.as_ref(),
+                })
+                .collect(),
+        };
+        self.events_of(&assistant, || {
+            let parts: Vec<&str> = content.iter().filter_map(|b| b.text.as_deref()).collect();
+            (!parts.is_empty()).then(|| parts.join("\n"))
+        })
     }
 
-    /// The events of an assistant line, their `raw` left for the caller to fill in.
+    /// The events of an assistant line read as a [`Value`] (see [`Assistant`]).
     fn assistant_events(&mut self, value: &Value) -> Vec<AgentEvent> {
-        let session = json::string_at(value, "session_id");
         let message = value.get("message").unwrap_or(&Value::Null);
-        let synthetic = json::str_at(message, "model") == Some("<synthetic>");
-        let subagent = value.get("parent_tool_use_id").is_some_and(|id| !id.is_null());
-        // The CLI's own "API Error: …" message carries a top-level `error`.
-        let is_error = json::str_at(value, "error").is_some();
+        let content = message.get("content").unwrap_or(&Value::Null);
+        let blocks = content.as_array().map_or(&[][..], Vec::as_slice);
+        let assistant = Assistant {
+            session: json::str_at(value, "session_id"),
+            model: json::str_at(message, "model"),
+            subagent: value.get("parent_tool_use_id").is_some_and(|id| !id.is_null()),
+            // The CLI's own "API Error: …" message carries a top-level `error`.
+            is_error: json::str_at(value, "error").is_some(),
+            message_id: json::str_at(message, "id").unwrap_or_default(),
+            usage: message.get("usage").filter(|u| u.is_object()).map(json::anthropic_usage),
+            blocks: blocks
+                .iter()
+                .map(|block| Block {
+                    kind: json::str_at(block, "type").unwrap_or(""),
+                    text: json::str_at(block, "text"),
+                    thinking: json::str_at(block, "thinking"),
+                    id: json::str_at(block, "id"),
+                    name: json::str_at(block, "name"),
+                    input: block.get("input"),
+                })
+                .collect(),
+        };
+        self.events_of(&assistant, || json::content_text(content))
+    }
 
+    /// The events of an assistant line, their `raw` left for the caller to fill in: one per
+    /// text, thinking or tool-use block, the message's usage on the first (counted once per
+    /// message id, never for a subagent's or the CLI's own synthetic message). A synthetic
+    /// error message's text (`api_error`) is kept for the attempt's final error.
+    fn events_of(
+        &mut self,
+        line: &Assistant<'_>,
+        api_error: impl FnOnce() -> Option<String>,
+    ) -> Vec<AgentEvent> {
+        let session = line.session.map(str::to_owned);
+        let synthetic = line.model == Some("<synthetic>");
         let mut usage = None;
-        if !synthetic && !subagent {
-            let id = json::str_at(message, "id").unwrap_or_default();
-            if let Some(raw) = message.get("usage").filter(|u| u.is_object())
-                && (id.is_empty() || self.first_sight(id))
-            {
-                usage = Some(json::anthropic_usage(raw));
-            }
+        if !synthetic
+            && !line.subagent
+            && line.usage.is_some()
+            && (line.message_id.is_empty() || self.first_sight(line.message_id))
+        {
+            usage.clone_from(&line.usage);
         }
-
-        let blocks =
-            message.get("content").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         let mut events = Vec::new();
-        for block in blocks {
-            let event = match json::str_at(block, "type").unwrap_or("") {
+        for block in &line.blocks {
+            let owned = |text: Option<&str>| text.map(str::to_owned);
+            let event = match block.kind {
                 "text" => AgentEvent::new(EventKind::AssistantText, Value::Null)
-                    .with_text(json::string_at(block, "text")),
+                    .with_text(owned(block.text)),
                 "thinking" => AgentEvent::new(EventKind::Thinking, Value::Null)
-                    .with_text(json::string_at(block, "thinking")),
+                    .with_text(owned(block.thinking)),
                 "tool_use" | "server_tool_use" => {
-                    let name = json::string_at(block, "name");
-                    if let (Some(id), Some(name)) = (json::string_at(block, "id"), &name) {
+                    let name = owned(block.name);
+                    if let (Some(id), Some(name)) = (owned(block.id), &name) {
                         self.tool_names.insert(id, name.clone());
                     }
-                    let summary = block.get("input").and_then(tool_input_summary);
+                    let summary = block.input.and_then(tool_input_summary);
                     AgentEvent::new(EventKind::ToolUse, Value::Null)
                         .with_tool(name)
                         .with_text(summary)
                 }
                 _ => continue,
             };
-            events.push(event.with_session(session.clone()).with_error(is_error));
+            events.push(event.with_session(session.clone()).with_error(line.is_error));
         }
-        if synthetic && is_error {
-            self.last_api_error =
-                json::content_text(message.get("content").unwrap_or(&Value::Null));
+        if synthetic && line.is_error {
+            self.last_api_error = api_error();
         }
         if events.is_empty() && usage.is_some() {
             // A message with no block we show still reports the context size.
