@@ -24,7 +24,7 @@
 //!   its `.gitignore`;
 //! - [`tracker`]: the one layer every front end changes the queue through: requests with
 //!   their rules (close guards, edge rules, foreign ids), turned into ops;
-//! - [`claim`]: claiming, one at a time or grouped into shared transactions;
+//! - [`tracker::claims`]: claiming, one at a time or grouped into shared transactions;
 //! - [`beads`]: beads' own formats: importing JSONL (both eras), legacy SQLite databases and
 //!   Python-fleet homes; exporting JSONL that `bd import` accepts; auto-export;
 //! - [`id`]: beads-style hash ids and child ids;
@@ -58,7 +58,6 @@ pub mod ahead;
 pub mod allocator;
 pub mod beads;
 pub mod bench;
-pub mod claim;
 pub mod cli;
 pub mod coders;
 pub mod config;

@@ -35,7 +35,7 @@ pub struct Setting {
     pub doc: &'static str,
 }
 
-/// `claim_mode`: how claims are decided (see `crate::claim`).
+/// `claim_mode`: how claims are decided (see `crate::tracker::claims`).
 pub const CLAIM_MODE: &str = crate::journal::claims::MODE_KEY;
 /// `export.auto`: write `.beads/issues.jsonl` after every write command.
 pub const EXPORT_AUTO: &str = "export.auto";

@@ -7,7 +7,11 @@
 //!
 //! And every change a command makes is a typed request through one route (`Context::submit`:
 //! the server when one answers, else a transaction of the command's own): the command-line
-//! front ends never open a write transaction or hold a `Writer` themselves.
+//! front ends never open a write transaction or hold a `Writer` themselves. Nor does any other
+//! front end — the supervisor, the merge lane, the importer: write transactions are opened
+//! only by the store, the tracker (requests, the claim service, imports), the server (its
+//! group commit and the direct route), the journal (which replays ops into a store it
+//! rebuilds) and the benchmarks (which build their stores as fixtures).
 
 use std::path::{Path, PathBuf};
 
@@ -75,6 +79,26 @@ fn the_command_line_writes_only_through_requests() {
         offenders.is_empty(),
         "a command opens a write transaction of its own (add a tracker::Request and send it \
          with Context::submit instead):\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Where a write transaction may be opened, or a `Writer` held.
+const WRITERS: [&str; 5] =
+    ["src/store/", "src/tracker/", "src/server/", "src/journal/", "src/bench/"];
+
+#[test]
+fn only_the_store_layer_opens_write_transactions() {
+    let offenders: Vec<String> = program_lines(&["src"])
+        .into_iter()
+        .filter(|(file, _, _)| !WRITERS.iter().any(|allowed| file.starts_with(allowed)))
+        .filter(|(_, _, code)| opens_a_write(code))
+        .map(|(file, n, code)| format!("{file}:{n}: {code}"))
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "a front end opens a write transaction of its own (add a tracker::Request and run it \
+         with tracker::execute_in, or through the claim service):\n{}",
         offenders.join("\n")
     );
 }

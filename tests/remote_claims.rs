@@ -294,6 +294,11 @@ fn an_issue_held_by_another_machine_is_refused_until_released_there() {
     // So is bd's claim.
     b.run(&["bd", "update", "t-r1", "--claim"]).fails(1);
     assert_eq!(show(&b, "t-r1")["status"], "open");
+    // Claiming several where one is held elsewhere claims none: the free one is put back.
+    let refused = b.run(&["update", "t-r2", "t-r1", "--claim"]).fails(1);
+    assert!(refused.stderr.contains("could not claim t-r1"), "{}", refused.stderr);
+    let free = show(&b, "t-r2");
+    assert_eq!((free["status"].as_str(), free["assignee"].as_str()), (Some("open"), None));
 
     // Claiming the next ready issue skips the one held elsewhere.
     assert_eq!(b.json(&["claim"])["id"], "t-r2");

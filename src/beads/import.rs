@@ -33,7 +33,7 @@ use super::jsonl::{BadLine, Line, Record, parse_line};
 use super::{BeadsError, Progress};
 use crate::journal::{self, CommitReport, JournalError};
 use crate::model::{Comment, Dependency, Issue, dep_type, validate_dep_type};
-use crate::store::{Store, StoreError, View, Writer};
+use crate::store::{Store, StoreError, View};
 use crate::time::Clock;
 use crate::tracker;
 
@@ -255,15 +255,23 @@ pub fn run(
         report.fidelity = Fidelity { source: expected.source(), store: None };
         return Ok(report);
     }
-    let ((mut report, ahead), applied) = store.write(actor, clock, |writer| {
-        writer.begin_bulk()?;
-        let plan = plan(Known::of(writer.view())?, &store.prefix(), batch, progress)?;
+    let plan_on = |view: &dyn View| {
+        let plan = plan(Known::of(view)?, &store.prefix(), batch, progress)?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: planned");
-        let report = plan.apply(writer, progress)?;
+        Ok(plan.into_batch(progress))
+    };
+    let applied = || {
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: applied");
-        let ahead = options.commit_journal.and_then(|_| trees_ahead(store, writer));
-        Ok((report, ahead))
-    })?;
+        progress.start("refreshing readiness", 0);
+    };
+    let written = tracker::write_import(
+        store,
+        (actor, clock),
+        plan_on,
+        &applied,
+        options.commit_journal.is_some(),
+    )?;
+    let tracker::ImportWritten { planned: mut report, ahead, applied } = written;
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "import: committed");
     // The applied ops hold a copy of everything imported; freeing a large import's worth of
     // small allocations takes a noticeable fraction of a second, which nobody needs to wait for
@@ -292,14 +300,6 @@ pub fn run(
     })?;
     report.fidelity = Fidelity { source: expected.source(), store: Some(stored) };
     Ok(report)
-}
-
-/// Starts writing the journal commit's trees while the store finishes the import; `None`
-/// (the commit then writes them itself) if the journal cannot be read.
-fn trees_ahead(store: &Store, writer: &Writer<'_>) -> Option<journal::WritingAhead> {
-    journal::write_trees_ahead(store.dir(), writer)
-        .inspect_err(|error| tracing::debug!(%error, "the journal's trees are not written ahead"))
-        .ok()
 }
 
 /// A dry run into a workspace that does not exist yet (with the prefix it would get).
@@ -757,14 +757,11 @@ impl Plan {
         self.report
     }
 
-    /// Applies the plan inside the import's transaction, as bulk ops: new issues in an order
-    /// where the batch's targets come first, each created with the edges whose targets exist
-    /// by then; then changed issues; then the remaining edges, the comments and the memories.
-    fn apply(
-        self,
-        writer: &mut Writer<'_>,
-        progress: &dyn Progress,
-    ) -> Result<ImportReport, StoreError> {
+    /// The plan as the batch the import's transaction writes, and its report: new issues in
+    /// an order where the batch's targets come first, each created with the edges whose
+    /// targets exist by then; then changed issues; then the remaining edges, the comments,
+    /// the memories and the settings.
+    fn into_batch(self, progress: &dyn Progress) -> (tracker::ImportBatch, ImportReport) {
         progress.start("importing", 0);
         let records = self.issues.len() + self.deps.len() + self.comments.len();
         let mut batch = tracker::ImportBatch::with_capacity(records);
@@ -782,15 +779,13 @@ impl Plan {
         }
         later.into_iter().for_each(|dep| batch.edge(dep));
         self.comments.into_iter().for_each(|comment| batch.comment(comment));
-        batch.apply(writer)?;
-        for (key, value) in &self.memories {
-            writer.set_config(&format!("{MEMORY_PREFIX}{key}"), Some(value))?;
+        for (key, value) in self.memories {
+            batch.setting(format!("{MEMORY_PREFIX}{key}"), value);
         }
-        for (key, value) in &self.config {
-            writer.set_config(key, Some(value))?;
+        for (key, value) in self.config {
+            batch.setting(key, value);
         }
-        progress.start("refreshing readiness", 0);
-        Ok(self.report)
+        (batch, self.report)
     }
 }
 

@@ -3,9 +3,9 @@
 use super::context::Context;
 use super::error::CliError;
 use super::output::id_title;
-use crate::claim;
 use crate::store::ReadyFilter;
 use crate::tracker::Request;
+use crate::tracker::claims as claim;
 
 #[derive(Debug, clap::Args)]
 pub struct ClaimArgs {

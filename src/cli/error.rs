@@ -194,13 +194,13 @@ impl From<StoreError> for CliError {
     }
 }
 
-impl From<crate::claim::ClaimError> for CliError {
-    fn from(error: crate::claim::ClaimError) -> CliError {
+impl From<crate::tracker::claims::ClaimError> for CliError {
+    fn from(error: crate::tracker::claims::ClaimError) -> CliError {
         let hint = error
             .claimed_elsewhere()
             .then_some("run `fleet claim` with no id to take the next ready issue");
         match error {
-            crate::claim::ClaimError::Store(error) => error.into(),
+            crate::tracker::claims::ClaimError::Store(error) => error.into(),
             other => CliError { store_hint: hint, ..CliError::new(other.to_string()) },
         }
     }

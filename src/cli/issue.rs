@@ -572,48 +572,9 @@ pub(in crate::cli) fn update_issues(
         ..UpdateRequest::default()
     };
     adjust(&mut request);
-    if args.claim {
-        claim_remotely_first(ctx, &args.ids)?;
-    }
     let updates =
         args.ids.iter().map(|id| UpdateRequest { id: id.clone(), ..request.clone() }).collect();
     Ok(ctx.submit(Request::Update(updates))?.into_summaries()?)
-}
-
-/// `--claim` in remote claim mode: each issue is claimed and confirmed on the remote before
-/// the edit (whose claim is then already held). If one fails, those claimed here are undone
-/// and nothing is edited. In local mode the claim happens in the edit's transaction.
-fn claim_remotely_first(ctx: &Context, ids: &[String]) -> Result<(), CliError> {
-    let store = ctx.store()?;
-    let mode = crate::claim::ClaimMode::of(store).map_err(crate::claim::ClaimError::from)?;
-    if mode == crate::claim::ClaimMode::Local {
-        return Ok(());
-    }
-    let mut claimed: Vec<crate::model::Issue> = Vec::new();
-    for input in ids {
-        let before = store.read()?.resolve(input).and_then(|id| store.read()?.issue(&id));
-        let result = crate::claim::claim(store, ctx.actor(), ctx.clock, input);
-        match (result, before) {
-            (Ok(_), Ok(Some(before))) if before.status == crate::model::Status::Open => {
-                claimed.push(before);
-            }
-            (Ok(_), _) => {}
-            (Err(error), _) => {
-                for before in &claimed {
-                    crate::claim::undo_claim(store, ctx.actor(), ctx.clock, before)?;
-                }
-                if !claimed.is_empty()
-                    && let Err(release) = crate::claim::Claims::of(store)?.drop_released()
-                {
-                    ctx.out.warn(&format!("the remote still holds what was put back: {release}"));
-                }
-                let mut error = CliError::from(error);
-                error.message = format!("could not claim {input}: {}", error.message);
-                return Err(error);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Whether `args` asks for any change at all (fields, a claim, or fleet's task fields).

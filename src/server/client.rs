@@ -19,10 +19,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::wire::{self, Answer, Envelope, Outcome, PROTOCOL_VERSION};
-use crate::claim::{ClaimError, ClaimMode};
 use crate::store::{Store, StoreError};
 use crate::time::Clock;
-use crate::tracker::{Refusal, Reply, Request, Summary};
+use crate::tracker::claims::{self, ClaimError};
+use crate::tracker::{Refusal, Reply, Request};
 
 /// What came of sending a request.
 #[derive(Debug)]
@@ -340,45 +340,15 @@ fn apply_directly(
     id: Option<ulid::Ulid>,
     request: &Request,
 ) -> Result<Reply, StoreError> {
-    let remote = || ClaimMode::of(store).map(|mode| mode == ClaimMode::Remote);
-    if request.claims() && remote().map_err(|e| claim_error(e.into()))? {
-        return claim_through_remote(store, actor, clock, request);
+    // A claim in remote claim mode is confirmed on the git remote by the claim service; the
+    // server never applies these, so there is no request id to check.
+    if request.claims() && claims::decided_remotely(store).map_err(claim_error)? {
+        return claims::submit_remote(store, actor, clock, request).map_err(claim_error);
     }
     let (reply, _) = store.write(actor, clock, |writer| {
         super::apply_once(writer, id, request).map_err(Refusal::into)
     })?;
     Ok(reply)
-}
-
-/// A claim in remote claim mode, which only direct mode makes: decided here, then confirmed on
-/// the git remote (see [`crate::claim`]). The server never applies these, so there is no
-/// request id to check. An update's claim was confirmed by the command before it sent the
-/// update, so the update applies as it is.
-fn claim_through_remote(
-    store: &Store,
-    actor: &str,
-    clock: Clock,
-    request: &Request,
-) -> Result<Reply, StoreError> {
-    let summary =
-        |issue| -> Result<Summary, StoreError> { Ok(store.read()?.summary(issue)?.into()) };
-    match request {
-        Request::Claim { id } => {
-            let issue = crate::claim::claim(store, actor, clock, id).map_err(claim_error)?;
-            Ok(Reply::Summary(Box::new(summary(issue)?)))
-        }
-        Request::ClaimNext { filter } => {
-            let issue =
-                crate::claim::claim_next(store, actor, clock, filter).map_err(claim_error)?;
-            Ok(Reply::Claimed(issue.map(summary).transpose()?.map(Box::new)))
-        }
-        other => {
-            let (reply, _) = store.write(actor, clock, |writer| {
-                super::apply_once(writer, None, other).map_err(Refusal::into)
-            })?;
-            Ok(reply)
-        }
-    }
 }
 
 /// A failed claim as a store error with the claim's words (a refusal of the remote, a bad

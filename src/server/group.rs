@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use super::place::{SharedPlace, Stopped, lock_place};
 use super::wire::{Envelope, Outcome};
-use crate::claim::ClaimMode;
 use crate::store::{Decided, Store, StoreError};
 use crate::time::Clock;
+use crate::tracker::claims;
 use crate::tracker::{Refusal, WireRefusal};
 
 /// Who the server's transactions act as when no request sets an actor (never seen in ops:
@@ -162,7 +162,7 @@ enum Redo {
 
 /// Whether claims are decided in this store alone (not confirmed on a remote).
 fn claims_locally(store: &Store) -> bool {
-    matches!(ClaimMode::of(store), Ok(ClaimMode::Local))
+    matches!(claims::decided_remotely(store), Ok(false))
 }
 
 impl From<WireRefusal> for StoreError {

@@ -212,7 +212,7 @@ impl Writer<'_> {
     }
 
     /// Gives the next claim op this writer stamps the id `id` (what a claims remote's entry
-    /// names, see `crate::claim`).
+    /// names, see `crate::tracker::claims`).
     pub fn name_next_claim(&mut self, id: ulid::Ulid) {
         self.next_claim_id = Some(id);
     }

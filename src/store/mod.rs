@@ -1956,7 +1956,7 @@ mod tests {
         txn.open_table(RETIRED_READY_KEYS).unwrap().insert("t-1", [0u8].as_slice()).unwrap();
         txn.commit().unwrap();
 
-        crate::claim::claim(&store, "b", Clock::System, "t-2").unwrap();
+        crate::tracker::claims::claim(&store, "b", Clock::System, "t-2").unwrap();
 
         let txn = store.writable().unwrap().begin_read().unwrap();
         assert!(txn.open_table(RETIRED_READY_KEYS).is_err(), "the retired table is gone");

@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{Issue, Lease, Status};
 use crate::process;
-use crate::store::{Store, StoreError, Writer};
+use crate::store::{Store, StoreError};
+use crate::tracker::Request;
 
 /// How often a running supervisor refreshes its registration.
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -196,16 +197,17 @@ pub fn registry(store: &Store) -> Result<Vec<Registration>, StoreError> {
         .collect())
 }
 
-/// Writes (registers or refreshes) `registration`.
-pub fn register(writer: &mut Writer<'_>, registration: &Registration) -> Result<(), StoreError> {
-    let bytes = serde_json::to_vec(registration)
+/// The request that registers (or refreshes) `registration`.
+pub fn register(registration: &Registration) -> Result<Request, StoreError> {
+    let json = serde_json::to_string(registration)
         .map_err(|e| StoreError::Corrupt(format!("encoding a supervisor registration: {e}")))?;
-    writer.set_supervisor(&registration.identity.instance, Some(&bytes))
+    let instance = registration.identity.instance.clone();
+    Ok(Request::Register { instance, registration: Some(json) })
 }
 
-/// Removes the registration of `instance`.
-pub fn deregister(writer: &mut Writer<'_>, instance: &str) -> Result<(), StoreError> {
-    writer.set_supervisor(instance, None)
+/// The request that removes the registration of `instance`.
+pub fn deregister(instance: &str) -> Request {
+    Request::Register { instance: instance.to_string(), registration: None }
 }
 
 /// The processes of one attempt, written to `tasks/<id>/attempt.json` when the agent starts,

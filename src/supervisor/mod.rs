@@ -32,6 +32,7 @@
 //! ([`crate::journal::spawn_periodic`]).
 
 pub mod accounts;
+mod claiming;
 pub mod daemon;
 pub mod guard;
 pub mod hold;
@@ -40,10 +41,12 @@ pub mod lease;
 pub mod ledger;
 pub mod outcome;
 pub mod pause;
+mod pausing;
 pub mod prompt;
 pub mod recovery;
 pub mod revocation;
 pub mod runner;
+mod settling;
 pub mod stats;
 pub mod taskdir;
 
@@ -57,24 +60,26 @@ use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::claim;
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
 use crate::land::lane::{Entry, LaneKey};
 use crate::land::worktree;
-use crate::model::{FleetFields, Issue, Status};
-use crate::op::IssuePatch;
+use crate::model::Issue;
 use crate::place::Places;
 use crate::redact::Redactor;
 use crate::store::{ReadyFilter, Store, StoreError};
 use crate::time::Clock;
-use crate::tracker::{self, CloseRequest, UpdateRequest};
+use crate::tracker;
+use crate::tracker::claims as claim;
+use claiming::{Claimed, coder_of};
 use lease::{Identity, Registration};
 use outcome::{Outcome, Verdict};
 use pause::{PauseCause, Pauses, Scope};
+use pausing::rate_limit_detail;
 use recovery::{Reclaimed, Scan};
 use revocation::Touch;
 use runner::{Attempt, Control, RunnerSettings, Signal};
-use taskdir::{TaskDir, TaskRecord};
+use settling::{Finished, task_record};
+use taskdir::TaskDir;
 
 /// The variable holding fleet's log filter. Agents do not inherit it: the supervisor's log
 /// level is not theirs, and their `bd` calls keep beads' quiet stderr.
@@ -286,6 +291,14 @@ pub enum Event {
     StoppingNow {
         agents: usize,
     },
+    /// A claim pass started nothing: `running` agents fill `slots`, and nothing else ready
+    /// could start. Sent once per change of the store (`changes`, its change counter), so a
+    /// script sees that a change was looked at and left waiting; no line in the live view.
+    Waiting {
+        running: usize,
+        slots: usize,
+        changes: u64,
+    },
     /// `--until-idle`: nothing more can run without a human (the pauses say why).
     Idle {
         paused: Vec<String>,
@@ -305,148 +318,6 @@ pub struct Summary {
     /// Every task this run attempted, with the verdict of its last attempt (what
     /// `--until-idle`'s exit status is decided on).
     pub last_verdicts: std::collections::BTreeMap<String, Verdict>,
-}
-
-/// The remote of remote claims failed: claiming waits [`REMOTE_RETRY`] before trying again.
-struct RemoteDown;
-
-/// Why the claim transaction of [`Supervisor::claim_next`] failed.
-struct ClaimFailure {
-    task: Option<String>,
-    error: String,
-    /// The claims remote failed (or could not be set up), not the store.
-    remote: bool,
-    /// The store file is damaged: no claim succeeds until a person repairs it.
-    damaged: bool,
-}
-
-impl ClaimFailure {
-    /// A failure of the store (reading or claiming `task`).
-    fn of_store(task: Option<String>, error: &StoreError) -> ClaimFailure {
-        ClaimFailure { task, error: error.to_string(), remote: false, damaged: error.is_damage() }
-    }
-}
-
-/// The ready task `accept` takes that the supervisor runs next: of the most urgent priority
-/// among them, the oldest (first in, first out: `bd ready` lists the newest first, which would
-/// let old tasks starve behind a stream of new ones). The ready order groups tasks by priority,
-/// so the scan stops at the first task of a less urgent one.
-fn next_in_line(
-    reader: &crate::store::Reader,
-    me: &Identity,
-    now: Timestamp,
-    accept: &dyn Fn(&Issue) -> bool,
-) -> Result<Option<String>, StoreError> {
-    let band = std::cell::Cell::new(None::<u8>);
-    let oldest = std::cell::RefCell::new(None::<(Timestamp, String)>);
-    let look = |issue: &Issue| {
-        if !accept(issue) {
-            return false;
-        }
-        match band.get() {
-            // A less urgent task: the band is over (taking it ends the scan).
-            Some(top) if issue.priority > top => return true,
-            Some(_) => {}
-            None => band.set(Some(issue.priority)),
-        }
-        let mut oldest = oldest.borrow_mut();
-        if oldest.as_ref().is_none_or(|(at, id)| (issue.created_at, &issue.id) < (*at, id)) {
-            *oldest = Some((issue.created_at, issue.id.clone()));
-        }
-        false
-    };
-    reader.first_claimable_where(&me.name, &ReadyFilter::default(), now, &look)?;
-    Ok(oldest.into_inner().map(|(_, id)| id))
-}
-
-/// Claims the ready task `accept` takes that runs next ([`next_in_line`]) through the claim
-/// service (confirmed on the remote first in remote claim mode), counting the attempt and
-/// putting `me`'s lease on it in the claim's transaction. A read comes first so an idle queue
-/// costs no write.
-fn claim_with_lease(
-    store: &Store,
-    me: &Identity,
-    (choice, places): (&Choice, &SharedPlaces),
-    now: Timestamp,
-    accept: &dyn Fn(&Issue) -> bool,
-) -> Result<Option<Claimed>, ClaimFailure> {
-    let filter = ReadyFilter::default();
-    let claims = claim::Claims::of(store).map_err(|e| ClaimFailure {
-        task: None,
-        error: e.to_string(),
-        remote: true,
-        damaged: false,
-    })?;
-    // Tasks another machine holds (remote claim mode) are not candidates.
-    let elsewhere = claims.held_elsewhere();
-    let free = |issue: &Issue| accept(issue) && !elsewhere.contains(&issue.id);
-    let look = store
-        .read()
-        .and_then(|reader| next_in_line(&reader, me, now, &free))
-        .map_err(|error| ClaimFailure::of_store(None, &error))?;
-    let Some(candidate) = look else { return Ok(None) };
-    let (landing, no_worktree) = match plan_landing(store, &candidate, choice, places) {
-        Ok(landing) => (landing, None),
-        Err(reason) => (None, Some(reason)),
-    };
-    let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
-    let mut take = |w: &mut crate::store::Writer<'_>, id: &str| {
-        let issue = tracker::claim(w, id)?;
-        let mut fleet = leased_fields(&issue, me, choice, w.now());
-        if fleet.land.is_none() && id == candidate {
-            fleet.land.clone_from(&landing);
-        }
-        let patch = IssuePatch { fleet: Some(fleet), ..IssuePatch::default() };
-        let id = tracker::update(w, &UpdateRequest::edit(&issue.id, patch))?;
-        w.issue(&id)?.ok_or(StoreError::NotFound(id))
-    };
-    let claimed = claims.claim_next(&me.name, Clock::System, &filter, &chosen, &mut take).map_err(
-        |error| match &error {
-            claim::ClaimError::Store(store) => ClaimFailure::of_store(Some(candidate), store),
-            _ => ClaimFailure {
-                task: Some(candidate),
-                error: error.to_string(),
-                remote: error.remote_failed(),
-                damaged: false,
-            },
-        },
-    )?;
-    Ok(claimed.map(|issue| Claimed { issue, no_worktree }))
-}
-
-/// A task just claimed, and why it cannot have the worktree its isolation asks for (its
-/// attempt then fails uncharged before any agent starts).
-struct Claimed {
-    issue: Issue,
-    no_worktree: Option<String>,
-}
-
-/// The worktree a task about to start its first attempt gets (`crate::land::worktree::plan`):
-/// `None` when it has one already or works in its directory itself; an error (the reason)
-/// when it must have one and cannot — [`Supervisor::start`] then fails the attempt uncharged,
-/// and the agent never works in the shared checkout instead.
-fn plan_landing(
-    store: &Store,
-    id: &str,
-    choice: &Choice,
-    places: &SharedPlaces,
-) -> Result<Option<crate::model::Landing>, String> {
-    let issue = store
-        .read()
-        .and_then(|reader| reader.issue(id))
-        .map_err(|e| format!("reading {id} to plan its worktree failed: {e}"))?
-        .ok_or_else(|| format!("{id} is gone"))?;
-    if issue.fleet.land.is_some() {
-        return Ok(None);
-    }
-    let cwd = resolve_here(places, &issue).map_err(|e| e.to_string())?;
-    let cwd = if cwd.as_os_str().is_empty() { choice.home.clone() } else { cwd };
-    let isolation = worktree::isolation_of(&issue, choice.config.isolation());
-    let target = &choice.config.merge.target;
-    worktree::plan(&choice.home, id, &cwd, isolation, target).map_err(|error| {
-        tracing::warn!(%error, task = %id, "planning the task's worktree failed");
-        error.to_string()
-    })
 }
 
 /// After each periodic sync: the export `sync.export_jsonl` asks for, as `fleet sync` does.
@@ -478,17 +349,6 @@ struct Running {
     /// The account it runs on (empty: none).
     account: String,
     control: watch::Sender<Control>,
-}
-
-/// What a claim needs to lease a task: the config, the coders, and the account each coder with
-/// accounts would run its next attempt on.
-struct Choice {
-    /// `$FLEET_HOME` (where worktrees go).
-    home: PathBuf,
-    config: RuntimeConfig,
-    registry: crate::coders::Registry,
-    /// Coder → account, for the coders with accounts that can start an agent.
-    accounts: HashMap<String, String>,
 }
 
 pub struct Supervisor {
@@ -687,6 +547,8 @@ impl Supervisor {
         let mut landings: JoinSet<(LaneKey, Vec<landing::LandReport>)> = JoinSet::new();
         let mut children = child_exits();
         let mut last_changes = u64::MAX;
+        // The change counter the last `Event::Waiting` was sent at.
+        let mut waited_at: Option<u64> = None;
         let store_path = self.store.path();
         let mut store_stamp: Option<StoreStamp> = None;
         let mut next_recheck = tokio::time::Instant::now();
@@ -725,6 +587,11 @@ impl Supervisor {
                 last_changes = changes;
                 next_recheck = now + RECHECK;
                 let started = self.fill_slots(&mut runners, &stop, &signals_tx).await;
+                if started == 0 && waited_at != Some(changes) {
+                    waited_at = Some(changes);
+                    let (running, slots) = (self.running.len(), self.slots());
+                    self.emit(Event::Waiting { running, slots, changes });
+                }
                 if self.options.until_idle
                     && started == 0
                     && runners.is_empty()
@@ -844,7 +711,9 @@ impl Supervisor {
         }
         let instance = self.me.instance.clone();
         let _ = self
-            .blocking(move |s| s.write("", Clock::System, |w| lease::deregister(w, &instance)))
+            .blocking(move |s| {
+                tracker::execute_in(s, "", Clock::System, &lease::deregister(&instance))
+            })
             .await;
         let tag = self.me.tag();
         let strays = tokio::task::spawn_blocking(move || crate::process::kill_tagged(&tag))
@@ -952,10 +821,12 @@ impl Supervisor {
 
     async fn register(&self) -> Result<(), String> {
         let registration = self.registration();
-        self.blocking(move |s| s.write("", Clock::System, |w| lease::register(w, &registration)))
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("registering the supervisor: {e}"))
+        self.blocking(move |s| {
+            tracker::execute_in(s, "", Clock::System, &lease::register(&registration)?)
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("registering the supervisor: {e}"))
     }
 
     async fn heartbeat(&self) {
@@ -1092,107 +963,6 @@ impl Supervisor {
         true
     }
 
-    /// Claims and starts tasks while slots are free. Returns how many were started.
-    async fn fill_slots(
-        &mut self,
-        runners: &mut JoinSet<Finished>,
-        stop: &watch::Receiver<Stop>,
-        signals: &mpsc::UnboundedSender<Signal>,
-    ) -> usize {
-        let mut started = 0;
-        if self.remote_retry_at.is_some_and(|at| tokio::time::Instant::now() < at) {
-            return 0;
-        }
-        while self.running.len() < self.slots() {
-            let claimed = match self.claim_next().await {
-                Ok(Some(claimed)) => claimed,
-                Ok(None) => break,
-                Err(RemoteDown) => {
-                    self.remote_retry_at = Some(tokio::time::Instant::now() + REMOTE_RETRY);
-                    break;
-                }
-            };
-            started += 1;
-            self.start(claimed, runners, stop, signals);
-        }
-        started
-    }
-
-    /// Claims the next ready task that this supervisor does not already run and whose coder
-    /// is not paused; the same transaction counts the attempt and puts the lease on it. A read
-    /// comes first so an idle queue costs no write. In remote claim mode the remote confirms
-    /// the claim before it is made (`crate::claim`): a task another machine holds is skipped,
-    /// charged nothing; a remote that fails is [`RemoteDown`].
-    async fn claim_next(&mut self) -> Result<Option<Claimed>, RemoteDown> {
-        let me = self.me.clone();
-        let now = Timestamp::now();
-        if self.holds.holds().all.is_some() {
-            return Ok(None);
-        }
-        let (paused, choice) = self.choose_accounts(now);
-        let running: Vec<String> = self.running.keys().cloned().collect();
-        let places = self.places();
-        let result = self
-            .blocking(move |store| -> Result<Option<Claimed>, ClaimFailure> {
-                let accept = |issue: &Issue| {
-                    !running.contains(&issue.id)
-                        && issue.fleet.retry_after.is_none_or(|at| at <= now)
-                        && !paused.contains(&coder_of(issue, &choice.config.coder))
-                        && runnable_here(&places, issue)
-                };
-                claim_with_lease(store, &me, (&choice, &places), now, &accept)
-            })
-            .await;
-        match result {
-            Ok(issue) => {
-                self.damaged = None;
-                Ok(issue)
-            }
-            Err(ClaimFailure { task, error, remote, damaged }) => {
-                match &task {
-                    Some(task) => tracing::error!(%error, %task, "claiming the task failed"),
-                    None => tracing::error!(%error, "looking for a ready task to claim failed"),
-                }
-                if damaged {
-                    self.damaged = Some(error);
-                } else {
-                    self.damaged = None;
-                }
-                if remote { Err(RemoteDown) } else { Ok(None) }
-            }
-        }
-    }
-
-    /// Where `issue` runs on this machine (`crate::place`), if it can.
-    fn place_of(&self, issue: &Issue) -> Option<PathBuf> {
-        resolve_here(&self.places(), issue).ok()
-    }
-
-    /// The coders that cannot start an agent now (paused, held, or every account unusable),
-    /// and for the others with accounts, the account their next attempt would run on.
-    fn choose_accounts(&self, now: Timestamp) -> (Vec<String>, Choice) {
-        let config = self.cfg().clone();
-        let registry = self.config.registry().clone();
-        let holds = self.holds.holds();
-        let mut paused = Vec::new();
-        let mut chosen = HashMap::new();
-        for coder in registry.names() {
-            let Ok(usable) = accounts::availability(&config, coder, &self.pauses, holds, now)
-            else {
-                paused.push(coder.to_owned());
-                continue;
-            };
-            let running_on = |name: &str| {
-                self.running.values().filter(|r| r.coder == coder && r.account == name).count()
-            };
-            if let Some(account) = self.rotation.pick(coder, &usable, running_on) {
-                chosen.insert(coder.to_owned(), account.name.clone());
-            }
-        }
-        let home = self.options.home.clone();
-        (paused, Choice { home, config, registry, accounts: chosen })
-    }
-
     fn start(
         &mut self,
         Claimed { issue, no_worktree }: Claimed,
@@ -1321,126 +1091,6 @@ impl Supervisor {
         }
     }
 
-    fn emit_holds(&self) {
-        let holds = self.holds.holds();
-        self.emit(Event::Held {
-            all: holds.all.is_some(),
-            coders: holds.coders.keys().cloned().collect(),
-            accounts: holds.held_accounts().map(|(account, _)| account).collect(),
-        });
-    }
-
-    fn pause_for_rate_limit(&mut self, scope: &Scope, resets_at: Option<Timestamp>, detail: &str) {
-        let now = Timestamp::now();
-        let default = self.cfg().rate_limit_default_pause();
-        let until = resets_at.filter(|t| *t > now).unwrap_or_else(|| {
-            // The default pause comes from runtime.toml: saturate rather than overflow.
-            let pause = SignedDuration::try_from(default).unwrap_or(SignedDuration::MAX);
-            now.checked_add(pause).unwrap_or(Timestamp::MAX)
-        });
-        if let Some(paused) = self.pauses.rate_limit(scope, until, detail, now) {
-            self.report_pause(paused);
-        }
-    }
-
-    /// Pauses saved by an earlier run that are still in force.
-    fn announce_carried_over_pauses(&self) {
-        let now = Timestamp::now();
-        let carried: Vec<pause::Paused> = self
-            .pauses
-            .all_active(now)
-            .map(|(scope, pause)| pause::Paused {
-                scope: scope.clone(),
-                pause: pause.clone(),
-                news: true,
-            })
-            .collect();
-        let mut coders: Vec<String> = carried.iter().map(|p| p.scope.coder.clone()).collect();
-        coders.dedup();
-        for paused in carried {
-            self.emit_pause(paused);
-        }
-        for coder in coders {
-            self.emit_coder_paused_by_accounts(&coder);
-        }
-    }
-
-    /// Reports a new pause; when it took the last usable account of its coder, also that the
-    /// coder as a whole is paused now.
-    fn report_pause(&self, paused: pause::Paused) {
-        let account_news = paused.news && paused.scope.account.is_some();
-        let coder = paused.scope.coder.clone();
-        self.emit_pause(paused);
-        if account_news {
-            self.emit_coder_paused_by_accounts(&coder);
-        }
-    }
-
-    fn emit_pause(&self, paused: pause::Paused) {
-        let scope = paused.scope;
-        self.emit(Event::Paused {
-            coder: scope.coder.clone(),
-            account: scope.account.clone(),
-            until: paused.pause.until,
-            cause: paused.pause.cause,
-            fix: Self::fix_for(&scope, paused.pause.cause),
-            detail: paused.pause.detail,
-            news: paused.news,
-        });
-    }
-
-    /// Reports `coder` paused as a whole when every one of its accounts is paused.
-    fn emit_coder_paused_by_accounts(&self, coder: &str) {
-        let now = Timestamp::now();
-        let holds = self.holds.holds();
-        let Some(pause) =
-            accounts::coder_paused_by_accounts(self.cfg(), coder, &self.pauses, holds, now)
-        else {
-            return;
-        };
-        self.emit(Event::Paused {
-            coder: coder.to_owned(),
-            account: None,
-            until: pause.until,
-            cause: pause.cause,
-            detail: pause.detail,
-            fix: format!(
-                "nothing to do if a window resets by itself; add accounts to [coders.{coder}] in runtime.toml for more room"
-            ),
-            news: true,
-        });
-    }
-
-    /// What a person can do about a paused coder or account.
-    fn fix_for(scope: &Scope, cause: PauseCause) -> String {
-        let coder = scope.coder.as_str();
-        if let Some(account) = &scope.account {
-            return match cause {
-                PauseCause::RateLimit => format!(
-                    "nothing to do: {coder}'s other accounts go on; {scope} resumes when its window resets"
-                ),
-                _ => format!(
-                    "log in to the account (or fix its key) that [[coders.{coder}.accounts]] name = {account:?} selects in runtime.toml; {coder}'s other accounts go on"
-                ),
-            };
-        }
-        match cause {
-            PauseCause::RateLimit => {
-                "nothing to do: spawning resumes when the window resets".into()
-            }
-            PauseCause::Spawn => format!(
-                "install the {coder} CLI where fleet run finds it (its PATH), or name the program in runtime.toml: [coders.{coder}] program = \"/path/to/cli\""
-            ),
-            PauseCause::Auth => format!(
-                "log in to the {coder} CLI as the user fleet runs as, or give it an API key (in fleet's environment, or [coders.{coder}] env in runtime.toml)"
-            ),
-            PauseCause::Outage => {
-                "nothing to do: the provider is failing; fleet retries the coder with a backoff"
-                    .into()
-            }
-        }
-    }
-
     /// Reads the merge queue and starts landing the next entry of every free lane.
     async fn drive_lanes(&mut self, landings: &mut JoinSet<(LaneKey, Vec<landing::LandReport>)>) {
         self.landing_due = false;
@@ -1482,106 +1132,6 @@ impl Supervisor {
                 tracing::error!(task = %report.id, "landing failed: {}", report.detail);
             }
             self.emit(Event::Land(report));
-        }
-    }
-
-    /// Writes an attempt's outcome to the queue, and pauses or clears its coder.
-    async fn record(&mut self, mut finished: Finished) {
-        let id = finished.id.clone();
-        self.running.remove(&id);
-        RUNNING_AGENTS.store(self.running.len(), std::sync::atomic::Ordering::Relaxed);
-        self.note_shortage(&finished.outcome);
-        self.note_coder_health(&finished);
-        self.join_rate_limit_in_force(&mut finished);
-        let me = self.me.clone();
-        let config = self.cfg().clone();
-        let redactor = self.redactor().clone();
-        let home = self.options.home.clone();
-        let recorded = self
-            .blocking(move |store| {
-                record_outcome(store, &me, &finished, (&config, &redactor), &home)
-            })
-            .await;
-        match recorded {
-            Ok(Some(plan)) => {
-                self.summary.attempts += 1;
-                *self.summary.verdicts.entry(plan.verdict.to_string()).or_default() += 1;
-                self.summary.last_verdicts.insert(id.clone(), plan.verdict);
-                if plan.verdict == Verdict::Queued {
-                    self.landing_due = true;
-                }
-                if let Some(until) = plan.pause_until {
-                    let scope =
-                        Scope::of_attempt(&plan.coder, &plan.account, PauseCause::RateLimit);
-                    self.pause_for_rate_limit(&scope, Some(until), "rate limited");
-                }
-                self.emit(Event::Finished {
-                    id: id.clone(),
-                    verdict: plan.verdict,
-                    comment: plan.comment,
-                });
-            }
-            Ok(None) => {}
-            Err(error) => {
-                tracing::error!(%error, task = %id, "recording the attempt's outcome failed");
-            }
-        }
-    }
-
-    /// An agent that could not start for want of a resource holds spawning to the agents that
-    /// run now (reported once per shortage); while none runs, spawning waits [`SHORTAGE_HOLD`].
-    fn note_shortage(&mut self, outcome: &Outcome) {
-        let Outcome::NoResources { detail } = outcome else { return };
-        let cap = self.running.len();
-        let until = tokio::time::Instant::now() + SHORTAGE_HOLD;
-        let news = self.short.is_none();
-        self.short = Some(Shortage { cap: self.short.map_or(cap, |s| s.cap.min(cap)), until });
-        if news {
-            self.emit(Event::ShortOfResources {
-                detail: detail.clone(),
-                running: cap,
-                hold_secs: SHORTAGE_HOLD.as_secs(),
-            });
-        }
-    }
-
-    /// An attempt that ended rate limited while its scope is paused for a rate limit — the one
-    /// its runner reported as it happened, or another agent's — ran into that pause: its
-    /// outcome ends when the pause does, so recording it neither extends the pause nor writes
-    /// it to the history again. A later reset the outcome knows of still extends it.
-    fn join_rate_limit_in_force(&self, finished: &mut Finished) {
-        let Outcome::RateLimited { resets_at, .. } = &mut finished.outcome else { return };
-        let scope = Scope::of_attempt(&finished.coder, &finished.account, PauseCause::RateLimit);
-        let in_force = self.pauses.active(&scope, Timestamp::now());
-        let Some(pause) = in_force.filter(|p| p.cause == PauseCause::RateLimit) else { return };
-        if resets_at.is_none_or(|at| at <= pause.until) {
-            *resets_at = Some(pause.until);
-        }
-    }
-
-    /// A fault of the fleet pauses the coder (or, for a refused login, the account the attempt
-    /// ran on); an attempt that ran without one clears the fault history of both.
-    fn note_coder_health(&mut self, finished: &Finished) {
-        let now = Timestamp::now();
-        match &finished.outcome {
-            Outcome::CoderFault { cause, detail } => {
-                let scope = Scope::of_attempt(&finished.coder, &finished.account, *cause);
-                if let Some(paused) = self.pauses.fault(&scope, *cause, detail, now) {
-                    self.report_pause(paused);
-                }
-            }
-            Outcome::Shutdown
-            | Outcome::Revoked { .. }
-            | Outcome::SpawnFailed { .. }
-            | Outcome::NoResources { .. }
-            | Outcome::NoWorktree { .. }
-            | Outcome::Contention { .. } => {}
-            _ => {
-                self.pauses.succeeded(&Scope::coder(&finished.coder), now);
-                if !finished.account.is_empty() {
-                    self.pauses.succeeded(&Scope::account(&finished.coder, &finished.account), now);
-                }
-            }
         }
     }
 
@@ -1628,186 +1178,4 @@ fn child_exits() -> mpsc::UnboundedReceiver<()> {
         });
     }
     rx
-}
-
-fn rate_limit_detail(window: Option<&str>, near: Option<f64>) -> String {
-    let window = window.map(|w| format!(" ({w} window)")).unwrap_or_default();
-    match near {
-        Some(pct) => format!("a rate-limit window{window} is {pct:.0}% used"),
-        None => format!("rate limited{window}"),
-    }
-}
-
-/// The coder a task runs with: its own, else the configured default.
-fn coder_of(issue: &Issue, default_coder: &str) -> String {
-    if issue.fleet.coder.is_empty() { default_coder.to_string() } else { issue.fleet.coder.clone() }
-}
-
-/// The fleet fields of a task just claimed: one more attempt, and this supervisor's lease
-/// naming the coder and model the attempt runs with. The coder and model are not frozen on the
-/// task here: that happens when the attempt ran (see [`freeze_coder`]), so a task whose spawn
-/// failed picks up a corrected config.
-fn leased_fields(issue: &Issue, me: &Identity, choice: &Choice, now: Timestamp) -> FleetFields {
-    let (config, registry) = (&choice.config, &choice.registry);
-    let mut fleet = issue.fleet.clone();
-    let coder = coder_of(issue, &config.coder);
-    // The model is resolved only before the first attempt that ran: an empty one ("let the
-    // CLI choose", the default of several coders) stays empty rather than picking up a
-    // `model` set in runtime.toml later.
-    let model = if !fleet.model.is_empty() {
-        fleet.model.clone()
-    } else if fleet.attempts == 0 {
-        registry.get(&coder).map(|c| config.effective_model(c.as_ref(), None)).unwrap_or_default()
-    } else {
-        String::new()
-    };
-    fleet.attempts += 1;
-    fleet.retry_after = None;
-    let attempt = ulid::Ulid::generate().to_string();
-    let mut lease = me.lease(&attempt, &coder, &model, now);
-    lease.account = choice.accounts.get(&coder).cloned().unwrap_or_default();
-    fleet.lease = Some(lease);
-    fleet
-}
-
-/// Freezes the coder and model an attempt ran with on the task (when it has none of its own),
-/// so later config changes do not switch its agent between attempts. Only an attempt that
-/// really ran counts — faults of the fleet freeze nothing — and only while the task is still
-/// this attempt's, or was closed or blocked by it. Returns whether anything changed.
-fn freeze_coder(issue: &mut Issue, finished: &Finished, held: bool) -> bool {
-    let ran = !matches!(
-        finished.outcome,
-        Outcome::CoderFault { .. }
-            | Outcome::SpawnFailed { .. }
-            | Outcome::NoResources { .. }
-            | Outcome::NoWorktree { .. }
-            | Outcome::Contention { .. }
-    );
-    let settled_by_agent =
-        matches!(issue.status, Status::Closed | Status::Blocked) || outcome::queued(issue);
-    if !ran || !(held || settled_by_agent) || !issue.fleet.coder.is_empty() {
-        return false;
-    }
-    issue.fleet.coder.clone_from(&finished.coder);
-    if issue.fleet.model.is_empty() {
-        issue.fleet.model.clone_from(&finished.model);
-    }
-    true
-}
-
-/// What a runner task hands back.
-struct Finished {
-    id: String,
-    attempt: String,
-    coder: String,
-    /// The account the attempt ran on (empty: none).
-    account: String,
-    model: String,
-    outcome: Outcome,
-    /// The coder treats exit 0 as done (`exec`): the supervisor closes the task itself.
-    closes_on_exit_zero: bool,
-}
-
-/// What was recorded for an attempt.
-struct Recorded {
-    verdict: Verdict,
-    comment: String,
-    pause_until: Option<Timestamp>,
-    coder: String,
-    account: String,
-}
-
-/// `task.json`: the task as it runs, with the coder and model of its current attempt.
-fn task_record(issue: &Issue) -> TaskRecord<'_> {
-    let lease = issue.fleet.lease.as_ref();
-    TaskRecord {
-        id: &issue.id,
-        title: &issue.title,
-        description: &issue.description,
-        status: issue.status.as_str(),
-        priority: issue.priority,
-        cwd: &issue.fleet.cwd,
-        coder: lease.map_or(issue.fleet.coder.as_str(), |l| l.coder.as_str()),
-        model: lease.map_or(issue.fleet.model.as_str(), |l| l.model.as_str()),
-        attempts: issue.fleet.attempts,
-        failures: issue.fleet.failures,
-        noclose: issue.fleet.noclose,
-        stalls: issue.fleet.stalls,
-        context_resets: issue.fleet.context_resets,
-        updated_at: issue.updated_at,
-    }
-}
-
-/// Whether `issue` is still in progress under this very attempt.
-fn held_by_attempt(issue: &Issue, me: &Identity, attempt: &str) -> bool {
-    me.holds(issue) && issue.fleet.lease.as_ref().is_some_and(|l| l.attempt == attempt)
-}
-
-/// Applies the plan for an attempt's outcome in one transaction under the config in force
-/// and its redactor; `None` if the task is gone.
-fn record_outcome(
-    store: &Store,
-    me: &Identity,
-    finished: &Finished,
-    (config, redactor): (&RuntimeConfig, &Redactor),
-    home: &Path,
-) -> Result<Option<Recorded>, StoreError> {
-    let id = finished.id.as_str();
-    let (recorded, _) = store.write(&me.name, Clock::System, |w| {
-        let Some(mut issue) = w.issue(id)? else { return Ok(None) };
-        let succeeded = matches!(finished.outcome, Outcome::Exited { code: Some(0), .. });
-        // A command's exit 0 closes its task only while the task is still in progress under
-        // this attempt: not when the command itself blocked it, or someone took it.
-        if succeeded
-            && finished.closes_on_exit_zero
-            && held_by_attempt(&issue, me, &finished.attempt)
-        {
-            let close = CloseRequest {
-                id: id.to_string(),
-                reason: "command exited 0".to_string(),
-                force: true,
-                system: true,
-                ..CloseRequest::default()
-            };
-            tracker::close(w, &close)?;
-            issue = w.issue(id)?.unwrap_or(issue);
-        }
-        let held = held_by_attempt(&issue, me, &finished.attempt);
-        let frozen = freeze_coder(&mut issue, finished, held);
-        let plan = outcome::plan(&finished.outcome, &issue, held, config, w.now());
-        if plan.release {
-            tracker::release(w, id)?;
-        }
-        let mut patch = plan.patch.clone();
-        if frozen && patch.as_ref().is_none_or(|p| p.fleet.is_none()) {
-            let mut with_coder = patch.unwrap_or_default();
-            with_coder.fleet = Some(issue.fleet.clone());
-            patch = Some(with_coder);
-        }
-        if let Some(mut patch) = patch {
-            if let Some(fleet) = &mut patch.fleet {
-                fleet.lease = None;
-            }
-            tracker::update(w, &UpdateRequest::edit(id, patch))?;
-        }
-        let comment = redactor.redact_text(&plan.comment).into_owned();
-        tracker::comment(w, id, &me.name, &comment)?;
-        Ok(Some((plan, w.issue(id)?)))
-    })?;
-    let Some((plan, after)) = recorded else { return Ok(None) };
-    // task.json is written after the commit: a file write (with its sync) inside the
-    // transaction would hold the store's writer lock, which every other process waits on.
-    if let Ok(dir) = TaskDir::new(home, id) {
-        if let Some(after) = after {
-            let _ = dir.write_record(&task_record(&after), redactor);
-        }
-        let _ = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
-    }
-    Ok(Some(Recorded {
-        verdict: plan.verdict,
-        comment: redactor.redact_text(&plan.comment).into_owned(),
-        pause_until: plan.pause_until,
-        coder: finished.coder.clone(),
-        account: finished.account.clone(),
-    }))
 }

@@ -14,6 +14,7 @@
 //!
 //! [`OpKind`]: crate::op::OpKind
 
+pub mod claims;
 mod close;
 mod create;
 mod deps;
@@ -26,11 +27,13 @@ mod rename;
 mod request;
 mod sections;
 mod settings;
+mod settle;
 
 pub use close::{CloseRequest, close, close_guard};
 pub use create::{CreateRequest, Created, DepSpec, create};
 pub use deps::{add_dependency, edge_at, remove_dependency, resolve_target, set_parent};
-pub use import::{ImportBatch, import_new};
+pub(crate) use import::write_import;
+pub use import::{ImportBatch, ImportWritten, import_new};
 pub use issue::{
     MetadataEdit, UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove,
     put_record, release, reopen, update,
@@ -46,6 +49,7 @@ pub use request::{
 };
 pub use sections::{create_policy, missing_sections, required_sections};
 pub use settings::set_config;
+pub use settle::{Settlement, is_stale, register, settle};
 
 use crate::store::StoreError;
 
@@ -61,6 +65,9 @@ pub enum Refusal {
     Blocked { id: String, blockers: Vec<String> },
     #[error("{0}")]
     Invalid(String),
+    /// A settlement whose task changed after it was decided (`settle`): decide again.
+    #[error("{0} changed while the outcome of its attempt was being recorded")]
+    Stale(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

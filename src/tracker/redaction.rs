@@ -17,7 +17,7 @@
 
 use std::sync::{PoisonError, RwLock};
 
-use super::{CloseRequest, CreateRequest, Request, UpdateRequest};
+use super::{CloseRequest, CreateRequest, Request, Settlement, UpdateRequest};
 use crate::op::IssuePatch;
 use crate::redact::Redactor;
 
@@ -130,6 +130,20 @@ impl CloseRequest {
     }
 }
 
+impl Settlement {
+    /// Masks the secrets in what the settlement writes (never in the task it was decided on,
+    /// which it is compared with).
+    pub fn redact(&mut self, redactor: &Redactor) {
+        if let Some(close) = &mut self.close {
+            close.redact(redactor);
+        }
+        if let Some(patch) = &mut self.patch {
+            patch.redact(redactor);
+        }
+        mask_opt(redactor, &mut self.comment);
+    }
+}
+
 impl Request {
     /// Masks the secrets in every text the request carries into the queue.
     pub fn redact(&mut self, redactor: &Redactor) {
@@ -152,6 +166,8 @@ impl Request {
             Request::Reclaim(reclaim) => {
                 reclaim.tasks.iter_mut().for_each(|task| mask(redactor, &mut task.comment));
             }
+            Request::Settle(settlement) => settlement.redact(redactor),
+            Request::Register { .. } => {}
         }
     }
 }

@@ -62,6 +62,12 @@ pub enum Request {
     /// Takes back the tasks of supervisors that stopped without releasing them and forgets
     /// those supervisors (`super::reclaim`); replies [`Reply::Ids`] (the tasks released).
     Reclaim(Box<super::ReclaimRequest>),
+    /// What an attempt's end writes on its task, if the task is as the settlement was decided
+    /// on (`super::settle`); replies [`Reply::Issue`], the task after.
+    Settle(Box<super::Settlement>),
+    /// Records (or with `None` forgets) a running supervisor's registration, a JSON document
+    /// under its instance id; replies [`Reply::Done`].
+    Register { instance: String, registration: Option<String> },
 }
 
 impl Request {
@@ -111,6 +117,8 @@ pub enum Reply {
     Deleted(Deleted),
     /// The issues a request touched or made.
     Ids(Vec<String>),
+    /// One issue as it stands after the request.
+    Issue(Box<Issue>),
     Done,
 }
 
@@ -148,6 +156,14 @@ impl Reply {
         match self {
             Reply::Created { summary, warning } => Ok(((*summary).into(), warning)),
             other => Err(other.unexpected("a new issue")),
+        }
+    }
+
+    /// The issue a settlement left.
+    pub fn into_issue(self) -> Result<Issue, StoreError> {
+        match self {
+            Reply::Issue(issue) => Ok(*issue),
+            other => Err(other.unexpected("an issue")),
         }
     }
 
@@ -393,6 +409,12 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
         }
         Request::Land(step) => super::land::record(writer, step).map(Reply::Ids),
         Request::Reclaim(reclaim) => super::reclaim(writer, reclaim).map(Reply::Ids),
+        Request::Settle(settlement) => {
+            super::settle(writer, settlement).map(|issue| Reply::Issue(Box::new(issue)))
+        }
+        Request::Register { instance, registration } => {
+            super::register(writer, instance, registration.as_deref()).map(|()| Reply::Done)
+        }
     }
 }
 

@@ -9,21 +9,20 @@ use crate::harness::{Fleet, counter};
 #[test]
 fn task_created_by_another_process_is_picked_up_quickly() {
     let fleet = Fleet::new(&[]);
-    let supervisor = fleet.start(&[]);
-    supervisor.wait_for("the start line", |l| l.starts_with("fleet run: supervising as "));
-    // Let the supervisor settle into waiting on an empty queue.
-    std::thread::sleep(Duration::from_millis(300));
+    let supervisor = fleet.start(&["--json"]);
+    // The supervisor looked at the empty queue and waits on it.
+    supervisor.wait_event("waiting", |e| e["running"] == 0);
 
     let id = fleet.task("Created while running", &["close picked up"]);
     let created = Instant::now();
-    supervisor.wait_started(&id, 1);
+    supervisor.wait_event("claimed", |e| e["id"] == id.as_str());
     let waited = created.elapsed();
     // A generous bound for a loaded machine; the latency goal itself lives in the benchmarks.
     assert!(waited < Duration::from_secs(2), "the new task started after {waited:?}");
 
-    supervisor.wait_for("the close", |l| l.starts_with(&format!("✓ {id} closed: ")));
-    let run = supervisor.stop().ok();
-    assert_eq!(run.lines.last().unwrap(), "fleet run: 1 attempts — closed 1");
+    let finished = supervisor.wait_event("finished", |e| e["id"] == id.as_str());
+    assert_eq!(finished["verdict"], "closed");
+    supervisor.stop().ok();
     assert_eq!(fleet.show(&id)["close_reason"], "picked up");
 }
 

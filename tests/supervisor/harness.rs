@@ -301,6 +301,23 @@ impl Supervisor {
         self.lines().iter().filter(|l| matches(l)).count()
     }
 
+    /// The events of `fleet run --json` so far of type `kind` that satisfy `matches`.
+    pub fn events(&self, kind: &str, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let parse = |line: &String| serde_json::from_str::<Value>(line).ok();
+        self.lines()
+            .iter()
+            .filter_map(parse)
+            .filter(|event| event["type"] == kind && matches(event))
+            .collect()
+    }
+
+    /// Waits for the first event of `fleet run --json` of type `kind` satisfying `matches`.
+    #[track_caller]
+    pub fn wait_event(&self, kind: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        let what = format!("a {kind} event");
+        self.wait_until(&what, || self.events(kind, &matches).into_iter().next())
+    }
+
     /// Polls `check` until it returns `Some`; on timeout, fails showing the output so far.
     #[track_caller]
     pub fn wait_until<T>(&self, what: &str, check: impl FnMut() -> Option<T>) -> T {

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::harness::{Fleet, counter};
 
 fn in_progress(fleet: &Fleet) -> usize {
@@ -34,36 +36,39 @@ fn invalid_runtime_toml_is_reported_and_the_previous_config_kept() {
     let fleet = Fleet::new(&[("max_concurrent", "2")]);
     let first = fleet.task("Long job", &["sleep 30"]);
 
-    let supervisor = fleet.start(&[]);
-    supervisor.wait_started(&first, 1);
+    let supervisor = fleet.start(&["--json"]);
+    supervisor.wait_event("claimed", |e| e["id"] == first.as_str());
 
     fleet.write_config("max_concurrent = [\n");
-    let warning = supervisor.wait_for("the warning", |l| l.starts_with("⚠ "));
-    assert!(
-        warning.starts_with("⚠ runtime.toml is invalid, keeping the previous config: ")
-            && warning.contains("runtime.toml:1:"),
-        "{warning}"
-    );
+    let rejected = supervisor.wait_event("config_rejected", |_| true);
+    assert!(rejected["error"].as_str().unwrap().contains("runtime.toml:1:"), "{rejected}");
 
     // Still working: a new task is claimed and closed.
     let quick = fleet.task("Quick fix", &["close quick"]);
-    supervisor.wait_for("the quick task", |l| l.starts_with(&format!("✓ {quick} closed: ")));
+    let closed = supervisor.wait_event("finished", |e| e["id"] == quick.as_str());
+    assert_eq!(closed["verdict"], "closed");
     // Still with the old values: max_concurrent stays 2 (not the default 3), so of two more
     // long jobs only one starts next to the first.
     let second = fleet.task("Second long job", &["sleep 30"]);
-    supervisor.wait_started(&second, 1);
+    supervisor.wait_event("claimed", |e| e["id"] == second.as_str());
+    // With both slots busy the supervisor looked at the queue after the second's claim; the
+    // next such look is the one after the third task appears (nothing else writes meanwhile).
+    let full = |e: &Value| e["running"] == 2 && e["slots"] == 2;
+    supervisor.wait_event("waiting", full);
+    let looks = supervisor.events("waiting", full).len();
     let third = fleet.task("Third long job", &["sleep 30"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    supervisor.wait_until("a look at the third task", || {
+        (supervisor.events("waiting", full).len() > looks).then_some(())
+    });
     assert_eq!(counter(&fleet.show(&third), "attempts"), 0, "{}", supervisor.lines().join("\n"));
     assert_eq!(in_progress(&fleet), 2);
-    assert_eq!(supervisor.count(|l| l.starts_with("⚠ ")), 1, "the error is reported once");
+    assert_eq!(supervisor.events("config_rejected", |_| true).len(), 1, "reported once");
 
     // Fixing the file applies it.
     fleet.configure(&[("max_concurrent", "3")]);
-    supervisor.wait_for("the reload", |l| l == "⚙ runtime.toml reloaded (max_concurrent = 3)");
-    supervisor.wait_started(&third, 1);
-    let run = supervisor.stop().ok();
-    assert_eq!(run.lines.last().unwrap(), "fleet run: 4 attempts — closed 1, shutdown 3");
+    supervisor.wait_event("config_reloaded", |e| e["max_concurrent"] == 3);
+    supervisor.wait_event("claimed", |e| e["id"] == third.as_str());
+    supervisor.stop().ok();
 }
 
 /// Issue 27: a runtime.toml rewritten in place (empty for a moment, then written) is read

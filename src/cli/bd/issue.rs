@@ -512,7 +512,7 @@ fn closed_lines(closed: &[IssueSummary]) -> String {
 fn claim_next_after_close(ctx: &BdContext) -> Result<(), CliError> {
     let store = ctx.open_store()?;
     let clock = ctx.require_store()?.clock;
-    match crate::claim::claim_next(&store, ctx.actor(), clock, &ReadyFilter::default())? {
+    match crate::tracker::claims::claim_next(&store, ctx.actor(), clock, &ReadyFilter::default())? {
         Some(issue) => {
             ctx.touch(&issue.id);
             ctx.out.note(&format!("✓ Claimed issue: {}", id_title(&issue)));

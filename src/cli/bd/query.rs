@@ -406,8 +406,12 @@ fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), CliError> {
     if let Some(parent) = &filter.parent {
         filter.parent = Some(store.read()?.resolve(parent)?);
     }
-    let claimed =
-        crate::claim::claim_next(&store, ctx.actor(), ctx.require_store()?.clock, &filter)?;
+    let claimed = crate::tracker::claims::claim_next(
+        &store,
+        ctx.actor(),
+        ctx.require_store()?.clock,
+        &filter,
+    )?;
     let summaries = match claimed {
         Some(issue) => {
             ctx.touch(&issue.id);

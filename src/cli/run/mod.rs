@@ -276,6 +276,12 @@ fn log_event(event: &Event) {
         // Not worth a line on the terminal, but the log tells the whole story.
         (None, Event::AgentStarted { id, pid }) => format!("  {id}: agent started (pid {pid})"),
         (None, Event::Stopped { finished }) => format!("stopped after {finished} attempts"),
+        // Once per change of the store: the story in detail, not at info.
+        (None, Event::Waiting { running, slots, changes }) => {
+            let line = format!("waiting: {running} of {slots} slots busy at change {changes}");
+            tracing::debug!(event = kind, "{line}");
+            return;
+        }
         (None, _) => json.to_string(),
     };
     tracing::info!(event = kind, "{line}");
@@ -294,7 +300,7 @@ pub fn event_line(event: &Event) -> Option<String> {
             let model = if model.is_empty() { String::new() } else { format!(", {model}") };
             format!("▶ {id} attempt {attempt} ({coder}{model}): {title}")
         }
-        Event::AgentStarted { .. } | Event::Stopped { .. } => return None,
+        Event::AgentStarted { .. } | Event::Stopped { .. } | Event::Waiting { .. } => return None,
         Event::Finished { id, verdict, comment } => {
             let mark = if *verdict == Verdict::Closed { "✓" } else { "•" };
             let detail = comment.lines().next().unwrap_or_default();
@@ -367,4 +373,21 @@ pub fn summary_line(summary: &Summary) -> String {
         return format!("fleet run: {} attempts", summary.attempts);
     }
     format!("fleet run: {} attempts — {}", summary.attempts, parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The live view's words for a rejected config, and no line for a claim pass that only
+    /// waits (it reaches `--json` and the debug log).
+    #[test]
+    fn a_rejected_config_reads_as_kept_and_waiting_has_no_line() {
+        let rejected = Event::ConfigRejected { error: "runtime.toml:1:18: bad".into() };
+        assert_eq!(
+            event_line(&rejected).as_deref(),
+            Some("⚠ runtime.toml is invalid, keeping the previous config: runtime.toml:1:18: bad")
+        );
+        assert_eq!(event_line(&Event::Waiting { running: 2, slots: 2, changes: 9 }), None);
+    }
 }

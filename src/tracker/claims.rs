@@ -1,13 +1,15 @@
 //! The claim service: the one way any front end — the CLI, `bd`, the socket server's direct
 //! fallback, the supervisor — claims work ([`Claims`]), locally or confirmed on a git remote
 //! as the workspace's `claim_mode` says. Many claimers of one process share the server's
-//! group commit instead ([`crate::server::InProcess`]).
+//! group commit instead ([`crate::server::InProcess`]); a claiming request in remote mode is
+//! never grouped, and goes through [`submit_remote`] here.
 //!
 //! A claim is decided inside one write transaction — open and unassigned (or already the
 //! claimer's) becomes in_progress with the claimer as assignee — so exactly one of any number
 //! of concurrent claimers, in any number of processes, wins an issue. What a claimer records
 //! with its claim (the supervisor's lease and attempt count) goes in the same transaction: the
-//! claimer hands the service a `take` step, run on the chosen issue inside that transaction.
+//! claimer hands the service a [`Record`] step, which says from the claimed issue what else
+//! to write on it.
 //!
 //! # Across machines (`claim_mode = "remote"`)
 //!
@@ -35,6 +37,9 @@ use std::path::{Path, PathBuf};
 
 pub use crate::journal::claims::{ClaimMode, MODE_KEY, REMOTE_KEY};
 use crate::journal::claims::{ClaimsRemote, Confirmed, Here, Holder, RemoteClaimError};
+use jiff::Timestamp;
+
+use super::{Refusal, Reply, Request, Summary, UpdateRequest};
 use crate::model::{Issue, Status};
 use crate::op::{Hlc, IssuePatch};
 use crate::store::{ReadyFilter, Store, StoreError, Writer};
@@ -55,28 +60,47 @@ pub enum ClaimError {
     Remote(#[from] RemoteClaimError),
     #[error("locking {} for a claim: {source}", path.display())]
     InFlight { path: PathBuf, source: std::io::Error },
+    /// One issue of several could not be claimed; those claimed with it were put back.
+    #[error("could not claim {id}: {error}")]
+    Of { id: String, error: Box<ClaimError> },
 }
 
 impl ClaimError {
     /// Whether another replica holds the issue (the claim was refused, not failed).
     pub fn claimed_elsewhere(&self) -> bool {
-        matches!(self, ClaimError::Remote(RemoteClaimError::ClaimedElsewhere { .. }))
+        match self {
+            ClaimError::Remote(RemoteClaimError::ClaimedElsewhere { .. }) => true,
+            ClaimError::Of { error, .. } => error.claimed_elsewhere(),
+            _ => false,
+        }
     }
 
     /// Whether the remote could not be used (unreachable, refusing pushes, misconfigured), as
     /// opposed to a refusal of this one issue or a fault of the store.
     pub fn remote_failed(&self) -> bool {
-        matches!(self, ClaimError::Remote(_)) && !self.claimed_elsewhere()
+        match self {
+            ClaimError::Remote(_) => !self.claimed_elsewhere(),
+            ClaimError::Of { error, .. } => error.remote_failed(),
+            _ => false,
+        }
     }
 }
 
-/// The step a claimer runs on the chosen issue inside the claim's transaction: the claim
-/// itself ([`tracker::claim`]) and whatever the claimer records with it.
-pub type Take<'a, T> = &'a mut dyn FnMut(&mut Writer<'_>, &str) -> Result<T, StoreError>;
+/// What a claimer records on the issue with its claim, in the claim's transaction: a patch
+/// made from the issue as the claim left it, at the transaction's time (`None`: nothing).
+pub type Record<'a> = &'a dyn Fn(&Issue, Timestamp) -> Option<IssuePatch>;
 
-/// The plain claim: [`tracker::claim`], returning the claimed issue.
-pub fn plain_claim(writer: &mut Writer<'_>, id: &str) -> Result<Issue, StoreError> {
-    Ok(tracker::claim(writer, id)?)
+/// The plain claim, which records nothing else.
+pub fn plain_claim(_: &Issue, _: Timestamp) -> Option<IssuePatch> {
+    None
+}
+
+/// Claims `id` with the writer and writes what `record` makes of it; returns the issue after.
+fn take(writer: &mut Writer<'_>, id: &str, record: Record<'_>) -> Result<Issue, StoreError> {
+    let claimed = tracker::claim(writer, id)?;
+    let Some(patch) = record(&claimed, writer.now()) else { return Ok(claimed) };
+    let id = tracker::update(writer, &UpdateRequest::edit(&claimed.id, patch))?;
+    writer.issue(&id)?.ok_or(StoreError::NotFound(id))
 }
 
 /// The claim service of one store: local, or confirmed on its claims remote.
@@ -115,42 +139,42 @@ impl<'s> Claims<'s> {
         }
     }
 
-    /// Claims the issue `input` names for `actor`, running `take` on it in the claim's
-    /// transaction; in remote mode, confirmed on the remote first.
-    pub fn claim_id<T>(
+    /// Claims the issue `input` names for `actor`, writing what `record` makes of it in the
+    /// claim's transaction; in remote mode, confirmed on the remote first.
+    pub fn claim_id(
         &self,
         actor: &str,
         clock: Clock,
         input: &str,
-        take: Take<'_, T>,
-    ) -> Result<T, ClaimError> {
+        record: Record<'_>,
+    ) -> Result<Issue, ClaimError> {
         let Some(remote) = &self.remote else {
             let (taken, _) = self.store.write(actor, clock, |w| {
                 let id = w.resolve(input)?;
-                take(w, &id)
+                take(w, &id, record)
             })?;
             return Ok(taken);
         };
         let id = self.store.read()?.resolve(input)?;
-        self.confirmed_then_taken(remote, actor, clock, &id, Fresh::AsItIs, take)
+        self.confirmed_then_taken(remote, actor, clock, &id, Fresh::AsItIs, record)
     }
 
     /// Claims the first ready issue (in ready order) that `filter` and `accept` admit and
-    /// `actor` may take, running `take` on it in the claim's transaction. In remote mode,
+    /// `actor` may take, writing what `record` makes of it in the claim's transaction. In remote mode,
     /// issues other replicas hold are skipped, and so is one the remote refuses or that
     /// another process of this machine took meanwhile.
-    pub fn claim_next<T>(
+    pub fn claim_next(
         &self,
         actor: &str,
         clock: Clock,
         filter: &ReadyFilter,
         accept: &dyn Fn(&Issue) -> bool,
-        take: Take<'_, T>,
-    ) -> Result<Option<T>, ClaimError> {
+        record: Record<'_>,
+    ) -> Result<Option<Issue>, ClaimError> {
         let Some(remote) = &self.remote else {
             let (taken, _) = self.store.write(actor, clock, |w| {
                 let Some(id) = w.first_claimable_where(filter, accept)? else { return Ok(None) };
-                take(w, &id).map(Some)
+                take(w, &id, record).map(Some)
             })?;
             return Ok(taken);
         };
@@ -163,7 +187,7 @@ impl<'s> Claims<'s> {
                 return Ok(None);
             };
             drop(reader);
-            match self.confirmed_then_taken(remote, actor, clock, &id, Fresh::StillOpen, take) {
+            match self.confirmed_then_taken(remote, actor, clock, &id, Fresh::StillOpen, record) {
                 Ok(taken) => return Ok(Some(taken)),
                 Err(error) if error.claimed_elsewhere() => {
                     tracing::info!(%error, "skipping an issue claimed on another machine");
@@ -186,20 +210,20 @@ impl<'s> Claims<'s> {
         Ok(remote.release(&self.store.replica(), &here)?)
     }
 
-    /// Remote mode: confirms on the remote that this replica holds `id`, then runs `take` in
-    /// a transaction whose claim op is stamped after the confirmed state's clock and carries
-    /// the op id the remote entry names. A `take` that fails (another process of this machine
+    /// Remote mode: confirms on the remote that this replica holds `id`, then claims it (and
+    /// writes what `record` makes of it) in a transaction whose claim op is stamped after the confirmed state's clock and carries
+    /// the op id the remote entry names. A claim that fails (another process of this machine
     /// claimed it first) leaves the entry to the replica's next commit, which drops it if the
     /// issue is free here.
-    fn confirmed_then_taken<T>(
+    fn confirmed_then_taken(
         &self,
         remote: &ClaimsRemote,
         actor: &str,
         clock: Clock,
         id: &str,
         fresh: Fresh,
-        take: Take<'_, T>,
-    ) -> Result<T, ClaimError> {
+        record: Record<'_>,
+    ) -> Result<Issue, ClaimError> {
         let _under_way = InFlight::take(self.store.dir(), id)?;
         // Chosen from a read before the lock: another claimer of this machine (even with the
         // same actor) may have taken it since.
@@ -225,7 +249,7 @@ impl<'s> Claims<'s> {
             still_open(w.issue(id)?)?;
             w.receive_clock(confirmed_at);
             w.name_next_claim(claim_op);
-            take(w, id)
+            take(w, id, record)
         });
         match taken {
             Ok((taken, _)) => Ok(taken),
@@ -250,7 +274,7 @@ enum Fresh {
 
 /// Claims `id` for `actor` in the store's claim mode (see [`Claims::claim_id`]).
 pub fn claim(store: &Store, actor: &str, clock: Clock, id: &str) -> Result<Issue, ClaimError> {
-    Claims::of(store)?.claim_id(actor, clock, id, &mut plain_claim)
+    Claims::of(store)?.claim_id(actor, clock, id, &plain_claim)
 }
 
 /// Claims the first ready issue for `actor` in the store's claim mode (see
@@ -261,7 +285,77 @@ pub fn claim_next(
     clock: Clock,
     filter: &ReadyFilter,
 ) -> Result<Option<Issue>, ClaimError> {
-    Claims::of(store)?.claim_next(actor, clock, filter, &|_| true, &mut plain_claim)
+    Claims::of(store)?.claim_next(actor, clock, filter, &|_| true, &plain_claim)
+}
+
+/// Whether claims in `store` are confirmed on a git remote (`claim_mode = "remote"`): then
+/// a claiming request goes through [`submit_remote`], never a shared group commit.
+pub fn decided_remotely(store: &Store) -> Result<bool, ClaimError> {
+    Ok(ClaimMode::of(store)? == ClaimMode::Remote)
+}
+
+/// Carries out a claiming request ([`Request::claims`]) in remote claim mode: each issue is
+/// claimed and confirmed on the remote first, then the rest of the request applies. An update
+/// with `--claim` of several issues claims them all before its edit; if one cannot be claimed,
+/// those claimed for it are put back ([`undo_claim`]) and nothing is edited.
+pub fn submit_remote(
+    store: &Store,
+    actor: &str,
+    clock: Clock,
+    request: &Request,
+) -> Result<Reply, ClaimError> {
+    let summary =
+        |issue| -> Result<Summary, StoreError> { Ok(store.read()?.summary(issue)?.into()) };
+    match request {
+        Request::Claim { id } => {
+            Ok(Reply::Summary(Box::new(summary(claim(store, actor, clock, id)?)?)))
+        }
+        Request::ClaimNext { filter } => {
+            let issue = claim_next(store, actor, clock, filter)?;
+            Ok(Reply::Claimed(issue.map(summary).transpose()?.map(Box::new)))
+        }
+        other => {
+            if let Request::Update(updates) = other {
+                let claimed: Vec<&str> =
+                    updates.iter().filter(|u| u.claim).map(|u| u.id.as_str()).collect();
+                claim_all_or_none(store, actor, clock, &claimed)?;
+            }
+            let (reply, _) = store.write(actor, clock, |writer| {
+                tracker::execute(writer, other).map_err(Refusal::into)
+            })?;
+            Ok(reply)
+        }
+    }
+}
+
+/// Claims each issue of `inputs`, confirmed on the remote; on the first that fails, puts back
+/// those this call claimed (not those the actor held already) and fails naming that issue.
+fn claim_all_or_none(
+    store: &Store,
+    actor: &str,
+    clock: Clock,
+    inputs: &[&str],
+) -> Result<(), ClaimError> {
+    let mut claimed: Vec<Issue> = Vec::new();
+    for input in inputs {
+        let before = store.read()?.resolve(input).and_then(|id| store.read()?.issue(&id));
+        match (claim(store, actor, clock, input), before) {
+            (Ok(_), Ok(Some(before))) if before.status == Status::Open => claimed.push(before),
+            (Ok(_), _) => {}
+            (Err(error), _) => {
+                for before in &claimed {
+                    undo_claim(store, actor, clock, before)?;
+                }
+                if !claimed.is_empty()
+                    && let Err(release) = Claims::of(store)?.drop_released()
+                {
+                    tracing::warn!(%release, "the remote still holds what was put back");
+                }
+                return Err(ClaimError::Of { id: (*input).to_string(), error: Box::new(error) });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Puts back a claim made here that the caller gives up (one of several issues a command

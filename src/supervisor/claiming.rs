@@ -1,0 +1,320 @@
+//! The dispatcher's half of the supervisor: filling free slots with ready tasks. A claim
+//! skips tasks this supervisor still runs, tasks of paused coders or held back for a retry,
+//! and tasks another machine holds; the claim service (`crate::tracker::claims`) takes the
+//! task, and in the same transaction the attempt is counted, this supervisor's lease put on
+//! it and, for a task that lands, its worktree and branch planned.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+use tokio::sync::mpsc;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::REMOTE_RETRY;
+use super::SharedPlaces;
+use super::Stop;
+use super::Supervisor;
+use super::accounts;
+use super::lease::Identity;
+use super::resolve_here;
+use super::runnable_here;
+use super::runner::Signal;
+use super::settling::Finished;
+use crate::config::RuntimeConfig;
+use crate::land::worktree;
+use crate::model::FleetFields;
+use crate::model::Issue;
+use crate::op::IssuePatch;
+use crate::store::ReadyFilter;
+use crate::store::Store;
+use crate::store::StoreError;
+use crate::time::Clock;
+use crate::tracker::claims as claim;
+
+/// The remote of remote claims failed: claiming waits [`REMOTE_RETRY`] before trying again.
+struct RemoteDown;
+
+/// Why the claim transaction of [`Supervisor::claim_next`] failed.
+struct ClaimFailure {
+    task: Option<String>,
+    error: String,
+    /// The claims remote failed (or could not be set up), not the store.
+    remote: bool,
+    /// The store file is damaged: no claim succeeds until a person repairs it.
+    damaged: bool,
+}
+
+impl ClaimFailure {
+    /// A failure of the store (reading or claiming `task`).
+    fn of_store(task: Option<String>, error: &StoreError) -> ClaimFailure {
+        ClaimFailure { task, error: error.to_string(), remote: false, damaged: error.is_damage() }
+    }
+}
+
+/// The ready task `accept` takes that the supervisor runs next: of the most urgent priority
+/// among them, the oldest (first in, first out: `bd ready` lists the newest first, which would
+/// let old tasks starve behind a stream of new ones). The ready order groups tasks by priority,
+/// so the scan stops at the first task of a less urgent one.
+fn next_in_line(
+    reader: &crate::store::Reader,
+    me: &Identity,
+    now: Timestamp,
+    accept: &dyn Fn(&Issue) -> bool,
+) -> Result<Option<String>, StoreError> {
+    let band = std::cell::Cell::new(None::<u8>);
+    let oldest = std::cell::RefCell::new(None::<(Timestamp, String)>);
+    let look = |issue: &Issue| {
+        if !accept(issue) {
+            return false;
+        }
+        match band.get() {
+            // A less urgent task: the band is over (taking it ends the scan).
+            Some(top) if issue.priority > top => return true,
+            Some(_) => {}
+            None => band.set(Some(issue.priority)),
+        }
+        let mut oldest = oldest.borrow_mut();
+        if oldest.as_ref().is_none_or(|(at, id)| (issue.created_at, &issue.id) < (*at, id)) {
+            *oldest = Some((issue.created_at, issue.id.clone()));
+        }
+        false
+    };
+    reader.first_claimable_where(&me.name, &ReadyFilter::default(), now, &look)?;
+    Ok(oldest.into_inner().map(|(_, id)| id))
+}
+
+/// Claims the ready task `accept` takes that runs next ([`next_in_line`]) through the claim
+/// service (confirmed on the remote first in remote claim mode), counting the attempt and
+/// putting `me`'s lease on it in the claim's transaction. A read comes first so an idle queue
+/// costs no write.
+fn claim_with_lease(
+    store: &Store,
+    me: &Identity,
+    (choice, places): (&Choice, &SharedPlaces),
+    now: Timestamp,
+    accept: &dyn Fn(&Issue) -> bool,
+) -> Result<Option<Claimed>, ClaimFailure> {
+    let filter = ReadyFilter::default();
+    let claims = claim::Claims::of(store).map_err(|e| ClaimFailure {
+        task: None,
+        error: e.to_string(),
+        remote: true,
+        damaged: false,
+    })?;
+    // Tasks another machine holds (remote claim mode) are not candidates.
+    let elsewhere = claims.held_elsewhere();
+    let free = |issue: &Issue| accept(issue) && !elsewhere.contains(&issue.id);
+    let look = store
+        .read()
+        .and_then(|reader| next_in_line(&reader, me, now, &free))
+        .map_err(|error| ClaimFailure::of_store(None, &error))?;
+    let Some(candidate) = look else { return Ok(None) };
+    let (landing, no_worktree) = match plan_landing(store, &candidate, choice, places) {
+        Ok(landing) => (landing, None),
+        Err(reason) => (None, Some(reason)),
+    };
+    let chosen = |issue: &Issue| issue.id == candidate && accept(issue);
+    let lease = |issue: &Issue, now: Timestamp| {
+        let mut fleet = leased_fields(issue, me, choice, now);
+        if fleet.land.is_none() && issue.id == candidate {
+            fleet.land.clone_from(&landing);
+        }
+        Some(IssuePatch { fleet: Some(fleet), ..IssuePatch::default() })
+    };
+    let claimed =
+        claims.claim_next(&me.name, Clock::System, &filter, &chosen, &lease).map_err(|error| {
+            match &error {
+                claim::ClaimError::Store(store) => ClaimFailure::of_store(Some(candidate), store),
+                _ => ClaimFailure {
+                    task: Some(candidate),
+                    error: error.to_string(),
+                    remote: error.remote_failed(),
+                    damaged: false,
+                },
+            }
+        })?;
+    Ok(claimed.map(|issue| Claimed { issue, no_worktree }))
+}
+
+/// A task just claimed, and why it cannot have the worktree its isolation asks for (its
+/// attempt then fails uncharged before any agent starts).
+pub(super) struct Claimed {
+    pub(super) issue: Issue,
+    pub(super) no_worktree: Option<String>,
+}
+
+/// The worktree a task about to start its first attempt gets (`crate::land::worktree::plan`):
+/// `None` when it has one already or works in its directory itself; an error (the reason)
+/// when it must have one and cannot — [`Supervisor::start`] then fails the attempt uncharged,
+/// and the agent never works in the shared checkout instead.
+fn plan_landing(
+    store: &Store,
+    id: &str,
+    choice: &Choice,
+    places: &SharedPlaces,
+) -> Result<Option<crate::model::Landing>, String> {
+    let issue = store
+        .read()
+        .and_then(|reader| reader.issue(id))
+        .map_err(|e| format!("reading {id} to plan its worktree failed: {e}"))?
+        .ok_or_else(|| format!("{id} is gone"))?;
+    if issue.fleet.land.is_some() {
+        return Ok(None);
+    }
+    let cwd = resolve_here(places, &issue).map_err(|e| e.to_string())?;
+    let cwd = if cwd.as_os_str().is_empty() { choice.home.clone() } else { cwd };
+    let isolation = worktree::isolation_of(&issue, choice.config.isolation());
+    let target = &choice.config.merge.target;
+    worktree::plan(&choice.home, id, &cwd, isolation, target).map_err(|error| {
+        tracing::warn!(%error, task = %id, "planning the task's worktree failed");
+        error.to_string()
+    })
+}
+
+/// What a claim needs to lease a task: the config, the coders, and the account each coder with
+/// accounts would run its next attempt on.
+struct Choice {
+    /// `$FLEET_HOME` (where worktrees go).
+    home: PathBuf,
+    config: RuntimeConfig,
+    registry: crate::coders::Registry,
+    /// Coder → account, for the coders with accounts that can start an agent.
+    accounts: HashMap<String, String>,
+}
+
+/// The coder a task runs with: its own, else the configured default.
+pub(super) fn coder_of(issue: &Issue, default_coder: &str) -> String {
+    if issue.fleet.coder.is_empty() { default_coder.to_string() } else { issue.fleet.coder.clone() }
+}
+
+/// The fleet fields of a task just claimed: one more attempt, and this supervisor's lease
+/// naming the coder and model the attempt runs with. The coder and model are not frozen on the
+/// task here: that happens when the attempt ran (see [`freeze_coder`]), so a task whose spawn
+/// failed picks up a corrected config.
+fn leased_fields(issue: &Issue, me: &Identity, choice: &Choice, now: Timestamp) -> FleetFields {
+    let (config, registry) = (&choice.config, &choice.registry);
+    let mut fleet = issue.fleet.clone();
+    let coder = coder_of(issue, &config.coder);
+    // The model is resolved only before the first attempt that ran: an empty one ("let the
+    // CLI choose", the default of several coders) stays empty rather than picking up a
+    // `model` set in runtime.toml later.
+    let model = if !fleet.model.is_empty() {
+        fleet.model.clone()
+    } else if fleet.attempts == 0 {
+        registry.get(&coder).map(|c| config.effective_model(c.as_ref(), None)).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    fleet.attempts += 1;
+    fleet.retry_after = None;
+    let attempt = ulid::Ulid::generate().to_string();
+    let mut lease = me.lease(&attempt, &coder, &model, now);
+    lease.account = choice.accounts.get(&coder).cloned().unwrap_or_default();
+    fleet.lease = Some(lease);
+    fleet
+}
+
+impl Supervisor {
+    /// Claims and starts tasks while slots are free. Returns how many were started.
+    pub(super) async fn fill_slots(
+        &mut self,
+        runners: &mut JoinSet<Finished>,
+        stop: &watch::Receiver<Stop>,
+        signals: &mpsc::UnboundedSender<Signal>,
+    ) -> usize {
+        let mut started = 0;
+        if self.remote_retry_at.is_some_and(|at| tokio::time::Instant::now() < at) {
+            return 0;
+        }
+        while self.running.len() < self.slots() {
+            let claimed = match self.claim_next().await {
+                Ok(Some(claimed)) => claimed,
+                Ok(None) => break,
+                Err(RemoteDown) => {
+                    self.remote_retry_at = Some(tokio::time::Instant::now() + REMOTE_RETRY);
+                    break;
+                }
+            };
+            started += 1;
+            self.start(claimed, runners, stop, signals);
+        }
+        started
+    }
+
+    /// Claims the next ready task that this supervisor does not already run and whose coder
+    /// is not paused; the same transaction counts the attempt and puts the lease on it. A read
+    /// comes first so an idle queue costs no write. In remote claim mode the remote confirms
+    /// the claim before it is made (`crate::tracker::claims`): a task another machine holds is skipped,
+    /// charged nothing; a remote that fails is [`RemoteDown`].
+    async fn claim_next(&mut self) -> Result<Option<Claimed>, RemoteDown> {
+        let me = self.me.clone();
+        let now = Timestamp::now();
+        if self.holds.holds().all.is_some() {
+            return Ok(None);
+        }
+        let (paused, choice) = self.choose_accounts(now);
+        let running: Vec<String> = self.running.keys().cloned().collect();
+        let places = self.places();
+        let result = self
+            .blocking(move |store| -> Result<Option<Claimed>, ClaimFailure> {
+                let accept = |issue: &Issue| {
+                    !running.contains(&issue.id)
+                        && issue.fleet.retry_after.is_none_or(|at| at <= now)
+                        && !paused.contains(&coder_of(issue, &choice.config.coder))
+                        && runnable_here(&places, issue)
+                };
+                claim_with_lease(store, &me, (&choice, &places), now, &accept)
+            })
+            .await;
+        match result {
+            Ok(issue) => {
+                self.damaged = None;
+                Ok(issue)
+            }
+            Err(ClaimFailure { task, error, remote, damaged }) => {
+                match &task {
+                    Some(task) => tracing::error!(%error, %task, "claiming the task failed"),
+                    None => tracing::error!(%error, "looking for a ready task to claim failed"),
+                }
+                if damaged {
+                    self.damaged = Some(error);
+                } else {
+                    self.damaged = None;
+                }
+                if remote { Err(RemoteDown) } else { Ok(None) }
+            }
+        }
+    }
+
+    /// Where `issue` runs on this machine (`crate::place`), if it can.
+    pub(super) fn place_of(&self, issue: &Issue) -> Option<PathBuf> {
+        resolve_here(&self.places(), issue).ok()
+    }
+
+    /// The coders that cannot start an agent now (paused, held, or every account unusable),
+    /// and for the others with accounts, the account their next attempt would run on.
+    fn choose_accounts(&self, now: Timestamp) -> (Vec<String>, Choice) {
+        let config = self.cfg().clone();
+        let registry = self.config.registry().clone();
+        let holds = self.holds.holds();
+        let mut paused = Vec::new();
+        let mut chosen = HashMap::new();
+        for coder in registry.names() {
+            let Ok(usable) = accounts::availability(&config, coder, &self.pauses, holds, now)
+            else {
+                paused.push(coder.to_owned());
+                continue;
+            };
+            let running_on = |name: &str| {
+                self.running.values().filter(|r| r.coder == coder && r.account == name).count()
+            };
+            if let Some(account) = self.rotation.pick(coder, &usable, running_on) {
+                chosen.insert(coder.to_owned(), account.name.clone());
+            }
+        }
+        let home = self.options.home.clone();
+        (paused, Choice { home, config, registry, accounts: chosen })
+    }
+}
