@@ -133,7 +133,7 @@ fn dolt_error(
     if importer == Importer::FleetElsewhere {
         cli = cli.with_hint(format!(
             "`fleet import` fills the workspace it runs in (fleet's central queue here); to give \
-             the project its own store, run `bd import .beads --via-bd` in {}",
+             the project its own store, run `fleet import .beads --via-bd --db .beads` in {}",
             project_dir.display()
         ));
     }

@@ -109,7 +109,7 @@ expect_err "bd import $SCRATCH/doltera/.beads --via-bd"
 expect_no_err 'fleet import'
 run fleet import .beads
 expect_fail
-expect_err 'to give the project its own store, run `bd import .beads --via-bd`'
+expect_err 'to give the project its own store, run `fleet import .beads --via-bd --db .beads`'
 run bd import .beads --via-bd
 expect_fail
 expect_err "beads' own bd"
