@@ -164,3 +164,23 @@ fn issue_of(request: &CreateRequest, id: &str, now: Timestamp) -> Issue {
     issue.ephemeral = request.ephemeral;
     issue
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(kind: &str, target: &str, reverse: bool) -> DepSpec {
+        DepSpec { kind: kind.into(), target: target.into(), reverse }
+    }
+
+    /// beads 1.0's reading of `--deps` (issue 31): only `blocks:` runs the other way.
+    #[test]
+    fn deps_are_read_as_beads_1_0_reads_them() {
+        assert_eq!(DepSpec::parse("t-1"), spec("blocks", "t-1", false));
+        assert_eq!(DepSpec::parse("blocked-by:t-1"), spec("blocks", "t-1", false));
+        assert_eq!(DepSpec::parse("depends-on: t-1"), spec("blocks", "t-1", false));
+        assert_eq!(DepSpec::parse(" blocks:t-1 "), spec("blocks", "t-1", true));
+        assert_eq!(DepSpec::parse("related:t-2"), spec("related", "t-2", false));
+        assert_eq!(DepSpec::parse("external:jira:X-1"), spec("blocks", "external:jira:X-1", false));
+    }
+}
