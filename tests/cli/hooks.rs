@@ -250,3 +250,49 @@ fn a_team_sharing_the_committed_jsonl_keeps_every_members_issues() {
         assert!(committed.contains(title), "{title} is in the shared file: {committed}");
     }
 }
+
+/// Issue 31: one member on fleet, the other still on beads' JSONL habits (editing and committing
+/// `.beads/issues.jsonl` the way beads' export writes it, tombstones included). The fleet
+/// member's pull imports the new issue, and the file fleet commits next keeps the tombstone.
+#[test]
+fn a_fleet_member_and_a_beads_member_share_the_jsonl() {
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(fleet_bin(), bin.join("bd")).unwrap();
+    let remote = root.path().join("remote.git");
+    ok(root.path(), &bin, "git", &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+    let remote_arg = remote.display().to_string();
+    let fleet_member = Member { dir: root.path().join("fleet"), bin: bin.clone() };
+    ok(root.path(), &bin, "git", &["clone", "-q", &remote_arg, "fleet"]);
+    fleet_member.run("git", &["checkout", "-q", "-b", "main"]);
+    fleet_member.run("bd", &["init", "-q", "--prefix", "bx"]);
+    fleet_member.run("bd", &["hooks", "install"]);
+    fleet_member.run("bd", &["config", "set", "export.auto", "true"]);
+    fleet_member.run("bd", &["create", "On fleet"]);
+    fleet_member.run("git", &["add", ".beads"]);
+    fleet_member.commit_queue("fleet's issue");
+
+    // The beads member: a plain clone, no fleet, writing beads' records into the file.
+    let beads_dir = root.path().join("beads");
+    ok(root.path(), &bin, "git", &["clone", "-q", &remote_arg, "beads"]);
+    let file = beads_dir.join(".beads/issues.jsonl");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    let added = r#"{"id":"bx-b1","title":"On beads","status":"open","priority":1,"issue_type":"bug","created_at":"2026-02-01T00:00:00Z","updated_at":"2026-02-01T00:00:00Z","labels":["from-beads"]}"#;
+    let tombstone = r#"{"id":"bx-t0","title":"removed in beads","status":"tombstone","priority":2,"issue_type":"task","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-02-01T00:00:00Z"}"#;
+    text.push_str(&format!("{added}\n{tombstone}\n"));
+    std::fs::write(&file, &text).unwrap();
+    ok(&beads_dir, &bin, "git", &["commit", "-q", "-am", "beads member's issue"]);
+    ok(&beads_dir, &bin, "git", &["push", "-q", "origin", "HEAD:main"]);
+
+    let pulled = fleet_member.run("git", &["pull", "-q", "--ff-only", "origin", "main"]);
+    assert!(pulled.contains("imported 1 new"), "{pulled}");
+    assert_eq!(fleet_member.titles(), ["On beads", "On fleet"]);
+    let shown = fleet_member.run("bd", &["show", "bx-b1", "--json"]);
+    assert!(shown.contains("from-beads"), "labels came along: {shown}");
+    fleet_member.run("bd", &["create", "Fleet again"]);
+    fleet_member.commit_queue("fleet's second");
+    let committed = committed_export(&fleet_member.dir, &bin);
+    assert!(committed.contains(tombstone), "beads' tombstone is kept: {committed}");
+    assert!(committed.contains("On beads") && committed.contains("Fleet again"), "{committed}");
+}
