@@ -17,7 +17,7 @@ use crate::cli::output::Output;
 
 #[derive(Debug, clap::Args)]
 pub struct LinkArgs {
-    /// Where to create the `bd` link (default: the directory of the fleet binary).
+    /// Where to create the `bd` link (default: the PATH directory `fleet` was run from).
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Replace an existing `bd` there (a real beads binary, or another link).
