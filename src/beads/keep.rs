@@ -69,7 +69,7 @@ pub fn export_keeping(
     let old_lines = parse_old(&old, target)?;
     let mut merged = Merged::default();
     for line in fresh.split_inclusive(|b| *b == b'\n') {
-        let id = line_id(line).map_err(|message| BeadsError::Line { line: 0, message })?;
+        let id = line_id(line).map_err(unreadable_export)?;
         merged.records.insert(id.unwrap_or_default(), line.to_vec());
     }
     let mut wanted_from_store = Vec::new();
@@ -130,7 +130,7 @@ impl Merged {
         let mut full = Vec::new();
         write_export(reader, &all, &mut full)?;
         for line in full.split_inclusive(|b| *b == b'\n') {
-            let id = line_id(line).map_err(|message| BeadsError::Line { line: 0, message })?;
+            let id = line_id(line).map_err(unreadable_export)?;
             if let Some(id) = id.filter(|id| ids.contains(id)) {
                 self.records.insert(id, line.to_vec());
                 self.refreshed += 1;
@@ -174,6 +174,14 @@ fn parse_old<'a>(old: &'a [u8], target: &Path) -> Result<Vec<OldLine<'a>>, Beads
 fn line_id(line: &[u8]) -> Result<Option<String>, String> {
     let parsed: IdOnly = serde_json::from_slice(line).map_err(|e| e.to_string())?;
     Ok(parsed.id.filter(|_| parsed.kind.as_deref() != Some("memory")))
+}
+
+/// A line of fleet's own export that does not read back: a bug, named as such.
+fn unreadable_export(message: String) -> BeadsError {
+    BeadsError::Io {
+        context: "reading back the export before merging it with the file".into(),
+        source: std::io::Error::other(message),
+    }
 }
 
 fn with_newline(bytes: &[u8]) -> Vec<u8> {

@@ -296,3 +296,34 @@ fn a_fleet_member_and_a_beads_member_share_the_jsonl() {
     assert!(committed.contains(tombstone), "beads' tombstone is kept: {committed}");
     assert!(committed.contains("On beads") && committed.contains("Fleet again"), "{committed}");
 }
+
+/// Issue 31, item 4: checking out a branch (git's flag 1) imports the branch's JSONL; checking
+/// out a file (flag 0) does not.
+#[test]
+fn a_branch_checkout_imports_the_branchs_jsonl() {
+    let (root, bin) = repo();
+    let repo = root.path().join("repo");
+    ok(&repo, &bin, "bd", &["hooks", "install"]);
+    ok(&repo, &bin, "bd", &["create", "On main"]);
+    ok(&repo, &bin, "bd", &["export", "-o", ".beads/issues.jsonl"]);
+    ok(&repo, &bin, "git", &["add", ".beads/issues.jsonl"]);
+    ok(&repo, &bin, "git", &["commit", "-q", "-m", "main's queue"]);
+    ok(&repo, &bin, "git", &["branch", "-M", "main"]);
+    ok(&repo, &bin, "git", &["checkout", "-q", "-b", "other"]);
+    let file = repo.join(".beads/issues.jsonl");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(r#"{"id":"hk-br1","title":"Only on the branch","status":"open","priority":2,"issue_type":"task","created_at":"2026-02-01T00:00:00Z","updated_at":"2026-02-01T00:00:00Z"}"#);
+    text.push('\n');
+    std::fs::write(&file, &text).unwrap();
+    ok(&repo, &bin, "git", &["commit", "-q", "-am", "branch issue"]);
+    ok(&repo, &bin, "git", &["checkout", "-q", "main"]);
+    // A file checkout (flag 0) of the branch's file imports nothing.
+    ok(&repo, &bin, "git", &["checkout", "other", "--", ".beads/issues.jsonl"]);
+    let (_, listed) = run_in(&repo, &bin, "bd", &["list", "--json"]);
+    assert!(!listed.contains("Only on the branch"), "{listed}");
+    ok(&repo, &bin, "git", &["reset", "-q", "--hard"]);
+    let switched = ok(&repo, &bin, "git", &["checkout", "other"]);
+    assert!(switched.contains("post-checkout: imported 1 new"), "{switched}");
+    let (_, listed) = run_in(&repo, &bin, "bd", &["list", "--json"]);
+    assert!(listed.contains("Only on the branch"), "{listed}");
+}
