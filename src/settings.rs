@@ -39,6 +39,10 @@ pub struct Setting {
 pub const CLAIM_MODE: &str = crate::journal::claims::MODE_KEY;
 /// `export.auto`: write `.beads/issues.jsonl` after every write command.
 pub const EXPORT_AUTO: &str = "export.auto";
+/// `export.git-add`: the pre-commit hook stages the export it wrote.
+pub const EXPORT_GIT_ADD: &str = "export.git-add";
+/// `import.auto`: the post-merge and post-checkout hooks import `.beads/issues.jsonl`.
+pub const IMPORT_AUTO: &str = "import.auto";
 /// `sync.export_jsonl`: write `.beads/issues.jsonl` after every sync.
 pub const SYNC_EXPORT: &str = "sync.export_jsonl";
 /// `validation.on-close`: what a terse close reason gets.
@@ -65,6 +69,18 @@ pub const SETTINGS: &[Setting] = &[
         kind: Kind::Bool,
         default: "false",
         doc: "write .beads/issues.jsonl after every write command",
+    },
+    Setting {
+        name: EXPORT_GIT_ADD,
+        kind: Kind::Bool,
+        default: "false",
+        doc: "the pre-commit hook stages the .beads/issues.jsonl it wrote",
+    },
+    Setting {
+        name: IMPORT_AUTO,
+        kind: Kind::Bool,
+        default: "true",
+        doc: "the post-merge and post-checkout hooks import .beads/issues.jsonl (a merge)",
     },
     Setting {
         name: SYNC_EXPORT,
@@ -144,6 +160,19 @@ impl Setting {
 pub fn is_on(reader: &Reader, key: &str) -> Result<bool, StoreError> {
     let default = Setting::find(key).and_then(|s| parse_bool(s.default)).unwrap_or(false);
     Ok(reader.config(key)?.as_deref().and_then(parse_bool).unwrap_or(default))
+}
+
+/// Whether the yes/no setting `key` is on for the workspace `dir` whose store `reader` reads:
+/// the store's value, else `.beads/config.yaml`'s (where beads keeps `export.auto`,
+/// `import.auto`, …), else the default.
+pub fn is_on_for(reader: &Reader, dir: &std::path::Path, key: &str) -> Result<bool, StoreError> {
+    if let Some(on) = reader.config(key)?.as_deref().and_then(parse_bool) {
+        return Ok(on);
+    }
+    match crate::workspace::config_yaml::value(dir, key).as_deref().and_then(parse_bool) {
+        Some(on) => Ok(on),
+        None => is_on(reader, key),
+    }
 }
 
 #[cfg(test)]

@@ -1364,3 +1364,48 @@ fn export_writes_into_devices_fifos_and_through_links() {
     let refused = export(&dir).fails(1);
     assert!(refused.stderr.contains("it is a directory"), "{}", refused.stderr);
 }
+
+/// Issue 31, item 3: the export written over the workspace's `issues.jsonl` (a file a team
+/// tracks) keeps the records this store does not hold — a beads tombstone, an issue never
+/// imported — writes a record the default export leaves out from the store, drops what was
+/// deleted here, and leaves a file with merge conflict markers as it is.
+#[test]
+fn the_auto_export_never_drops_a_record_the_store_does_not_hold() {
+    let home = Home::initialised("t");
+    home.run(&["config", "set", "export.auto=true", "types.custom=agent"]).ok();
+    let kept = home.run(&["create", "kept", "--silent"]).ok().stdout.trim().to_string();
+    let doomed = home.run(&["create", "doomed", "--silent"]).ok().stdout.trim().to_string();
+    let agent = home.run(&["create", "an agent", "-t", "agent", "--silent"]).ok();
+    let agent = agent.stdout.trim().to_string();
+    let file = home.beads().join("issues.jsonl");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(&agent), "the default export leaves agents out");
+    let tombstone = issue("t-gone", "deleted in beads", "2026-01-01T00:00:00Z");
+    let mut tombstone = tombstone.as_object().unwrap().clone();
+    tombstone.insert("status".into(), "tombstone".into());
+    let foreign = issue("t-zz9", "a teammate's", "2026-01-01T00:00:00Z");
+    let agent_line = format!(r#"{{"id":"{agent}","title":"an agent","issue_type":"agent"}}"#);
+    text.push_str(&format!("{}\n{foreign}\n{agent_line}\n", Value::Object(tombstone)));
+    std::fs::write(&file, &text).unwrap();
+
+    home.run(&["delete", &doomed, "--force"]).ok();
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(after.contains(r#""id":"t-gone""#), "{after}");
+    assert!(after.contains("a teammate's"), "{after}");
+    assert!(after.contains(&kept) && !after.contains("doomed"), "{after}");
+    let agent_now = after.lines().find(|l| l.contains(&agent)).expect("the agent line stays");
+    assert!(agent_now.contains("created_at"), "written from the store: {agent_now}");
+    let ids: Vec<String> = after
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted, "records stay in id order");
+
+    let conflicted = format!("<<<<<<< HEAD\n{after}=======\n>>>>>>> theirs\n");
+    std::fs::write(&file, &conflicted).unwrap();
+    let run = home.run(&["create", "after the conflict"]).ok();
+    assert!(run.stderr.contains("line 1"), "the warning names the line: {}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), conflicted, "left as it is");
+}

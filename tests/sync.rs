@@ -363,7 +363,7 @@ fn a_create_under_a_concurrently_deleted_parent_is_kept_as_an_orphan() {
     fleet.sync(1);
     a.run(&["delete", &parent, "--force"]).ok();
     let child = b.create("child", &["--parent", &parent, "-d", "the child's text"]);
-    let blocked = b.create("blocked", &["--deps", &format!("blocks:{parent}")]);
+    let blocked = b.create("blocked", &["--deps", &format!("blocked-by:{parent}")]);
     b.run(&["comment", &child, "work done on the child"]).ok();
     fleet.sync(0);
     fleet.sync(1);

@@ -332,7 +332,8 @@ pub fn export_after_sync(store: &Store) -> Result<Option<ExportSummary>, BeadsEr
 }
 
 /// After a write command: when `export.auto` is on and the store changed since the last
-/// auto-export, writes `.beads/issues.jsonl` and `.beads/export-state.json`. When it is off
+/// auto-export, writes `.beads/issues.jsonl` (keeping the records of the file this store does
+/// not hold, [`super::keep`]) and `.beads/export-state.json`. When it is off
 /// this is one configuration read. Returns what was exported, if anything.
 pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, BeadsError> {
     let reader = store.read()?;
@@ -349,7 +350,9 @@ pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, Be
     if target.is_file() && previous.is_some_and(|p| p.changes == changes) {
         return Ok(None);
     }
-    let summary = export_snapshot(&reader, &ExportOptions::for_workspace(dir), &target)?;
+    // The file is the one a project tracks: what it holds that this store does not is kept.
+    let summary =
+        super::keep::export_keeping(&reader, &ExportOptions::for_workspace(dir), &target)?.summary;
     let state = ExportState {
         changes,
         exported_at: jiff::Timestamp::now(),

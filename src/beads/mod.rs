@@ -34,6 +34,7 @@ pub mod export;
 pub mod fidelity;
 pub mod import;
 pub mod jsonl;
+pub mod keep;
 pub mod sqlite;
 
 use std::path::PathBuf;
@@ -47,6 +48,7 @@ pub use export::{
 };
 pub use import::{DuplicateId, ImportOptions, ImportReport, SkippedDependency};
 pub use jsonl::{BadLine, Line, Record};
+pub use keep::{KeptExport, export_keeping};
 
 /// Errors of reading, importing and exporting beads data, each naming the line, file or
 /// workspace it is about.

@@ -149,8 +149,12 @@ impl Context {
         self.custom_setting("status.custom")
     }
 
+    /// A setting of names: the store's, else `.beads/config.yaml`'s (beads' fallback).
     fn custom_setting(&self, key: &str) -> Vec<String> {
         let value = self.store().ok().and_then(|s| s.read().ok()?.config(key).ok().flatten());
+        let value = value
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| crate::workspace::config_yaml::value(self.workspace_dir().ok()?, key));
         crate::model::custom_names(value.as_deref())
     }
 
@@ -223,8 +227,25 @@ pub fn named_workspace(db: Option<&Path>) -> Option<PathBuf> {
         .or_else(|| non_empty_env("BEADS_DIR").map(PathBuf::from))
 }
 
-/// bd's error when no workspace was found or named.
+/// bd's error when no workspace was found or named. In a beads checkout of the git era (a
+/// `.beads/issues.jsonl` and nothing else), the hint makes that project's store from the file.
 fn no_beads_database() -> CliError {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let export = cwd
+        .ancestors()
+        .map(|dir| dir.join(workspace::DIR_NAME).join(workspace::EXPORT_FILE))
+        .find(|file| file.is_file());
+    if let Some(export) = export {
+        let beads = export.parent().unwrap_or(&cwd);
+        let project = beads.parent().unwrap_or(beads);
+        return CliError::new(format!("no beads database found in {}", beads.display())).with_hint(
+            format!(
+                "run 'bd init --from-jsonl' in {} to create this project's database from {}",
+                project.display(),
+                export.display()
+            ),
+        );
+    }
     CliError::new("no beads database found").with_hint(
         "run 'bd init' to create one here, or point BEADS_DIR at an existing .beads \
          directory (fleet's central queue is ~/.fleet/.beads)",

@@ -132,7 +132,11 @@ fn fill_queue(store: &Store, home: &std::path::Path) -> Result<Vec<String>, CliE
         let deps = needs
             .iter()
             .filter_map(|need| ids.iter().find(|(k, _)| k == need))
-            .map(|(_, target)| DepSpec { kind: dep_type::BLOCKS.into(), target: target.clone() })
+            .map(|(_, target)| DepSpec {
+                kind: dep_type::BLOCKS.into(),
+                target: target.clone(),
+                reverse: false,
+            })
             .collect();
         let mut create = CreateRequest {
             title: (*title).to_string(),

@@ -51,7 +51,8 @@ pub struct CreateArgs {
     /// Labels, comma-separated or repeated.
     #[arg(short, long = "labels", alias = "label")]
     pub labels: Vec<String>,
-    /// Dependencies: `id` or `type:id`, comma-separated (e.g. `blocks:fleet-a1,fleet-b2`).
+    /// Dependencies, comma-separated: `id`, `blocked-by:id` or `depends-on:id` (this issue
+    /// waits for id), `blocks:id` (id waits for this one), or another `type:id`.
     #[arg(long)]
     pub deps: Vec<String>,
     /// Make this a child of PARENT: the id becomes `<PARENT>.<n>`.

@@ -170,7 +170,7 @@ parse::deferred_and_eager! {
         args: Vec<OsString>,
     },
     /// Link `bd` to this binary so agents' `bd` commands run fleet's bd (default DIR: the
-    /// directory of the fleet binary).
+    /// PATH directory `fleet` was run from).
     LinkBd(bd::LinkArgs),
     /// Import issues: beads JSONL (both eras), a .beads directory, a legacy SQLite beads.db,
     /// or a Python-fleet home. One transaction: everything or nothing.

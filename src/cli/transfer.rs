@@ -86,7 +86,7 @@ fn cli_error(error: BeadsError) -> CliError {
             "nothing was imported; fix the line, or pass --skip-bad-lines to import the others",
         ),
         BeadsError::Dolt { ref beads_dir, ref project_dir } => {
-            dolt_error(&error, beads_dir, project_dir)
+            dolt_error(&error, beads_dir, project_dir, Importer::Fleet)
         }
         BeadsError::NothingFound(_) | BeadsError::Missing(_) => CliError::new(error.to_string())
             .with_hint("pass a beads JSONL file, a .beads directory, or a project that holds one"),
@@ -94,15 +94,47 @@ fn cli_error(error: BeadsError) -> CliError {
     }
 }
 
-fn dolt_error(error: &BeadsError, beads_dir: &Path, project_dir: &Path) -> CliError {
+/// Which command the hints of an import name: bd's imports into the project's own store,
+/// fleet's into the workspace it was pointed at (the central queue by default).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Importer {
+    Bd,
+    Fleet,
+    /// `fleet import` of a project's workspace into another one (the central queue).
+    FleetElsewhere,
+}
+
+/// The importer of this command, importing the workspace `source` into `target_dir`.
+fn importer(ctx: &Context, target_dir: &Path, source: &Path) -> Importer {
+    match ctx.personality() {
+        super::context::Personality::Bd => Importer::Bd,
+        _ if same_dir(target_dir, source) => Importer::Fleet,
+        _ => Importer::FleetElsewhere,
+    }
+}
+
+fn dolt_error(
+    error: &BeadsError,
+    beads_dir: &Path,
+    project_dir: &Path,
+    importer: Importer,
+) -> CliError {
+    let command = if importer == Importer::Bd { "bd import" } else { "fleet import" };
     let mut cli = CliError::new(error.to_string()).with_hint(format!(
-        "export it with bd, then import the file: cd {} && bd export -o issues.jsonl && fleet import issues.jsonl",
+        "export it with beads' bd, then import the file: cd {} && bd export -o issues.jsonl && {command} issues.jsonl",
         project_dir.display()
     ));
-    if find_on_path("bd").is_some() {
+    if beads_bd().is_some() {
         cli = cli.with_hint(format!(
-            "or let fleet run that export: fleet import {} --via-bd",
+            "or let fleet run that export: {command} {} --via-bd",
             beads_dir.display()
+        ));
+    }
+    if importer == Importer::FleetElsewhere {
+        cli = cli.with_hint(format!(
+            "`fleet import` fills the workspace it runs in (fleet's central queue here); to give \
+             the project its own store, run `fleet import .beads --via-bd --db .beads` in {}",
+            project_dir.display()
         ));
     }
     let stale = [crate::workspace::EXPORT_FILE, "beads.jsonl"]
@@ -191,10 +223,16 @@ pub fn cmd_import(ctx: &Context, args: ImportArgs) -> Result<(), CliError> {
     let source = match &detected.source {
         Source::Dolt { beads_dir, project_dir, .. } => {
             if !args.via_bd {
-                return Err(cli_error(BeadsError::Dolt {
+                let error = BeadsError::Dolt {
                     beads_dir: beads_dir.clone(),
                     project_dir: project_dir.clone(),
-                }));
+                };
+                return Err(dolt_error(
+                    &error,
+                    beads_dir,
+                    project_dir,
+                    importer(ctx, target_dir, beads_dir),
+                ));
             }
             let file = export_with_bd(ctx, project_dir)?;
             temp_export = Some(file.clone());
@@ -493,15 +531,22 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    crate::fsutil::find_executable(program, &std::env::var_os("PATH")?)
+/// beads' own `bd` on PATH: the first one that is not this program (fleet linked as `bd`,
+/// which cannot read Dolt).
+fn beads_bd() -> Option<PathBuf> {
+    let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join("bd")).find(|candidate| {
+        crate::fsutil::is_executable(candidate)
+            && std::fs::canonicalize(candidate).ok().is_none_or(|real| Some(real) != me)
+    })
 }
 
 /// Runs `bd export` in a Dolt-backed project and returns the file it wrote. Asks for
 /// everything (`--all`) first, and falls back to the plain form for a bd without that flag.
 fn export_with_bd(ctx: &Context, project_dir: &Path) -> Result<PathBuf, CliError> {
-    let bd = find_on_path("bd").ok_or_else(|| {
-        CliError::new("--via-bd needs the bd program, and there is none on PATH")
+    let bd = beads_bd().ok_or_else(|| {
+        CliError::new("--via-bd needs beads' own bd program, and there is none on PATH (a bd that is fleet itself cannot read Dolt)")
             .with_hint(format!(
                 "install bd, or run `bd export -o issues.jsonl` in {} elsewhere and import that file",
                 project_dir.display()

@@ -5,7 +5,7 @@ use jiff::Timestamp;
 
 use super::Refusal;
 use super::deps::{check_epic_rule, new_edge, resolve_target};
-use crate::model::{FleetFields, Issue, dep_type};
+use crate::model::{FleetFields, Issue, dep_type, is_foreign_ref};
 use crate::op::OpKind;
 use crate::store::Writer;
 
@@ -14,22 +14,31 @@ use crate::store::Writer;
 pub struct DepSpec {
     pub kind: String,
     pub target: String,
+    /// The edge runs the other way: the target depends on the new issue (`blocks:X`, "the new
+    /// issue blocks X", as beads reads it since 1.0.0).
+    #[serde(default)]
+    pub reverse: bool,
 }
 
 impl DepSpec {
-    /// Parses `id` (a `blocks` edge) or `type:id`; `blocked-by:` and `depends-on:` mean
-    /// `blocks`, and `external:…` is a target, not a type.
+    /// Parses `--deps` as beads 1.0 does: `id`, `blocked-by:id` and `depends-on:id` make the
+    /// new issue wait for `id`; `blocks:id` makes `id` wait for the new issue; any other
+    /// `type:id` is an edge of that type from the new issue. `external:…` is a target, not a
+    /// type. Spaces around the parts are ignored.
     pub fn parse(spec: &str) -> DepSpec {
-        if let Some((kind, target)) = spec.split_once(':')
-            && kind != "external"
-        {
-            let kind = match kind {
-                "blocked-by" | "depends-on" => dep_type::BLOCKS,
-                other => other,
-            };
-            return DepSpec { kind: kind.to_string(), target: target.to_string() };
-        }
-        DepSpec { kind: dep_type::BLOCKS.to_string(), target: spec.to_string() }
+        let spec = spec.trim();
+        let (kind, target, reverse) = match spec.split_once(':') {
+            Some((kind, target)) if kind.trim() != "external" => {
+                let kind = kind.trim();
+                match kind {
+                    "blocked-by" | "depends-on" => (dep_type::BLOCKS, target, false),
+                    dep_type::BLOCKS => (dep_type::BLOCKS, target, true),
+                    other => (other, target, false),
+                }
+            }
+            _ => (dep_type::BLOCKS, spec, false),
+        };
+        DepSpec { kind: kind.to_string(), target: target.trim().to_string(), reverse }
     }
 }
 
@@ -101,7 +110,7 @@ pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<Create
         }
         deps.push(new_edge(writer, &id, parent, dep_type::PARENT_CHILD));
     }
-    for spec in &request.deps {
+    for spec in request.deps.iter().filter(|spec| !spec.reverse) {
         let target = resolve_target(writer, &spec.target)?;
         let target_type = writer.issue(&target)?.map(|t| t.issue_type);
         check_epic_rule(&spec.kind, &issue.issue_type, target_type.as_deref())?;
@@ -114,7 +123,24 @@ pub fn create(writer: &mut Writer<'_>, request: &CreateRequest) -> Result<Create
         deps.push(edge);
     }
     writer.apply(OpKind::Create { issue: Box::new(issue), deps })?;
+    for spec in request.deps.iter().filter(|spec| spec.reverse) {
+        add_reverse_edge(writer, &id, spec)?;
+    }
     Ok(Created { id, warning })
+}
+
+/// `blocks:X`: X (an issue of this workspace) waits for the new issue `id`, in the same
+/// transaction as the create.
+fn add_reverse_edge(writer: &mut Writer<'_>, id: &str, spec: &DepSpec) -> Result<(), Refusal> {
+    if writer.resolve(&spec.target).is_err() && is_foreign_ref(&spec.target, writer.prefix()) {
+        return Err(Refusal::Invalid(format!(
+            "--deps blocks:{}: an issue of another project cannot be made to wait for this \
+             one; use blocked-by:{} for the other direction",
+            spec.target, spec.target
+        )));
+    }
+    super::deps::add_dependency(writer, &spec.target, id, &spec.kind)?;
+    Ok(())
 }
 
 fn issue_of(request: &CreateRequest, id: &str, now: Timestamp) -> Issue {
@@ -137,4 +163,24 @@ fn issue_of(request: &CreateRequest, id: &str, now: Timestamp) -> Issue {
     }
     issue.ephemeral = request.ephemeral;
     issue
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(kind: &str, target: &str, reverse: bool) -> DepSpec {
+        DepSpec { kind: kind.into(), target: target.into(), reverse }
+    }
+
+    /// beads 1.0's reading of `--deps` (issue 31): only `blocks:` runs the other way.
+    #[test]
+    fn deps_are_read_as_beads_1_0_reads_them() {
+        assert_eq!(DepSpec::parse("t-1"), spec("blocks", "t-1", false));
+        assert_eq!(DepSpec::parse("blocked-by:t-1"), spec("blocks", "t-1", false));
+        assert_eq!(DepSpec::parse("depends-on: t-1"), spec("blocks", "t-1", false));
+        assert_eq!(DepSpec::parse(" blocks:t-1 "), spec("blocks", "t-1", true));
+        assert_eq!(DepSpec::parse("related:t-2"), spec("related", "t-2", false));
+        assert_eq!(DepSpec::parse("external:jira:X-1"), spec("blocks", "external:jira:X-1", false));
+    }
 }

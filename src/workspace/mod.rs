@@ -18,7 +18,9 @@
 //! | [`COMMIT_LOCK_FILE`] | the journal committer | ignored |
 //! | [`CLAIMING_DIR`] | remote claims under way | ignored |
 //! | [`LAST_TOUCHED_FILE`] | `bd` (the issue last touched) | ignored |
+//! | [`config_yaml::FILE`] | beads (fleet only reads it) | tracked |
 
+pub mod config_yaml;
 pub mod gitignore;
 
 use std::path::{Path, PathBuf};

@@ -53,8 +53,8 @@ expect_out "^✓ Created issue: $EPIC\.1 — Child one$"
 run bd create "Child two" --parent "$EPIC" --silent
 expect_same "$OUT" "$EPIC.2"
 
-# --deps: the new issue depends on (is blocked by) the target
-run bd create "Blocked one" --deps "blocks:$ID" --silent
+# --deps: a plain id, blocked-by: and depends-on: make the new issue wait for the target
+run bd create "Blocked one" --deps "$ID" --silent
 BLOCKED=$OUT
 run bd show "$BLOCKED"
 expect_out '^Dependencies \(1\):'
@@ -62,6 +62,27 @@ expect_out "$ID"
 run bd create "Also blocked" --deps "blocked-by:$ID,discovered-from:$FLAGGED" --silent
 run bd show "$OUT"
 expect_out '^Dependencies \(2\):'
+run bd create "Waits too" --deps "depends-on:$ID" --silent
+WAITS=$OUT
+run bd blocked --json
+expect_out "\"id\": \"$WAITS\""
+
+# --deps blocks:X (beads 1.0): the NEW issue blocks X, so X waits and the new one is ready
+run bd create "Goes first" --silent
+FIRST=$OUT
+run bd create "Blocker of first" --deps "blocks:$FIRST" --silent
+expect_ok
+BLOCKER=$OUT
+run bd dep list "$FIRST" --json
+expect_out "\"id\": \"$BLOCKER\""
+run bd ready --json
+expect_out "\"id\": \"$BLOCKER\""
+expect_no_out "\"id\": \"$FIRST\""
+run bd show "$BLOCKER"
+expect_out '^Dependencies \(0\):'
+run bd create "Blocks a stranger" --deps "blocks:other-zz9" --silent
+expect_fail
+expect_err 'blocks:other-zz9.*blocked-by:other-zz9'
 
 # description from --body-file and --stdin
 printf 'From a file\n' >"$SCRATCH/body.md"
@@ -72,6 +93,29 @@ run_in "From stdin" bd create "Body stdin" --stdin --silent
 expect_ok
 run bd show "$OUT"
 expect_out 'From stdin'
+
+# "-" reads stdin for --description/--body/-m and the file flags (beads' AGENTS.md habit)
+QUOTED='Has `backticks`, "quotes" and $dollars'
+for FLAG in --description=- "-d -" "--body -" "-m -" "--description-file -" "--body-file -"; do
+    # shellcheck disable=SC2086
+    run_in "$QUOTED" bd create "Piped $FLAG" $FLAG --json
+    expect_ok
+    expect_out '"description": "Has `backticks`, \\"quotes\\" and \$dollars"'
+done
+run_in "Plan from stdin" bd create "Design piped" --design-file - -d "inline" --json
+expect_out '"design": "Plan from stdin"'
+expect_out '"description": "inline"'
+printf 'Plan from a file\n' >"$SCRATCH/design.md"
+run bd create "Design file" --design-file "$SCRATCH/design.md" --json
+expect_out '"design": "Plan from a file'
+run_in "x" bd create "Both from stdin" --stdin --design=- --silent
+expect_fail
+expect_err 'either the description or the design'
+run bd create "Two sources" --stdin -d "text"
+expect_fail
+run bd create "Missing file" --body-file "$SCRATCH/nope.md"
+expect_fail
+expect_err 'reading the description from .*nope.md'
 
 # --dry-run writes nothing
 run bd count

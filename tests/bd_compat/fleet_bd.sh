@@ -46,3 +46,21 @@ expect_fail
 expect_err 'already exists'
 run fleet link-bd "$SCRATCH/links2" --force
 expect_ok
+
+# link-bd with fleet reached through a symbolic link on PATH: the bd link goes into that PATH
+# directory (not beside the real binary, which is not on PATH), with no PATH warning
+mkdir -p "$SCRATCH/pathbin"
+ln -s "$(readlink -f "$BIN/fleet")" "$SCRATCH/pathbin/fleet"
+run env PATH="$SCRATCH/pathbin:/usr/bin:/bin" fleet link-bd
+expect_ok
+expect_out "^✓ Linked $SCRATCH/pathbin/bd -> "
+expect_no_out 'not on PATH'
+expect_file "$SCRATCH/pathbin/bd"
+expect_no_file "$(dirname "$(readlink -f "$BIN/fleet")")/bd"
+run "$SCRATCH/pathbin/fleet" link-bd
+expect_ok
+expect_out "already links"
+# a directory off PATH gets the note
+mkdir -p "$SCRATCH/offpath"
+run env PATH="$SCRATCH/pathbin:/usr/bin:/bin" fleet link-bd "$SCRATCH/offpath"
+expect_out 'is not on PATH'

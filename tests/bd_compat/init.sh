@@ -72,3 +72,64 @@ mkdir -p "$SCRATCH/empty" && cd "$SCRATCH/empty"
 run bd list
 expect_rc 1
 expect_err '^Error: no beads database found'
+
+# a beads checkout (git era): .beads/issues.jsonl and no fleet store. The hint leads to this
+# project's store, and `bd init` takes the file's prefix and names (or runs) the import.
+mkdir -p "$SCRATCH/gitera/.beads" && cd "$SCRATCH/gitera"
+printf '%s\n' \
+    '{"id":"ge-a1","title":"First of the team","status":"open","priority":1,"issue_type":"task","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}' \
+    '{"id":"ge-b2","title":"Second of the team","status":"open","priority":2,"issue_type":"task","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}' \
+    >.beads/issues.jsonl
+run bd list
+expect_rc 1
+expect_err "bd init --from-jsonl.*this project's database from $SCRATCH/gitera/.beads/issues.jsonl"
+run bd init
+expect_ok
+expect_out 'Issue prefix: ge$'
+expect_err 'issues.jsonl holds this project.s issues.*`bd import`'
+run bd import
+expect_ok
+run bd show ge-a1
+expect_out '^ge-a1: First of the team$'
+run fleet list --json
+expect_no_out 'First of the team'
+mkdir -p "$SCRATCH/gitera2/.beads" && cd "$SCRATCH/gitera2"
+cp "$SCRATCH/gitera/.beads/issues.jsonl" .beads/
+run bd init --from-jsonl
+expect_ok
+run bd count
+expect_out '^2$'
+
+# a Dolt-era checkout: the hint imports into this project's store, not fleet's central queue
+mkdir -p "$SCRATCH/doltera/.beads/dolt" && cd "$SCRATCH/doltera"
+echo '{"backend":"dolt"}' >.beads/metadata.json
+run bd list
+expect_rc 1
+expect_err "bd import $SCRATCH/doltera/.beads --via-bd"
+expect_no_err 'fleet import'
+run fleet import .beads
+expect_fail
+expect_err 'to give the project its own store, run `fleet import .beads --via-bd --db .beads`'
+run bd import .beads --via-bd
+expect_fail
+expect_err "beads' own bd"
+
+# types.custom / status.custom of .beads/config.yaml are honoured, as beads falls back to them
+mkdir -p "$SCRATCH/gastown/.beads" && cd "$SCRATCH/gastown"
+printf 'issue-prefix: gt\ntypes.custom: convoy,agent\nstatus:\n  custom: [resolved]\n' \
+    >.beads/config.yaml
+run bd init -q
+expect_ok
+run bd create "A convoy" -t convoy --silent
+expect_ok
+CONVOY=$OUT
+run bd update "$CONVOY" --status resolved
+expect_ok
+run bd show "$CONVOY" --json
+expect_out '"issue_type": "convoy"'
+expect_out '"status": "resolved"'
+run bd create "Resolved at birth" -t agent --silent
+expect_ok
+run bd create "Unknown" -t nosuchtype
+expect_fail
+expect_err 'nosuchtype'

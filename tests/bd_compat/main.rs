@@ -15,7 +15,7 @@ use std::process::Command;
 /// The scripts, one test each. `every_script_is_listed` keeps this in step with the directory.
 const SCRIPTS: &[&str] = &[
     "init", "create", "show", "update", "close", "ready", "deps", "annotate", "views", "delete",
-    "config", "lint", "guides", "errors", "json", "actor", "export", "fleet_bd", "help",
+    "config", "lint", "guides", "errors", "json", "actor", "export", "fleet_bd", "help", "migrate",
 ];
 
 fn dir() -> PathBuf {
@@ -56,6 +56,7 @@ fn run_script(name: &str) -> Outcome {
         .env("TMPDIR", &scratch)
         .env("SCRATCH", &scratch)
         .env("BIN", &bin)
+        .env("FIXTURES", Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures"))
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("BD_COMPAT_LIB", dir().join("lib.sh"))
@@ -100,7 +101,7 @@ macro_rules! scripts {
 
 scripts!(
     init, create, show, update, close, ready, deps, annotate, views, delete, config, lint, guides,
-    errors, json, actor, export, fleet_bd, help,
+    errors, json, actor, export, fleet_bd, help, migrate,
 );
 
 #[test]

@@ -129,3 +129,21 @@ run bd init --prefix fresh --quiet
 run bd update --priority 1
 expect_rc 1
 expect_err '^Error: no issue ID provided and no last touched issue$'
+
+# --description=- (and the other stdin forms) reads stdin instead of storing "-"
+run bd create "Piped into" --silent
+ID=$OUT
+run_in 'Piped `text` with "quotes"' bd update "$ID" --description=-
+expect_ok
+run bd show "$ID" --json
+expect_out '"description": "Piped `text` with \\"quotes\\""'
+run_in "Body via file flag" bd update "$ID" --body-file -
+run bd show "$ID" --json
+expect_out '"description": "Body via file flag"'
+run_in "Design via stdin" bd update "$ID" --design-file -
+run bd show "$ID" --json
+expect_out '"design": "Design via stdin"'
+expect_out '"description": "Body via file flag"'
+run_in "via stdin flag" bd update "$ID" --stdin
+run bd show "$ID" --json
+expect_out '"description": "via stdin flag"'

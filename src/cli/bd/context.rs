@@ -65,15 +65,18 @@ impl BdContext {
         let error = CliError::new(format!("no beads database found in {}", dir.display()));
         let hint = if dir.join("dolt").is_dir() || dir.join("embeddeddolt").is_dir() {
             format!(
-                "this is a Dolt-backed beads workspace; bring it into fleet with \
-                 `fleet import {} --via-bd`",
+                "this is a Dolt-backed beads workspace; make this project's fleet store from it \
+                 with `bd import {} --via-bd` (runs beads' own bd to export it)",
                 dir.display()
             )
         } else if crate::cli::context::journal_present(dir) {
             "the workspace's git journal holds its ops: run `fleet rebuild` to make the store again"
                 .to_string()
         } else if dir.join(workspace::EXPORT_FILE).is_file() {
-            "run 'bd init --from-jsonl' to create the database from .beads/issues.jsonl".to_string()
+            format!(
+                "run 'bd init --from-jsonl' to create this project's database from {}",
+                dir.join(workspace::EXPORT_FILE).display()
+            )
         } else {
             "run 'bd init' to create one".to_string()
         };

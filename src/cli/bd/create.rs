@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use super::context::BdContext;
-use super::issue::{parse_estimate, parse_metadata, read_stdin, read_text_file};
+use super::issue::{parse_estimate, parse_metadata, read_text_file};
+use super::text::{TextArgs, Texts};
 use crate::cli::CliError;
 use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, printable};
@@ -22,15 +23,8 @@ pub struct CreateArgs {
     /// Title (instead of the positional argument).
     #[arg(long)]
     pub title: Option<String>,
-    /// Description (markdown).
-    #[arg(short, long, alias = "body", short_alias = 'm', alias = "message")]
-    pub description: Option<String>,
-    /// Read the description from a file ("-" for stdin).
-    #[arg(long, value_name = "FILE")]
-    pub body_file: Option<PathBuf>,
-    /// Read the description from stdin.
-    #[arg(long)]
-    pub stdin: bool,
+    #[command(flatten)]
+    pub text: TextArgs,
     /// Priority 0-4 or P0-P4 (0 is the highest).
     #[arg(short, long, default_value = "2")]
     pub priority: String,
@@ -40,7 +34,8 @@ pub struct CreateArgs {
     /// Labels, comma-separated or repeated.
     #[arg(short, long = "labels", alias = "label")]
     pub labels: Vec<String>,
-    /// Dependencies: `id` or `type:id`, comma-separated (blocked-by:/depends-on: mean blocks).
+    /// Dependencies, comma-separated: `id`, `blocked-by:id` or `depends-on:id` (this issue
+    /// waits for id), `blocks:id` (id waits for this one), or another `type:id`.
     #[arg(long)]
     pub deps: Vec<String>,
     /// Parent issue: the new id becomes `<parent>.<n>`.
@@ -54,8 +49,6 @@ pub struct CreateArgs {
     /// Use this exact id.
     #[arg(long)]
     pub id: Option<String>,
-    #[arg(long)]
-    pub design: Option<String>,
     /// Acceptance criteria.
     #[arg(long)]
     pub acceptance: Option<String>,
@@ -118,7 +111,7 @@ pub(super) struct Draft {
 }
 
 impl Draft {
-    fn from_args(args: &CreateArgs, title: String, description: String) -> Draft {
+    fn from_args(args: &CreateArgs, title: String, texts: Texts) -> Draft {
         let mut deps = args.deps.clone();
         if let Some(spawner) = &args.waits_for {
             deps.push(format!("{}:{spawner}", dep_type::WAITS_FOR));
@@ -126,8 +119,8 @@ impl Draft {
         Draft {
             args: fleet::NewIssue {
                 title,
-                description,
-                design: args.design.clone().unwrap_or_default(),
+                description: texts.description.unwrap_or_default(),
+                design: texts.design.unwrap_or_default(),
                 acceptance: args.acceptance.clone().unwrap_or_default(),
                 notes: args.notes.clone().unwrap_or_default(),
                 priority: args.priority.clone(),
@@ -188,13 +181,8 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
     if title.trim().is_empty() {
         return Err(CliError::new("title is required"));
     }
-    let description = match (&args.description, &args.body_file, args.stdin) {
-        (Some(text), _, _) => text.clone(),
-        (None, Some(path), _) => read_text_file(path)?,
-        (None, None, true) => read_stdin()?,
-        (None, None, false) => String::new(),
-    };
-    let mut draft = Draft::from_args(&args, title, description);
+    let texts = args.text.read()?;
+    let mut draft = Draft::from_args(&args, title, texts);
     draft.args.estimate = parse_estimate(args.estimate.as_deref())?;
     draft.metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
     if let Some(gate) = &args.waits_for_gate
@@ -378,7 +366,10 @@ fn parse_markdown(text: &str, args: &CreateArgs) -> Result<Vec<Draft>, CliError>
         if let Some(title) = line.strip_prefix("## ") {
             flush(drafts.last_mut(), &section, &mut buffer);
             section = None;
-            let mut draft = Draft::from_args(args, title.trim().to_string(), String::new());
+            // Only a literal --design applies to every issue of the file (stdin is not read).
+            let design = args.text.design.clone().filter(|d| d != "-");
+            let texts = Texts { description: None, design };
+            let mut draft = Draft::from_args(args, title.trim().to_string(), texts);
             draft.args.id = None;
             drafts.push(draft);
         } else if let Some(name) = line.strip_prefix("### ") {

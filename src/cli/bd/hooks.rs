@@ -2,23 +2,29 @@
 //!
 //! Every era of beads' hooks calls back into `bd` (`bd hooks run pre-commit "$@"`, `bd hook
 //! pre-commit`) and passes its exit code on to git, so a `bd` that does not know the command
-//! aborts every `git commit`. Fleet keeps the queue in its own store and its history in the
-//! git journal, so a hook has little to do:
+//! aborts every `git commit`. What each hook does follows beads 1.0:
 //!
-//! - `pre-commit`: where the repository tracks the JSONL export (`.beads/issues.jsonl`), it is
-//!   rewritten from the store and staged, so a commit carries the queue as beads' hook did;
-//!   elsewhere nothing happens;
-//! - every other hook (`post-merge`, `post-checkout`, `pre-push`, `prepare-commit-msg`, …)
-//!   succeeds and does nothing: a merged JSONL is brought in with `fleet import`, and the
-//!   queue travels between machines with `fleet sync`.
+//! - first, always: a team's own hook chained as `<hook>.old` in the hooks directory runs with
+//!   git's arguments, and its failure is the hook's failure (beads' `runChainedHook`); a
+//!   `.old` that is itself a bd hook is skipped, so a chain never calls itself;
+//! - `pre-commit`: only when `export.auto` is on *and* paths under `.beads/` are already
+//!   staged, `.beads/issues.jsonl` is rewritten from the store, keeping every record of the
+//!   file the store does not hold (`beads::keep`), and staged when `export.git-add` is on;
+//! - `post-merge`, and `post-checkout` of a branch: when `import.auto` is on (the default),
+//!   `.beads/issues.jsonl` as the merge left it is imported into the store — an upsert in one
+//!   transaction, so what a teammate pushed arrives and nothing of this store is removed;
+//! - every other hook (`pre-push`, `prepare-commit-msg`, …) does nothing more.
 //!
-//! A hook never fails a git operation because of fleet: problems are warnings on stderr.
+//! Settings are read from the store, else from `.beads/config.yaml` as beads keeps them.
+//! Fleet's own work never fails a git operation: its problems are warnings on stderr.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::context::BdContext;
+use crate::beads::{ExportOptions, ImportOptions, NoProgress};
 use crate::cli::CliError;
+use crate::settings::{EXPORT_AUTO, EXPORT_GIT_ADD, IMPORT_AUTO, is_on_for};
 use crate::workspace::EXPORT_FILE;
 
 /// The hooks beads installs, and so does `bd hooks install`.
@@ -28,21 +34,27 @@ const HOOKS: [&str; 5] =
 /// What marks a hook file as ours (so `install` never overwrites someone else's hook).
 const MARKER: &str = "# installed by fleet (bd hooks install)";
 
+/// The suffix of a chained hook: the team's own hook, run before ours.
+const CHAINED: &str = ".old";
+
 #[derive(Debug, clap::Subcommand)]
 pub enum HooksCommand {
     /// Run the work of a git hook (what the installed hooks call).
     Run {
         /// The hook: pre-commit, post-merge, pre-push, post-checkout, prepare-commit-msg.
         hook: String,
-        /// The arguments git passed to the hook (ignored).
+        /// The arguments git passed to the hook (handed on to a chained `<hook>.old`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Install the git hooks into the repository's hooks directory.
     Install {
         /// Replace hooks of the same name that fleet did not write.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "chain")]
         force: bool,
+        /// Keep hooks fleet did not write: each is renamed `<hook>.old` and runs first.
+        #[arg(long)]
+        chain: bool,
     },
     /// List the git hooks and whether they are installed.
     List,
@@ -58,53 +70,147 @@ pub struct HookArgs {
 
 pub fn cmd_hooks(ctx: &BdContext, command: HooksCommand) -> Result<(), CliError> {
     match command {
-        HooksCommand::Run { hook, .. } => {
-            run_hook(ctx, &hook);
-            Ok(())
-        }
-        HooksCommand::Install { force } => install(ctx, force),
+        HooksCommand::Run { hook, args } => run_hook(ctx, &hook, &args),
+        HooksCommand::Install { force, chain } => install(ctx, force, chain),
         HooksCommand::List => list(ctx),
     }
 }
 
 pub fn cmd_hook(ctx: &BdContext, args: HookArgs) -> Result<(), CliError> {
-    run_hook(ctx, &args.hook);
+    run_hook(ctx, &args.hook, &args.args)
+}
+
+/// The work of one hook; see the module docs. Fails only with the chained hook's exit code.
+fn run_hook(ctx: &BdContext, hook: &str, args: &[String]) -> Result<(), CliError> {
+    let code = run_chained(ctx, hook, args);
+    if code != 0 {
+        return Err(CliError::exit_only(code));
+    }
+    match hook {
+        "pre-commit" => export_for_commit(ctx),
+        "post-merge" => import_after(ctx, hook),
+        // Only a branch checkout (flag 1), not `git checkout -- file`.
+        "post-checkout" if args.get(2).is_some_and(|flag| flag == "1") => import_after(ctx, hook),
+        _ => {}
+    }
     Ok(())
 }
 
-/// The work of one hook; see the module docs. Never an error: a hook must not fail git.
-fn run_hook(ctx: &BdContext, hook: &str) {
-    if hook != "pre-commit" {
-        return;
+/// Runs `<hooks dir>/<hook>.old` with git's arguments when it is there, executable and not a
+/// bd hook; its exit code (0 when there is none).
+fn run_chained(ctx: &BdContext, hook: &str, args: &[String]) -> i32 {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(dir) = git_hooks_dir(Path::new(".")) else { return 0 };
+    let path = dir.join(format!("{hook}{CHAINED}"));
+    let Ok(meta) = std::fs::metadata(&path) else { return 0 };
+    if meta.permissions().mode() & 0o111 == 0 {
+        return 0;
     }
+    if std::fs::read_to_string(&path).is_ok_and(|text| is_bd_hook(&text)) {
+        return 0;
+    }
+    match Command::new(&path).args(args).status() {
+        Ok(status) => status.code().unwrap_or(1),
+        Err(error) => {
+            ctx.out.warn(&format!("Warning: chained hook {} failed: {error}", path.display()));
+            1
+        }
+    }
+}
+
+/// Whether a hook's text calls bd (ours, or any beads era's), so chaining it would recurse.
+fn is_bd_hook(text: &str) -> bool {
+    text.contains(MARKER) || text.contains("bd hooks run") || text.contains("bd hook ")
+}
+
+/// pre-commit: the export beads' hook makes, under beads' conditions (module docs).
+fn export_for_commit(ctx: &BdContext) {
     let Ok(dir) = ctx.workspace_dir().map(Path::to_path_buf) else { return };
+    let Ok(store) = ctx.store() else { return };
+    let Ok(reader) = store.read() else { return };
+    if !is_on_for(&reader, &dir, EXPORT_AUTO).unwrap_or(false) || !beads_paths_staged(&dir) {
+        return;
+    }
     let export = dir.join(EXPORT_FILE);
-    if !tracked_by_git(&export) {
-        return;
-    }
-    if let Err(error) = refresh_export(ctx, &export) {
+    let options = ExportOptions::for_workspace(&dir);
+    if let Err(error) = crate::beads::export_keeping(&reader, &options, &export) {
         ctx.out
-            .warn(&format!("Warning: pre-commit: could not export {}: {error}", export.display()));
+            .warn(&format!("Warning: pre-commit: {} was not exported: {error}", export.display()));
         return;
     }
-    if let Err(error) = git_in(&dir, &["add", "--", EXPORT_FILE]) {
+    if is_on_for(&reader, &dir, EXPORT_GIT_ADD).unwrap_or(false)
+        && let Err(error) = git_in_project(&dir, &["add"], EXPORT_FILE)
+    {
         ctx.out
             .warn(&format!("Warning: pre-commit: could not stage {}: {error}", export.display()));
     }
 }
 
-/// Rewrites the export from the store.
-fn refresh_export(ctx: &BdContext, export: &Path) -> Result<(), String> {
-    let store = ctx.open_store().map_err(|e| e.message)?;
-    let options = crate::beads::ExportOptions::default();
-    crate::beads::export_to_path(&store, &options, export).map(drop).map_err(|e| e.to_string())
+/// Whether the commit being made already stages paths under the workspace `dir`.
+fn beads_paths_staged(dir: &Path) -> bool {
+    git_in_project(dir, &["diff", "--cached", "--name-only"], "")
+        .is_ok_and(|names| !names.trim().is_empty())
 }
 
-/// Whether git tracks `path` (in the repository that contains it).
-fn tracked_by_git(path: &Path) -> bool {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return false };
-    let name = name.to_string_lossy();
-    git_in(dir, &["ls-files", "--error-unmatch", "--", &name]).is_ok()
+/// Runs `git ARGS -- <workspace>/<inside>` from the project holding the workspace `dir`, not
+/// from inside it, so a relative `GIT_DIR` git gave the hook still names the repository.
+fn git_in_project(dir: &Path, args: &[&str], inside: &str) -> Result<String, String> {
+    let (Some(project), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(format!("{} has no parent directory", dir.display()));
+    };
+    let project = if project.as_os_str().is_empty() { Path::new(".") } else { project };
+    let path = Path::new(name).join(inside);
+    let path = path.to_string_lossy();
+    let mut all = args.to_vec();
+    all.extend(["--", &path]);
+    git_in(project, &all)
+}
+
+/// post-merge / post-checkout: imports the workspace's JSONL as the merge left it.
+fn import_after(ctx: &BdContext, hook: &str) {
+    let Ok(dir) = ctx.workspace_dir().map(Path::to_path_buf) else { return };
+    let file = dir.join(EXPORT_FILE);
+    if std::fs::metadata(&file).map_or(true, |meta| meta.len() == 0) {
+        return;
+    }
+    let Ok(store) = ctx.store() else { return };
+    match store.read().and_then(|reader| is_on_for(&reader, &dir, IMPORT_AUTO)) {
+        Ok(true) => {}
+        Ok(false) | Err(_) => return,
+    }
+    match import_file(ctx, &file) {
+        Ok(report) if report.created + report.updated > 0 => ctx.out.note(&format!(
+            "{hook}: imported {} new and {} changed issues from {}",
+            report.created,
+            report.updated,
+            file.display()
+        )),
+        Ok(_) => {}
+        Err(error) => ctx.out.warn(&format!(
+            "Warning: {hook}: {} was not imported: {error}; fix it, then run `bd import`",
+            file.display()
+        )),
+    }
+    crate::cli::journal::commit_soon(ctx, false);
+}
+
+/// Imports `file` into the workspace's store in one transaction; a bad line imports nothing.
+fn import_file(ctx: &BdContext, file: &Path) -> Result<crate::beads::ImportReport, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("reading it: {e}"))?;
+    let batch = crate::beads::import::read_jsonl(&bytes, ctx.now(), &NoProgress);
+    if let Some(error) = batch.first_error() {
+        return Err(error.to_string());
+    }
+    let store = ctx.store().map_err(|e| e.message)?;
+    crate::beads::import::run(
+        store,
+        ctx.actor(),
+        ctx.clock,
+        batch,
+        &ImportOptions::default(),
+        &NoProgress,
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Runs `git ARGS` in `dir`; the error is git's message.
@@ -122,30 +228,52 @@ fn git_in(dir: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// The repository's hooks directory (honouring `core.hooksPath`).
-fn hooks_dir(ctx: &BdContext) -> Result<PathBuf, CliError> {
-    let dir = ctx.workspace_dir()?.to_path_buf();
-    let path = git_in(&dir, &["rev-parse", "--git-path", "hooks"])
-        .map_err(|e| CliError::new(format!("not in a git repository ({}): {e}", dir.display())))?;
+/// The hooks directory of the repository `dir` is in (honouring `core.hooksPath`).
+fn git_hooks_dir(dir: &Path) -> Result<PathBuf, String> {
+    let path = git_in(dir, &["rev-parse", "--git-path", "hooks"])?;
     let path = PathBuf::from(path.trim());
     Ok(if path.is_absolute() { path } else { dir.join(path) })
+}
+
+/// The hooks directory of the workspace's repository.
+fn hooks_dir(ctx: &BdContext) -> Result<PathBuf, CliError> {
+    let dir = ctx.workspace_dir()?.to_path_buf();
+    git_hooks_dir(&dir)
+        .map_err(|e| CliError::new(format!("not in a git repository ({}): {e}", dir.display())))
 }
 
 fn hook_script(hook: &str) -> String {
     format!("#!/bin/sh\n{MARKER}\nexec bd hooks run {hook} \"$@\"\n")
 }
 
-fn install(ctx: &BdContext, force: bool) -> Result<(), CliError> {
+fn install(ctx: &BdContext, force: bool, chain: bool) -> Result<(), CliError> {
     let dir = hooks_dir(ctx)?;
     std::fs::create_dir_all(&dir)
         .map_err(|e| CliError::new(format!("creating {}: {e}", dir.display())))?;
     let mut installed = Vec::new();
+    let mut chained = Vec::new();
     for hook in HOOKS {
         let path = dir.join(hook);
         let existing = std::fs::read_to_string(&path).ok();
-        if existing.as_deref().is_some_and(|text| !text.contains(MARKER)) && !force {
+        let foreign = existing.as_deref().is_some_and(|text| !is_bd_hook(text));
+        if foreign && chain {
+            let old = dir.join(format!("{hook}{CHAINED}"));
+            if old.exists() {
+                return Err(CliError::new(format!(
+                    "{} exists, so {} cannot be chained as it",
+                    old.display(),
+                    path.display()
+                ))
+                .with_hint("merge the two by hand, or remove the .old one, then install again"));
+            }
+            std::fs::rename(&path, &old).map_err(|e| {
+                CliError::new(format!("renaming {} to {}: {e}", path.display(), old.display()))
+            })?;
+            chained.push(hook);
+        } else if foreign && !force {
             ctx.out.warn(&format!(
-                "Warning: {} exists and was not written by fleet; left alone (--force replaces it)",
+                "Warning: {} exists and was not written by fleet; left alone (--chain runs it \
+                 before fleet's, --force replaces it)",
                 path.display()
             ));
             continue;
@@ -153,7 +281,13 @@ fn install(ctx: &BdContext, force: bool) -> Result<(), CliError> {
         write_executable(&path, &hook_script(hook))?;
         installed.push(hook);
     }
-    let report = serde_json::json!({ "installed": installed, "dir": dir });
+    if !chained.is_empty() {
+        ctx.out.note(&format!(
+            "Chained the existing {} hooks: each runs first as <hook>{CHAINED}",
+            chained.join(", ")
+        ));
+    }
+    let report = serde_json::json!({ "installed": installed, "chained": chained, "dir": dir });
     ctx.out.emit(&report, || {
         format!("✓ Installed git hooks in {}: {}", dir.display(), installed.join(", "))
     });

@@ -60,10 +60,8 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
     }
     let prefix = match (&args.prefix, &prefix_from_config_yaml(&dir)) {
         (Some(prefix), _) | (None, Some(prefix)) => prefix.trim().trim_end_matches('-').to_string(),
-        (None, None) if args.from_jsonl => {
-            prefix_from_jsonl(&jsonl).unwrap_or_else(|| prefix_from_dir(&dir))
-        }
-        (None, None) => prefix_from_dir(&dir),
+        // The file's issues belong in this store, whether imported now or later.
+        (None, None) => prefix_from_jsonl(&jsonl).unwrap_or_else(|| prefix_from_dir(&dir)),
     };
     let beads_metadata = beads_backend(&dir);
     let store = init_workspace(&dir, &prefix).map_err(CliError::message_only)?;
@@ -91,8 +89,8 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
         ));
         if dir.join("dolt").is_dir() || dir.join("embeddeddolt").is_dir() {
             ctx.out.note(&format!(
-                "Bring the Dolt database's issues in with: fleet import {} --via-bd",
-                dir.parent().unwrap_or(&dir).display()
+                "Bring the Dolt database's issues into this store with: bd import {} --via-bd",
+                dir.display()
             ));
         }
     }
@@ -100,6 +98,12 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
         let new_global = BdGlobal { db: Some(dir.clone()), ..global.clone() };
         let fresh = BdContext::new(&new_global, ctx.personality())?;
         transfer::import_path(&fresh, &jsonl, false)?;
+    } else if jsonl.is_file() {
+        ctx.out.note(&format!(
+            "{} holds this project's issues; bring them into the new store with `bd import` \
+             (or next time `bd init --from-jsonl`)",
+            jsonl.display()
+        ));
     }
     Ok(())
 }
@@ -147,15 +151,8 @@ fn beads_backend(dir: &Path) -> Option<String> {
 
 /// The `issue-prefix` (or `issue_prefix`) of `.beads/config.yaml`, where beads keeps it.
 fn prefix_from_config_yaml(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("config.yaml")).ok()?;
-    text.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        if !matches!(key.trim(), "issue-prefix" | "issue_prefix") || line.starts_with([' ', '\t']) {
-            return None;
-        }
-        let value = value.split(" #").next()?.trim().trim_matches(['"', '\'']).trim();
-        (!value.is_empty()).then(|| value.to_string())
-    })
+    use crate::workspace::config_yaml;
+    config_yaml::value(dir, "issue-prefix").or_else(|| config_yaml::value(dir, "issue_prefix"))
 }
 
 /// The prefix of the first issue id in a JSONL file (`bd-a1f.2` → `bd`).

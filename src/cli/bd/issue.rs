@@ -4,10 +4,10 @@
 //! per-issue reporting bd does (an unknown id is reported and skipped), keeps
 //! `.beads/last-touched`, and prints bd's lines.
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use super::context::BdContext;
+use super::text::{TextArgs, Texts};
 use crate::cli::CliError;
 use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, list_line, printable};
@@ -35,18 +35,10 @@ pub(super) fn parse_metadata(text: &str) -> Result<serde_json::Value, CliError> 
 
 pub(super) fn read_text_file(path: &std::path::Path) -> Result<String, CliError> {
     if path.as_os_str() == "-" {
-        return read_stdin();
+        return super::text::read_stdin().map_err(|e| CliError::new(format!("reading stdin: {e}")));
     }
     std::fs::read_to_string(path)
         .map_err(|e| CliError::new(format!("reading {}: {e}", path.display())))
-}
-
-pub(super) fn read_stdin() -> Result<String, CliError> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| CliError::new(format!("reading stdin: {e}")))?;
-    Ok(text)
 }
 
 #[derive(Debug, clap::Args)]
@@ -180,10 +172,8 @@ pub struct UpdateArgs {
     /// New assignee ("" to unassign).
     #[arg(short, long)]
     pub assignee: Option<String>,
-    #[arg(short, long, alias = "body")]
-    pub description: Option<String>,
-    #[arg(long)]
-    pub design: Option<String>,
+    #[command(flatten)]
+    pub text: TextArgs,
     #[arg(long)]
     pub acceptance: Option<String>,
     #[arg(long)]
@@ -238,7 +228,7 @@ pub struct UpdateArgs {
 }
 
 impl UpdateArgs {
-    fn fleet_args(&self, id: &str) -> Result<fleet::UpdateArgs, CliError> {
+    fn fleet_args(&self, id: &str, texts: &Texts) -> Result<fleet::UpdateArgs, CliError> {
         Ok(fleet::UpdateArgs {
             ids: vec![id.to_string()],
             status: self.status.clone(),
@@ -246,8 +236,8 @@ impl UpdateArgs {
             issue_type: self.issue_type.clone(),
             priority: self.priority.clone(),
             assignee: self.assignee.clone(),
-            description: self.description.clone(),
-            design: self.design.clone(),
+            description: texts.description.clone(),
+            design: texts.design.clone(),
             acceptance: self.acceptance.clone(),
             notes: self.notes.clone(),
             append_notes: self.append_notes.clone(),
@@ -306,7 +296,8 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
     let fctx = ctx.require_store()?;
     // Validate every flag once, before any issue changes.
-    let template = args.fleet_args("")?;
+    let texts = args.text.read()?;
+    let template = args.fleet_args("", &texts)?;
     let metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
     if !fleet::update_requested(fctx, &template).map_err(CliError::message_only)?
         && !args.has_extra()
@@ -319,7 +310,7 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
     let mut failed = 0;
     for input in &ids {
         let Some(id) = resolve_or_report(ctx, store, input)? else { continue };
-        let one = args.fleet_args(&id)?;
+        let one = args.fleet_args(&id, &texts)?;
         // A status of closed is a close, with the close guards (the tracker sees to it).
         let result = fleet::update_issues(fctx, &one, |request| {
             add_bd_edits(request, &args, metadata.as_ref());

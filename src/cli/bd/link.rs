@@ -1,9 +1,12 @@
 //! `fleet link-bd [DIR]`: makes `DIR/bd` a symbolic link to the running fleet binary, so that
 //! agents' `bd …` commands reach fleet's bd personality.
 //!
-//! The default DIR is the directory the fleet binary itself is in: it is on PATH whenever
-//! `fleet` is, needs no extra PATH setup, and keeps the link next to what it points at.
-//! Pass a directory (e.g. `~/.local/bin`) to put it elsewhere.
+//! The default DIR is the directory `fleet` was reached through: the directory of the path it
+//! was run by, or the PATH entry whose `fleet` is this binary (a symbolic link such as
+//! `~/.local/bin/fleet -> ~/src/fleet/target/release/fleet` puts the link in
+//! `~/.local/bin`, which is on PATH, not beside the real binary, which is not). It is on PATH
+//! whenever `fleet` is and needs no extra PATH setup. Pass a directory (e.g. `~/.local/bin`)
+//! to put it elsewhere.
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +17,7 @@ use crate::cli::output::Output;
 
 #[derive(Debug, clap::Args)]
 pub struct LinkArgs {
-    /// Where to create the `bd` link (default: the directory of the fleet binary).
+    /// Where to create the `bd` link (default: the PATH directory `fleet` was run from).
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Replace an existing `bd` there (a real beads binary, or another link).
@@ -39,9 +42,8 @@ pub fn cmd_link_bd(out: &Output, args: LinkArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::new(format!("finding the fleet binary: {e}")))?;
     let dir = match args.dir {
         Some(dir) => dir,
-        None => exe
-            .parent()
-            .map(Path::to_path_buf)
+        None => invoked_dir(&exe)
+            .or_else(|| exe.parent().map(Path::to_path_buf))
             .ok_or_else(|| CliError::new("the fleet binary has no parent directory"))?,
     };
     std::fs::create_dir_all(&dir)
@@ -83,12 +85,34 @@ pub fn cmd_link_bd(out: &Output, args: LinkArgs) -> Result<(), CliError> {
                 "warning: {other} comes first on PATH, so `bd` runs that one; put {} earlier on PATH",
                 dir.display()
             ));
-        } else if first_bd_on_path().is_none() {
+        } else if !on_path(&dir) {
             lines.push(format!("note: {} is not on PATH; add it so agents find `bd`", dir.display()));
         }
         lines.join("\n")
     });
     Ok(())
+}
+
+/// The directory this run of fleet was reached through (see the module docs): the parent of
+/// `argv[0]` when it is a path, else the first PATH entry whose `argv[0]` is this binary.
+fn invoked_dir(exe: &Path) -> Option<PathBuf> {
+    let argv0 = PathBuf::from(std::env::args_os().next()?);
+    if argv0.components().count() > 1 {
+        let parent = argv0.parent()?;
+        let parent = std::path::absolute(parent).ok()?;
+        return points_to(&parent.join(argv0.file_name()?), exe).then_some(parent);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find(|dir| points_to(&dir.join(&argv0), exe))
+}
+
+/// Whether `dir` is one of PATH's directories.
+fn on_path(dir: &Path) -> bool {
+    let same = |a: &Path| match (a.canonicalize(), dir.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == dir,
+    };
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| same(&d)))
 }
 
 fn points_to(link: &Path, exe: &Path) -> bool {

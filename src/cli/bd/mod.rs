@@ -29,6 +29,7 @@ mod query;
 mod rename;
 mod setup;
 mod sync;
+mod text;
 mod transfer;
 mod workflow;
 
