@@ -23,9 +23,13 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::export::{ExportOptions, ExportSummary, write_export, write_export_to};
+use super::export::{
+    EXPORT_STATE_FILE, ExportOptions, ExportState, ExportSummary, write_atomic, write_export,
+    write_export_to,
+};
 use super::{BeadsError, io_error};
-use crate::store::{Reader, StoreError};
+use crate::store::{Reader, Store, StoreError, meta};
+use crate::workspace::EXPORT_FILE;
 
 /// What a keeping export wrote.
 #[derive(Debug, Clone, Default)]
@@ -190,4 +194,40 @@ fn with_newline(bytes: &[u8]) -> Vec<u8> {
         line.push(b'\n');
     }
     line
+}
+
+/// After a write command: when `export.auto` is on and the store changed since the last
+/// auto-export, writes `.beads/issues.jsonl` (keeping the records of the file this store does
+/// not hold) and `.beads/export-state.json`. When it is off
+/// this is one configuration read. Returns what was exported, if anything.
+pub fn auto_export_if_enabled(store: &Store) -> Result<Option<ExportSummary>, BeadsError> {
+    let reader = store.read()?;
+    if !crate::settings::is_on(&reader, crate::settings::EXPORT_AUTO)? {
+        return Ok(None);
+    }
+    let changes = reader.view().meta_u64(meta::CHANGES)?;
+    let dir = store.dir();
+    let target = dir.join(EXPORT_FILE);
+    let state_path = dir.join(EXPORT_STATE_FILE);
+    let previous = std::fs::read(&state_path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<ExportState>(&bytes).ok());
+    if target.is_file() && previous.is_some_and(|p| p.changes == changes) {
+        return Ok(None);
+    }
+    // The file is the one a project tracks: what it holds that this store does not is kept.
+    let summary = export_keeping(&reader, &ExportOptions::for_workspace(dir), &target)?.summary;
+    let state = ExportState {
+        changes,
+        exported_at: jiff::Timestamp::now(),
+        path: EXPORT_FILE.to_string(),
+        issues: summary.issues,
+        memories: summary.memories,
+    };
+    write_atomic(&state_path, |out| {
+        let mut text = serde_json::to_vec_pretty(&state).expect("export state serialises");
+        text.push(b'\n');
+        out.write_all(&text).map_err(io_error(format!("writing {}", state_path.display())))
+    })?;
+    Ok(Some(summary))
 }

@@ -43,12 +43,10 @@ use crate::store::StoreError;
 
 pub use batch::Batch;
 pub use detect::{Detected, Source, detect};
-pub use export::{
-    ExportOptions, ExportSummary, auto_export_if_enabled, export_after_sync, export_to_path,
-};
+pub use export::{ExportOptions, ExportSummary, export_after_sync, export_to_path};
 pub use import::{DuplicateId, ImportOptions, ImportReport, SkippedDependency};
 pub use jsonl::{BadLine, Line, Record};
-pub use keep::{KeptExport, export_keeping};
+pub use keep::{KeptExport, auto_export_if_enabled, export_keeping};
 
 /// Errors of reading, importing and exporting beads data, each naming the line, file or
 /// workspace it is about.

@@ -3,7 +3,7 @@
 //! the lane idle), the time to make a task's worktree, and the disk a worktree takes — in a
 //! generated repository of many files.
 //!
-//! The lane runs as the supervisor runs it (`crate::land::lane::land`: leftovers, merge-tree,
+//! The lane runs as the supervisor runs it (`crate::land::land`: leftovers, merge-tree,
 //! squash commit, the checks in the scratch worktree, compare-and-swap of the base), without
 //! the store: what the store adds is one write per step, measured by the other benchmarks.
 
@@ -132,7 +132,7 @@ fn make_entries(
 }
 
 /// Lands `entries` through the lane as the supervisor does: one at a time
-/// (`lane::land`), or `run.batch` at a time (`lane::land_batch`).
+/// (`crate::land::land`), or `run.batch` at a time (`lane::land_batch`).
 fn land_all(home: &Path, run: &LaneRunConfig, entries: &[Entry]) -> Result<LaneRun, BenchError> {
     let settings = LaneSettings {
         home: home.to_path_buf(),
@@ -149,7 +149,7 @@ fn land_all(home: &Path, run: &LaneRunConfig, entries: &[Entry]) -> Result<LaneR
         let landed: Vec<Landed> = if run.batch <= 1 {
             chunk
                 .iter()
-                .map(|entry| lane::land(&settings, entry, &mut |_, _, _| Ok(())))
+                .map(|entry| crate::land::land(&settings, entry, &mut |_, _, _| Ok(())))
                 .collect::<Result<_, _>>()
                 .map_err(failed)?
         } else {

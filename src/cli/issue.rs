@@ -476,9 +476,6 @@ pub struct UpdateArgs {
     /// children, or blocked (as `close --force`).
     #[arg(long)]
     pub force: bool,
-    /// The agent session, recorded when `--status closed` closes the issue.
-    #[arg(skip)]
-    pub session: String,
     /// Due date ("" clears).
     #[arg(long)]
     pub due: Option<String>,
@@ -494,7 +491,66 @@ pub struct UpdateArgs {
     pub model: Option<String>,
 }
 
-fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError> {
+/// The values of `update`'s flags as a personality read them (fleet's [`UpdateArgs`], bd's
+/// own): what [`update_issues`] turns into the tracker's request. Each personality has its own
+/// flags and maps them here; no clap struct is shared between them.
+#[derive(Debug, Clone, Default)]
+pub(in crate::cli) struct UpdateFlags {
+    pub status: Option<String>,
+    pub title: Option<String>,
+    pub issue_type: Option<String>,
+    pub priority: Option<String>,
+    pub assignee: Option<String>,
+    pub description: Option<String>,
+    pub design: Option<String>,
+    pub acceptance: Option<String>,
+    pub notes: Option<String>,
+    pub append_notes: Option<String>,
+    pub external_ref: Option<String>,
+    pub estimate: Option<i64>,
+    pub add_labels: Vec<String>,
+    pub remove_labels: Vec<String>,
+    pub claim: bool,
+    pub force: bool,
+    pub session: String,
+    pub due: Option<String>,
+    pub defer: Option<String>,
+    pub cwd: Option<PathBuf>,
+    pub coder: Option<String>,
+    pub model: Option<String>,
+}
+
+impl UpdateArgs {
+    /// fleet's flags as the values [`update_issues`] reads.
+    fn flags(&self) -> UpdateFlags {
+        UpdateFlags {
+            status: self.status.clone(),
+            title: self.title.clone(),
+            issue_type: self.issue_type.clone(),
+            priority: self.priority.clone(),
+            assignee: self.assignee.clone(),
+            description: self.description.clone(),
+            design: self.design.clone(),
+            acceptance: self.acceptance.clone(),
+            notes: self.notes.clone(),
+            append_notes: self.append_notes.clone(),
+            external_ref: self.external_ref.clone(),
+            estimate: self.estimate,
+            add_labels: self.add_labels.clone(),
+            remove_labels: self.remove_labels.clone(),
+            claim: self.claim,
+            force: self.force,
+            session: String::new(),
+            due: self.due.clone(),
+            defer: self.defer.clone(),
+            cwd: self.cwd.clone(),
+            coder: self.coder.clone(),
+            model: self.model.clone(),
+        }
+    }
+}
+
+fn build_patch(ctx: &Context, args: &UpdateFlags) -> Result<IssuePatch, CliError> {
     let now = ctx.now();
     if args.estimate.is_some_and(|e| e < 0) {
         return Err(CliError::new("estimate must be a non-negative number of minutes"));
@@ -534,7 +590,7 @@ fn build_patch(ctx: &Context, args: &UpdateArgs) -> Result<IssuePatch, CliError>
     })
 }
 
-impl UpdateArgs {
+impl UpdateFlags {
     /// Whether any of fleet's task fields (`--cwd`, `--coder`, `--model`) is given.
     fn changes_fleet_fields(&self) -> bool {
         self.cwd.is_some() || self.coder.is_some() || self.model.is_some()
@@ -542,22 +598,24 @@ impl UpdateArgs {
 }
 
 pub fn cmd_update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
-    if !update_requested(ctx, &args)? {
+    let flags = args.flags();
+    if !update_requested(ctx, &flags)? {
         return Err(CliError::usage("No updates specified")
             .with_hint("pass a field to change, e.g. --status in_progress or --priority 1"));
     }
-    let updated = update_issues(ctx, &args, |_| {})?;
+    let updated = update_issues(ctx, &args.ids, &flags, |_| {})?;
     emit_summaries(ctx, &updated, |s| format!("✓ Updated issue: {}", id_title(&s.issue)));
     Ok(())
 }
 
 /// The store side of `update`, shared by `fleet update` and `bd update`: in one request,
-/// claims (with `--claim`) and patches every issue in `args.ids`. `adjust` may set the edits
+/// claims (with `--claim`) and patches every issue in `ids`. `adjust` may set the edits
 /// only one personality has flags for (bd's `--parent`, `--set-labels`, `--metadata`).
 /// Returns the issues as they end up.
 pub(in crate::cli) fn update_issues(
     ctx: &Context,
-    args: &UpdateArgs,
+    ids: &[String],
+    args: &UpdateFlags,
     adjust: impl FnOnce(&mut UpdateRequest),
 ) -> Result<Vec<IssueSummary>, CliError> {
     let cwd = args.cwd.clone().map(|d| recorded_dir(Some(d))).transpose()?;
@@ -574,12 +632,15 @@ pub(in crate::cli) fn update_issues(
     };
     adjust(&mut request);
     let updates =
-        args.ids.iter().map(|id| UpdateRequest { id: id.clone(), ..request.clone() }).collect();
+        ids.iter().map(|id| UpdateRequest { id: id.clone(), ..request.clone() }).collect();
     Ok(ctx.submit(Request::Update(updates))?.into_summaries()?)
 }
 
 /// Whether `args` asks for any change at all (fields, a claim, or fleet's task fields).
-pub(in crate::cli) fn update_requested(ctx: &Context, args: &UpdateArgs) -> Result<bool, CliError> {
+pub(in crate::cli) fn update_requested(
+    ctx: &Context,
+    args: &UpdateFlags,
+) -> Result<bool, CliError> {
     Ok(!build_patch(ctx, args)?.is_empty() || args.claim || args.changes_fleet_fields())
 }
 

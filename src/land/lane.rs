@@ -126,29 +126,8 @@ pub enum LaneError {
 /// What the caller records before the base ref moves (see the module doc, step 4).
 pub type RecordChecked<'a> = &'a mut dyn FnMut(&str, &str, &Receipt) -> Result<(), String>;
 
-/// Lands `entry` (see the module doc), then pushes the base when `merge.push` names a remote
-/// (`crate::land::push`; its outcome goes in the receipt).
-pub fn land(
-    settings: &LaneSettings,
-    entry: &Entry,
-    record_checked: RecordChecked<'_>,
-) -> Result<Landed, LaneError> {
-    let landed = match land_here(settings, entry, record_checked)? {
-        Landed::Landed(mut receipt) if !settings.push.is_empty() => {
-            super::push::publish(settings, entry, &mut receipt);
-            Landed::Landed(receipt)
-        }
-        landed => landed,
-    };
-    if matches!(landed, Landed::Landed(_)) {
-        // The base moved (and was pushed); the task's close is recorded next.
-        crate::fault::point("land-landed");
-    }
-    Ok(landed)
-}
-
 /// Lands `entry` on the base branch of its repository.
-fn land_here(
+pub(super) fn land_here(
     settings: &LaneSettings,
     entry: &Entry,
     record_checked: RecordChecked<'_>,
@@ -734,7 +713,10 @@ mod tests {
             seen = Some((base.to_owned(), merged.to_owned()));
             Err("killed".to_owned())
         };
-        assert!(matches!(land(&settings, &entry, &mut crash), Err(LaneError::Record(_))));
+        assert!(matches!(
+            crate::land::land(&settings, &entry, &mut crash),
+            Err(LaneError::Record(_))
+        ));
         assert_eq!(git(&repo, &["rev-parse", "main"]), before, "moved before it was recorded");
         let (base, merged) = seen.unwrap();
         entry.landing.state = LandState::Checked {
@@ -744,10 +726,16 @@ mod tests {
             merged: merged.clone(),
         };
         let mut unexpected = |_: &str, _: &str, _: &Receipt| Err("merged again".to_owned());
-        assert!(matches!(land(&settings, &entry, &mut unexpected), Ok(Landed::Landed(_))));
+        assert!(matches!(
+            crate::land::land(&settings, &entry, &mut unexpected),
+            Ok(Landed::Landed(_))
+        ));
         assert_eq!(git(&repo, &["rev-parse", "main"]), merged);
         // Killed again before the close was recorded: only the close is due.
-        assert!(matches!(land(&settings, &entry, &mut unexpected), Ok(Landed::Landed(_))));
+        assert!(matches!(
+            crate::land::land(&settings, &entry, &mut unexpected),
+            Ok(Landed::Landed(_))
+        ));
         assert_eq!(git(&repo, &["rev-list", "--count", "main"]), "2");
         // The checkout of main was clean: it holds the landed file.
         assert!(repo.join("a.txt").is_file());

@@ -30,3 +30,24 @@ pub mod push;
 pub mod worktree;
 
 pub use lane::short;
+
+/// Lands `entry` (see [`lane`]), then pushes the base when `merge.push` names a remote
+/// (`crate::land::push`; its outcome goes in the receipt).
+pub fn land(
+    settings: &lane::LaneSettings,
+    entry: &lane::Entry,
+    record_checked: lane::RecordChecked<'_>,
+) -> Result<lane::Landed, lane::LaneError> {
+    let landed = match lane::land_here(settings, entry, record_checked)? {
+        lane::Landed::Landed(mut receipt) if !settings.push.is_empty() => {
+            push::publish(settings, entry, &mut receipt);
+            lane::Landed::Landed(receipt)
+        }
+        landed => landed,
+    };
+    if matches!(landed, lane::Landed::Landed(_)) {
+        // The base moved (and was pushed); the task's close is recorded next.
+        crate::fault::point("land-landed");
+    }
+    Ok(landed)
+}

@@ -361,7 +361,7 @@ fn pages(scratch: &Path, path: &Path) -> Check {
         ),
         Err(
             StoreError::Database(ref engine) | StoreError::DatabaseAt { source: ref engine, .. },
-        ) if super::is_damage(engine) => Check::problem(
+        ) if super::error::is_damage(engine) => Check::problem(
             CHECK,
             "a page does not match its checksum: a part of the store was changed outside fleet",
             Vec::new(),

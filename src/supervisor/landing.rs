@@ -5,7 +5,7 @@
 //! The supervisor calls [`scan`] whenever the queue changed while entries wait (and after each
 //! landing): it puts entries whose resolution task closed back in the queue, and returns the
 //! next entry of each lane that is not busy. Each entry is landed on a blocking thread by
-//! [`land_one`] (`crate::land::lane::land`), which records the result: landed (the task
+//! [`land_one`] (`crate::land::land`), which records the result: landed (the task
 //! closes), refused (the task reopens with the evidence, counted as a failure, or is blocked at
 //! the limit), a conflict (a resolution task blocks the entry; after
 //! [`MAX_CONFLICT_ROUNDS`] the task is blocked for a human), or back in the queue. The lanes
@@ -217,7 +217,7 @@ pub fn land_one(
     };
     let begin = LandStep::Started { id: entry.id.clone() };
     let result = match record(store, actor, begin, None) {
-        Ok(_) => lane::land(&settings, entry, &mut record_checked),
+        Ok(_) => crate::land::land(&settings, entry, &mut record_checked),
         // Dropped or rejected by a person since the scan: nothing to land.
         Err(error) => Err(lane::LaneError::Record(error.to_string())),
     };

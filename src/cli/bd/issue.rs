@@ -228,9 +228,9 @@ pub struct UpdateArgs {
 }
 
 impl UpdateArgs {
-    fn fleet_args(&self, id: &str, texts: &Texts) -> Result<fleet::UpdateArgs, CliError> {
-        Ok(fleet::UpdateArgs {
-            ids: vec![id.to_string()],
+    /// bd's flags as the values `fleet::update_issues` reads.
+    fn flags(&self, texts: &Texts) -> Result<fleet::UpdateFlags, CliError> {
+        Ok(fleet::UpdateFlags {
             status: self.status.clone(),
             title: self.title.clone(),
             issue_type: self.issue_type.clone(),
@@ -297,10 +297,9 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
     let fctx = ctx.require_store()?;
     // Validate every flag once, before any issue changes.
     let texts = args.text.read()?;
-    let template = args.fleet_args("", &texts)?;
+    let flags = args.flags(&texts)?;
     let metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
-    if !fleet::update_requested(fctx, &template).map_err(CliError::message_only)?
-        && !args.has_extra()
+    if !fleet::update_requested(fctx, &flags).map_err(CliError::message_only)? && !args.has_extra()
     {
         ctx.out.text("No updates specified");
         return Ok(());
@@ -310,9 +309,8 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
     let mut failed = 0;
     for input in &ids {
         let Some(id) = resolve_or_report(ctx, store, input)? else { continue };
-        let one = args.fleet_args(&id, &texts)?;
         // A status of closed is a close, with the close guards (the tracker sees to it).
-        let result = fleet::update_issues(fctx, &one, |request| {
+        let result = fleet::update_issues(fctx, std::slice::from_ref(&id), &flags, |request| {
             add_bd_edits(request, &args, metadata.as_ref());
         });
         match result {
