@@ -166,6 +166,41 @@ fn a_chained_team_hook_runs_first_and_its_failure_stops_the_commit() {
     assert_ne!(code, 0, "bd hooks run passes the chained hook's failure on");
 }
 
+/// A team's shared bare remote, and a `bin` directory where `bd` is fleet.
+struct Team {
+    root: tempfile::TempDir,
+    bin: std::path::PathBuf,
+}
+
+impl Team {
+    fn new() -> Team {
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(fleet_bin(), bin.join("bd")).unwrap();
+        ok(root.path(), &bin, "git", &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+        Team { root, bin }
+    }
+
+    /// A clone of the remote named `name` (no fleet store yet).
+    fn clone(&self, name: &str) -> Member {
+        let remote = self.root.path().join("remote.git").display().to_string();
+        ok(self.root.path(), &self.bin, "git", &["clone", "-q", &remote, name]);
+        Member { dir: self.root.path().join(name), bin: self.bin.clone() }
+    }
+
+    /// A member who starts the queue: a clone on `main` with a store of `prefix`, the hooks
+    /// installed and auto-export on.
+    fn founder(&self, name: &str, prefix: &str) -> Member {
+        let member = self.clone(name);
+        member.run("git", &["checkout", "-q", "-b", "main"]);
+        member.run("bd", &["init", "-q", "--prefix", prefix]);
+        member.run("bd", &["hooks", "install"]);
+        member.run("bd", &["config", "set", "export.auto", "true"]);
+        member
+    }
+}
+
 /// One member of a team: a clone of the shared remote with its own fleet store.
 struct Member {
     dir: std::path::PathBuf,
@@ -208,25 +243,13 @@ impl Member {
 /// other pushed, so no commit loses a teammate's issue.
 #[test]
 fn a_team_sharing_the_committed_jsonl_keeps_every_members_issues() {
-    let root = tempfile::tempdir().unwrap();
-    let bin = root.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(fleet_bin(), bin.join("bd")).unwrap();
-    let remote = root.path().join("remote.git");
-    ok(root.path(), &bin, "git", &["init", "-q", "--bare", "-b", "main", "remote.git"]);
-    let member = |name: &str| Member { dir: root.path().join(name), bin: bin.clone() };
-    let (alice, bob) = (member("alice"), member("bob"));
-    let remote_arg = remote.display().to_string();
-    ok(root.path(), &bin, "git", &["clone", "-q", &remote_arg, "alice"]);
-    alice.run("git", &["checkout", "-q", "-b", "main"]);
-    alice.run("bd", &["init", "-q", "--prefix", "tm"]);
-    alice.run("bd", &["hooks", "install"]);
-    alice.run("bd", &["config", "set", "export.auto", "true"]);
+    let team = Team::new();
+    let alice = team.founder("alice", "tm");
     alice.run("bd", &["create", "From Alice"]);
     alice.run("git", &["add", ".beads"]);
     alice.commit_queue("alice's first issue");
 
-    ok(root.path(), &bin, "git", &["clone", "-q", &remote_arg, "bob"]);
+    let bob = team.clone("bob");
     let init = bob.run("bd", &["init"]);
     assert!(init.contains("tm-<hash>"), "the prefix is the file's: {init}");
     assert!(init.contains("bd import"), "bd init names the import: {init}");
@@ -245,7 +268,7 @@ fn a_team_sharing_the_committed_jsonl_keeps_every_members_issues() {
     bob.run("git", &["pull", "-q", "--ff-only", "origin", "main"]);
     let all = ["Alice again", "From Alice", "From Bob"];
     assert_eq!(bob.titles(), all);
-    let committed = committed_export(&bob.dir, &bin);
+    let committed = committed_export(&bob.dir, &team.bin);
     for title in all {
         assert!(committed.contains(title), "{title} is in the shared file: {committed}");
     }
@@ -256,34 +279,23 @@ fn a_team_sharing_the_committed_jsonl_keeps_every_members_issues() {
 /// member's pull imports the new issue, and the file fleet commits next keeps the tombstone.
 #[test]
 fn a_fleet_member_and_a_beads_member_share_the_jsonl() {
-    let root = tempfile::tempdir().unwrap();
-    let bin = root.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(fleet_bin(), bin.join("bd")).unwrap();
-    let remote = root.path().join("remote.git");
-    ok(root.path(), &bin, "git", &["init", "-q", "--bare", "-b", "main", "remote.git"]);
-    let remote_arg = remote.display().to_string();
-    let fleet_member = Member { dir: root.path().join("fleet"), bin: bin.clone() };
-    ok(root.path(), &bin, "git", &["clone", "-q", &remote_arg, "fleet"]);
-    fleet_member.run("git", &["checkout", "-q", "-b", "main"]);
-    fleet_member.run("bd", &["init", "-q", "--prefix", "bx"]);
-    fleet_member.run("bd", &["hooks", "install"]);
-    fleet_member.run("bd", &["config", "set", "export.auto", "true"]);
+    let team = Team::new();
+    let fleet_member = team.founder("fleet", "bx");
     fleet_member.run("bd", &["create", "On fleet"]);
     fleet_member.run("git", &["add", ".beads"]);
     fleet_member.commit_queue("fleet's issue");
 
     // The beads member: a plain clone, no fleet, writing beads' records into the file.
-    let beads_dir = root.path().join("beads");
-    ok(root.path(), &bin, "git", &["clone", "-q", &remote_arg, "beads"]);
+    let beads_dir = team.clone("beads").dir;
+    let bin = &team.bin;
     let file = beads_dir.join(".beads/issues.jsonl");
     let mut text = std::fs::read_to_string(&file).unwrap();
     let added = r#"{"id":"bx-b1","title":"On beads","status":"open","priority":1,"issue_type":"bug","created_at":"2026-02-01T00:00:00Z","updated_at":"2026-02-01T00:00:00Z","labels":["from-beads"]}"#;
     let tombstone = r#"{"id":"bx-t0","title":"removed in beads","status":"tombstone","priority":2,"issue_type":"task","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-02-01T00:00:00Z"}"#;
     text.push_str(&format!("{added}\n{tombstone}\n"));
     std::fs::write(&file, &text).unwrap();
-    ok(&beads_dir, &bin, "git", &["commit", "-q", "-am", "beads member's issue"]);
-    ok(&beads_dir, &bin, "git", &["push", "-q", "origin", "HEAD:main"]);
+    ok(&beads_dir, bin, "git", &["commit", "-q", "-am", "beads member's issue"]);
+    ok(&beads_dir, bin, "git", &["push", "-q", "origin", "HEAD:main"]);
 
     let pulled = fleet_member.run("git", &["pull", "-q", "--ff-only", "origin", "main"]);
     assert!(pulled.contains("imported 1 new"), "{pulled}");
@@ -292,7 +304,7 @@ fn a_fleet_member_and_a_beads_member_share_the_jsonl() {
     assert!(shown.contains("from-beads"), "labels came along: {shown}");
     fleet_member.run("bd", &["create", "Fleet again"]);
     fleet_member.commit_queue("fleet's second");
-    let committed = committed_export(&fleet_member.dir, &bin);
+    let committed = committed_export(&fleet_member.dir, bin);
     assert!(committed.contains(tombstone), "beads' tombstone is kept: {committed}");
     assert!(committed.contains("On beads") && committed.contains("Fleet again"), "{committed}");
 }
