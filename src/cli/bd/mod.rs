@@ -10,7 +10,7 @@
 //! Differences from beads are deliberate and few: the store is fleet's redb file
 //! (`.beads/beads.db`), there is no daemon and no Dolt (`bd sync` and `bd dolt push|pull`
 //! run `fleet sync` once a git remote is configured, and otherwise say there is nothing to
-//! sync), and `show` of an unknown id keeps the legacy exit code 0.
+//! sync).
 
 mod comment;
 mod config;
@@ -28,6 +28,7 @@ mod memory;
 mod query;
 mod rename;
 mod setup;
+mod shown;
 mod sync;
 mod transfer;
 mod workflow;
@@ -43,7 +44,7 @@ use context::BdContext;
 
 use super::CliError;
 use super::context::Personality;
-use super::output::Mode;
+use super::output::{Mode, write_stderr};
 use super::parse;
 
 /// The beads release whose CLI contract this personality follows.
@@ -354,11 +355,11 @@ fn report_usage_error(error: &clap::Error) -> i32 {
             let rendered = error.render().to_string();
             let mut lines = rendered.lines();
             let first = lines.next().unwrap_or_default();
-            eprintln!("Error: {}", first.strip_prefix("error: ").unwrap_or(first));
+            write_stderr(&format!("Error: {}", first.strip_prefix("error: ").unwrap_or(first)));
             for line in lines.filter(|l| l.trim_start().starts_with("tip:")) {
-                eprintln!("{}", line.trim_start());
+                write_stderr(line.trim_start());
             }
-            eprintln!("Run 'bd --help' for usage.");
+            write_stderr("Run 'bd --help' for usage.");
             1
         }
     }
@@ -395,7 +396,7 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
     let global = cli.global;
     let Some(command) = cli.command else {
         if global.version {
-            println!("{}", version_line());
+            super::output::write_stdout(&version_line());
             return Ok(());
         }
         let _ = styled_command().print_help();

@@ -10,7 +10,7 @@ use crate::cli::issue::split_csv;
 use crate::cli::output::{id_title, list_line, printable};
 use crate::cli::query::{self as fleet, ListFilterArgs};
 use crate::model::{Status, dep_type, parse_priority};
-use crate::store::{IssueSummary, ListFilter, ListSort, Reader, RowFacts};
+use crate::store::{IssueSummary, ListFilter, ListSort, Reader, ReadyFilter, RowFacts, Stats};
 use crate::time::parse_user_date;
 
 /// bd's extra list filters, applied after the store's own.
@@ -577,13 +577,60 @@ pub fn cmd_blocked(ctx: &BdContext, args: BlockedArgs) -> Result<(), CliError> {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct StatsArgs {}
+pub struct StatsArgs {
+    /// Every issue (the default; accepted as beads has it).
+    #[arg(long)]
+    pub all: bool,
+    /// Only the issues assigned to you (the actor).
+    #[arg(long)]
+    pub assigned: bool,
+    /// Accepted: fleet reports no git activity (beads 1.0.5 leaves `recent_activity` out too).
+    #[arg(long)]
+    pub no_activity: bool,
+}
 
-pub fn cmd_stats(ctx: &BdContext, _args: StatsArgs) -> Result<(), CliError> {
+/// `bd stats --json` as beads writes it: the counters under `summary`. beads 1.0.5 leaves
+/// `recent_activity` out (its git-history source is gone), and so does fleet.
+#[derive(Serialize)]
+struct StatusOutput {
+    summary: Stats,
+}
+
+pub fn cmd_stats(ctx: &BdContext, args: StatsArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let stats = store.read()?.stats(ctx.require_store()?.now())?;
-    ctx.out.emit(&stats, || format!("\n{}", fleet::render_stats(&stats)));
+    let reader = store.read()?;
+    let now = ctx.require_store()?.now();
+    let stats = if args.assigned {
+        assigned_stats(&reader, ctx.actor(), now)?
+    } else {
+        reader.stats(now)?
+    };
+    let output = StatusOutput { summary: stats };
+    ctx.out.emit(&output, || format!("\n{}", fleet::render_stats(&output.summary)));
     Ok(())
+}
+
+/// `stats --assigned`: the status counts and ready work of the actor's issues only, as
+/// beads counts them (no lead time, pins or epics).
+fn assigned_stats(reader: &Reader, actor: &str, now: Timestamp) -> Result<Stats, CliError> {
+    let filter =
+        ListFilter { all: true, assignee: Some(actor.to_string()), ..ListFilter::default() };
+    let (issues, _) = reader.list(&filter)?;
+    let mut stats = Stats { total_issues: issues.len() as u64, ..Stats::default() };
+    for summary in &issues {
+        match summary.issue.status {
+            Status::Open => stats.open_issues += 1,
+            Status::InProgress => stats.in_progress_issues += 1,
+            Status::Blocked => stats.blocked_issues += 1,
+            Status::Deferred => stats.deferred_issues += 1,
+            Status::Closed => stats.closed_issues += 1,
+            _ => {}
+        }
+    }
+    let ready =
+        ReadyFilter { assignee: Some(actor.to_string()), limit: 0, ..ReadyFilter::default() };
+    stats.ready_issues = reader.ready(&ready, now)?.issues.len() as u64;
+    Ok(stats)
 }
 
 #[derive(Debug, clap::Args)]
