@@ -4,7 +4,6 @@ use super::context::Context;
 use super::error::CliError;
 use super::output::id_title;
 use crate::claim;
-use crate::store::ReadyFilter;
 use crate::tracker::Request;
 
 #[derive(Debug, clap::Args)]
@@ -29,7 +28,7 @@ pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
             Some(reply.into_summary()?)
         }
         None => {
-            let request = Request::ClaimNext { filter: ReadyFilter::default() };
+            let request = Request::ClaimNext { filter: Box::default() };
             ctx.submit(request)?.into_claimed()?
         }
     };

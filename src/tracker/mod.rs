@@ -29,7 +29,7 @@ mod settings;
 
 pub use close::{CloseRequest, close, close_guard};
 pub use create::{CreateRequest, Created, DepSpec, create};
-pub use deps::{add_dependency, edge_at, remove_dependency, resolve_target, set_parent};
+pub use deps::{add_dependency, edge_at, relate, remove_dependency, resolve_target, set_parent};
 pub use import::{ImportBatch, import_new};
 pub use issue::{
     MetadataEdit, UpdateRequest, claim, claim_next, comment, delete, label_add, label_remove,

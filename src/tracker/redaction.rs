@@ -144,6 +144,7 @@ impl Request {
             | Request::Release { .. }
             | Request::DepAdd { .. }
             | Request::DepRemove { .. }
+            | Request::Relate { .. }
             | Request::Label { .. }
             | Request::Delete { .. }
             | Request::RenamePrefix { .. }

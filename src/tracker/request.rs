@@ -34,7 +34,7 @@ pub enum Request {
     /// Claims one issue for the actor; replies [`Reply::Summary`].
     Claim { id: String },
     /// Claims the first ready issue the filter admits; replies [`Reply::Claimed`].
-    ClaimNext { filter: ReadyFilter },
+    ClaimNext { filter: Box<ReadyFilter> },
     /// Puts claimed issues back; replies [`Reply::Summaries`].
     Release { ids: Vec<String> },
     /// A comment on an issue by `author` (the actor when `None`); replies
@@ -44,6 +44,9 @@ pub enum Request {
     DepAdd { issue: String, depends_on: String, kind: String },
     /// Removes the edge from `issue` to `depends_on`; replies [`Reply::EdgeRemoved`].
     DepRemove { issue: String, depends_on: String },
+    /// A `relates-to` edge each way between two issues (`bd dep relate`), or with `add` unset
+    /// both removed (`unrelate`), all or none; replies [`Reply::Ids`] (the two ids).
+    Relate { ids: [String; 2], add: bool },
     /// Adds `label` to each issue (removes it with `add` unset), all or none; replies
     /// [`Reply::Labels`].
     Label { ids: Vec<String>, label: String, add: bool },
@@ -379,6 +382,7 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
             let (from, to, kind) = super::remove_dependency(writer, issue, depends_on)?;
             Ok(Reply::EdgeRemoved { from, to, kind })
         }
+        Request::Relate { ids: [a, b], add } => super::relate(writer, a, b, *add).map(Reply::Ids),
         Request::Label { ids, label, add } => label_each(writer, ids, label, *add),
         Request::Delete { ids, force } => delete_all(writer, ids, *force).map(Reply::Deleted),
         Request::RenamePrefix { plan, prefix } => {

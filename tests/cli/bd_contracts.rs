@@ -193,3 +193,224 @@ fn output_into_a_closed_pipe_does_not_panic() {
     let status = fleet.stdout(Stdio::null()).stderr(closed_pipe()).status().unwrap();
     assert_eq!(status.code(), Some(2), "fleet usage error into a closed pipe");
 }
+
+/// What a line of gastown's client expects on stdout.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// A JSON array of issues (gastown's `Issue`): may be empty.
+    Issues,
+    /// A JSON array of at least one issue.
+    SomeIssues,
+    /// One JSON issue object (`create --json`).
+    Issue,
+    /// A JSON array of row objects (`sql --json`) with at least one row.
+    Rows,
+    /// Anything: gastown only checks the exit code.
+    Done,
+}
+
+/// The fields gastown's `Issue` decodes, with their JSON types: a mismatch fails its decoding.
+#[track_caller]
+fn assert_issue(line: &str, issue: &Value) {
+    for field in ["id", "title", "status", "issue_type", "created_at", "updated_at"] {
+        assert!(issue[field].is_string(), "bd {line}: {field} is not a string in {issue}");
+    }
+    assert!(issue["priority"].is_u64(), "bd {line}: priority in {issue}");
+    for field in ["description", "assignee", "created_by", "closed_at", "parent"] {
+        assert!(issue.get(field).is_none_or(Value::is_string), "bd {line}: {field} in {issue}");
+    }
+    if let Some(labels) = issue.get("labels") {
+        assert!(labels.as_array().is_some_and(|l| l.iter().all(Value::is_string)), "bd {line}");
+    }
+    for list in ["dependencies", "dependents"] {
+        for linked in issue.get(list).and_then(Value::as_array).into_iter().flatten() {
+            assert!(linked["id"].is_string() && linked["issue_type"].is_string(), "bd {line}");
+            assert!(linked["dependency_type"].is_string(), "bd {line}: {linked}");
+        }
+    }
+    for count in ["dependency_count", "dependent_count"] {
+        assert!(issue.get(count).is_none_or(Value::is_u64), "bd {line}: {count}");
+    }
+}
+
+#[track_caller]
+fn assert_shape(line: &str, shape: Shape, stdout: &str) {
+    if matches!(shape, Shape::Done) {
+        return;
+    }
+    let value: Value =
+        serde_json::from_str(stdout).unwrap_or_else(|e| panic!("bd {line}: {e}\n{stdout}"));
+    match shape {
+        Shape::Issue => assert_issue(line, &value),
+        Shape::Issues | Shape::SomeIssues => {
+            let items = value.as_array().unwrap_or_else(|| panic!("bd {line}: not an array"));
+            assert!(!matches!(shape, Shape::SomeIssues) || !items.is_empty(), "bd {line}: empty");
+            items.iter().for_each(|issue| assert_issue(line, issue));
+        }
+        Shape::Rows => {
+            let rows = value.as_array().unwrap_or_else(|| panic!("bd {line}: not an array"));
+            assert!(!rows.is_empty() && rows.iter().all(Value::is_object), "bd {line}: {value}");
+        }
+        Shape::Done => {}
+    }
+}
+
+/// The section "The commands and flags real agents and tools use": every `bd` line gastown's
+/// client (internal/beads/*.go) runs, with its own quoting and its `--flat` / `--allow-stale`
+/// additions, succeeds with beads' semantics and prints the JSON types gastown decodes.
+#[test]
+fn gastown_s_bd_lines_run_with_beads_semantics() {
+    let (_root, bin, work) = scratch();
+    let lines: &[(&str, Shape)] = &[
+        ("init --prefix gt --quiet", Shape::Done),
+        (
+            "create --json --title=Epic --labels=gt:task --priority=1 --description=Plan --actor=mayor",
+            Shape::Issue,
+        ),
+        (
+            "create --json --id=gt-agent-1 --title=Agent --description=desc --type=task --labels=gt:agent --force --actor=mayor",
+            Shape::Issue,
+        ),
+        (
+            "create --json --title=Step --labels=gt:task,x --priority=2 --description=Do --parent={epic} --actor=mayor",
+            Shape::Issue,
+        ),
+        (
+            "create --json --ephemeral --title=Ctx --description=d --type=task --labels=gt:sling-context",
+            Shape::Issue,
+        ),
+        (
+            "--allow-stale list --json --flat --status=open --label=gt:task --priority=1 --limit=0",
+            Shape::SomeIssues,
+        ),
+        ("list --json --flat --status=all --no-assignee --limit=0", Shape::SomeIssues),
+        ("list --json --flat --status=open --parent={epic} --limit=5", Shape::SomeIssues),
+        (
+            "query --json 'ephemeral=true AND label=gt:sling-context AND status=open' --all --limit=10",
+            Shape::SomeIssues,
+        ),
+        (
+            "sql --json \"SELECT w.id, w.title, w.status, w.priority, w.assignee, w.created_at, GROUP_CONCAT(al.label) as labels_csv FROM wisps w JOIN wisp_labels l ON w.id = l.issue_id LEFT JOIN wisp_labels al ON w.id = al.issue_id WHERE l.label = 'gt:sling-context' AND w.status = 'open' GROUP BY w.id, w.title, w.status, w.priority, w.assignee, w.created_at\"",
+            Shape::Rows,
+        ),
+        ("ready --json", Shape::SomeIssues),
+        ("ready --mol {epic} --json -n 100", Shape::SomeIssues),
+        ("ready --json --label gt:task -n 100", Shape::SomeIssues),
+        ("show {epic} --json", Shape::SomeIssues),
+        ("show --json {epic} gt-agent-1", Shape::SomeIssues),
+        ("show {epic} --json --include-dependents", Shape::SomeIssues),
+        ("list --json --flat --limit 0 --title Epic --assignee mayor", Shape::Issues),
+        ("blocked --json", Shape::Issues),
+        (
+            "search --json Epic --status=open --label=gt:task --limit=5 --desc-contains=Plan",
+            Shape::SomeIssues,
+        ),
+        ("search --json --desc-contains=desc", Shape::SomeIssues),
+        (
+            "update {epic} --title=Epic2 --status=in_progress --priority=1 --description=Plan2 --assignee=mayor --set-labels=gt:task --add-label=y --remove-label=y",
+            Shape::Done,
+        ),
+        ("update gt-agent-1 '--set-metadata=delegated_from={\"parent\":\"gt-x\"}'", Shape::Done),
+        ("update gt-agent-1 --unset-metadata=delegated_from", Shape::Done),
+        ("update {epic} --status=open --assignee= '--notes=Released: stuck'", Shape::Done),
+        ("dep add gt-agent-1 {epic}", Shape::Done),
+        ("dep remove gt-agent-1 {epic}", Shape::Done),
+        ("dep add gt-agent-1 {epic} --type=tracks", Shape::Done),
+        ("dep relate gt-agent-1 {step}", Shape::Done),
+        ("dep unrelate gt-agent-1 {step}", Shape::Done),
+        ("stats", Shape::Done),
+        ("list --label=gt:agent --include-infra --json --flat --no-pager", Shape::SomeIssues),
+        (
+            "list --label=gt:task --label=x --json --flat --limit=0 --sort=created",
+            Shape::SomeIssues,
+        ),
+        ("close {step} --session=S1", Shape::Done),
+        ("reopen {step} --reason=re-spawning", Shape::Done),
+        ("close {step} --reason=done --session=S1", Shape::Done),
+        ("close gt-agent-1 --reason=retired --force", Shape::Done),
+        ("delete gt-agent-1 --hard --force", Shape::Done),
+    ];
+    let mut ids: Vec<(&str, String)> = Vec::new();
+    for (template, shape) in lines {
+        let mut line = template.to_string();
+        for (name, id) in &ids {
+            line = line.replace(&format!("{{{name}}}"), id);
+        }
+        let (code, stdout, stderr) = run(&bin, &work, &line);
+        assert_eq!(code, 0, "bd {line}\n{stdout}\n{stderr}");
+        assert_shape(&line, *shape, &stdout);
+        let created: Option<Value> =
+            line.starts_with("create").then(|| serde_json::from_str(&stdout).unwrap());
+        for (name, title) in [("epic", "Epic"), ("step", "Step")] {
+            if let Some(issue) = created.as_ref().filter(|i| i["title"] == title) {
+                ids.push((name, issue["id"].as_str().unwrap().to_string()));
+            }
+        }
+    }
+    // beads' semantics of the lines above, checked on the state they leave.
+    let epic = &ids[0].1;
+    let (step, closed) = (&ids[1].1, json(&bin, &work, &format!("show {} --json", ids[1].1)));
+    assert_eq!(closed[0]["status"], "closed", "{step}");
+    assert_eq!(closed[0]["closed_by_session"], "S1");
+    let all = json(&bin, &work, "list --json --status=all --limit=0");
+    assert!(all.as_array().unwrap().iter().any(|i| i["id"] == step.as_str()), "all has closed");
+    let relations = json(&bin, &work, &format!("show {epic} --json"));
+    assert_eq!(relations[0]["labels"], serde_json::json!(["gt:task"]), "--set-labels replaced");
+    assert_eq!(relations[0]["assignee"], Value::Null, "--assignee= unassigns");
+}
+
+/// What the new lines mean: `--no-assignee` and `--status all` filter as beads does, `query`
+/// speaks beads' language, `sql` reads beads' tables and refuses writes, `dep relate` links
+/// both ways.
+#[test]
+fn the_new_lines_mean_what_beads_means() {
+    let (_root, bin, work) = scratch();
+    ok(&bin, &work, "init -q --prefix nm");
+    let a = ok(&bin, &work, "create Mine -p 1 --silent").trim().to_string();
+    let b = ok(&bin, &work, "create Free -p 3 -l backend --silent").trim().to_string();
+    ok(&bin, &work, &format!("update {a} --assignee agent"));
+    let c = ok(&bin, &work, "create Done --silent").trim().to_string();
+    ok(&bin, &work, &format!("close {c}"));
+
+    let ids = |v: Value| -> Vec<String> {
+        v.as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(ids(json(&bin, &work, "list --json --no-assignee")), [b.as_str()]);
+    assert_eq!(ids(json(&bin, &work, "list --json --status=all --sort id")).len(), 3);
+    let query =
+        json(&bin, &work, "query --json '(priority<2 OR label=backend) AND NOT assignee=none'");
+    assert_eq!(ids(query), [a.as_str()]);
+    assert_eq!(ids(json(&bin, &work, "query --json 'status=closed'")), [c.as_str()]);
+    let (code, _, stderr) = run(&bin, &work, "query 'colour=red'");
+    assert_eq!(code, 1);
+    assert!(stderr.contains("unknown field \"colour\""), "{stderr}");
+
+    let rows = json(
+        &bin,
+        &work,
+        "sql --json 'SELECT status, COUNT(*) AS n FROM issues GROUP BY status ORDER BY status'",
+    );
+    assert_eq!(rows, serde_json::json!([{"n": 1, "status": "closed"}, {"n": 2, "status": "open"}]));
+    let (code, stdout, _) = run(&bin, &work, "sql --json 'DELETE FROM issues'");
+    assert_eq!(code, 1);
+    assert!(stdout.contains("bd sql is read-only"), "{stdout}");
+    assert_eq!(ids(json(&bin, &work, "list --json --all")).len(), 3, "nothing deleted");
+
+    let related = json(&bin, &work, &format!("dep relate {a} {b} --json"));
+    assert_eq!(related["related"], true);
+    for (from, to) in [(&a, &b), (&b, &a)] {
+        let shown = json(&bin, &work, &format!("show {from} --json"));
+        assert_eq!(shown[0]["dependencies"][0]["id"], to.as_str());
+        assert_eq!(shown[0]["dependencies"][0]["dependency_type"], "relates-to");
+    }
+    ok(&bin, &work, &format!("dep unrelate {a} {b}"));
+    assert_eq!(json(&bin, &work, &format!("show {a} --json"))[0]["dependency_count"], 0);
+    assert_eq!(
+        ids(json(&bin, &work, "ready --json")),
+        [a.clone(), b.clone()],
+        "relates-to never blocks"
+    );
+
+    let (code, _, stderr) = run(&bin, &work, "search");
+    assert_eq!(code, 1, "a search with neither text nor filter: {stderr}");
+}

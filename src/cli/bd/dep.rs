@@ -1,4 +1,5 @@
-//! `bd dep add|remove|tree|list|cycles`, and the shorthand `bd dep <blocker> --blocks <blocked>`.
+//! `bd dep add|remove|relate|unrelate|tree|list|cycles`, and the shorthand
+//! `bd dep <blocker> --blocks <blocked>`.
 
 use super::context::BdContext;
 use crate::cli::CliError;
@@ -9,6 +10,7 @@ use crate::cli::dep::{
 use crate::cli::output::printable;
 use crate::model::{dep_type, validate_dep_type};
 use crate::store::TreeNode;
+use crate::tracker::Request;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -25,8 +27,15 @@ pub struct DepArgs {
 
 impl DepArgs {
     pub fn writes(&self) -> bool {
-        matches!(self.command, Some(DepCommand::Add { .. } | DepCommand::Remove(_)))
-            || self.command.is_none()
+        matches!(
+            self.command,
+            Some(
+                DepCommand::Add { .. }
+                    | DepCommand::Remove(_)
+                    | DepCommand::Relate(_)
+                    | DepCommand::Unrelate(_)
+            )
+        ) || self.command.is_none()
     }
 }
 
@@ -53,6 +62,10 @@ pub enum DepCommand {
     /// Remove a dependency.
     #[command(visible_alias = "rm")]
     Remove(EdgeArgs),
+    /// Link two issues both ways with `relates-to` edges (no blocking).
+    Relate(RelateArgs),
+    /// Remove the `relates-to` link between two issues.
+    Unrelate(RelateArgs),
     /// Show the dependency tree of an issue.
     Tree {
         #[command(flatten)]
@@ -68,6 +81,37 @@ pub enum DepCommand {
     List(ListArgs),
     /// Report dependency cycles.
     Cycles,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RelateArgs {
+    pub id1: String,
+    pub id2: String,
+}
+
+/// What `dep relate --json` / `dep unrelate --json` print (beads' fields).
+#[derive(serde::Serialize)]
+struct Related<'a> {
+    id1: &'a str,
+    id2: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    related: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unrelated: Option<bool>,
+}
+
+fn relate(ctx: &BdContext, args: &RelateArgs, add: bool) -> Result<(), CliError> {
+    let request = Request::Relate { ids: [args.id1.clone(), args.id2.clone()], add };
+    let ids = ctx.require_store()?.submit(request)?.into_ids()?;
+    let [id1, id2] = ids.as_slice() else {
+        return Err(CliError::new(format!("relate answered {} ids instead of two", ids.len())));
+    };
+    let (id1, id2) = (id1.as_str(), id2.as_str());
+    let result =
+        Related { id1, id2, related: add.then_some(true), unrelated: (!add).then_some(true) };
+    let verb = if add { "Linked" } else { "Unlinked" };
+    ctx.out.emit(&result, || format!("✓ {verb} {id1} ↔ {id2}"));
+    Ok(())
 }
 
 pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), CliError> {
@@ -96,6 +140,8 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), CliError> {
             ctx.out.emit(&result, || result.removed_line());
             Ok(())
         }
+        DepCommand::Relate(args) => relate(ctx, &args, true),
+        DepCommand::Unrelate(args) => relate(ctx, &args, false),
         DepCommand::Tree { tree: args, format, .. } => tree(ctx, &args, &format),
         DepCommand::List(args) => list(ctx, &args),
         DepCommand::Cycles => cycles(ctx),

@@ -17,6 +17,7 @@ mod config;
 mod context;
 mod create;
 mod dep;
+mod filter;
 mod guide;
 mod hooks;
 mod init;
@@ -26,9 +27,11 @@ mod link;
 mod lint;
 mod memory;
 mod query;
+mod query_lang;
 mod rename;
 mod setup;
 mod shown;
+mod sql;
 mod sync;
 mod transfer;
 mod workflow;
@@ -195,6 +198,11 @@ parse::deferred_and_eager! {
     Search(query::SearchArgs),
     /// Count issues.
     Count(query::CountArgs),
+    /// Query issues with a small language: "status=open AND priority<2".
+    Query(query::QueryArgs),
+    /// Run a SELECT over a read-only copy of the queue in beads' tables (issues, labels,
+    /// dependencies, comments, wisps…).
+    Sql(sql::SqlArgs),
     /// List the children of an issue.
     Children(query::ChildrenArgs),
     /// Show issues not updated for a while.
@@ -451,6 +459,8 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Stats(args) => query::cmd_stats(&ctx, args)?,
         BdCommand::Search(args) => query::cmd_search(&ctx, args)?,
         BdCommand::Count(args) => query::cmd_count(&ctx, args)?,
+        BdCommand::Query(args) => query::cmd_query(&ctx, args)?,
+        BdCommand::Sql(args) => sql::cmd_sql(&ctx, args)?,
         BdCommand::Children(args) => query::cmd_children(&ctx, args)?,
         BdCommand::Stale(args) => query::cmd_stale(&ctx, args)?,
         BdCommand::Epic(command) => query::cmd_epic(&ctx, command)?,
