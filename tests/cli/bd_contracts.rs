@@ -414,3 +414,65 @@ fn the_new_lines_mean_what_beads_means() {
     let (code, _, stderr) = run(&bin, &work, "search");
     assert_eq!(code, 1, "a search with neither text nor filter: {stderr}");
 }
+
+/// The everyday commands beads has and fleet lacked: `assign`, `note`, `priority`, `tag`,
+/// `link`, `types`, `codex-hook`, `setup claude|gemini --project`.
+#[test]
+fn everyday_shorthands_change_what_beads_changes() {
+    let (_root, bin, work) = scratch();
+    ok(&bin, &work, "init -q --prefix sh");
+    let a = ok(&bin, &work, "create Target --silent").trim().to_string();
+    let b = ok(&bin, &work, "create Waiter --silent").trim().to_string();
+    assert_eq!(
+        ok(&bin, &work, &format!("assign {a} bob")),
+        format!("✓ Assigned {a} — Target to bob\n")
+    );
+    ok(&bin, &work, &format!("note {a} first line"));
+    std::fs::write(work.join("note.txt"), "second\n").unwrap();
+    ok(&bin, &work, &format!("note {a} --stdin < note.txt"));
+    ok(&bin, &work, &format!("priority {a} P0"));
+    let tagged = json(&bin, &work, &format!("tag {a} urgent --json"));
+    assert_eq!(tagged["labels"], serde_json::json!(["urgent"]));
+    let link = json(&bin, &work, &format!("link {b} {a} --json"));
+    assert_eq!(
+        (link["issue_id"].as_str(), link["type"].as_str()),
+        (Some(b.as_str()), Some("blocks"))
+    );
+
+    let shown = json(&bin, &work, &format!("show {a} --json"));
+    let issue = &shown[0];
+    assert_eq!(issue["assignee"], "bob");
+    assert_eq!(issue["notes"], "first line\nsecond");
+    assert_eq!(issue["priority"], 0);
+    assert_eq!(json(&bin, &work, "ready --json")[0]["id"], a.as_str(), "the link blocks {b}");
+    let (code, stdout, _) = run(&bin, &work, &format!("priority {a} 9 --json"));
+    assert_eq!(code, 1);
+    assert!(serde_json::from_str::<Value>(&stdout).unwrap()["error"].is_string(), "{stdout}");
+    ok(&bin, &work, &format!("assign {a} ''"));
+    assert!(json(&bin, &work, &format!("show {a} --json"))[0].get("assignee").is_none());
+
+    let types = json(&bin, &work, "types --json");
+    assert_eq!(types["core_types"][0]["name"], "task");
+    assert!(ok(&bin, &work, "types").starts_with("Core work types (built-in):\n"));
+
+    for agent in ["claude", "gemini"] {
+        ok(&bin, &work, &format!("setup {agent} --project"));
+        assert!(work.join(format!(".{agent}/settings.json")).is_file(), "{agent}");
+    }
+
+    let input = |name: &str, json: &str| std::fs::write(work.join(name), json).unwrap();
+    input("start.json", r#"{"session_id":"s1","cwd":"/w","hook_event_name":"SessionStart"}"#);
+    input("session.json", r#"{"session_id":"s1","cwd":"/w"}"#);
+    let (code, stdout, _) = run(&bin, &work, "codex-hook SessionStart < start.json");
+    assert_eq!(code, 0);
+    let hook: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(hook["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(hook["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("bd ready"));
+    let prompt = "codex-hook UserPromptSubmit < session.json";
+    assert_eq!(run(&bin, &work, prompt).1, "", "no compaction yet: nothing to add");
+    assert_eq!(run(&bin, &work, "codex-hook PostCompact < session.json").0, 0);
+    let (_, stdout, _) = run(&bin, &work, prompt);
+    let hook: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(hook["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+    assert_eq!(run(&bin, &work, prompt).1, "", "the primer comes back once");
+}

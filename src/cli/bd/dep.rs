@@ -148,7 +148,12 @@ pub fn cmd_dep(ctx: &BdContext, args: DepArgs) -> Result<(), CliError> {
     }
 }
 
-fn add(ctx: &BdContext, issue: &str, depends_on: &str, kind: &str) -> Result<(), CliError> {
+pub(super) fn add(
+    ctx: &BdContext,
+    issue: &str,
+    depends_on: &str,
+    kind: &str,
+) -> Result<(), CliError> {
     validate_dep_type(kind)?;
     let added = add_dependency(ctx.require_store()?, issue, depends_on, kind)
         .map_err(CliError::message_only)?;

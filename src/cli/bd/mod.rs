@@ -30,6 +30,7 @@ mod query;
 mod query_lang;
 mod rename;
 mod setup;
+mod shorthand;
 mod shown;
 mod sql;
 mod sync;
@@ -174,6 +175,18 @@ parse::deferred_and_eager! {
     Close(issue::CloseArgs),
     /// Reopen one or more closed issues.
     Reopen(issue::ReopenArgs),
+    /// Assign an issue to someone ("" unassigns).
+    Assign(shorthand::AssignArgs),
+    /// Append a note to an issue.
+    Note(shorthand::NoteArgs),
+    /// Set the priority of an issue.
+    Priority(shorthand::PriorityArgs),
+    /// Add a label to an issue.
+    Tag(shorthand::TagArgs),
+    /// Link two issues with a dependency (`dep add`; --type, default blocks).
+    Link(shorthand::LinkArgs),
+    /// List the valid issue types.
+    Types,
     /// Delete issues (a preview unless --force).
     Delete(issue::DeleteArgs),
     /// Defer issues: hide them from ready work.
@@ -232,6 +245,9 @@ parse::deferred_and_eager! {
     Hook(hooks::HookArgs),
     /// Output the workflow primer for an agent's context.
     Prime(guide::PrimeArgs),
+    /// Run a Codex lifecycle hook (what `bd setup codex` installs).
+    #[command(hide = true)]
+    CodexHook(guide::CodexHookArgs),
     /// Store a persistent memory (shown by `bd prime`).
     Remember(memory::RememberArgs),
     /// List or search persistent memories.
@@ -425,6 +441,11 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         | BdCommand::Supersede(_)
         | BdCommand::Edit(_)
         | BdCommand::Forget(_)
+        | BdCommand::Assign(_)
+        | BdCommand::Note(_)
+        | BdCommand::Priority(_)
+        | BdCommand::Tag(_)
+        | BdCommand::Link(_)
         | BdCommand::Import(_) => true,
         BdCommand::Delete(args) => args.force,
         BdCommand::Ready(args) => args.claim,
@@ -448,6 +469,13 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Claim(args) => issue::cmd_claim(&ctx, args)?,
         BdCommand::Close(args) => issue::cmd_close(&ctx, args)?,
         BdCommand::Reopen(args) => issue::cmd_reopen(&ctx, args)?,
+        BdCommand::Assign(args) => shorthand::cmd_assign(&ctx, args)?,
+        BdCommand::Note(args) => shorthand::cmd_note(&ctx, args)?,
+        BdCommand::Priority(args) => shorthand::cmd_priority(&ctx, args)?,
+        BdCommand::Tag(args) => shorthand::cmd_tag(&ctx, args)?,
+        BdCommand::Link(args) => shorthand::cmd_link(&ctx, args)?,
+        BdCommand::Types => shorthand::cmd_types(&ctx)?,
+        BdCommand::CodexHook(args) => guide::cmd_codex_hook(&ctx, args)?,
         BdCommand::Delete(args) => issue::cmd_delete(&ctx, args)?,
         BdCommand::Defer(args) => issue::cmd_defer(&ctx, args)?,
         BdCommand::Undefer(args) => issue::cmd_undefer(&ctx, args)?,
@@ -526,6 +554,11 @@ fn command_name(command: &BdCommand) -> &'static str {
         BdCommand::Human(_) => "human",
         BdCommand::Orphans(_) => "orphans --fix",
         BdCommand::Forget(_) => "forget",
+        BdCommand::Assign(_) => "assign",
+        BdCommand::Note(_) => "note",
+        BdCommand::Priority(_) => "priority",
+        BdCommand::Tag(_) => "tag",
+        BdCommand::Link(_) => "link",
         _ => "this command",
     }
 }
