@@ -41,8 +41,8 @@ pub use redaction::{environment_redactor, inbound_redactor, set_inbound_redactor
 pub use rename::{rename_plan, rename_prefix};
 
 pub use request::{
-    CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal,
-    execute, execute_in,
+    CloseOutcome, CloseRefused, Deleted, LabelChange, NewEdge, Reply, Request, Summary,
+    WireRefusal, execute, execute_in,
 };
 pub use sections::{create_policy, missing_sections, required_sections};
 pub use settings::set_config;

@@ -145,6 +145,7 @@ impl Request {
             | Request::DepAdd { .. }
             | Request::DepRemove { .. }
             | Request::Relate { .. }
+            | Request::DepAddAll(_)
             | Request::Label { .. }
             | Request::Delete { .. }
             | Request::RenamePrefix { .. }

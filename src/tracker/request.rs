@@ -44,6 +44,9 @@ pub enum Request {
     DepAdd { issue: String, depends_on: String, kind: String },
     /// Removes the edge from `issue` to `depends_on`; replies [`Reply::EdgeRemoved`].
     DepRemove { issue: String, depends_on: String },
+    /// Each edge added as by `DepAdd`, all or none (`bd dep add --file`); replies
+    /// [`Reply::Ids`] (the dependent issues, one per edge).
+    DepAddAll(Vec<NewEdge>),
     /// A `relates-to` edge each way between two issues (`bd dep relate`), or with `add` unset
     /// both removed (`unrelate`), all or none; replies [`Reply::Ids`] (the two ids).
     Relate { ids: [String; 2], add: bool },
@@ -65,6 +68,14 @@ pub enum Request {
     /// Takes back the tasks of supervisors that stopped without releasing them and forgets
     /// those supervisors (`super::reclaim`); replies [`Reply::Ids`] (the tasks released).
     Reclaim(Box<super::ReclaimRequest>),
+}
+
+/// One edge of [`Request::DepAddAll`]: `issue` depends on `depends_on` by an edge of `kind`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewEdge {
+    pub issue: String,
+    pub depends_on: String,
+    pub kind: String,
 }
 
 impl Request {
@@ -381,6 +392,15 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
         Request::DepRemove { issue, depends_on } => {
             let (from, to, kind) = super::remove_dependency(writer, issue, depends_on)?;
             Ok(Reply::EdgeRemoved { from, to, kind })
+        }
+        Request::DepAddAll(edges) => {
+            let mut from = Vec::with_capacity(edges.len());
+            for edge in edges {
+                from.push(
+                    super::add_dependency(writer, &edge.issue, &edge.depends_on, &edge.kind)?.0,
+                );
+            }
+            Ok(Reply::Ids(from))
         }
         Request::Relate { ids: [a, b], add } => super::relate(writer, a, b, *add).map(Reply::Ids),
         Request::Label { ids, label, add } => label_each(writer, ids, label, *add),

@@ -83,6 +83,14 @@ pub struct ExtraFilterArgs {
     /// Only issues whose metadata has this key.
     #[arg(long, value_name = "KEY")]
     pub has_metadata_key: Option<String>,
+    /// Only molecules of this type (swarm, patrol, work): the `mol_type` an imported beads
+    /// issue carries (fleet makes no molecules of its own).
+    #[arg(long, value_name = "TYPE")]
+    pub mol_type: Option<String>,
+    /// Only wisps of this type (heartbeat, ping, patrol…): the `wisp_type` an imported beads
+    /// issue carries.
+    #[arg(long, value_name = "TYPE")]
+    pub wisp_type: Option<String>,
     #[command(flatten)]
     pub dates: DateFilterArgs,
     /// Accepted: fleet lists agent, rig, role and message beads with the rest already.
@@ -176,6 +184,10 @@ impl ExtraFilterArgs {
             pinned: if self.pinned { Some(true) } else { self.no_pinned.then_some(false) },
             metadata: metadata_test(self.has_metadata_key.as_deref(), &self.metadata_field)?,
             dates: self.dates.compile(now)?,
+            beads_fields: [("mol_type", &self.mol_type), ("wisp_type", &self.wisp_type)]
+                .into_iter()
+                .filter_map(|(key, want)| want.as_ref().map(|w| (key, w.to_lowercase())))
+                .collect(),
         })
     }
 }
@@ -292,6 +304,9 @@ pub struct Extra {
     pinned: Option<bool>,
     metadata: MetadataTest,
     dates: Dates,
+    /// Fields of beads' own an issue keeps from an import (`mol_type`, `wisp_type`) and the
+    /// value each must have.
+    beads_fields: Vec<(&'static str, String)>,
 }
 
 fn contains(haystack: &str, lowered: Option<&String>) -> bool {
@@ -320,6 +335,13 @@ impl Extra {
             && self.pinned.is_none_or(|pinned| issue.pinned == pinned)
             && self.metadata.matches(issue)
             && self.dates.matches(issue)
+            && self.beads_fields.iter().all(|(key, want)| {
+                issue
+                    .extra
+                    .get(*key)
+                    .and_then(|v| v.as_str())
+                    .is_some_and(|v| v.to_lowercase() == *want)
+            })
     }
 
     fn labels_match(&self, issue: &Issue) -> bool {

@@ -216,7 +216,7 @@ pub struct UpdateArgs {
     pub description: Option<String>,
     #[arg(long)]
     pub design: Option<String>,
-    #[arg(long)]
+    #[arg(long, alias = "acceptance-criteria")]
     pub acceptance: Option<String>,
     #[arg(long)]
     pub notes: Option<String>,
@@ -267,6 +267,8 @@ pub struct UpdateArgs {
     pub coder: Option<String>,
     #[arg(long)]
     pub model: Option<String>,
+    #[command(flatten)]
+    pub compat: super::compat::UpdateCompatArgs,
 }
 
 impl UpdateArgs {

@@ -13,6 +13,7 @@
 //! sync).
 
 mod comment;
+mod compat;
 mod config;
 mod context;
 mod create;

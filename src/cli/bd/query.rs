@@ -37,6 +37,15 @@ pub struct ListArgs {
     /// One line per issue (the default).
     #[arg(long)]
     pub flat: bool,
+    /// Accepted: the flat list is fleet's text format (see --tree for the hierarchy).
+    #[arg(long)]
+    pub pretty: bool,
+    /// Accepted: lists once (fleet has no watch mode; `fleet tasks --watch` follows a run).
+    #[arg(short, long)]
+    pub watch: bool,
+    /// Accepted: labels come with each row at no extra cost, so they stay in the output.
+    #[arg(long)]
+    pub skip_labels: bool,
     /// Output format: text (default), json (same as --json), or a Go template such as
     /// '{{.ID}} {{.Title}}' (fields: ID, Title, Status, Priority, IssueType, Assignee, Owner,
     /// Labels, Description, CreatedAt, UpdatedAt, Parent).
@@ -549,6 +558,9 @@ pub struct SearchArgs {
     pub filter: ListFilterArgs,
     #[command(flatten)]
     pub extra: ExtraFilterArgs,
+    /// Several lines per issue.
+    #[arg(long)]
+    pub long: bool,
 }
 
 pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), CliError> {
@@ -570,6 +582,10 @@ pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), CliError> {
         }
         let mut lines =
             vec![format!("Found {} issues matching '{query}':", issues.len()), String::new()];
+        if args.long {
+            lines.push(issues.iter().map(long_entry).collect::<Vec<_>>().join("\n\n"));
+            return lines.join("\n");
+        }
         lines.extend(issues.iter().map(|s| list_line(&s.issue)));
         lines.join("\n")
     });
@@ -600,13 +616,31 @@ pub struct CountArgs {
     /// Count per assignee.
     #[arg(long)]
     pub by_assignee: bool,
+    /// Count per label (an issue counts once under each of its labels; the total counts it
+    /// once).
+    #[arg(long)]
+    pub by_label: bool,
 }
 
-#[derive(Serialize)]
+/// What `count` prints: `{"count"}` alone, or with a `--by-*` flag beads' `{"total",
+/// "groups"}`.
 struct Counts {
     count: usize,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     groups: Vec<Group>,
+}
+
+impl Serialize for Counts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if self.groups.is_empty() {
+            map.serialize_entry("count", &self.count)?;
+        } else {
+            map.serialize_entry("total", &self.count)?;
+            map.serialize_entry("groups", &self.groups)?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -641,6 +675,18 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
     };
     let store = ctx.open_store()?;
     let reader = store.read()?;
+    if args.by_label {
+        let (issues, _) = filtered_list(ctx, &reader, filter, &args.extra, Some(&keep_all))?;
+        let mut names: Vec<String> = Vec::new();
+        for summary in &issues {
+            if summary.issue.labels.is_empty() {
+                names.push("(no labels)".into());
+            }
+            names.extend(summary.issue.labels.iter().cloned());
+        }
+        print_counts(ctx, &Counts { count: issues.len(), groups: grouped(names) });
+        return Ok(());
+    }
     if args.extra.is_empty()
         && (key.is_none() || args.by_status)
         && let Some(totals) = reader.status_totals(&filter)?
@@ -671,6 +717,12 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
         let (issues, _) = filtered_list(ctx, &reader, filter, &args.extra, Some(&keep_all))?;
         issues.iter().for_each(|s| tally(&RowFacts::of(&s.issue)));
     }
+    print_counts(ctx, &Counts { count: total, groups: grouped(names) });
+    Ok(())
+}
+
+/// How many times each name occurs, by name.
+fn grouped(mut names: Vec<String>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     names.sort();
     for name in names {
@@ -679,8 +731,7 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
             _ => groups.push(Group { group: name, count: 1 }),
         }
     }
-    print_counts(ctx, &Counts { count: total, groups });
-    Ok(())
+    groups
 }
 
 fn print_counts(ctx: &BdContext, counts: &Counts) {
@@ -689,7 +740,7 @@ fn print_counts(ctx: &BdContext, counts: &Counts) {
             return counts.count.to_string();
         }
         let mut lines = vec![format!("Total: {}", counts.count), String::new()];
-        lines.extend(counts.groups.iter().map(|g| format!("  {}: {}", g.group, g.count)));
+        lines.extend(counts.groups.iter().map(|g| format!("{}: {}", g.group, g.count)));
         lines.join("\n")
     });
 }
