@@ -479,7 +479,7 @@ fn everyday_shorthands_change_what_beads_changes() {
 
 /// Every flag of tests/cli/beads_flags.txt (beads 1.0.5's flags of the agent-facing commands)
 /// parses: none is refused as unknown. Still missing, by design of this branch or for lack of
-/// a place in the store: `update --ephemeral/--persistent/--spec-id/--allow-empty-description`,
+/// a place in the store: `update --allow-empty-description`,
 /// `create --spec-id/--mol-type/--wisp-type/--skills/--context/--repo/--no-history/--graph/
 /// --event-*`, `init --force/--reinit-local/--discard-remote/--destroy-token/--remote`, and the
 /// description-from-stdin flags (`--body-file`, `--stdin`, …) another change covers.
@@ -554,6 +554,14 @@ fn newly_taken_flags_do_what_beads_does() {
         {"group": "(no labels)", "count": 1}, {"group": "x", "count": 2}, {"group": "y", "count": 1}
     ]);
     assert_eq!(counts["groups"], groups);
+    ok(&bin, &work, &format!("update {b} --ephemeral --spec-id docs/b.md"));
+    let shown = json(&bin, &work, &format!("show {b} --json"));
+    assert_eq!(
+        (&shown[0]["ephemeral"], &shown[0]["spec_id"]),
+        (&Value::Bool(true), &Value::from("docs/b.md"))
+    );
+    ok(&bin, &work, &format!("update {b} --persistent"));
+    assert!(json(&bin, &work, &format!("show {b} --json"))[0].get("ephemeral").is_none());
     let listed = json(&bin, &work, "list --json --all --exclude-label y");
     let ids: Vec<&str> =
         listed.as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();

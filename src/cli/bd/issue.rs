@@ -267,6 +267,15 @@ pub struct UpdateArgs {
     pub coder: Option<String>,
     #[arg(long)]
     pub model: Option<String>,
+    /// Link to a specification document.
+    #[arg(long, value_name = "ID")]
+    pub spec_id: Option<String>,
+    /// Make it ephemeral (a wisp: left out of the JSONL export and of ready work).
+    #[arg(long, conflicts_with = "persistent")]
+    pub ephemeral: bool,
+    /// Make an ephemeral issue a regular one again.
+    #[arg(long)]
+    pub persistent: bool,
     #[command(flatten)]
     pub compat: super::compat::UpdateCompatArgs,
 }
@@ -303,6 +312,9 @@ impl UpdateArgs {
     /// Edits only bd has flags for; they ride in the same transaction as the patch.
     fn has_extra(&self) -> bool {
         !self.set_labels.is_empty()
+            || self.spec_id.is_some()
+            || self.ephemeral
+            || self.persistent
             || self.parent.is_some()
             || self.metadata.is_some()
             || !self.set_metadata.is_empty()
@@ -320,6 +332,10 @@ fn add_bd_edits(
         request.set_labels = Some(fleet::split_csv(&args.set_labels));
     }
     request.parent.clone_from(&args.parent);
+    request.patch.spec_id.clone_from(&args.spec_id);
+    if args.ephemeral || args.persistent {
+        request.patch.ephemeral = Some(args.ephemeral);
+    }
     request.metadata = MetadataEdit {
         replace: metadata.cloned(),
         set: args
