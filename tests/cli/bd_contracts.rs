@@ -480,7 +480,7 @@ fn everyday_shorthands_change_what_beads_changes() {
 /// Every flag of tests/cli/beads_flags.txt (beads 1.0.5's flags of the agent-facing commands)
 /// parses: none is refused as unknown. Still missing, by design of this branch or for lack of
 /// a place in the store: `update --allow-empty-description`,
-/// `create --spec-id/--mol-type/--wisp-type/--skills/--context/--repo/--no-history/--graph/
+/// `create --spec-id/--mol-type/--wisp-type/--skills/--context/--graph/
 /// --event-*`, `init --force/--reinit-local/--discard-remote/--destroy-token/--remote`, and the
 /// description-from-stdin flags (`--body-file`, `--stdin`, …) another change covers.
 #[test]

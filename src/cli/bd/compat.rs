@@ -7,6 +7,7 @@
 //!   the interactive prompts (fleet's init never asks).
 //! - `update`: Dolt commit history switches (fleet journals every change) and gate fields
 //!   (fleet has no gates).
+//! - `create`: routing to another repository's database and Dolt history switches.
 
 /// `bd init` flags with nothing to configure in fleet.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -101,4 +102,16 @@ pub struct UpdateCompatArgs {
     /// Accepted: fleet has no gates, so no gate await_id to set.
     #[arg(long, value_name = "ID")]
     pub await_id: Option<String>,
+}
+
+/// `bd create` flags with nothing to change in fleet.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CreateCompatArgs {
+    /// Accepted: fleet does not route issues to other repositories' databases; the issue is
+    /// created in this workspace.
+    #[arg(long, value_name = "REPO")]
+    pub repo: Option<String>,
+    /// Accepted: fleet keeps every change in its journal; there is no Dolt history to skip.
+    #[arg(long)]
+    pub no_history: bool,
 }
