@@ -567,3 +567,29 @@ fn newly_taken_flags_do_what_beads_does() {
         listed.as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
     assert!(!ids.contains(&a.as_str()) && ids.contains(&b.as_str()), "{ids:?}");
 }
+
+/// The new requests (`dep relate`/`unrelate`, `dep add --file`, the shorthands) take the same
+/// route as every write: through the socket when a server holds the workspace
+/// (`FLEET_TEST_SERVER=1`), directly otherwise.
+#[test]
+fn the_new_writes_go_through_the_one_route() {
+    let ws = crate::Workspace::new();
+    let a = ws.create("A", &[]);
+    let b = ws.create("B", &[]);
+    ws.run(&["bd", "dep", "relate", &a, &b]).ok();
+    assert_eq!(ws.json(&["bd", "show", &b])[0]["dependencies"][0]["id"], a.as_str());
+    ws.run(&["bd", "dep", "unrelate", &a, &b]).ok();
+    let edges = format!("{{\"issue_id\":\"{b}\",\"depends_on_id\":\"{a}\"}}\n");
+    let file = ws.home().join("edges.jsonl");
+    std::fs::write(&file, edges).unwrap();
+    ws.run(&["bd", "dep", "add", "--file", file.to_str().unwrap()]).ok();
+    ws.run(&["bd", "assign", &b, "carol"]).ok();
+    ws.run(&["bd", "tag", &b, "later"]).ok();
+    let shown = ws.json(&["bd", "show", &b]);
+    assert_eq!(shown[0]["dependencies"][0]["dependency_type"], "blocks");
+    assert_eq!(
+        (&shown[0]["assignee"], &shown[0]["labels"][0]),
+        (&Value::from("carol"), &Value::from("later"))
+    );
+    assert_eq!(ws.blocked_ids(), [b]);
+}
