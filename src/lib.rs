@@ -54,6 +54,10 @@
 //! - [`cli`]: argument parsing and output; the only module that prints, and the only one
 //!   besides [`env`] that reads the environment.
 
+// A failed write to a closed stdout or stderr must not panic: output goes through
+// `cli::output` (`write_stdout`, `write_stderr`), never the printing macros.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod ahead;
 pub mod allocator;
 pub mod beads;

@@ -223,6 +223,8 @@ pub mod dep_type {
     pub const CONDITIONAL_BLOCKS: &str = "conditional-blocks";
     pub const WAITS_FOR: &str = "waits-for";
     pub const RELATED: &str = "related";
+    /// The edge `dep relate` puts each way between two issues.
+    pub const RELATES_TO: &str = "relates-to";
     pub const DISCOVERED_FROM: &str = "discovered-from";
     pub const SUPERSEDES: &str = "supersedes";
 
@@ -235,7 +237,7 @@ pub mod dep_type {
         RELATED,
         DISCOVERED_FROM,
         "replies-to",
-        "relates-to",
+        RELATES_TO,
         "duplicates",
         SUPERSEDES,
         "authored-by",

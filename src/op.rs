@@ -368,6 +368,12 @@ pub struct IssuePatch {
     pub defer_until: Option<Option<Timestamp>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pinned: Option<bool>,
+    /// The specification the issue implements (beads' `spec_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_id: Option<String>,
+    /// Ephemeral (beads' wisp: left out of the JSONL export and of ready work) or persistent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral: Option<bool>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub add_labels: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -31,7 +31,7 @@ use common::{Workspace, ids_of};
 use fleet::model::Issue;
 use fleet::op::OpKind;
 use fleet::server::{InProcess, Outcome};
-use fleet::store::{ReadyFilter, Store};
+use fleet::store::Store;
 use fleet::time::Clock;
 use fleet::tracker::Request;
 use serde_json::Value;
@@ -650,7 +650,7 @@ fn readers_never_fail_during_claims() {
 
 /// The next ready issue claimed as `actor` through `group`, if any.
 fn claim_in_group(group: &InProcess, actor: &str) -> Option<Issue> {
-    let request = Request::ClaimNext { filter: ReadyFilter::default() };
+    let request = Request::ClaimNext { filter: Box::default() };
     match group.submit(actor, request) {
         Outcome::Applied(reply) => reply.into_claimed().expect("a claim's reply").map(|s| s.issue),
         other => panic!("group claim: {other:?}"),

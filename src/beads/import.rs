@@ -200,6 +200,10 @@ pub struct ImportReport {
     pub created: usize,
     pub updated: usize,
     pub unchanged: usize,
+    /// The ids of every issue the import wrote or found already equal, in the source's order
+    /// (beads' `ids`); only bd's `--json` prints them.
+    #[serde(skip)]
+    pub ids: Vec<String>,
     pub stale_skipped: usize,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stale_skipped_ids: Vec<String>,
@@ -482,6 +486,7 @@ fn merge_with_older(incoming: &mut Issue, older: &Issue) {
 /// Counts what the plan creates, updates or leaves unchanged, and the labels it adds.
 fn count_changes(report: &mut ImportReport, issues: &[Planned]) {
     for planned in issues {
+        report.ids.push(planned.issue.id.clone());
         match &planned.stored {
             None => {
                 report.created += 1;

@@ -490,7 +490,7 @@ fn claim_in_threads(
 
 /// Claims the next ready issue as `actor` through the group commit; its id, if any.
 fn claim_in_group(group: &InProcess, actor: &str) -> Result<Option<String>, String> {
-    let request = Request::ClaimNext { filter: crate::store::ReadyFilter::default() };
+    let request = Request::ClaimNext { filter: Box::default() };
     match group.submit(actor, request) {
         Outcome::Applied(reply) => {
             let claimed = reply.into_claimed().map_err(|e| e.to_string())?;

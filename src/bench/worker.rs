@@ -78,7 +78,7 @@ pub fn run_worker(
             let mut store = None;
             let mut session = client::Session::new(&dir);
             claim_until(mode, || {
-                let request = Request::ClaimNext { filter: ReadyFilter::default() };
+                let request = Request::ClaimNext { filter: Box::default() };
                 let reply =
                     session.submit(actor, Clock::System, request, || opened(&mut store, &dir))?;
                 Ok(reply.into_claimed()?.map(|summary| summary.issue.id))

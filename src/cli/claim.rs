@@ -3,7 +3,6 @@
 use super::context::Context;
 use super::error::CliError;
 use super::output::id_title;
-use crate::store::ReadyFilter;
 use crate::tracker::Request;
 use crate::tracker::claims as claim;
 
@@ -29,7 +28,7 @@ pub fn cmd_claim(ctx: &Context, args: ClaimArgs) -> Result<(), CliError> {
             Some(reply.into_summary()?)
         }
         None => {
-            let request = Request::ClaimNext { filter: ReadyFilter::default() };
+            let request = Request::ClaimNext { filter: Box::default() };
             ctx.submit(request)?.into_claimed()?
         }
     };

@@ -15,6 +15,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use super::context::Context;
 use super::error::CliError;
+use super::output::write_stderr;
 use super::output::write_stdout;
 use super::run::{check_all_closed, event_line, summary_line, supervise};
 use crate::model::dep_type;
@@ -64,7 +65,7 @@ pub fn cmd_demo(ctx: &Context, args: DemoArgs) -> Result<(), CliError> {
     let home = std::env::temp_dir().join(format!("fleet-demo-{}", ulid::Ulid::generate()));
     let result = run_demo(ctx, &home);
     if args.keep {
-        eprintln!("demo home kept at {}", home.display());
+        write_stderr(&format!("demo home kept at {}", home.display()));
     } else {
         let _ = std::fs::remove_dir_all(&home);
     }

@@ -8,7 +8,8 @@
 //!   `{"error", "hints", "errors"?}` on stderr, so stdout stays parseable. Exit codes are
 //!   [`exit_code`]'s (README.md, "Exit codes").
 //! - bd: beads' conventions — `Error: …` and `Hint: …` lines, with `--json`
-//!   `{"error": …, "schema_version": 1}` on stderr, exit 1. Hints of store errors name fleet
+//!   `{"error": …, "schema_version": 1}` on stderr (on stdout for an error that stands in for
+//!   the result, [`CliError::respecting_json`]), exit 1. Hints of store errors name fleet
 //!   commands, so bd does not print them.
 
 use super::output::{Mode, SCHEMA_VERSION};
@@ -56,6 +57,9 @@ pub struct CliError {
     pub items: Vec<ItemError>,
     /// Already reported on stderr (bd's per-issue messages); only the exit code is left.
     silent: bool,
+    /// bd with `--json`: the JSON error goes to stdout, where the caller reads the result
+    /// (beads' `FatalErrorRespectJSON`: `bd show nosuch --json`, `bd close nosuch --json`).
+    on_stdout: bool,
 }
 
 impl CliError {
@@ -67,7 +71,14 @@ impl CliError {
             code: exit_code::FAILURE,
             items: Vec::new(),
             silent: false,
+            on_stdout: false,
         }
+    }
+
+    /// The same error, written as JSON to stdout when bd runs with `--json` (and as text to
+    /// stderr otherwise), as beads reports a command's failure in place of its result.
+    pub fn respecting_json(self) -> CliError {
+        CliError { on_stdout: true, ..self }
     }
 
     /// Exit 1 without printing anything more (what bd calls a silent exit).
@@ -118,7 +129,11 @@ impl CliError {
                 (Mode::Bd, true) => self.bd_json(),
                 (Mode::Bd, false) => self.bd_text(),
             };
-            eprintln!("{text}");
+            if self.on_stdout && json && mode == Mode::Bd {
+                super::output::write_stdout(&text);
+            } else {
+                super::output::write_stderr(&text);
+            }
         }
         match mode {
             Mode::Fleet => self.code,

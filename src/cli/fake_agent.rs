@@ -36,6 +36,10 @@
 //!
 //! Without directives it greets, closes the task and exits 0.
 
+// The fake agent plays a coding-agent CLI, which prints with the macros; a test that closes
+// its pipes sees the same panic a real CLI's failure would give.
+#![allow(clippy::print_stderr, clippy::print_stdout)]
+
 use std::io::Write;
 use std::time::Duration;
 

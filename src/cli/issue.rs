@@ -587,6 +587,7 @@ fn build_patch(ctx: &Context, args: &UpdateFlags) -> Result<IssuePatch, CliError
         add_labels: split_csv(&args.add_labels),
         remove_labels: split_csv(&args.remove_labels),
         fleet: None,
+        ..IssuePatch::default()
     })
 }
 

@@ -11,7 +11,8 @@
 //!   map); an **array** is written bare, its elements in field order. With
 //!   `BD_JSON_ENVELOPE=1` every payload is wrapped instead: `{"data": …, "schema_version": 1}`.
 //!
-//! A closed stdout (`fleet list | head`) is not an error: output stops quietly. Human text is
+//! A closed stdout (`fleet list | head`) is not an error: output stops quietly; nor is a closed
+//! stderr ([`write_stderr`]). Nothing here panics on a failed write. Human text is
 //! escaped on the way out (see [`printable_block`]).
 
 use std::io::Write;
@@ -111,13 +112,13 @@ impl Output {
     /// A progress or status note for people: stderr, and only without `--json` or `--quiet`.
     pub fn note(&self, text: &str) {
         if !self.json && !self.quiet {
-            eprintln!("{text}");
+            write_stderr(text);
         }
     }
 
     /// A warning or per-item error on stderr, shown even with `--json` (stdout stays clean).
     pub fn warn(&self, text: &str) {
-        eprintln!("{text}");
+        write_stderr(text);
     }
 
     /// `value` shaped and pretty-printed the way bd prints it: bd's shapes only, so fleet's
@@ -314,6 +315,14 @@ fn write_raw(text: &str) {
 /// escaped on the way (see [`printable_block`]): a no-op for JSON, which escapes them itself.
 pub(in crate::cli) fn write_stdout(text: &str) {
     write_raw(&printable_block(text));
+}
+
+/// Writes `text` and a newline to stderr. A closed or full stderr (`bd … 2>&1 | head -0`) is
+/// not worth a panic: the message is dropped, and the exit code still tells what happened.
+/// Every line the CLI writes to stderr goes through here (clippy's `print_stderr` is denied).
+pub(crate) fn write_stderr(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{text}").and_then(|()| stderr.flush());
 }
 
 /// [`write_stdout`] for styled text: painted when `color`.

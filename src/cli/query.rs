@@ -14,8 +14,8 @@ use crate::supervisor::stats::GroupBy;
 /// Filters shared by `list` and `search`.
 #[derive(Debug, clap::Args)]
 pub struct ListFilterArgs {
-    /// Only these statuses (comma-separated).
-    #[arg(short, long)]
+    /// Only these statuses (comma-separated; `all` for every status).
+    #[arg(short, long, alias = "state")]
     pub status: Vec<String>,
     #[arg(short, long)]
     pub priority: Option<String>,
@@ -41,12 +41,12 @@ pub struct ListFilterArgs {
 
 impl ListFilterArgs {
     pub(super) fn to_filter(&self, text: Option<String>) -> Result<ListFilter, CliError> {
+        // `--status all` (as beads has it) is `--all`: every status, closed ones included.
+        let (all, statuses): (Vec<String>, Vec<String>) =
+            split_csv(&self.status).into_iter().partition(|s| s.eq_ignore_ascii_case("all"));
         Ok(ListFilter {
-            statuses: split_csv(&self.status)
-                .iter()
-                .map(|s| Status::parse_user(s))
-                .collect::<Result<_, _>>()?,
-            all: self.all,
+            statuses: statuses.iter().map(|s| Status::parse_user(s)).collect::<Result<_, _>>()?,
+            all: self.all || !all.is_empty(),
             priority: self.priority.as_deref().map(parse_priority).transpose()?,
             types: split_csv(&self.issue_type)
                 .iter()
@@ -145,6 +145,7 @@ impl ReadyArgs {
             include_ephemeral: self.include_ephemeral,
             sort: self.sort,
             limit: self.limit,
+            ..ReadyFilter::default()
         })
     }
 }

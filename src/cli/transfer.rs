@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
+use super::output::{Mode, write_stderr};
 use crate::beads::{
     self, Batch, BeadsError, Detected, ExportOptions, ImportOptions, ImportReport, Progress, Source,
 };
@@ -283,7 +284,7 @@ fn render_migration(ctx: &Context, migration: &Migration) {
         return;
     }
     for line in migration_lines(migration) {
-        eprintln!("{line}");
+        write_stderr(&line);
     }
 }
 
@@ -587,6 +588,10 @@ struct Imported<'a> {
 }
 
 fn render_import(ctx: &Context, report: &ImportReport, migration: Option<&Migration>) {
+    if ctx.out.json && ctx.out.mode == Mode::Bd {
+        ctx.out.emit(&BdImported::of(report), String::new);
+        return;
+    }
     if ctx.out.json {
         ctx.out.emit_plain(&Imported { report, runtime_config: migration }, String::new);
         return;
@@ -600,9 +605,61 @@ fn render_import(ctx: &Context, report: &ImportReport, migration: Option<&Migrat
     }
 }
 
+/// `bd import --json` as beads 1.0.5 writes it: `created` counts every issue written,
+/// `skipped` the ones left out (stale or tombstones), `ids` names the written ones and
+/// `skipped_dependencies` is a list of `"issue -> target: reason"` lines. fleet's own counters
+/// follow under their names (`updated`, `unchanged`, `fidelity`, …).
+#[derive(Serialize)]
+struct BdImported<'a> {
+    source: &'a str,
+    created: usize,
+    skipped: usize,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    ids: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stale_skipped_ids: &'a [String],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skipped_dependencies: Vec<String>,
+    #[serde(skip_serializing_if = "is_zero")]
+    memories: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dry_run: bool,
+    updated: usize,
+    unchanged: usize,
+    tombstones_skipped: usize,
+    fidelity: &'a beads::fidelity::Fidelity,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl<'a> BdImported<'a> {
+    fn of(report: &'a ImportReport) -> BdImported<'a> {
+        BdImported {
+            source: &report.source,
+            created: report.created + report.updated + report.unchanged,
+            skipped: report.stale_skipped + report.tombstones_skipped,
+            ids: &report.ids,
+            stale_skipped_ids: &report.stale_skipped_ids,
+            skipped_dependencies: report
+                .skipped_dependencies
+                .iter()
+                .map(|d| format!("{} -> {}: {}", d.issue_id, d.depends_on_id, d.reason))
+                .collect(),
+            memories: report.memories,
+            dry_run: report.dry_run,
+            updated: report.updated,
+            unchanged: report.unchanged,
+            tombstones_skipped: report.tombstones_skipped,
+            fidelity: &report.fidelity,
+        }
+    }
+}
+
 fn render_issues_import(report: &ImportReport) {
     for bad in &report.bad_lines {
-        eprintln!("Skipped line {}: {}", bad.line, bad.error);
+        write_stderr(&format!("Skipped line {}: {}", bad.line, bad.error));
     }
     let issues = report.created + report.updated + report.unchanged;
     let verb = if report.dry_run { "Would import" } else { "Imported" };
@@ -611,67 +668,73 @@ fn render_issues_import(report: &ImportReport) {
     } else {
         String::new()
     };
-    eprintln!("{verb} {issues} issues{memories} from {}", report.source);
-    eprintln!(
+    write_stderr(&format!("{verb} {issues} issues{memories} from {}", report.source));
+    write_stderr(&format!(
         "  created: {}, updated: {}, unchanged: {}, stale skipped: {}, tombstones skipped: {}",
         report.created,
         report.updated,
         report.unchanged,
         report.stale_skipped,
         report.tombstones_skipped
-    );
-    eprintln!(
+    ));
+    write_stderr(&format!(
         "  dependencies: {} added, {} skipped; comments: {} added, {} already present; labels added: {}",
         report.dependencies_added,
         report.skipped_dependencies.len(),
         report.comments_added,
         report.comments_duplicate,
         report.labels_added
-    );
+    ));
     for line in fidelity_lines(report) {
-        eprintln!("  {line}");
+        write_stderr(&format!("  {line}"));
     }
     if report.config_imported > 0 {
-        eprintln!("  settings copied: {}", report.config_imported);
+        write_stderr(&format!("  settings copied: {}", report.config_imported));
     }
     if report.events_skipped > 0 {
-        eprintln!(
+        write_stderr(&format!(
             "  events skipped: {} (beads' audit trail; fleet's op journal keeps its own history)",
             report.events_skipped
-        );
+        ));
     }
     if !report.stale_skipped_ids.is_empty() {
-        eprintln!("  stale (stored copy is newer): {}", report.stale_skipped_ids.join(", "));
+        write_stderr(&format!(
+            "  stale (stored copy is newer): {}",
+            report.stale_skipped_ids.join(", ")
+        ));
     }
     for duplicate in report.duplicate_ids.iter().take(LISTED_SKIPS) {
-        eprintln!("  {}", duplicate.describe());
+        write_stderr(&format!("  {}", duplicate.describe()));
     }
     if report.duplicate_ids.len() > LISTED_SKIPS {
-        eprintln!(
+        write_stderr(&format!(
             "  … and {} more duplicate ids (--json lists them all)",
             report.duplicate_ids.len() - LISTED_SKIPS
-        );
+        ));
     }
     if let Some(applied) = report.tasks_applied {
-        eprintln!("  task.json fields applied to {applied} issues");
+        write_stderr(&format!("  task.json fields applied to {applied} issues"));
         if !report.tasks_unmatched.is_empty() {
-            eprintln!("  task.json without an issue: {}", report.tasks_unmatched.join(", "));
+            write_stderr(&format!(
+                "  task.json without an issue: {}",
+                report.tasks_unmatched.join(", ")
+            ));
         }
     }
     for skip in report.skipped_dependencies.iter().take(LISTED_SKIPS) {
-        eprintln!(
+        write_stderr(&format!(
             "Skipped dependency: {} -> {}: {}",
             skip.issue_id, skip.depends_on_id, skip.reason
-        );
+        ));
     }
     if report.skipped_dependencies.len() > LISTED_SKIPS {
-        eprintln!(
+        write_stderr(&format!(
             "… and {} more skipped dependencies (--json lists them all)",
             report.skipped_dependencies.len() - LISTED_SKIPS
-        );
+        ));
     }
     if report.dry_run {
-        eprintln!("Dry run: nothing was written");
+        write_stderr("Dry run: nothing was written");
     }
 }
 
@@ -760,7 +823,11 @@ pub fn cmd_export(ctx: &Context, args: ExportArgs) -> Result<(), CliError> {
         } else {
             String::new()
         };
-        eprintln!("Exported {} issues{memories} to {}", summary.issues, path.display());
+        write_stderr(&format!(
+            "Exported {} issues{memories} to {}",
+            summary.issues,
+            path.display()
+        ));
     }
     Ok(())
 }
@@ -779,6 +846,6 @@ fn export_redactor() -> crate::redact::Redactor {
 pub fn auto_export(ctx: &Context) {
     let Ok(store) = ctx.store() else { return };
     if let Err(error) = beads::auto_export_if_enabled(store) {
-        eprintln!("warning: auto-export failed: {error}");
+        write_stderr(&format!("warning: auto-export failed: {error}"));
     }
 }

@@ -1340,6 +1340,10 @@ fn patch_issue(issue: &mut Issue, patch: &IssuePatch, at: Timestamp) {
     if let Some(pinned) = patch.pinned {
         issue.pinned = pinned;
     }
+    set(&mut issue.spec_id, &patch.spec_id);
+    if let Some(ephemeral) = patch.ephemeral {
+        issue.ephemeral = ephemeral;
+    }
     if let Some(fleet) = &patch.fleet {
         issue.fleet = fleet.clone();
     }

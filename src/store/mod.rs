@@ -56,8 +56,8 @@ use redb::{Database, ReadOnlyTable, ReadTransaction, ReadableDatabase, Table, Wr
 
 pub use order::RowFacts;
 pub use query::{
-    BlockedIssue, IssueDetail, IssueSummary, LinkedIssue, ListFilter, ListSort, ReadyFilter,
-    ReadyPage, Stats,
+    BlockedIssue, IssueDetail, IssueSummary, LinkedIssue, ListFilter, ListSort, MetadataTest,
+    ReadyFilter, ReadyPage, Stats,
 };
 pub use tables::REPLY_RETENTION_MS;
 pub(crate) use tables::View;

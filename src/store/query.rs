@@ -71,6 +71,10 @@ pub struct ReadyFilter {
     pub labels: Vec<String>,
     /// At least one of these labels.
     pub labels_any: Vec<String>,
+    /// None of these labels.
+    pub exclude_labels: Vec<String>,
+    /// Only issues whose metadata has these keys and values ([`MetadataTest`]).
+    pub metadata: MetadataTest,
     /// Only these types (and then the excluded infra types are allowed).
     pub types: Vec<String>,
     pub exclude_types: Vec<String>,
@@ -393,6 +397,8 @@ fn tests_rows(filter: &ReadyFilter) -> bool {
         || !filter.exclude_types.is_empty()
         || !filter.labels.is_empty()
         || !filter.labels_any.is_empty()
+        || !filter.exclude_labels.is_empty()
+        || !filter.metadata.is_empty()
 }
 
 fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
@@ -401,6 +407,36 @@ fn ready_filter_matches(filter: &ReadyFilter, issue: &Issue) -> bool {
         && (filter.types.is_empty() || filter.types.contains(&issue.issue_type))
         && !filter.exclude_types.contains(&issue.issue_type)
         && has_labels(issue, &filter.labels, &filter.labels_any)
+        && !filter.exclude_labels.iter().any(|l| issue.labels.contains(l))
+        && filter.metadata.matches(issue)
+}
+
+/// A test of an issue's metadata (bd's `--has-metadata-key`, `--metadata-field KEY=VALUE`):
+/// each key present and each field equal to its value (a string, or other JSON as written).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct MetadataTest {
+    pub keys: Vec<String>,
+    pub fields: Vec<(String, String)>,
+}
+
+impl MetadataTest {
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.fields.is_empty()
+    }
+
+    pub fn matches(&self, issue: &Issue) -> bool {
+        let field = |key: &str| issue.metadata.as_ref().and_then(|m| m.get(key));
+        self.keys.iter().all(|key| field(key).is_some())
+            && self.fields.iter().all(|(key, want)| {
+                field(key).is_some_and(|value| match value {
+                    serde_json::Value::String(text) => text == want,
+                    other => {
+                        serde_json::from_str::<serde_json::Value>(want).is_ok_and(|w| w == *other)
+                    }
+                })
+            })
+    }
 }
 
 /// Sorts issues in a ready `order`.

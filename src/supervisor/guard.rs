@@ -73,13 +73,19 @@ pub fn watch(instance: &str, home: &Path, beads_dir: &Path) {
     while matches!(pipe.read(&mut buf), Ok(n) if n > 0) {}
     let killed = crate::process::kill_tagged(&format!("{INSTANCE_VAR}={instance}"));
     if killed > 0 {
-        eprintln!(
+        say(&format!(
             "fleet guard: the supervisor {instance} is gone; killed {killed} of its processes"
-        );
+        ));
     }
     if let Err(error) = release_leases(instance, home, beads_dir) {
-        eprintln!("fleet guard: releasing the tasks of supervisor {instance}: {error}");
+        say(&format!("fleet guard: releasing the tasks of supervisor {instance}: {error}"));
     }
+}
+
+/// A line on the guard's stderr; a closed stderr only loses the line (the guard's work goes on).
+fn say(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
 fn ignore_stop_signals() {

@@ -103,6 +103,28 @@ pub fn remove_dependency(
     Ok((from, to, kind))
 }
 
+/// `dep relate` (`add`) or `dep unrelate`: the `relates-to` edge from `a` to `b` and the one
+/// from `b` to `a`, both added or both removed. Returns the two ids.
+pub fn relate(
+    writer: &mut Writer<'_>,
+    a: &str,
+    b: &str,
+    add: bool,
+) -> Result<Vec<String>, Refusal> {
+    let (a, b) = (writer.resolve(a)?, writer.resolve(b)?);
+    if a == b {
+        return Err(Refusal::Invalid(format!("cannot relate {a} to itself")));
+    }
+    for (from, to) in [(&a, &b), (&b, &a)] {
+        if add {
+            add_dependency(writer, from, to, dep_type::RELATES_TO)?;
+        } else {
+            remove_dependency(writer, from, to)?;
+        }
+    }
+    Ok(vec![a, b])
+}
+
 /// Removes every parent-child edge of `id` except to `keep`, and adds one to `keep` if it is
 /// missing (bd's `update --parent`).
 pub fn set_parent(writer: &mut Writer<'_>, id: &str, keep: Option<&str>) -> Result<(), Refusal> {

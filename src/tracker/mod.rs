@@ -31,7 +31,7 @@ mod settle;
 
 pub use close::{CloseRequest, close, close_guard};
 pub use create::{CreateRequest, Created, DepSpec, create};
-pub use deps::{add_dependency, edge_at, remove_dependency, resolve_target, set_parent};
+pub use deps::{add_dependency, edge_at, relate, remove_dependency, resolve_target, set_parent};
 pub(crate) use import::write_import;
 pub use import::{ImportBatch, ImportWritten, import_new};
 pub use issue::{
@@ -44,8 +44,8 @@ pub use redaction::{environment_redactor, inbound_redactor, set_inbound_redactor
 pub use rename::{rename_plan, rename_prefix};
 
 pub use request::{
-    CloseOutcome, CloseRefused, Deleted, LabelChange, Reply, Request, Summary, WireRefusal,
-    execute, execute_in,
+    CloseOutcome, CloseRefused, Deleted, LabelChange, NewEdge, Reply, Request, Summary,
+    WireRefusal, execute, execute_in,
 };
 pub use sections::{create_policy, missing_sections, required_sections};
 pub use settings::set_config;

@@ -158,6 +158,8 @@ impl Request {
             | Request::Release { .. }
             | Request::DepAdd { .. }
             | Request::DepRemove { .. }
+            | Request::Relate { .. }
+            | Request::DepAddAll(_)
             | Request::Label { .. }
             | Request::Delete { .. }
             | Request::RenamePrefix { .. }

@@ -34,7 +34,7 @@ pub enum Request {
     /// Claims one issue for the actor; replies [`Reply::Summary`].
     Claim { id: String },
     /// Claims the first ready issue the filter admits; replies [`Reply::Claimed`].
-    ClaimNext { filter: ReadyFilter },
+    ClaimNext { filter: Box<ReadyFilter> },
     /// Puts claimed issues back; replies [`Reply::Summaries`].
     Release { ids: Vec<String> },
     /// A comment on an issue by `author` (the actor when `None`); replies
@@ -44,6 +44,12 @@ pub enum Request {
     DepAdd { issue: String, depends_on: String, kind: String },
     /// Removes the edge from `issue` to `depends_on`; replies [`Reply::EdgeRemoved`].
     DepRemove { issue: String, depends_on: String },
+    /// Each edge added as by `DepAdd`, all or none (`bd dep add --file`); replies
+    /// [`Reply::Ids`] (the dependent issues, one per edge).
+    DepAddAll(Vec<NewEdge>),
+    /// A `relates-to` edge each way between two issues (`bd dep relate`), or with `add` unset
+    /// both removed (`unrelate`), all or none; replies [`Reply::Ids`] (the two ids).
+    Relate { ids: [String; 2], add: bool },
     /// Adds `label` to each issue (removes it with `add` unset), all or none; replies
     /// [`Reply::Labels`].
     Label { ids: Vec<String>, label: String, add: bool },
@@ -68,6 +74,14 @@ pub enum Request {
     /// Records (or with `None` forgets) a running supervisor's registration, a JSON document
     /// under its instance id; replies [`Reply::Done`].
     Register { instance: String, registration: Option<String> },
+}
+
+/// One edge of [`Request::DepAddAll`]: `issue` depends on `depends_on` by an edge of `kind`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewEdge {
+    pub issue: String,
+    pub depends_on: String,
+    pub kind: String,
 }
 
 impl Request {
@@ -395,6 +409,16 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
             let (from, to, kind) = super::remove_dependency(writer, issue, depends_on)?;
             Ok(Reply::EdgeRemoved { from, to, kind })
         }
+        Request::DepAddAll(edges) => {
+            let mut from = Vec::with_capacity(edges.len());
+            for edge in edges {
+                from.push(
+                    super::add_dependency(writer, &edge.issue, &edge.depends_on, &edge.kind)?.0,
+                );
+            }
+            Ok(Reply::Ids(from))
+        }
+        Request::Relate { ids: [a, b], add } => super::relate(writer, a, b, *add).map(Reply::Ids),
         Request::Label { ids, label, add } => label_each(writer, ids, label, *add),
         Request::Delete { ids, force } => delete_all(writer, ids, *force).map(Reply::Deleted),
         Request::RenamePrefix { plan, prefix } => {

@@ -13,9 +13,9 @@ expect_err_empty
 run bd show "$ID"
 expect_out '^Status: in_progress$'
 
-# unknown id: message on stderr, exit 0
+# unknown id: message on stderr, exit 1 (nothing was updated)
 run bd update test-nope --status open
-expect_rc 0
+expect_rc 1
 expect_err 'no issue found matching "test-nope"'
 
 # no fields: a note, nothing changes

@@ -11,7 +11,7 @@ use super::agent_habits::run;
 use crate::common::fleet_bin;
 
 /// A scratch directory with `bd` on a private PATH: (guard, bin, work dir).
-fn scratch() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(super) fn scratch() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let root = tempfile::tempdir().unwrap();
     let bin = root.path().join("bin");
     let work = root.path().join("work");

@@ -14,6 +14,7 @@ mod common;
 
 mod agent_habits;
 mod bad_input;
+mod bd_contracts;
 mod beads_compat2;
 mod claims;
 mod color;

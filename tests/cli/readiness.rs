@@ -797,15 +797,15 @@ fn list_pages_count_and_stale_agree_after_claims_and_closes() {
     assert_eq!(ids_of(&ws.json(&["list", "--status", "in_progress"])), [ids[1].clone()]);
     assert_eq!(ws.run(&["bd", "count"]).ok().stdout, "6\n");
     let by_status = ws.run(&["bd", "count", "--by-status"]).ok().stdout;
-    assert_eq!(by_status, "Total: 6\n\n  closed: 1\n  in_progress: 1\n  open: 4\n");
+    assert_eq!(by_status, "Total: 6\n\nclosed: 1\nin_progress: 1\nopen: 4\n");
     // From the kept status counts, and by walking the index for anything more than a status.
     assert_eq!(ws.run(&["bd", "count", "--status", "open"]).ok().stdout, "4\n");
     let some = ws.json(&["bd", "count", "--by-status", "--status", "closed,in_progress"]);
     let groups =
         serde_json::json!([{"group": "closed", "count": 1}, {"group": "in_progress", "count": 1}]);
-    assert_eq!((&some["count"], &some["groups"]), (&serde_json::json!(2), &groups));
+    assert_eq!((&some["total"], &some["groups"]), (&serde_json::json!(2), &groups));
     assert_eq!(ws.run(&["bd", "count", "-p", "0"]).ok().stdout, "2\n");
-    assert_eq!(ws.run(&["bd", "count", "--by-type"]).ok().stdout, "Total: 6\n\n  task: 6\n");
+    assert_eq!(ws.run(&["bd", "count", "--by-type"]).ok().stdout, "Total: 6\n\ntask: 6\n");
     let stale = ws.json(&["bd", "stale", "--days", "0", "-n", "2"]);
     assert_eq!(stale.as_array().unwrap().len(), 2);
 }

@@ -101,6 +101,8 @@ pub struct CreateArgs {
     /// Model for the coder.
     #[arg(long)]
     pub model: Option<String>,
+    #[command(flatten)]
+    pub compat: super::compat::CreateCompatArgs,
 }
 
 /// One issue to create: bd's flags turned into a new issue.

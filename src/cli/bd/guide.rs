@@ -14,8 +14,9 @@ use std::path::PathBuf;
 
 use super::context::BdContext;
 use super::memory;
+use crate::cli::CliError;
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 pub struct PrimeArgs {
     /// The complete guide: quality tools, lifecycle, workflows, conventions.
     #[arg(long)]
@@ -187,18 +188,98 @@ Agents: run `bd prime` for the workflow primer."#;
 pub fn cmd_prime(ctx: &BdContext, args: PrimeArgs) {
     let content = prime_content(ctx, &args).unwrap_or_default();
     if args.hook_json {
-        let envelope = serde_json::json!({
+        write_hook_line(&serde_json::json!({
             "hookSpecificOutput": {
                 "hookEventName": "SessionStart",
                 "additionalContext": content,
             }
-        });
-        let mut line = Vec::new();
-        crate::beads::jsonl::write_line(&mut line, &envelope);
-        crate::cli::output::write_stdout(String::from_utf8_lossy(&line).trim_end());
+        }));
     } else if !content.is_empty() {
         ctx.out.emit(&serde_json::json!({ "content": content }), || content.clone());
     }
+}
+
+/// One line of hook JSON on stdout.
+fn write_hook_line(value: &serde_json::Value) {
+    let mut line = Vec::new();
+    crate::beads::jsonl::write_line(&mut line, value);
+    crate::cli::output::write_stdout(String::from_utf8_lossy(&line).trim_end());
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CodexHookArgs {
+    /// SessionStart, PreCompact, PostCompact or UserPromptSubmit (the `hook_event_name` of
+    /// the JSON on stdin wins).
+    pub event: String,
+}
+
+/// What Codex passes a hook on stdin (the fields the hook reads).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct CodexHookInput {
+    session_id: String,
+    cwd: String,
+    hook_event_name: String,
+}
+
+/// `bd codex-hook EVENT`: what the hooks `bd setup codex` installs in beads 1.0.5 run. At the
+/// start of a session the primer goes into the context; after a compaction a marker (one per
+/// session and directory, in the user's cache) makes the next prompt bring it back.
+pub fn cmd_codex_hook(ctx: &BdContext, args: CodexHookArgs) -> Result<(), CliError> {
+    let mut text = String::new();
+    // A hook with nothing on stdin is fine: the event is the argument.
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text);
+    let input: CodexHookInput = serde_json::from_str(&text).unwrap_or_default();
+    let event =
+        if input.hook_event_name.is_empty() { args.event } else { input.hook_event_name.clone() };
+    let marker = refresh_marker(&input);
+    match event.as_str() {
+        "SessionStart" => inject_prime(ctx, "SessionStart"),
+        "PreCompact" => {}
+        "PostCompact" => {
+            if let Some(dir) = marker.parent() {
+                // The marker is a convenience: without it the next prompt simply goes without
+                // the primer.
+                let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&marker, "1\n"));
+            }
+        }
+        "UserPromptSubmit" => {
+            if marker.is_file() {
+                let _ = std::fs::remove_file(&marker);
+                inject_prime(ctx, "UserPromptSubmit");
+            }
+        }
+        other => return Err(CliError::new(format!("unsupported Codex hook event {other:?}"))),
+    }
+    Ok(())
+}
+
+/// The primer as a hook's additional context; nothing outside a beads project.
+fn inject_prime(ctx: &BdContext, event: &str) {
+    let Some(content) = prime_content(ctx, &PrimeArgs::default()) else { return };
+    if content.trim().is_empty() {
+        return;
+    }
+    write_hook_line(&serde_json::json!({
+        "continue": true,
+        "hookSpecificOutput": { "hookEventName": event, "additionalContext": content },
+    }));
+}
+
+/// `<cache>/beads/codex-hooks/<sha256(session \0 cwd)>.refresh`, as beads names it.
+fn refresh_marker(input: &CodexHookInput) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    let session = if input.session_id.is_empty() { "unknown-session" } else { &input.session_id };
+    let cwd =
+        if input.cwd.is_empty() { "unknown-workspace" } else { input.cwd.trim_end_matches('/') };
+    let digest = Sha256::digest(format!("{session}\0{cwd}").as_bytes());
+    let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    cache.join("beads").join("codex-hooks").join(format!("{name}.refresh"))
 }
 
 /// What `bd prime` says, or `None` outside any beads project (where it is silent).

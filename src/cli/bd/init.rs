@@ -38,6 +38,8 @@ pub struct InitArgs {
     pub skip_hooks: bool,
     #[arg(long, hide = true)]
     pub branch: Option<String>,
+    #[command(flatten)]
+    pub compat: super::compat::InitCompatArgs,
 }
 
 #[derive(Serialize)]

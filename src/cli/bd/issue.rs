@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use super::context::BdContext;
+use super::shown::{self, Include};
 use super::text::{TextArgs, Texts};
 use crate::cli::CliError;
 use crate::cli::issue as fleet;
@@ -33,6 +34,7 @@ pub(super) fn parse_metadata(text: &str) -> Result<serde_json::Value, CliError> 
     serde_json::from_str(text).map_err(|e| CliError::new(format!("invalid --metadata JSON: {e}")))
 }
 
+/// The text of the file at `path`, or of stdin for `-`.
 pub(super) fn read_text_file(path: &std::path::Path) -> Result<String, CliError> {
     if path.as_os_str() == "-" {
         return super::text::read_stdin().map_err(|e| CliError::new(format!("reading stdin: {e}")));
@@ -66,15 +68,24 @@ pub struct ShowArgs {
     /// Show the conversation thread (accepted; shows the issue).
     #[arg(long)]
     pub thread: bool,
-    /// Full dependent issues in the JSON (fleet always includes them).
+    /// List the dependent issues, whole, in the JSON (by default only `dependent_count`).
     #[arg(long)]
     pub include_dependents: bool,
-    /// Full comment bodies in the JSON (fleet always includes them).
+    /// List the comments in the JSON (by default only `comment_count`).
     #[arg(long)]
     pub include_comments: bool,
+    /// Show timestamps in local time (accepted; fleet shows UTC).
+    #[arg(long)]
+    pub local_time: bool,
+    /// Show the issue as of a Dolt commit: refused, fleet's store has no Dolt history.
+    #[arg(long, value_name = "REF")]
+    pub as_of: Option<String>,
+    /// Watch for changes and refresh (accepted; shows the issue once).
+    #[arg(short, long)]
+    pub watch: bool,
 }
 
-/// Reports an id that does not resolve, the way legacy bd did, and returns `None`.
+/// Reports an id that does not resolve, the way bd does (`Error resolving X: …`).
 fn report_unresolved(ctx: &BdContext, input: &str, error: &StoreError) {
     ctx.out.warn(&format!("Error resolving {input}: {error}"));
 }
@@ -97,6 +108,10 @@ pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), CliError> {
         )
         .with_hint("bd show <id>"));
     }
+    if args.as_of.is_some() {
+        return Err(CliError::new("--as-of needs Dolt history, which fleet's store does not keep")
+            .with_hint("bd show <id> shows the issue as it is now"));
+    }
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let mut details = Vec::new();
@@ -108,10 +123,18 @@ pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), CliError> {
                 | StoreError::Deleted(_)
                 | StoreError::Ambiguous { .. }),
             ) => {
-                report_unresolved(ctx, input, &error);
+                ctx.out.warn(&format!("Error fetching {input}: {error}"));
             }
             Err(error) => return Err(error.into()),
         }
+    }
+    if details.is_empty() {
+        // beads: a JSON error in place of the result, or exit 1 after the messages above.
+        return Err(if ctx.out.json {
+            CliError::new("no issues found matching the provided IDs").respecting_json()
+        } else {
+            CliError::silent()
+        });
     }
     if let Some(first) = details.first() {
         ctx.touch(&first.summary.issue.id);
@@ -141,6 +164,16 @@ pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), CliError> {
                 .collect::<Vec<_>>()
                 .join("\n")
         });
+        return Ok(());
+    }
+    if ctx.out.json && !args.short {
+        let include =
+            Include { dependents: args.include_dependents, comments: args.include_comments };
+        let shown = details
+            .into_iter()
+            .map(|detail| shown::shown(&reader, detail, include))
+            .collect::<Result<Vec<_>, _>>()?;
+        ctx.out.emit(&shown, String::new);
         return Ok(());
     }
     ctx.out.emit(&details, || {
@@ -174,7 +207,7 @@ pub struct UpdateArgs {
     pub assignee: Option<String>,
     #[command(flatten)]
     pub text: TextArgs,
-    #[arg(long)]
+    #[arg(long, alias = "acceptance-criteria")]
     pub acceptance: Option<String>,
     #[arg(long)]
     pub notes: Option<String>,
@@ -225,6 +258,17 @@ pub struct UpdateArgs {
     pub coder: Option<String>,
     #[arg(long)]
     pub model: Option<String>,
+    /// Link to a specification document.
+    #[arg(long, value_name = "ID")]
+    pub spec_id: Option<String>,
+    /// Make it ephemeral (a wisp: left out of the JSONL export and of ready work).
+    #[arg(long, conflicts_with = "persistent")]
+    pub ephemeral: bool,
+    /// Make an ephemeral issue a regular one again.
+    #[arg(long)]
+    pub persistent: bool,
+    #[command(flatten)]
+    pub compat: super::compat::UpdateCompatArgs,
 }
 
 impl UpdateArgs {
@@ -259,6 +303,9 @@ impl UpdateArgs {
     /// Edits only bd has flags for; they ride in the same transaction as the patch.
     fn has_extra(&self) -> bool {
         !self.set_labels.is_empty()
+            || self.spec_id.is_some()
+            || self.ephemeral
+            || self.persistent
             || self.parent.is_some()
             || self.metadata.is_some()
             || !self.set_metadata.is_empty()
@@ -276,6 +323,10 @@ fn add_bd_edits(
         request.set_labels = Some(fleet::split_csv(&args.set_labels));
     }
     request.parent.clone_from(&args.parent);
+    request.patch.spec_id.clone_from(&args.spec_id);
+    if args.ephemeral || args.persistent {
+        request.patch.ephemeral = Some(args.ephemeral);
+    }
     request.metadata = MetadataEdit {
         replace: metadata.cloned(),
         set: args
@@ -306,7 +357,6 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
     }
     let store = ctx.store()?;
     let mut updated = Vec::new();
-    let mut failed = 0;
     for input in &ids {
         let Some(id) = resolve_or_report(ctx, store, input)? else { continue };
         // A status of closed is a close, with the close guards (the tracker sees to it).
@@ -316,40 +366,27 @@ pub fn cmd_update(ctx: &BdContext, args: UpdateArgs) -> Result<(), CliError> {
         match result {
             Ok(mut summaries) => updated.append(&mut summaries),
             Err(error) if args.claim => {
-                failed += 1;
                 ctx.out.warn(&format!("Error claiming {id}: {}", error.message));
             }
             Err(error) => {
-                failed += 1;
                 ctx.out.warn(&format!("Error updating {id}: {}", error.message));
             }
         }
     }
-    if let Some(first) = updated.first() {
-        ctx.touch(&first.issue.id);
-    }
-    if !updated.is_empty() || ctx.out.json {
-        ctx.out.emit(&updated, || {
-            updated
-                .iter()
-                .map(|s| format!("✓ Updated issue: {}", id_title(&s.issue)))
-                .collect::<Vec<_>>()
-                .join("\n")
-        });
-    }
-    if failed > 0 {
-        return Err(items_failed(
-            ctx,
-            format!("{failed} of {} issues failed to update", ids.len()),
-        ));
-    }
+    let Some(first) = updated.first() else {
+        // beads 1.0.5: each failure is a line on stderr; nothing updated is exit 1 and no
+        // JSON at all (stdout stays empty).
+        return Err(CliError::silent());
+    };
+    ctx.touch(&first.issue.id);
+    ctx.out.emit(&updated, || {
+        updated
+            .iter()
+            .map(|s| format!("✓ Updated issue: {}", id_title(&s.issue)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
     Ok(())
-}
-
-/// The end of a command whose per-issue errors are already on stderr: exit 1, adding a JSON
-/// error object with `--json` (so a program reading stderr gets one).
-fn items_failed(ctx: &BdContext, summary: String) -> CliError {
-    if ctx.out.json { CliError::new(summary) } else { CliError::silent() }
 }
 
 /// Resolves `input`; an unknown or ambiguous id is reported on stderr and skipped (`None`),
@@ -437,6 +474,7 @@ pub struct CloseArgs {
 
 pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
+    resolve_all(ctx, &ids)?;
     let reasons = close_reasons(&args, ids.len())?;
     let session = args.session.clone().unwrap_or_else(session_from_env);
     let mut closes = fleet::close_requests(&ids, &reasons, &session, args.force);
@@ -451,7 +489,8 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
         if result.refused.iter().any(|r| r.guarded) {
             ctx.out.note("Hint: pass --force to close it anyway");
         }
-        return Err(items_failed(ctx, "no issues were closed".to_string()));
+        // Each refusal is a line on stderr already; beads adds nothing, even with --json.
+        return Err(CliError::silent());
     }
     ctx.out.emit(&result.closed, || closed_lines(&result.closed));
     if args.suggest_next {
@@ -459,6 +498,24 @@ pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     }
     if args.claim_next {
         claim_next_after_close(ctx)?;
+    }
+    Ok(())
+}
+
+/// Every id of a close must name an issue before any closes: beads stops at the first that
+/// does not, with its error in place of the result (JSON on stdout with `--json`).
+fn resolve_all(ctx: &BdContext, ids: &[String]) -> Result<(), CliError> {
+    let reader = ctx.store()?.read()?;
+    for input in ids {
+        match reader.resolve(input) {
+            Ok(_) => {}
+            Err(error @ (StoreError::NotFound(_) | StoreError::Deleted(_))) => {
+                return Err(
+                    CliError::new(format!("resolving ID {input}: {error}")).respecting_json()
+                );
+            }
+            Err(error) => return Err(CliError::from(error).message_only().respecting_json()),
+        }
     }
     Ok(())
 }

@@ -10,13 +10,15 @@
 //! Differences from beads are deliberate and few: the store is fleet's redb file
 //! (`.beads/beads.db`), there is no daemon and no Dolt (`bd sync` and `bd dolt push|pull`
 //! run `fleet sync` once a git remote is configured, and otherwise say there is nothing to
-//! sync), and `show` of an unknown id keeps the legacy exit code 0.
+//! sync).
 
 mod comment;
+mod compat;
 mod config;
 mod context;
 mod create;
 mod dep;
+mod filter;
 mod guide;
 mod hooks;
 mod init;
@@ -26,8 +28,12 @@ mod link;
 mod lint;
 mod memory;
 mod query;
+mod query_lang;
 mod rename;
 mod setup;
+mod shorthand;
+mod shown;
+mod sql;
 mod sync;
 mod text;
 mod transfer;
@@ -44,7 +50,7 @@ use context::BdContext;
 
 use super::CliError;
 use super::context::Personality;
-use super::output::Mode;
+use super::output::{Mode, write_stderr};
 use super::parse;
 
 /// The beads release whose CLI contract this personality follows.
@@ -171,6 +177,18 @@ parse::deferred_and_eager! {
     Close(issue::CloseArgs),
     /// Reopen one or more closed issues.
     Reopen(issue::ReopenArgs),
+    /// Assign an issue to someone ("" unassigns).
+    Assign(shorthand::AssignArgs),
+    /// Append a note to an issue.
+    Note(shorthand::NoteArgs),
+    /// Set the priority of an issue.
+    Priority(shorthand::PriorityArgs),
+    /// Add a label to an issue.
+    Tag(shorthand::TagArgs),
+    /// Link two issues with a dependency (`dep add`; --type, default blocks).
+    Link(shorthand::LinkArgs),
+    /// List the valid issue types.
+    Types,
     /// Delete issues (a preview unless --force).
     Delete(issue::DeleteArgs),
     /// Defer issues: hide them from ready work.
@@ -195,6 +213,11 @@ parse::deferred_and_eager! {
     Search(query::SearchArgs),
     /// Count issues.
     Count(query::CountArgs),
+    /// Query issues with a small language: "status=open AND priority<2".
+    Query(query::QueryArgs),
+    /// Run a SELECT over a read-only copy of the queue in beads' tables (issues, labels,
+    /// dependencies, comments, wisps…).
+    Sql(sql::SqlArgs),
     /// List the children of an issue.
     Children(query::ChildrenArgs),
     /// Show issues not updated for a while.
@@ -224,6 +247,9 @@ parse::deferred_and_eager! {
     Hook(hooks::HookArgs),
     /// Output the workflow primer for an agent's context.
     Prime(guide::PrimeArgs),
+    /// Run a Codex lifecycle hook (what `bd setup codex` installs).
+    #[command(hide = true)]
+    CodexHook(guide::CodexHookArgs),
     /// Store a persistent memory (shown by `bd prime`).
     Remember(memory::RememberArgs),
     /// List or search persistent memories.
@@ -355,11 +381,11 @@ fn report_usage_error(error: &clap::Error) -> i32 {
             let rendered = error.render().to_string();
             let mut lines = rendered.lines();
             let first = lines.next().unwrap_or_default();
-            eprintln!("Error: {}", first.strip_prefix("error: ").unwrap_or(first));
+            write_stderr(&format!("Error: {}", first.strip_prefix("error: ").unwrap_or(first)));
             for line in lines.filter(|l| l.trim_start().starts_with("tip:")) {
-                eprintln!("{}", line.trim_start());
+                write_stderr(line.trim_start());
             }
-            eprintln!("Run 'bd --help' for usage.");
+            write_stderr("Run 'bd --help' for usage.");
             1
         }
     }
@@ -396,7 +422,7 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
     let global = cli.global;
     let Some(command) = cli.command else {
         if global.version {
-            println!("{}", version_line());
+            super::output::write_stdout(&version_line());
             return Ok(());
         }
         let _ = styled_command().print_help();
@@ -417,6 +443,11 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         | BdCommand::Supersede(_)
         | BdCommand::Edit(_)
         | BdCommand::Forget(_)
+        | BdCommand::Assign(_)
+        | BdCommand::Note(_)
+        | BdCommand::Priority(_)
+        | BdCommand::Tag(_)
+        | BdCommand::Link(_)
         | BdCommand::Import(_) => true,
         BdCommand::Delete(args) => args.force,
         BdCommand::Ready(args) => args.claim,
@@ -440,6 +471,13 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Claim(args) => issue::cmd_claim(&ctx, args)?,
         BdCommand::Close(args) => issue::cmd_close(&ctx, args)?,
         BdCommand::Reopen(args) => issue::cmd_reopen(&ctx, args)?,
+        BdCommand::Assign(args) => shorthand::cmd_assign(&ctx, args)?,
+        BdCommand::Note(args) => shorthand::cmd_note(&ctx, args)?,
+        BdCommand::Priority(args) => shorthand::cmd_priority(&ctx, args)?,
+        BdCommand::Tag(args) => shorthand::cmd_tag(&ctx, args)?,
+        BdCommand::Link(args) => shorthand::cmd_link(&ctx, args)?,
+        BdCommand::Types => shorthand::cmd_types(&ctx)?,
+        BdCommand::CodexHook(args) => guide::cmd_codex_hook(&ctx, args)?,
         BdCommand::Delete(args) => issue::cmd_delete(&ctx, args)?,
         BdCommand::Defer(args) => issue::cmd_defer(&ctx, args)?,
         BdCommand::Undefer(args) => issue::cmd_undefer(&ctx, args)?,
@@ -451,6 +489,8 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Stats(args) => query::cmd_stats(&ctx, args)?,
         BdCommand::Search(args) => query::cmd_search(&ctx, args)?,
         BdCommand::Count(args) => query::cmd_count(&ctx, args)?,
+        BdCommand::Query(args) => query::cmd_query(&ctx, args)?,
+        BdCommand::Sql(args) => sql::cmd_sql(&ctx, args)?,
         BdCommand::Children(args) => query::cmd_children(&ctx, args)?,
         BdCommand::Stale(args) => query::cmd_stale(&ctx, args)?,
         BdCommand::Epic(command) => query::cmd_epic(&ctx, command)?,
@@ -516,6 +556,11 @@ fn command_name(command: &BdCommand) -> &'static str {
         BdCommand::Human(_) => "human",
         BdCommand::Orphans(_) => "orphans --fix",
         BdCommand::Forget(_) => "forget",
+        BdCommand::Assign(_) => "assign",
+        BdCommand::Note(_) => "note",
+        BdCommand::Priority(_) => "priority",
+        BdCommand::Tag(_) => "tag",
+        BdCommand::Link(_) => "link",
         _ => "this command",
     }
 }

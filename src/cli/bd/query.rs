@@ -5,150 +5,13 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::context::BdContext;
+use super::filter::{ExtraFilterArgs, metadata_test};
+use super::query_lang;
 use crate::cli::CliError;
-use crate::cli::issue::split_csv;
 use crate::cli::output::{id_title, list_line, printable};
 use crate::cli::query::{self as fleet, ListFilterArgs};
-use crate::model::{Status, dep_type, parse_priority};
-use crate::store::{IssueSummary, ListFilter, ListSort, Reader, RowFacts};
-use crate::time::parse_user_date;
-
-/// bd's extra list filters, applied after the store's own.
-#[derive(Debug, clap::Args)]
-pub struct ExtraFilterArgs {
-    /// Only issues with at least one of these labels.
-    #[arg(long)]
-    pub label_any: Vec<String>,
-    /// Lowest priority number to include (0 = critical).
-    #[arg(long)]
-    pub priority_min: Option<String>,
-    /// Highest priority number to include.
-    #[arg(long)]
-    pub priority_max: Option<String>,
-    /// Only titles containing this text (case-insensitive).
-    #[arg(long)]
-    pub title_contains: Option<String>,
-    /// Only descriptions containing this text (case-insensitive).
-    #[arg(long)]
-    pub desc_contains: Option<String>,
-    /// Only descendants of this issue.
-    #[arg(long)]
-    pub parent: Option<String>,
-    /// Only issues without a parent.
-    #[arg(long)]
-    pub no_parent: bool,
-    /// Only issues created after this date.
-    #[arg(long)]
-    pub created_after: Option<String>,
-    /// Only issues created before this date.
-    #[arg(long)]
-    pub created_before: Option<String>,
-    /// Only issues updated after this date.
-    #[arg(long)]
-    pub updated_after: Option<String>,
-    /// Only issues updated before this date.
-    #[arg(long)]
-    pub updated_before: Option<String>,
-}
-
-impl ExtraFilterArgs {
-    /// Whether no extra filter is given (the store's filters say it all).
-    fn is_empty(&self) -> bool {
-        self.label_any.is_empty()
-            && self.priority_min.is_none()
-            && self.priority_max.is_none()
-            && self.title_contains.is_none()
-            && self.desc_contains.is_none()
-            && self.parent.is_none()
-            && !self.no_parent
-            && self.created_after.is_none()
-            && self.created_before.is_none()
-            && self.updated_after.is_none()
-            && self.updated_before.is_none()
-    }
-}
-
-/// Compiled [`ExtraFilterArgs`].
-struct Extra {
-    label_any: Vec<String>,
-    priority_range: (u8, u8),
-    title: Option<String>,
-    desc: Option<String>,
-    family: Option<(String, Vec<String>)>,
-    no_parent: bool,
-    created: (Option<Timestamp>, Option<Timestamp>),
-    updated: (Option<Timestamp>, Option<Timestamp>),
-}
-
-impl ExtraFilterArgs {
-    fn compile(&self, reader: &Reader, now: Timestamp) -> Result<Extra, CliError> {
-        let date =
-            |flag: &'static str, v: &Option<String>| -> Result<Option<Timestamp>, CliError> {
-                Ok(v.as_deref().map(|v| parse_user_date(flag, v, now)).transpose()?.flatten())
-            };
-        let family = match &self.parent {
-            Some(parent) => {
-                let parent = reader.resolve(parent)?;
-                let family = descendants(reader, &parent)?;
-                Some((parent, family))
-            }
-            None => None,
-        };
-        Ok(Extra {
-            label_any: split_csv(&self.label_any),
-            priority_range: (
-                self.priority_min.as_deref().map(parse_priority).transpose()?.unwrap_or(0),
-                self.priority_max.as_deref().map(parse_priority).transpose()?.unwrap_or(4),
-            ),
-            title: self.title_contains.as_ref().map(|t| t.to_lowercase()),
-            desc: self.desc_contains.as_ref().map(|t| t.to_lowercase()),
-            family,
-            no_parent: self.no_parent,
-            created: (
-                date("created-after", &self.created_after)?,
-                date("created-before", &self.created_before)?,
-            ),
-            updated: (
-                date("updated-after", &self.updated_after)?,
-                date("updated-before", &self.updated_before)?,
-            ),
-        })
-    }
-}
-
-impl Extra {
-    fn matches(&self, summary: &IssueSummary) -> bool {
-        let issue = &summary.issue;
-        let within = |t: Timestamp, (after, before): (Option<Timestamp>, Option<Timestamp>)| {
-            after.is_none_or(|a| t > a) && before.is_none_or(|b| t < b)
-        };
-        (self.label_any.is_empty() || self.label_any.iter().any(|l| issue.labels.contains(l)))
-            && (self.priority_range.0..=self.priority_range.1).contains(&issue.priority)
-            && self.title.as_ref().is_none_or(|t| issue.title.to_lowercase().contains(t))
-            && self.desc.as_ref().is_none_or(|t| issue.description.to_lowercase().contains(t))
-            && self.family.as_ref().is_none_or(|(parent, family)| {
-                family.contains(&issue.id)
-                    || issue.id.strip_prefix(parent.as_str()).is_some_and(|r| r.starts_with('.'))
-            })
-            && (!self.no_parent || summary.parent.is_none())
-            && within(issue.created_at, self.created)
-            && within(issue.updated_at, self.updated)
-    }
-}
-
-fn descendants(reader: &Reader, parent: &str) -> Result<Vec<String>, CliError> {
-    let mut found = Vec::new();
-    let mut stack = vec![parent.to_string()];
-    while let Some(node) = stack.pop() {
-        for (child, kind) in reader.dependents(&node)? {
-            if kind == dep_type::PARENT_CHILD && !found.contains(&child) {
-                found.push(child.clone());
-                stack.push(child);
-            }
-        }
-    }
-    Ok(found)
-}
+use crate::model::{Status, dep_type};
+use crate::store::{IssueSummary, ListFilter, ListSort, Reader, ReadyFilter, RowFacts, Stats};
 
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
@@ -174,6 +37,15 @@ pub struct ListArgs {
     /// One line per issue (the default).
     #[arg(long)]
     pub flat: bool,
+    /// Accepted: the flat list is fleet's text format (see --tree for the hierarchy).
+    #[arg(long)]
+    pub pretty: bool,
+    /// Accepted: lists once (fleet has no watch mode; `fleet tasks --watch` follows a run).
+    #[arg(short, long)]
+    pub watch: bool,
+    /// Accepted: labels come with each row at no extra cost, so they stay in the output.
+    #[arg(long)]
+    pub skip_labels: bool,
     /// Output format: text (default), json (same as --json), or a Go template such as
     /// '{{.ID}} {{.Title}}' (fields: ID, Title, Status, Priority, IssueType, Assignee, Owner,
     /// Labels, Description, CreatedAt, UpdatedAt, Parent).
@@ -348,6 +220,25 @@ pub struct ReadyArgs {
     /// Claim the first ready issue atomically (in_progress, assigned to you).
     #[arg(long)]
     pub claim: bool,
+    /// Only steps of this molecule: its descendants (fleet has no molecules; any issue with
+    /// children serves, as --parent).
+    #[arg(long, value_name = "ID", conflicts_with = "parent")]
+    pub mol: Option<String>,
+    /// Only molecules of this type: fleet has no molecules, so nothing is ready.
+    #[arg(long, value_name = "TYPE")]
+    pub mol_type: Option<String>,
+    /// Molecules ready for gate-resume dispatch: fleet has no molecules or gates, so none.
+    #[arg(long, conflicts_with = "claim")]
+    pub gated: bool,
+    /// Leave out issues with any of these labels.
+    #[arg(long)]
+    pub exclude_label: Vec<String>,
+    /// Only issues with this metadata field: KEY=VALUE (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub metadata_field: Vec<String>,
+    /// Only issues whose metadata has this key.
+    #[arg(long, value_name = "KEY")]
+    pub has_metadata_key: Option<String>,
     /// Accepted for compatibility (the numbered list is the plain format).
     #[arg(long, hide = true)]
     pub plain: bool,
@@ -358,7 +249,29 @@ pub struct ReadyArgs {
     pub explain: bool,
 }
 
+impl ReadyArgs {
+    /// The store's filter: fleet's flags and bd's own (`--mol`, label and metadata tests).
+    fn to_filter(&self) -> Result<ReadyFilter, CliError> {
+        let mut filter = self.filter.to_filter().map_err(CliError::message_only)?;
+        if self.mol.is_some() {
+            filter.parent.clone_from(&self.mol);
+        }
+        filter.exclude_labels = crate::cli::issue::split_csv(&self.exclude_label);
+        filter.metadata = metadata_test(self.has_metadata_key.as_deref(), &self.metadata_field)?;
+        Ok(filter)
+    }
+
+    /// Whether the flags ask for molecules, which fleet does not have: the answer is empty.
+    fn wants_molecules(&self) -> bool {
+        self.gated || self.mol_type.is_some()
+    }
+}
+
 pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
+    if args.wants_molecules() {
+        ctx.out.emit(&[] as &[IssueSummary], || "\n✨ No ready molecules (fleet has none)".into());
+        return Ok(());
+    }
     if args.claim {
         return ready_claim(ctx, &args);
     }
@@ -367,7 +280,7 @@ pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
     }
     let store = ctx.open_store()?;
     let reader = store.read()?;
-    let mut filter = args.filter.to_filter().map_err(CliError::message_only)?;
+    let mut filter = args.to_filter()?;
     if let Some(parent) = &filter.parent {
         filter.parent = Some(reader.resolve(parent)?);
     }
@@ -402,7 +315,7 @@ fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), CliError> {
         return Err(CliError::new("--claim cannot be combined with --assignee"));
     }
     let store = ctx.open_store()?;
-    let mut filter = args.filter.to_filter().map_err(CliError::message_only)?;
+    let mut filter = args.to_filter()?;
     if let Some(parent) = &filter.parent {
         filter.parent = Some(store.read()?.resolve(parent)?);
     }
@@ -581,18 +494,66 @@ pub fn cmd_blocked(ctx: &BdContext, args: BlockedArgs) -> Result<(), CliError> {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct StatsArgs {}
+pub struct StatsArgs {
+    /// Every issue (the default; accepted as beads has it).
+    #[arg(long)]
+    pub all: bool,
+    /// Only the issues assigned to you (the actor).
+    #[arg(long)]
+    pub assigned: bool,
+    /// Accepted: fleet reports no git activity (beads 1.0.5 leaves `recent_activity` out too).
+    #[arg(long)]
+    pub no_activity: bool,
+}
 
-pub fn cmd_stats(ctx: &BdContext, _args: StatsArgs) -> Result<(), CliError> {
+/// `bd stats --json` as beads writes it: the counters under `summary`. beads 1.0.5 leaves
+/// `recent_activity` out (its git-history source is gone), and so does fleet.
+#[derive(Serialize)]
+struct StatusOutput {
+    summary: Stats,
+}
+
+pub fn cmd_stats(ctx: &BdContext, args: StatsArgs) -> Result<(), CliError> {
     let store = ctx.open_store()?;
-    let stats = store.read()?.stats(ctx.require_store()?.now())?;
-    ctx.out.emit(&stats, || format!("\n{}", fleet::render_stats(&stats)));
+    let reader = store.read()?;
+    let now = ctx.require_store()?.now();
+    let stats = if args.assigned {
+        assigned_stats(&reader, ctx.actor(), now)?
+    } else {
+        reader.stats(now)?
+    };
+    let output = StatusOutput { summary: stats };
+    ctx.out.emit(&output, || format!("\n{}", fleet::render_stats(&output.summary)));
     Ok(())
+}
+
+/// `stats --assigned`: the status counts and ready work of the actor's issues only, as
+/// beads counts them (no lead time, pins or epics).
+fn assigned_stats(reader: &Reader, actor: &str, now: Timestamp) -> Result<Stats, CliError> {
+    let filter =
+        ListFilter { all: true, assignee: Some(actor.to_string()), ..ListFilter::default() };
+    let (issues, _) = reader.list(&filter)?;
+    let mut stats = Stats { total_issues: issues.len() as u64, ..Stats::default() };
+    for summary in &issues {
+        match summary.issue.status {
+            Status::Open => stats.open_issues += 1,
+            Status::InProgress => stats.in_progress_issues += 1,
+            Status::Blocked => stats.blocked_issues += 1,
+            Status::Deferred => stats.deferred_issues += 1,
+            Status::Closed => stats.closed_issues += 1,
+            _ => {}
+        }
+    }
+    let ready =
+        ReadyFilter { assignee: Some(actor.to_string()), limit: 0, ..ReadyFilter::default() };
+    stats.ready_issues = reader.ready(&ready, now)?.issues.len() as u64;
+    Ok(stats)
 }
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
-    /// Text to find in ids, titles and descriptions (case-insensitive).
+    /// Text to find in ids, titles and descriptions (case-insensitive). May be left out when
+    /// a filter flag (--desc-contains, --no-assignee…) says what to find.
     pub query: Option<String>,
     /// The query, as a flag.
     #[arg(long = "query", value_name = "TEXT")]
@@ -601,18 +562,21 @@ pub struct SearchArgs {
     pub filter: ListFilterArgs,
     #[command(flatten)]
     pub extra: ExtraFilterArgs,
+    /// Several lines per issue.
+    #[arg(long)]
+    pub long: bool,
 }
 
 pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), CliError> {
-    let query = args
-        .query
-        .clone()
-        .or(args.query_flag.clone())
-        .filter(|q| !q.trim().is_empty())
-        .ok_or_else(|| {
-            CliError::new("search query is required").with_hint("bd search \"login\"")
-        })?;
-    let filter = args.filter.to_filter(Some(query.clone())).map_err(CliError::message_only)?;
+    let query = args.query.clone().or(args.query_flag.clone()).filter(|q| !q.trim().is_empty());
+    // beads 1.0.5 requires the text; a search by filters alone (gastown's
+    // `search --desc-contains X`) lists what the filters match.
+    if query.is_none() && args.extra.is_empty() {
+        return Err(CliError::new("search query is required")
+            .with_hint("bd search \"login\", or a filter such as --desc-contains"));
+    }
+    let filter = args.filter.to_filter(query.clone()).map_err(CliError::message_only)?;
+    let query = query.unwrap_or_default();
     let store = ctx.open_store()?;
     let reader = store.read()?;
     let (issues, total) = filtered_list(ctx, &reader, filter, &args.extra, None)?;
@@ -622,6 +586,10 @@ pub fn cmd_search(ctx: &BdContext, args: SearchArgs) -> Result<(), CliError> {
         }
         let mut lines =
             vec![format!("Found {} issues matching '{query}':", issues.len()), String::new()];
+        if args.long {
+            lines.push(issues.iter().map(long_entry).collect::<Vec<_>>().join("\n\n"));
+            return lines.join("\n");
+        }
         lines.extend(issues.iter().map(|s| list_line(&s.issue)));
         lines.join("\n")
     });
@@ -652,13 +620,31 @@ pub struct CountArgs {
     /// Count per assignee.
     #[arg(long)]
     pub by_assignee: bool,
+    /// Count per label (an issue counts once under each of its labels; the total counts it
+    /// once).
+    #[arg(long)]
+    pub by_label: bool,
 }
 
-#[derive(Serialize)]
+/// What `count` prints: `{"count"}` alone, or with a `--by-*` flag beads' `{"total",
+/// "groups"}`.
 struct Counts {
     count: usize,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     groups: Vec<Group>,
+}
+
+impl Serialize for Counts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if self.groups.is_empty() {
+            map.serialize_entry("count", &self.count)?;
+        } else {
+            map.serialize_entry("total", &self.count)?;
+            map.serialize_entry("groups", &self.groups)?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -693,6 +679,18 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
     };
     let store = ctx.open_store()?;
     let reader = store.read()?;
+    if args.by_label {
+        let (issues, _) = filtered_list(ctx, &reader, filter, &args.extra, Some(&keep_all))?;
+        let mut names: Vec<String> = Vec::new();
+        for summary in &issues {
+            if summary.issue.labels.is_empty() {
+                names.push("(no labels)".into());
+            }
+            names.extend(summary.issue.labels.iter().cloned());
+        }
+        print_counts(ctx, &Counts { count: issues.len(), groups: grouped(names) });
+        return Ok(());
+    }
     if args.extra.is_empty()
         && (key.is_none() || args.by_status)
         && let Some(totals) = reader.status_totals(&filter)?
@@ -723,6 +721,12 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
         let (issues, _) = filtered_list(ctx, &reader, filter, &args.extra, Some(&keep_all))?;
         issues.iter().for_each(|s| tally(&RowFacts::of(&s.issue)));
     }
+    print_counts(ctx, &Counts { count: total, groups: grouped(names) });
+    Ok(())
+}
+
+/// How many times each name occurs, by name.
+fn grouped(mut names: Vec<String>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     names.sort();
     for name in names {
@@ -731,8 +735,7 @@ pub fn cmd_count(ctx: &BdContext, args: CountArgs) -> Result<(), CliError> {
             _ => groups.push(Group { group: name, count: 1 }),
         }
     }
-    print_counts(ctx, &Counts { count: total, groups });
-    Ok(())
+    groups
 }
 
 fn print_counts(ctx: &BdContext, counts: &Counts) {
@@ -741,7 +744,7 @@ fn print_counts(ctx: &BdContext, counts: &Counts) {
             return counts.count.to_string();
         }
         let mut lines = vec![format!("Total: {}", counts.count), String::new()];
-        lines.extend(counts.groups.iter().map(|g| format!("  {}: {}", g.group, g.count)));
+        lines.extend(counts.groups.iter().map(|g| format!("{}: {}", g.group, g.count)));
         lines.join("\n")
     });
 }
@@ -884,6 +887,72 @@ pub fn cmd_epic(ctx: &BdContext, command: EpicCommand) -> Result<(), CliError> {
                 if e.eligible_for_close { " (eligible for closure)" } else { "" }
             ));
         }
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// The query: comparisons joined by AND, OR, NOT and parentheses, e.g.
+    /// "status=open AND priority<2", "updated>7d AND label=backend", "assignee=none".
+    #[arg(required = true, num_args = 1..)]
+    pub expression: Vec<String>,
+    /// At most this many issues (0 = all).
+    #[arg(short = 'n', long, default_value_t = 50)]
+    pub limit: usize,
+    /// Include closed issues (they are left out unless the query names a status).
+    #[arg(short, long)]
+    pub all: bool,
+    /// Several lines per issue.
+    #[arg(long)]
+    pub long: bool,
+    #[arg(long, value_enum, default_value_t = ListSort::Priority)]
+    pub sort: ListSort,
+    /// Reverse the order.
+    #[arg(short, long)]
+    pub reverse: bool,
+    /// Only parse the query and print how it was read.
+    #[arg(long)]
+    pub parse_only: bool,
+}
+
+/// `bd query`: the issues a query in beads' little language matches (see `query_lang`).
+pub fn cmd_query(ctx: &BdContext, args: QueryArgs) -> Result<(), CliError> {
+    let text = args.expression.join(" ");
+    let expr = query_lang::parse(&text)?;
+    if args.parse_only {
+        ctx.out.text(&format!("Parsed query: {expr:?}"));
+        return Ok(());
+    }
+    let store = ctx.open_store()?;
+    let reader = store.read()?;
+    let now = ctx.require_store()?.now();
+    let filter = ListFilter {
+        all: args.all || expr.mentions_status(),
+        sort: args.sort,
+        reverse: args.reverse,
+        limit: 0,
+        ..ListFilter::default()
+    };
+    let mut matched = Vec::new();
+    for summary in reader.list(&filter)?.0 {
+        if expr.matches(&summary, now)? {
+            matched.push(summary);
+        }
+        if args.limit != 0 && matched.len() == args.limit {
+            break;
+        }
+    }
+    ctx.out.emit(&matched, || {
+        if matched.is_empty() {
+            return format!("No issues match: {text}");
+        }
+        if args.long {
+            return matched.iter().map(long_entry).collect::<Vec<_>>().join("\n\n");
+        }
+        let mut lines = vec![format!("Found {} issues:", matched.len())];
+        lines.extend(matched.iter().map(|s| list_line(&s.issue)));
         lines.join("\n")
     });
     Ok(())

@@ -52,8 +52,11 @@ pub struct SetupArgs {
     /// factory, agents (the AGENTS.md snippet).
     pub recipe: Option<String>,
     /// Install for the user (~/.claude, ~/.gemini) instead of this project.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "project")]
     pub global: bool,
+    /// Install for this project only (fleet's default; accepted as beads has it).
+    #[arg(long)]
+    pub project: bool,
     /// Hooks that run `bd prime --stealth` (no git steps in the session close).
     #[arg(long)]
     pub stealth: bool,
