@@ -43,6 +43,10 @@ pub struct SupervisorConfig {
     pub lines_per_sec: u32,
     /// Length of the overhead window.
     pub window: Duration,
+    /// How long the agents run before the window opens: the supervisor's start-up work for
+    /// the agents just started (their claims, the first burst of their output) is not the
+    /// steady cost the window measures.
+    pub settle: Duration,
 }
 
 impl SupervisorConfig {
@@ -53,6 +57,7 @@ impl SupervisorConfig {
             agents: vec![64, 256],
             lines_per_sec: 10,
             window: Duration::from_secs(10),
+            settle: Duration::from_secs(5),
         }
     }
 }
@@ -247,6 +252,8 @@ pub fn run(
         }
         supervisor.wait_for(extra)?;
         busy += extra;
+        progress(&format!("letting {agents} agents settle for {}s", config.settle.as_secs()));
+        std::thread::sleep(config.settle);
         progress(&format!("measuring overhead over {}s", config.window.as_secs()));
         overhead.push(measure(supervisor.child.id(), agents, config.window));
     }

@@ -109,6 +109,9 @@ pub struct SupervisorArgs {
     /// Seconds of the memory and CPU window.
     #[arg(long, default_value_t = 10)]
     pub window: u64,
+    /// Seconds the agents run before the window opens (their start-up is not steady cost).
+    #[arg(long, default_value_t = 5)]
+    pub settle: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -293,6 +296,7 @@ fn cmd_bench_supervisor(ctx: &Context, args: SupervisorArgs) -> Result<(), CliEr
         },
         lines_per_sec: at_least_one("lines-per-sec", args.lines_per_sec as usize)? as u32,
         window: std::time::Duration::from_secs(args.window.max(1)),
+        settle: std::time::Duration::from_secs(args.settle),
     };
     let report = bench::supervisor::run(&config, &mut |note| ctx.out.note(note))?;
     ctx.out.emit(&report, || report.render());

@@ -589,7 +589,7 @@ struct Imported<'a> {
 
 fn render_import(ctx: &Context, report: &ImportReport, migration: Option<&Migration>) {
     if ctx.out.json && ctx.out.mode == Mode::Bd {
-        ctx.out.emit(&BdImported::of(report), String::new);
+        ctx.out.emit(&bd_import_json(report), String::new);
         return;
     }
     if ctx.out.json {
@@ -607,54 +607,27 @@ fn render_import(ctx: &Context, report: &ImportReport, migration: Option<&Migrat
 
 /// `bd import --json` as beads 1.0.5 writes it: `created` counts every issue written,
 /// `skipped` the ones left out (stale or tombstones), `ids` names the written ones and
-/// `skipped_dependencies` is a list of `"issue -> target: reason"` lines. fleet's own counters
-/// follow under their names (`updated`, `unchanged`, `fidelity`, …).
-#[derive(Serialize)]
-struct BdImported<'a> {
-    source: &'a str,
-    created: usize,
-    skipped: usize,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    ids: &'a [String],
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    stale_skipped_ids: &'a [String],
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    skipped_dependencies: Vec<String>,
-    #[serde(skip_serializing_if = "is_zero")]
-    memories: usize,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    dry_run: bool,
-    updated: usize,
-    unchanged: usize,
-    tombstones_skipped: usize,
-    fidelity: &'a beads::fidelity::Fidelity,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-impl<'a> BdImported<'a> {
-    fn of(report: &'a ImportReport) -> BdImported<'a> {
-        BdImported {
-            source: &report.source,
-            created: report.created + report.updated + report.unchanged,
-            skipped: report.stale_skipped + report.tombstones_skipped,
-            ids: &report.ids,
-            stale_skipped_ids: &report.stale_skipped_ids,
-            skipped_dependencies: report
-                .skipped_dependencies
-                .iter()
-                .map(|d| format!("{} -> {}: {}", d.issue_id, d.depends_on_id, d.reason))
-                .collect(),
-            memories: report.memories,
-            dry_run: report.dry_run,
-            updated: report.updated,
-            unchanged: report.unchanged,
-            tombstones_skipped: report.tombstones_skipped,
-            fidelity: &report.fidelity,
+/// `skipped_dependencies` is a list of `"issue -> target: reason"` lines. Every other counter
+/// of fleet's report follows under its own name, and fleet's count of issues new to the store
+/// (its `created`) as `new`.
+fn bd_import_json(report: &ImportReport) -> serde_json::Value {
+    let mut json = serde_json::to_value(report).unwrap_or_default();
+    let skipped_dependencies: Vec<String> = report
+        .skipped_dependencies
+        .iter()
+        .map(|d| format!("{} -> {}: {}", d.issue_id, d.depends_on_id, d.reason))
+        .collect();
+    if let Some(map) = json.as_object_mut() {
+        map.insert("new".into(), report.created.into());
+        let written = report.created + report.updated + report.unchanged;
+        map.insert("created".into(), written.into());
+        map.insert("skipped".into(), (report.stale_skipped + report.tombstones_skipped).into());
+        map.insert("skipped_dependencies".into(), skipped_dependencies.into());
+        if !report.ids.is_empty() {
+            map.insert("ids".into(), report.ids.clone().into());
         }
     }
+    json
 }
 
 fn render_issues_import(report: &ImportReport) {
