@@ -110,7 +110,13 @@ impl Redactor {
     /// [`Redactor::redact_text`] removes) or a key holding an escape is never judged clean. A
     /// `true` saves decoding the document to redact it with [`Redactor::redact_json`].
     pub fn is_clean_json_text(&self, text: &str) -> bool {
-        decoded_json_text(text).is_some_and(|plain| self.is_clean_text(&plain))
+        self.clean_json_plain_text(text).is_some()
+    }
+
+    /// The JSON document `text` as the plain text [`Redactor::is_clean_json_text`] judges (its
+    /// strings' escapes decoded), when it is clean; `None` when it may need masking.
+    pub fn clean_json_plain_text<'t>(&self, text: &'t str) -> Option<Cow<'t, str>> {
+        decoded_json_text(text).filter(|plain| self.is_clean_text(plain))
     }
 
     /// Whether [`Redactor::redact_text`] leaves `text` as it is: no terminal escape, no

@@ -53,8 +53,10 @@ const STDERR_FINISH: Duration = Duration::from_secs(2);
 /// With many agents running ([`super::many_agents`]), how long an agent's stdout is left
 /// unread once what was read of it is handled: its lines are then read a spell's worth at a
 /// time, one read and one wake-up for several lines instead of one each (the most a reaction
-/// to a line is delayed by). Not once the agent has exited: its output is then drained.
-const READ_SPELL: Duration = Duration::from_millis(250);
+/// to a line is delayed by; stalls and time limits are not, they run on their own clocks).
+/// Not once the agent has exited: its output is then drained. A chatty agent's second of
+/// output is a few KiB, which its pipe holds.
+const READ_SPELL: Duration = Duration::from_millis(1000);
 
 /// Timing knobs of one attempt (from the runtime config at spawn time).
 #[derive(Debug, Clone, Copy)]
@@ -622,6 +624,9 @@ async fn watch_output(
                 let drained = lines.get_ref().buffer().is_empty();
                 if drained && exited_at.is_none() && super::many_agents() {
                     unread_until = Some(Instant::now() + READ_SPELL);
+                    // The spell's lines are written as it ends, in one write, and their buffer
+                    // freed: nothing of an agent's output is held while it is not read.
+                    let _ = sinks.logs.flush();
                 }
             }
             Some(event) = sinks.trouble.recv() => {

@@ -15,6 +15,7 @@
 //! strings, every line of `events.jsonl` and `log.jsonl`, and every line of `log.stderr` written
 //! through [`TaskDir::stderr_writer`].
 
+use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -229,9 +230,9 @@ impl Appender {
             self.file = Some(file);
             Ok(())
         });
-        self.pending.clear();
-        // A burst of output must not keep its buffer for the rest of the attempt.
-        self.pending.shrink_to(FLUSH_BYTES / 8);
+        // The buffer goes with its lines: hundreds of agents each keeping one between their
+        // batches made a supervisor several MiB larger, and a new one is cheap next time.
+        self.pending = Vec::new();
         written
     }
 }
@@ -248,9 +249,9 @@ pub struct TaskLogs {
     events: Appender,
     runner: PathBuf,
     redactor: Redactor,
-    /// The raw line last judged clean or not: the events of one line share it, and it is
-    /// judged once.
-    last_raw: Option<(RawJson, bool)>,
+    /// The raw line last judged, and its plain text (strings decoded) when it was clean: the
+    /// events of one line share it, and it is judged once.
+    last_raw: Option<(RawJson, Option<String>)>,
 }
 
 impl TaskLogs {
@@ -271,7 +272,7 @@ impl TaskLogs {
         }
         line.push_str("\"raw\":");
         line.push_str(raw);
-        if self.raw_is_clean(&event.raw) && event.texts().all(|t| self.redactor.is_clean_text(t)) {
+        if self.raw_is_clean(&event.raw) && event.texts().all(|t| self.text_is_clean(t)) {
             let _ = write!(line, ",\"ts\":\"{at}\"}}");
             return self.events.line(line.as_bytes());
         }
@@ -286,14 +287,29 @@ impl TaskLogs {
 
     /// Whether `raw` needs no masking, judged once per line.
     fn raw_is_clean(&mut self, raw: &RawJson) -> bool {
-        if let Some((seen, clean)) = &self.last_raw
+        if let Some((seen, plain)) = &self.last_raw
             && seen.same_line(raw)
         {
-            return *clean;
+            return plain.is_some();
         }
-        let clean = self.redactor.is_clean_json_text(raw.text());
-        self.last_raw = Some((raw.clone(), clean));
+        let plain = self.redactor.clean_json_plain_text(raw.text()).map(Cow::into_owned);
+        let clean = plain.is_some();
+        self.last_raw = Some((raw.clone(), plain));
         clean
+    }
+
+    /// Whether an event's text needs no masking, once its line was judged clean: a text that
+    /// is one whole string of that line was judged with it — preceded and followed by its
+    /// quotes, a token shape or configured value in it would have been found there, and an
+    /// escape sequence makes no line clean — so only other texts are scanned.
+    fn text_is_clean(&self, text: &str) -> bool {
+        let quoted_in_line =
+            self.last_raw.as_ref().and_then(|(_, plain)| plain.as_deref()).is_some_and(|plain| {
+                plain.match_indices(text).any(|(at, _)| {
+                    plain[..at].ends_with('"') && plain[at + text.len()..].starts_with('"')
+                })
+            });
+        quoted_in_line || self.redactor.is_clean_text(text)
     }
 
     /// Appends a runner line: `{"ts", "event", …fields}`.
@@ -422,6 +438,29 @@ mod tests {
             context_resets: 0,
             updated_at: Timestamp::UNIX_EPOCH,
         }
+    }
+
+    /// A clean line's own strings are not scanned again, but a text an event makes of several
+    /// of them is: two halves of a token, each clean alone, come out masked once joined.
+    #[test]
+    fn a_text_joined_from_a_clean_lines_strings_is_still_masked() {
+        use crate::coders::EventKind;
+        let home = tempfile::tempdir().unwrap();
+        let dir = TaskDir::new(home.path(), "fl-1").unwrap();
+        std::fs::create_dir_all(&dir.root).unwrap();
+        let mut logs = dir.logs(redactor());
+        let (head, tail) = GITHUB.split_at(4);
+        let raw = serde_json::json!({ "content": [{ "text": head }, { "text": tail }] });
+        let joined = AgentEvent::new(EventKind::Output, raw.clone())
+            .with_text(Some(format!("{head}{tail}")));
+        let whole = AgentEvent::new(EventKind::Output, raw).with_text(Some(head.to_owned()));
+        logs.event(&whole, Timestamp::UNIX_EPOCH).unwrap();
+        logs.event(&joined, Timestamp::UNIX_EPOCH).unwrap();
+        logs.flush().unwrap();
+        let text = std::fs::read_to_string(dir.root.join("events.jsonl")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains(&format!("\"text\":\"{head}\"")), "{}", lines[0]);
+        assert!(!lines[1].contains(GITHUB) && lines[1].contains("ghp_<redacted>"), "{}", lines[1]);
     }
 
     #[test]
