@@ -1161,3 +1161,25 @@ fn every_command_survives_any_zeroed_page() {
         commands.len() + 1
     );
 }
+
+/// Issue 31: `bd repair` and `bd recover` (where beads' agent docs send agents) check the store,
+/// leave a healthy one as it is (exit 0), and salvage a damaged one.
+#[test]
+fn bd_repair_and_recover_salvage_only_a_damaged_store() {
+    let (ws, ids) = populated(6);
+    let healthy = ws.run(&["bd", "repair"]).ok();
+    assert!(healthy.stdout.contains("✓ store issues"), "{}", healthy.stdout);
+    assert!(!store_file(&ws).with_extension("db.damaged").exists());
+
+    break_row(&store_file(&ws), "MARK4END");
+    let repaired = ws.run(&["bd", "recover"]).ok();
+    assert!(
+        repaired.stderr.contains("repairing it with fleet's doctor --salvage"),
+        "{}",
+        repaired.stderr
+    );
+    let listed = ids_of(&ws.json(&["list", "--limit", "0"]));
+    assert_eq!(listed.len(), 5, "every undamaged issue is back: {listed:?}");
+    assert!(!listed.contains(&ids[3]));
+    doctor(&ws, &[]).ok();
+}

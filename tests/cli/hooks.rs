@@ -339,3 +339,27 @@ fn a_branch_checkout_imports_the_branchs_jsonl() {
     let (_, listed) = run_in(&repo, &bin, "bd", &["list", "--json"]);
     assert!(listed.contains("Only on the branch"), "{listed}");
 }
+
+/// Issue 31: `bd migrate hooks` reinstalls fleet's hooks and keeps a team's own hook, chained
+/// as `<hook>.old`; run again it changes nothing.
+#[test]
+fn migrate_hooks_keeps_the_teams_own_hook_chained() {
+    let team = Team::new();
+    let member = team.founder("solo", "mh");
+    let hooks = member.dir.join(".git/hooks");
+    std::fs::write(hooks.join("pre-commit"), "#!/bin/sh\necho team-check\n").unwrap();
+    std::fs::set_permissions(
+        hooks.join("pre-commit"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    member.run("bd", &["migrate", "hooks"]);
+    let old = std::fs::read_to_string(hooks.join("pre-commit.old")).unwrap();
+    assert!(old.contains("team-check"), "{old}");
+    member.run("bd", &["migrate", "hooks"]);
+    assert_eq!(std::fs::read_to_string(hooks.join("pre-commit.old")).unwrap(), old);
+    member.run("bd", &["create", "Checked"]);
+    member.run("git", &["add", ".beads"]);
+    let committed = member.run("git", &["commit", "-q", "-m", "with the team's check"]);
+    assert!(committed.contains("team-check"), "the team's hook ran: {committed}");
+}

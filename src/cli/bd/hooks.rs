@@ -60,6 +60,22 @@ pub enum HooksCommand {
     List,
 }
 
+/// `bd migrate …`: what fleet can bring up to the current layout.
+#[derive(Debug, clap::Subcommand)]
+pub enum MigrateCommand {
+    /// Reinstall fleet's git hooks in the current layout; a team's own hook is kept, renamed
+    /// `<hook>.old`, and runs first.
+    Hooks,
+}
+
+/// `bd migrate hooks`: the install with `--chain`, which rewrites fleet's own hooks and keeps
+/// any other.
+pub fn cmd_migrate(ctx: &BdContext, command: MigrateCommand) -> Result<(), CliError> {
+    match command {
+        MigrateCommand::Hooks => install(ctx, false, true),
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct HookArgs {
     /// The hook name (older beads hooks call `bd hook <name>`).

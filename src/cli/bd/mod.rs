@@ -283,6 +283,14 @@ parse::deferred_and_eager! {
     Info(setup::InfoArgs),
     /// Check the store for damage (`--check=conventions`: lint, stale work, orphans).
     Doctor(setup::DoctorArgs),
+    /// Repair a damaged store: fleet's `doctor --salvage` (copies every readable record into a
+    /// new store and keeps the damaged file beside it; a healthy store is left as it is).
+    Repair,
+    /// The same as `repair`.
+    Recover,
+    /// Bring a workspace's parts up to the current layout (`hooks`: the git hooks).
+    #[command(subcommand)]
+    Migrate(hooks::MigrateCommand),
     /// Rename the issue prefix of every issue (and every reference to their ids).
     RenamePrefix(rename::RenamePrefixArgs),
     /// Print version information.
@@ -303,6 +311,9 @@ impl BdCommand {
                 | BdCommand::Hooks(_)
                 | BdCommand::Hook(_)
                 | BdCommand::Doctor(_)
+                | BdCommand::Repair
+                | BdCommand::Recover
+                | BdCommand::Migrate(_)
                 | BdCommand::RenamePrefix(_)
         )
     }
@@ -516,6 +527,8 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Where => setup::cmd_where(&ctx)?,
         BdCommand::Info(args) => setup::cmd_info(&ctx, args)?,
         BdCommand::Doctor(args) => setup::cmd_doctor(&ctx, args)?,
+        BdCommand::Repair | BdCommand::Recover => setup::cmd_repair(&ctx)?,
+        BdCommand::Migrate(command) => hooks::cmd_migrate(&ctx, command)?,
         BdCommand::Supersede(args) => workflow::cmd_supersede(&ctx, args)?,
         BdCommand::Orphans(args) => workflow::cmd_orphans(&ctx, args)?,
         BdCommand::Preflight(args) => workflow::cmd_preflight(&ctx, args)?,

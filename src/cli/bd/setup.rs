@@ -358,6 +358,18 @@ pub fn cmd_doctor(ctx: &BdContext, args: DoctorArgs) -> Result<(), CliError> {
     }
 }
 
+/// `bd repair` / `bd recover` (beads' agent docs send both to `bd doctor --fix`): the store's
+/// checks, and when they find damage, fleet's repair of it, `doctor --salvage`.
+pub fn cmd_repair(ctx: &BdContext) -> Result<(), CliError> {
+    let store_only =
+        |salvage| crate::cli::doctor::DoctorArgs { salvage, force: false, store_only: true };
+    if crate::cli::doctor::cmd_doctor(ctx.require_store()?, store_only(false)).is_ok() {
+        return Ok(());
+    }
+    ctx.out.note("the store is damaged: repairing it with fleet's doctor --salvage");
+    crate::cli::doctor::cmd_doctor(ctx.require_store()?, store_only(true))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
