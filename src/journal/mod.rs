@@ -219,7 +219,7 @@ impl JournalError {
     /// A git error with what was being done.
     pub(crate) fn git(context: impl Into<String>) -> impl FnOnce(gix::Error) -> JournalError {
         let context = context.into();
-        move |error| JournalError::Git { context, message: error.to_string() }
+        move |error| JournalError::Git { context, message: with_sources(&error) }
     }
 
     /// An I/O error with what was being done.
@@ -247,4 +247,20 @@ impl JournalError {
             _ => None,
         }
     }
+}
+
+/// An error's words followed by those of each error under it (gix's outer errors name only
+/// the step, e.g. "Repository configuration could not be loaded", and leave the cause below).
+fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut words = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !words.contains(&text) {
+            words.push_str(": ");
+            words.push_str(&text);
+        }
+        source = cause.source();
+    }
+    words
 }

@@ -34,9 +34,17 @@ fn make_aside_and_rename(dir: &Path, own: &Path) -> Result<(), JournalError> {
     remove_abandoned_makings(dir);
     let aside = dir.join(format!("{MAKING}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&aside);
-    let made = gix::init_bare(&aside)
-        .map(drop)
-        .map_err(JournalError::git(format!("creating the journal repository {}", own.display())));
+    // Made with the repository's own configuration only: a user's or the system's git
+    // configuration (broken, or being rewritten by another program that moment) has no say
+    // in how fleet's own bare repository is made.
+    let made = gix::ThreadSafeRepository::init_opts(
+        &aside,
+        gix::create::Kind::Bare,
+        gix::create::Options::default(),
+        gix::open::Options::isolated(),
+    )
+    .map(drop)
+    .map_err(JournalError::git(format!("creating the journal repository {}", own.display())));
     crate::fault::point("journal-made-aside");
     let placed = made.and_then(|()| {
         std::fs::rename(&aside, own)
@@ -53,6 +61,16 @@ fn make_aside_and_rename(dir: &Path, own: &Path) -> Result<(), JournalError> {
         let _ = std::fs::remove_dir_all(&aside);
     }
     placed
+}
+
+/// Opens the workspace's own bare repository with its own configuration only. fleet reads and
+/// writes its objects and refs itself and reaches remotes through the `git` program (which
+/// reads the user's configuration as usual), so nothing outside the repository has a say —
+/// and a user's or the system's git configuration that is broken, or half-written by another
+/// program at that moment, cannot stop a journal commit.
+fn open_own(git_dir: &Path) -> Result<gix::Repository, JournalError> {
+    gix::open_opts(git_dir, gix::open::Options::isolated())
+        .map_err(JournalError::git(format!("opening {}", git_dir.display())))
 }
 
 /// Removes the making directories (see the module docs) of processes that are gone.
@@ -99,9 +117,7 @@ impl JournalRepo {
     pub fn find(dir: &Path) -> Result<Option<JournalRepo>, JournalError> {
         let own = dir.join(JOURNAL_DIR);
         if own.exists() {
-            let repo =
-                gix::open(&own).map_err(JournalError::git(format!("opening {}", own.display())))?;
-            return Ok(Some(JournalRepo { repo, kind: RepoKind::Own }));
+            return Ok(Some(JournalRepo { repo: open_own(&own)?, kind: RepoKind::Own }));
         }
         match gix::discover(dir) {
             Ok(repo) => Ok(Some(JournalRepo { repo, kind: RepoKind::Enclosing })),
@@ -115,8 +131,11 @@ impl JournalRepo {
     /// The repository whose git directory is `git_dir`, found before as `kind` (a gix
     /// repository is not shared between threads: each thread opens its own).
     pub(super) fn open_again(git_dir: &Path, kind: RepoKind) -> Result<JournalRepo, JournalError> {
-        let repo = gix::open(git_dir)
-            .map_err(JournalError::git(format!("opening {}", git_dir.display())))?;
+        let repo = match kind {
+            RepoKind::Own => open_own(git_dir)?,
+            RepoKind::Enclosing => gix::open(git_dir)
+                .map_err(JournalError::git(format!("opening {}", git_dir.display())))?,
+        };
         Ok(JournalRepo { repo, kind })
     }
 
@@ -127,9 +146,7 @@ impl JournalRepo {
         }
         let own = dir.join(JOURNAL_DIR);
         make_aside_and_rename(dir, &own)?;
-        let repo =
-            gix::open(&own).map_err(JournalError::git(format!("opening {}", own.display())))?;
-        Ok(JournalRepo { repo, kind: RepoKind::Own })
+        Ok(JournalRepo { repo: open_own(&own)?, kind: RepoKind::Own })
     }
 
     /// The repository's git directory (for messages and for `git -C`).
