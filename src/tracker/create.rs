@@ -69,6 +69,9 @@ pub struct CreateRequest {
     pub fleet: FleetFields,
     /// bd's `--metadata`: the issue's free-form metadata document.
     pub metadata: Option<serde_json::Value>,
+    /// bd's `--spec-id`: the specification the issue implements.
+    #[serde(default)]
+    pub spec_id: String,
     /// bd's `--ephemeral`: a wisp, left out of exports.
     pub ephemeral: bool,
     /// bd's `--waits-for-gate any-children`: the gate of the new issue's `waits-for` edges, in
@@ -161,6 +164,7 @@ fn issue_of(request: &CreateRequest, id: &str, now: Timestamp) -> Issue {
     if request.metadata.is_some() {
         issue.metadata.clone_from(&request.metadata);
     }
+    issue.spec_id.clone_from(&request.spec_id);
     issue.ephemeral = request.ephemeral;
     issue
 }

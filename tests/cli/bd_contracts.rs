@@ -478,11 +478,7 @@ fn everyday_shorthands_change_what_beads_changes() {
 }
 
 /// Every flag of tests/cli/beads_flags.txt (beads 1.0.5's flags of the agent-facing commands)
-/// parses: none is refused as unknown. Still missing, by design of this branch or for lack of
-/// a place in the store: `update --allow-empty-description`,
-/// `create --spec-id/--mol-type/--wisp-type/--skills/--context/--graph/
-/// --event-*`, `init --force/--reinit-local/--discard-remote/--destroy-token/--remote`, and the
-/// description-from-stdin flags (`--body-file`, `--stdin`, …) another change covers.
+/// parses: none is refused as unknown.
 #[test]
 fn every_listed_beads_flag_is_taken() {
     let (_root, bin, work) = scratch();
@@ -592,4 +588,38 @@ fn the_new_writes_go_through_the_one_route() {
         (&Value::from("carol"), &Value::from("later"))
     );
     assert_eq!(ws.blocked_ids(), [b]);
+}
+
+/// The last of beads' create/init flags: `--spec-id` sets the issue's spec, the molecule and
+/// event fields land in its metadata (events only on `--type=event`), `--graph` is refused
+/// with the way to do it, and `init --force` on an existing store keeps it and succeeds.
+#[test]
+fn beads_issue_fields_and_init_force_do_what_they_say() {
+    let (_root, bin, work) = scratch();
+    ok(&bin, &work, "init -q --prefix bf");
+    let made = json(&bin, &work, "create Spec --spec-id docs/spec.md --mol-type swarm --json");
+    let id = made["id"].as_str().unwrap().to_string();
+    let shown = json(&bin, &work, &format!("show {id} --json"));
+    assert_eq!(shown[0]["spec_id"], "docs/spec.md", "{shown}");
+    assert_eq!(shown[0]["metadata"]["mol_type"], "swarm", "{shown}");
+    let event = json(
+        &bin,
+        &work,
+        r#"create Started -t event --event-category agent.started --event-payload '{"n":1}' --json"#,
+    );
+    let id = event["id"].as_str().unwrap().to_string();
+    let shown = json(&bin, &work, &format!("show {id} --json"));
+    assert_eq!(shown[0]["metadata"]["event_kind"], "agent.started", "{shown}");
+    assert_eq!(shown[0]["metadata"]["payload"]["n"], 1, "{shown}");
+    let (code, _, stderr) = run(&bin, &work, "create Wrong --event-category x");
+    assert_eq!(code, 1);
+    assert!(stderr.contains("require --type=event"), "{stderr}");
+    let (code, _, stderr) = run(&bin, &work, "create Many --graph g.json");
+    assert_eq!(code, 1);
+    assert!(stderr.contains("bd dep add"), "{stderr}");
+    let count = json(&bin, &work, "count --json");
+    let (code, _, stderr) = run(&bin, &work, "init --force");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("kept as it is"), "{stderr}");
+    assert_eq!(json(&bin, &work, "count --json"), count, "nothing was re-initialised");
 }

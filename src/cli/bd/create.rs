@@ -65,6 +65,9 @@ pub struct CreateArgs {
     /// Hide from ready work until then (same forms as --due).
     #[arg(long)]
     pub defer: Option<String>,
+    /// The specification the issue implements (a path or a URL).
+    #[arg(long, value_name = "ID")]
+    pub spec_id: Option<String>,
     /// Arbitrary JSON metadata.
     #[arg(long)]
     pub metadata: Option<String>,
@@ -109,6 +112,8 @@ pub struct CreateArgs {
 pub(super) struct Draft {
     args: fleet::NewIssue,
     metadata: Option<serde_json::Value>,
+    /// `--spec-id`: the specification the issue implements.
+    spec_id: String,
     ephemeral: bool,
 }
 
@@ -142,6 +147,7 @@ impl Draft {
                 model: args.model.clone(),
             },
             metadata: None,
+            spec_id: String::new(),
             ephemeral: args.ephemeral,
         }
     }
@@ -162,6 +168,7 @@ impl Draft {
         issue.assignee = self.args.assignee.clone().unwrap_or_default();
         issue.estimated_minutes = self.args.estimate;
         issue.metadata.clone_from(&self.metadata);
+        issue.spec_id.clone_from(&self.spec_id);
         issue.ephemeral = self.ephemeral;
         if let Some(id) = &self.args.id {
             issue.id.clone_from(id);
@@ -186,7 +193,9 @@ pub fn cmd_create(ctx: &BdContext, args: CreateArgs) -> Result<(), CliError> {
     let texts = args.text.read()?;
     let mut draft = Draft::from_args(&args, title, texts);
     draft.args.estimate = parse_estimate(args.estimate.as_deref())?;
-    draft.metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
+    let metadata = args.metadata.as_deref().map(parse_metadata).transpose()?;
+    draft.metadata = args.compat.with_beads_fields(&args.issue_type, metadata)?;
+    draft.spec_id = args.spec_id.clone().unwrap_or_default();
     if let Some(gate) = &args.waits_for_gate
         && !matches!(gate.as_str(), "all-children" | "any-children")
     {
@@ -228,7 +237,7 @@ pub(super) fn create_quietly(ctx: &BdContext, new: fleet::NewIssue) -> Result<()
     if new.title.trim().is_empty() {
         return Err(CliError::new("title is required"));
     }
-    let draft = Draft { args: new, metadata: None, ephemeral: false };
+    let draft = Draft { args: new, metadata: None, spec_id: String::new(), ephemeral: false };
     let summary = create_draft(ctx, &draft, None, false)?;
     print_created(ctx, &summary, true);
     Ok(())
@@ -273,10 +282,12 @@ fn create_draft(
     validate: bool,
 ) -> Result<IssueSummary, CliError> {
     let metadata = draft.metadata.clone();
+    let spec_id = draft.spec_id.clone();
     let ephemeral = draft.ephemeral;
     // The gate goes into the create itself: one op, one transaction.
     let summary = fleet::create_issue(ctx.require_store()?, &draft.args, |request| {
         request.metadata = metadata;
+        request.spec_id = spec_id;
         request.ephemeral = ephemeral;
         request.wait_gate = gate.map(str::to_string);
         request.validate = validate;

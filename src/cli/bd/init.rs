@@ -65,6 +65,14 @@ pub fn cmd_init(ctx: &BdContext, global: &BdGlobal, args: InitArgs) -> Result<()
         // The file's issues belong in this store, whether imported now or later.
         (None, None) => prefix_from_jsonl(&jsonl).unwrap_or_else(|| prefix_from_dir(&dir)),
     };
+    if args.compat.force && dir.join(STORE_FILE).exists() {
+        ctx.out.note(&format!(
+            "{} exists; kept as it is (fleet never re-initialises a store; `bd repair` rebuilds a \
+             damaged one)",
+            dir.join(STORE_FILE).display()
+        ));
+        return Ok(());
+    }
     let beads_metadata = beads_backend(&dir);
     let store = init_workspace(&dir, &prefix).map_err(CliError::message_only)?;
     let result = Initialized {
