@@ -184,11 +184,12 @@ fn record_outcome(
     for _ in 0..SETTLE_TRIES {
         let Some(issue) = store.read()?.issue(id)? else { return Ok(None) };
         let (settlement, plan) = decide(issue, me, finished, may_close, (config, redactor));
+        let comment = settlement.comment.clone().unwrap_or_default();
         let request = Request::Settle(Box::new(settlement));
         match tracker::execute_in(store, &me.name, Clock::System, &request) {
             Ok(reply) => match plan {
                 Some(plan) => {
-                    recorded = Some((plan, Some(reply.into_issue()?)));
+                    recorded = Some((plan, comment, reply.into_issue()?));
                     break;
                 }
                 // Closed; a task that lands is still in progress under this attempt now.
@@ -203,18 +204,16 @@ fn record_outcome(
             "recording the outcome of {id}: the task changed {SETTLE_TRIES} times meanwhile"
         )));
     };
-    let (plan, after) = recorded;
+    let (plan, comment, after) = recorded;
     // task.json is written after the commit: a file write (with its sync) inside the
     // transaction would hold the store's writer lock, which every other process waits on.
     if let Ok(dir) = TaskDir::new(home, id) {
-        if let Some(after) = after {
-            let _ = dir.write_record(&task_record(&after), redactor);
-        }
+        let _ = dir.write_record(&task_record(&after), redactor);
         let _ = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
     }
     Ok(Some(Recorded {
         verdict: plan.verdict,
-        comment: redactor.redact_text(&plan.comment).into_owned(),
+        comment,
         pause_until: plan.pause_until,
         coder: finished.coder.clone(),
         account: finished.account.clone(),

@@ -338,7 +338,7 @@ fn claim_all_or_none(
 ) -> Result<(), ClaimError> {
     let mut claimed: Vec<Issue> = Vec::new();
     for input in inputs {
-        let before = store.read()?.resolve(input).and_then(|id| store.read()?.issue(&id));
+        let before = store.read().and_then(|reader| reader.issue(&reader.resolve(input)?));
         match (claim(store, actor, clock, input), before) {
             (Ok(_), Ok(Some(before))) if before.status == Status::Open => claimed.push(before),
             (Ok(_), _) => {}
