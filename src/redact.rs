@@ -15,8 +15,10 @@
 //! its public prefix: `ghp_<redacted>`, `Bearer <redacted>`, `<redacted:jwt>`,
 //! `<redacted:OPENAI_API_KEY>`. Token shapes start at a word boundary and have minimum lengths
 //! (and, for the looser shapes, a digit), so ordinary words, ids and paths (`task-1`,
-//! `skeleton`, `sk-learn`) are left alone. Scanning is one pass over the text per configured
-//! value plus one for the shapes; there is no regex engine.
+//! `skeleton`, `sk-learn`) are left alone. A text is scanned in two passes, each an
+//! Aho-Corasick automaton: one for every configured value at once, one for the prefixes a
+//! token shape starts with (the shapes' rules are then checked only where one starts); there
+//! is no regex engine.
 //!
 //! Terminal escape sequences are removed first
 //! ([`strip_ansi`](crate::coders::diagnose::strip_ansi)): opencode colours its output even with
@@ -25,8 +27,9 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use aho_corasick::{AhoCorasick, Input, MatchKind};
 use serde_json::Value;
 
 /// What replaces the value of a secret-looking JSON key.
@@ -40,8 +43,17 @@ pub const MIN_SECRET_LEN: usize = 8;
 /// `Send + Sync`. [`Redactor::default`] masks token shapes only.
 #[derive(Clone, Default)]
 pub struct Redactor {
+    secrets: Arc<Secrets>,
+}
+
+/// The configured values of a [`Redactor`].
+#[derive(Default)]
+struct Secrets {
     /// Longest first, so a value containing another is masked whole.
-    secrets: Arc<[Secret]>,
+    list: Vec<Secret>,
+    /// Finds every value of `list` in one pass over a text (its pattern `i` is `list[i]`);
+    /// `None` when there are no values.
+    finder: Option<AhoCorasick>,
 }
 
 /// One configured value and its marker.
@@ -53,7 +65,7 @@ struct Secret {
 impl fmt::Debug for Redactor {
     /// Never prints the values themselves.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Redactor").field("secret_values", &self.secrets.len()).finish()
+        f.debug_struct("Redactor").field("secret_values", &self.secrets.list.len()).finish()
     }
 }
 
@@ -85,12 +97,17 @@ impl Redactor {
         secrets.sort_by_key(|secret| std::cmp::Reverse(secret.value.len()));
         let mut seen = std::collections::HashSet::new();
         secrets.retain(|secret| seen.insert(secret.value.clone()));
-        Redactor { secrets: secrets.into() }
+        // Building fails only past the automaton's size limits, far beyond any environment's
+        // values; the values are then searched one by one.
+        let finder = (!secrets.is_empty())
+            .then(|| AhoCorasick::new(secrets.iter().map(|secret| &secret.value)).ok())
+            .flatten();
+        Redactor { secrets: Arc::new(Secrets { list: secrets, finder }) }
     }
 
     /// How many configured values this redactor masks (besides the token shapes).
     pub fn secret_count(&self) -> usize {
-        self.secrets.len()
+        self.secrets.list.len()
     }
 
     /// `text` without terminal escape sequences, with every configured value and every known
@@ -110,19 +127,30 @@ impl Redactor {
     /// [`Redactor::redact_text`] removes) or a key holding an escape is never judged clean. A
     /// `true` saves decoding the document to redact it with [`Redactor::redact_json`].
     pub fn is_clean_json_text(&self, text: &str) -> bool {
-        self.clean_json_plain_text(text).is_some()
+        self.clean_json(text).is_some()
     }
 
     /// The JSON document `text` as the plain text [`Redactor::is_clean_json_text`] judges (its
     /// strings' escapes decoded), when it is clean; `None` when it may need masking.
-    pub fn clean_json_plain_text<'t>(&self, text: &'t str) -> Option<Cow<'t, str>> {
-        decoded_json_text(text).filter(|plain| self.is_clean_text(plain))
+    pub fn clean_json<'t>(&self, text: &'t str) -> Option<PlainJson<'t>> {
+        PlainJson::decode(text).filter(|json| self.is_clean_text(&json.plain))
     }
 
     /// Whether [`Redactor::redact_text`] leaves `text` as it is: no terminal escape, no
-    /// configured value, no token shape.
+    /// configured value, no token shape. Told without building the redacted text (every line
+    /// an agent prints is judged).
     pub fn is_clean_text(&self, text: &str) -> bool {
-        matches!(self.redact_text(text), Cow::Borrowed(_))
+        !crate::coders::diagnose::holds_terminal_escape(text)
+            && !self.holds_value(text)
+            && token_shapes(text).next().is_none()
+    }
+
+    /// Whether `text` holds a configured value.
+    fn holds_value(&self, text: &str) -> bool {
+        match &self.secrets.finder {
+            Some(finder) => finder.is_match(text),
+            None => self.secrets.list.iter().any(|secret| text.contains(&secret.value)),
+        }
     }
 
     /// The secrets `text` holds, each as its marker (`sk-ant-<redacted>`,
@@ -202,20 +230,19 @@ impl Redactor {
     /// Replaces every occurrence of a configured value. Overlapping matches are merged, so no
     /// part of either value survives.
     fn mask_values<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let mut found: Vec<(usize, usize, &str)> = Vec::new();
-        for secret in self.secrets.iter() {
-            for (start, _) in text.match_indices(secret.value.as_str()) {
-                found.push((start, start + secret.value.len(), secret.marker.as_str()));
-            }
-        }
+        let mut found = self.value_matches(text);
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
-        // Stable: at one start the longer value (listed first) wins.
-        found.sort_by_key(|&(start, _, _)| start);
+        // At one start the longer value (listed first) wins.
+        found.sort_unstable();
+        let found = found.into_iter().map(|(start, index)| {
+            let secret = &self.secrets.list[index];
+            (start, start + secret.value.len(), secret.marker.as_str())
+        });
         let mut out = String::with_capacity(text.len());
         let mut copied = 0;
-        let mut matches = found.into_iter().peekable();
+        let mut matches = found.peekable();
         while let Some((start, mut end, marker)) = matches.next() {
             while let Some(&(next_start, next_end, _)) = matches.peek() {
                 if next_start >= end {
@@ -231,39 +258,98 @@ impl Redactor {
         out.push_str(&text[copied..]);
         Cow::Owned(out)
     }
+
+    /// Every occurrence of every configured value, overlapping ones too, as (start, index in
+    /// the list).
+    fn value_matches(&self, text: &str) -> Vec<(usize, usize)> {
+        let list = &self.secrets.list;
+        match &self.secrets.finder {
+            Some(finder) => finder
+                .find_overlapping_iter(text)
+                .map(|hit| (hit.start(), hit.pattern().as_usize()))
+                .collect(),
+            None => list
+                .iter()
+                .enumerate()
+                .flat_map(|(index, secret)| {
+                    text.match_indices(secret.value.as_str()).map(move |(at, _)| (at, index))
+                })
+                .collect(),
+        }
+    }
 }
 
 // --- JSON text ------------------------------------------------------------------------------
 
-/// The JSON document `text` with the escapes of its strings decoded and everything else as it
-/// is, for scanning as plain text; `None` when a key has a secret name or an escape, a string
-/// has a `\\u` escape, or a string does not end.
-fn decoded_json_text(text: &str) -> Option<Cow<'_, str>> {
-    let bytes = text.as_bytes();
-    let mut decoded: Option<String> = None;
-    let (mut copied, mut at) = (0, 0);
-    while let Some(quote) = memchr::memchr(b'"', &bytes[at..]) {
-        let start = at + quote + 1;
-        let (end, escaped) = string_end(bytes, start)?;
-        let is_key = bytes[end + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
-        if is_key && (escaped || is_secret_name(&text[start..end])) {
-            return None;
+/// A JSON document's text with the escapes of its strings decoded and everything else as it
+/// is, for scanning as plain text, and where each of its strings lies in that text.
+#[derive(Debug, Clone)]
+pub struct PlainJson<'t> {
+    plain: Cow<'t, str>,
+    /// The strings' contents (keys too), as ranges of `plain`; each lies between two quotes.
+    strings: Vec<std::ops::Range<usize>>,
+}
+
+impl<'t> PlainJson<'t> {
+    /// `text` decoded; `None` when a key has a secret name or an escape, a string has a `\\u`
+    /// escape, or a string does not end.
+    fn decode(text: &'t str) -> Option<PlainJson<'t>> {
+        let bytes = text.as_bytes();
+        let mut decoded: Option<String> = None;
+        let mut strings = Vec::new();
+        let (mut copied, mut at) = (0, 0);
+        while let Some(quote) = memchr::memchr(b'"', &bytes[at..]) {
+            let start = at + quote + 1;
+            let (end, escaped) = string_end(bytes, start)?;
+            let is_key = bytes[end + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
+            if is_key && (escaped || is_secret_name(&text[start..end])) {
+                return None;
+            }
+            match (&mut decoded, escaped) {
+                (None, false) => strings.push(start..end),
+                (Some(out), false) => {
+                    out.push_str(&text[copied..end]);
+                    strings.push(out.len() - (end - start)..out.len());
+                    copied = end;
+                }
+                (_, true) => {
+                    let out = decoded.get_or_insert_with(|| String::with_capacity(text.len()));
+                    out.push_str(&text[copied..start]);
+                    let from = out.len();
+                    unescape_into(&text[start..end], out)?;
+                    strings.push(from..out.len());
+                    copied = end;
+                }
+            }
+            at = end + 1;
         }
-        if escaped {
-            let out = decoded.get_or_insert_with(|| String::with_capacity(text.len()));
-            out.push_str(&text[copied..start]);
-            unescape_into(&text[start..end], out)?;
-            copied = end;
-        }
-        at = end + 1;
+        let plain = match decoded {
+            Some(mut out) => {
+                out.push_str(&text[copied..]);
+                Cow::Owned(out)
+            }
+            None => Cow::Borrowed(text),
+        };
+        Some(PlainJson { plain, strings })
     }
-    Some(match decoded {
-        Some(mut out) => {
-            out.push_str(&text[copied..]);
-            Cow::Owned(out)
-        }
-        None => Cow::Borrowed(text),
-    })
+
+    /// The decoded text.
+    pub fn plain(&self) -> &str {
+        &self.plain
+    }
+
+    /// Whether `text` is the whole contents of one of the document's strings.
+    pub fn holds_string(&self, text: &str) -> bool {
+        let plain = self.plain.as_bytes();
+        self.strings
+            .iter()
+            .any(|range| range.len() == text.len() && &plain[range.clone()] == text.as_bytes())
+    }
+
+    /// The same, owning its text.
+    pub fn into_owned(self) -> PlainJson<'static> {
+        PlainJson { plain: Cow::Owned(self.plain.into_owned()), strings: self.strings }
+    }
 }
 
 /// The closing quote of the JSON string whose contents begin at `start`, and whether the
@@ -350,9 +436,35 @@ const LOCATION_WORDS: [&str; 6] = ["sock", "socket", "path", "file", "dir", "dir
 /// `x-api-key`, `Authorization` and `DB_PASSWORD` are secret; `AUTHOR`, `GIT_AUTHOR_NAME`,
 /// `KEYBOARD`, `MONKEY`, `input_tokens`, `SSH_AUTH_SOCK` and `KEY_FILE` are not.
 pub fn is_secret_name(name: &str) -> bool {
+    // Every line an agent prints has its keys judged, and they are the same few keys again and
+    // again: their verdicts are remembered (per thread, a bounded number of short names).
+    thread_local! {
+        static VERDICTS: std::cell::RefCell<foldhash::HashMap<Box<str>, bool>> =
+            std::cell::RefCell::default();
+    }
+    const REMEMBERED_NAMES: usize = 1024;
+    const REMEMBERED_LEN: usize = 64;
+    if name.len() > REMEMBERED_LEN {
+        return judge_name(name);
+    }
+    VERDICTS.with_borrow_mut(|verdicts| {
+        if let Some(&verdict) = verdicts.get(name) {
+            return verdict;
+        }
+        if verdicts.len() >= REMEMBERED_NAMES {
+            verdicts.clear();
+        }
+        let verdict = judge_name(name);
+        verdicts.insert(name.into(), verdict);
+        verdict
+    })
+}
+
+/// [`is_secret_name`], judged afresh.
+fn judge_name(name: &str) -> bool {
     // Most names have no stem, and most words of those that do are not secret: the word
     // lists are only compared with words that hold a stem, and the location words only once a
-    // name is found secret (every line an agent prints has its keys judged).
+    // name is found secret.
     has_secret_stem(name)
         && name_words(name).any(is_secret_word)
         && !name_words(name).any(|word| LOCATION_WORDS.iter().any(|w| word.eq_ignore_ascii_case(w)))
@@ -427,34 +539,14 @@ struct Found {
 }
 
 /// Masks every token shape in `text`; `None` if there was none.
-///
-/// Tokens start only at a word start (an ASCII letter or digit not preceded by a letter,
-/// digit, `_` or `-`). Where no token starts, the scan jumps past the word, so each byte is
-/// looked at a bounded number of times.
 fn mask_token_shapes(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        if !starts_word(bytes, at) {
-            at += 1;
-            continue;
-        }
-        if !may_start_token(bytes[at]) {
-            at += run(bytes, at, is_word_byte).max(1);
-            continue;
-        }
-        match token_at(text, at) {
-            Some(found) => {
-                let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
-                out.push_str(&text[copied..at]);
-                out.push_str(&found.replacement);
-                copied = found.end;
-                at = found.end;
-            }
-            None => at += run(bytes, at, is_word_byte).max(1),
-        }
+    for (at, found) in token_shapes(text) {
+        let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        out.push_str(&text[copied..at]);
+        out.push_str(&found.replacement);
+        copied = found.end;
     }
     out.map(|mut out| {
         out.push_str(&text[copied..]);
@@ -462,10 +554,56 @@ fn mask_token_shapes(text: &str) -> Option<String> {
     })
 }
 
-/// Whether a token shape of [`token_at`] can start with byte `b`: `sk-`, `gh…_` and
-/// `github_pat_`, `AKIA`/`ASIA`/`AIza`, `xox…-`, `eyJ`, `Bearer`/`Basic` in any case.
-fn may_start_token(b: u8) -> bool {
-    matches!(b, b's' | b'g' | b'A' | b'x' | b'e' | b'b' | b'B')
+/// How every token shape of [`token_at`] begins, in any case: `sk-`, `github_pat_` and the
+/// `gh…_` prefixes, `AKIA`/`ASIA`, `AIza`, `xox…-`, `eyJ`, `Bearer` and `Basic`. Each is made
+/// of word bytes only ([`is_word_byte`]), so a token, which starts a word, never starts inside
+/// another prefix's match.
+const TOKEN_STARTS: [&str; 14] = [
+    "sk-",
+    "github_pat_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "akia",
+    "asia",
+    "aiza",
+    "xox",
+    "eyj",
+    "bearer",
+    "basic",
+];
+
+/// Finds the places where a token shape may start, in one pass (SIMD-accelerated): most text
+/// holds none, and is then looked at once.
+static TOKEN_START_FINDER: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(TOKEN_STARTS)
+        .expect("fourteen short constant patterns are within the automaton's limits")
+});
+
+/// Every token shape in `text`, in order, as where it starts and what replaces it. Tokens
+/// start only at a word start (an ASCII letter or digit not preceded by a letter, digit, `_`
+/// or `-`) with one of [`TOKEN_STARTS`].
+fn token_shapes(text: &str) -> impl Iterator<Item = (usize, Found)> + '_ {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        while let Some(start) = TOKEN_START_FINDER.find(Input::new(text).range(from..)) {
+            let at = start.start();
+            from = at + 1;
+            if starts_word(bytes, at)
+                && let Some(found) = token_at(text, at)
+            {
+                from = found.end;
+                return Some((at, found));
+            }
+        }
+        None
+    })
 }
 
 /// The token shape starting at `at`, if any (the checks are cheap prefix tests first).
@@ -931,7 +1069,7 @@ mod tests {
 
     #[test]
     fn json_text_is_decoded_string_by_string() {
-        let decoded = |text: &str| decoded_json_text(text).map(Cow::into_owned);
+        let decoded = |text: &str| PlainJson::decode(text).map(|json| json.plain.into_owned());
         assert_eq!(decoded(r#"{"a":"plain","n":1}"#).as_deref(), Some(r#"{"a":"plain","n":1}"#));
         assert_eq!(
             decoded(r#"{"a":"x\ny \"q\" \\ \/","b":["\t"]}"#).as_deref(),
@@ -943,10 +1081,17 @@ mod tests {
         assert_eq!(decoded(r#"{"a":"api_key"}"#).as_deref(), Some(r#"{"a":"api_key"}"#));
         assert_eq!(decoded(r#"{"a":"cut\"#), None);
         assert_eq!(decoded(r#"{"a":"cut"#), None);
+        let json = PlainJson::decode(r#"{"a":"x\ny","b" : "plain","c":["q\"t", ""]}"#).unwrap();
+        for whole in ["a", "x\ny", "b", "plain", "c", "q\"t", ""] {
+            assert!(json.holds_string(whole), "{whole:?}");
+        }
+        for part in ["plai", "x", "\"t", "a\""] {
+            assert!(!json.holds_string(part), "{part:?}");
+        }
     }
 
     #[test]
-    fn every_token_shape_starts_with_a_byte_the_scan_stops_at() {
+    fn every_token_shape_begins_with_a_start_the_finder_looks_for() {
         for token in [
             "sk-ant-api03-abcdefghijklmnop",
             "sk-proj-abcdefghijklmnop",
@@ -964,8 +1109,50 @@ mod tests {
             "Basic dXNlcjpwYXNzd29yZA==",
             "basic dXNlcjpwYXNzd29yZA==",
         ] {
-            assert!(may_start_token(token.as_bytes()[0]), "{token}");
+            let begins = |start: &&str| {
+                token.get(..start.len()).is_some_and(|head| head.eq_ignore_ascii_case(start))
+            };
+            assert!(TOKEN_STARTS.iter().any(begins), "{token}");
             assert_ne!(shapes(token), token, "{token} is a token shape");
+            assert!(!shapes(&format!("(x {token}.)")).contains(&token[6..]), "{token} in prose");
+        }
+    }
+
+    /// The token shapes of `text` by the rule itself: from each word start on, the first
+    /// token, then on after it.
+    fn token_shapes_by_rule(text: &str) -> Vec<(usize, usize)> {
+        let bytes = text.as_bytes();
+        let (mut found, mut at) = (Vec::new(), 0);
+        while at < bytes.len() {
+            match starts_word(bytes, at).then(|| token_at(text, at)).flatten() {
+                Some(token) => {
+                    found.push((at, token.end));
+                    at = token.end;
+                }
+                None => at += 1,
+            }
+        }
+        found
+    }
+
+    proptest::proptest! {
+        /// The finder's scan finds what the rule finds, and a text is judged clean exactly
+        /// when redaction leaves it as it is.
+        #[test]
+        fn the_scan_agrees_with_the_rule_and_the_clean_test_with_redaction(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "word", " ", "-", "_", ".", "x", "sk-", "SK-", "ghp_", "github_pat_", "AKIA",
+                "asia", "AIza", "xoxb-", "eyJ", "bearer ", "Basic ", "abcdefghij", "0123456789",
+                "ABCDEFGHIJKLMNOP", "dXNlcjpwYXNzd29yZA==", "s3cr3t-value", "\u{1b}[0m",
+            ]), 0..16),
+        ) {
+            let text = parts.concat();
+            let scanned: Vec<(usize, usize)> =
+                token_shapes(&text).map(|(at, found)| (at, found.end)).collect();
+            proptest::prop_assert_eq!(scanned, token_shapes_by_rule(&text));
+            let redactor = Redactor::new(["s3cr3t-value".to_owned()]);
+            let unchanged = matches!(redactor.redact_text(&text), Cow::Borrowed(_));
+            proptest::prop_assert_eq!(redactor.is_clean_text(&text), unchanged);
         }
     }
 

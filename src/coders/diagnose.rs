@@ -367,14 +367,19 @@ fn keep_end(text: &str, max: usize) -> String {
     format!("…{}", &text[start..])
 }
 
+/// Whether `text` holds an ESC or the 8-bit CSI (U+009B): [`strip_ansi`] changes exactly
+/// such texts.
+pub fn holds_terminal_escape(text: &str) -> bool {
+    // A byte test first: U+009B is the bytes C2 9B, so a text without an ESC or a 9B byte
+    // has neither (the test of every line an agent prints).
+    memchr::memchr2(0x1b, 0x9b, text.as_bytes()).is_some() && text.contains(['\u{1b}', '\u{9b}'])
+}
+
 /// `text` without terminal escape sequences: CSI (`ESC [ … m`, colours and cursor moves, also
 /// the 8-bit `0x9B` form), OSC and other string sequences (`ESC ] … BEL` or `ESC \`, hyperlinks
 /// and titles), and two-character escapes. Borrowed when there is nothing to remove.
 pub fn strip_ansi(text: &str) -> Cow<'_, str> {
-    // A byte test first: U+009B is the bytes C2 9B, so a text without an ESC or a 9B byte
-    // has neither (the test of every line an agent prints).
-    let maybe = memchr::memchr2(0x1b, 0x9b, text.as_bytes()).is_some();
-    if !maybe || !text.contains(['\u{1b}', '\u{9b}']) {
+    if !holds_terminal_escape(text) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());

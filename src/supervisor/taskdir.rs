@@ -15,7 +15,6 @@
 //! strings, every line of `events.jsonl` and `log.jsonl`, and every line of `log.stderr` written
 //! through [`TaskDir::stderr_writer`].
 
-use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -26,7 +25,7 @@ use serde_json::Value;
 
 use crate::coders::{AgentEvent, RawJson};
 use crate::model::Issue;
-use crate::redact::Redactor;
+use crate::redact::{PlainJson, Redactor};
 
 /// Paths of one task's directory.
 #[derive(Debug, Clone)]
@@ -251,7 +250,7 @@ pub struct TaskLogs {
     redactor: Redactor,
     /// The raw line last judged, and its plain text (strings decoded) when it was clean: the
     /// events of one line share it, and it is judged once.
-    last_raw: Option<(RawJson, Option<String>)>,
+    last_raw: Option<(RawJson, Option<PlainJson<'static>>)>,
 }
 
 impl TaskLogs {
@@ -292,7 +291,7 @@ impl TaskLogs {
         {
             return plain.is_some();
         }
-        let plain = self.redactor.clean_json_plain_text(raw.text()).map(Cow::into_owned);
+        let plain = self.redactor.clean_json(raw.text()).map(PlainJson::into_owned);
         let clean = plain.is_some();
         self.last_raw = Some((raw.clone(), plain));
         clean
@@ -303,13 +302,12 @@ impl TaskLogs {
     /// quotes, a token shape or configured value in it would have been found there, and an
     /// escape sequence makes no line clean — so only other texts are scanned.
     fn text_is_clean(&self, text: &str) -> bool {
-        let quoted_in_line =
-            self.last_raw.as_ref().and_then(|(_, plain)| plain.as_deref()).is_some_and(|plain| {
-                plain.match_indices(text).any(|(at, _)| {
-                    plain[..at].ends_with('"') && plain[at + text.len()..].starts_with('"')
-                })
-            });
-        quoted_in_line || self.redactor.is_clean_text(text)
+        let string_of_line = self
+            .last_raw
+            .as_ref()
+            .and_then(|(_, plain)| plain.as_ref())
+            .is_some_and(|json| json.holds_string(text));
+        string_of_line || self.redactor.is_clean_text(text)
     }
 
     /// Appends a runner line: `{"ts", "event", …fields}`.
