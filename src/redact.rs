@@ -304,7 +304,8 @@ impl<'t> PlainJson<'t> {
     fn decode(text: &'t str) -> Option<PlainJson<'t>> {
         let bytes = text.as_bytes();
         let mut decoded: Option<String> = None;
-        let mut strings = Vec::new();
+        // An agent's line holds a few dozen strings.
+        let mut strings = Vec::with_capacity(32);
         let (mut copied, mut at) = (0, 0);
         while let Some(quote) = memchr::memchr(b'"', &bytes[at..]) {
             let start = at + quote + 1;
@@ -562,11 +563,11 @@ fn mask_token_shapes(text: &str) -> Option<String> {
     })
 }
 
-/// How every token shape of [`token_at`] begins, in any case: `sk-`, `github_pat_` and the
-/// `gh…_` prefixes, `AKIA`/`ASIA`, `AIza`, `xox…-`, `eyJ`, `Bearer` and `Basic`. Each is made
-/// of word bytes only ([`is_word_byte`]), so a token, which starts a word, never starts inside
-/// another prefix's match.
-const TOKEN_STARTS: [&str; 14] = [
+/// How every token shape of [`token_at`] but the authorization ones begins, case and all:
+/// `sk-`, `github_pat_` and the `gh…_` prefixes, `AKIA`/`ASIA`, `AIza`, `xox…-`, `eyJ`. Each is
+/// made of word bytes only ([`is_word_byte`]), so a token, which starts a word, never starts
+/// inside another prefix's match.
+const TOKEN_STARTS: [&str; 16] = [
     "sk-",
     "github_pat_",
     "ghp_",
@@ -574,34 +575,64 @@ const TOKEN_STARTS: [&str; 14] = [
     "ghu_",
     "ghs_",
     "ghr_",
-    "akia",
-    "asia",
-    "aiza",
-    "xox",
-    "eyj",
-    "bearer",
-    "basic",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxr-",
+    "xoxs-",
+    "eyJ",
 ];
 
-/// Finds the places where a token shape may start, in one pass (SIMD-accelerated): most text
-/// holds none, and is then looked at once.
-static TOKEN_START_FINDER: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostFirst)
-        .build(TOKEN_STARTS)
-        .expect("fourteen short constant patterns are within the automaton's limits")
+/// The authorization schemes whose credentials are masked, matched in any case.
+const AUTH_SCHEMES: [&str; 2] = ["bearer", "basic"];
+
+/// Where a token shape may start, found in one pass each: the exact prefixes (a SIMD search
+/// for a few bytes at once) and the schemes in any case (a search for their first byte). Most
+/// text holds none, and is then looked at once.
+struct TokenStartFinder {
+    prefixes: AhoCorasick,
+    schemes: AhoCorasick,
+}
+
+static TOKEN_START_FINDER: LazyLock<TokenStartFinder> = LazyLock::new(|| {
+    let finder = |patterns: &[&str], any_case: bool| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(any_case)
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(patterns)
+            .expect("a few short constant patterns are within the automaton's limits")
+    };
+    TokenStartFinder {
+        prefixes: finder(&TOKEN_STARTS, false),
+        schemes: finder(&AUTH_SCHEMES, true),
+    }
 });
 
 /// Every token shape in `text`, in order, as where it starts and what replaces it. Tokens
 /// start only at a word start (an ASCII letter or digit not preceded by a letter, digit, `_`
-/// or `-`) with one of [`TOKEN_STARTS`].
+/// or `-`) with one of [`TOKEN_STARTS`] or [`AUTH_SCHEMES`].
 fn token_shapes(text: &str) -> impl Iterator<Item = (usize, Found)> + '_ {
     let bytes = text.as_bytes();
+    let finder = &*TOKEN_START_FINDER;
+    // The next place each finder found at or after `from` (`None`: none left).
+    let next = |automaton: &AhoCorasick, from: usize| {
+        automaton.find(Input::new(text).range(from..)).map(|hit| hit.start())
+    };
     let mut from = 0;
+    let mut prefix = next(&finder.prefixes, 0);
+    let mut scheme = next(&finder.schemes, 0);
     std::iter::from_fn(move || {
-        while let Some(start) = TOKEN_START_FINDER.find(Input::new(text).range(from..)) {
-            let at = start.start();
+        loop {
+            if prefix.is_some_and(|at| at < from) {
+                prefix = next(&finder.prefixes, from);
+            }
+            if scheme.is_some_and(|at| at < from) {
+                scheme = next(&finder.schemes, from);
+            }
+            let at = prefix.into_iter().chain(scheme).min()?;
             from = at + 1;
             if starts_word(bytes, at)
                 && let Some(found) = token_at(text, at)
@@ -610,7 +641,6 @@ fn token_shapes(text: &str) -> impl Iterator<Item = (usize, Found)> + '_ {
                 return Some((at, found));
             }
         }
-        None
     })
 }
 
@@ -1120,7 +1150,11 @@ mod tests {
             let begins = |start: &&str| {
                 token.get(..start.len()).is_some_and(|head| head.eq_ignore_ascii_case(start))
             };
-            assert!(TOKEN_STARTS.iter().any(begins), "{token}");
+            assert!(
+                TOKEN_STARTS.iter().any(|start| token.starts_with(start))
+                    || AUTH_SCHEMES.iter().any(begins),
+                "{token}"
+            );
             assert_ne!(shapes(token), token, "{token} is a token shape");
             assert!(!shapes(&format!("(x {token}.)")).contains(&token[6..]), "{token} in prose");
         }
@@ -1149,7 +1183,7 @@ mod tests {
         #[test]
         fn the_scan_agrees_with_the_rule_and_the_clean_test_with_redaction(
             parts in proptest::collection::vec(proptest::sample::select(vec![
-                "word", " ", "-", "_", ".", "x", "sk-", "SK-", "ghp_", "github_pat_", "AKIA",
+                "word", " ", "-", "_", ".", "x", "sk-", "SK-", "bEaReR ", "BASIC ", "akia", "Eyj", "ghp_", "github_pat_", "AKIA",
                 "asia", "AIza", "xoxb-", "eyJ", "bearer ", "Basic ", "abcdefghij", "0123456789",
                 "ABCDEFGHIJKLMNOP", "dXNlcjpwYXNzd29yZA==", "s3cr3t-value", "\u{1b}[0m",
             ]), 0..16),

@@ -54,9 +54,10 @@ const STDERR_FINISH: Duration = Duration::from_secs(2);
 /// unread once what was read of it is handled: its lines are then read a spell's worth at a
 /// time, one read and one wake-up for several lines instead of one each (the most a reaction
 /// to a line is delayed by; stalls and time limits are not, they run on their own clocks).
-/// Not once the agent has exited: its output is then drained. A chatty agent's second of
-/// output is a few KiB, which its pipe holds.
-const READ_SPELL: Duration = Duration::from_millis(1000);
+/// Not once the agent has exited: its output is then drained. A chatty agent's two seconds of
+/// output are a few KiB (its pipe holds 64), and each spell costs a read, a wake-up and a write
+/// of the event log: 2 s halves what 1 s cost 256 chatty agents' supervisor in system calls.
+const READ_SPELL: Duration = Duration::from_millis(2000);
 
 /// Timing knobs of one attempt (from the runtime config at spawn time).
 #[derive(Debug, Clone, Copy)]
