@@ -72,6 +72,7 @@ pub mod id;
 pub mod journal;
 pub mod land;
 pub mod model;
+pub mod notify;
 pub mod op;
 pub(crate) mod parallel;
 pub mod place;

@@ -11,7 +11,7 @@
 //! skipped and only the group signals apply.
 
 use std::collections::{BTreeSet, HashSet};
-use std::io;
+use std::io::{self, Write as _};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -75,8 +75,27 @@ pub fn output_owned_within(
     command: &mut std::process::Command,
     limit: Duration,
 ) -> io::Result<Option<std::process::Output>> {
+    output_of_input_within(command, None, limit)
+}
+
+/// [`output_owned_within`], with `input` written to the command's stdin (then closed); without
+/// it, stdin is left as set.
+pub fn output_of_input_within(
+    command: &mut std::process::Command,
+    input: Option<Vec<u8>>,
+    limit: Duration,
+) -> io::Result<Option<std::process::Output>> {
     command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    if input.is_some() {
+        command.stdin(std::process::Stdio::piped());
+    }
     let (mut child, _registration) = spawn_group_owned(command)?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A thread of its own: a command that does not read its input must not hold us.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
     let read_all = |stream: Option<Box<dyn io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();

@@ -127,7 +127,7 @@ fn an_unknown_key_is_an_error_naming_it_and_the_fix() {
     let error = RuntimeConfig::load(&home.file()).unwrap_err();
     assert_eq!(
         error.message,
-        "unknown key \"telegram_chat_id\": the Python fleet's, not used here (fleet has no Telegram integration)"
+        "unknown key \"telegram_chat_id\": the Python fleet's, not used here (Telegram messages go through a [notify] command (README))"
     );
     assert_eq!(error.hint.as_deref(), Some("remove it with `fleet config unset telegram_chat_id`"));
 }
@@ -671,13 +671,13 @@ fn show_names_every_unknown_key_of_a_python_fleet_file_at_once() {
         errors,
         [
             format!(
-                "error: {file}:8: unknown key \"telegram_chat_id\": the Python fleet's, not used here (fleet has no Telegram integration); fix: remove it with `fleet config unset telegram_chat_id`"
+                "error: {file}:8: unknown key \"telegram_chat_id\": the Python fleet's, not used here (Telegram messages go through a [notify] command (README)); fix: remove it with `fleet config unset telegram_chat_id`"
             ),
             format!(
-                "error: {file}:9: unknown key \"telegram_allowed_ids\": the Python fleet's, not used here (fleet has no Telegram integration); fix: remove it with `fleet config unset telegram_allowed_ids`"
+                "error: {file}:9: unknown key \"telegram_allowed_ids\": the Python fleet's, not used here (Telegram messages go through a [notify] command (README)); fix: remove it with `fleet config unset telegram_allowed_ids`"
             ),
             format!(
-                "error: {file}:10: unknown key \"telegram_default_cwd\": the Python fleet's, not used here (fleet has no Telegram integration); fix: remove it with `fleet config unset telegram_default_cwd`"
+                "error: {file}:10: unknown key \"telegram_default_cwd\": the Python fleet's, not used here (Telegram messages go through a [notify] command (README)); fix: remove it with `fleet config unset telegram_default_cwd`"
             ),
             format!(
                 "error: {file}:13: unknown key \"retry_limit\": the Python fleet's name for max_failures; fix: rename it to max_failures"
@@ -804,9 +804,9 @@ fn import_translates_a_python_fleet_runtime_toml_into_this_fleets() {
          \x20 context_pressure_threshold_pct = 85\n\
          \x20 retry_limit → max_failures = 2\n\
          \x20 shutdown_grace_sec → shutdown_grace_secs = 20\n\
-         \x20 dropped telegram_chat_id (line 8): fleet has no Telegram integration\n\
-         \x20 dropped telegram_allowed_ids (line 9): fleet has no Telegram integration\n\
-         \x20 dropped telegram_default_cwd (line 10): fleet has no Telegram integration\n\
+         \x20 dropped telegram_chat_id (line 8): Telegram messages go through a [notify] command (README)\n\
+         \x20 dropped telegram_allowed_ids (line 9): Telegram messages go through a [notify] command (README)\n\
+         \x20 dropped telegram_default_cwd (line 10): Telegram messages go through a [notify] command (README)\n\
          \x20 dropped claim_poll_interval_sec (line 15): fleet claims as soon as a task is ready, without polling\n",
         source = source.display(),
         target = target.display()

@@ -28,6 +28,7 @@ mod log;
 mod logging;
 mod merge;
 mod merges;
+mod notify;
 mod output;
 mod parse;
 mod printable;
@@ -229,6 +230,8 @@ parse::deferred_and_eager! {
     Resume(control::ResumeArgs),
     /// The questions blocked agents asked.
     Questions(qa::QuestionsArgs),
+    /// Check where a person is told the fleet needs them (`[notify]` in runtime.toml).
+    Notify(notify::NotifyArgs),
     /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
     Answer(qa::AnswerArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
@@ -394,6 +397,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Pause(args) => control::cmd_pause(&ctx, args),
         Command::Resume(args) => control::cmd_resume(&ctx, args),
         Command::Questions(args) => qa::cmd_questions(&ctx, args),
+        Command::Notify(args) => notify::cmd_notify(&ctx, args),
         Command::Answer(args) => qa::cmd_answer(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),

@@ -46,7 +46,13 @@ pub(super) fn read_document(
             continue;
         }
         if name == "merge" {
-            config.merge = read_merge(source, key, item)?;
+            let keys = &super::merge::MERGE_KEYS;
+            config.merge = read_table(source, (key, item), keys, super::MergeConfig::problem)?;
+            continue;
+        }
+        if name == "notify" {
+            let keys = &super::notify::NOTIFY_KEYS;
+            config.notify = read_table(source, (key, item), keys, super::NotifyConfig::problem)?;
             continue;
         }
         let Some(info) = KeyInfo::find(name) else {
@@ -111,7 +117,7 @@ fn unknown_top_level_key(
         "remove it or fix its spelling; `fleet config show` lists every key".to_owned()
     };
     let top_level: Vec<&str> =
-        KEYS.iter().map(|k| k.name).chain(["coders", "prices", "merge"]).collect();
+        KEYS.iter().map(|k| k.name).chain(["coders", "prices", "merge", "notify"]).collect();
     unknown(source, name, name, &top_level, line, hint)
 }
 
@@ -153,7 +159,7 @@ pub(super) fn problems(root: &toml_edit::Table, source: Source) -> Vec<ConfigErr
 }
 
 fn is_top_level_key(name: &str) -> bool {
-    ["coders", "prices", "merge"].contains(&name) || KeyInfo::find(name).is_some()
+    ["coders", "prices", "merge", "notify"].contains(&name) || KeyInfo::find(name).is_some()
 }
 
 /// `root` without its unknown keys (top-level, and in `[coders.*]` tables): what the file
@@ -275,28 +281,31 @@ fn read_prices(
     }
 }
 
-/// Reads the `[merge]` table ([`MergeConfig`](super::MergeConfig)).
-fn read_merge(
+/// Reads a table of settings (`[merge]`, `[notify]`) as `T`, refused with the words of
+/// `problem` when its values do not go together.
+fn read_table<T: serde::de::DeserializeOwned>(
     source: Source,
-    key: &toml_edit::Key,
-    item: &Item,
-) -> Result<super::MergeConfig, ConfigError> {
+    (key, item): (&toml_edit::Key, &Item),
+    keys: &[&str],
+    problem: fn(&T) -> Option<String>,
+) -> Result<T, ConfigError> {
+    let name = key.get();
     let line = value_line(source, key, item);
     let invalid = |message: String| {
         ConfigError::new(source.path, ConfigErrorKind::Invalid, message)
             .at(line)
-            .key("merge")
-            .hint(format!("a [merge] table takes: {}", super::merge::MERGE_KEYS.join(", ")))
+            .key(name)
+            .hint(format!("a [{name}] table takes: {}", keys.join(", ")))
     };
     let value = item
         .clone()
         .into_value()
-        .map_err(|item| wrong_type(source, "merge", "a table", &item, line))?;
-    let merge = super::MergeConfig::deserialize(value.into_deserializer())
-        .map_err(|error| invalid(format!("merge: {}", error.message().trim())))?;
-    match merge.problem() {
-        Some(problem) => Err(invalid(problem)),
-        None => Ok(merge),
+        .map_err(|item| wrong_type(source, name, "a table", &item, line))?;
+    let table = T::deserialize(value.into_deserializer())
+        .map_err(|error| invalid(format!("{name}: {}", error.message().trim())))?;
+    match problem(&table) {
+        Some(words) => Err(invalid(words)),
+        None => Ok(table),
     }
 }
 

@@ -167,11 +167,13 @@ macro_rules! runtime_keys {
             pub prices: BTreeMap<String, super::Price>,
             /// The `[merge]` table: how finished work lands on its base branch.
             pub merge: super::MergeConfig,
+            /// The `[notify]` table: how a person is told the fleet needs them.
+            pub notify: super::NotifyConfig,
         }
 
         impl Default for RuntimeConfig {
             fn default() -> RuntimeConfig {
-                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new(), merge: super::MergeConfig::default() }
+                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new(), merge: super::MergeConfig::default(), notify: super::NotifyConfig::default() }
             }
         }
 
@@ -336,9 +338,18 @@ pub const LEGACY_KEYS: [(&str, Legacy); 28] = [
     ),
     ("shutdown_grace_sec", Legacy::Renamed("shutdown_grace_secs")),
     ("rate_limit_default_sleep_sec", Legacy::Renamed("rate_limit_default_pause_secs")),
-    ("telegram_chat_id", Legacy::Dropped("fleet has no Telegram integration")),
-    ("telegram_allowed_ids", Legacy::Dropped("fleet has no Telegram integration")),
-    ("telegram_default_cwd", Legacy::Dropped("fleet has no Telegram integration")),
+    (
+        "telegram_chat_id",
+        Legacy::Dropped("Telegram messages go through a [notify] command (README)"),
+    ),
+    (
+        "telegram_allowed_ids",
+        Legacy::Dropped("Telegram messages go through a [notify] command (README)"),
+    ),
+    (
+        "telegram_default_cwd",
+        Legacy::Dropped("Telegram messages go through a [notify] command (README)"),
+    ),
     (
         "config_poll_interval_sec",
         Legacy::Dropped("fleet notices a change of runtime.toml by itself, without polling"),
@@ -407,7 +418,7 @@ mod tests {
             .as_object()
             .unwrap()
             .keys()
-            .filter(|k| !["coders", "prices", "merge"].contains(&k.as_str()))
+            .filter(|k| !["coders", "prices", "merge", "notify"].contains(&k.as_str()))
             .collect();
         let keys: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
         assert_eq!(fields, keys);

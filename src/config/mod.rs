@@ -29,6 +29,7 @@ mod edit;
 pub mod keys;
 pub mod merge;
 mod migrate;
+pub mod notify;
 pub mod prices;
 mod watch;
 
@@ -41,6 +42,7 @@ pub use edit::{ConfigChange, SetError, header, set_values, unset_keys, value_of}
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
 pub use merge::{Isolation, MergeConfig, Strategy};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
+pub use notify::NotifyConfig;
 pub use prices::{Price, price_of};
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};
 
@@ -300,6 +302,8 @@ impl RuntimeConfig {
                 }
             }
         }
+        // A webhook's path is often its secret (Slack's, Discord's): the host stays.
+        shown.notify.webhook = notify::shown_address(&shown.notify.webhook);
         shown
     }
 

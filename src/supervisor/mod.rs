@@ -39,6 +39,7 @@ pub mod hold;
 pub mod landing;
 pub mod lease;
 pub mod ledger;
+mod notices;
 pub mod outcome;
 pub mod pause;
 mod pausing;
@@ -392,6 +393,10 @@ pub struct Supervisor {
     /// Entries that can be landed now, at the last read: an `--until-idle` run goes on while
     /// there are any.
     landing_ready: usize,
+    /// Where notices for a person go (`[notify]`); started with the run.
+    notifier: Option<crate::notify::Notifier>,
+    /// Which events become notices.
+    noticer: notices::Noticer,
 }
 
 /// Spawning held back after an agent could not start for want of a resource (open files,
@@ -464,6 +469,8 @@ impl Supervisor {
             landing_due: true,
             landing_waiting: 0,
             landing_ready: 0,
+            notifier: None,
+            noticer: notices::Noticer::default(),
         })
     }
 
@@ -509,6 +516,11 @@ impl Supervisor {
     }
 
     fn emit(&self, event: Event) {
+        if let Some(notifier) = &self.notifier
+            && let Some(notice) = self.noticer.notice(&event)
+        {
+            notifier.offer(notice);
+        }
         let _ = self.events.send(event);
     }
 
@@ -524,6 +536,12 @@ impl Supervisor {
             .map_err(|e| format!("linking bd/fleet into {}: {e}", self.bin_dir().display()))?;
         let mut guard = self.spawn_guard()?;
         self.register().await?;
+        let source = format!("{} ({})", self.me.name, self.me.instance);
+        self.notifier = Some(crate::notify::Notifier::start(
+            self.cfg().notify.clone(),
+            self.redactor().clone(),
+            source,
+        ));
         self.journal_next =
             self.blocking(|s| s.journal_head()).await.map_err(|e| e.to_string())? + 1;
         self.reclaim(Scan::Always).await;
@@ -644,6 +662,9 @@ impl Supervisor {
         journal.finish().await;
         guard::stop(guard);
         self.emit(Event::Stopped { finished: self.summary.attempts });
+        if let Some(notifier) = self.notifier.take() {
+            notifier.finish().await;
+        }
         match self.damaged {
             Some(error) if self.options.until_idle => Err(error),
             _ => Ok(self.summary),
@@ -1142,6 +1163,9 @@ impl Supervisor {
             Reload::Reloaded => {
                 let redactor = self.redactor().clone();
                 tracker::set_inbound_redactor(redactor.clone());
+                if let Some(notifier) = &self.notifier {
+                    notifier.reconfigure(&self.cfg().notify, &redactor);
+                }
                 self.emit(Event::ConfigReloaded {
                     max_concurrent: self.max_concurrent(),
                     redactor,

@@ -20,6 +20,7 @@ mod full_disk;
 mod limits;
 mod logging;
 mod many;
+mod notify;
 mod operator;
 mod outcome_table;
 mod ownership;
