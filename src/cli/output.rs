@@ -508,6 +508,22 @@ mod tests {
         assert!(!text.contains("/home/me"), "{text}");
     }
 
+    /// Compact JSON is one line with no whitespace between tokens, and reads back as the same
+    /// value as the indented form.
+    #[test]
+    fn compact_json_is_one_line_of_the_same_value() {
+        let value = serde_json::json!([{ "title": "a b", "id": "x-1", "labels": ["l"] }]);
+        let pretty = Output::new(Mode::Bd, true, false).with_layout(true, false);
+        let compact = pretty.with_layout(false, false);
+        let (pretty, compact) = (pretty.json_text(value.clone()), compact.json_text(value));
+        assert_eq!(compact, r#"[{"title":"a b","id":"x-1","labels":["l"]}]"#);
+        assert!(pretty.contains("\n  {"), "{pretty}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&pretty).unwrap(),
+            serde_json::from_str::<Value>(&compact).unwrap()
+        );
+    }
+
     #[test]
     fn the_envelope_wraps_any_payload() {
         let out = Output { envelope: true, ..Output::new(Mode::Bd, true, false) };
