@@ -238,9 +238,8 @@ fn usage_line(row: &super::tasks::TaskRow) -> String {
         line.push_str(&format!(" {}", duration(secs)));
     }
     line.push_str(&format!(
-        " · {}·{} · {} in / {} out",
-        printable(&row.runs_with.coder),
-        printable(&row.runs_with.model),
+        " · {} · {} in / {} out",
+        printable(&super::tasks::coder_model(row)),
         tokens(row.tokens_in),
         tokens(row.tokens_out)
     ));

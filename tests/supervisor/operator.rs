@@ -64,7 +64,7 @@ fn fleet_tasks_shows_a_running_agent_with_its_tokens_context_and_cost() {
     let log = fleet.ws.run(&["task", &id]).ok().stdout;
     let usage = log.lines().next().unwrap_or_default();
     assert!(usage.starts_with("usage: attempt 1 running "), "{log}");
-    assert!(usage.ends_with("· fake·fake · 12.0k in / 300 out · ctx 12% · $0.015"), "{usage}");
+    assert!(usage.ends_with("s · fake·- · 12.0k in / 300 out · ctx 12% · $0.015"), "{usage}");
 
     let human = fleet.ws.run(&["tasks"]).ok().stdout;
     assert!(human.starts_with("fleet: 1/2 running · 0 ready · 0 blocked"), "{human}");

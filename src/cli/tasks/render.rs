@@ -206,7 +206,7 @@ fn pad(text: &str, width: usize) -> String {
 
 /// `claude·sonnet`, with `*` after a part set on the task; `claude@work·sonnet` when the task
 /// runs on the coder's account `work`.
-fn coder_model(task: &TaskRow) -> String {
+pub fn coder_model(task: &TaskRow) -> String {
     let mark = |default: bool| if default { "" } else { "*" };
     let runs = &task.runs_with;
     let model = if runs.model.is_empty() { "-" } else { runs.model.as_str() };
