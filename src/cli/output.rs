@@ -14,7 +14,7 @@
 //! The layout is the same in both modes: pretty (a two-space indent, as beads prints) on a
 //! terminal, with `--pretty` or with `FLEET_JSON_PRETTY=1`; compact (one line, no spaces)
 //! otherwise — the reader of a pipe is mostly an agent, which pays for every indent in tokens
-//! (`bd ready --json` of 20 issues: 2,606 tokens pretty, 2,150 compact; README.md). Field
+//! (`bd ready --json` of 20 issues: 3,439 tokens indented, 2,519 compact; README.md). Field
 //! names, types and order are the same either way: whitespace is not part of the contract.
 //! JSON Lines streams (`fleet run --json`, `fleet log --json`) are one compact object a line
 //! regardless.
