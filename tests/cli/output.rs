@@ -42,6 +42,15 @@ fn json_is_compact_into_a_pipe_and_indented_on_request_in_both_personalities() {
             assert_eq!(String::from_utf8_lossy(&by_env.stdout), pretty, "{args:?}");
         }
     }
+    // A JSON error into a pipe is one line too.
+    for args in both(&["close", "nosuch", "--json"]) {
+        let failed = ws.run(&strs(&args));
+        assert_ne!(failed.code, 0, "{args:?}");
+        let error = if failed.stderr.trim().is_empty() { failed.stdout } else { failed.stderr };
+        assert_eq!(error.trim_end().lines().count(), 1, "{args:?}: {error}");
+        let value: Value = serde_json::from_str(&error).expect("a JSON error");
+        assert!(value["error"].as_str().is_some_and(|e| e.contains("nosuch")), "{value}");
+    }
 }
 
 #[test]
