@@ -13,6 +13,8 @@
 //! | `FLEET_FAULT` | fault points | the fault point at which the process kills itself (tests only) |
 //! | `FLEET_HOME` | tracker redaction | the home whose `runtime.toml` names accounts' secrets |
 //! | `PATH` | supervisor | the agents' search path, with fleet's own directory first |
+//! | `FLEET_JSON_PRETTY` | CLI output | indent `--json` even when stdout is not a terminal (off: compact into pipes) |
+//! | `FLEET_TERSE` | CLI output | the short text form of `ready`, `list` and `show`, as `--terse` (off) |
 //!
 //! The whole environment ([`all`]) is what agents inherit and what redactors take secrets from.
 
@@ -68,6 +70,17 @@ pub fn lock_patience() -> Duration {
 /// least one second), else two minutes.
 pub fn git_time_limit() -> Duration {
     Duration::from_secs(number("FLEET_GIT_TIMEOUT_SECS").unwrap_or(120).max(1))
+}
+
+/// Whether `FLEET_JSON_PRETTY` asks for indented `--json` into pipes too (as `--pretty`).
+pub fn json_pretty() -> bool {
+    flag("FLEET_JSON_PRETTY")
+}
+
+/// Whether `FLEET_TERSE` asks for the short text form of `ready`, `list` and `show` (as
+/// `--terse`).
+pub fn terse() -> bool {
+    flag("FLEET_TERSE")
 }
 
 /// Whether `FLEET_FAULT` names the fault point `name` (see `crate::fault`).

@@ -471,6 +471,8 @@ fn operator_scenario(schemas: &Schemas) {
     });
     assert_eq!(view["tasks"][0]["id"], long.as_str());
     assert_eq!(status["agents"], 1, "{status:#}");
+    let row = s.out("task", &["task", &long]);
+    assert_eq!((&row["id"], &row["running"]), (&json!(long), &json!(true)), "{row:#}");
     s.out("tasks", &["tasks", "--all"]);
     s.out("kill", &["kill", &long, "--reason", "enough"]);
     let restarted = s.out("run-restart", &["run", "restart"]);

@@ -32,6 +32,13 @@ use crate::time::Clock;
 use crate::tracker::{Reply, Request};
 use crate::workspace::{self, STORE_FILE};
 
+/// Whether `--json` is indented: asked for (`--pretty`, `FLEET_JSON_PRETTY`), or read by a
+/// person (stdout is a terminal). Into a pipe it is compact (see `output`).
+fn json_is_pretty(flag: bool) -> bool {
+    use std::io::IsTerminal;
+    flag || crate::env::json_pretty() || std::io::stdout().is_terminal()
+}
+
 /// How the binary was reached; it decides the [`Mode`] and where the workspace is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Personality {
@@ -61,6 +68,10 @@ pub struct ContextArgs {
     pub db: Option<PathBuf>,
     /// `--color` (fleet only: bd's output is never coloured).
     pub color: ColorWhen,
+    /// `--pretty`: indented `--json` even into a pipe.
+    pub pretty: bool,
+    /// `--terse`: the short text form of `ready`, `list` and `show`.
+    pub terse: bool,
 }
 
 pub struct Context {
@@ -82,9 +93,9 @@ impl Context {
         let clock = test_clock()?;
         tracing::debug!(?clock, "acting");
         Ok(Context {
-            out: Output::new(personality.mode(), args.json, args.quiet).with_color(
-                personality == Personality::Fleet && args.color.enabled(Stream::Stdout),
-            ),
+            out: Output::new(personality.mode(), args.json, args.quiet)
+                .with_color(personality == Personality::Fleet && args.color.enabled(Stream::Stdout))
+                .with_layout(json_is_pretty(args.pretty), args.terse || crate::env::terse()),
             actor_flag: args.actor,
             actor: std::sync::OnceLock::new(),
             clock,

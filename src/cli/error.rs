@@ -123,13 +123,15 @@ impl CliError {
     /// Prints the error to stderr the way `mode` reports errors and returns the exit code.
     pub fn report(&self, mode: Mode, json: bool) -> i32 {
         if !self.silent {
+            let on_stdout = self.on_stdout && json && mode == Mode::Bd;
+            let pretty = json_error_is_pretty(on_stdout);
             let text = match (mode, json) {
-                (Mode::Fleet, true) => self.fleet_json(),
+                (Mode::Fleet, true) => self.fleet_json(pretty),
                 (Mode::Fleet, false) => self.fleet_text(),
-                (Mode::Bd, true) => self.bd_json(),
+                (Mode::Bd, true) => self.bd_json(pretty),
                 (Mode::Bd, false) => self.bd_text(),
             };
-            if self.on_stdout && json && mode == Mode::Bd {
+            if on_stdout {
                 super::output::write_stdout(&text);
             } else {
                 super::output::write_stderr(&text);
@@ -146,13 +148,13 @@ impl CliError {
         self.store_hint.into_iter().chain(self.hints.iter().map(String::as_str))
     }
 
-    fn fleet_json(&self) -> String {
+    fn fleet_json(&self, pretty: bool) -> String {
         let hints: Vec<&str> = self.fleet_hints().collect();
         let mut body = serde_json::json!({ "error": self.message, "hints": hints });
         if !self.items.is_empty() {
             body["errors"] = serde_json::to_value(&self.items).unwrap_or_default();
         }
-        serde_json::to_string_pretty(&body).unwrap_or_default()
+        json_text(&body, pretty)
     }
 
     fn fleet_text(&self) -> String {
@@ -165,9 +167,9 @@ impl CliError {
         lines.join("\n")
     }
 
-    fn bd_json(&self) -> String {
+    fn bd_json(&self, pretty: bool) -> String {
         let body = serde_json::json!({ "error": self.message, "schema_version": SCHEMA_VERSION });
-        serde_json::to_string_pretty(&body).unwrap_or_default()
+        json_text(&body, pretty)
     }
 
     fn bd_text(&self) -> String {
@@ -247,4 +249,21 @@ impl From<std::io::Error> for CliError {
     fn from(error: std::io::Error) -> CliError {
         CliError::new(format!("i/o error: {error}"))
     }
+}
+
+/// Whether a `--json` error is indented: as `--json` output is (see `output`), by whether its
+/// stream is a terminal, or `FLEET_JSON_PRETTY`; errors are reported before or outside the
+/// command's output settings, so `--pretty` does not reach them.
+fn json_error_is_pretty(on_stdout: bool) -> bool {
+    use std::io::IsTerminal;
+    let terminal =
+        if on_stdout { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
+    terminal || crate::env::json_pretty()
+}
+
+/// `value` as JSON text, indented or compact.
+fn json_text(value: &serde_json::Value, pretty: bool) -> String {
+    let text =
+        if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) };
+    text.unwrap_or_default()
 }

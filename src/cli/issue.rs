@@ -322,6 +322,13 @@ pub fn cmd_show(ctx: &Context, args: ShowArgs) -> Result<(), CliError> {
         })
         .collect();
     ctx.out.emit(&shown, || {
+        if ctx.out.terse {
+            return shown
+                .iter()
+                .map(|s| super::terse::detail(&s.detail))
+                .collect::<Vec<_>>()
+                .join("\n\n");
+        }
         shown
             .iter()
             .map(|s| render_detail_with(&s.detail, s.run.as_ref()))

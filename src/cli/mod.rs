@@ -43,6 +43,7 @@ mod style;
 mod sync;
 mod task;
 mod tasks;
+mod terse;
 mod transfer;
 mod value_enums;
 
@@ -92,6 +93,14 @@ pub struct GlobalArgs {
     /// always, or never.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
     pub color: ColorWhen,
+    /// Indent --json output even when stdout is not a terminal (into a pipe it is compact,
+    /// one line; also $FLEET_JSON_PRETTY=1).
+    #[arg(long, global = true)]
+    pub pretty: bool,
+    /// Short text for ready, list and show: one line per issue, no decoration (also
+    /// $FLEET_TERSE=1).
+    #[arg(long, global = true)]
+    pub terse: bool,
 }
 
 impl GlobalArgs {
@@ -102,6 +111,8 @@ impl GlobalArgs {
             actor: self.actor.clone(),
             db: self.db.clone(),
             color: self.color,
+            pretty: self.pretty,
+            terse: self.terse,
         }
     }
 }

@@ -79,6 +79,9 @@ fn emit_list(ctx: &Context, filter: &ListFilter, empty: &str) -> Result<(), CliE
     let reader = store.read()?.skip_damaged();
     let (issues, total) = reader.list(filter)?;
     ctx.out.emit(&issues, || {
+        if ctx.out.terse {
+            return super::terse::issue_lines(issues.iter().map(|s| &s.issue));
+        }
         if issues.is_empty() {
             return empty.to_string();
         }
@@ -160,6 +163,9 @@ pub fn cmd_ready(ctx: &Context, args: ReadyArgs) -> Result<(), CliError> {
     let page = reader.ready(&filter, ctx.now())?;
     let summaries = if ctx.out.json { reader.ready_summaries(&page)? } else { Vec::new() };
     ctx.out.emit_styled(&summaries, || {
+        if ctx.out.terse {
+            return Styled::from(super::terse::issue_lines(&page.issues).as_str());
+        }
         if page.issues.is_empty() {
             let any_open = reader
                 .list(&ListFilter {

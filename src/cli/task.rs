@@ -13,6 +13,10 @@
 //!
 //! `--follow` keeps printing `log`, `events` or `stderr` as they grow, until the task is no
 //! longer in progress (or Ctrl-C). Without an id, the running tasks are listed.
+//!
+//! `log` opens with the latest attempt's usage — tokens, context and cost, growing while the
+//! attempt runs (the supervisor saves the ledger every few seconds) — and `--json` prints that
+//! attempt as a row of `fleet tasks --json` (schema/task.schema.json) instead of the log.
 
 use std::path::{Path, PathBuf};
 
@@ -86,7 +90,20 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
             .is_some_and(|issue| issue.status == Status::InProgress)
     };
     match args.artifact {
-        Artifact::Log => show_log(&root, args.follow, &running),
+        Artifact::Log if ctx.out.json => {
+            let issue = store.read()?.issue(&id)?;
+            let issue =
+                issue.ok_or_else(|| CliError::new(format!("no issue found matching {id:?}")))?;
+            let row = super::tasks::task_view(ctx, &home, &issue)?;
+            ctx.out.emit(&row, String::new);
+            Ok(())
+        }
+        Artifact::Log => {
+            if let Some(issue) = store.read()?.issue(&id)? {
+                write_stdout(&usage_line(&super::tasks::task_view(ctx, &home, &issue)?));
+            }
+            show_log(&root, args.follow, &running)
+        }
         Artifact::Events if ctx.out.json => {
             show_lines(&root.join("events.jsonl"), args.follow, &running, &id, &|l| {
                 Some(l.to_owned())
@@ -209,6 +226,28 @@ fn show_lines(
         super::log::follow(path, text.len() as u64, || !running(), print);
     }
     Ok(())
+}
+
+/// `usage: attempt 2 running 3m05s · claude·sonnet · 12.0k in / 300 out · ctx 12% · $0.015`: the
+/// latest attempt's usage, so far while it runs.
+fn usage_line(row: &super::tasks::TaskRow) -> String {
+    use super::tasks::{cost, duration, tokens};
+    let state = if row.running { "running" } else { row.status.as_str() };
+    let mut line = format!("usage: attempt {} {state}", row.attempt);
+    if let Some(secs) = row.elapsed_secs {
+        line.push_str(&format!(" {}", duration(secs)));
+    }
+    line.push_str(&format!(
+        " · {} · {} in / {} out",
+        printable(&super::tasks::coder_model(row)),
+        tokens(row.tokens_in),
+        tokens(row.tokens_out)
+    ));
+    if let Some(pct) = row.context_pct {
+        line.push_str(&format!(" · ctx {pct:.0}%"));
+    }
+    line.push_str(&format!(" · {}", cost(row.cost_usd)));
+    line
 }
 
 /// A line of `events.jsonl` rendered for people (a line that is no JSON, as it is).

@@ -9,41 +9,29 @@ use crate::model::Issue;
 /// PATH), pointed at the central queue by `BEADS_DIR`.
 pub const PROTOCOL: &str = "\
 # How fleet runs you
+You run unattended; every run starts a fresh session. Only your artifact directory \
+($FLEET_ARTIFACT_DIR) carries over between runs of this task.
 
-You run unattended: nobody reads your questions while you work, and every run starts with a \
-fresh session. The files in your artifact directory are the only memory that carries over \
-from one run of this task to the next.
+Start: read PLAN_AND_STATUS.md and KNOWLEDGE.md there, and `bd show $FLEET_TASK_ID` (its \
+comments say how earlier runs ended and carry humans' answers).
 
-## When you start
-1. Read `$FLEET_ARTIFACT_DIR/PLAN_AND_STATUS.md` and `$FLEET_ARTIFACT_DIR/KNOWLEDGE.md`.
-2. Run `bd show $FLEET_TASK_ID`: its comments say how earlier runs ended (for example \
-context pressure or a failure) and carry answers from humans.
+While working: keep PLAN_AND_STATUS.md current (restatement, numbered plan, Status: \
+in_progress/blocked/completed with done, doing, blocked); append to KNOWLEDGE.md what the next \
+run must know, never delete from it; put other outputs (reports, results) in the artifact \
+directory. More work found: `bd create \"<title>\" -d \"<details>\" --deps \
+discovered-from:$FLEET_TASK_ID`.
 
-## While you work
-- Keep `PLAN_AND_STATUS.md` current: a one-paragraph restatement of the task, a numbered plan \
-with assumptions and open questions, and a Status section (in_progress, blocked or completed; \
-done, in progress, blocked). Rewrite the status as you go; keep earlier sections.
-- Append to `KNOWLEDGE.md` whatever the next run must know: where things are, invariants, \
-gotchas. Never delete from it.
-- Put other outputs (reports, results) in the artifact directory too.
-- Found more work? `bd create \"<title>\" -d \"<details>\" --deps discovered-from:$FLEET_TASK_ID`.
+Done: finish the plan file, run `bd close $FLEET_TASK_ID --reason \"<one-line summary>\"`, \
+exit 0. Exiting without closing means not finished: the task runs again, a few times at most, \
+then waits for a human.
 
-## When you are done
-Finish the plan file, then run `bd close $FLEET_TASK_ID --reason \"<one-line summary>\"` and \
-exit 0. Exiting without closing means \"not finished\": fleet runs the task again, a few times \
-at most, and then blocks it for a human.
+Need a human: append `## Q: <one line>` with what you tried and need to \
+$FLEET_ARTIFACT_DIR/Q&A.md, run `bd update $FLEET_TASK_ID --status blocked --notes \
+\"QUESTION: <question>\"`, exit 0 without closing. The answer comes as a `## A:` block there.
 
-## When you need a human
-Append your question to `$FLEET_ARTIFACT_DIR/Q&A.md` as a block `## Q: <one line>` with what \
-you tried and what you need, then run `bd update $FLEET_TASK_ID --status blocked --notes \
-\"QUESTION: <your question>\"` and exit 0 (do not close the task). A human answers in \
-`Q&A.md` (a `## A:` block) and reopens the task; the next run is told where to read it.
-
-## Notes
-- `bd` and `fleet` on your PATH reach the central queue (`BEADS_DIR` points at it). Do not \
-run `bd init`, and do not close or claim tasks other than `$FLEET_TASK_ID`.
-- A failed run (non-zero exit) is retried with a growing delay, a limited number of times. \
-Running out of context or into a rate limit is not counted against you.
+`bd` and `fleet` reach the central queue ($BEADS_DIR). Do not run `bd init`; do not close or \
+claim other tasks. A non-zero exit is retried a limited number of times; running out of \
+context or into a rate limit does not count.
 ";
 
 /// The file of questions and answers in the artifact directory.
@@ -108,6 +96,32 @@ evidence in its comments. If the task needs no change at all, close it with \
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33 cut the protocol to fewer tokens; every instruction the supervisor's protocol
+    /// depends on stays: where the memory is, how to close, to ask, to file more work.
+    #[test]
+    fn the_protocol_keeps_what_the_supervisor_depends_on() {
+        for needle in [
+            "$FLEET_ARTIFACT_DIR",
+            "PLAN_AND_STATUS.md",
+            "KNOWLEDGE.md",
+            "bd show $FLEET_TASK_ID",
+            "bd close $FLEET_TASK_ID --reason",
+            "exit 0",
+            "Exiting without closing means not finished",
+            "Q&A.md",
+            "## Q:",
+            "## A:",
+            "bd update $FLEET_TASK_ID --status blocked --notes",
+            "QUESTION:",
+            "without closing",
+            "--deps discovered-from:$FLEET_TASK_ID",
+            "Do not run `bd init`",
+            "claim other tasks",
+        ] {
+            assert!(PROTOCOL.contains(needle), "{needle} in\n{PROTOCOL}");
+        }
+    }
 
     #[test]
     fn prompt_names_the_task_and_how_to_close_it() {

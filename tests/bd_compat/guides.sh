@@ -58,6 +58,11 @@ run bd prime
 expect_ok
 expect_out 'bd ready'
 expect_out 'bd close'
+# What an agent must not lose when the primer is cut for tokens (issue 33).
+for needle in 'bd update <id> --claim' 'bd show <id>' '--reason' '--status blocked' 'QUESTION:' \
+    'discovered-from:<id>' '--terse' '--json' 'bd prime --full' 'Session close' 'git status'; do
+    expect_out "$needle"
+done
 run bd prime --full
 expect_ok
 for needle in 'Quality Tools' 'bd lint' 'bd formula list' 'bd human' 'Lifecycle & Hygiene' \

@@ -20,6 +20,7 @@ expect_out '^    "a",?$'
 run bd list --json
 expect_line 1 "["
 expect_line 2 "  {"
+
 expect_out '^    "id": '
 expect_no_out 'schema_version'
 
@@ -44,3 +45,16 @@ run bd show "$ID" --json
 expect_line 1 "["
 expect_out '"labels": \['
 expect_out '"comment_count": 0'
+
+# Into a pipe, without FLEET_JSON_PRETTY: one compact line, the same fields; --pretty indents.
+run env -u FLEET_JSON_PRETTY bd list --json
+expect_out '^\[\{"id":"test-'
+expect_same "$(printf '%s\n' "$OUT" | wc -l | tr -d ' ')" 1
+run env -u FLEET_JSON_PRETTY bd show "$ID" --json
+expect_out '"title":"Shape"'
+expect_no_out '": '
+run env -u FLEET_JSON_PRETTY bd --pretty list --json
+expect_line 2 "  {"
+run env -u FLEET_JSON_PRETTY bd create "Compact" --json
+expect_out '^\{"comment_count":0,"created_at":'
+expect_out '"schema_version":1,'

@@ -8,6 +8,11 @@
 
 set -u
 
+# These scripts match bd's --json as text (`"status": "closed"`), as beads' own scripts do.
+# Into a pipe fleet writes it compact; FLEET_JSON_PRETTY=1 is the documented way back to
+# beads' indented layout for such scripts (json.sh checks both layouts).
+export FLEET_JSON_PRETTY=1
+
 CHECKS=0
 FAILS=0
 SLOWEST_US=0

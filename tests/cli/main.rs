@@ -24,6 +24,7 @@ mod hooks;
 mod lifecycle;
 mod logging;
 mod other;
+mod output;
 mod readiness;
 mod tracker;
 

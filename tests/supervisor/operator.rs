@@ -54,6 +54,17 @@ fn fleet_tasks_shows_a_running_agent_with_its_tokens_context_and_cost() {
     let cost = row["cost_usd"].as_f64().unwrap();
     assert!((cost - 0.015).abs() < 1e-9, "{cost}");
     assert!(row["idle_secs"].is_u64() && row["elapsed_secs"].is_u64(), "{row}");
+    assert_eq!(row["cost_source"], "priced");
+    assert!(view["prices_as_of"].as_str().is_some_and(|d| d.len() == 7), "{view:#}");
+    // The task's own view says the same while it runs (issue 33): as JSON, and in the
+    // log's opening line.
+    let task = fleet.ws.json(&["task", &id]);
+    assert_eq!((&task["id"], &task["running"]), (&row["id"], &Value::Bool(true)), "{task:#}");
+    assert_eq!((&task["tokens_in"], &task["cost_usd"]), (&row["tokens_in"], &row["cost_usd"]));
+    let log = fleet.ws.run(&["task", &id]).ok().stdout;
+    let usage = log.lines().next().unwrap_or_default();
+    assert!(usage.starts_with("usage: attempt 1 running "), "{log}");
+    assert!(usage.ends_with("s · fake·- · 12.0k in / 300 out · ctx 12% · $0.015"), "{usage}");
 
     let human = fleet.ws.run(&["tasks"]).ok().stdout;
     assert!(human.starts_with("fleet: 1/2 running · 0 ready · 0 blocked"), "{human}");

@@ -88,3 +88,43 @@ fn a_price_in_runtime_toml_overrides_the_built_in_one() {
     let cost = ledger(&fleet, &id)[0]["cost_usd"].as_f64().expect("a cost");
     assert!((cost - 1.0).abs() < 1e-9, "{cost}");
 }
+
+/// Issue 33: cost shows while an attempt runs, from another coder's parser too — an
+/// opencode stand-in reports a step with its cost and keeps working; `fleet tasks --json`
+/// and `fleet task ID --json` show the cost so far, reported by the CLI.
+#[test]
+fn opencode_step_costs_show_while_the_attempt_runs() {
+    let fleet = Fleet::new(&[]);
+    let cli = fleet.home().join("fake-opencode");
+    std::fs::write(
+        &cli,
+        "#!/bin/sh\n\
+         echo '{\"type\":\"step_start\",\"sessionID\":\"s1\",\"part\":{\"type\":\"step-start\"}}'\n\
+         echo '{\"type\":\"step_finish\",\"sessionID\":\"s1\",\"part\":{\"reason\":\"tool-calls\",\"cost\":0.042,\"tokens\":{\"input\":900,\"output\":40,\"cache\":{\"read\":100,\"write\":0}}}}'\n\
+         exec sleep 600\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fleet.configure_with(
+        &[],
+        &format!(
+            "\n[coders.oc]\nargv = [{:?}, \"{{prompt}}\"]\nevents = \"opencode\"\n",
+            cli.display().to_string()
+        ),
+    );
+    let id = fleet.task_with("Step by step", &[], &["--coder", "oc"]);
+    let supervisor = fleet.start(&[]);
+    supervisor.wait_started(&id, 1);
+    let row = supervisor.wait_until("the step's cost in fleet tasks", || {
+        let view = fleet.ws.json(&["tasks"]);
+        let row = view["tasks"][0].clone();
+        (row["cost_usd"].as_f64().is_some()).then_some(row)
+    });
+    assert_eq!(row["running"], true, "{row:#}");
+    assert_eq!(row["cost_usd"], 0.042, "{row:#}");
+    assert_eq!(row["cost_source"], "reported");
+    assert_eq!((row["tokens_in"].as_u64(), row["tokens_out"].as_u64()), (Some(1000), Some(40)));
+    let task = fleet.ws.json(&["task", &id]);
+    assert_eq!((&task["cost_usd"], &task["running"]), (&row["cost_usd"], &row["running"]));
+    supervisor.stop().ok();
+}

@@ -34,6 +34,8 @@ impl BdContext {
             quiet: global.quiet,
             actor: global.actor.clone(),
             db: global.db.clone(),
+            pretty: global.pretty,
+            terse: global.terse,
             ..ContextArgs::default()
         };
         Ok(BdContext { ctx: Context::new(args, personality)?, readonly: global.readonly })

@@ -40,102 +40,73 @@ pub struct PrimeArgs {
 }
 
 const PRIME: &str = r#"# Issue tracking with bd (fleet)
+Track all work as bd issues, not TODO lists: other agents and people share this queue.
 
-This project tracks work as issues with dependencies. Use `bd` for all task tracking —
-not markdown TODO lists — so that other agents and people see the same queue.
-
-## Session loop
-- `bd ready` — open issues with no open blockers; pick the first (highest priority).
-- `bd update <id> --claim` — take it atomically (in_progress, assigned to you). If the claim
-  fails, someone else got it: pick another. `bd ready --claim` does both in one step.
-- `bd show <id>` — read the description, acceptance criteria, dependencies and comments.
-- Work. Found something else to do? `bd create "Title" -t bug -p 1 --deps discovered-from:<id>`.
-- `bd close <id> --reason "what was done"` — when the acceptance criteria hold.
-- Stuck on a question: `bd update <id> --status blocked --notes "QUESTION: …"`.
-
-## Essentials
-- `bd create "Title" -d "…" -t task|bug|feature|epic|chore -p 0-4 [--parent <epic>]`
-- `bd dep add <issue> <depends-on>` — the second blocks the first.
-- `bd list`, `bd blocked`, `bd stats`, `bd search "text"`
-- `bd comments add <id> "note"` — leave context for whoever comes next.
-- Add `--json` to any command for machine-readable output.
-
-Priorities: 0 critical … 2 normal (default) … 4 backlog.
-Run `bd prime --full` for quality tools, lifecycle commands and conventions."#;
+- `bd ready --terse`: unblocked work, best first. `bd update <id> --claim` takes one
+  atomically (failed: someone else has it, pick another); `bd ready --claim` does both.
+- `bd show <id> --terse`: description, acceptance, dependencies, comments.
+- `bd close <id> --reason "what was done"` when the acceptance criteria hold.
+- Blocked on a question: `bd update <id> --status blocked --notes "QUESTION: …"`.
+- New work found: `bd create "Title" -d "…" -t bug|task|feature|epic|chore -p 0-4
+  --deps discovered-from:<id>` (`--parent <epic>` for an epic's steps).
+- `bd dep add <issue> <depends-on>`, `bd comments add <id> "note"`, `bd list`, `bd blocked`,
+  `bd search "text"`. `--json` for programs, `--terse` for one line per issue.
+- Priority 0 critical, 2 normal (default), 4 backlog. `bd prime --full`: the whole guide."#;
 
 /// The session close of `--stealth`: no git steps.
 const STEALTH_CLOSE: &str = r#"## Session close
-Before saying "done": `bd close <id…> --reason "…"` for finished work. No git operations.
-Keep knowledge that outlives the session with `bd remember "insight"`."#;
+Close finished work with a reason. No git operations. `bd remember "insight"` keeps what
+later sessions need."#;
 
 const PRIME_MCP: &str = r#"# bd (fleet) — issue tracking
 Find work with ready, claim it atomically (update --claim), read it with show, close it with a
 reason when done, and file anything you discover as a new issue linked discovered-from the
 current one. Priorities 0 (critical) to 4 (backlog)."#;
 
-const PRIME_FULL: &str = r#"# Issue tracking with bd (fleet) — the full guide
+const PRIME_FULL: &str = r#"# Issue tracking with bd (fleet): the full guide
+bd here is fleet's native queue (`.beads/`, found by $BEADS_DIR or upwards from the current
+directory). No daemon, no sync step: every command sees every write at once. Add `--json`
+for programs (its shapes do not change), `--terse` for one line per issue.
 
-fleet answers as `bd`: the commands below work against fleet's native queue (a redb store in
-`.beads/`, found through $BEADS_DIR or the nearest `.beads/` above the current directory).
-There is no daemon and no sync step; every command sees every other command's writes at once.
-
-## Finding and taking work
-- `bd ready [--json] [-n N] [--label L] [--type T] [--parent EPIC]` — open, unblocked work in
-  priority order (P0 first, newest first within a priority).
-- `bd update <id> --claim` / `bd ready --claim` — atomic claim: exactly one agent wins.
-- `bd show <id>` — fields, dependencies (`Dependencies (N):`), dependents and comments.
-- `bd list [--status S] [--all] [--label L] [--assignee A]`, `bd search "text"`,
+## Work
+- `bd ready [-n N] [--label L] [--type T] [--parent EPIC]`: unblocked work, P0 first.
+- `bd update <id> --claim` or `bd ready --claim`: atomic, exactly one agent wins.
+- `bd show <id>`; `bd list [--status S] [--all] [--label L] [--assignee A]`; `bd search "…"`;
   `bd blocked`, `bd stats`, `bd count`, `bd children <epic>`.
-
-## Creating and linking
 - `bd create "Title" -d "…" -t bug|feature|task|epic|chore|decision|spike|story -p 0-4
   [--labels a,b] [--parent <epic>] [--deps blocks:<id>,discovered-from:<id>]
   [--acceptance "…"] [--estimate MIN] [--due +2d] [--silent]`
-- `bd dep add <issue> <depends-on> [--type blocks|parent-child|related|discovered-from|…]`,
-  `bd dep <blocker> --blocks <blocked>`, `bd dep tree <id>`, `bd dep cycles`.
-- `bd comments add <id> "…"`, `bd label add <id> <label>`.
+- `bd dep add <issue> <depends-on> [--type blocks|parent-child|related|discovered-from]`,
+  `bd dep tree <id>`, `bd dep cycles`; `bd comments add <id> "…"`, `bd label add <id> <l>`.
 
 ## Quality Tools
-- `bd lint [ids…]` — checks that every open issue has the sections its type needs
-  (bug: Steps to Reproduce + Acceptance Criteria; task/feature/story: Acceptance Criteria;
-  epic: Success Criteria; decision: Decision, Rationale, Alternatives Considered;
-  spike: Goal, Findings). Exits non-zero and names each issue that lacks them.
-- `bd create --validate` refuses an issue whose description lacks them;
-  `bd config set validation.on-create error|warn` makes that the default, and
-  `bd config set validation.on-close error|warn` asks for a real close reason.
-- `bd preflight [--check]` — the pre-PR checklist (lint, stale work, orphans).
-- `bd doctor --check=conventions` — check for convention drift (lint, stale, orphans).
-- `bd human <id>` — flag an issue for a human decision (`bd human list|respond|dismiss`);
-  `bd human` alone prints the short list of commands for people.
+- `bd lint [ids…]`: names each open issue missing its type's sections (bug: Steps to
+  Reproduce, Acceptance Criteria; task/feature/story: Acceptance Criteria; epic: Success
+  Criteria; decision: Decision, Rationale, Alternatives Considered; spike: Goal, Findings).
+- `bd create --validate`; `bd config set validation.on-create|validation.on-close error|warn`.
+- `bd preflight [--check]`: the pre-PR checklist. `bd doctor --check=conventions`.
+- `bd human <id>`: flag for a human decision (`bd human list|respond|dismiss`).
 
 ## Lifecycle & Hygiene
-- `bd defer <id> [--until +1w]` / `bd undefer <id>` — park work without closing it; deferred
-  issues leave `bd ready` until the date passes.
-- `bd stale [--days 30]` — issues nobody touched for a while: close, defer or re-prioritise.
-- `bd supersede <old> --with <new>` — links the two (`supersedes`) and closes the old one.
-- `bd orphans` — open issues that git commits already mention: finished but never closed.
-- `bd remember "insight"` / `bd memories [text]` / `bd forget <key>` — persistent notes that
-  `bd prime` shows at every session start.
-- `bd reopen <id> --reason "…"`, `bd delete <id> --force` (a hard delete; without `--force`
-  it only previews).
+- `bd defer <id> [--until +1w]` / `bd undefer <id>`: out of `bd ready` until then.
+- `bd stale [--days 30]`: untouched issues to close, defer or re-prioritise.
+- `bd supersede <old> --with <new>`: link and close the old one.
+- `bd orphans`: open issues that commits already mention.
+- `bd remember "insight"` / `bd memories` / `bd forget <key>`: notes shown by `bd prime`.
+- `bd reopen <id> --reason "…"`; `bd delete <id> --force` (without it, a preview).
 
 ## Structured Workflows
-- Epics: create the epic, then its steps with `--parent <epic>` (ids `<epic>.1`, `<epic>.2`, …).
-  An epic cannot be closed while children are open (use `--force` to override).
-- Ordering: `blocks` edges between steps; `--waits-for <epic>` makes an issue wait until all
-  children of that epic are closed (`--waits-for-gate any-children` for the first one).
-- `bd formula list` (beads' workflow templates and molecules) is not available in fleet's bd;
-  model repeatable workflows as epics with child steps.
+- Epics: steps are created with `--parent <epic>` (`<epic>.1`, …); an epic with open
+  children does not close without `--force`. Order steps with `blocks` edges;
+  `--waits-for <epic>` waits for all its children (`--waits-for-gate any-children`: the first).
+- `bd formula list` (beads' templates and molecules) is not in fleet's bd: use epics.
 
 ## Conventions
-- One issue per unit of work; a title that says what, a description that says why, and an
-  `## Acceptance Criteria` section that says when it is done.
-- Claim before you start, close with a reason that tells the next reader what changed.
-- File discovered work immediately with `--deps discovered-from:<current>` rather than
-  widening the current issue.
-- Priorities: P0 outage/critical, P1 important, P2 normal, P3 nice to have, P4 backlog.
-- Use `--json` when a program reads the output; human text may change, JSON shapes do not.
-- Never edit `.beads/` files by hand; `bd export` / `bd import` move issues in and out as JSONL."#;
+- One issue per unit of work: the title says what, the description why, an
+  `## Acceptance Criteria` section when it is done. Claim before starting; close with a
+  reason the next reader can use; file discovered work with `--deps discovered-from:<id>`.
+- P0 critical, P1 important, P2 normal, P3 nice to have, P4 backlog.
+- Never edit `.beads/` by hand; `bd export` / `bd import` move issues as JSONL."#;
 
 const QUICKSTART: &str = r#"bd — Dependency-Aware Issue Tracker (fleet)
 
@@ -331,9 +302,8 @@ fn own_branch_section(ctx: &BdContext) -> Option<String> {
 
 /// The session close that follows [`PRIME`]; `--stealth` has [`STEALTH_CLOSE`] instead.
 const PRIME_CLOSE: &str = r#"## Session close
-Before saying "done": `bd close <id…> --reason "…"` for finished work, run the checks
-(tests, linters), `git status`, then `bd sync` (a no-op until a remote is configured).
-Keep knowledge that outlives the session with `bd remember "insight"`."#;
+Close finished work with a reason, run the checks (tests, linters), `git status`, then
+`bd sync` (a no-op without a remote). `bd remember "insight"` keeps what later sessions need."#;
 
 /// A `PRIME.md` that replaces the built-in primer: `./.beads/PRIME.md`, then the
 /// workspace's, then `$XDG_CONFIG_HOME/beads/PRIME.md` (default `~/.config`).

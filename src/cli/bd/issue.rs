@@ -12,6 +12,7 @@ use super::text::{TextArgs, Texts};
 use crate::cli::CliError;
 use crate::cli::issue as fleet;
 use crate::cli::output::{id_title, list_line, printable};
+use crate::cli::terse;
 use crate::model::{Issue, Status, dep_type};
 use crate::op::IssuePatch;
 use crate::store::{IssueSummary, ReadyFilter, Store, StoreError};
@@ -184,7 +185,8 @@ pub fn cmd_show(ctx: &BdContext, args: ShowArgs) -> Result<(), CliError> {
                 .collect::<Vec<_>>()
                 .join("\n");
         }
-        details.iter().map(fleet::render_detail).collect::<Vec<_>>().join("\n\n")
+        let render = if ctx.out.terse { terse::detail } else { fleet::render_detail };
+        details.iter().map(render).collect::<Vec<_>>().join("\n\n")
     });
     Ok(())
 }

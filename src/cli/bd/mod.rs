@@ -132,6 +132,14 @@ pub struct BdGlobal {
     /// Verbose output (accepted).
     #[arg(short, long, global = true, help_heading = "Global Flags")]
     pub verbose: bool,
+    /// Indent --json output even when stdout is not a terminal (into a pipe it is compact,
+    /// one line; also FLEET_JSON_PRETTY=1).
+    #[arg(long, global = true, help_heading = "Global Flags")]
+    pub pretty: bool,
+    /// Short text for ready, list and show: one line per issue, no decoration (also
+    /// FLEET_TERSE=1).
+    #[arg(long, global = true, help_heading = "Global Flags")]
+    pub terse: bool,
     /// Print the version.
     #[arg(long, help_heading = "Global Flags")]
     pub version: bool,
@@ -415,6 +423,12 @@ pub fn args_after_fleet_globals(
     if global.quiet {
         out.push("--quiet".into());
     }
+    if global.pretty {
+        out.push("--pretty".into());
+    }
+    if global.terse {
+        out.push("--terse".into());
+    }
     if let Some(actor) = &global.actor {
         out.extend(["--actor".into(), actor.into()]);
     }
@@ -640,6 +654,8 @@ mod tests {
             db: None,
             quiet: false,
             color: Default::default(),
+            pretty: false,
+            terse: false,
         };
         let args = args_after_fleet_globals(&global, vec!["ready".into()]);
         assert_eq!(args, ["bd", "--json", "--actor", "me", "ready"].map(OsString::from));

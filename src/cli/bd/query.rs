@@ -10,6 +10,7 @@ use super::query_lang;
 use crate::cli::CliError;
 use crate::cli::output::{id_title, list_line, printable};
 use crate::cli::query::{self as fleet, ListFilterArgs};
+use crate::cli::terse;
 use crate::model::{Status, dep_type};
 use crate::store::{IssueSummary, ListFilter, ListSort, Reader, ReadyFilter, RowFacts, Stats};
 
@@ -37,9 +38,6 @@ pub struct ListArgs {
     /// One line per issue (the default).
     #[arg(long)]
     pub flat: bool,
-    /// Accepted: the flat list is fleet's text format (see --tree for the hierarchy).
-    #[arg(long)]
-    pub pretty: bool,
     /// Accepted: lists once (fleet has no watch mode; `fleet tasks --watch` follows a run).
     #[arg(short, long)]
     pub watch: bool,
@@ -121,6 +119,9 @@ pub fn cmd_list(ctx: &BdContext, args: ListArgs) -> Result<(), CliError> {
                 .map(|s| fill_template(template, s))
                 .collect::<Vec<_>>()
                 .join("\n");
+        }
+        if out.terse && !args.tree && !args.long {
+            return terse::issue_lines(issues.iter().map(|s| &s.issue));
         }
         if issues.is_empty() {
             return "No issues found.".to_string();
@@ -242,8 +243,6 @@ pub struct ReadyArgs {
     /// Accepted for compatibility (the numbered list is the plain format).
     #[arg(long, hide = true)]
     pub plain: bool,
-    #[arg(long, hide = true)]
-    pub pretty: bool,
     /// Explain why each issue is ready or blocked (and list dependency cycles).
     #[arg(long, conflicts_with = "claim")]
     pub explain: bool,
@@ -287,6 +286,9 @@ pub fn cmd_ready(ctx: &BdContext, args: ReadyArgs) -> Result<(), CliError> {
     let page = reader.ready(&filter, ctx.require_store()?.now())?;
     let summaries = if ctx.out.json { reader.ready_summaries(&page)? } else { Vec::new() };
     ctx.out.emit(&summaries, || {
+        if ctx.out.terse {
+            return terse::issue_lines(&page.issues);
+        }
         if !page.issues.is_empty() {
             return format!("\n{}", fleet::render_ready(&page.issues).render(false));
         }

@@ -28,9 +28,9 @@ use super::context::{Context, fleet_home};
 use super::error::CliError;
 use watch::{terminal_size, watch};
 
-pub use render::render;
+pub use render::{coder_model, render};
 pub use units::{cost, duration, short_time, tokens};
-pub use view::{RunInfo, TasksArgs, gather, task_root};
+pub use view::{RunInfo, TaskRow, TasksArgs, gather, task_root, task_view};
 
 pub fn cmd_tasks(ctx: &Context, args: TasksArgs) -> Result<(), CliError> {
     let home = fleet_home()?;

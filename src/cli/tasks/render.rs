@@ -67,6 +67,17 @@ pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendere
             note.tone(Tone::Faint, "* set on the task (not the configured default)");
             rows.push(note);
         }
+        if view.tasks.iter().any(|t| t.list_priced) {
+            let mut note = Styled::new();
+            note.tone(
+                Tone::Faint,
+                &format!(
+                    "$ list prices of {}; [prices.\"MODEL\"] in runtime.toml overrides them",
+                    view.prices_as_of
+                ),
+            );
+            rows.push(note);
+        }
     }
     for task in &view.not_here {
         let mut line = Styled::new();
@@ -195,7 +206,7 @@ fn pad(text: &str, width: usize) -> String {
 
 /// `claude·sonnet`, with `*` after a part set on the task; `claude@work·sonnet` when the task
 /// runs on the coder's account `work`.
-fn coder_model(task: &TaskRow) -> String {
+pub fn coder_model(task: &TaskRow) -> String {
     let mark = |default: bool| if default { "" } else { "*" };
     let runs = &task.runs_with;
     let model = if runs.model.is_empty() { "-" } else { runs.model.as_str() };
@@ -250,6 +261,8 @@ mod tests {
             tokens_in: 123_400,
             tokens_out: 5_600,
             cost_usd: Some(0.123),
+            cost_source: None,
+            list_priced: false,
             total_cost_usd: Some(0.123),
             cwd: "/src".into(),
         };
@@ -290,6 +303,8 @@ mod tests {
             tokens_in: 1_234_567,
             tokens_out: 98_765,
             cost_usd: Some(12.5),
+            cost_source: Some(crate::supervisor::ledger::CostSource::Priced),
+            list_priced: true,
             total_cost_usd: Some(30.0),
             cwd: "/srv/projects/one".into(),
         };
@@ -300,6 +315,7 @@ mod tests {
             ready: 120,
             blocked: 4,
             cost_today_usd: 123.45,
+            prices_as_of: "2025-11",
             pauses: Vec::new(),
             tasks: vec![row],
             not_here: Vec::new(),
@@ -322,6 +338,8 @@ mod tests {
         let view = wide_view();
         let full = render(&view, Timestamp::now(), None).into_styled().render(false);
         assert!(full.lines().any(|l| l.contains("STARTED") && l.chars().count() > 80), "{full}");
+        // A cost fleet priced from its built-in table says the table's date.
+        assert!(full.contains("$ list prices of 2025-11; [prices.\"MODEL\"]"), "{full}");
         let narrow = render(&view, Timestamp::now(), Some(80));
         let numbers = narrow.rows[0].render(false);
         assert!(numbers.chars().count() <= 80, "{numbers}");

@@ -17,7 +17,7 @@ use crate::store::{ListFilter, Reader, ReadyFilter};
 use crate::supervisor::accounts;
 use crate::supervisor::hold::Holds;
 use crate::supervisor::lease::{self, Registration};
-use crate::supervisor::ledger::{AttemptUsage, Ledger};
+use crate::supervisor::ledger::{AttemptUsage, CostSource, Ledger};
 use crate::supervisor::pause::{Pauses, Scope};
 use crate::supervisor::taskdir::task_ids;
 
@@ -44,6 +44,9 @@ pub struct TasksView {
     pub blocked: u64,
     /// Cost of the attempts started today (local time), over every task.
     pub cost_today_usd: f64,
+    /// When fleet's built-in list prices were taken (`crate::coders::models`): what a cost
+    /// priced without a `[prices."MODEL"]` entry in runtime.toml is as of.
+    pub prices_as_of: &'static str,
     pub pauses: Vec<PauseRow>,
     pub tasks: Vec<TaskRow>,
     /// Ready tasks whose working directory is not on this machine (`crate::place`): this
@@ -127,6 +130,12 @@ pub struct TaskRow {
     pub tokens_out: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Where this attempt's cost comes from: the CLI reported it, or fleet priced its tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_source: Option<CostSource>,
+    /// Priced from fleet's built-in list prices (no `[prices."MODEL"]` entry in runtime.toml).
+    #[serde(skip)]
+    pub list_priced: bool,
     /// Cost over every attempt of the task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_cost_usd: Option<f64>,
@@ -156,6 +165,7 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         ready: stats.ready_issues,
         blocked: stats.blocked_issues + blocked_status,
         cost_today_usd: cost_today(home, now),
+        prices_as_of: crate::coders::models::PRICES_AS_OF,
         pauses: pause_rows(home, &config, &holds, now),
         tasks,
         not_here,
@@ -224,6 +234,20 @@ fn running_rows(
         .collect();
     rows.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
     Ok(rows)
+}
+
+/// The row of one task, as `fleet tasks` shows it: its latest (or running) attempt's
+/// tokens, context and cost, live while it runs.
+pub fn task_view(ctx: &Context, home: &Path, issue: &Issue) -> Result<TaskRow, CliError> {
+    let now = ctx.now();
+    let store = ctx.open_store()?;
+    let supervisors = lease::live_supervisors(&store, now)?;
+    let config = RuntimeConfig::load(&home.join(crate::config::FILE_NAME)).unwrap_or_default();
+    let running = issue.status == Status::InProgress
+        && issue
+            .live_lease()
+            .is_some_and(|l| supervisors.iter().any(|r| r.identity.instance == l.instance));
+    Ok(task_row(issue, home, &config, running, now))
 }
 
 /// Rows of tasks that have a task directory but are not among `shown`, latest first.
@@ -395,6 +419,9 @@ fn task_row(
         tokens_in: usage.tokens_in,
         tokens_out: usage.tokens_out,
         cost_usd: usage.cost_usd,
+        cost_source: usage.cost_source,
+        list_priced: usage.cost_source == Some(CostSource::Priced)
+            && config.price(&usage.model).is_none(),
         total_cost_usd: ledger.totals().cost_usd,
         cwd: if issue.fleet.cwd.is_empty() {
             home.display().to_string()
