@@ -13,6 +13,8 @@
 //! | `FLEET_FAULT` | fault points | the fault point at which the process kills itself (tests only) |
 //! | `FLEET_HOME` | tracker redaction | the home whose `runtime.toml` names accounts' secrets |
 //! | `PATH` | supervisor | the agents' search path, with fleet's own directory first |
+//! | `FLEET_TASK_ID` | CLI (claims, mail, reservations), hooks | the task of the `fleet run` attempt this process belongs to: claims of other tasks are refused, mail is sent from it, reservations are made for it (none) |
+//! | `FLEET_ATTEMPT` | CLI (reservations) | that attempt's id: a reservation lives while the task runs under it (none) |
 //!
 //! The whole environment ([`all`]) is what agents inherit and what redactors take secrets from.
 
@@ -34,6 +36,17 @@ pub fn is_set(name: &str) -> bool {
 /// `PATH`, or nothing.
 pub fn path() -> String {
     std::env::var("PATH").unwrap_or_default()
+}
+
+/// The task of the `fleet run` attempt this process belongs to (`FLEET_TASK_ID`, which the
+/// supervisor sets for its agents), unless unset or empty.
+pub fn attempt_task() -> Option<String> {
+    std::env::var("FLEET_TASK_ID").ok().map(|id| id.trim().to_string()).filter(|id| !id.is_empty())
+}
+
+/// The id of that attempt (`FLEET_ATTEMPT`), unless unset or empty.
+pub fn attempt_id() -> Option<String> {
+    std::env::var("FLEET_ATTEMPT").ok().filter(|id| !id.trim().is_empty())
 }
 
 /// `FLEET_HOME`, unless it is unset or empty.

@@ -65,6 +65,7 @@ pub mod bench;
 pub mod cli;
 pub mod coders;
 pub mod config;
+pub mod coord;
 pub mod env;
 pub mod fault;
 pub mod fsutil;

@@ -556,6 +556,7 @@ fn closed_lines(closed: &[IssueSummary]) -> String {
 
 /// `close --claim-next`: claims the next ready issue for the actor and says which.
 fn claim_next_after_close(ctx: &BdContext) -> Result<(), CliError> {
+    ctx.stay_on_task(&tracker::Request::ClaimNext { filter: Box::default() })?;
     let store = ctx.open_store()?;
     let clock = ctx.require_store()?.clock;
     match crate::tracker::claims::claim_next(&store, ctx.actor(), clock, &ReadyFilter::default())? {
