@@ -126,3 +126,37 @@ pub fn short_id(prefix: &str) -> String {
     let text = ulid::Ulid::generate().to_string().to_lowercase();
     format!("{prefix}-{}", &text[text.len() - 8..])
 }
+
+/// Why a task must wait before it runs: another task running now whose `touches` overlap its
+/// own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TouchWait {
+    /// The running task.
+    pub task: String,
+    /// Our glob and theirs.
+    pub glob: String,
+    pub theirs: String,
+}
+
+impl std::fmt::Display for TouchWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "touches {} overlap {}'s {} (running)", self.glob, self.task, self.theirs)
+    }
+}
+
+/// Whether `issue` is running under a supervisor now: in progress with a live lease (work
+/// waiting in a merge queue has its lease dropped).
+pub fn is_running(issue: &Issue) -> bool {
+    issue.status == Status::InProgress && issue.live_lease().is_some()
+}
+
+/// The first of `running` whose `touches` overlap `issue`'s, if any (never `issue` itself).
+pub fn touch_wait(issue: &Issue, running: &[Issue]) -> Option<TouchWait> {
+    if issue.fleet.touches.is_empty() {
+        return None;
+    }
+    running.iter().filter(|other| other.id != issue.id).find_map(|other| {
+        let (glob, theirs) = glob::first_overlap(&issue.fleet.touches, &other.fleet.touches)?;
+        Some(TouchWait { task: other.id.clone(), glob: glob.to_string(), theirs })
+    })
+}

@@ -779,6 +779,22 @@ impl Supervisor {
         Ok(())
     }
 
+    /// The messages for task `id` not yet acknowledged (none if the store cannot be read:
+    /// they stay in its inbox).
+    fn unread_mail(&self, id: &str) -> Vec<crate::coord::Message> {
+        let read = self.store.read().and_then(|reader| reader.messages());
+        match read {
+            Ok(messages) => messages
+                .into_iter()
+                .filter(|m| m.is_for(Some(id), None) && m.acked_by.is_none())
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, task = %id, "reading the task's messages failed");
+                Vec::new()
+            }
+        }
+    }
+
     /// The actor the agents write as (`BD_ACTOR`).
     fn agent_actor(&self) -> String {
         format!("{}/agent", self.me.name)
@@ -1020,6 +1036,7 @@ impl Supervisor {
         let stop = stop.clone();
         let signals = signals.clone();
         let landing = issue.fleet.land.clone();
+        let mail = self.unread_mail(&id);
         runners.spawn(async move {
             let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
             let attempt_id = lease.attempt.clone();
@@ -1064,6 +1081,7 @@ impl Supervisor {
                         prices,
                         stop,
                         control,
+                        mail,
                     };
                     runner::run(attempt, signals).await
                 }

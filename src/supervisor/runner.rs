@@ -104,6 +104,8 @@ pub struct Attempt {
     pub stop: watch::Receiver<Stop>,
     /// This task's orders.
     pub control: watch::Receiver<Control>,
+    /// The messages for the task not yet acknowledged, for the prompt.
+    pub mail: Vec<crate::coord::Message>,
 }
 
 impl Attempt {
@@ -270,7 +272,7 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), Outcome> {
         unstarted(&format!("preparing {}", dir.root.display()), &error, TASK_DIR_FIX)
     })?;
     let artifacts = dir.artifacts();
-    let prompt = super::prompt::build(issue, &attempt.cwd, &dir.root, &artifacts);
+    let prompt = super::prompt::build(issue, &attempt.cwd, (&dir.root, &artifacts), &attempt.mail);
     let task = TaskSpec {
         id: &issue.id,
         title: &issue.title,
