@@ -174,8 +174,10 @@ pub fn release_files(
     }
     let released: Vec<String> =
         held.into_iter().filter(|id| ids.is_empty() || ids.contains(id)).collect();
+    // The op names what its author saw: a reservation made meanwhile on another machine is
+    // not ended by a release that never knew it.
     if !released.is_empty() {
-        writer.apply(OpKind::ReleaseFiles { task, ids: ids.to_vec() })?;
+        writer.apply(OpKind::ReleaseFiles { task, ids: released.clone() })?;
     }
     Ok(released)
 }
