@@ -103,7 +103,7 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
             ctx.out.emit(&reservations, || render_reservations(&reservations, &id));
             return Ok(());
         }
-        Artifact::Log if !ctx.out.json && !(messages.is_empty() && reservations.is_empty()) => {
+        Artifact::Log if !ctx.out.json && (!messages.is_empty() || !reservations.is_empty()) => {
             let mut head = Vec::new();
             if !messages.is_empty() {
                 head.push(format!("── messages ──\n{}", super::mail::render(&messages)));
