@@ -14,6 +14,7 @@
 //! | `FLEET_HOME` | tracker redaction | the home whose `runtime.toml` names accounts' secrets |
 //! | `PATH` | supervisor | the agents' search path, with fleet's own directory first |
 //! | `FLEET_TASK_ID` | CLI (claims, mail, reservations), hooks | the task of the `fleet run` attempt this process belongs to: claims of other tasks are refused, mail is sent from it, reservations are made for it (none) |
+//! | `FLEET_TASK_DIR` | CLI (`bd mail inbox --new`) | the attempt's task directory, where the messages already shown to the agent are remembered (none) |
 //! | `FLEET_ATTEMPT` | CLI (reservations) | that attempt's id: a reservation lives while the task runs under it (none) |
 //!
 //! The whole environment ([`all`]) is what agents inherit and what redactors take secrets from.
@@ -42,6 +43,11 @@ pub fn path() -> String {
 /// supervisor sets for its agents), unless unset or empty.
 pub fn attempt_task() -> Option<String> {
     std::env::var("FLEET_TASK_ID").ok().map(|id| id.trim().to_string()).filter(|id| !id.is_empty())
+}
+
+/// The task directory of that attempt (`FLEET_TASK_DIR`), unless unset or empty.
+pub fn attempt_task_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("FLEET_TASK_DIR").filter(|dir| !dir.is_empty()).map(Into::into)
 }
 
 /// The id of that attempt (`FLEET_ATTEMPT`), unless unset or empty.

@@ -534,6 +534,8 @@ fn claude_runs_unattended_with_verbose_stream_json() {
             "--model",
             "sonnet",
             "--dangerously-skip-permissions",
+            "--settings",
+            fleet::coders::claude::MAIL_HOOK,
             PROMPT,
         ]
     );

@@ -47,6 +47,14 @@ pub struct InboxArgs {
     /// The inbox of this task's agent (default: your task inside a run, else your name's).
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
+    /// Only messages not shown before in this attempt (its prompt, earlier `--new` calls),
+    /// remembered in the attempt's task directory: what a coder's hook delivers mid-run.
+    #[arg(long, conflicts_with = "all")]
+    pub new: bool,
+    /// Print the messages as a Claude Code `PostToolUse` hook's JSON (additional context for
+    /// the agent's next turn), and nothing at all when there are none.
+    #[arg(long)]
+    pub hook_json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,16 +111,55 @@ fn cmd_inbox(ctx: &Context, args: &InboxArgs) -> Result<(), CliError> {
     // An agent's actor is shared by every agent of its supervisor: inside a run, the task is
     // the address.
     let name = (args.task.is_none() && ctx.attempt_task().is_none()).then(|| ctx.actor());
-    let messages: Vec<Message> = reader
+    let mut messages: Vec<Message> = reader
         .messages()?
         .into_iter()
         .filter(|m| m.is_for(task.as_deref(), name) && (args.all || m.acked_by.is_none()))
         .collect();
+    if args.new {
+        messages = not_yet_delivered(messages);
+    }
+    if args.hook_json {
+        if !messages.is_empty() {
+            let context = format!(
+                "New messages for your task (acknowledge each once read: `bd mail ack <id>`):\n{}",
+                render(&messages)
+            );
+            super::output::write_stdout(&serde_json::json!({
+                "hookSpecificOutput": { "hookEventName": "PostToolUse", "additionalContext": context }
+            }).to_string());
+        }
+        return Ok(());
+    }
     let whose = task.as_deref().or(name).unwrap_or_default().to_string();
     ctx.out.emit(&messages, || {
         if messages.is_empty() { format!("○ No messages for {whose}") } else { render(&messages) }
     });
     Ok(())
+}
+
+/// Of `messages`, those the agent of this attempt was not shown yet, which are recorded as
+/// shown now ([`crate::coord::DELIVERED_FILE`] in the attempt's task directory; outside a run
+/// nothing is remembered). A file that cannot be written means a message may come twice, never
+/// that one is lost.
+fn not_yet_delivered(messages: Vec<Message>) -> Vec<Message> {
+    let Some(dir) = crate::env::attempt_task_dir() else { return messages };
+    let path = dir.join(crate::coord::DELIVERED_FILE);
+    let known = std::fs::read_to_string(&path).unwrap_or_default();
+    let fresh: Vec<Message> =
+        messages.into_iter().filter(|m| !known.lines().any(|id| id == m.id)).collect();
+    if !fresh.is_empty() {
+        let lines: String = fresh.iter().map(|m| format!("{}\n", m.id)).collect();
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, lines.as_bytes()));
+        if let Err(error) = appended {
+            tracing::warn!(%error, path = %path.display(), "remembering delivered messages failed");
+        }
+    }
+    fresh
 }
 
 fn cmd_ack(ctx: &Context, args: AckArgs) -> Result<(), CliError> {

@@ -120,6 +120,10 @@ impl Reservation {
     }
 }
 
+/// The file in an attempt's task directory naming the messages its agent was already shown
+/// (one id a line): those of its prompt, then those `bd mail inbox --new` delivered.
+pub const DELIVERED_FILE: &str = "mail-delivered";
+
 /// A short id of `prefix` and eight characters of a fresh ULID's random part (40 bits):
 /// `m-7kq2x9ab`.
 pub fn short_id(prefix: &str) -> String {

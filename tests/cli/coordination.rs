@@ -250,3 +250,28 @@ fn the_pre_commit_guard_refuses_a_commit_touching_another_tasks_exclusive_files(
     ws.run(&["close", &a, "--reason", "done"]).ok();
     in_repo(&ws, repo, Some(&b), "git", &["commit", "-q", "-m", "b"]).ok();
 }
+
+/// What Claude Code's `PostToolUse` hook runs inside an attempt (`claude --settings`): each new
+/// message once, as the hook's additional context; nothing at all when there is none.
+#[test]
+fn the_coders_hook_delivers_each_new_message_once() {
+    let ws = Workspace::new();
+    let (task, other) = (ws.create("runs", &[]), ws.create("writes", &[]));
+    let task_dir = tempfile::tempdir().unwrap();
+    let hook = || {
+        let mut cmd = ws.command(&["bd", "mail", "inbox", "--new", "--hook-json"]);
+        cmd.env("FLEET_TASK_ID", &task).env("FLEET_TASK_DIR", task_dir.path());
+        Run::from(cmd.output().expect("run bd"))
+    };
+    assert_eq!(hook().ok().stdout, "");
+    as_agent(&ws, &other, &["mail", "send", &task, "first"]).ok();
+    let out = hook().ok().stdout;
+    let json: serde_json::Value = serde_json::from_str(&out).expect("hook JSON");
+    assert_eq!(json["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    let context = json["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.contains("first") && context.contains("bd mail ack"), "{context}");
+    assert_eq!(hook().ok().stdout, "", "a message is delivered once");
+    as_agent(&ws, &other, &["mail", "send", &task, "second"]).ok();
+    let again = hook().ok().stdout;
+    assert!(again.contains("second") && !again.contains("first"), "{again}");
+}
