@@ -99,6 +99,7 @@ fn an_agent_inside_a_run_may_not_claim_another_task() {
         vec!["claim", other.as_str()],
         vec!["ready", "--claim"],
         vec!["update", other.as_str(), "--status", "in_progress"],
+        vec!["close", own.as_str(), "--claim-next"],
     ] {
         let refused = as_agent(&ws, &own, &args).fails(1);
         assert!(
@@ -107,7 +108,9 @@ fn an_agent_inside_a_run_may_not_claim_another_task() {
             refused.stderr
         );
     }
-    // Its own task it may take (the supervisor already has), and nothing else changed.
+    // Its own task it may take (the supervisor already has), and nothing else changed: the
+    // close that asked to claim the next task did not happen either.
+    assert_eq!(ws.json(&["show", &own])[0]["status"], "open");
     as_agent(&ws, &own, &["update", &own, "--claim"]).ok();
     let shown = ws.json(&["show", &other]);
     assert_eq!((shown[0]["status"].as_str(), shown[0].get("assignee")), (Some("open"), None));

@@ -475,6 +475,10 @@ pub struct CloseArgs {
 pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
     resolve_all(ctx, &ids)?;
+    if args.claim_next {
+        // Refused inside a run before anything closes, not after.
+        ctx.stay_on_task(&tracker::Request::ClaimNext { filter: Box::default() })?;
+    }
     let reasons = close_reasons(&args, ids.len())?;
     let session = args.session.clone().unwrap_or_else(session_from_env);
     let mut closes = fleet::close_requests(&ids, &reasons, &session, args.force);
@@ -556,7 +560,6 @@ fn closed_lines(closed: &[IssueSummary]) -> String {
 
 /// `close --claim-next`: claims the next ready issue for the actor and says which.
 fn claim_next_after_close(ctx: &BdContext) -> Result<(), CliError> {
-    ctx.stay_on_task(&tracker::Request::ClaimNext { filter: Box::default() })?;
     let store = ctx.open_store()?;
     let clock = ctx.require_store()?.clock;
     match crate::tracker::claims::claim_next(&store, ctx.actor(), clock, &ReadyFilter::default())? {
