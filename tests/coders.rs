@@ -533,9 +533,9 @@ fn claude_runs_unattended_with_verbose_stream_json() {
             "stream-json",
             "--model",
             "sonnet",
-            "--dangerously-skip-permissions",
             "--settings",
             fleet::coders::claude::MAIL_HOOK,
+            "--dangerously-skip-permissions",
             PROMPT,
         ]
     );

@@ -417,6 +417,9 @@ fn coordination(s: &Session, task: &str) {
         &["reserve", "src/auth/**", "--exclusive", "--ttl", "1h", "--task", task, "--reason", "x"],
     );
     assert!(reserved["reservation"]["exclusive"].as_bool().unwrap());
+    let files = s.out("task-files", &["task", task, "files"]);
+    assert_eq!(files.as_array().unwrap().len(), 1, "{files}");
+    s.out("mail", &["task", task, "mail"]);
     s.out("release-files", &["release-files", "--task", task]);
 }
 

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::context::Context;
 use super::error::CliError;
-use crate::coord::Message;
+use crate::coord::{Mailbox, Message};
 use crate::tracker::{MailRequest, Request};
 
 #[derive(Debug, clap::Subcommand)]
@@ -110,12 +110,11 @@ fn cmd_inbox(ctx: &Context, args: &InboxArgs) -> Result<(), CliError> {
     };
     // An agent's actor is shared by every agent of its supervisor: inside a run, the task is
     // the address.
-    let name = (args.task.is_none() && ctx.attempt_task().is_none()).then(|| ctx.actor());
-    let mut messages: Vec<Message> = reader
-        .messages()?
-        .into_iter()
-        .filter(|m| m.is_for(task.as_deref(), name) && (args.all || m.acked_by.is_none()))
-        .collect();
+    let mailbox = match &task {
+        Some(task) => Mailbox::Task(task),
+        None => Mailbox::Name(ctx.actor()),
+    };
+    let mut messages = crate::coord::inbox(reader.messages()?, mailbox, args.all);
     if args.new {
         messages = not_yet_delivered(messages);
     }
@@ -131,7 +130,9 @@ fn cmd_inbox(ctx: &Context, args: &InboxArgs) -> Result<(), CliError> {
         }
         return Ok(());
     }
-    let whose = task.as_deref().or(name).unwrap_or_default().to_string();
+    let whose = match mailbox {
+        Mailbox::Task(whose) | Mailbox::Name(whose) => whose.to_string(),
+    };
     ctx.out.emit(&messages, || {
         if messages.is_empty() { format!("○ No messages for {whose}") } else { render(&messages) }
     });

@@ -1,11 +1,11 @@
 //! The `claude` coder: Claude Code in print mode with stream-json output.
 //!
 //! Command line: `claude -p --verbose --output-format stream-json [--model M]
-//! <permission args> --settings <mail hook> <prompt>`. The settings add a `PostToolUse` hook
+//! --settings <mail hook> <permission args> <prompt>`. The settings add a `PostToolUse` hook
 //! that runs `bd mail inbox --new --hook-json` ([`MAIL_HOOK`]): a message sent to the task
 //! while its agent runs reaches it at its next turn, as additional context; with no new mail
-//! the hook prints nothing and costs no token. `--verbose` is required with stream-json in print mode (its
-//! absence made every attempt of the Python fleet fail). Unattended tool use needs a
+//! the hook prints nothing and costs no token. `--verbose` is required with stream-json in
+//! print mode (its absence made every attempt of the Python fleet fail). Unattended tool use needs a
 //! permission mode: the default is `--dangerously-skip-permissions` with `IS_SANDBOX=1`,
 //! because the CLI refuses that flag as root unless `IS_SANDBOX` is `1` (see
 //! `tests/fixtures/claude-stream/README.md`). Both are configurable
@@ -132,8 +132,8 @@ impl Coder for ClaudeCoder {
         if !task.model.is_empty() {
             args.extend(["--model".to_owned(), task.model.to_owned()]);
         }
-        args.extend(self.settings.permission_args_or(&DEFAULT_PERMISSION_ARGS));
         args.extend(["--settings".to_owned(), MAIL_HOOK.to_owned()]);
+        args.extend(self.settings.permission_args_or(&DEFAULT_PERMISSION_ARGS));
         args.push(task.prompt.to_owned());
         SpawnSpec {
             program: self.settings.program_or("claude"),

@@ -71,6 +71,24 @@ impl Message {
     }
 }
 
+/// Whose inbox: a task's agent, or a person (or actor) by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mailbox<'a> {
+    Task(&'a str),
+    Name(&'a str),
+}
+
+/// The messages of `mailbox` in `messages` (oldest first, as [`crate::store::Reader::messages`]
+/// gives them), acknowledged ones only with `all`: what `bd mail inbox`, `bd prime`, the
+/// prompt and the MCP server show.
+pub fn inbox(messages: Vec<Message>, mailbox: Mailbox<'_>, all: bool) -> Vec<Message> {
+    let (task, name) = match mailbox {
+        Mailbox::Task(task) => (Some(task), None),
+        Mailbox::Name(name) => (None, Some(name)),
+    };
+    messages.into_iter().filter(|m| m.is_for(task, name) && (all || m.acked_by.is_none())).collect()
+}
+
 /// An advisory claim on files by one task's attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {

@@ -784,10 +784,7 @@ impl Supervisor {
     fn unread_mail(&self, id: &str) -> Vec<crate::coord::Message> {
         let read = self.store.read().and_then(|reader| reader.messages());
         match read {
-            Ok(messages) => messages
-                .into_iter()
-                .filter(|m| m.is_for(Some(id), None) && m.acked_by.is_none())
-                .collect(),
+            Ok(messages) => crate::coord::inbox(messages, crate::coord::Mailbox::Task(id), false),
             Err(error) => {
                 tracing::warn!(%error, task = %id, "reading the task's messages failed");
                 Vec::new()

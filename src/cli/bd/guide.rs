@@ -363,10 +363,7 @@ fn with_run_section(ctx: &BdContext, mut text: String) -> String {
 fn unread_mail_section(ctx: &BdContext) -> Option<String> {
     let task = ctx.attempt_task()?;
     let messages = ctx.store().ok()?.read().ok()?.messages().ok()?;
-    let unread: Vec<_> = messages
-        .into_iter()
-        .filter(|m| m.is_for(Some(task), None) && m.acked_by.is_none())
-        .collect();
+    let unread = crate::coord::inbox(messages, crate::coord::Mailbox::Task(task), false);
     if unread.is_empty() {
         return None;
     }
