@@ -100,7 +100,10 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
             return Ok(());
         }
         Artifact::Files => {
-            ctx.out.emit(&reservations, || render_reservations(&reservations, &id));
+            let live = |r: &crate::coord::Reservation| {
+                r.is_live(reader.issue(&r.task).ok().flatten().as_ref(), ctx.now())
+            };
+            ctx.out.emit(&reservations, || render_reservations(&reservations, &id, &live));
             return Ok(());
         }
         Artifact::Log if !ctx.out.json && (!messages.is_empty() || !reservations.is_empty()) => {
@@ -109,7 +112,11 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
                 head.push(format!("── messages ──\n{}", super::mail::render(&messages)));
             }
             if !reservations.is_empty() {
-                head.push(format!("── files ──\n{}", render_reservations(&reservations, &id)));
+                let live = |r: &crate::coord::Reservation| {
+                    r.is_live(reader.issue(&r.task).ok().flatten().as_ref(), ctx.now())
+                };
+                let files = render_reservations(&reservations, &id, &live);
+                head.push(format!("── files ──\n{files}"));
             }
             write_stdout(&format!("{}\n── log ──", head.join("\n")));
         }
@@ -152,14 +159,21 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
 
 pub use crate::supervisor::prompt::QA_FILE;
 
-/// A task's reservations, one line each.
-fn render_reservations(reservations: &[crate::coord::Reservation], id: &str) -> String {
+/// A task's reservations, one line each, those that no longer hold (`live` says) marked.
+fn render_reservations(
+    reservations: &[crate::coord::Reservation],
+    id: &str,
+    live: &dyn Fn(&crate::coord::Reservation) -> bool,
+) -> String {
     if reservations.is_empty() {
         return format!("○ {id} holds no file reservations");
     }
     let lines: Vec<String> = reservations
         .iter()
-        .map(|r| format!("⚑ {} {}", r.id, printable(&super::reserve::describe(r))))
+        .map(|r| {
+            let lapsed = if live(r) { "" } else { " (lapsed)" };
+            format!("⚑ {} {}{lapsed}", r.id, printable(&super::reserve::describe(r)))
+        })
         .collect();
     lines.join("\n")
 }

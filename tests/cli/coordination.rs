@@ -252,6 +252,8 @@ fn the_pre_commit_guard_refuses_a_commit_touching_another_tasks_exclusive_files(
     in_repo(&ws, repo, Some(&b), "git", &["commit", "-q", "-m", "b"]).fails(1);
     ws.run(&["close", &a, "--reason", "done"]).ok();
     in_repo(&ws, repo, Some(&b), "git", &["commit", "-q", "-m", "b"]).ok();
+    let files = ws.run(&["task", &a, "files"]).ok().stdout;
+    assert!(files.contains("moving modules (lapsed)"), "{files}");
 }
 
 /// What Claude Code's `PostToolUse` hook runs inside an attempt (`claude --settings`): each new
