@@ -182,3 +182,64 @@ pub fn touch_wait(issue: &Issue, running: &[Issue]) -> Option<TouchWait> {
         Some(TouchWait { task: other.id.clone(), glob: glob.to_string(), theirs })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Lease;
+
+    fn running(id: &str, attempt: &str, touches: &[&str]) -> Issue {
+        let mut issue = Issue::new(id.into(), "t".into(), Timestamp::UNIX_EPOCH);
+        issue.status = Status::InProgress;
+        issue.assignee = "fleet@h".into();
+        issue.fleet.touches = touches.iter().map(ToString::to_string).collect();
+        issue.fleet.lease = Some(Lease {
+            owner: "fleet@h".into(),
+            attempt: attempt.into(),
+            since: Timestamp::UNIX_EPOCH,
+            ..Lease::default()
+        });
+        issue
+    }
+
+    fn reservation(attempt: &str, expires_at: Option<Timestamp>) -> Reservation {
+        Reservation {
+            id: "r-1".into(),
+            task: "t-1".into(),
+            attempt: attempt.into(),
+            globs: vec!["src/**".into()],
+            exclusive: true,
+            reason: "x".into(),
+            expires_at,
+            holder: String::new(),
+            at: None,
+        }
+    }
+
+    #[test]
+    fn a_reservation_holds_while_its_attempt_runs_and_until_it_expires() {
+        let now: Timestamp = "2026-06-01T12:00:00Z".parse().unwrap();
+        let task = running("t-1", "a1", &[]);
+        assert!(reservation("a1", None).is_live(Some(&task), now));
+        assert!(reservation("", None).is_live(Some(&task), now));
+        // Another attempt of the task (a retry) does not inherit it.
+        assert!(!reservation("a0", None).is_live(Some(&task), now));
+        assert!(!reservation("a1", Some(now)).is_live(Some(&task), now));
+        let mut done = task.clone();
+        done.status = Status::Closed;
+        assert!(!reservation("a1", None).is_live(Some(&done), now));
+        assert!(!reservation("a1", None).is_live(None, now));
+    }
+
+    #[test]
+    fn a_task_waits_only_for_another_running_task_whose_touches_overlap() {
+        let mine = running("t-2", "b", &["src/**/*.rs"]);
+        let others = [running("t-1", "a", &["docs/**"]), running("t-3", "c", &["src/store"])];
+        let wait = touch_wait(&mine, &others).unwrap();
+        assert_eq!((wait.task.as_str(), wait.theirs.as_str()), ("t-3", "src/store"));
+        assert!(touch_wait(&mine, &others[..1]).is_none());
+        assert!(touch_wait(&mine, std::slice::from_ref(&mine)).is_none(), "never itself");
+        let free = running("t-4", "d", &[]);
+        assert!(touch_wait(&free, &others).is_none());
+    }
+}
