@@ -21,6 +21,9 @@
 //!   transaction, so what a teammate pushed arrives and nothing of this store is removed;
 //! - every other hook (`pre-push`, `prepare-commit-msg`, …) does nothing more.
 //!
+//! `bd hooks install` writes them into the repository of the current directory (a project
+//! whose queue lives elsewhere, as fleet's central one does), else the workspace's.
+//!
 //! Settings are read from the store, else from `.beads/config.yaml` as beads keeps them.
 //! Fleet's own work never fails a git operation: its problems are warnings on stderr.
 
