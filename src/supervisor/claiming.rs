@@ -142,19 +142,21 @@ fn claim_with_lease(
 /// The tasks running now (anywhere) that declare `touches`: what a task with overlapping
 /// ones waits for. A failed read counts as none running (the claim's own read reports it).
 fn running_with_touches(store: &Store) -> Vec<Issue> {
-    let mut found = Vec::new();
-    let read = store.read().and_then(|reader| {
-        reader.for_each_issue(&mut |issue| {
-            if !issue.fleet.touches.is_empty() && crate::coord::is_running(&issue) {
-                found.push(issue);
-            }
-            Ok(true)
-        })
-    });
-    if let Err(error) = read {
-        tracing::warn!(%error, "reading the running tasks' touches failed");
+    let filter = crate::store::ListFilter {
+        statuses: vec![crate::model::Status::InProgress],
+        ..crate::store::ListFilter::default()
+    };
+    match store.read().and_then(|reader| reader.list(&filter)) {
+        Ok((in_progress, _)) => in_progress
+            .into_iter()
+            .map(|summary| summary.issue)
+            .filter(|issue| !issue.fleet.touches.is_empty() && crate::coord::is_running(issue))
+            .collect(),
+        Err(error) => {
+            tracing::warn!(%error, "reading the running tasks' touches failed");
+            Vec::new()
+        }
     }
-    found
 }
 
 /// A task just claimed, and why it cannot have the worktree its isolation asks for (its

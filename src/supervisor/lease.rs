@@ -373,9 +373,13 @@ pub fn unheld_tasks(store: &Store, now: Timestamp) -> Result<Vec<Unheld>, StoreE
         .collect();
     let known_names: Vec<&str> = registry.iter().map(|r| r.identity.name.as_str()).collect();
     let mut found = Vec::new();
-    store.read()?.for_each_issue(&mut |issue| {
-        if issue.status != Status::InProgress || crate::supervisor::outcome::queued(&issue) {
-            return Ok(true);
+    let filter = crate::store::ListFilter {
+        statuses: vec![Status::InProgress],
+        ..crate::store::ListFilter::default()
+    };
+    for issue in store.read()?.list(&filter)?.0.into_iter().map(|summary| summary.issue) {
+        if crate::supervisor::outcome::queued(&issue) {
+            continue;
         }
         let why = match issue.live_lease() {
             Some(lease) => match owner_state(lease, &me, &registry, now) {
@@ -401,8 +405,7 @@ pub fn unheld_tasks(store: &Store, now: Timestamp) -> Result<Vec<Unheld>, StoreE
                 why,
             });
         }
-        Ok(true)
-    })?;
+    }
     Ok(found)
 }
 
