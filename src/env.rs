@@ -15,6 +15,9 @@
 //! | `PATH` | supervisor | the agents' search path, with fleet's own directory first |
 //! | `FLEET_JSON_PRETTY` | CLI output | indent `--json` even when stdout is not a terminal (off: compact into pipes) |
 //! | `FLEET_TERSE` | CLI output | the short text form of `ready`, `list` and `show`, as `--terse` (off) |
+//! | `FLEET_TASK_ID` | CLI (claims, mail, reservations), hooks | the task of the `fleet run` attempt this process belongs to: claims of other tasks are refused, mail is sent from it, reservations are made for it (none) |
+//! | `FLEET_TASK_DIR` | CLI (`bd mail inbox --new`) | the attempt's task directory, where the messages already shown to the agent are remembered (none) |
+//! | `FLEET_ATTEMPT` | CLI (reservations) | that attempt's id: a reservation lives while the task runs under it (none) |
 //!
 //! The whole environment ([`all`]) is what agents inherit and what redactors take secrets from.
 
@@ -36,6 +39,22 @@ pub fn is_set(name: &str) -> bool {
 /// `PATH`, or nothing.
 pub fn path() -> String {
     std::env::var("PATH").unwrap_or_default()
+}
+
+/// The task of the `fleet run` attempt this process belongs to (`FLEET_TASK_ID`, which the
+/// supervisor sets for its agents), unless unset or empty.
+pub fn attempt_task() -> Option<String> {
+    std::env::var("FLEET_TASK_ID").ok().map(|id| id.trim().to_string()).filter(|id| !id.is_empty())
+}
+
+/// The task directory of that attempt (`FLEET_TASK_DIR`), unless unset or empty.
+pub fn attempt_task_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("FLEET_TASK_DIR").filter(|dir| !dir.is_empty()).map(Into::into)
+}
+
+/// The id of that attempt (`FLEET_ATTEMPT`), unless unset or empty.
+pub fn attempt_id() -> Option<String> {
+    std::env::var("FLEET_ATTEMPT").ok().filter(|id| !id.trim().is_empty())
 }
 
 /// `FLEET_HOME`, unless it is unset or empty.

@@ -27,6 +27,8 @@
 //! - [`tracker::claims`]: claiming, one at a time or grouped into shared transactions;
 //! - [`beads`]: beads' own formats: importing JSONL (both eras), legacy SQLite databases and
 //!   Python-fleet homes; exporting JSONL that `bd import` accepts; auto-export;
+//! - [`coord`]: what agents coordinate with besides tasks — messages, file reservations, and
+//!   the conservative glob overlap that decides conflicts (records carried by ops);
 //! - [`id`]: beads-style hash ids and child ids;
 //! - [`settings`]: the workspace settings kept in the store, each declared once, and the one
 //!   yes/no parser;
@@ -65,6 +67,7 @@ pub mod bench;
 pub mod cli;
 pub mod coders;
 pub mod config;
+pub mod coord;
 pub mod env;
 pub mod fault;
 pub mod fsutil;

@@ -399,6 +399,11 @@ pub struct FleetFields {
     /// a task that runs in a shared directory (`isolation = "none"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub land: Option<Landing>,
+    /// Globs of the files the task's work will change (`--touches`, relative to the
+    /// repository's top): a supervisor never runs two tasks whose `touches` overlap at once
+    /// (`crate::coord::glob`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touches: Vec<String>,
 }
 
 /// A task's own git worktree and the way of its work to the base branch (`crate::land`).

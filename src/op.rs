@@ -29,16 +29,22 @@
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use crate::coord::{Message, Reservation};
 use crate::model::{Comment, Dependency, FleetFields, Issue, Status};
 
 /// Version of the op record format this build reads. Bumped when a variant changes shape or
 /// a variant is added. An op is written with the lowest version that has its variant
 /// ([`OpKind::format_version`]), so a fleet of an older version still reads every op it can
 /// apply, and refuses (sidelines) only the ones it cannot.
-pub const OP_FORMAT_VERSION: u32 = 2;
+pub const OP_FORMAT_VERSION: u32 = 3;
 
 /// The format version that introduced [`OpKind::Bulk`].
 pub const BULK_FORMAT_VERSION: u32 = 2;
+
+/// The format version that introduced messages and file reservations ([`OpKind::Mail`],
+/// [`OpKind::MailAck`], [`OpKind::Reserve`], [`OpKind::ReleaseFiles`]): an older fleet
+/// sidelines them and applies the rest.
+pub const COORD_FORMAT_VERSION: u32 = 3;
 
 /// A hybrid logical clock stamp: wall-clock milliseconds, plus a counter that orders ops made
 /// within the same millisecond (or while the wall clock stands behind an earlier stamp).
@@ -208,6 +214,26 @@ pub enum OpKind {
     Bulk {
         ops: Vec<OpKind>,
     },
+    /// A message to a task's agent or a person (`bd mail send`); the store records the op's
+    /// actor, time and stamp with it.
+    Mail {
+        message: Box<Message>,
+    },
+    /// The op's actor has read the message `message` (`bd mail ack`): it leaves inboxes.
+    MailAck {
+        message: String,
+    },
+    /// Files reserved for a task's attempt (`bd reserve`).
+    Reserve {
+        reservation: Box<Reservation>,
+    },
+    /// Ends reservations of `task`: those of `ids`, or all of them when `ids` is empty
+    /// (`bd release-files`, and the end of an attempt).
+    ReleaseFiles {
+        task: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ids: Vec<String>,
+    },
 }
 
 impl OpKind {
@@ -235,7 +261,22 @@ impl OpKind {
             OpKind::DepRemove { issue_id, .. } => issue_id,
             OpKind::Comment { comment } => &comment.issue_id,
             OpKind::Bulk { ops } => ops.first().map_or("", OpKind::subject),
+            OpKind::Mail { message } => message.thread.as_deref().unwrap_or(&message.to),
+            OpKind::MailAck { message } => message,
+            OpKind::Reserve { reservation } => &reservation.task,
+            OpKind::ReleaseFiles { task, .. } => task,
         }
+    }
+
+    /// Whether the op is about messages or reservations, not about an issue's state.
+    pub fn is_coordination(&self) -> bool {
+        matches!(
+            self,
+            OpKind::Mail { .. }
+                | OpKind::MailAck { .. }
+                | OpKind::Reserve { .. }
+                | OpKind::ReleaseFiles { .. }
+        )
     }
 
     /// The single changes the op makes: its entries for a bulk op, else itself.
@@ -254,7 +295,8 @@ impl OpKind {
             OpKind::Create { deps, .. } => deps.iter().map(|d| d.depends_on_id.as_str()).collect(),
             OpKind::DepAdd { dep } => vec![&dep.issue_id, &dep.depends_on_id],
             OpKind::DepRemove { issue_id, depends_on_id } => vec![issue_id, depends_on_id],
-            OpKind::Bulk { .. } => Vec::new(),
+            OpKind::Bulk { .. } | OpKind::Mail { .. } | OpKind::MailAck { .. } => Vec::new(),
+            OpKind::Reserve { .. } | OpKind::ReleaseFiles { .. } => Vec::new(),
             single => vec![single.subject()],
         }
     }
@@ -289,7 +331,11 @@ impl OpKind {
                 *depends_on_id = to(depends_on_id);
             }
             OpKind::Comment { comment } => comment.issue_id = to(&comment.issue_id),
-            OpKind::Bulk { .. } => {}
+            OpKind::Bulk { .. }
+            | OpKind::Mail { .. }
+            | OpKind::MailAck { .. }
+            | OpKind::Reserve { .. }
+            | OpKind::ReleaseFiles { .. } => {}
         }
         kind
     }
@@ -298,6 +344,10 @@ impl OpKind {
     pub fn format_version(&self) -> u32 {
         match self {
             OpKind::Bulk { .. } => BULK_FORMAT_VERSION,
+            OpKind::Mail { .. }
+            | OpKind::MailAck { .. }
+            | OpKind::Reserve { .. }
+            | OpKind::ReleaseFiles { .. } => COORD_FORMAT_VERSION,
             _ => 1,
         }
     }
@@ -319,6 +369,10 @@ impl OpKind {
             OpKind::LabelAdd { .. } => "label_add",
             OpKind::LabelRemove { .. } => "label_remove",
             OpKind::Bulk { .. } => "bulk",
+            OpKind::Mail { .. } => "mail",
+            OpKind::MailAck { .. } => "mail_ack",
+            OpKind::Reserve { .. } => "reserve",
+            OpKind::ReleaseFiles { .. } => "release_files",
         }
     }
 }

@@ -533,6 +533,8 @@ fn claude_runs_unattended_with_verbose_stream_json() {
             "stream-json",
             "--model",
             "sonnet",
+            "--settings",
+            fleet::coders::claude::MAIL_HOOK,
             "--dangerously-skip-permissions",
             PROMPT,
         ]

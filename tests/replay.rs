@@ -5,7 +5,8 @@
 //! fatal; the clock moved past every stamp seen; and children made apart on two machines never
 //! sharing an id. The property test at the end generates random histories on two or three
 //! replicas that sync now and then, and checks that every store replaying the union — in any
-//! arrival order, in one batch or many, twice — exports the same queue.
+//! arrival order, in one batch or many, twice — exports the same queue, and holds the same
+//! messages and file reservations (ops of their own: mail, acks, reservations, releases).
 
 use std::collections::BTreeSet;
 
@@ -39,11 +40,25 @@ fn replica() -> Replica {
     Replica { _dir: dir, store }
 }
 
+/// The queue as JSONL, then the messages and reservations it holds (which an export leaves
+/// out), so two stores compare equal only if those agree too.
 fn export(store: &Store) -> String {
     let mut out = Vec::new();
     let options = ExportOptions { all: true, absolute_paths: true, ..ExportOptions::default() };
-    write_export(&store.read().unwrap(), &options, &mut out).unwrap();
-    String::from_utf8(out).unwrap()
+    let reader = store.read().unwrap();
+    write_export(&reader, &options, &mut out).unwrap();
+    let mut text = String::from_utf8(out).unwrap();
+    for message in reader.messages().unwrap() {
+        text.push_str(&serde_json::to_string(&message).unwrap());
+        text.push('\n');
+    }
+    let mut reservations = reader.reservations().unwrap();
+    reservations.sort_by(|a, b| a.id.cmp(&b.id));
+    for reservation in reservations {
+        text.push_str(&serde_json::to_string(&reservation).unwrap());
+        text.push('\n');
+    }
+    text
 }
 
 /// The ops `store` made itself (its journal also holds ops it replayed).
@@ -276,19 +291,70 @@ fn a_remote_child_moves_the_local_counter() {
 /// One random step on one replica; issue references are indices into the issues it has.
 #[derive(Debug, Clone)]
 enum Action {
-    Create { parent: Option<usize>, priority: u8 },
-    Retitle { issue: usize, title: u8 },
-    Prioritize { issue: usize, priority: u8 },
-    SetStatus { issue: usize, status: usize },
-    Claim { issue: usize, actor: usize },
-    Release { issue: usize },
-    Close { issue: usize },
-    Reopen { issue: usize },
-    Comment { issue: usize },
-    Label { issue: usize, label: usize, add: bool },
-    DepAdd { from: usize, to: usize, blocks: bool },
-    DepRemove { from: usize, to: usize },
-    Delete { issue: usize },
+    Create {
+        parent: Option<usize>,
+        priority: u8,
+    },
+    Retitle {
+        issue: usize,
+        title: u8,
+    },
+    Prioritize {
+        issue: usize,
+        priority: u8,
+    },
+    SetStatus {
+        issue: usize,
+        status: usize,
+    },
+    Claim {
+        issue: usize,
+        actor: usize,
+    },
+    Release {
+        issue: usize,
+    },
+    Close {
+        issue: usize,
+    },
+    Reopen {
+        issue: usize,
+    },
+    Comment {
+        issue: usize,
+    },
+    Label {
+        issue: usize,
+        label: usize,
+        add: bool,
+    },
+    DepAdd {
+        from: usize,
+        to: usize,
+        blocks: bool,
+    },
+    DepRemove {
+        from: usize,
+        to: usize,
+    },
+    Delete {
+        issue: usize,
+    },
+    /// A message to an issue's agent.
+    Mail {
+        issue: usize,
+    },
+    /// Acknowledges one of the messages the replica has.
+    Ack {
+        message: usize,
+    },
+    Reserve {
+        issue: usize,
+        exclusive: bool,
+    },
+    ReleaseFiles {
+        issue: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -318,7 +384,12 @@ fn action() -> impl Strategy<Value = Action> {
         2 => (n.clone(), n.clone(), any::<bool>())
             .prop_map(|(from, to, blocks)| Action::DepAdd { from, to, blocks }),
         1 => (n.clone(), n.clone()).prop_map(|(from, to)| Action::DepRemove { from, to }),
-        1 => n.prop_map(|issue| Action::Delete { issue }),
+        1 => n.clone().prop_map(|issue| Action::Delete { issue }),
+        2 => n.clone().prop_map(|issue| Action::Mail { issue }),
+        1 => n.clone().prop_map(|message| Action::Ack { message }),
+        1 => (n.clone(), any::<bool>())
+            .prop_map(|(issue, exclusive)| Action::Reserve { issue, exclusive }),
+        1 => n.prop_map(|issue| Action::ReleaseFiles { issue }),
     ]
 }
 
@@ -453,8 +524,59 @@ fn act(store: &Store, replica: usize, serial: usize, minute: i64, action: &Actio
             let Some(id) = pick(*issue) else { return };
             OpKind::Delete { id }
         }
+        Action::Mail { .. } | Action::Ack { .. } | Action::Reserve { .. } => {
+            coordinate(store, (&actor, clock), serial, action, &pick);
+            return;
+        }
+        Action::ReleaseFiles { issue } => {
+            let Some(id) = pick(*issue) else { return };
+            let _ = store.write(&actor, clock, |w| Ok(fleet::tracker::release_files(w, &id, &[])?));
+            return;
+        }
     };
     let _ = store.apply(&actor, clock, vec![kind]);
+}
+
+/// Sends, acknowledges or reserves through the tracker, as `bd mail` and `bd reserve` do.
+fn coordinate(
+    store: &Store,
+    (actor, clock): (&str, Clock),
+    serial: usize,
+    action: &Action,
+    pick: &dyn Fn(usize) -> Option<String>,
+) {
+    use fleet::tracker::{MailRequest, ReserveRequest};
+    let _ = store.write(actor, clock, |w| match action {
+        Action::Mail { issue } => {
+            let Some(to) = pick(*issue) else { return Ok(()) };
+            let mail = MailRequest { to, body: format!("m{serial}"), ..MailRequest::default() };
+            fleet::tracker::send_mail(w, &mail)?;
+            Ok(())
+        }
+        Action::Ack { message } => {
+            let ids: Vec<String> = w.read_messages()?.into_iter().map(|m| m.id).collect();
+            if ids.is_empty() {
+                return Ok(());
+            }
+            fleet::tracker::ack_mail(w, &[ids[message % ids.len()].clone()])?;
+            Ok(())
+        }
+        Action::Reserve { issue, exclusive } => {
+            let Some(task) = pick(*issue) else { return Ok(()) };
+            let globs = vec![format!("src/{}/**", serial % 3)];
+            let request = ReserveRequest {
+                task,
+                globs,
+                exclusive: *exclusive,
+                reason: format!("r{serial}"),
+                ttl_secs: Some(3600),
+                ..ReserveRequest::default()
+            };
+            fleet::tracker::reserve(w, &request)?;
+            Ok(())
+        }
+        _ => Ok(()),
+    });
 }
 
 /// A deterministic shuffle (xorshift), so a failing case replays exactly.
@@ -469,7 +591,8 @@ fn shuffled(mut ops: Vec<Op>, mut seed: u64) -> Vec<Op> {
     ops
 }
 
-fn run_history(replicas: usize, events: &[Event], seed: u64) -> Result<(), TestCaseError> {
+/// Returns the state every store ended with ([`export`]).
+fn run_history(replicas: usize, events: &[Event], seed: u64) -> Result<String, TestCaseError> {
     let origin: Vec<Replica> = (0..replicas).map(|_| replica()).collect();
     for (serial, event) in events.iter().enumerate() {
         match event {
@@ -562,7 +685,7 @@ fn run_history(replicas: usize, events: &[Event], seed: u64) -> Result<(), TestC
         let mine = own_ops(&three.store);
         prop_assert!(mine[0].order_key() > last.order_key());
     }
-    Ok(())
+    Ok(expected)
 }
 
 proptest! {
@@ -650,7 +773,12 @@ fn a_fixed_history_merged_by_rewinding_converges() {
 /// a shared parent with children made apart, a delete racing a comment, competing claims.
 #[test]
 fn a_fixed_history_converges() {
-    run_history(3, &fixed_history(), 42).unwrap();
+    let state = run_history(3, &fixed_history(), 42).unwrap();
+    // Its messages (one acknowledged) are there, and the reservation replica 0 made is, which
+    // replica 1's later releases never saw (a release names what it ends).
+    assert_eq!(state.matches(r#""body":"m"#).count(), 2, "{state}");
+    assert_eq!(state.matches(r#""acked_by":"#).count(), 1, "{state}");
+    assert!(state.contains(r#""reason":"r24""#), "{state}");
 }
 
 fn fixed_history() -> Vec<Event> {
@@ -676,6 +804,17 @@ fn fixed_history() -> Vec<Event> {
         act(2, 1, Reopen { issue: 0 }),
         Event::Sync { from: 2, to: 0 },
         act(0, 30, Comment { issue: 2 }),
+        // Messages, acks and reservations made apart, an ack of a message made elsewhere, a
+        // release racing a reservation.
+        act(1, 31, Mail { issue: 0 }),
+        act(2, 20, Mail { issue: 0 }),
+        act(2, 21, Reserve { issue: 2, exclusive: true }),
+        Event::Sync { from: 1, to: 2 },
+        act(2, 22, Ack { message: 0 }),
+        act(0, 32, Reserve { issue: 2, exclusive: false }),
+        act(1, 33, ReleaseFiles { issue: 2 }),
+        Event::Sync { from: 2, to: 1 },
+        act(1, 34, ReleaseFiles { issue: 2 }),
         Event::Sync { from: 0, to: 1 },
     ]
 }

@@ -348,6 +348,8 @@ fn scenario(schemas: &Schemas) -> Workspace {
             schemas.check("issue", issue);
         }
     }
+    coordination(&s, &epic);
+
     s.out("stats", &["stats"]);
     agent_stats(&s);
 
@@ -400,6 +402,25 @@ fn scenario(schemas: &Schemas) -> Workspace {
     assert!(matches!(doctor.code, 0 | 1), "doctor: {}", doctor.stderr);
     schemas.check("doctor", &doctor.json());
     ws
+}
+
+/// Messages and file reservations (issue 32): every output, and the ops they journal.
+fn coordination(s: &Session, task: &str) {
+    let sent = s.out("mail-send", &["mail", "send", task, "the token format changed"]);
+    s.out("mail-send", &["mail", "send", "alice", "a question for a person", "--about", task]);
+    let inbox = s.out("mail", &["mail", "inbox", "--task", task]);
+    assert_eq!(inbox.as_array().unwrap().len(), 1, "{inbox}");
+    s.out("mail-ack", &["mail", "ack", sent["id"].as_str().unwrap()]);
+    s.out("mail", &["mail", "thread", task]);
+    let reserved = s.out(
+        "reserve",
+        &["reserve", "src/auth/**", "--exclusive", "--ttl", "1h", "--task", task, "--reason", "x"],
+    );
+    assert!(reserved["reservation"]["exclusive"].as_bool().unwrap());
+    let files = s.out("task-files", &["task", task, "files"]);
+    assert_eq!(files.as_array().unwrap().len(), 1, "{files}");
+    s.out("mail", &["task", task, "mail"]);
+    s.out("release-files", &["release-files", "--task", task]);
 }
 
 /// Validates every line of a JSON Lines stdout against schema `name`; returns the lines.
@@ -621,6 +642,10 @@ fn every_journaled_op_matches_the_op_schema() {
         "comment",
         "label_add",
         "label_remove",
+        "mail",
+        "mail_ack",
+        "reserve",
+        "release_files",
     ]
     .into_iter()
     .map(String::from)

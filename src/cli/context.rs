@@ -86,6 +86,8 @@ pub struct Context {
     workspace: Result<PathBuf, CliError>,
     /// The store, opened once for the settings and checks around a command's write.
     store: std::sync::OnceLock<Store>,
+    /// The task of the `fleet run` attempt this command runs in (an agent's), if any.
+    attempt_task: Option<String>,
 }
 
 impl Context {
@@ -102,6 +104,7 @@ impl Context {
             personality,
             workspace: discover(args.db.as_deref(), personality),
             store: std::sync::OnceLock::new(),
+            attempt_task: crate::env::attempt_task(),
         })
     }
 
@@ -169,9 +172,31 @@ impl Context {
         crate::model::custom_names(value.as_deref())
     }
 
+    /// The task of the `fleet run` attempt this command runs in: an agent's own task.
+    pub fn attempt_task(&self) -> Option<&str> {
+        self.attempt_task.as_deref()
+    }
+
+    /// Inside an attempt, refuses a request that would take another task than the agent's
+    /// own ([`crate::tracker::stay_on_task`]); what a claim that does not go through
+    /// [`Context::submit`] checks first.
+    pub fn stay_on_task(&self, request: &Request) -> Result<(), CliError> {
+        let Some(task) = &self.attempt_task else { return Ok(()) };
+        if !matches!(
+            request,
+            Request::Claim { .. } | Request::ClaimNext { .. } | Request::Update(_)
+        ) {
+            return Ok(());
+        }
+        let reader = self.store()?.read()?;
+        crate::tracker::stay_on_task(&reader, request, task).map_err(StoreError::from)?;
+        Ok(())
+    }
+
     /// Applies a write request as this command's actor: through the process serving the
     /// workspace when one answers, else in a transaction of its own (see [`crate::server`]).
     pub fn submit(&self, request: Request) -> Result<Reply, CliError> {
+        self.stay_on_task(&request)?;
         let dir = self.workspace_dir()?;
         crate::server::client::submit(dir, self.actor(), self.clock, request, || self.store())
     }

@@ -86,6 +86,10 @@ pub struct CreateArgs {
     /// Model for the coder.
     #[arg(long)]
     pub model: Option<String>,
+    /// Globs of the files the task will change (comma-separated or repeated): a supervisor
+    /// never runs two tasks whose globs overlap at once.
+    #[arg(long)]
+    pub touches: Vec<String>,
     /// Print only the new id.
     #[arg(long)]
     pub silent: bool,
@@ -119,6 +123,8 @@ pub(in crate::cli) struct NewIssue {
     pub cwd: Option<PathBuf>,
     pub coder: Option<String>,
     pub model: Option<String>,
+    /// Globs, comma-separated or repeated.
+    pub touches: Vec<String>,
 }
 
 impl Default for NewIssue {
@@ -145,6 +151,7 @@ impl Default for NewIssue {
             cwd: None,
             coder: None,
             model: None,
+            touches: Vec::new(),
         }
     }
 }
@@ -173,8 +180,18 @@ impl NewIssue {
             cwd: args.cwd,
             coder: args.coder,
             model: args.model,
+            touches: args.touches,
         }
     }
+}
+
+/// `--touches` as globs, each checked.
+fn checked_touches(touches: &[String]) -> Result<Vec<String>, CliError> {
+    let globs = split_csv(touches);
+    for glob in &globs {
+        crate::coord::glob::check(glob).map_err(CliError::new)?;
+    }
+    Ok(globs)
 }
 
 /// The working directory a task records: `cwd` as given, or the current one, made absolute.
@@ -257,6 +274,7 @@ pub(in crate::cli) fn create_issue(
             cwd: cwd.display().to_string(),
             coder: checked_coder(args.coder.as_deref())?.unwrap_or_default(),
             model: args.model.clone().unwrap_or_default(),
+            touches: checked_touches(&args.touches)?,
             ..FleetFields::default()
         },
         ..CreateRequest::default()

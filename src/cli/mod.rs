@@ -26,6 +26,7 @@ mod journal;
 mod label;
 mod log;
 mod logging;
+mod mail;
 mod merge;
 mod merges;
 mod notify;
@@ -36,6 +37,7 @@ mod qa;
 mod query;
 mod rebuild;
 mod receipt;
+pub(crate) mod reserve;
 mod run;
 mod serve;
 mod signals;
@@ -245,6 +247,13 @@ parse::deferred_and_eager! {
     Notify(notify::NotifyArgs),
     /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
     Answer(qa::AnswerArgs),
+    /// Messages between agents and people: send, inbox, ack, thread (agents: `bd mail`).
+    #[command(subcommand)]
+    Mail(mail::MailCommand),
+    /// Reserve files for a task's work (advisory; the pre-commit guard enforces --exclusive).
+    Reserve(reserve::ReserveArgs),
+    /// End a task's file reservations.
+    ReleaseFiles(reserve::ReleaseFilesArgs),
     /// Run a demo fleet on a throwaway queue: a small task graph, no API key needed.
     Demo(demo::DemoArgs),
     /// A scriptable stand-in for an agent CLI, for tests and benchmarks.
@@ -278,7 +287,9 @@ impl Command {
                 | Command::Merge(_)
                 | Command::Approve(_)
                 | Command::Reject(_)
-        )
+                | Command::Reserve(_)
+                | Command::ReleaseFiles(_)
+        ) || matches!(self, Command::Mail(command) if mail::writes(command))
     }
 }
 
@@ -410,6 +421,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Questions(args) => qa::cmd_questions(&ctx, args),
         Command::Notify(args) => notify::cmd_notify(&ctx, args),
         Command::Answer(args) => qa::cmd_answer(&ctx, args),
+        Command::Mail(command) => mail::cmd_mail(&ctx, command),
+        Command::Reserve(args) => reserve::cmd_reserve(&ctx, args),
+        Command::ReleaseFiles(args) => reserve::cmd_release_files(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),
         Command::FakeAgent(args) => fake_agent::cmd_fake_agent(args),
         Command::Guard(args) => run::cmd_guard(&ctx, args),

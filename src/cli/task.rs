@@ -9,7 +9,9 @@
 //! - `plan`, `knowledge`, `qa`: `artifacts/PLAN_AND_STATUS.md`, `KNOWLEDGE.md`, `Q&A.md`;
 //! - `prompt`: the prompt of the latest attempt (`--attempt N` for another), as saved, redacted;
 //! - `receipt`, `diff`: the landing of a task with a worktree of its own — the receipt of its
-//!   last landing attempt, and its change against its base (from the store and git).
+//!   last landing attempt, and its change against its base (from the store and git);
+//! - `mail`, `files`: the messages to or about the task, and its file reservations (from the
+//!   store). `log` starts with both, so a task's conversation is always in view.
 //!
 //! `--follow` keeps printing `log`, `events` or `stderr` as they grow, until the task is no
 //! longer in progress (or Ctrl-C). Without an id, the running tasks are listed.
@@ -47,6 +49,10 @@ pub enum Artifact {
     Receipt,
     /// The task's change against its base (from its branch, or the commit it landed as).
     Diff,
+    /// The messages to or about the task (`bd mail`), acknowledged or not.
+    Mail,
+    /// The task's file reservations (`bd reserve`), live or lapsed.
+    Files,
 }
 
 #[derive(Debug, clap::Args)]
@@ -77,6 +83,48 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
             .issue(&id)?
             .ok_or_else(|| CliError::new(format!("no issue found matching {id:?}")))?;
         return show_landing(ctx, &issue, args.artifact);
+    }
+    let reader = store.read()?;
+    let messages: Vec<crate::coord::Message> = reader
+        .messages()?
+        .into_iter()
+        .filter(|m| m.thread.as_deref() == Some(&id) || (m.to_task && m.to == id))
+        .collect();
+    let mut reservations = reader.reservations()?;
+    reservations.retain(|r| r.task == id);
+    match args.artifact {
+        Artifact::Mail => {
+            ctx.out.emit(&messages, || {
+                if messages.is_empty() {
+                    format!("○ No messages to or about {id}")
+                } else {
+                    super::mail::render(&messages)
+                }
+            });
+            return Ok(());
+        }
+        Artifact::Files => {
+            let live = |r: &crate::coord::Reservation| {
+                r.is_live(reader.issue(&r.task).ok().flatten().as_ref(), ctx.now())
+            };
+            ctx.out.emit(&reservations, || render_reservations(&reservations, &id, &live));
+            return Ok(());
+        }
+        Artifact::Log if !ctx.out.json && (!messages.is_empty() || !reservations.is_empty()) => {
+            let mut head = Vec::new();
+            if !messages.is_empty() {
+                head.push(format!("── messages ──\n{}", super::mail::render(&messages)));
+            }
+            if !reservations.is_empty() {
+                let live = |r: &crate::coord::Reservation| {
+                    r.is_live(reader.issue(&r.task).ok().flatten().as_ref(), ctx.now())
+                };
+                let files = render_reservations(&reservations, &id, &live);
+                head.push(format!("── files ──\n{files}"));
+            }
+            write_stdout(&format!("{}\n── log ──", head.join("\n")));
+        }
+        _ => {}
     }
     let root =
         super::tasks::task_root(&home, &id).filter(|root| root.is_dir()).ok_or_else(|| {
@@ -122,11 +170,30 @@ pub fn cmd_task(ctx: &Context, args: TaskArgs) -> Result<(), CliError> {
         Artifact::Qa => show_file(&root.join("artifacts").join(QA_FILE), &id),
         Artifact::Prompt => show_file(&prompt_path(&root, args.attempt, &id)?, &id),
         // Read from the store above: they need no task directory.
-        Artifact::Receipt | Artifact::Diff => Ok(()),
+        Artifact::Receipt | Artifact::Diff | Artifact::Mail | Artifact::Files => Ok(()),
     }
 }
 
 pub use crate::supervisor::prompt::QA_FILE;
+
+/// A task's reservations, one line each, those that no longer hold (`live` says) marked.
+fn render_reservations(
+    reservations: &[crate::coord::Reservation],
+    id: &str,
+    live: &dyn Fn(&crate::coord::Reservation) -> bool,
+) -> String {
+    if reservations.is_empty() {
+        return format!("○ {id} holds no file reservations");
+    }
+    let lines: Vec<String> = reservations
+        .iter()
+        .map(|r| {
+            let lapsed = if live(r) { "" } else { " (lapsed)" };
+            format!("⚑ {} {}{lapsed}", r.id, printable(&super::reserve::describe(r)))
+        })
+        .collect();
+    lines.join("\n")
+}
 
 /// `receipt` and `diff`: from the task's landing record.
 fn show_landing(

@@ -1,8 +1,11 @@
 //! The `claude` coder: Claude Code in print mode with stream-json output.
 //!
 //! Command line: `claude -p --verbose --output-format stream-json [--model M]
-//! <permission args> <prompt>`. `--verbose` is required with stream-json in print mode (its
-//! absence made every attempt of the Python fleet fail). Unattended tool use needs a
+//! --settings <mail hook> <permission args> <prompt>`. The settings add a `PostToolUse` hook
+//! that runs `bd mail inbox --new --hook-json` ([`MAIL_HOOK`]): a message sent to the task
+//! while its agent runs reaches it at its next turn, as additional context; with no new mail
+//! the hook prints nothing and costs no token. `--verbose` is required with stream-json in
+//! print mode (its absence made every attempt of the Python fleet fail). Unattended tool use needs a
 //! permission mode: the default is `--dangerously-skip-permissions` with `IS_SANDBOX=1`,
 //! because the CLI refuses that flag as root unless `IS_SANDBOX` is `1` (see
 //! `tests/fixtures/claude-stream/README.md`). Both are configurable
@@ -53,6 +56,10 @@ use super::{
 
 /// The model used when the config names none.
 pub const DEFAULT_MODEL: &str = "sonnet";
+/// The settings (`--settings`) that deliver mail to a running agent: after each tool call,
+/// the messages for its task not shown to it yet (`bd mail inbox --new --hook-json`).
+pub const MAIL_HOOK: &str = r#"{"hooks":{"PostToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"bd mail inbox --new --hook-json","timeout":10}]}]}}"#;
+
 /// The flags that let claude run tools unattended.
 pub const DEFAULT_PERMISSION_ARGS: [&str; 1] = ["--dangerously-skip-permissions"];
 /// The environment claude gets besides the task variables: lets the permission bypass work
@@ -125,6 +132,7 @@ impl Coder for ClaudeCoder {
         if !task.model.is_empty() {
             args.extend(["--model".to_owned(), task.model.to_owned()]);
         }
+        args.extend(["--settings".to_owned(), MAIL_HOOK.to_owned()]);
         args.extend(self.settings.permission_args_or(&DEFAULT_PERMISSION_ARGS));
         args.push(task.prompt.to_owned());
         SpawnSpec {

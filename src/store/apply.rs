@@ -394,6 +394,10 @@ impl Writer<'_> {
             OpKind::Comment { comment } => self.comment(comment)?,
             OpKind::LabelAdd { id, label } => self.relabel(id, at, |i| i.add_label(label))?,
             OpKind::LabelRemove { id, label } => self.relabel(id, at, |i| i.remove_label(label))?,
+            OpKind::Mail { message } => self.mail(message, meta)?,
+            OpKind::MailAck { message } => self.mail_ack(message, &meta.actor, at)?,
+            OpKind::Reserve { reservation } => self.reserve(reservation, meta)?,
+            OpKind::ReleaseFiles { task, ids } => self.release_files(task, ids)?,
         })
     }
 

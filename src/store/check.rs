@@ -251,8 +251,25 @@ fn tables(txn: &ReadTransaction, path: &Path) -> Check {
         )*};
     }
     walk_all!(
-        ISSUES, DEPS, RDEPS, COMMENTS, LABELS, READY, BLOCKED, META, JOURNAL, OP_IDS, ORDER,
-        SIDELINED, HOLDS, BIRTHS, RENAMED, ORPHANS, UNDO, REPLIES
+        ISSUES,
+        DEPS,
+        RDEPS,
+        COMMENTS,
+        LABELS,
+        READY,
+        BLOCKED,
+        META,
+        JOURNAL,
+        OP_IDS,
+        ORDER,
+        SIDELINED,
+        HOLDS,
+        BIRTHS,
+        RENAMED,
+        ORPHANS,
+        UNDO,
+        REPLIES,
+        super::coord::COORD
     );
     if problems.is_empty() {
         Check::ok("tables", "every table reads whole")

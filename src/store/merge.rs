@@ -417,6 +417,7 @@ fn wipe_state(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(BIRTHS)?;
     txn.delete_table(RENAMED)?;
     txn.delete_table(ORPHANS)?;
+    txn.delete_table(super::coord::COORD)?;
     txn.delete_table(UNDO)?;
     let mut meta_table = txn.open_table(META)?;
     meta_table.retain(|key, _| {

@@ -28,6 +28,7 @@ mod apply;
 mod births;
 pub mod check;
 mod checked;
+mod coord;
 mod error;
 mod graph;
 mod guard;
@@ -175,7 +176,7 @@ fn check_layout(found: u64) -> Result<(), StoreError> {
 }
 
 /// The names of every table fleet makes in a store, in any layout.
-const TABLE_NAMES: [&str; 19] = [
+const TABLE_NAMES: [&str; 20] = [
     "issues",
     "deps",
     "rdeps",
@@ -192,6 +193,7 @@ const TABLE_NAMES: [&str; 19] = [
     "births",
     "renamed",
     "orphans",
+    "coordination",
     "undo",
     "replies",
     "meta",
@@ -765,7 +767,12 @@ impl Store {
         let path = self.path();
         let tables = guard::guarded(&path, || open_read_tables(txn)).map_err(|e| e.at(&path))?;
         let prefix = stored_or(tables.meta_bytes(meta::PREFIX)?, &self.prefix);
-        Ok(Reader { tables, prefix, path })
+        let coord = match txn.open_table(coord::COORD) {
+            Ok(table) => Some(table),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(error) => return Err(StoreError::from(error).at(&path)),
+        };
+        Ok(Reader { tables, coord, prefix, path })
     }
 
     /// Runs `body` in one write transaction as `actor` and commits it if `body` succeeds.

@@ -8,6 +8,8 @@ use super::{ReadSet, StoreError, guard, meta};
 /// A read snapshot. Queries live in `query`.
 pub struct Reader {
     pub(super) tables: ReadSet,
+    /// The coordination table (messages, reservations); `None` before its first record.
+    pub(super) coord: Option<redb::ReadOnlyTable<&'static str, &'static [u8]>>,
     pub(super) prefix: String,
     /// The store file, named in errors.
     pub(super) path: PathBuf,

@@ -87,6 +87,11 @@ pub(super) enum Change {
         target: String,
         old: Option<String>,
     },
+    /// A message or reservation row (`super::coord`).
+    Coord {
+        key: String,
+        old: Option<Vec<u8>>,
+    },
 }
 
 /// An op's entry in the log.
@@ -183,6 +188,11 @@ impl Change {
                 w.text(target);
                 w.maybe_bytes(old.as_deref().map(str::as_bytes));
             }
+            Change::Coord { key, old } => {
+                w.byte(9);
+                w.text(key);
+                w.maybe_bytes(old.as_deref());
+            }
         }
     }
 
@@ -196,6 +206,7 @@ impl Change {
             6 => Change::Birth { id: r.text()?, old: r.maybe_u128()? },
             7 => Change::Renamed { birth: r.u128()?, asked: r.text()?, old: r.maybe_text()? },
             8 => Change::Orphan { issue: r.text()?, target: r.text()?, old: r.maybe_text()? },
+            9 => Change::Coord { key: r.text()?, old: r.maybe_bytes()? },
             _ => return None,
         })
     }
@@ -528,6 +539,7 @@ impl Writer<'_> {
                     None => orphans.remove((issue.as_str(), target.as_str()))?,
                 };
             }
+            Change::Coord { key, old } => self.restore_coord_row(key, old.as_deref())?,
         }
         Ok(())
     }
@@ -553,6 +565,7 @@ mod tests {
                 Change::Birth { id: "t-2".into(), old: None },
                 Change::Renamed { birth: 3, asked: "t-9".into(), old: Some("t-9x".into()) },
                 Change::Orphan { issue: "t-3".into(), target: "t-4".into(), old: None },
+                Change::Coord { key: "mail/m-1".into(), old: Some(b"{}".to_vec()) },
             ],
         };
         assert_eq!(Entry::decode(&entry.encode()).unwrap(), entry);

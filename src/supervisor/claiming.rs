@@ -1,5 +1,6 @@
 //! The dispatcher's half of the supervisor: filling free slots with ready tasks. A claim
 //! skips tasks this supervisor still runs, tasks of paused coders or held back for a retry,
+//! tasks whose `touches` overlap a running task's (they wait: `crate::coord::touch_wait`),
 //! and tasks another machine holds; the claim service (`crate::tracker::claims`) takes the
 //! task, and in the same transaction the attempt is counted, this supervisor's lease put on
 //! it and, for a task that lands, its worktree and branch planned.
@@ -138,6 +139,26 @@ fn claim_with_lease(
     Ok(claimed.map(|issue| Claimed { issue, no_worktree }))
 }
 
+/// The tasks running now (anywhere) that declare `touches`: what a task with overlapping
+/// ones waits for. A failed read counts as none running (the claim's own read reports it).
+fn running_with_touches(store: &Store) -> Vec<Issue> {
+    let filter = crate::store::ListFilter {
+        statuses: vec![crate::model::Status::InProgress],
+        ..crate::store::ListFilter::default()
+    };
+    match store.read().and_then(|reader| reader.list(&filter)) {
+        Ok((in_progress, _)) => in_progress
+            .into_iter()
+            .map(|summary| summary.issue)
+            .filter(|issue| !issue.fleet.touches.is_empty() && crate::coord::is_running(issue))
+            .collect(),
+        Err(error) => {
+            tracing::warn!(%error, "reading the running tasks' touches failed");
+            Vec::new()
+        }
+    }
+}
+
 /// A task just claimed, and why it cannot have the worktree its isolation asks for (its
 /// attempt then fails uncharged before any agent starts).
 pub(super) struct Claimed {
@@ -259,11 +280,20 @@ impl Supervisor {
         let places = self.places();
         let result = self
             .blocking(move |store| -> Result<Option<Claimed>, ClaimFailure> {
+                let busy = std::cell::OnceCell::new();
+                let overlaps = |issue: &Issue| {
+                    if issue.fleet.touches.is_empty() {
+                        return false;
+                    }
+                    let busy = busy.get_or_init(|| running_with_touches(store));
+                    crate::coord::touch_wait(issue, busy).is_some()
+                };
                 let accept = |issue: &Issue| {
                     !running.contains(&issue.id)
                         && issue.fleet.retry_after.is_none_or(|at| at <= now)
                         && !paused.contains(&coder_of(issue, &choice.config.coder))
                         && runnable_here(&places, issue)
+                        && !overlaps(issue)
                 };
                 claim_with_lease(store, &me, (&choice, &places), now, &accept)
             })

@@ -342,3 +342,75 @@ mod tests {
         assert!(matches!(owner_state(&lease, &me, &[], now), OwnerState::Gone(_)));
     }
 }
+
+/// An in-progress task held by no live supervisor and no person: nothing will ever finish or
+/// release it by itself (`fleet tasks`, `fleet doctor`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unheld {
+    pub id: String,
+    pub title: String,
+    pub assignee: String,
+    /// Why no one holds it, in words.
+    pub why: String,
+}
+
+/// Whether `assignee` is an agent's actor (`<supervisor>/agent`, what `BD_ACTOR` says).
+pub fn is_agent_actor(assignee: &str) -> bool {
+    assignee.ends_with("/agent")
+}
+
+/// Every in-progress task held by no live supervisor and no person, as seen from this process:
+/// a lease whose owner is provably gone ([`owner_state`]); a claim an agent made under its
+/// own actor (no supervisor runs such a task); a task held by a supervisor's name with no live
+/// supervisor of that name. Work waiting in a merge queue belongs to the queue, not here.
+pub fn unheld_tasks(store: &Store, now: Timestamp) -> Result<Vec<Unheld>, StoreError> {
+    let me = Identity::current("observer");
+    let registry = registry(store)?;
+    let live_names: Vec<&str> = registry
+        .iter()
+        .filter(|r| registration_alive(r, &me, now))
+        .map(|r| r.identity.name.as_str())
+        .collect();
+    let known_names: Vec<&str> = registry.iter().map(|r| r.identity.name.as_str()).collect();
+    let mut found = Vec::new();
+    let filter = crate::store::ListFilter {
+        statuses: vec![Status::InProgress],
+        ..crate::store::ListFilter::default()
+    };
+    for issue in store.read()?.list(&filter)?.0.into_iter().map(|summary| summary.issue) {
+        if crate::supervisor::outcome::queued(&issue) {
+            continue;
+        }
+        let why = match issue.live_lease() {
+            Some(lease) => match owner_state(lease, &me, &registry, now) {
+                OwnerState::Alive => None,
+                OwnerState::Gone(why) => Some(why),
+            },
+            None if is_agent_actor(&issue.assignee) => Some(format!(
+                "an agent claimed it as {} outside any attempt: no supervisor runs it",
+                issue.assignee
+            )),
+            None if is_supervisor_name(&issue.assignee, &known_names)
+                && !live_names.contains(&issue.assignee.as_str()) =>
+            {
+                Some(format!("no supervisor named {} is running", issue.assignee))
+            }
+            None => None,
+        };
+        if let Some(why) = why {
+            found.push(Unheld {
+                id: issue.id.clone(),
+                title: issue.title.clone(),
+                assignee: issue.assignee.clone(),
+                why,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// Whether `assignee` names a supervisor: a registered one's name, or fleet's default form
+/// (`fleet@host`).
+fn is_supervisor_name(assignee: &str, known: &[&str]) -> bool {
+    known.contains(&assignee) || (assignee.starts_with("fleet@") && !assignee.contains('/'))
+}

@@ -800,6 +800,19 @@ impl Supervisor {
         Ok(())
     }
 
+    /// The messages for task `id` not yet acknowledged (none if the store cannot be read:
+    /// they stay in its inbox).
+    fn unread_mail(&self, id: &str) -> Vec<crate::coord::Message> {
+        let read = self.store.read().and_then(|reader| reader.messages());
+        match read {
+            Ok(messages) => crate::coord::inbox(messages, crate::coord::Mailbox::Task(id), false),
+            Err(error) => {
+                tracing::warn!(%error, task = %id, "reading the task's messages failed");
+                Vec::new()
+            }
+        }
+    }
+
     /// The actor the agents write as (`BD_ACTOR`).
     fn agent_actor(&self) -> String {
         format!("{}/agent", self.me.name)
@@ -1041,6 +1054,7 @@ impl Supervisor {
         let stop = stop.clone();
         let signals = signals.clone();
         let landing = issue.fleet.land.clone();
+        let mail = self.unread_mail(&id);
         runners.spawn(async move {
             let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
             let attempt_id = lease.attempt.clone();
@@ -1085,6 +1099,7 @@ impl Supervisor {
                         prices,
                         stop,
                         control,
+                        mail,
                     };
                     runner::run(attempt, signals).await
                 }

@@ -1,8 +1,11 @@
-//! The prompt every agent receives: a header naming its task, then fleet's protocol — how to
-//! pick up where an earlier run stopped, record progress, finish, and ask for help.
+//! The prompt every agent receives: a header naming its task (and the messages for it not yet
+//! acknowledged: mail sent while no agent ran it reaches the next one here), then fleet's
+//! protocol — how to pick up where an earlier run stopped, record progress, finish, ask for
+//! help, and work beside other agents (one task only; mail; file reservations).
 
 use std::path::Path;
 
+use crate::coord::Message;
 use crate::model::Issue;
 
 /// The protocol part of the prompt. `bd` here is fleet itself (the drop-in on the agent's
@@ -29,9 +32,15 @@ Need a human: append `## Q: <one line>` with what you tried and need to \
 $FLEET_ARTIFACT_DIR/Q&A.md, run `bd update $FLEET_TASK_ID --status blocked --notes \
 \"QUESTION: <question>\"`, exit 0 without closing. The answer comes as a `## A:` block there.
 
-`bd` and `fleet` reach the central queue ($BEADS_DIR). Do not run `bd init`; do not close or \
-claim other tasks. A non-zero exit is retried a limited number of times; running out of \
-context or into a rate limit does not count.
+`bd` and `fleet` reach the central queue ($BEADS_DIR). Do not run `bd init`. You have exactly \
+one task, $FLEET_TASK_ID: do not close or claim other tasks (claims are refused inside a run); \
+file new work with `bd create` and leave it to the supervisor. A non-zero exit is retried a \
+limited number of times; running out of context or into a rate limit does not count.
+
+Other agents: `bd mail send <task-id> \"<text>\"` reaches that task's agent (now or at its next \
+run); `bd mail inbox` lists yours, `bd mail ack <id>` marks one read. Before editing files others \
+may edit: `bd reserve '<glob>' --exclusive --reason \"<why>\"` (globs from the repository's \
+top); reservations end with your run (`bd release-files` ends them sooner).
 ";
 
 /// The file of questions and answers in the artifact directory.
@@ -43,8 +52,28 @@ fn has_answers(artifact_dir: &Path) -> bool {
         .is_ok_and(|text| text.lines().any(|line| line.starts_with("## A:")))
 }
 
-/// The full prompt for `issue`.
-pub fn build(issue: &Issue, cwd: &Path, task_dir: &Path, artifact_dir: &Path) -> String {
+/// The messages for the task not yet acknowledged, as the prompt lists them.
+fn unread_mail(mail: &[Message]) -> String {
+    let mut text =
+        String::from("Messages for this task (acknowledge each once read: `bd mail ack <id>`):\n");
+    for message in mail {
+        let from = match &message.from_task {
+            Some(task) => format!("{} (task {task})", message.from),
+            None => message.from.clone(),
+        };
+        text.push_str(&format!("- {} from {from}: {}\n", message.id, message.body.trim()));
+    }
+    text.push('\n');
+    text
+}
+
+/// The full prompt for `issue`, with `mail`, the messages for it not yet acknowledged.
+pub fn build(
+    issue: &Issue,
+    cwd: &Path,
+    (task_dir, artifact_dir): (&Path, &Path),
+    mail: &[Message],
+) -> String {
     let mut header = format!("You are working on fleet task {}: {}\n\n", issue.id, issue.title);
     if !issue.description.trim().is_empty() {
         header.push_str(issue.description.trim_end());
@@ -58,6 +87,9 @@ pub fn build(issue: &Issue, cwd: &Path, task_dir: &Path, artifact_dir: &Path) ->
         if !text.trim().is_empty() {
             header.push_str(&format!("{name}:\n{}\n\n", text.trim_end()));
         }
+    }
+    if !mail.is_empty() {
+        header.push_str(&unread_mail(mail));
     }
     if has_answers(artifact_dir) {
         header.push_str(&format!(
@@ -127,12 +159,8 @@ mod tests {
     fn prompt_names_the_task_and_how_to_close_it() {
         let mut issue = Issue::new("t-1".into(), "Fix login".into(), jiff::Timestamp::UNIX_EPOCH);
         issue.description = "The login form 500s.".into();
-        let text = build(
-            &issue,
-            Path::new("/p"),
-            Path::new("/h/tasks/t-1"),
-            Path::new("/h/tasks/t-1/artifacts"),
-        );
+        let dirs = (Path::new("/h/tasks/t-1"), Path::new("/h/tasks/t-1/artifacts"));
+        let text = build(&issue, Path::new("/p"), dirs, &[]);
         assert!(
             text.starts_with(
                 "You are working on fleet task t-1: Fix login\n\nThe login form 500s."
@@ -141,13 +169,39 @@ mod tests {
         assert!(text.contains("Working directory: /p"));
         assert!(text.contains("bd close $FLEET_TASK_ID --reason"));
         assert!(!text.contains("worktree of your own"));
+        assert!(text.contains("You have exactly one task"), "{text}");
+        assert!(!text.contains("Messages for this task"));
         issue.fleet.land = Some(crate::model::Landing {
             worktree: "/h/worktrees/t-1".into(),
             branch: "fleet/t-1".into(),
             base: "main".into(),
             ..crate::model::Landing::default()
         });
-        let text = build(&issue, Path::new("/p"), Path::new("/t"), Path::new("/a"));
+        let text = build(&issue, Path::new("/p"), (Path::new("/t"), Path::new("/a")), &[]);
         assert!(text.contains("on the branch `fleet/t-1`, made from `main`"), "{text}");
+    }
+
+    #[test]
+    fn unread_mail_heads_the_prompt() {
+        let issue = Issue::new("t-1".into(), "Fix login".into(), jiff::Timestamp::UNIX_EPOCH);
+        let message = Message {
+            id: "m-abcdefgh".into(),
+            to: "t-1".into(),
+            to_task: true,
+            thread: Some("t-1".into()),
+            from_task: Some("t-2".into()),
+            body: "the schema moved to v2".into(),
+            from: "fleet@h/agent".into(),
+            at: None,
+            stamp: None,
+            acked_by: None,
+            acked_at: None,
+        };
+        let text = build(&issue, Path::new("/p"), (Path::new("/t"), Path::new("/a")), &[message]);
+        let head = text.split("---").next().unwrap();
+        assert!(
+            head.contains("- m-abcdefgh from fleet@h/agent (task t-2): the schema moved to v2")
+        );
+        assert!(head.contains("bd mail ack <id>"), "{head}");
     }
 }

@@ -41,8 +41,10 @@ pub fn touched_since(
         next = seq + 1;
         // A bulk op (an import) touches every issue its entries name.
         for kind in op.kind.entries() {
-            // Comments and labels never change who holds a task.
-            if matches!(kind.name(), "comment" | "label_add" | "label_remove") {
+            // Comments, labels, messages and reservations never change who holds a task.
+            if kind.is_coordination()
+                || matches!(kind.name(), "comment" | "label_add" | "label_remove")
+            {
                 continue;
             }
             let subject = kind.subject();

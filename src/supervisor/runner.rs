@@ -105,6 +105,8 @@ pub struct Attempt {
     pub stop: watch::Receiver<Stop>,
     /// This task's orders.
     pub control: watch::Receiver<Control>,
+    /// The messages for the task not yet acknowledged, for the prompt.
+    pub mail: Vec<crate::coord::Message>,
 }
 
 impl Attempt {
@@ -262,6 +264,15 @@ async fn run_inner(
     Ok(outcome)
 }
 
+/// Records the messages the prompt lists as shown to this attempt's agent, so a coder's hook
+/// (`bd mail inbox --new`) delivers only later ones. A failure only means they may come twice.
+fn remember_delivered(root: &std::path::Path, mail: &[crate::coord::Message]) {
+    let ids: String = mail.iter().map(|m| format!("{}\n", m.id)).collect();
+    if let Err(error) = std::fs::write(root.join(crate::coord::DELIVERED_FILE), ids) {
+        tracing::warn!(%error, "recording the messages of the prompt failed");
+    }
+}
+
 /// Gets the task directory and the project ready, and builds the prompt and the command
 /// line. Returns the spawn spec and the prompt.
 fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), Outcome> {
@@ -271,7 +282,8 @@ fn prepare(attempt: &Attempt) -> Result<(SpawnSpec, String), Outcome> {
         unstarted(&format!("preparing {}", dir.root.display()), &error, TASK_DIR_FIX)
     })?;
     let artifacts = dir.artifacts();
-    let prompt = super::prompt::build(issue, &attempt.cwd, &dir.root, &artifacts);
+    remember_delivered(&dir.root, &attempt.mail);
+    let prompt = super::prompt::build(issue, &attempt.cwd, (&dir.root, &artifacts), &attempt.mail);
     let task = TaskSpec {
         id: &issue.id,
         title: &issue.title,

@@ -14,8 +14,10 @@
 //!
 //! [`OpKind`]: crate::op::OpKind
 
+mod attempt;
 pub mod claims;
 mod close;
+mod coordination;
 mod create;
 mod deps;
 mod import;
@@ -29,7 +31,11 @@ mod sections;
 mod settings;
 mod settle;
 
+pub use attempt::stay_on_task;
 pub use close::{CloseRequest, close, close_guard};
+pub use coordination::{
+    Conflict, MailRequest, ReserveRequest, Reserved, ack_mail, release_files, reserve, send_mail,
+};
 pub use create::{CreateRequest, Created, DepSpec, create};
 pub use deps::{add_dependency, edge_at, relate, remove_dependency, resolve_target, set_parent};
 pub(crate) use import::write_import;
@@ -65,6 +71,14 @@ pub enum Refusal {
     Blocked { id: String, blockers: Vec<String> },
     #[error("{0}")]
     Invalid(String),
+    /// An agent of a running attempt tried to take another task (`super::stay_on_task`).
+    #[error(
+        "refused: this agent runs {task} in a fleet run and works on {task} only; {wanted} is \
+         left for the supervisor to hand out (file new work with \
+         `bd create \"…\" --deps discovered-from:{task}`, or say what you need with \
+         `bd mail send` or `bd comment {task} …`)"
+    )]
+    OffTask { task: String, wanted: String },
     /// A settlement whose task changed after it was decided (`settle`): decide again.
     #[error("{0} changed while the outcome of its attempt was being recorded")]
     Stale(String),

@@ -6,7 +6,8 @@
 //! killed); inside it, the task is released only if it is still in progress under the very
 //! lease that was judged — another supervisor may have released and claimed it again
 //! meanwhile, under a live lease of its own, and a task handed to someone else is no one's
-//! running work. The registrations of the gone supervisors go in the same transaction.
+//! running work. The registrations of the gone supervisors go in the same transaction, and
+//! so do the releases of the abandoned attempts' file reservations.
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +49,8 @@ pub fn reclaim(writer: &mut Writer<'_>, request: &ReclaimRequest) -> Result<Vec<
         }
         release(writer, &task.id)?;
         comment(writer, &task.id, &task.author, &task.comment)?;
+        // Its reservations ended with the attempt that was abandoned.
+        super::release_files(writer, &task.id, &[])?;
         released.push(task.id.clone());
     }
     for instance in &request.gone {

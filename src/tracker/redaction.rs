@@ -169,7 +169,9 @@ impl Request {
                 reclaim.tasks.iter_mut().for_each(|task| mask(redactor, &mut task.comment));
             }
             Request::Settle(settlement) => settlement.redact(redactor),
-            Request::Register { .. } => {}
+            Request::Register { .. } | Request::MailAck { .. } | Request::ReleaseFiles { .. } => {}
+            Request::MailSend(mail) => mask(redactor, &mut mail.body),
+            Request::Reserve(reserve) => mask(redactor, &mut reserve.reason),
         }
     }
 }

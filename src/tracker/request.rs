@@ -74,6 +74,15 @@ pub enum Request {
     /// Records (or with `None` forgets) a running supervisor's registration, a JSON document
     /// under its instance id; replies [`Reply::Done`].
     Register { instance: String, registration: Option<String> },
+    /// A message to a task's agent or a person (`bd mail send`); replies [`Reply::Mail`].
+    MailSend(Box<super::MailRequest>),
+    /// Acknowledges messages, all or none (`bd mail ack`); replies [`Reply::Ids`].
+    MailAck { ids: Vec<String> },
+    /// Reserves files for a task (`bd reserve`); replies [`Reply::Reserved`].
+    Reserve(Box<super::ReserveRequest>),
+    /// Ends a task's reservations, those of `ids` or all (`bd release-files`); replies
+    /// [`Reply::Ids`] (the reservations released).
+    ReleaseFiles { task: String, ids: Vec<String> },
 }
 
 /// One edge of [`Request::DepAddAll`]: `issue` depends on `depends_on` by an edge of `kind`.
@@ -133,6 +142,10 @@ pub enum Reply {
     Ids(Vec<String>),
     /// One issue as it stands after the request.
     Issue(Box<Issue>),
+    /// A message as stored.
+    Mail(Box<crate::coord::Message>),
+    /// A reservation made, and what it overlaps.
+    Reserved(Box<super::Reserved>),
     Done,
 }
 
@@ -250,6 +263,22 @@ impl Reply {
         match self {
             Reply::Ids(ids) => Ok(ids),
             other => Err(other.unexpected("issue ids")),
+        }
+    }
+
+    /// The message sent.
+    pub fn into_mail(self) -> Result<crate::coord::Message, StoreError> {
+        match self {
+            Reply::Mail(message) => Ok(*message),
+            other => Err(other.unexpected("a message")),
+        }
+    }
+
+    /// The reservation made.
+    pub fn into_reserved(self) -> Result<super::Reserved, StoreError> {
+        match self {
+            Reply::Reserved(reserved) => Ok(*reserved),
+            other => Err(other.unexpected("a reservation")),
         }
     }
 
@@ -438,6 +467,16 @@ pub fn execute(writer: &mut Writer<'_>, request: &Request) -> Result<Reply, Refu
         }
         Request::Register { instance, registration } => {
             super::register(writer, instance, registration.as_deref()).map(|()| Reply::Done)
+        }
+        Request::MailSend(mail) => {
+            super::send_mail(writer, mail).map(|message| Reply::Mail(Box::new(message)))
+        }
+        Request::MailAck { ids } => super::ack_mail(writer, ids).map(Reply::Ids),
+        Request::Reserve(reserve) => {
+            super::reserve(writer, reserve).map(|reserved| Reply::Reserved(Box::new(reserved)))
+        }
+        Request::ReleaseFiles { task, ids } => {
+            super::release_files(writer, task, ids).map(Reply::Ids)
         }
     }
 }

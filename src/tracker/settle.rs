@@ -50,6 +50,8 @@ pub fn settle(writer: &mut Writer<'_>, settlement: &Settlement) -> Result<Issue,
         let author = writer.actor().to_string();
         super::comment(writer, id, &author, comment)?;
     }
+    // Reservations end with the attempt that made them.
+    super::release_files(writer, id, &[])?;
     Ok(writer.issue(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?)
 }
 

@@ -18,6 +18,7 @@ mod bd_contracts;
 mod beads_compat2;
 mod claims;
 mod color;
+mod coordination;
 mod deps;
 mod errors;
 mod hooks;

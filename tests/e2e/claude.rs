@@ -191,3 +191,29 @@ fn works_in_its_own_worktree_and_its_commit_lands() {
     assert!(git(&repo, &["status", "--porcelain"]).is_empty(), "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
+
+/// Issue 32: a message sent to a task while Claude Code works on it reaches the agent at its
+/// next turn — fleet's `PostToolUse` hook (`claude --settings`, `bd mail inbox --new
+/// --hook-json`) adds it to the context of the request after the tool call, once.
+#[test]
+fn mail_reaches_a_running_agent_at_its_next_turn() {
+    let Some(scene) = CLAUDE.scene_with("mail_mid_run", &[]) else { return };
+    let mut supervisor = scene.start(true);
+    let status = supervisor.wait_exit(DEADLINE);
+    let context = scene.context(&supervisor);
+    assert!(status.is_some_and(|s| s.success()), "the run ends with the task closed{}", context());
+    assert_eq!(scene.sandbox.show(&scene.id)["status"], "closed", "{}", context());
+    let requests = scene.mock.model_requests();
+    let carries = |r: &crate::mock::Request| r.all_text().contains("mid-run note from a peer");
+    let first = requests.iter().position(|r| carries(r) && r.all_text().contains("New messages"));
+    let first = first.unwrap_or_else(|| panic!("no request carried the message{}", context()));
+    // Delivered after the tool call that sent it, and by the hook only once.
+    assert!(first >= 1, "{}", context());
+    let hook_deliveries = requests
+        .iter()
+        .map(|r| r.all_text().matches("New messages for your task").count())
+        .max()
+        .unwrap_or(0);
+    assert_eq!(hook_deliveries, 1, "{}", context());
+    assert_no_leftovers(&scene.sandbox, None, &context);
+}

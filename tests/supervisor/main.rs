@@ -13,6 +13,7 @@ mod accounts;
 mod agent_stats;
 mod agents;
 mod claiming;
+mod coordination;
 mod daemon;
 mod demo;
 mod escape;

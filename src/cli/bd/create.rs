@@ -104,6 +104,10 @@ pub struct CreateArgs {
     /// Model for the coder.
     #[arg(long)]
     pub model: Option<String>,
+    /// Globs of the files the task will change (comma-separated or repeated): fleet never
+    /// runs two tasks whose globs overlap at once.
+    #[arg(long)]
+    pub touches: Vec<String>,
     #[command(flatten)]
     pub compat: super::compat::CreateCompatArgs,
 }
@@ -145,6 +149,7 @@ impl Draft {
                 cwd: args.cwd.clone(),
                 coder: args.coder.clone(),
                 model: args.model.clone(),
+                touches: args.touches.clone(),
             },
             metadata: None,
             spec_id: String::new(),

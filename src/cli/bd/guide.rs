@@ -269,7 +269,16 @@ fn prime_content(ctx: &BdContext, args: &PrimeArgs) -> Option<String> {
     if !args.export
         && let Some(text) = prime_override(dir)
     {
-        return Some(text);
+        return Some(with_run_section(ctx, text));
+    }
+    if let Some(task) = ctx.attempt_task() {
+        // Inside a fleet run: one task, never the session loop of claiming more.
+        let mut text = in_run_primer(task);
+        if let Some(section) = memories_section(&memories, args.mcp) {
+            text.push_str("\n\n");
+            text.push_str(&section);
+        }
+        return Some(with_run_section(ctx, text));
     }
     let mut text = if args.full {
         PRIME_FULL.to_string()
@@ -283,19 +292,64 @@ fn prime_content(ctx: &BdContext, args: &PrimeArgs) -> Option<String> {
         text.push_str("\n\n");
         text.push_str(&section);
     }
-    if let Some(section) = own_branch_section(ctx) {
+    Some(text)
+}
+
+/// The primer inside a fleet run: the agent's one task, how to finish it, and how to work
+/// beside the other agents (mail, reservations) — never "claim more work".
+fn in_run_primer(task: &str) -> String {
+    format!(
+        r#"# Issue tracking with bd (fleet run)
+
+You are an agent of a fleet run with exactly one task: {task} ($FLEET_TASK_ID). Work on it
+only. Do not claim other tasks: `bd ready --claim`, `bd update <id> --claim` and the like are
+refused inside a run, and the supervisor hands out the rest of the queue.
+
+## Your task
+- `bd show {task}` — its description, acceptance criteria, dependencies and comments.
+- Found more work? `bd create "Title" -d "…" --deps discovered-from:{task}` (do not start it).
+- `bd close {task} --reason "what was done"` — when the acceptance criteria hold.
+- Stuck on a question: `bd update {task} --status blocked --notes "QUESTION: …"`.
+
+## Other agents
+- `bd mail send <task-id> "…"` — a message to the agent of another task (now, or at its next
+  run); `bd mail inbox` — messages for your task; `bd mail ack <id>` — once read.
+- `bd reserve '<glob>' --exclusive --reason "…"` — reserve files before editing what others may
+  edit (globs relative to the repository's top); reservations end with your run, or with
+  `bd release-files`."#
+    )
+}
+
+/// `text`, and inside a fleet run the sections about the agent's task: its branch, and the
+/// messages for it not yet acknowledged.
+fn with_run_section(ctx: &BdContext, mut text: String) -> String {
+    for section in [own_branch_section(ctx), unread_mail_section(ctx)].into_iter().flatten() {
         text.push_str("\n\n");
         text.push_str(&section);
     }
-    Some(text)
+    text
+}
+
+/// Inside a fleet run, the messages for the agent's task not yet acknowledged.
+fn unread_mail_section(ctx: &BdContext) -> Option<String> {
+    let task = ctx.attempt_task()?;
+    let messages = ctx.store().ok()?.read().ok()?.messages().ok()?;
+    let unread = crate::coord::inbox(messages, crate::coord::Mailbox::Task(task), false);
+    if unread.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "## Messages for {task} (acknowledge each once read: `bd mail ack <id>`)\n{}",
+        crate::cli::mail::render(&unread)
+    ))
 }
 
 /// Inside a fleet run (`FLEET_TASK_ID` set by the supervisor) for a task with a worktree of
 /// its own: that the agent works on its branch `fleet/<id>` and commits there — the same words
 /// as its prompt (`crate::supervisor::prompt::own_branch`).
 fn own_branch_section(ctx: &BdContext) -> Option<String> {
-    let id = std::env::var("FLEET_TASK_ID").ok().filter(|id| !id.trim().is_empty())?;
-    let issue = ctx.store().ok()?.read().ok()?.issue(&id).ok()??;
+    let id = ctx.attempt_task()?;
+    let issue = ctx.store().ok()?.read().ok()?.issue(id).ok()??;
     let landing = issue.fleet.land.as_ref()?;
     Some(format!("## Your branch\n{}", crate::supervisor::prompt::own_branch(landing)))
 }

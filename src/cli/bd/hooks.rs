@@ -7,6 +7,12 @@
 //! - first, always: a team's own hook chained as `<hook>.old` in the hooks directory runs with
 //!   git's arguments, and its failure is the hook's failure (beads' `runChainedHook`); a
 //!   `.old` that is itself a bd hook is skipped, so a chain never calls itself;
+//! - `pre-commit`, first: the reservation guard — a commit staging a file that another live
+//!   task's exclusive reservation names (`bd reserve --exclusive`) is refused, naming the file,
+//!   the task and the reservation (`git commit --no-verify` overrides, as for any hook). The
+//!   committer's own task (`FLEET_TASK_ID`) is not another. Reservations of tasks that run in
+//!   another repository (by their recorded place) do not apply. A queue that cannot be read
+//!   refuses nothing;
 //! - `pre-commit`: only when `export.auto` is on *and* paths under `.beads/` are already
 //!   staged, `.beads/issues.jsonl` is rewritten from the store, keeping every record of the
 //!   file the store does not hold (`beads::keep`), and staged when `export.git-add` is on;
@@ -14,6 +20,9 @@
 //!   `.beads/issues.jsonl` as the merge left it is imported into the store — an upsert in one
 //!   transaction, so what a teammate pushed arrives and nothing of this store is removed;
 //! - every other hook (`pre-push`, `prepare-commit-msg`, …) does nothing more.
+//!
+//! `bd hooks install` writes them into the repository of the current directory (a project
+//! whose queue lives elsewhere, as fleet's central one does), else the workspace's.
 //!
 //! Settings are read from the store, else from `.beads/config.yaml` as beads keeps them.
 //! Fleet's own work never fails a git operation: its problems are warnings on stderr.
@@ -103,7 +112,10 @@ fn run_hook(ctx: &BdContext, hook: &str, args: &[String]) -> Result<(), CliError
         return Err(CliError::exit_only(code));
     }
     match hook {
-        "pre-commit" => export_for_commit(ctx),
+        "pre-commit" => {
+            reservation_guard(ctx)?;
+            export_for_commit(ctx);
+        }
         "post-merge" => import_after(ctx, hook),
         // Only a branch checkout (flag 1), not `git checkout -- file`.
         "post-checkout" if args.get(2).is_some_and(|flag| flag == "1") => import_after(ctx, hook),
@@ -137,6 +149,63 @@ fn run_chained(ctx: &BdContext, hook: &str, args: &[String]) -> i32 {
 /// Whether a hook's text calls bd (ours, or any beads era's), so chaining it would recurse.
 fn is_bd_hook(text: &str) -> bool {
     text.contains(MARKER) || text.contains("bd hooks run") || text.contains("bd hook ")
+}
+
+/// pre-commit: refuses a commit that stages a file another live task reserved exclusively
+/// (module docs).
+fn reservation_guard(ctx: &BdContext) -> Result<(), CliError> {
+    let Ok(store) = ctx.store() else { return Ok(()) };
+    let Ok(reader) = store.read() else { return Ok(()) };
+    let now = ctx.now();
+    let own = ctx.attempt_task();
+    let here = crate::place::locate(Path::new("."));
+    let mut others = Vec::new();
+    for reservation in reader.reservations().unwrap_or_default() {
+        if !reservation.exclusive || own == Some(reservation.task.as_str()) {
+            continue;
+        }
+        let Ok(task) = reader.issue(&reservation.task) else { continue };
+        let elsewhere = match (&here, task.as_ref().and_then(|t| t.fleet.repo.as_ref())) {
+            (Some(here), Some(theirs)) => here.id != theirs.id,
+            _ => false,
+        };
+        if !elsewhere && reservation.is_live(task.as_ref(), now) {
+            others.push(reservation);
+        }
+    }
+    if others.is_empty() {
+        return Ok(());
+    }
+    let staged =
+        git_in(Path::new("."), &["diff", "--cached", "--name-only", "-z"]).unwrap_or_default();
+    let mut refused = Vec::new();
+    for path in staged.split('\0').filter(|p| !p.is_empty()) {
+        for reservation in &others {
+            if let Some(glob) =
+                reservation.globs.iter().find(|glob| crate::coord::glob::matches(glob, path))
+            {
+                refused.push(format!(
+                    "{path} is reserved by {} ({} {glob}, {}: {})",
+                    reservation.task, reservation.id, reservation.holder, reservation.reason
+                ));
+                break;
+            }
+        }
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let tasks: std::collections::BTreeSet<&str> = others.iter().map(|r| r.task.as_str()).collect();
+    Err(CliError::new(format!(
+        "pre-commit: refused: {} staged file(s) reserved exclusively by another task:\n  {}",
+        refused.len(),
+        refused.join("\n  ")
+    ))
+    .with_hint(format!(
+        "leave them to {} (ask with `bd mail send <task> …`), wait for the reservation to end, \
+         or commit anyway with `git commit --no-verify`",
+        tasks.into_iter().collect::<Vec<_>>().join(", ")
+    )))
 }
 
 /// pre-commit: the export beads' hook makes, under beads' conditions (module docs).
@@ -251,8 +320,12 @@ fn git_hooks_dir(dir: &Path) -> Result<PathBuf, String> {
     Ok(if path.is_absolute() { path } else { dir.join(path) })
 }
 
-/// The hooks directory of the workspace's repository.
+/// The hooks directory of the repository of the current directory (a project whose queue is
+/// elsewhere, as fleet's central one is), else of the workspace's repository.
 fn hooks_dir(ctx: &BdContext) -> Result<PathBuf, CliError> {
+    if let Ok(dir) = git_hooks_dir(Path::new(".")) {
+        return Ok(dir);
+    }
     let dir = ctx.workspace_dir()?.to_path_buf();
     git_hooks_dir(&dir)
         .map_err(|e| CliError::new(format!("not in a git repository ({}): {e}", dir.display())))

@@ -477,6 +477,10 @@ pub struct CloseArgs {
 pub fn cmd_close(ctx: &BdContext, args: CloseArgs) -> Result<(), CliError> {
     let ids = ctx.ids_or_last_touched(args.ids.clone())?;
     resolve_all(ctx, &ids)?;
+    if args.claim_next {
+        // Refused inside a run before anything closes, not after.
+        ctx.stay_on_task(&tracker::Request::ClaimNext { filter: Box::default() })?;
+    }
     let reasons = close_reasons(&args, ids.len())?;
     let session = args.session.clone().unwrap_or_else(session_from_env);
     let mut closes = fleet::close_requests(&ids, &reasons, &session, args.force);

@@ -253,6 +253,14 @@ parse::deferred_and_eager! {
     /// Run a git hook's work (the form older beads hooks call).
     #[command(hide = true)]
     Hook(hooks::HookArgs),
+    /// Messages between agents and people: send, inbox, ack, thread.
+    #[command(subcommand)]
+    Mail(crate::cli::mail::MailCommand),
+    /// Reserve files for your task's work (advisory; --exclusive is enforced by the
+    /// pre-commit guard of `bd hooks install`).
+    Reserve(crate::cli::reserve::ReserveArgs),
+    /// End your task's file reservations (all, or the ids given).
+    ReleaseFiles(crate::cli::reserve::ReleaseFilesArgs),
     /// Output the workflow primer for an agent's context.
     Prime(guide::PrimeArgs),
     /// Run a Codex lifecycle hook (what `bd setup codex` installs).
@@ -476,6 +484,8 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         | BdCommand::Import(_) => true,
         BdCommand::Delete(args) => args.force,
         BdCommand::Ready(args) => args.claim,
+        BdCommand::Reserve(_) | BdCommand::ReleaseFiles(_) => true,
+        BdCommand::Mail(command) => crate::cli::mail::writes(command),
         BdCommand::Human(args) => args.writes(),
         BdCommand::Orphans(args) => args.fix,
         BdCommand::Dep(args) => args.writes(),
@@ -528,6 +538,11 @@ fn dispatch(cli: BdCli, personality: Personality) -> Result<(), CliError> {
         BdCommand::Hooks(command) => hooks::cmd_hooks(&ctx, command)?,
         BdCommand::Hook(args) => hooks::cmd_hook(&ctx, args)?,
         BdCommand::Prime(args) => guide::cmd_prime(&ctx, args),
+        BdCommand::Mail(command) => crate::cli::mail::cmd_mail(ctx.require_store()?, command)?,
+        BdCommand::Reserve(args) => crate::cli::reserve::cmd_reserve(ctx.require_store()?, args)?,
+        BdCommand::ReleaseFiles(args) => {
+            crate::cli::reserve::cmd_release_files(ctx.require_store()?, args)?;
+        }
         BdCommand::Remember(args) => memory::cmd_remember(&ctx, args)?,
         BdCommand::Memories(args) => memory::cmd_memories(&ctx, args)?,
         BdCommand::Recall(args) => memory::cmd_recall(&ctx, args)?,
@@ -588,6 +603,9 @@ fn command_name(command: &BdCommand) -> &'static str {
         BdCommand::Priority(_) => "priority",
         BdCommand::Tag(_) => "tag",
         BdCommand::Link(_) => "link",
+        BdCommand::Mail(_) => "mail",
+        BdCommand::Reserve(_) => "reserve",
+        BdCommand::ReleaseFiles(_) => "release-files",
         _ => "this command",
     }
 }

@@ -316,6 +316,7 @@ fn ready_claim(ctx: &BdContext, args: &ReadyArgs) -> Result<(), CliError> {
     if args.filter.assignee.is_some() {
         return Err(CliError::new("--claim cannot be combined with --assignee"));
     }
+    ctx.stay_on_task(&crate::tracker::Request::ClaimNext { filter: Box::default() })?;
     let store = ctx.open_store()?;
     let mut filter = args.to_filter()?;
     if let Some(parent) = &filter.parent {

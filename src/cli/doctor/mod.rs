@@ -75,6 +75,7 @@ pub fn cmd_doctor(ctx: &Context, args: DoctorArgs) -> Result<(), CliError> {
         setup::setup_checks(&fleet_home()?, store.as_ref())
     };
     setup.extend(journal_check(dir));
+    setup.extend(store.as_ref().map(|store| unheld_check(store, ctx.now())));
     let failed: Vec<&SetupCheck> = setup.iter().filter(|c| c.status == Status::Problem).collect();
     let output = DoctorOutput {
         report: &report,
@@ -148,6 +149,38 @@ fn journal_check(dir: &Path) -> Option<SetupCheck> {
             };
             Some(SetupCheck::problem(SUBJECT, "objects", problem, fix))
         }
+    }
+}
+
+/// The tasks in progress that no live supervisor and no person holds
+/// ([`crate::supervisor::lease::unheld_tasks`]): a problem, since nothing finishes or releases
+/// them, named one per line with the release that puts them back.
+fn unheld_check(store: &crate::store::Store, now: jiff::Timestamp) -> SetupCheck {
+    const SUBJECT: &str = "tasks in progress";
+    match crate::supervisor::lease::unheld_tasks(store, now) {
+        Ok(unheld) if unheld.is_empty() => {
+            SetupCheck::ok(SUBJECT, "holders", "each is held by a live supervisor or a person")
+        }
+        Ok(unheld) => {
+            let named: Vec<String> =
+                unheld.iter().map(|t| format!("{} ({}): {}", t.id, t.assignee, t.why)).collect();
+            let ids: Vec<&str> = unheld.iter().map(|t| t.id.as_str()).collect();
+            SetupCheck::problem(
+                SUBJECT,
+                "holders",
+                format!("{} held by no one: {}", unheld.len(), named.join("; ")),
+                format!(
+                    "put them back in the queue with `fleet release {}` (or close them)",
+                    ids.join(" ")
+                ),
+            )
+        }
+        Err(error) => SetupCheck::warning(
+            SUBJECT,
+            "holders",
+            format!("reading them failed: {error}"),
+            "run `fleet doctor` again",
+        ),
     }
 }
 

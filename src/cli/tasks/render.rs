@@ -88,6 +88,36 @@ pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendere
         ));
         rows.push(line);
     }
+    for task in &view.waiting {
+        let mut line = Styled::new();
+        line.tone(Tone::Warn, &format!("○ {} waiting", task.id)).plain(&format!(
+            ": {} — {}",
+            printable(&task.title),
+            printable(&task.reason)
+        ));
+        rows.push(line);
+    }
+    for task in &view.unheld {
+        let mut line = Styled::new();
+        line.tone(Tone::Bad, &format!("✗ {} in progress, held by no one", task.id)).plain(
+            &format!(
+                ": {} — {} (put it back with `fleet release {}`)",
+                printable(&task.title),
+                printable(&task.why),
+                task.id
+            ),
+        );
+        rows.push(line);
+    }
+    for reservation in &view.reservations {
+        let mut line = Styled::new();
+        line.plain(&format!(
+            "⚑ {} {}",
+            reservation.id,
+            printable(&crate::cli::reserve::describe(reservation))
+        ));
+        rows.push(line);
+    }
     Rendered { head, rows }
 }
 
@@ -319,6 +349,9 @@ mod tests {
             pauses: Vec::new(),
             tasks: vec![row],
             not_here: Vec::new(),
+            waiting: Vec::new(),
+            unheld: Vec::new(),
+            reservations: Vec::new(),
             warnings: Vec::new(),
         }
     }

@@ -52,6 +52,13 @@ pub struct TasksView {
     /// Ready tasks whose working directory is not on this machine (`crate::place`): this
     /// machine's supervisor leaves them to others.
     pub not_here: Vec<NotHereRow>,
+    /// Ready tasks that wait for a running task whose `touches` overlap theirs.
+    pub waiting: Vec<NotHereRow>,
+    /// Tasks in progress that no live supervisor and no person holds (an agent's claim
+    /// outside its attempt, a supervisor that died): nothing will finish or release them.
+    pub unheld: Vec<lease::Unheld>,
+    /// Live file reservations (`bd reserve`).
+    pub reservations: Vec<crate::coord::Reservation>,
     /// What the view could not read (a broken holds file): on stderr once, or at the head of
     /// the watched screen.
     #[serde(skip)]
@@ -158,6 +165,9 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
     let running = tasks.iter().filter(|t| t.running).count();
     let (holds, warnings) = holds_and_warnings(home);
     let not_here = not_here_rows(&reader, &config, now)?;
+    let waiting = waiting_rows(&reader, now)?;
+    let unheld = lease::unheld_tasks(&store, now)?;
+    let reservations = live_reservations(&reader, now)?;
     Ok(TasksView {
         max_concurrent: supervisors.iter().map(|s| s.max_concurrent).sum(),
         supervisors: supervisors.iter().map(supervisor_row).collect(),
@@ -169,8 +179,55 @@ pub fn gather(ctx: &Context, home: &Path, all: bool) -> Result<TasksView, CliErr
         pauses: pause_rows(home, &config, &holds, now),
         tasks,
         not_here,
+        waiting,
+        unheld,
+        reservations,
         warnings,
     })
+}
+
+/// The ready tasks (the first [`NOT_HERE_CHECKED`]) whose `touches` overlap a running task's:
+/// a supervisor leaves them until that task is done (`crate::coord::touch_wait`).
+fn waiting_rows(reader: &Reader, now: Timestamp) -> Result<Vec<NotHereRow>, CliError> {
+    let filter = ReadyFilter { limit: NOT_HERE_CHECKED, ..ReadyFilter::default() };
+    let ready: Vec<Issue> = reader
+        .ready(&filter, now)?
+        .issues
+        .into_iter()
+        .filter(|i| !i.fleet.touches.is_empty())
+        .collect();
+    if ready.is_empty() {
+        return Ok(Vec::new());
+    }
+    let in_progress = ListFilter { statuses: vec![Status::InProgress], ..ListFilter::default() };
+    let running: Vec<Issue> = reader
+        .list(&in_progress)?
+        .0
+        .into_iter()
+        .map(|s| s.issue)
+        .filter(crate::coord::is_running)
+        .collect();
+    Ok(ready
+        .into_iter()
+        .filter_map(|issue| {
+            let wait = crate::coord::touch_wait(&issue, &running)?;
+            Some(NotHereRow { id: issue.id, title: issue.title, reason: wait.to_string() })
+        })
+        .collect())
+}
+
+/// The reservations that hold now (`crate::coord::Reservation::is_live`).
+pub fn live_reservations(
+    reader: &Reader,
+    now: Timestamp,
+) -> Result<Vec<crate::coord::Reservation>, CliError> {
+    let mut live = Vec::new();
+    for reservation in reader.reservations()? {
+        if reservation.is_live(reader.issue(&reservation.task)?.as_ref(), now) {
+            live.push(reservation);
+        }
+    }
+    Ok(live)
 }
 
 /// How many ready tasks are checked for a place on this machine.
