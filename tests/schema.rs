@@ -543,7 +543,7 @@ fn agent_stats(s: &Session) {
         {"attempt": 1, "attempt_id": "A2", "coder": "claude", "model": "sonnet", "account": "home",
          "cwd": "/src/app", "started_at": "2026-03-01T10:01:00Z", "ended_at": "2026-03-01T10:09:00Z",
          "tokens_in": 5000, "tokens_cached": 1000, "tokens_out": 300, "context_peak": 4000,
-         "cost_usd": 0.25, "cost_source": "reported", "outcome": "closed"}
+         "first_prompt": 3000, "cost_usd": 0.25, "cost_source": "reported", "outcome": "closed"}
     ]});
     std::fs::write(task.join("ledger.json"), ledger.to_string()).unwrap();
     let pause = json!({"at": "2026-03-01T10:00:05Z", "coder": "claude", "account": "work",
@@ -555,6 +555,8 @@ fn agent_stats(s: &Session) {
     assert_eq!(by_account["pauses"][0]["paused_secs"], 300);
     let recent = s.out("stats-agents", &["stats", "--agents", "--since", "2026-03-01T10:00:30Z"]);
     assert_eq!(recent["total"]["attempts"], 1);
+    let overhead = s.out("stats-overhead", &["stats", "--overhead"]);
+    assert_eq!(overhead["groups"][0]["median_tokens"], 3000);
 }
 
 #[test]

@@ -64,7 +64,7 @@ fn render(stats: &AgentStats, now: jiff::Timestamp) -> String {
 }
 
 /// A table with `header`, its columns from `first_number` on aligned right.
-fn new_table(header: &[&str], first_number: usize) -> Table {
+pub(super) fn new_table(header: &[&str], first_number: usize) -> Table {
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED);
     table.set_header(header.to_vec());

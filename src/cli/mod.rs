@@ -31,6 +31,7 @@ mod merge;
 mod merges;
 mod notify;
 mod output;
+mod overhead;
 mod parse;
 mod printable;
 mod qa;

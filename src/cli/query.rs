@@ -359,13 +359,17 @@ pub struct StatsArgs {
     /// from the task ledgers, and how long rate limits paused coders and accounts.
     #[arg(long)]
     pub agents: bool,
-    /// With --agents: only attempts started since then — a duration back from now (7d, 24h,
-    /// 30m, 2w) or a date (2025-01-15, today, RFC 3339).
-    #[arg(long, requires = "agents", value_name = "DURATION|DATE")]
+    /// With --agents or --overhead: only attempts started since then — a duration back from
+    /// now (7d, 24h, 30m, 2w) or a date (2025-01-15, today, RFC 3339).
+    #[arg(long, value_name = "DURATION|DATE")]
     pub since: Option<String>,
     /// With --agents: what to group the attempts by.
     #[arg(long, requires = "agents", value_enum, default_value_t = GroupBy::Coder)]
     pub by: GroupBy,
+    /// The fixed context agents carry: per coder, account and directory, the prompt of each
+    /// attempt's first model request (instruction files, tool lists, skills), costliest first.
+    #[arg(long, conflicts_with = "agents")]
+    pub overhead: bool,
 }
 
 /// `fleet stats`: bd's counts (whose `blocked_issues` counts dependency-blocked issues), and
@@ -378,6 +382,14 @@ struct FleetStats {
 }
 
 pub fn cmd_stats(ctx: &Context, args: StatsArgs) -> Result<(), CliError> {
+    if args.overhead {
+        return super::overhead::cmd_overhead(ctx, args.since.as_deref());
+    }
+    if args.since.is_some() && !args.agents {
+        return Err(CliError::usage(
+            "--since counts attempts: give it with --agents or --overhead",
+        ));
+    }
     if args.agents {
         return super::agent_stats::cmd_agent_stats(ctx, args.since.as_deref(), args.by);
     }

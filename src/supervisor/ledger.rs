@@ -71,6 +71,11 @@ pub struct AttemptUsage {
     /// The largest prompt of one request: how full the context window got.
     #[serde(default)]
     pub context_peak: u64,
+    /// The prompt of the attempt's first model request, before any task work: the fixed
+    /// context the agent carries (system prompt, instruction files, tool lists, skills).
+    /// Absent for CLIs that report usage only at the end of a turn or session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<u64>,
     /// The model's context window, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_limit: Option<u64>,
@@ -103,6 +108,7 @@ impl AttemptUsage {
             tokens_cached: 0,
             tokens_out: 0,
             context_peak: 0,
+            first_prompt: None,
             context_limit: None,
             cost_usd: None,
             cost_source: None,
@@ -271,6 +277,9 @@ impl Meter {
             current.tokens_cached += usage.cache_read_input_tokens;
             current.tokens_out += usage.output_tokens;
             current.context_peak = current.context_peak.max(usage.prompt_tokens());
+            if current.first_prompt.is_none() && usage.prompt_tokens() > 0 {
+                current.first_prompt = Some(usage.prompt_tokens());
+            }
         }
         self.current().retrying = retry_note(event);
         if let Some(step_cost) = step_cost(event) {

@@ -41,6 +41,7 @@ pub mod lease;
 pub mod ledger;
 mod notices;
 pub mod outcome;
+pub mod overhead;
 pub mod pause;
 mod pausing;
 pub mod prompt;

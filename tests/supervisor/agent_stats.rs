@@ -138,6 +138,42 @@ fn agent_stats_sum_the_ledgers_of_replayed_claude_and_codex_streams() {
     let date = three_days_ago.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     assert_eq!(groups(&fleet, &["--since", &date])["total"]["attempts"], 4);
 
+    // The fixed context: each claude attempt's first request (1,200 tokens), costliest a day
+    // first — account a's attempt now started three days ago. Codex reports only a turn's
+    // totals, so it has no first request.
+    let overhead = fleet.ws.json(&["stats", "--overhead"]);
+    let firsts: Vec<(String, String, u64, u64)> = overhead["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let text = |key: &str| g[key].as_str().unwrap().to_owned();
+            let count = |key: &str| g[key].as_u64().unwrap();
+            (text("account"), text("cwd"), count("median_tokens"), count("attempts_last_day"))
+        })
+        .collect();
+    let home = fleet.home().display().to_string();
+    assert_eq!(
+        firsts,
+        [("b".into(), home.clone(), 1200, 1), ("a".into(), home.clone(), 1200, 0)],
+        "{overhead:#}"
+    );
+    // Sonnet's list price, $3 per million input tokens.
+    assert!((overhead["groups"][0]["usd_per_day"].as_f64().unwrap() - 0.0036).abs() < 1e-9);
+    assert_eq!(
+        fleet.ws.json(&["stats", "--overhead", "--since", "1d"])["groups"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let table = fleet.ws.run(&["stats", "--overhead"]).ok().stdout;
+    for cell in ["MEDIAN", "$/DAY", "claude", "1.2k"] {
+        assert!(table.contains(cell), "{cell} in\n{table}");
+    }
+    let lone = fleet.ws.run(&["stats", "--since", "1d"]).fails(2);
+    assert!(lone.stderr.contains("--overhead"), "{}", lone.stderr);
+
     let text = fleet.ws.run(&["stats", "--agents"]).ok().stdout;
     for cell in ["CODER", "COST/CLOSED", "claude", "codex", "total", "3.6k", "$0.019", "$0.004"] {
         assert!(text.contains(cell), "{cell} in\n{text}");
