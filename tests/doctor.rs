@@ -1183,3 +1183,40 @@ fn bd_repair_and_recover_salvage_only_a_damaged_store() {
     assert!(!listed.contains(&ids[3]));
     doctor(&ws, &[]).ok();
 }
+
+#[test]
+fn an_instruction_file_agents_load_twice_is_flagged_with_its_cost() {
+    let ws = Workspace::new();
+    // A repository whose CLAUDE.md is symlinked into the directory agents work in, and a task
+    // ledger saying an agent worked there just now.
+    let repo = ws.home().join("repo");
+    let app = repo.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(repo.join("CLAUDE.md"), "Run cargo test before closing.\n".repeat(40)).unwrap();
+    std::os::unix::fs::symlink(repo.join("CLAUDE.md"), app.join("CLAUDE.md")).unwrap();
+    let task = ws.home().join("tasks").join("t-1");
+    std::fs::create_dir_all(&task).unwrap();
+    let ledger = serde_json::json!({"attempts": [{
+        "attempt": 1, "attempt_id": "A1", "coder": "claude", "model": "sonnet",
+        "cwd": app.display().to_string(), "started_at": jiff::Timestamp::now().to_string(),
+    }]});
+    std::fs::write(task.join("ledger.json"), ledger.to_string()).unwrap();
+
+    let run = doctor(&ws, &["--json"]).ok();
+    let report = run.json();
+    let twice = setup_entries(&report, "instruction files", "loaded twice");
+    assert_eq!(twice.len(), 1, "{report:#}");
+    assert_eq!(twice[0]["status"], "warning");
+    let detail = twice[0]["detail"].as_str().unwrap();
+    // 1,240 bytes: about 310 tokens paid a second time, on the one attempt of the last day.
+    assert!(
+        detail.contains("2 times (one file)") && detail.contains("about 310 tokens"),
+        "{detail}"
+    );
+    assert!(detail.contains(&app.join("CLAUDE.md").display().to_string()), "{detail}");
+
+    std::fs::remove_file(app.join("CLAUDE.md")).unwrap();
+    let report = doctor(&ws, &["--json"]).ok().json();
+    let fine = setup_entries(&report, "instruction files", "size");
+    assert_eq!(fine[0]["status"], "ok", "{report:#}");
+}

@@ -201,6 +201,15 @@ impl Totals {
     }
 }
 
+/// Every attempt of every task ledger under `home` (`tasks/*/ledger.json`), task by task.
+pub fn all_attempts(home: &Path) -> Vec<AttemptUsage> {
+    super::taskdir::task_ids(home)
+        .iter()
+        .filter_map(|id| super::taskdir::TaskDir::new(home, id).ok())
+        .flat_map(|dir| Ledger::load(&dir.root).attempts)
+        .collect()
+}
+
 /// Follows one attempt's events and keeps its entry of the ledger up to date.
 pub struct Meter {
     ledger: Ledger,

@@ -10,8 +10,7 @@ use std::path::Path;
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
-use super::ledger::{AttemptUsage, Ledger};
-use super::taskdir;
+use super::ledger::{AttemptUsage, all_attempts};
 use crate::config::Price;
 
 /// The fixed context of the attempts of one coder, account and working directory.
@@ -57,13 +56,8 @@ pub fn context_overhead(
 ) -> Overhead {
     let day_ago = now - SignedDuration::from_hours(24);
     let mut firsts: BTreeMap<(String, String, String), Vec<&AttemptUsage>> = BTreeMap::new();
-    let ledgers: Vec<Ledger> = taskdir::task_ids(home)
-        .iter()
-        .filter_map(|id| taskdir::TaskDir::new(home, id).ok())
-        .map(|dir| Ledger::load(&dir.root))
-        .collect();
-    let attempts = ledgers.iter().flat_map(|ledger| &ledger.attempts);
-    for attempt in attempts.filter(|a| a.first_prompt.is_some()) {
+    let attempts = all_attempts(home);
+    for attempt in attempts.iter().filter(|a| a.first_prompt.is_some()) {
         if since.is_some_and(|since| attempt.started_at < since) {
             continue;
         }

@@ -14,6 +14,7 @@
 //! of it), `✗` a problem, each not-ok line followed by its fix.
 
 mod coders;
+mod instructions;
 mod secrets;
 mod setup;
 mod setup_check;

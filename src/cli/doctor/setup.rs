@@ -28,6 +28,9 @@ pub fn setup_checks(home: &Path, store: Option<&Store>) -> Vec<SetupCheck> {
     if let Some(store) = store {
         checks.push(super::secrets::secrets_check(store, &config.redactor()));
     }
+    let user_home = std::env::home_dir();
+    let now = jiff::Timestamp::now();
+    checks.extend(super::instructions::instruction_checks(home, user_home.as_deref(), now));
     checks
 }
 
