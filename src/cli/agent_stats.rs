@@ -15,13 +15,18 @@ use crate::supervisor::stats::{AgentStats, GroupBy, Sums, agent_stats};
 pub fn cmd_agent_stats(ctx: &Context, since: Option<&str>, by: GroupBy) -> Result<(), CliError> {
     let home = fleet_home()?;
     let now = ctx.now();
-    let since = since
-        .map(|text| crate::time::parse_since(text, now))
-        .transpose()
-        .map_err(CliError::usage)?;
+    let since = since_arg(since, now)?;
     let stats = agent_stats(&home, since, by, now);
     ctx.out.emit(&stats, || render(&stats, now));
     Ok(())
+}
+
+/// `--since DURATION|DATE` as the time it names (a usage error when it names none).
+pub(super) fn since_arg(
+    since: Option<&str>,
+    now: jiff::Timestamp,
+) -> Result<Option<jiff::Timestamp>, CliError> {
+    since.map(|text| crate::time::parse_since(text, now)).transpose().map_err(CliError::usage)
 }
 
 fn render(stats: &AgentStats, now: jiff::Timestamp) -> String {

@@ -3,7 +3,7 @@
 //! what it costs a day (see `supervisor::overhead`). `--json` is the [`Overhead`] document
 //! (`schema/stats-overhead.schema.json`). Reads only `FLEET_HOME` (ledgers and runtime.toml).
 
-use super::agent_stats::new_table;
+use super::agent_stats::{new_table, since_arg};
 use super::context::{Context, fleet_home};
 use super::error::CliError;
 use super::output::printable;
@@ -14,10 +14,7 @@ use crate::supervisor::overhead::{Overhead, context_overhead};
 pub fn cmd_overhead(ctx: &Context, since: Option<&str>) -> Result<(), CliError> {
     let home = fleet_home()?;
     let now = ctx.now();
-    let since = since
-        .map(|text| crate::time::parse_since(text, now))
-        .transpose()
-        .map_err(CliError::usage)?;
+    let since = since_arg(since, now)?;
     // A broken runtime.toml leaves only the built-in prices: the figures are still worth seeing.
     let prices = RuntimeConfig::load(&home.join(crate::config::FILE_NAME))
         .map(|config| config.prices)
