@@ -52,6 +52,12 @@ pub fn attempt_task_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("FLEET_TASK_DIR").filter(|dir| !dir.is_empty()).map(Into::into)
 }
 
+/// The artifact directory of that attempt (`FLEET_ARTIFACT_DIR`: `Q&A.md` and the task's
+/// other carried-over files), unless unset or empty.
+pub fn artifact_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("FLEET_ARTIFACT_DIR").filter(|dir| !dir.is_empty()).map(Into::into)
+}
+
 /// The id of that attempt (`FLEET_ATTEMPT`), unless unset or empty.
 pub fn attempt_id() -> Option<String> {
     std::env::var("FLEET_ATTEMPT").ok().filter(|id| !id.trim().is_empty())
