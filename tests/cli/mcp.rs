@@ -236,3 +236,56 @@ fn bad_calls_are_named() {
     let outside = mcp.refused("ask_human", json!({ "question": "?" }));
     assert!(outside.contains("pass its id"), "{outside}");
 }
+
+#[test]
+fn setup_registers_the_server_with_each_agent_once_keeping_the_rest() {
+    let ws = Workspace::new();
+    let project = tempfile::tempdir().expect("project dir");
+    let codex_home = ws.home().join("codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(project.path().join(".mcp.json"), r#"{"mcpServers":{"other":{"command":"x"}}}"#)
+        .unwrap();
+    std::fs::write(codex_home.join("config.toml"), "# mine\nmodel = \"o3\"\n").unwrap();
+    let setup = |args: &[&str]| {
+        let mut command = ws.command(args);
+        command.current_dir(project.path()).env("CODEX_HOME", &codex_home);
+        crate::common::Run::from(command.output().expect("run setup")).ok().stdout
+    };
+
+    let first = setup(&["setup", "claude", "--mcp"]);
+    assert!(first.starts_with("✓ claude: MCP server `fleet` in "), "{first}");
+    let again = setup(&["setup", "claude", "--mcp"]);
+    assert!(again.contains("already there"), "{again}");
+    let claude: Value =
+        serde_json::from_str(&std::fs::read_to_string(project.path().join(".mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(claude["mcpServers"]["other"]["command"], "x");
+    assert_eq!(claude["mcpServers"]["fleet"]["args"], json!(["mcp"]));
+    let exe = claude["mcpServers"]["fleet"]["command"].as_str().unwrap();
+    assert!(std::path::Path::new(exe).is_absolute(), "{exe}");
+
+    setup(&["setup", "codex", "--mcp"]);
+    let toml = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
+    assert!(
+        toml.starts_with("# mine\nmodel = \"o3\"\n") && toml.contains("[mcp_servers.fleet]"),
+        "{toml}"
+    );
+    assert!(toml.contains("args = [\"mcp\"]"), "{toml}");
+
+    // bd's `setup` does the same for gemini and opencode.
+    setup(&["bd", "setup", "gemini", "--mcp"]);
+    let gemini = std::fs::read_to_string(project.path().join(".gemini/settings.json")).unwrap();
+    assert!(gemini.contains("\"mcpServers\""), "{gemini}");
+    setup(&["setup", "opencode", "--mcp", "--json"]);
+    let opencode: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join("opencode.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(opencode["mcp"]["fleet"]["type"], "local");
+    assert_eq!(opencode["mcp"]["fleet"]["command"][1], "mcp");
+
+    let mut unknown = ws.command(&["setup", "cursor", "--mcp"]);
+    unknown.current_dir(project.path());
+    let unknown = crate::common::Run::from(unknown.output().unwrap()).fails(2);
+    assert!(unknown.stderr.contains("no MCP setup for \"cursor\""), "{}", unknown.stderr);
+}
