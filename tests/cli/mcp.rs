@@ -136,7 +136,7 @@ fn the_queue_changes_through_the_mcp_tools() {
         .iter()
         .map(|i| i["id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(ready, [base.clone()]);
+    assert_eq!(ready, [base.as_str()]);
 
     mcp.ok("update", json!({ "id": base, "claim": true, "notes": "on it" }));
     mcp.ok("comment", json!({ "id": base, "text": "half done" }));
@@ -149,7 +149,7 @@ fn the_queue_changes_through_the_mcp_tools() {
 
     mcp.ok("close", json!({ "id": base, "reason": "done" }));
     assert_eq!(ws.json(&["show", &base])[0]["status"], "closed");
-    assert_eq!(ws.ready_ids(), [top.clone()]);
+    assert_eq!(ws.ready_ids(), [top.as_str()]);
     let other = ws.create("other", &[]);
     mcp.ok("dep_add", json!({ "issue": top, "depends_on": other }));
     assert!(ws.ready_ids().iter().all(|id| *id != top), "{:?}", ws.ready_ids());
