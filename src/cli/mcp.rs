@@ -9,8 +9,9 @@
 //! and the reason as text, which the model reads.
 //!
 //! Each tool is a fleet command line: the server runs this binary with `--json` and the
-//! command's arguments, in its own environment (so the workspace, the actor and, inside a
-//! `fleet run` attempt, `FLEET_TASK_ID` are the agent's), and returns the command's compact
+//! command's arguments, in its own environment (so the workspace and, inside a `fleet run`
+//! attempt, `FLEET_TASK_ID` are the agent's; there the actor is the agent's `$BD_ACTOR`, by
+//! which the supervisor knows the agent's own writes), and returns the command's compact
 //! JSON. So a tool is exactly its command: the same request through the same route
 //! ([`super::context::Context::submit`]), the same refusals (a claim of another task inside a
 //! run, see [`crate::tracker::stay_on_task`]), the same auto-export; nothing of the command
@@ -441,8 +442,12 @@ fn run_tool(tool: &Tool, args: &Map<String, Value>) -> Result<String, String> {
 /// Runs this binary as `fleet --json ARGV` and returns its stdout, or its error.
 fn run_fleet(argv: &[String]) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding the fleet binary: {e}"))?;
-    let output = std::process::Command::new(&exe)
-        .arg("--json")
+    let mut command = std::process::Command::new(&exe);
+    command.arg("--json");
+    if let Some(actor) = super::context::run_agent_actor() {
+        command.arg(format!("--actor={actor}"));
+    }
+    let output = command
         .args(argv)
         .stdin(std::process::Stdio::null())
         .output()

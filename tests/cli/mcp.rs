@@ -164,7 +164,8 @@ fn an_agent_mails_reserves_asks_and_stays_on_its_task() {
         ("FLEET_TASK_ID", mine.as_str()),
         ("FLEET_ATTEMPT", "01ATTEMPT"),
         ("FLEET_ARTIFACT_DIR", artifacts.to_str().unwrap()),
-        ("FLEET_ACTOR", "fleet@h/agent"),
+        // The supervisor's agent actor, over the person's FLEET_ACTOR the agent inherited.
+        ("BD_ACTOR", "fleet@h/agent"),
     ];
     let mut mcp = Client::start(&ws, &agent);
 
@@ -178,6 +179,7 @@ fn an_agent_mails_reserves_asks_and_stays_on_its_task() {
         (sent["from_task"].as_str(), sent["body"].as_str()),
         (Some(mine.as_str()), Some("-v moved the schema"))
     );
+    assert_eq!(sent["from"], "fleet@h/agent", "{sent}");
     let mut their_agent = Client::start(&ws, &[("FLEET_TASK_ID", theirs.as_str())]);
     let inbox = their_agent.ok("mail_inbox", json!({}));
     assert_eq!(inbox[0]["id"], sent["id"], "{inbox}");
