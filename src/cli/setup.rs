@@ -6,7 +6,7 @@
 //! | `claude` | `.mcp.json`; `~/.claude.json` | `mcpServers.fleet = {command, args}` |
 //! | `gemini` | `.gemini/settings.json`; `~/.gemini/settings.json` | `mcpServers.fleet = {command, args}` |
 //! | `opencode` | `opencode.json`; `~/.config/opencode/opencode.json` | `mcp.fleet = {type: local, command: [...]}` |
-//! | `codex` | `$CODEX_HOME/config.toml` (`~/.codex`) either way | `[mcp_servers.fleet]` command, args |
+//! | `codex` | `$CODEX_HOME/config.toml` (`~/.codex`) either way | `[mcp_servers.fleet]` command, args, env_vars ([`MCP_ENV`]) |
 //!
 //! Codex reads a project's `.codex/config.toml` only in trusted projects, so its entry goes to
 //! the user's file. Every other key of the file stays as it was (JSON keeps its key order,
@@ -31,6 +31,19 @@ pub struct SetupArgs {
     #[arg(long)]
     pub global: bool,
 }
+
+/// The variables `fleet mcp` needs from the agent's environment: the queue, and inside a run
+/// the task, its attempt and the agent's actor. Codex passes a stdio server only a short list
+/// of variables (HOME, PATH, …) unless its entry names more (`env_vars`).
+pub const MCP_ENV: [&str; 7] = [
+    "FLEET_HOME",
+    "BEADS_DIR",
+    "BD_ACTOR",
+    "FLEET_TASK_ID",
+    "FLEET_ATTEMPT",
+    "FLEET_TASK_DIR",
+    "FLEET_ARTIFACT_DIR",
+];
 
 /// The agents `--mcp` knows.
 pub const MCP_AGENTS: [&str; 4] = ["claude", "codex", "gemini", "opencode"];
@@ -161,7 +174,12 @@ fn with_codex_entry(text: &str, command: &[String]) -> Result<String, String> {
         return Err("`mcp_servers` is not a table".into());
     };
     let args: toml_edit::Array = command[1..].iter().map(String::as_str).collect();
-    let wanted = (toml_edit::value(command[0].as_str()), toml_edit::value(args));
+    let env_vars: toml_edit::Array = MCP_ENV.iter().copied().collect();
+    let wanted = [
+        ("command", toml_edit::value(command[0].as_str())),
+        ("args", toml_edit::value(args)),
+        ("env_vars", toml_edit::value(env_vars)),
+    ];
     let fleet = servers.entry("fleet").or_insert(toml_edit::table());
     let Some(fleet) = fleet.as_table_like_mut() else {
         return Err("`mcp_servers.fleet` is not a table".into());
@@ -169,9 +187,10 @@ fn with_codex_entry(text: &str, command: &[String]) -> Result<String, String> {
     let same = |key: &str, want: &toml_edit::Item| {
         bare_value(fleet.get(key)).is_some_and(|v| Some(v) == bare_value(Some(want)))
     };
-    if !(same("command", &wanted.0) && same("args", &wanted.1)) {
-        fleet.insert("command", wanted.0);
-        fleet.insert("args", wanted.1);
+    if !wanted.iter().all(|(key, value)| same(key, value)) {
+        for (key, value) in wanted {
+            fleet.insert(key, value);
+        }
     }
     Ok(doc.to_string())
 }
@@ -221,6 +240,12 @@ mod tests {
         assert!(after.starts_with(before), "{after}");
         assert!(
             after.contains("[mcp_servers.fleet]\ncommand = \"/bin/fleet\"\nargs = [\"mcp\"]"),
+            "{after}"
+        );
+        assert!(
+            after.contains(
+                "env_vars = [\"FLEET_HOME\", \"BEADS_DIR\", \"BD_ACTOR\", \"FLEET_TASK_ID\""
+            ),
             "{after}"
         );
         assert_eq!(with_codex_entry(&after, &command()).unwrap(), after);

@@ -217,32 +217,3 @@ fn mail_reaches_a_running_agent_at_its_next_turn() {
     assert_eq!(hook_deliveries, 1, "{}", context());
     assert_no_leftovers(&scene.sandbox, None, &context);
 }
-
-/// Issue 32: Claude Code calls a tool of `fleet mcp`, registered the way a user does it
-/// (`fleet setup claude --mcp --global` writes the agent's `~/.claude.json`): `ask_human`
-/// writes the question into the task's `Q&A.md` and blocks the task with it, and the tool's
-/// answer (exit 0, the answer comes in Q&A.md) reaches the model.
-#[test]
-fn an_mcp_tool_call_asks_a_human_and_blocks_the_task() {
-    let Some(scene) = CLAUDE.scene_with("mcp_ask_human", &[]) else { return };
-    let set_up = scene.sandbox.fleet(&["setup", "claude", "--mcp", "--global"]);
-    assert!(set_up.contains(".claude.json"), "{set_up}");
-    let mut supervisor = scene.start(true);
-    let status = supervisor.wait_exit(DEADLINE);
-    let context = scene.context(&supervisor);
-    assert_eq!(status.and_then(|s| s.code()), Some(4), "a task left blocked: exit 4{}", context());
-    let issue = scene.sandbox.show(&scene.id);
-    assert_eq!(issue["status"], "blocked", "{}", context());
-    assert!(issue["notes"].as_str().unwrap_or_default().contains("QUESTION: which schema"));
-    let qa = scene.sandbox.task_dir(&scene.id).join("artifacts").join("Q&A.md");
-    let qa = std::fs::read_to_string(&qa).unwrap_or_default();
-    assert!(qa.contains("## Q: which schema, v1 or v2?"), "{qa}{}", context());
-    let requests = scene.mock.model_requests();
-    let answered = requests.iter().any(|r| {
-        let text = r.all_text();
-        text.contains("Exit 0 now without closing the task")
-            && text.contains("\"status\":\"blocked\"")
-    });
-    assert!(answered, "the tool's result reached the model{}", context());
-    assert_no_leftovers(&scene.sandbox, None, &context);
-}
