@@ -222,6 +222,9 @@ fn handle_line(line: &str) -> Option<Value> {
         Ok(message) => message,
         Err(e) => return Some(error(Value::Null, -32700, &format!("parse error: {e}"))),
     };
+    if !message.is_object() {
+        return Some(error(Value::Null, -32600, "invalid request: one JSON object a line"));
+    }
     let id = message.get("id").cloned();
     let Some(method) = message.get("method").and_then(Value::as_str) else {
         // A response to us (we send no requests) or garbage: answer only what has an id.

@@ -224,6 +224,8 @@ fn bad_calls_are_named() {
         (Value::Null, json!(-32700))
     );
 
+    let batch = mcp.raw(r#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#);
+    assert_eq!(batch["error"]["code"], -32600, "{batch}");
     assert_eq!(mcp.refused("create", json!({})), "create: title is required");
     assert_eq!(
         mcp.refused("close", json!({ "id": "t-1", "why": "x" })),
