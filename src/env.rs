@@ -17,6 +17,8 @@
 //! | `FLEET_TERSE` | CLI output | the short text form of `ready`, `list` and `show`, as `--terse` (off) |
 //! | `FLEET_TASK_ID` | CLI (claims, mail, reservations), hooks | the task of the `fleet run` attempt this process belongs to: claims of other tasks are refused, mail is sent from it, reservations are made for it (none) |
 //! | `FLEET_TASK_DIR` | CLI (`bd mail inbox --new`) | the attempt's task directory, where the messages already shown to the agent are remembered (none) |
+//! | `FLEET_ARTIFACT_DIR` | CLI (`ask_human` of `fleet mcp`, the fake agent) | the attempt's artifact directory, where `Q&A.md` is (none) |
+//! | `HOME`, `CODEX_HOME` | CLI (`fleet setup --mcp`) | where user-level agent configs are (`~/.codex` for Codex) |
 //! | `FLEET_ATTEMPT` | CLI (reservations) | that attempt's id: a reservation lives while the task runs under it (none) |
 //!
 //! The whole environment ([`all`]) is what agents inherit and what redactors take secrets from.
@@ -52,9 +54,26 @@ pub fn attempt_task_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("FLEET_TASK_DIR").filter(|dir| !dir.is_empty()).map(Into::into)
 }
 
+/// The artifact directory of that attempt (`FLEET_ARTIFACT_DIR`: `Q&A.md` and the task's
+/// other carried-over files), unless unset or empty.
+pub fn artifact_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("FLEET_ARTIFACT_DIR").filter(|dir| !dir.is_empty()).map(Into::into)
+}
+
 /// The id of that attempt (`FLEET_ATTEMPT`), unless unset or empty.
 pub fn attempt_id() -> Option<String> {
     std::env::var("FLEET_ATTEMPT").ok().filter(|id| !id.trim().is_empty())
+}
+
+/// `HOME`, unless it is unset or empty.
+pub fn home_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME").filter(|home| !home.is_empty()).map(Into::into)
+}
+
+/// Codex's configuration directory: `CODEX_HOME`, else `~/.codex`.
+pub fn codex_home() -> Option<std::path::PathBuf> {
+    let named = std::env::var_os("CODEX_HOME").filter(|dir| !dir.is_empty()).map(Into::into);
+    named.or_else(|| Some(home_dir()?.join(".codex")))
 }
 
 /// `FLEET_HOME`, unless it is unset or empty.

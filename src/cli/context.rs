@@ -336,6 +336,15 @@ fn resolve_actor(flag: Option<String>, mode: Mode) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// The actor of a `fleet run` agent: inside an attempt (`FLEET_TASK_ID`), `$BD_ACTOR`, which
+/// the supervisor sets for its agents and by which it knows their writes as their own (a
+/// `$FLEET_ACTOR` the agent inherited from the person's shell must not hide it). `fleet mcp`
+/// acts as it, as the agent's `bd` would.
+pub fn run_agent_actor() -> Option<String> {
+    crate::env::attempt_task()?;
+    non_empty_env("BD_ACTOR")
+}
+
 /// `git config user.name`, if git is installed and it is set. One short process (~1 ms).
 fn git_user_name() -> Option<String> {
     let output = Command::new("git")

@@ -157,12 +157,8 @@ fn read_answer() -> Result<(), CliError> {
 
 /// Appends the question to `$FLEET_ARTIFACT_DIR/Q&A.md`, as the agent protocol asks.
 fn ask_in_qa(question: &str) -> Result<(), CliError> {
-    let Some(dir) = std::env::var_os("FLEET_ARTIFACT_DIR") else { return Ok(()) };
-    let path = std::path::Path::new(&dir).join("Q&A.md");
-    let fail = |e: std::io::Error| CliError::new(format!("fake agent: {}: {e}", path.display()));
-    let mut file =
-        std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(fail)?;
-    writeln!(file, "## Q: {question}\n\nTried: nothing yet.").map_err(fail)
+    let Some(dir) = crate::env::artifact_dir() else { return Ok(()) };
+    super::qa::append_question(&dir.join(super::task::QA_FILE), question, "")
 }
 
 fn ignore_sigterm() {

@@ -27,6 +27,7 @@ mod label;
 mod log;
 mod logging;
 mod mail;
+mod mcp;
 mod merge;
 mod merges;
 mod notify;
@@ -41,6 +42,7 @@ mod receipt;
 pub(crate) mod reserve;
 mod run;
 mod serve;
+mod setup;
 mod signals;
 mod style;
 mod sync;
@@ -251,6 +253,12 @@ parse::deferred_and_eager! {
     /// Messages between agents and people: send, inbox, ack, thread (agents: `bd mail`).
     #[command(subcommand)]
     Mail(mail::MailCommand),
+    /// Serve the queue to coding agents as an MCP server on stdin/stdout (tools: ready, show,
+    /// create, update, comment, close, dep_add, mail_*, reserve, release_files, ask_human).
+    Mcp(mcp::McpArgs),
+    /// Set up a coding-agent CLI for fleet: `--mcp` registers `fleet mcp` as its MCP server
+    /// (claude, codex, gemini, opencode).
+    Setup(setup::SetupArgs),
     /// Reserve files for a task's work (advisory; the pre-commit guard enforces --exclusive).
     Reserve(reserve::ReserveArgs),
     /// End a task's file reservations.
@@ -423,6 +431,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Notify(args) => notify::cmd_notify(&ctx, args),
         Command::Answer(args) => qa::cmd_answer(&ctx, args),
         Command::Mail(command) => mail::cmd_mail(&ctx, command),
+        Command::Mcp(args) => mcp::cmd_mcp(args),
+        Command::Setup(args) => setup::cmd_setup(&ctx, args),
         Command::Reserve(args) => reserve::cmd_reserve(&ctx, args),
         Command::ReleaseFiles(args) => reserve::cmd_release_files(&ctx, args),
         Command::Doctor(args) => doctor::cmd_doctor(&ctx, args),

@@ -91,14 +91,11 @@ pub fn cmd_answer(ctx: &Context, args: AnswerArgs) -> Result<(), CliError> {
     if args.answer.trim().is_empty() {
         return Err(CliError::usage("the answer is empty").with_hint("fleet answer <id> \"…\""));
     }
-    let home = fleet_home()?;
     let store = ctx.store()?;
     let reader = store.read()?;
     let id = reader.resolve(&args.id)?;
     let issue = reader.issue(&id)?.ok_or_else(|| CliError::new(format!("no issue {id}")))?;
-    let root = super::tasks::task_root(&home, &id)
-        .ok_or_else(|| CliError::new(format!("task id {id} cannot name a task directory")))?;
-    let qa = root.join("artifacts").join(QA_FILE);
+    let qa = qa_file(&id)?;
     append_answer(&qa, ctx.actor(), ctx.now(), &args.answer)?;
     let reopened = issue.status == Status::Blocked;
     if reopened {
@@ -123,6 +120,38 @@ pub fn cmd_answer(ctx: &Context, args: AnswerArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The `Q&A.md` of task `id` in fleet's home: `tasks/<id>/artifacts/Q&A.md`, where each
+/// attempt's `$FLEET_ARTIFACT_DIR` is.
+pub fn qa_file(id: &str) -> Result<std::path::PathBuf, CliError> {
+    let root = super::tasks::task_root(&fleet_home()?, id)
+        .ok_or_else(|| CliError::new(format!("task id {id} cannot name a task directory")))?;
+    Ok(root.join("artifacts").join(QA_FILE))
+}
+
+/// Appends a question as the agent protocol asks (`## Q: <question>`, then what was tried
+/// and is needed) to the `Q&A.md` at `path`, redacted.
+pub fn append_question(
+    path: &std::path::Path,
+    question: &str,
+    details: &str,
+) -> Result<(), CliError> {
+    let details = if details.trim().is_empty() { "Tried: nothing yet." } else { details.trim() };
+    let redactor = crate::supervisor::process_redactor();
+    let block = format!("## Q: {question}\n\n{details}\n");
+    append(path, &redactor.redact_text(&block))
+}
+
+/// Appends `text` to the file at `path`, making its directory.
+fn append(path: &std::path::Path, text: &str) -> Result<(), CliError> {
+    let fail = |e: std::io::Error| CliError::new(format!("writing {}: {e}", path.display()));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)
+}
+
 /// Appends `## A: <time> — <actor>` and the answer (redacted) to `Q&A.md`.
 fn append_answer(
     path: &std::path::Path,
@@ -130,12 +159,6 @@ fn append_answer(
     now: jiff::Timestamp,
     answer: &str,
 ) -> Result<(), CliError> {
-    let fail = |e: std::io::Error| CliError::new(format!("writing {}: {e}", path.display()));
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(fail)?;
-    }
     let answer = crate::supervisor::process_redactor().redact_text(answer.trim()).into_owned();
-    let mut file =
-        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(fail)?;
-    write!(file, "\n## A: {now} — {actor}\n\n{answer}\n").map_err(fail)
+    append(path, &format!("\n## A: {now} — {actor}\n\n{answer}\n"))
 }

@@ -24,6 +24,7 @@ mod errors;
 mod hooks;
 mod lifecycle;
 mod logging;
+mod mcp;
 mod other;
 mod output;
 mod readiness;

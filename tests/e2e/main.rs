@@ -36,6 +36,7 @@ mod coder;
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
+mod mcp;
 mod mock;
 mod table;
 

@@ -79,6 +79,9 @@ pub struct Reply {
     pub text: Option<String>,
     /// A shell command the model asks to run (Claude's `Bash`, Codex's `exec_command`).
     pub bash: Option<String>,
+    /// Another tool the model calls by name, with its input (the Messages API only: an MCP
+    /// tool is `mcp__<server>__<tool>` there).
+    pub tool: Option<ToolCall>,
     /// The prompt size reported in the usage (Anthropic: `message_start.usage.input_tokens`).
     pub input_tokens: Option<u64>,
     /// Answer with this HTTP error status instead.
@@ -90,6 +93,14 @@ pub struct Reply {
     pub error_body: Option<Value>,
     /// Read the request and never answer.
     pub stall: bool,
+}
+
+/// A tool call of a [`Reply`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    pub name: String,
+    pub input: Value,
 }
 
 impl Script {
@@ -628,13 +639,17 @@ fn anthropic_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Valu
         events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
         index += 1;
     }
-    if let Some(command) = &reply.bash {
-        let input = json!({"command": command, "description": "Run the command"});
+    let bash = reply
+        .bash
+        .as_ref()
+        .map(|command| ("Bash", json!({"command": command, "description": "Run the command"})));
+    let call = bash.or_else(|| reply.tool.as_ref().map(|t| (t.name.as_str(), t.input.clone())));
+    if let Some((name, input)) = &call {
         events.push((
             "content_block_start",
             json!({"type": "content_block_start", "index": index,
                    "content_block": {"type": "tool_use", "id": format!("toolu_mock_{id}"),
-                                     "name": "Bash", "input": {}}}),
+                                     "name": name, "input": {}}}),
         ));
         events.push((
             "content_block_delta",
@@ -643,7 +658,7 @@ fn anthropic_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Valu
         ));
         events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
     }
-    let stop_reason = if reply.bash.is_some() { "tool_use" } else { "end_turn" };
+    let stop_reason = if call.is_some() { "tool_use" } else { "end_turn" };
     events.push((
         "message_delta",
         json!({"type": "message_delta",

@@ -5,7 +5,8 @@
 //! (`bd prime --hook-json`, or `bd prime --stealth --hook-json`) in the agent's
 //! `settings.json` — the project's by default, the user's with `--global` — keeping every
 //! other setting; the other recipes put the AGENTS.md snippet of `bd onboard` in the file
-//! that agent reads. Running it again changes nothing.
+//! that agent reads. Running it again changes nothing. With `--mcp` it registers fleet's MCP
+//! server with the agent instead (`claude`, `codex`, `gemini`, `opencode`; see `cli::setup`).
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +73,10 @@ pub struct SetupArgs {
     /// List the recipes.
     #[arg(long)]
     pub list: bool,
+    /// Register fleet's MCP server (`fleet mcp`) with the agent instead: claude, codex,
+    /// gemini or opencode.
+    #[arg(long)]
+    pub mcp: bool,
 }
 
 /// Where a recipe writes, and what.
@@ -126,6 +131,11 @@ pub fn cmd_setup(ctx: &BdContext, args: SetupArgs) -> Result<(), CliError> {
         ctx.out.emit(&names, || lines.join("\n"));
         return Ok(());
     };
+    if args.mcp {
+        let done = crate::cli::setup::install_mcp(recipe, args.global)?;
+        ctx.out.emit(&done, || done.describe());
+        return Ok(());
+    }
     let command =
         if args.stealth { "bd prime --stealth --hook-json" } else { "bd prime --hook-json" };
     let target = target(recipe, args.global)?;
