@@ -24,6 +24,7 @@
 //! and the likely intended key; a value of the wrong type or out of range names the line and
 //! the allowed range; a coder that does not exist or cannot be run names its table.
 
+pub mod budget;
 mod check;
 mod edit;
 pub mod keys;
@@ -42,6 +43,7 @@ pub use edit::{ConfigChange, SetError, header, set_values, unset_keys, value_of}
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
 pub use merge::{Isolation, MergeConfig, Strategy};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
+pub use budget::{BudgetConfig, DayCap};
 pub use notify::NotifyConfig;
 pub use prices::{Price, price_of};
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};

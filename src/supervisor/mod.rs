@@ -32,6 +32,7 @@
 //! ([`crate::journal::spawn_periodic`]).
 
 pub mod accounts;
+pub mod budget;
 mod claiming;
 pub mod daemon;
 pub mod guard;
@@ -310,6 +311,16 @@ pub enum Event {
     },
     /// A merge lane finished with an entry: landed, refused, in conflict, or back in line.
     Land(landing::LandReport),
+    /// `[budget]` holds back new attempts: `scope` (`fleet`, `coder NAME`, `account
+    /// CODER@ACCOUNT`, `task`) has too little left for the next one; a day cap resets at
+    /// `until`. Sent when the reason changes; `detail` empty and no `until` means claims go on
+    /// again.
+    Budget {
+        scope: String,
+        detail: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        until: Option<Timestamp>,
+    },
 }
 
 /// Counts for the final summary.
@@ -397,6 +408,10 @@ pub struct Supervisor {
     notifier: Option<crate::notify::Notifier>,
     /// Which events become notices.
     noticer: notices::Noticer,
+    /// What `[budget]` refused in the last claim pass that started nothing.
+    budget_refused: Option<budget::Refusal>,
+    /// The day cap holding new attempts back, as told (event, `state/budget-held.json`).
+    budget_held: Option<budget::Held>,
 }
 
 /// Spawning held back after an agent could not start for want of a resource (open files,
@@ -471,6 +486,8 @@ impl Supervisor {
             landing_ready: 0,
             notifier: None,
             noticer: notices::Noticer::default(),
+            budget_refused: None,
+            budget_held: None,
         })
     }
 
@@ -949,6 +966,11 @@ impl Supervisor {
     /// waits out the supervisor's own retry backoff, and no coder pause that ends soon by itself
     /// holds work back. Work a person deferred (`defer_until`) does not keep the run going.
     async fn idle(&self) -> bool {
+        if let Some(refusal) = &self.budget_refused {
+            let why = format!("budget ({}): {} (`fleet budget`)", refusal.scope, refusal.detail);
+            self.emit(Event::Idle { paused: vec![why] });
+            return true;
+        }
         let actor = self.me.name.clone();
         let default_coder = self.cfg().coder.clone();
         let places = self.places();
@@ -1000,7 +1022,7 @@ impl Supervisor {
 
     fn start(
         &mut self,
-        Claimed { issue, no_worktree }: Claimed,
+        Claimed { issue, no_worktree, budget }: Claimed,
         runners: &mut JoinSet<Finished>,
         stop: &watch::Receiver<Stop>,
         signals: &mpsc::UnboundedSender<Signal>,
@@ -1100,6 +1122,7 @@ impl Supervisor {
                         stop,
                         control,
                         mail,
+                        budget,
                     };
                     runner::run(attempt, signals).await
                 }

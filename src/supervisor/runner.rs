@@ -1,6 +1,6 @@
 //! One attempt of one task: spawn the agent in its own process group, stream and log its
-//! events, watch for context pressure, rate limits, silence, the attempt deadline and the
-//! supervisor's orders, stop it when needed, clean up everything it left, and return an
+//! events, watch for context pressure, rate limits, the attempt's budget, silence, the attempt
+//! deadline and the supervisor's orders, stop it when needed, clean up everything it left, and return an
 //! [`Outcome`].
 //!
 //! The runner never writes the queue: the supervisor records the outcome. It talks to the
@@ -107,6 +107,8 @@ pub struct Attempt {
     pub control: watch::Receiver<Control>,
     /// The messages for the task not yet acknowledged, for the prompt.
     pub mail: Vec<crate::coord::Message>,
+    /// What the attempt may spend at most (`[budget]`): at it the agent is stopped.
+    pub budget: super::budget::Cap,
 }
 
 impl Attempt {
@@ -150,6 +152,8 @@ enum Halt {
     WrapUpOver,
     /// The CLI said on stderr that it retries a provider that fails (5xx, overloaded).
     Outage(String),
+    /// The attempt reached what was left of a `[budget]` cap: what it spent.
+    Budget(String),
 }
 
 /// What the agent's own output said went wrong, gathered while it ran.
@@ -474,6 +478,7 @@ fn stopped_outcome(stop: Halt, code: Option<i32>) -> Outcome {
         Halt::Revoked(reason) => Outcome::Revoked { reason },
         Halt::WrapUpOver => Outcome::Exited { code, reason: String::new() },
         Halt::Outage(detail) => Outcome::CoderFault { cause: PauseCause::Outage, detail },
+        Halt::Budget(detail) => Outcome::OverBudget { detail },
     }
 }
 
@@ -631,6 +636,9 @@ async fn watch_output(
                     sinks.meter.observe(&event);
                     if let Some(stop) = judge(&event, &mut pressure, &scope, settings, signals) {
                         return Some(stop);
+                    }
+                    if let Some(spent) = attempt.budget.exceeded(sinks.meter.usage()) {
+                        return Some(Halt::Budget(spent));
                     }
                 }
                 sinks.meter.save_if_due(&root);
