@@ -7,6 +7,7 @@
 
 mod agent_stats;
 mod bd;
+mod budget;
 mod claim;
 mod comment;
 mod completions;
@@ -245,6 +246,8 @@ parse::deferred_and_eager! {
     Questions(qa::QuestionsArgs),
     /// Check where a person is told the fleet needs them (`[notify]` in runtime.toml).
     Notify(notify::NotifyArgs),
+    /// What the `[budget]` caps allow: spent, left and reset per scope; `raise` one.
+    Budget(budget::BudgetArgs),
     /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
     Answer(qa::AnswerArgs),
     /// Messages between agents and people: send, inbox, ack, thread (agents: `bd mail`).
@@ -420,6 +423,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Resume(args) => control::cmd_resume(&ctx, args),
         Command::Questions(args) => qa::cmd_questions(&ctx, args),
         Command::Notify(args) => notify::cmd_notify(&ctx, args),
+        Command::Budget(args) => budget::cmd_budget(&ctx, args),
         Command::Answer(args) => qa::cmd_answer(&ctx, args),
         Command::Mail(command) => mail::cmd_mail(&ctx, command),
         Command::Reserve(args) => reserve::cmd_reserve(&ctx, args),

@@ -84,7 +84,9 @@ impl BudgetConfig {
                 ));
             }
             if negative(cap.usd_per_day) {
-                return Some(format!("budget.accounts.{name:?}.usd_per_day must be 0 or more dollars"));
+                return Some(format!(
+                    "budget.accounts.{name:?}.usd_per_day must be 0 or more dollars"
+                ));
             }
         }
         None

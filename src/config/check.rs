@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::IntoDeserializer;
 use toml_edit::{Item, TableLike};
 
-use super::keys::{KEYS, KeyInfo, TABLES, KeyKind, KeyValue, Legacy, RuntimeConfig};
+use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, Legacy, RuntimeConfig, TABLES};
 use super::prices::PRICE_KEYS;
 use super::{ConfigError, ConfigErrorKind, Price};
 use crate::coders::account::{self, Account};
@@ -121,8 +121,7 @@ fn unknown_top_level_key(
     } else {
         "remove it or fix its spelling; `fleet config show` lists every key".to_owned()
     };
-    let top_level: Vec<&str> =
-        KEYS.iter().map(|k| k.name).chain(TABLES).collect();
+    let top_level: Vec<&str> = KEYS.iter().map(|k| k.name).chain(TABLES).collect();
     unknown(source, name, name, &top_level, line, hint)
 }
 

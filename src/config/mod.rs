@@ -38,12 +38,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use budget::{BudgetConfig, DayCap};
 use check::Source;
-pub use edit::{ConfigChange, SetError, header, set_values, unset_keys, value_of};
+pub use edit::{ConfigChange, SetError, header, raise_budget, set_values, unset_keys, value_of};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
 pub use merge::{Isolation, MergeConfig, Strategy};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};
-pub use budget::{BudgetConfig, DayCap};
 pub use notify::NotifyConfig;
 pub use prices::{Price, price_of};
 pub use watch::{ConfigWatcher, FileStamp, Reload, file_stamp};

@@ -37,10 +37,7 @@ pub fn day_of(now: Timestamp) -> (Timestamp, Timestamp) {
     let zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
     let zoned = now.to_zoned(zone);
     let start = zoned.start_of_day().map_or(now, |z| z.timestamp());
-    let end = zoned
-        .tomorrow()
-        .and_then(|t| t.start_of_day())
-        .map_or(now, |z| z.timestamp());
+    let end = zoned.tomorrow().and_then(|t| t.start_of_day()).map_or(now, |z| z.timestamp());
     (start, end)
 }
 
@@ -93,8 +90,7 @@ impl Spending {
     /// The median cost of the latest [`RECENT`] attempts of `coder` with `model`.
     fn median(&self, coder: &str, model: &str) -> Option<f64> {
         let costs = self.recent.get(&(coder.to_owned(), model.to_owned()))?;
-        let mut latest: Vec<f64> =
-            costs.iter().rev().take(RECENT).map(|(_, cost)| *cost).collect();
+        let mut latest: Vec<f64> = costs.iter().rev().take(RECENT).map(|(_, cost)| *cost).collect();
         latest.sort_by(f64::total_cmp);
         match latest.len() {
             0 => None,
@@ -277,6 +273,7 @@ impl Held {
         let path = home.join("state").join(HELD_FILE);
         match held {
             Some(held) => {
+                std::fs::create_dir_all(home.join("state"))?;
                 let text = serde_json::to_string(held).map_err(std::io::Error::other)?;
                 crate::fsutil::write_atomic(&path, text.as_bytes())
             }

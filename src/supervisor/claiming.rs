@@ -13,10 +13,10 @@ use tokio::sync::mpsc;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::Event;
 use super::REMOTE_RETRY;
 use super::SharedPlaces;
 use super::Stop;
-use super::Event;
 use super::Supervisor;
 use super::accounts;
 use super::budget;
@@ -416,7 +416,11 @@ impl Supervisor {
                 detail: h.detail.clone(),
                 until: Some(h.until),
             },
-            None => Event::Budget { scope: before.unwrap_or_default(), detail: String::new(), until: None },
+            None => Event::Budget {
+                scope: before.unwrap_or_default(),
+                detail: String::new(),
+                until: None,
+            },
         };
         self.budget_held = held;
         self.emit(event);

@@ -459,6 +459,8 @@ impl Supervisor {
             .map_err(|e| StartError::Config(e.to_string()))?;
         let me = Identity::current(&options.actor);
         let pauses = Pauses::load(&options.home);
+        // A hold recorded by an earlier run is told over (or cleared) by this one's claims.
+        let budget_held = budget::Held::load(&options.home, Timestamp::now());
         let holds = hold::HoldWatch::new(&options.home).map_err(StartError::Holds)?;
         // Agents' writes served by this process are masked with the config's secrets too.
         tracker::set_inbound_redactor(config.redactor().clone());
@@ -487,7 +489,7 @@ impl Supervisor {
             notifier: None,
             noticer: notices::Noticer::default(),
             budget_refused: None,
-            budget_held: None,
+            budget_held,
         })
     }
 

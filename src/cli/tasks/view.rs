@@ -92,7 +92,7 @@ pub struct PauseRow {
     /// The coder's account, when only it is paused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-    /// `rate limit`, `not logged in`, … or `fleet pause`.
+    /// `rate limit`, `not logged in`, …, `budget` or `fleet pause`.
     pub cause: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub until: Option<Timestamp>,
@@ -533,7 +533,7 @@ fn holds_and_warnings(home: &Path) -> (Holds, Vec<String>) {
 }
 
 /// The supervisor's pauses in force (a coder whose every account is paused also as a whole),
-/// then people's holds.
+/// a day cap of `[budget]` holding every new attempt back, then people's holds.
 fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp) -> Vec<PauseRow> {
     let pauses = Pauses::load(home);
     let by_accounts = config.coders.keys().filter_map(|coder| {
@@ -552,6 +552,17 @@ fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp
             detail: pause.detail,
         })
         .collect();
+    if let Some(held) = crate::supervisor::budget::Held::load(home, now) {
+        let detail = format!("{} cap: {} (`fleet budget`)", held.scope, held.detail);
+        let until = Some(held.until);
+        rows.push(PauseRow {
+            coder: "*".into(),
+            account: None,
+            cause: "budget".into(),
+            until,
+            detail,
+        });
+    }
     let coders = holds.coders.iter().map(|(c, h)| (c.clone(), None, h));
     let accounts = holds.accounts.iter().flat_map(|(coder, accounts)| {
         accounts.iter().map(move |(account, h)| (coder.clone(), Some(account.clone()), h))
