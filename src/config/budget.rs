@@ -67,7 +67,7 @@ impl BudgetConfig {
 
     /// What is wrong with the table, in words naming the key and the fix.
     pub fn problem(&self) -> Option<String> {
-        let negative = |amount: Option<f64>| amount.is_some_and(|usd| !(usd >= 0.0));
+        let negative = |amount: Option<f64>| amount.is_some_and(|usd| usd.is_nan() || usd < 0.0);
         if negative(self.usd_per_task) {
             return Some("budget.usd_per_task must be 0 or more dollars".to_owned());
         }

@@ -303,7 +303,7 @@ pub fn unset_keys(path: &Path, keys: &[String]) -> Result<ConfigChange, SetError
 /// is not set cannot be raised (there is no cap). Returns the change (the key and its new
 /// value in `set`).
 pub fn raise_budget(path: &Path, scope: &str, amount: f64) -> Result<ConfigChange, SetError> {
-    if !(amount > 0.0) {
+    if amount.is_nan() || amount <= 0.0 {
         return Err(SetError::new(format!("cannot raise a budget by {amount}"))
             .hint("give a positive amount: fleet budget raise day 5"));
     }

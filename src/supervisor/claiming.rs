@@ -448,7 +448,8 @@ impl Supervisor {
             let running_on = |name: &str| {
                 self.running.values().filter(|r| r.coder == coder && r.account == name).count()
             };
-            if let Some(account) = self.rotation.pick(coder, &usable, running_on) {
+            let next_reset = |name: &str| self.windows.next_reset(coder, name, now);
+            if let Some(account) = self.rotation.pick(coder, &usable, running_on, next_reset) {
                 chosen.insert(coder.to_owned(), account.name.clone());
             }
         }

@@ -388,6 +388,9 @@ pub struct Supervisor {
     holds: hold::HoldWatch,
     /// When each account last started an agent (the tie-break of account rotation).
     rotation: accounts::Rotation,
+    /// The accounts' rate-limit windows as their CLIs reported them (accounts that reset
+    /// soonest are used first).
+    windows: accounts::Windows,
     /// The machine ran out of a resource starting an agent: spawning is held back.
     short: Option<Shortage>,
     /// Where tasks' working directories are on this machine (`crate::place`), for the roots
@@ -480,6 +483,7 @@ impl Supervisor {
             damaged: None,
             wake: Arc::new(tokio::sync::Notify::new()),
             rotation: accounts::Rotation::default(),
+            windows: accounts::Windows::default(),
             short: None,
             places: Arc::new(std::sync::Mutex::new((String::new(), Places::new(&[], None)))),
             lanes_busy: std::collections::BTreeSet::new(),
@@ -1149,6 +1153,10 @@ impl Supervisor {
                 let detail = rate_limit_detail(window.as_deref(), near);
                 let scope = Scope::of_attempt(&coder, &account, PauseCause::RateLimit);
                 self.pause_for_rate_limit(&scope, resets_at, &detail);
+            }
+            Signal::Window { coder, account, window, resets_at, utilization_pct } => {
+                let seen = accounts::Window { resets_at, utilization_pct };
+                self.windows.observe((&coder, &account), window.as_deref(), seen);
             }
         }
     }

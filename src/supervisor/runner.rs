@@ -133,6 +133,15 @@ pub enum Signal {
         window: Option<String>,
         near: Option<f64>,
     },
+    /// The CLI of an attempt on an account reported one of its rate-limit windows (allowed
+    /// or not): for choosing accounts by reset time.
+    Window {
+        coder: String,
+        account: String,
+        window: Option<String>,
+        resets_at: Option<Timestamp>,
+        utilization_pct: Option<f64>,
+    },
 }
 
 /// Why the runner stopped the agent itself.
@@ -824,6 +833,15 @@ fn judge(
         return Some(Halt::Pressure { peak: pressure.peak.max(limit), limit });
     }
     let rate = event.rate_limit.as_ref()?;
+    if !scope.1.is_empty() {
+        let _ = signals.send(Signal::Window {
+            coder: scope.0.clone(),
+            account: scope.1.clone(),
+            window: rate.window.clone(),
+            resets_at: rate.resets_at,
+            utilization_pct: rate.utilization_pct,
+        });
+    }
     // An API retry that carries a 429 is informational: the CLI retries by itself and may
     // recover. Only a rate-limit event (or a final 429 result) stops the agent.
     if rate.status == RateLimitStatus::Rejected && event.kind != EventKind::ApiRetry {
