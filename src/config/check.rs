@@ -466,8 +466,27 @@ fn check_accounts(
         _ => return Err(wrong_type(source, dotted, expected, value, line)),
     };
     let mut seen: Vec<&str> = Vec::new();
+    let mut logins: Vec<(&str, &str, &str)> = Vec::new();
     for (index, (table, line)) in tables.into_iter().enumerate() {
         let name = check_account(source, &format!("{dotted}[{index}]"), table, line)?;
+        let env = table.get("env").and_then(Item::as_table_like);
+        let pairs = env.into_iter().flat_map(|env| env.iter());
+        for (var, value) in pairs.filter(|(var, _)| account::selects_login(var)) {
+            let Some(value) = value.as_str().map(account::login_value) else { continue };
+            if let Some((other, _, _)) = logins.iter().find(|(_, v, x)| *v == var && *x == value) {
+                return Err(ConfigError::new(
+                    source.path,
+                    ConfigErrorKind::Invalid,
+                    format!(
+                        "{dotted}[{index}]: accounts {other:?} and {name:?} resolve to the same login (the same {var}): they would share one quota"
+                    ),
+                )
+                .at(line)
+                .key(dotted)
+                .hint("give each account a login or key of its own, or remove one of them"));
+            }
+            logins.push((name, var, value));
+        }
         if seen.contains(&name) {
             return Err(ConfigError::new(
                 source.path,
