@@ -466,6 +466,7 @@ fn operator_scenario(schemas: &Schemas) {
     let events = check_lines(schemas, "run-event", &run.stdout);
     assert_eq!(events.last().unwrap()["type"], "stopped");
     schemas.check("error", &serde_json::from_str(&run.stderr).expect("one JSON error"));
+    assert_eq!(s.out("accounts", &["accounts"])["accounts"], json!([]));
     let budget = s.out("budget", &["budget"]);
     assert_eq!(
         (&budget["days"][0]["scope"], &budget["spent_today_usd"]),

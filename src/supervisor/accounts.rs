@@ -21,39 +21,74 @@
 //! without accounts behaves as it always has. [`availability`] answers both questions of a
 //! claim at once: which accounts a coder may use, or what stops it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
 
 use super::hold::Holds;
 use super::pause::{Pause, Pauses, Scope};
 use crate::coders::Account;
+use crate::coders::account::qualified;
 use crate::config::RuntimeConfig;
 
 /// One rate-limit window of an account, as its CLI last reported it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Window {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resets_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utilization_pct: Option<f64>,
 }
 
-/// What the accounts' CLIs last said about their windows in this run: `(coder, account)` →
-/// window name (`five_hour`, `seven_day`; empty when unnamed) → the window.
-#[derive(Debug, Default)]
+/// The file under `FLEET_HOME/state` holding [`Windows`], for `fleet accounts` and restarts.
+const WINDOWS_FILE: &str = "windows.json";
+
+/// What the accounts' CLIs last said about their windows: `coder@account` → window name
+/// (`five_hour`, `seven_day`; empty when unnamed) → the window. Kept in `state/windows.json`.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Windows {
-    seen: HashMap<(String, String), std::collections::BTreeMap<String, Window>>,
+    seen: BTreeMap<String, BTreeMap<String, Window>>,
 }
 
 impl Windows {
-    /// Records a report about `window` of `coder`'s `account`.
-    pub fn observe(&mut self, (coder, account): (&str, &str), window: Option<&str>, seen: Window) {
-        let windows = self.seen.entry((coder.to_owned(), account.to_owned())).or_default();
-        windows.insert(window.unwrap_or_default().to_owned(), seen);
+    /// The windows recorded under `home` (none when missing or unreadable).
+    pub fn load(home: &Path) -> Windows {
+        let path = home.join("state").join(WINDOWS_FILE);
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the windows under `home`.
+    pub fn save(&self, home: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(home.join("state"))?;
+        let text = serde_json::to_string(self).map_err(std::io::Error::other)?;
+        crate::fsutil::write_atomic(&home.join("state").join(WINDOWS_FILE), text.as_bytes())
+    }
+
+    /// Records a report about `window` of `coder`'s `account`; whether it changed anything.
+    pub fn observe(
+        &mut self,
+        (coder, account): (&str, &str),
+        window: Option<&str>,
+        seen: Window,
+    ) -> bool {
+        let windows = self.seen.entry(qualified(coder, Some(account))).or_default();
+        windows.insert(window.unwrap_or_default().to_owned(), seen) != Some(seen)
+    }
+
+    /// The windows known of `coder`'s `account`, by name.
+    pub fn of(&self, coder: &str, account: &str) -> Option<&BTreeMap<String, Window>> {
+        self.seen.get(&qualified(coder, Some(account)))
     }
 
     /// When the first of the account's known windows resets, if one resets after `now`.
     pub fn next_reset(&self, coder: &str, account: &str, now: Timestamp) -> Option<Timestamp> {
-        let windows = self.seen.get(&(coder.to_owned(), account.to_owned()))?;
+        let windows = self.of(coder, account)?;
         windows.values().filter_map(|w| w.resets_at).filter(|at| *at > now).min()
     }
 }
@@ -194,8 +229,6 @@ pub fn coder_paused_by_accounts(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use jiff::SignedDuration;
 
     use super::*;

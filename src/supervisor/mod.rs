@@ -464,6 +464,8 @@ impl Supervisor {
         let pauses = Pauses::load(&options.home);
         // A hold recorded by an earlier run is told over (or cleared) by this one's claims.
         let budget_held = budget::Held::load(&options.home, Timestamp::now());
+        // What the accounts' CLIs said of their windows before a restart still orders them.
+        let windows = accounts::Windows::load(&options.home);
         let holds = hold::HoldWatch::new(&options.home).map_err(StartError::Holds)?;
         // Agents' writes served by this process are masked with the config's secrets too.
         tracker::set_inbound_redactor(config.redactor().clone());
@@ -483,7 +485,7 @@ impl Supervisor {
             damaged: None,
             wake: Arc::new(tokio::sync::Notify::new()),
             rotation: accounts::Rotation::default(),
-            windows: accounts::Windows::default(),
+            windows,
             short: None,
             places: Arc::new(std::sync::Mutex::new((String::new(), Places::new(&[], None)))),
             lanes_busy: std::collections::BTreeSet::new(),
@@ -1156,7 +1158,11 @@ impl Supervisor {
             }
             Signal::Window { coder, account, window, resets_at, utilization_pct } => {
                 let seen = accounts::Window { resets_at, utilization_pct };
-                self.windows.observe((&coder, &account), window.as_deref(), seen);
+                if self.windows.observe((&coder, &account), window.as_deref(), seen)
+                    && let Err(error) = self.windows.save(&self.options.home)
+                {
+                    tracing::warn!(%error, "cannot record the accounts' windows in state/windows.json");
+                }
             }
         }
     }
