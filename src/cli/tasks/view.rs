@@ -518,6 +518,18 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
         .fold(0.0, |total, cost| total + cost)
 }
 
+/// The coder and account a `[budget]` hold's scope (`fleet`, `coder NAME`, `account C@A`)
+/// stops: `*` for the whole fleet.
+fn budget_scope(scope: &str) -> (String, Option<String>) {
+    if let Some(coder) = scope.strip_prefix("coder ") {
+        return (coder.to_owned(), None);
+    }
+    match scope.strip_prefix("account ").and_then(|name| name.split_once('@')) {
+        Some((coder, account)) => (coder.to_owned(), Some(account.to_owned())),
+        None => ("*".to_owned(), None),
+    }
+}
+
 /// People's holds (`fleet pause`); a file that cannot be read is a warning, since the
 /// supervisor will not start on it, and reads as no holds.
 fn holds_and_warnings(home: &Path) -> (Holds, Vec<String>) {
@@ -553,15 +565,10 @@ fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp
         })
         .collect();
     if let Some(held) = crate::supervisor::budget::Held::load(home, now) {
-        let detail = format!("{} cap: {} (`fleet budget`)", held.scope, held.detail);
+        let (coder, account) = budget_scope(&held.scope);
+        let detail = format!("{} (`fleet budget`)", held.detail);
         let until = Some(held.until);
-        rows.push(PauseRow {
-            coder: "*".into(),
-            account: None,
-            cause: "budget".into(),
-            until,
-            detail,
-        });
+        rows.push(PauseRow { coder, account, cause: "budget".into(), until, detail });
     }
     let coders = holds.coders.iter().map(|(c, h)| (c.clone(), None, h));
     let accounts = holds.accounts.iter().flat_map(|(coder, accounts)| {
