@@ -543,7 +543,7 @@ fn bad_account_tables_are_refused_naming_the_line_and_the_fix() {
     let home = Home::new();
     let account =
         |body: &str| format!("coder = \"claude\"\n\n[[coders.claude.accounts]]\n{body}\n");
-    let cases: [(String, &str, Option<&str>); 8] = [
+    let cases: [(String, &str, Option<&str>); 9] = [
         (
             account(
                 "name = \"work\"\nenv = { A = \"1\" }\n\n[[coders.claude.accounts]]\nname = \"work\"\nenv = { A = \"2\" }",
@@ -580,6 +580,13 @@ fn bad_account_tables_are_refused_naming_the_line_and_the_fix() {
             account("name = \"work\"\nenv = { FLEET_HOME = \"/x\" }"),
             "runtime.toml:5: coders.claude.accounts[0] (\"work\"): FLEET_HOME is set by fleet for every agent",
             Some("remove it; an account may not set PATH, BEADS_DIR, BD_ACTOR, FLEET_*"),
+        ),
+        (
+            account(
+                "name = \"a\"\nenv = { CLAUDE_CONFIG_DIR = \"/h/w/\" }\n\n[[coders.claude.accounts]]\nname = \"b\"\nenv = { CLAUDE_CONFIG_DIR = \"/h/w\" }",
+            ),
+            "coders.claude.accounts[1]: accounts \"a\" and \"b\" resolve to the same login (the same CLAUDE_CONFIG_DIR): they would share one quota",
+            Some("give each account a login or key of its own"),
         ),
         (
             "[coders.claude]\naccounts = { name = \"work\" }\n".to_owned(),

@@ -450,7 +450,8 @@ fn operator_scenario(schemas: &Schemas) {
     let config = format!(
         "max_concurrent = 2\ncoder = \"fake\"\nmax_failures = 1\nretry_backoff_secs = 0\n\
          shutdown_grace_secs = 1\nstall_timeout_secs = 60\n\n[coders.fake]\n\
-         argv = [{fleet:?}, \"fake-agent\", \"{{prompt}}\"]\nevents = \"claude\"\n"
+         argv = [{fleet:?}, \"fake-agent\", \"{{prompt}}\"]\nevents = \"claude\"\n\n\
+         [budget]\nusd_per_day = 100.0\nusd_per_task = 10.0\n[budget.coders.fake]\nusd_per_day = 50.0\n"
     );
     std::fs::write(ws.home().join("runtime.toml"), config).unwrap();
     let task = |title: &str, script: &[&str]| {
@@ -465,6 +466,12 @@ fn operator_scenario(schemas: &Schemas) {
     let events = check_lines(schemas, "run-event", &run.stdout);
     assert_eq!(events.last().unwrap()["type"], "stopped");
     schemas.check("error", &serde_json::from_str(&run.stderr).expect("one JSON error"));
+    assert_eq!(s.out("accounts", &["accounts"])["accounts"], json!([]));
+    let budget = s.out("budget", &["budget"]);
+    assert_eq!(
+        (&budget["days"][0]["scope"], &budget["spent_today_usd"]),
+        (&json!("fleet"), &json!(0.02))
+    );
     let shown = s.out("show", &["show", &closes]);
     assert_eq!(shown[0]["run"]["last_outcome"], "closed", "{shown:#}");
     assert_eq!(shown[0]["run"]["tokens_in"], 1200, "{shown:#}");

@@ -352,7 +352,7 @@ pub(super) fn unknown_keys(problems: &[ConfigError]) -> Vec<String> {
         .collect()
 }
 
-fn set_error(error: SetError) -> CliError {
+pub(super) fn set_error(error: SetError) -> CliError {
     let cli = CliError::new(error.message);
     match error.hint {
         Some(hint) => cli.with_hint(hint),

@@ -5,8 +5,10 @@
 //! or `--json` through [`output::Output`]. Data goes to stdout, narration and errors to
 //! stderr. This is the only module that reads the environment or prints.
 
+mod accounts;
 mod agent_stats;
 mod bd;
+mod budget;
 mod claim;
 mod comment;
 mod completions;
@@ -248,6 +250,10 @@ parse::deferred_and_eager! {
     Questions(qa::QuestionsArgs),
     /// Check where a person is told the fleet needs them (`[notify]` in runtime.toml).
     Notify(notify::NotifyArgs),
+    /// What the `[budget]` caps allow: spent, left and reset per scope; `raise` one.
+    Budget(budget::BudgetArgs),
+    /// Each coder's accounts: their rate-limit windows, utilisation, resets, pauses.
+    Accounts(accounts::AccountsArgs),
     /// Answer a blocked task's question: recorded in its artifacts/Q&A.md, the task reopened.
     Answer(qa::AnswerArgs),
     /// Messages between agents and people: send, inbox, ack, thread (agents: `bd mail`).
@@ -429,6 +435,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Resume(args) => control::cmd_resume(&ctx, args),
         Command::Questions(args) => qa::cmd_questions(&ctx, args),
         Command::Notify(args) => notify::cmd_notify(&ctx, args),
+        Command::Budget(args) => budget::cmd_budget(&ctx, args),
+        Command::Accounts(args) => accounts::cmd_accounts(&ctx, args),
         Command::Answer(args) => qa::cmd_answer(&ctx, args),
         Command::Mail(command) => mail::cmd_mail(&ctx, command),
         Command::Mcp(args) => mcp::cmd_mcp(args),

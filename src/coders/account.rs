@@ -62,6 +62,19 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     (!name.chars().all(allowed)).then_some("may hold only letters, digits, '-', '_', '.' and '@'")
 }
 
+/// Whether `var` selects a login: an API key or token, or the directory a CLI keeps its login
+/// in (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`).
+pub fn selects_login(var: &str) -> bool {
+    ["_API_KEY", "_TOKEN", "_CONFIG_DIR", "_HOME"].iter().any(|end| var.ends_with(end))
+}
+
+/// `value` of a login variable as compared between accounts: a directory without its trailing
+/// `/`s, so `~/.claude-a/` and `~/.claude-a` are one login.
+pub fn login_value(value: &str) -> &str {
+    let trimmed = value.trim().trim_end_matches('/');
+    if trimmed.is_empty() { value.trim() } else { trimmed }
+}
+
 /// `coder@account`, the way fleet shows an account next to its coder; the coder alone without
 /// an account.
 pub fn qualified(coder: &str, account: Option<&str>) -> String {

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::IntoDeserializer;
 use toml_edit::{Item, TableLike};
 
-use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, Legacy, RuntimeConfig};
+use super::keys::{KEYS, KeyInfo, KeyKind, KeyValue, Legacy, RuntimeConfig, TABLES};
 use super::prices::PRICE_KEYS;
 use super::{ConfigError, ConfigErrorKind, Price};
 use crate::coders::account::{self, Account};
@@ -53,6 +53,11 @@ pub(super) fn read_document(
         if name == "notify" {
             let keys = &super::notify::NOTIFY_KEYS;
             config.notify = read_table(source, (key, item), keys, super::NotifyConfig::problem)?;
+            continue;
+        }
+        if name == "budget" {
+            let keys = &super::budget::BUDGET_KEYS;
+            config.budget = read_table(source, (key, item), keys, super::BudgetConfig::problem)?;
             continue;
         }
         let Some(info) = KeyInfo::find(name) else {
@@ -116,8 +121,7 @@ fn unknown_top_level_key(
     } else {
         "remove it or fix its spelling; `fleet config show` lists every key".to_owned()
     };
-    let top_level: Vec<&str> =
-        KEYS.iter().map(|k| k.name).chain(["coders", "prices", "merge", "notify"]).collect();
+    let top_level: Vec<&str> = KEYS.iter().map(|k| k.name).chain(TABLES).collect();
     unknown(source, name, name, &top_level, line, hint)
 }
 
@@ -159,7 +163,7 @@ pub(super) fn problems(root: &toml_edit::Table, source: Source) -> Vec<ConfigErr
 }
 
 fn is_top_level_key(name: &str) -> bool {
-    ["coders", "prices", "merge", "notify"].contains(&name) || KeyInfo::find(name).is_some()
+    TABLES.contains(&name) || KeyInfo::find(name).is_some()
 }
 
 /// `root` without its unknown keys (top-level, and in `[coders.*]` tables): what the file
@@ -281,7 +285,7 @@ fn read_prices(
     }
 }
 
-/// Reads a table of settings (`[merge]`, `[notify]`) as `T`, refused with the words of
+/// Reads a table of settings (`[merge]`, `[notify]`, `[budget]`) as `T`, refused with the words of
 /// `problem` when its values do not go together.
 fn read_table<T: serde::de::DeserializeOwned>(
     source: Source,
@@ -462,8 +466,27 @@ fn check_accounts(
         _ => return Err(wrong_type(source, dotted, expected, value, line)),
     };
     let mut seen: Vec<&str> = Vec::new();
+    let mut logins: Vec<(&str, &str, &str)> = Vec::new();
     for (index, (table, line)) in tables.into_iter().enumerate() {
         let name = check_account(source, &format!("{dotted}[{index}]"), table, line)?;
+        let env = table.get("env").and_then(Item::as_table_like);
+        let pairs = env.into_iter().flat_map(|env| env.iter());
+        for (var, value) in pairs.filter(|(var, _)| account::selects_login(var)) {
+            let Some(value) = value.as_str().map(account::login_value) else { continue };
+            if let Some((other, _, _)) = logins.iter().find(|(_, v, x)| *v == var && *x == value) {
+                return Err(ConfigError::new(
+                    source.path,
+                    ConfigErrorKind::Invalid,
+                    format!(
+                        "{dotted}[{index}]: accounts {other:?} and {name:?} resolve to the same login (the same {var}): they would share one quota"
+                    ),
+                )
+                .at(line)
+                .key(dotted)
+                .hint("give each account a login or key of its own, or remove one of them"));
+            }
+            logins.push((name, var, value));
+        }
         if seen.contains(&name) {
             return Err(ConfigError::new(
                 source.path,

@@ -297,6 +297,66 @@ pub fn unset_keys(path: &Path, keys: &[String]) -> Result<ConfigChange, SetError
     })
 }
 
+/// Raises the `[budget]` cap of `scope` in the file at `path` by `amount`, keeping the file's
+/// comments and layout: `task` (`usd_per_task`), `tokens` (`tokens_per_task`), `day`
+/// (`usd_per_day`), `coder:NAME` or `account:CODER@ACCOUNT` (their `usd_per_day`). A cap that
+/// is not set cannot be raised (there is no cap). Returns the change (the key and its new
+/// value in `set`).
+pub fn raise_budget(path: &Path, scope: &str, amount: f64) -> Result<ConfigChange, SetError> {
+    if amount.is_nan() || amount <= 0.0 {
+        return Err(SetError::new(format!("cannot raise a budget by {amount}"))
+            .hint("give a positive amount: fleet budget raise day 5"));
+    }
+    let keys = budget_keys(scope)?;
+    let shown = keys.join(".");
+    edit(path, Check::Valid, |document| {
+        let mut item: &mut Item = document.as_item_mut();
+        for key in &keys {
+            item = match item.as_table_like_mut().and_then(|table| table.get_mut(key)) {
+                Some(inner) => inner,
+                None => {
+                    return Err(SetError::new(format!(
+                        "{shown} is not set, so there is no cap to raise"
+                    ))
+                    .hint(format!("set it: fleet config edit, or add {shown} to runtime.toml")));
+                }
+            };
+        }
+        let old = item.as_value().and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)));
+        let Some(old) = old else {
+            return Err(SetError::new(format!("{shown} is not a number")));
+        };
+        let new: toml_edit::Value = if keys.last().is_some_and(|k| k.starts_with("tokens")) {
+            ((old + amount).round() as i64).into()
+        } else {
+            (((old + amount) * 100.0).round() / 100.0).into()
+        };
+        let mut new = new;
+        if let Some(value) = item.as_value() {
+            *new.decor_mut() = value.decor().clone();
+        }
+        let json = toml_to_json(&new);
+        *item = Item::Value(new);
+        Ok((vec![(shown.clone(), json)], Vec::new()))
+    })
+}
+
+/// The keys under the document's root of a `fleet budget raise` scope.
+fn budget_keys(scope: &str) -> Result<Vec<String>, SetError> {
+    let keys: Vec<&str> = match scope.split_once(':') {
+        None if scope == "task" => vec!["usd_per_task"],
+        None if scope == "tokens" => vec!["tokens_per_task"],
+        None if scope == "day" || scope == "fleet" => vec!["usd_per_day"],
+        Some(("coder", name)) if !name.is_empty() => vec!["coders", name, "usd_per_day"],
+        Some(("account", name)) if name.contains('@') => vec!["accounts", name, "usd_per_day"],
+        _ => {
+            return Err(SetError::new(format!("no budget scope {scope:?}"))
+                .hint("the scopes are task, tokens, day, coder:NAME and account:CODER@ACCOUNT"));
+        }
+    };
+    Ok(std::iter::once("budget").chain(keys).map(str::to_owned).collect())
+}
+
 /// Removes what `target` addresses; whether it was there.
 fn remove_target(document: &mut toml_edit::DocumentMut, target: &Target) -> bool {
     match target {

@@ -169,11 +169,13 @@ macro_rules! runtime_keys {
             pub merge: super::MergeConfig,
             /// The `[notify]` table: how a person is told the fleet needs them.
             pub notify: super::NotifyConfig,
+            /// The `[budget]` table: caps on what the fleet spends.
+            pub budget: super::BudgetConfig,
         }
 
         impl Default for RuntimeConfig {
             fn default() -> RuntimeConfig {
-                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new(), merge: super::MergeConfig::default(), notify: super::NotifyConfig::default() }
+                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new(), merge: super::MergeConfig::default(), notify: super::NotifyConfig::default(), budget: super::BudgetConfig::default() }
             }
         }
 
@@ -275,6 +277,9 @@ pub enum Legacy {
     /// No such setting any more; why.
     Dropped(&'static str),
 }
+
+/// The top-level names that hold tables of their own rather than one key of [`KEYS`].
+pub const TABLES: [&str; 5] = ["coders", "prices", "merge", "notify", "budget"];
 
 /// Keys of the Python fleet's `runtime.toml` (at its last release and in its early versions)
 /// that this fleet does not have under the same name. The others (`max_concurrent`, `model`,
@@ -418,7 +423,7 @@ mod tests {
             .as_object()
             .unwrap()
             .keys()
-            .filter(|k| !["coders", "prices", "merge", "notify"].contains(&k.as_str()))
+            .filter(|k| !TABLES.contains(&k.as_str()))
             .collect();
         let keys: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
         assert_eq!(fields, keys);

@@ -24,6 +24,7 @@
 //! and the likely intended key; a value of the wrong type or out of range names the line and
 //! the allowed range; a coder that does not exist or cannot be run names its table.
 
+pub mod budget;
 mod check;
 mod edit;
 pub mod keys;
@@ -37,8 +38,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use budget::{BudgetConfig, DayCap};
 use check::Source;
-pub use edit::{ConfigChange, SetError, header, set_values, unset_keys, value_of};
+pub use edit::{ConfigChange, SetError, header, raise_budget, set_values, unset_keys, value_of};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};
 pub use merge::{Isolation, MergeConfig, Strategy};
 pub use migrate::{Dropped, Kept, Migration, Translated, migrate};

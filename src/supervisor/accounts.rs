@@ -10,20 +10,88 @@
 //! none hits its limit long before the others; the least-recently-used tie-break makes a fleet
 //! that runs one agent at a time take turns too, instead of draining the first account.
 //!
+//! Accounts whose CLIs reported their rate-limit windows ([`Windows`]) come first, the one
+//! whose window resets soonest first: its unused quota is lost at the reset, while an account
+//! that resets late keeps its quota for later. An account with no headroom is paused already
+//! (`rate_limit_threshold_pct`), so every usable account has some.
+//!
 //! A coder stops starting agents ([`blocked`]) when it is paused or held itself, or when it has
 //! accounts and none is usable; it is then paused as a whole until the account pause that ends
 //! first does ([`coder_paused_by_accounts`], what the live view and `fleet tasks` show). A coder
 //! without accounts behaves as it always has. [`availability`] answers both questions of a
 //! claim at once: which accounts a coder may use, or what stops it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
 
 use super::hold::Holds;
 use super::pause::{Pause, Pauses, Scope};
 use crate::coders::Account;
+use crate::coders::account::qualified;
 use crate::config::RuntimeConfig;
+
+/// One rate-limit window of an account, as its CLI last reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization_pct: Option<f64>,
+}
+
+/// The file under `FLEET_HOME/state` holding [`Windows`], for `fleet accounts` and restarts.
+const WINDOWS_FILE: &str = "windows.json";
+
+/// What the accounts' CLIs last said about their windows: `coder@account` → window name
+/// (`five_hour`, `seven_day`; empty when unnamed) → the window. Kept in `state/windows.json`.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Windows {
+    seen: BTreeMap<String, BTreeMap<String, Window>>,
+}
+
+impl Windows {
+    /// The windows recorded under `home` (none when missing or unreadable).
+    pub fn load(home: &Path) -> Windows {
+        let path = home.join("state").join(WINDOWS_FILE);
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the windows under `home`.
+    pub fn save(&self, home: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(home.join("state"))?;
+        let text = serde_json::to_string(self).map_err(std::io::Error::other)?;
+        crate::fsutil::write_atomic(&home.join("state").join(WINDOWS_FILE), text.as_bytes())
+    }
+
+    /// Records a report about `window` of `coder`'s `account`; whether it changed anything.
+    pub fn observe(
+        &mut self,
+        (coder, account): (&str, &str),
+        window: Option<&str>,
+        seen: Window,
+    ) -> bool {
+        let windows = self.seen.entry(qualified(coder, Some(account))).or_default();
+        windows.insert(window.unwrap_or_default().to_owned(), seen) != Some(seen)
+    }
+
+    /// The windows known of `coder`'s `account`, by name.
+    pub fn of(&self, coder: &str, account: &str) -> Option<&BTreeMap<String, Window>> {
+        self.seen.get(&qualified(coder, Some(account)))
+    }
+
+    /// When the first of the account's known windows resets, if one resets after `now`.
+    pub fn next_reset(&self, coder: &str, account: &str, now: Timestamp) -> Option<Timestamp> {
+        let windows = self.of(coder, account)?;
+        windows.values().filter_map(|w| w.resets_at).filter(|at| *at > now).min()
+    }
+}
 
 /// When each account last started an agent in this run.
 #[derive(Debug, Default)]
@@ -34,20 +102,23 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    /// The account of `coder` the next attempt should run on, among `usable`;
-    /// `running(name)` counts the agents running on account `name` now.
+    /// The account of `coder` the next attempt should run on, among `usable`: the one whose
+    /// known window resets soonest (`next_reset(name)`; accounts with none known after), then
+    /// the one with the fewest agents (`running(name)`), then the one started least recently.
     pub fn pick<'a>(
         &self,
         coder: &str,
         usable: &[&'a Account],
         running: impl Fn(&str) -> usize,
+        next_reset: impl Fn(&str) -> Option<Timestamp>,
     ) -> Option<&'a Account> {
         usable
             .iter()
             .enumerate()
             .min_by_key(|(order, account)| {
                 let last = self.last_started.get(&(coder.to_owned(), account.name.clone()));
-                (running(&account.name), last.copied().unwrap_or(0), *order)
+                let reset = next_reset(&account.name);
+                (reset.is_none(), reset, running(&account.name), last.copied().unwrap_or(0), *order)
             })
             .map(|(_, account)| *account)
     }
@@ -158,8 +229,6 @@ pub fn coder_paused_by_accounts(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use jiff::SignedDuration;
 
     use super::*;
@@ -189,7 +258,7 @@ mod tests {
         let mut rotation = Rotation::default();
         let pick = |rotation: &Rotation, running: &[&str]| {
             let count = |name: &str| running.iter().filter(|r| **r == name).count();
-            rotation.pick("claude", &usable, count).map(|a| a.name.clone())
+            rotation.pick("claude", &usable, count, |_| None).map(|a| a.name.clone())
         };
         assert_eq!(pick(&rotation, &[]).as_deref(), Some("a"), "the file's order breaks ties");
         assert_eq!(pick(&rotation, &["a"]).as_deref(), Some("b"));
@@ -235,5 +304,43 @@ mod tests {
         held.place_account("claude", "a", hold.clone());
         held.place_account("claude", "b", hold);
         assert_eq!(blocked(&config, "claude", &Pauses::default(), &held, now), Some(Blocked::Held));
+    }
+
+    #[test]
+    fn the_account_whose_window_resets_soonest_goes_first() {
+        let (a, b, c) = (account("a"), account("b"), account("c"));
+        let usable = [&a, &b, &c];
+        let now = Timestamp::now();
+        let in_hours = |h: i64| now + SignedDuration::from_hours(h);
+        let mut windows = Windows::default();
+        let seen =
+            |at: Timestamp, pct: f64| Window { resets_at: Some(at), utilization_pct: Some(pct) };
+        // a resets in 4 h, c in 1 h (its weekly window much later), b said nothing.
+        windows.observe(("claude", "a"), Some("five_hour"), seen(in_hours(4), 20.0));
+        windows.observe(("claude", "c"), Some("five_hour"), seen(in_hours(1), 60.0));
+        windows.observe(("claude", "c"), Some("seven_day"), seen(in_hours(100), 10.0));
+        let rotation = Rotation::default();
+        let pick = |running: &[&str], windows: &Windows| {
+            let count = |name: &str| running.iter().filter(|r| **r == name).count();
+            let reset = |name: &str| windows.next_reset("claude", name, now);
+            rotation.pick("claude", &usable, count, reset).map(|a| a.name.clone())
+        };
+        // c resets first: its quota would be lost, so it is spent first, even while busy.
+        assert_eq!(pick(&[], &windows).as_deref(), Some("c"));
+        assert_eq!(pick(&["c", "c"], &windows).as_deref(), Some("c"));
+        // c paused near its limit (not usable): a, which resets next, before b (unknown).
+        let usable_ab = [&a, &b];
+        let reset = |name: &str| windows.next_reset("claude", name, now);
+        assert_eq!(
+            rotation.pick("claude", &usable_ab, |_| 0, reset).map(|a| a.name.as_str()),
+            Some("a")
+        );
+        // A window that reset is forgotten as a preference: b and a by the old rules.
+        let later = in_hours(5);
+        let reset_later = |name: &str| windows.next_reset("claude", name, later);
+        assert_eq!(
+            rotation.pick("claude", &usable_ab, |_| 0, reset_later).map(|a| a.name.as_str()),
+            Some("a")
+        );
     }
 }

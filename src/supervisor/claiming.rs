@@ -13,11 +13,13 @@ use tokio::sync::mpsc;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::Event;
 use super::REMOTE_RETRY;
 use super::SharedPlaces;
 use super::Stop;
 use super::Supervisor;
 use super::accounts;
+use super::budget;
 use super::lease::Identity;
 use super::resolve_here;
 use super::runnable_here;
@@ -136,7 +138,7 @@ fn claim_with_lease(
                 },
             }
         })?;
-    Ok(claimed.map(|issue| Claimed { issue, no_worktree }))
+    Ok(claimed.map(|issue| Claimed { issue, no_worktree, budget: budget::Cap::default() }))
 }
 
 /// The tasks running now (anywhere) that declare `touches`: what a task with overlapping
@@ -164,6 +166,8 @@ fn running_with_touches(store: &Store) -> Vec<Issue> {
 pub(super) struct Claimed {
     pub(super) issue: Issue,
     pub(super) no_worktree: Option<String>,
+    /// What the attempt may spend (`[budget]`).
+    pub(super) budget: budget::Cap,
 }
 
 /// The worktree a task about to start its first attempt gets (`crate::land::worktree::plan`):
@@ -210,24 +214,89 @@ pub(super) fn coder_of(issue: &Issue, default_coder: &str) -> String {
     if issue.fleet.coder.is_empty() { default_coder.to_string() } else { issue.fleet.coder.clone() }
 }
 
+/// The model the next attempt of `issue` with `coder` runs: the task's own, else before its
+/// first attempt that ran the configured one.
+fn model_of(issue: &Issue, coder: &str, choice: &Choice) -> String {
+    let (config, registry) = (&choice.config, &choice.registry);
+    // The model is resolved only before the first attempt that ran: an empty one ("let the
+    // CLI choose", the default of several coders) stays empty rather than picking up a
+    // `model` set in runtime.toml later.
+    if !issue.fleet.model.is_empty() {
+        issue.fleet.model.clone()
+    } else if issue.fleet.attempts == 0 {
+        registry.get(coder).map(|c| config.effective_model(c.as_ref(), None)).unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+/// Whether `[budget]` lets the next attempt of `issue` start: its [`budget::Cap`], or why not.
+fn budget_of(
+    issue: &Issue,
+    spending: &budget::Spending,
+    choice: &Choice,
+) -> Result<budget::Cap, budget::Refusal> {
+    let coder = coder_of(issue, &choice.config.coder);
+    let account = choice.accounts.get(&coder).map_or("", String::as_str);
+    let model = model_of(issue, &coder, choice);
+    let ledger = super::taskdir::TaskDir::new(&choice.home, &issue.id)
+        .map(|dir| super::ledger::Ledger::load(&dir.root))
+        .unwrap_or_default();
+    budget::admit(&choice.config.budget, spending, &ledger, (&coder, account, &model))
+}
+
+/// The `[budget]` check of one claim: what was spent (read once), the cap of each task
+/// admitted, and the first refusal.
+struct Gate {
+    /// `None`: no cap is set, everything is admitted.
+    spending: Option<budget::Spending>,
+    caps: std::cell::RefCell<HashMap<String, budget::Cap>>,
+    refused: std::cell::RefCell<Option<budget::Refusal>>,
+}
+
+impl Gate {
+    fn new(choice: &Choice, now: Timestamp) -> Gate {
+        let set = choice.config.budget.is_set();
+        Gate {
+            spending: set.then(|| budget::Spending::scan(&choice.home, now)),
+            caps: std::cell::RefCell::default(),
+            refused: std::cell::RefCell::default(),
+        }
+    }
+
+    /// Whether the budget lets `issue`'s next attempt start (its cap kept for
+    /// [`Gate::with_cap`]).
+    fn admits(&self, issue: &Issue, choice: &Choice) -> bool {
+        let Some(spending) = &self.spending else { return true };
+        match budget_of(issue, spending, choice) {
+            Ok(cap) => {
+                self.caps.borrow_mut().insert(issue.id.clone(), cap);
+                true
+            }
+            Err(refusal) => {
+                self.refused.borrow_mut().get_or_insert(refusal);
+                false
+            }
+        }
+    }
+
+    /// `claimed` with the cap it was admitted with.
+    fn with_cap(&self, mut claimed: Claimed) -> Claimed {
+        if let Some(cap) = self.caps.borrow().get(&claimed.issue.id) {
+            claimed.budget = *cap;
+        }
+        claimed
+    }
+}
+
 /// The fleet fields of a task just claimed: one more attempt, and this supervisor's lease
 /// naming the coder and model the attempt runs with. The coder and model are not frozen on the
 /// task here: that happens when the attempt ran (see [`freeze_coder`]), so a task whose spawn
 /// failed picks up a corrected config.
 fn leased_fields(issue: &Issue, me: &Identity, choice: &Choice, now: Timestamp) -> FleetFields {
-    let (config, registry) = (&choice.config, &choice.registry);
     let mut fleet = issue.fleet.clone();
-    let coder = coder_of(issue, &config.coder);
-    // The model is resolved only before the first attempt that ran: an empty one ("let the
-    // CLI choose", the default of several coders) stays empty rather than picking up a
-    // `model` set in runtime.toml later.
-    let model = if !fleet.model.is_empty() {
-        fleet.model.clone()
-    } else if fleet.attempts == 0 {
-        registry.get(&coder).map(|c| config.effective_model(c.as_ref(), None)).unwrap_or_default()
-    } else {
-        String::new()
-    };
+    let coder = coder_of(issue, &choice.config.coder);
+    let model = model_of(issue, &coder, choice);
     fleet.attempts += 1;
     fleet.retry_after = None;
     let attempt = ulid::Ulid::generate().to_string();
@@ -278,8 +347,9 @@ impl Supervisor {
         let (paused, choice) = self.choose_accounts(now);
         let running: Vec<String> = self.running.keys().cloned().collect();
         let places = self.places();
-        let result = self
-            .blocking(move |store| -> Result<Option<Claimed>, ClaimFailure> {
+        let (result, refusal) = self
+            .blocking(move |store| {
+                let gate = Gate::new(&choice, now);
                 let busy = std::cell::OnceCell::new();
                 let overlaps = |issue: &Issue| {
                     if issue.fleet.touches.is_empty() {
@@ -294,10 +364,14 @@ impl Supervisor {
                         && !paused.contains(&coder_of(issue, &choice.config.coder))
                         && runnable_here(&places, issue)
                         && !overlaps(issue)
+                        && gate.admits(issue, &choice)
                 };
-                claim_with_lease(store, &me, (&choice, &places), now, &accept)
+                let claimed = claim_with_lease(store, &me, (&choice, &places), now, &accept)
+                    .map(|claimed| claimed.map(|c| gate.with_cap(c)));
+                (claimed, gate.refused.into_inner())
             })
             .await;
+        self.note_budget(matches!(result, Ok(Some(_))), refusal);
         match result {
             Ok(issue) => {
                 self.damaged = None;
@@ -316,6 +390,40 @@ impl Supervisor {
                 if remote { Err(RemoteDown) } else { Ok(None) }
             }
         }
+    }
+
+    /// Remembers what `[budget]` refused in a claim pass that started nothing (`claimed`
+    /// false), and tells when a day cap starts or stops holding new attempts back (an event,
+    /// a notice, `state/budget-held.json` for `fleet tasks`).
+    fn note_budget(&mut self, claimed: bool, refusal: Option<budget::Refusal>) {
+        let refusal = refusal.filter(|_| !claimed);
+        let held = refusal.as_ref().filter(|r| r.daily).map(|r| budget::Held {
+            scope: r.scope.clone(),
+            detail: r.detail.clone(),
+            until: budget::day_of(Timestamp::now()).1,
+        });
+        self.budget_refused = refusal;
+        let before = self.budget_held.as_ref().map(|h| h.scope.clone());
+        if before == held.as_ref().map(|h| h.scope.clone()) {
+            return;
+        }
+        if let Err(error) = budget::Held::save(&self.options.home, held.as_ref()) {
+            tracing::warn!(%error, "cannot record the budget's hold in state/budget-held.json");
+        }
+        let event = match &held {
+            Some(h) => Event::Budget {
+                scope: h.scope.clone(),
+                detail: h.detail.clone(),
+                until: Some(h.until),
+            },
+            None => Event::Budget {
+                scope: before.unwrap_or_default(),
+                detail: String::new(),
+                until: None,
+            },
+        };
+        self.budget_held = held;
+        self.emit(event);
     }
 
     /// Where `issue` runs on this machine (`crate::place`), if it can.
@@ -340,7 +448,8 @@ impl Supervisor {
             let running_on = |name: &str| {
                 self.running.values().filter(|r| r.coder == coder && r.account == name).count()
             };
-            if let Some(account) = self.rotation.pick(coder, &usable, running_on) {
+            let next_reset = |name: &str| self.windows.next_reset(coder, name, now);
+            if let Some(account) = self.rotation.pick(coder, &usable, running_on, next_reset) {
                 chosen.insert(coder.to_owned(), account.name.clone());
             }
         }

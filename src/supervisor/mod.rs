@@ -32,6 +32,7 @@
 //! ([`crate::journal::spawn_periodic`]).
 
 pub mod accounts;
+pub mod budget;
 mod claiming;
 pub mod daemon;
 pub mod guard;
@@ -316,6 +317,16 @@ pub enum Event {
     },
     /// A merge lane finished with an entry: landed, refused, in conflict, or back in line.
     Land(landing::LandReport),
+    /// `[budget]` holds back new attempts: `scope` (`fleet`, `coder NAME`, `account
+    /// CODER@ACCOUNT`, `task`) has too little left for the next one; a day cap resets at
+    /// `until`. Sent when the reason changes; `detail` empty and no `until` means claims go on
+    /// again.
+    Budget {
+        scope: String,
+        detail: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        until: Option<Timestamp>,
+    },
 }
 
 /// Counts for the final summary.
@@ -383,6 +394,9 @@ pub struct Supervisor {
     holds: hold::HoldWatch,
     /// When each account last started an agent (the tie-break of account rotation).
     rotation: accounts::Rotation,
+    /// The accounts' rate-limit windows as their CLIs reported them (accounts that reset
+    /// soonest are used first).
+    windows: accounts::Windows,
     /// The machine ran out of a resource starting an agent: spawning is held back.
     short: Option<Shortage>,
     /// Where tasks' working directories are on this machine (`crate::place`), for the roots
@@ -403,6 +417,10 @@ pub struct Supervisor {
     notifier: Option<crate::notify::Notifier>,
     /// Which events become notices.
     noticer: notices::Noticer,
+    /// What `[budget]` refused in the last claim pass that started nothing.
+    budget_refused: Option<budget::Refusal>,
+    /// The day cap holding new attempts back, as told (event, `state/budget-held.json`).
+    budget_held: Option<budget::Held>,
 }
 
 /// Spawning held back after an agent could not start for want of a resource (open files,
@@ -450,6 +468,10 @@ impl Supervisor {
             .map_err(|e| StartError::Config(e.to_string()))?;
         let me = Identity::current(&options.actor);
         let pauses = Pauses::load(&options.home);
+        // A hold recorded by an earlier run is told over (or cleared) by this one's claims.
+        let budget_held = budget::Held::load(&options.home, Timestamp::now());
+        // What the accounts' CLIs said of their windows before a restart still orders them.
+        let windows = accounts::Windows::load(&options.home);
         let holds = hold::HoldWatch::new(&options.home).map_err(StartError::Holds)?;
         // Agents' writes served by this process are masked with the config's secrets too.
         tracker::set_inbound_redactor(config.redactor().clone());
@@ -469,6 +491,7 @@ impl Supervisor {
             damaged: None,
             wake: Arc::new(tokio::sync::Notify::new()),
             rotation: accounts::Rotation::default(),
+            windows,
             short: None,
             places: Arc::new(std::sync::Mutex::new((String::new(), Places::new(&[], None)))),
             lanes_busy: std::collections::BTreeSet::new(),
@@ -477,6 +500,8 @@ impl Supervisor {
             landing_ready: 0,
             notifier: None,
             noticer: notices::Noticer::default(),
+            budget_refused: None,
+            budget_held,
         })
     }
 
@@ -955,6 +980,11 @@ impl Supervisor {
     /// waits out the supervisor's own retry backoff, and no coder pause that ends soon by itself
     /// holds work back. Work a person deferred (`defer_until`) does not keep the run going.
     async fn idle(&self) -> bool {
+        if let Some(refusal) = &self.budget_refused {
+            let why = format!("budget ({}): {} (`fleet budget`)", refusal.scope, refusal.detail);
+            self.emit(Event::Idle { paused: vec![why] });
+            return true;
+        }
         let actor = self.me.name.clone();
         let default_coder = self.cfg().coder.clone();
         let places = self.places();
@@ -1006,7 +1036,7 @@ impl Supervisor {
 
     fn start(
         &mut self,
-        Claimed { issue, no_worktree }: Claimed,
+        Claimed { issue, no_worktree, budget }: Claimed,
         runners: &mut JoinSet<Finished>,
         stop: &watch::Receiver<Stop>,
         signals: &mpsc::UnboundedSender<Signal>,
@@ -1106,6 +1136,7 @@ impl Supervisor {
                         stop,
                         control,
                         mail,
+                        budget,
                     };
                     runner::run(attempt, signals).await
                 }
@@ -1130,6 +1161,14 @@ impl Supervisor {
                 let detail = rate_limit_detail(window.as_deref(), near);
                 let scope = Scope::of_attempt(&coder, &account, PauseCause::RateLimit);
                 self.pause_for_rate_limit(&scope, resets_at, &detail);
+            }
+            Signal::Window { coder, account, window, resets_at, utilization_pct } => {
+                let seen = accounts::Window { resets_at, utilization_pct };
+                if self.windows.observe((&coder, &account), window.as_deref(), seen)
+                    && let Err(error) = self.windows.save(&self.options.home)
+                {
+                    tracing::warn!(%error, "cannot record the accounts' windows in state/windows.json");
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Which of the supervisor's [`Event`]s a person is told of (`crate::notify`), and in what
 //! words: a blocked agent's question, a task blocked for good, a coder paused for a fault of
-//! the fleet (no login, an outage, a CLI that cannot start), a merge conflict, and the queue
+//! the fleet (no login, an outage, a CLI that cannot start), new attempts held by a `[budget]`
+//! cap, a merge conflict, and the queue
 //! drained — told once until an agent starts again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +55,10 @@ impl Noticer {
                 let text =
                     format!("{scope} paused ({}): {} — {fix}", cause.as_str(), first_line(detail));
                 ("coder_paused", None, text)
+            }
+            Event::Budget { scope, detail, until } if !detail.is_empty() => {
+                let until = until.map(|u| format!(" until {u}")).unwrap_or_default();
+                ("budget", None, format!("{scope} budget holds new attempts{until}: {detail}"))
             }
             Event::Land(report) if report.verdict == "conflict" => (
                 "merge_conflict",

@@ -59,6 +59,10 @@ pub enum Outcome {
     /// started (never in the shared checkout instead). Released uncharged, with the reason;
     /// retried after a backoff.
     NoWorktree { detail: String },
+    /// Stopped because the attempt reached what was left of a `[budget]` cap (`detail` says
+    /// which and what it spent): released uncharged; the claim-time check then holds the task
+    /// (or the fleet, for a day cap) until the budget allows another attempt.
+    OverBudget { detail: String },
 }
 
 impl Outcome {
@@ -105,6 +109,8 @@ pub enum Verdict {
     ContextPressure,
     ContextBlocked,
     RateLimited,
+    /// The attempt reached a `[budget]` cap: released uncharged.
+    Budget,
     FailureRetry,
     FailureBlocked,
 }
@@ -130,6 +136,7 @@ impl Verdict {
             Verdict::ContextPressure => "context-pressure",
             Verdict::ContextBlocked => "context-blocked",
             Verdict::RateLimited => "rate-limited",
+            Verdict::Budget => "budget",
             Verdict::FailureRetry => "failure-retry",
             Verdict::FailureBlocked => "failure-blocked",
         }
@@ -252,6 +259,7 @@ fn plan_held(outcome: &Outcome, issue: &Issue, config: &RuntimeConfig, now: Time
         Outcome::Contention { detail } => contention(issue, detail, now),
         Outcome::Revoked { reason } => stopped(attempt, reason),
         Outcome::NoWorktree { detail } => no_worktree(issue, detail, config, now),
+        Outcome::OverBudget { detail } => over_budget(issue, detail),
     }
 }
 
@@ -427,6 +435,20 @@ fn rate_limited(
     plan
 }
 
+/// A `[budget]` cap reached: released uncharged like a rate limit (the money ran out, not
+/// the task); the claim-time check decides when it runs again.
+fn over_budget(issue: &Issue, detail: &str) -> Plan {
+    let attempt = issue.fleet.attempts;
+    let (fleet, _, detail) = uncounted(issue, detail);
+    free_release(
+        fleet,
+        format!(
+            "[fleet] attempt {attempt}: budget: {detail}; stopped and released, not charged (the attempt is not counted) — it runs again when the budget allows (`fleet budget`)"
+        ),
+        Verdict::Budget,
+    )
+}
+
 /// How long a task waits after its CLI's local state was busy ([`Outcome::Contention`]).
 pub const CONTENTION_RETRY: Duration = Duration::from_secs(10);
 
@@ -568,6 +590,7 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::Contention { .. } => "local state busy".into(),
         Outcome::Revoked { reason } => reason.clone(),
         Outcome::NoWorktree { detail } => format!("no worktree: {detail}"),
+        Outcome::OverBudget { detail } => format!("budget: {detail}"),
     }
 }
 

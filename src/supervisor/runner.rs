@@ -1,6 +1,6 @@
 //! One attempt of one task: spawn the agent in its own process group, stream and log its
-//! events, watch for context pressure, rate limits, silence, the attempt deadline and the
-//! supervisor's orders, stop it when needed, clean up everything it left, and return an
+//! events, watch for context pressure, rate limits, the attempt's budget, silence, the attempt
+//! deadline and the supervisor's orders, stop it when needed, clean up everything it left, and return an
 //! [`Outcome`].
 //!
 //! The runner never writes the queue: the supervisor records the outcome. It talks to the
@@ -107,6 +107,8 @@ pub struct Attempt {
     pub control: watch::Receiver<Control>,
     /// The messages for the task not yet acknowledged, for the prompt.
     pub mail: Vec<crate::coord::Message>,
+    /// What the attempt may spend at most (`[budget]`): at it the agent is stopped.
+    pub budget: super::budget::Cap,
 }
 
 impl Attempt {
@@ -131,6 +133,15 @@ pub enum Signal {
         window: Option<String>,
         near: Option<f64>,
     },
+    /// The CLI of an attempt on an account reported one of its rate-limit windows (allowed
+    /// or not): for choosing accounts by reset time.
+    Window {
+        coder: String,
+        account: String,
+        window: Option<String>,
+        resets_at: Option<Timestamp>,
+        utilization_pct: Option<f64>,
+    },
 }
 
 /// Why the runner stopped the agent itself.
@@ -150,6 +161,8 @@ enum Halt {
     WrapUpOver,
     /// The CLI said on stderr that it retries a provider that fails (5xx, overloaded).
     Outage(String),
+    /// The attempt reached what was left of a `[budget]` cap: what it spent.
+    Budget(String),
 }
 
 /// What the agent's own output said went wrong, gathered while it ran.
@@ -474,6 +487,7 @@ fn stopped_outcome(stop: Halt, code: Option<i32>) -> Outcome {
         Halt::Revoked(reason) => Outcome::Revoked { reason },
         Halt::WrapUpOver => Outcome::Exited { code, reason: String::new() },
         Halt::Outage(detail) => Outcome::CoderFault { cause: PauseCause::Outage, detail },
+        Halt::Budget(detail) => Outcome::OverBudget { detail },
     }
 }
 
@@ -631,6 +645,9 @@ async fn watch_output(
                     sinks.meter.observe(&event);
                     if let Some(stop) = judge(&event, &mut pressure, &scope, settings, signals) {
                         return Some(stop);
+                    }
+                    if let Some(spent) = attempt.budget.exceeded(sinks.meter.usage()) {
+                        return Some(Halt::Budget(spent));
                     }
                 }
                 sinks.meter.save_if_due(&root);
@@ -816,6 +833,15 @@ fn judge(
         return Some(Halt::Pressure { peak: pressure.peak.max(limit), limit });
     }
     let rate = event.rate_limit.as_ref()?;
+    if !scope.1.is_empty() {
+        let _ = signals.send(Signal::Window {
+            coder: scope.0.clone(),
+            account: scope.1.clone(),
+            window: rate.window.clone(),
+            resets_at: rate.resets_at,
+            utilization_pct: rate.utilization_pct,
+        });
+    }
     // An API retry that carries a 429 is informational: the CLI retries by itself and may
     // recover. Only a rate-limit event (or a final 429 result) stops the agent.
     if rate.status == RateLimitStatus::Rejected && event.kind != EventKind::ApiRetry {

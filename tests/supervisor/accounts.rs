@@ -330,3 +330,42 @@ fn an_accounts_key_never_leaves_runtime_toml() {
         "<redacted>"
     );
 }
+
+/// Issue 33: the account whose rate-limit window resets soonest is spent first, and
+/// `fleet accounts` shows what each account's CLI reported. Three accounts: `one`'s window
+/// resets in 5 h and `three`'s in 3 h (as a run before reported them), `two` reported nothing.
+#[test]
+fn the_account_whose_window_resets_soonest_is_used_first() {
+    let settings = [("max_concurrent", "1")];
+    let fleet = Fleet::new(&settings);
+    let three =
+        "\n[[coders.fake.accounts]]\nname = \"three\"\nenv = { FAKE_ACCOUNT = \"three\" }\n";
+    fleet.configure_with(&settings, &format!("{}{three}", accounts()));
+    let in_hours =
+        |h: i64| (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(h)).to_string();
+    let windows = serde_json::json!({
+        "fake@one": {"five_hour": {"resets_at": in_hours(5), "utilization_pct": 10.0}},
+        "fake@three": {"five_hour": {"resets_at": in_hours(3), "utilization_pct": 20.0}},
+    });
+    std::fs::create_dir_all(fleet.home().join("state")).unwrap();
+    std::fs::write(fleet.home().join("state/windows.json"), windows.to_string()).unwrap();
+    // The first attempt's CLI reports its window 40 % used, resetting in an hour.
+    let first = fleet.task("First", &["nearlimit 40", "close done"]);
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(ledger(&fleet, &first)[0]["account"], "three");
+    let view = fleet.ws.json(&["accounts"]);
+    let rows = view["accounts"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["account"].as_str().unwrap()).collect();
+    assert_eq!(names, ["one", "two", "three"], "{view:#}");
+    let window = &rows[2]["windows"][0];
+    assert_eq!(
+        (&window["window"], &window["utilization_pct"]),
+        (&"five_hour".into(), &40.0.into())
+    );
+    assert!(window["resets_at"].as_str().unwrap() < in_hours(2).as_str(), "{view:#}");
+    assert_eq!(rows[1]["windows"], serde_json::json!([]));
+    // Still the soonest reset with headroom: the next task goes there too, not to `two`.
+    let second = fleet.task("Second", &["close done"]);
+    fleet.run_until_idle(&[]).ok();
+    assert_eq!(ledger(&fleet, &second)[0]["account"], "three");
+}

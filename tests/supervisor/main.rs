@@ -12,6 +12,7 @@ mod landing;
 mod accounts;
 mod agent_stats;
 mod agents;
+mod budget;
 mod claiming;
 mod coordination;
 mod daemon;

@@ -256,6 +256,7 @@ fn event_tone(event: &Event) -> Option<Tone> {
         Event::Finished { .. }
         | Event::Paused { .. }
         | Event::Held { .. }
+        | Event::Budget { .. }
         | Event::ShortOfResources { .. } => Tone::Warn,
         Event::Released { .. } | Event::StraysKilled { .. } => Tone::Warn,
         Event::ConfigRejected { .. } | Event::Revoked { .. } => Tone::Bad,
@@ -329,6 +330,13 @@ pub fn event_line(event: &Event) -> Option<String> {
         }
         Event::ConfigRejected { error } => {
             format!("⚠ runtime.toml is invalid, keeping the previous config: {error}")
+        }
+        Event::Budget { detail, .. } if detail.is_empty() => {
+            "▶ the budget allows new attempts again".to_string()
+        }
+        Event::Budget { detail, until, .. } => {
+            let until = until.map(|u| format!(" until {u}")).unwrap_or_default();
+            format!("⏸ new attempts held by the budget{until}: {detail} (`fleet budget`)")
         }
         Event::Released { id, why, survivors_killed } => {
             let killed = match survivors_killed {

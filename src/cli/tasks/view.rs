@@ -92,7 +92,7 @@ pub struct PauseRow {
     /// The coder's account, when only it is paused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-    /// `rate limit`, `not logged in`, … or `fleet pause`.
+    /// `rate limit`, `not logged in`, …, `budget` or `fleet pause`.
     pub cause: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub until: Option<Timestamp>,
@@ -518,6 +518,18 @@ pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
         .fold(0.0, |total, cost| total + cost)
 }
 
+/// The coder and account a `[budget]` hold's scope (`fleet`, `coder NAME`, `account C@A`)
+/// stops: `*` for the whole fleet.
+fn budget_scope(scope: &str) -> (String, Option<String>) {
+    if let Some(coder) = scope.strip_prefix("coder ") {
+        return (coder.to_owned(), None);
+    }
+    match scope.strip_prefix("account ").and_then(|name| name.split_once('@')) {
+        Some((coder, account)) => (coder.to_owned(), Some(account.to_owned())),
+        None => ("*".to_owned(), None),
+    }
+}
+
 /// People's holds (`fleet pause`); a file that cannot be read is a warning, since the
 /// supervisor will not start on it, and reads as no holds.
 fn holds_and_warnings(home: &Path) -> (Holds, Vec<String>) {
@@ -533,7 +545,7 @@ fn holds_and_warnings(home: &Path) -> (Holds, Vec<String>) {
 }
 
 /// The supervisor's pauses in force (a coder whose every account is paused also as a whole),
-/// then people's holds.
+/// a day cap of `[budget]` holding every new attempt back, then people's holds.
 fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp) -> Vec<PauseRow> {
     let pauses = Pauses::load(home);
     let by_accounts = config.coders.keys().filter_map(|coder| {
@@ -552,6 +564,12 @@ fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp
             detail: pause.detail,
         })
         .collect();
+    if let Some(held) = crate::supervisor::budget::Held::load(home, now) {
+        let (coder, account) = budget_scope(&held.scope);
+        let detail = format!("{} (`fleet budget`)", held.detail);
+        let until = Some(held.until);
+        rows.push(PauseRow { coder, account, cause: "budget".into(), until, detail });
+    }
     let coders = holds.coders.iter().map(|(c, h)| (c.clone(), None, h));
     let accounts = holds.accounts.iter().flat_map(|(coder, accounts)| {
         accounts.iter().map(move |(account, h)| (coder.clone(), Some(account.clone()), h))
