@@ -388,10 +388,17 @@ pub fn list_line(issue: &Issue) -> String {
         printable(&issue.status.to_string()),
         printable(&issue.title)
     );
-    if !issue.assignee.is_empty() {
-        line.push_str(&format!(" @{}", printable(&issue.assignee)));
-    }
+    line.push_str(&assignee_suffix(issue));
     line
+}
+
+/// ` @assignee` for a line about `issue`; empty when nobody is assigned.
+pub fn assignee_suffix(issue: &Issue) -> String {
+    if issue.assignee.is_empty() {
+        String::new()
+    } else {
+        format!(" @{}", printable(&issue.assignee))
+    }
 }
 
 /// A status with a marker: `○ open`, `◐ in_progress`, `✓ closed`, …

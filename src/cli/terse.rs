@@ -28,9 +28,7 @@ pub fn issue_line(issue: &Issue) -> String {
         printable(&issue.status.to_string()),
         printable(&issue.title)
     );
-    if !issue.assignee.is_empty() {
-        line.push_str(&format!(" @{}", printable(&issue.assignee)));
-    }
+    line.push_str(&super::output::assignee_suffix(issue));
     line
 }
 
