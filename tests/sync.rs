@@ -282,6 +282,10 @@ fn the_earliest_claim_wins_and_the_loser_hears_of_it() {
 /// an issue and a child under an id chosen on all three, and edit each of their own issues
 /// before syncing. After the syncs every issue is there, each edit is on the issue its machine
 /// meant, and the machines that lost an id hear of it once.
+/// The id all three machines choose for one issue: `t-dup` was once also given by chance to one
+/// of the 450 issues made alongside (three base-36 characters), failing the create.
+const SHARED_ID: &str = "t-shared-dup";
+
 #[test]
 fn ids_made_apart_never_collide_and_every_edit_lands_on_its_issue() {
     const EACH: usize = 150;
@@ -291,15 +295,16 @@ fn ids_made_apart_never_collide_and_every_edit_lands_on_its_issue() {
         for i in 0..EACH {
             made.push(ws.create(&format!("m{m} #{i}"), &[]));
         }
-        made.push(ws.create(&format!("m{m} dup"), &["--id", "t-dup"]));
-        made.push(ws.create(&format!("m{m} dup child"), &["--parent", "t-dup"]));
+        // Longer than any id 450 issues are given, so no made-up id can take it first.
+        made.push(ws.create(&format!("m{m} dup"), &["--id", SHARED_ID]));
+        made.push(ws.create(&format!("m{m} dup child"), &["--parent", SHARED_ID]));
         // One process, one op per issue: every op names the issue it was made for.
         let notes = format!("made on m{m}");
         let mut update = vec!["update"];
         update.extend(made.iter().map(String::as_str));
         update.extend(["--notes", notes.as_str()]);
         ws.run(&update).ok();
-        ws.run(&["comment", "t-dup", &format!("comment of m{m}")]).ok();
+        ws.run(&["comment", SHARED_ID, &format!("comment of m{m}")]).ok();
     }
     let mut renamed = vec![Vec::new(); 3];
     for machine in [0, 1, 2, 0, 1] {
@@ -340,12 +345,12 @@ fn ids_made_apart_never_collide_and_every_edit_lands_on_its_issue() {
             .expect("the child is there");
         assert_eq!(child["id"], format!("{id}.1"), "the child follows its parent: {child}");
     }
-    // Every machine hears of each rename once (the two of t-dup among them).
+    // Every machine hears of each rename once (the two of the shared id among them).
     for heard in &renamed {
         let ops: std::collections::BTreeSet<&str> =
             heard.iter().map(|r| r["op"].as_str().unwrap()).collect();
         assert_eq!(ops.len(), heard.len(), "each rename once: {heard:?}");
-        let dup = heard.iter().filter(|r| r["asked"] == "t-dup").count();
+        let dup = heard.iter().filter(|r| r["asked"] == SHARED_ID).count();
         assert_eq!(dup, 2, "{heard:?}");
     }
     let human = fleet.machines[2].run(&["sync"]).ok();
