@@ -9,8 +9,10 @@
 //! | `codex` | `$CODEX_HOME/config.toml` (`~/.codex`) either way | `[mcp_servers.fleet]` command, args, env_vars ([`MCP_ENV`]) |
 //!
 //! Codex reads a project's `.codex/config.toml` only in trusted projects, so its entry goes to
-//! the user's file. Every other key of the file stays as it was (JSON keeps its key order,
-//! TOML its comments and layout); running it again changes nothing.
+//! the user's file. Gemini CLI starts a stdio server only in a trusted folder, and fleet's
+//! gemini agents read only the project's file; `--mcp` says so ([`McpSetup::notes`]). Every
+//! other key of the file stays as it was (JSON keeps its key order, TOML its comments and
+//! layout); running it again changes nothing.
 
 use std::path::PathBuf;
 
@@ -57,6 +59,9 @@ pub struct McpSetup {
     pub command: Vec<String>,
     /// Whether the file changed (false: it was set up already).
     pub changed: bool,
+    /// What else the agent needs before it starts the server ([`notes`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl McpSetup {
@@ -73,13 +78,22 @@ impl McpSetup {
 }
 
 pub fn cmd_setup(ctx: &Context, args: SetupArgs) -> Result<(), CliError> {
-    let done = install_mcp(&args.agent, args.global)?;
+    setup_mcp(ctx, &args.agent, args.global)
+}
+
+/// Registers `fleet mcp` with `agent` and says so, notes on stderr (`fleet setup` and
+/// `bd setup`).
+pub fn setup_mcp(ctx: &Context, agent: &str, global: bool) -> Result<(), CliError> {
+    let done = install_mcp(agent, global)?;
     ctx.out.emit(&done, || done.describe());
+    for note in &done.notes {
+        ctx.out.note(&format!("note: {note}"));
+    }
     Ok(())
 }
 
 /// Registers `fleet mcp` with `agent` (see the module documentation).
-pub fn install_mcp(agent: &str, global: bool) -> Result<McpSetup, CliError> {
+fn install_mcp(agent: &str, global: bool) -> Result<McpSetup, CliError> {
     let exe = std::env::current_exe()
         .map_err(|e| CliError::new(format!("finding this binary's path: {e}")))?;
     let command = vec![exe.display().to_string(), "mcp".to_string()];
@@ -104,7 +118,30 @@ pub fn install_mcp(agent: &str, global: bool) -> Result<McpSetup, CliError> {
         crate::fsutil::write_atomic(&file, next.as_bytes())
             .map_err(|e| CliError::new(format!("writing {}: {e}", file.display())))?;
     }
-    Ok(McpSetup { agent: agent.to_string(), file, command, changed })
+    Ok(McpSetup { agent: agent.to_string(), file, command, changed, notes: notes(agent, global) })
+}
+
+/// What an agent needs besides its entry before it starts the server. Gemini CLI (0.61)
+/// starts a stdio MCP server only in a folder it trusts, and the agents of `fleet run` read
+/// only the project's file (they get a Gemini home of their own, `GEMINI_CLI_HOME`, and trust
+/// their task's folder themselves).
+fn notes(agent: &str, global: bool) -> Vec<String> {
+    if agent != "gemini" {
+        return Vec::new();
+    }
+    let mut notes = vec![
+        "Gemini CLI starts the server only in folders you trust: /trust in gemini (kept in \
+         ~/.gemini/trustedFolders.json); agents of `fleet run` trust their task's folder"
+            .to_string(),
+    ];
+    if global {
+        notes.push(
+            "agents of `fleet run` do not read ~/.gemini/settings.json (each has a Gemini home \
+             of its own): for them, run `fleet setup gemini --mcp` in the project's directory"
+                .to_string(),
+        );
+    }
+    notes
 }
 
 /// The configuration file of `agent`'s MCP servers.

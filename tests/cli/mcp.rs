@@ -252,13 +252,13 @@ fn setup_registers_the_server_with_each_agent_once_keeping_the_rest() {
     std::fs::write(codex_home.join("config.toml"), "# mine\nmodel = \"o3\"\n").unwrap();
     let setup = |args: &[&str]| {
         let mut command = ws.command(args);
-        command.current_dir(project.path()).env("CODEX_HOME", &codex_home);
-        crate::common::Run::from(command.output().expect("run setup")).ok().stdout
+        command.current_dir(project.path()).env("CODEX_HOME", &codex_home).env("HOME", ws.home());
+        crate::common::Run::from(command.output().expect("run setup")).ok()
     };
 
-    let first = setup(&["setup", "claude", "--mcp"]);
+    let first = setup(&["setup", "claude", "--mcp"]).stdout;
     assert!(first.starts_with("✓ claude: MCP server `fleet` in "), "{first}");
-    let again = setup(&["setup", "claude", "--mcp"]);
+    let again = setup(&["setup", "claude", "--mcp"]).stdout;
     assert!(again.contains("already there"), "{again}");
     let claude: Value =
         serde_json::from_str(&std::fs::read_to_string(project.path().join(".mcp.json")).unwrap())
@@ -276,10 +276,18 @@ fn setup_registers_the_server_with_each_agent_once_keeping_the_rest() {
     );
     assert!(toml.contains("args = [\"mcp\"]"), "{toml}");
 
-    // bd's `setup` does the same for gemini and opencode.
-    setup(&["bd", "setup", "gemini", "--mcp"]);
+    // bd's `setup` does the same for gemini and opencode. Gemini CLI needs more, and is told.
+    let trust = setup(&["bd", "setup", "gemini", "--mcp"]).stderr;
+    assert!(
+        trust.contains("note: Gemini CLI starts the server only in folders you trust"),
+        "{trust}"
+    );
+    assert!(!trust.contains("~/.gemini/settings.json"), "{trust}");
     let gemini = std::fs::read_to_string(project.path().join(".gemini/settings.json")).unwrap();
     assert!(gemini.contains("\"mcpServers\""), "{gemini}");
+    let global = setup(&["setup", "gemini", "--mcp", "--global", "--json"]);
+    assert_eq!(global.json()["notes"].as_array().map(Vec::len), Some(2), "{}", global.stdout);
+    assert!(global.stdout.contains("do not read ~/.gemini/settings.json"), "{}", global.stdout);
     setup(&["setup", "opencode", "--mcp", "--json"]);
     let opencode: Value = serde_json::from_str(
         &std::fs::read_to_string(project.path().join("opencode.json")).unwrap(),

@@ -149,7 +149,7 @@ pub const CODEX: Coder = Coder {
             model = toml_str(CODEX.model),
             url = toml_str(&format!("{}/v1", mock.base_url())),
         );
-        let codex_home = sandbox.root().join("codexhome");
+        let codex_home = codex_home(sandbox);
         std::fs::create_dir_all(&codex_home).expect("create CODEX_HOME");
         std::fs::write(codex_home.join("config.toml"), config).expect("write codex config");
         let mut coder = vec![("CODEX_HOME", path_text(&codex_home))];
@@ -159,6 +159,11 @@ pub const CODEX: Coder = Coder {
         Env { coder, supervisor: Vec::new() }
     },
 };
+
+/// The `CODEX_HOME` of codex's agents in `sandbox`.
+pub fn codex_home(sandbox: &Sandbox) -> std::path::PathBuf {
+    sandbox.root().join("codexhome")
+}
 
 pub const GEMINI: Coder = Coder {
     name: "gemini",

@@ -81,7 +81,15 @@ impl Sandbox {
     /// Runs `fleet ARGS`, asserts success, returns stdout.
     #[track_caller]
     pub fn fleet(&self, args: &[&str]) -> String {
-        let output = self.command(args).output().expect("run fleet");
+        self.fleet_in(&self.home, &[], args)
+    }
+
+    /// [`Sandbox::fleet`] in the directory `dir`, with `env` added to the environment.
+    #[track_caller]
+    pub fn fleet_in(&self, dir: &Path, env: &[(&str, &Path)], args: &[&str]) -> String {
+        let mut command = self.command(args);
+        command.current_dir(dir).envs(env.iter().copied());
+        let output = command.output().expect("run fleet");
         assert!(
             output.status.success(),
             "fleet {args:?} failed ({})\nstdout:\n{}\nstderr:\n{}",

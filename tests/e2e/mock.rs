@@ -9,8 +9,9 @@
 //! past the end of its list gets the last entry, so `[[{"status": 429}]]` answers 429 forever.
 //! `by_key` gives the requests of one API key replies of their own (laid out the same way), so
 //! one account can be rate limited while another is served.
-//! A reply is text and/or one shell tool call with a prompt size to report, an HTTP error, or
-//! a stall (the request is read and never answered).
+//! A reply is text and/or one tool call (the shell, or another tool by name — an MCP server's
+//! tool by the name the CLI gives it) with a prompt size to report, an HTTP error, or a stall
+//! (the request is read and never answered).
 //!
 //! Every request is recorded ([`MockApi::requests`]) so tests can check what reached the
 //! "model": the model name, the API key, the prompt, the tool output fed back.
@@ -79,8 +80,7 @@ pub struct Reply {
     pub text: Option<String>,
     /// A shell command the model asks to run (Claude's `Bash`, Codex's `exec_command`).
     pub bash: Option<String>,
-    /// Another tool the model calls by name, with its input (the Messages API only: an MCP
-    /// tool is `mcp__<server>__<tool>` there).
+    /// Another tool the model calls, with its input.
     pub tool: Option<ToolCall>,
     /// The prompt size reported in the usage (Anthropic: `message_start.usage.input_tokens`).
     pub input_tokens: Option<u64>,
@@ -99,8 +99,64 @@ pub struct Reply {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
+    /// The tool's name as the CLI declares it, or `<server>/<tool>` for a tool of an MCP
+    /// server: the model calls it by the name the request gives it
+    /// ([`Request::mcp_tool`]), as a real model reads it there (Claude Code
+    /// `mcp__fleet__ask_human`, Gemini CLI `mcp_fleet_ask_human`, opencode
+    /// `fleet_ask_human`), or by `<server>/<tool>` itself when the request has no such tool
+    /// (which the CLI then refuses).
     pub name: String,
     pub input: Value,
+}
+
+impl Reply {
+    /// The tool call of this reply in answer to `request`, if any: its shell command as `shell`
+    /// calls it, or its other tool.
+    fn call(
+        &self,
+        request: &Request,
+        shell: impl FnOnce(&str) -> (String, Value),
+    ) -> Option<(String, Value)> {
+        match (&self.bash, &self.tool) {
+            (Some(command), _) => Some(shell(command)),
+            (None, Some(tool)) => Some(tool.in_answer_to(request)),
+            (None, None) => None,
+        }
+    }
+}
+
+impl ToolCall {
+    /// What to search for before this call, when it is an MCP server's tool that `request`
+    /// does not offer yet but could load through a client-side `tool_search` tool.
+    fn search_first(&self, request: &Request) -> Option<String> {
+        let (server, tool) = self.name.split_once('/')?;
+        let searchable = request.body["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["type"] == "tool_search"));
+        (searchable && request.mcp_tool(server, tool).is_none()).then(|| format!("{server} {tool}"))
+    }
+
+    /// The name and input of this call in answer to `request`.
+    fn in_answer_to(&self, request: &Request) -> (String, Value) {
+        let declared =
+            self.name.split_once('/').and_then(|(server, tool)| request.mcp_tool(server, tool));
+        (declared.unwrap_or_else(|| self.name.clone()), self.input.clone())
+    }
+}
+
+/// The name of a declared tool: `name`, or Chat's `function.name`.
+fn tool_name(tool: &Value) -> Option<&str> {
+    tool["name"].as_str().or(tool["function"]["name"].as_str())
+}
+
+/// Whether `name` is how a CLI names `tool` of MCP server `server`: the tool's name after the
+/// server's and separators (`mcp__fleet__ask_human`, `mcp_fleet_ask_human`,
+/// `fleet_ask_human`).
+fn names_mcp_tool(name: &str, server: &str, tool: &str) -> bool {
+    name.replace('/', "__")
+        .strip_suffix(tool)
+        .and_then(|head| head.strip_suffix('_'))
+        .is_some_and(|head| head.trim_end_matches('_').ends_with(server))
 }
 
 impl Script {
@@ -151,6 +207,37 @@ impl Request {
     pub fn api_key(&self) -> Option<&str> {
         self.header("x-api-key")
             .or_else(|| self.header("authorization").and_then(|v| v.strip_prefix("Bearer ")))
+    }
+
+    /// The names of the tools the request offers the model, in any of the four APIs' shapes
+    /// (`tools[].name`, Chat's `tools[].function.name`, Gemini's
+    /// `tools[].functionDeclarations[].name`), and the tools of the namespaces that earlier
+    /// client-side tool searches loaded (the Responses API's `tool_search_output` items of
+    /// `input`), named `<namespace>/<tool>`.
+    pub fn declared_tools(&self) -> Vec<String> {
+        let tools = self.body["tools"].as_array().into_iter().flatten();
+        let gemini = tools.clone().filter_map(|tool| tool["functionDeclarations"].as_array());
+        let mut names: Vec<String> =
+            tools.chain(gemini.flatten()).filter_map(tool_name).map(str::to_owned).collect();
+        let loaded = self.body["input"].as_array().into_iter().flatten();
+        let loaded = loaded.filter(|item| item["type"] == "tool_search_output");
+        for namespace in loaded.filter_map(|item| item["tools"].as_array()).flatten() {
+            let Some(prefix) = namespace["name"].as_str() else { continue };
+            let tools = namespace["tools"].as_array().into_iter().flatten().filter_map(tool_name);
+            names.extend(tools.map(|tool| format!("{prefix}/{tool}")));
+        }
+        names
+    }
+
+    /// The name under which the request offers the model `tool` of MCP server `server`: in
+    /// its tool list, or else named in its text (Claude Code lists MCP tools as "deferred
+    /// tools" for its `ToolSearch` in a system reminder, and takes a direct call of one).
+    pub fn mcp_tool(&self, server: &str, tool: &str) -> Option<String> {
+        let named = |name: &String| names_mcp_tool(name, server, tool);
+        self.declared_tools().into_iter().find(named).or_else(|| {
+            let text = self.all_text();
+            text.split(|c: char| !(c.is_alphanumeric() || c == '_')).map(str::to_owned).find(named)
+        })
     }
 
     /// Every piece of text in the request body (prompt, system, tool results), joined.
@@ -612,7 +699,8 @@ fn write_json(
 }
 
 /// The Messages API SSE events of one reply: `message_start` (with the usage), a text block
-/// and/or a `Bash` `tool_use` block, `message_delta` (stop reason), `message_stop`.
+/// and/or a `tool_use` block (`Bash`, or the reply's tool), `message_delta` (stop reason),
+/// `message_stop`.
 fn anthropic_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)> {
     let model = request.body["model"].as_str().unwrap_or("claude-sonnet-4-5");
     let id = format!("{}_{}", request.session, request.turn);
@@ -639,11 +727,9 @@ fn anthropic_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Valu
         events.push(("content_block_stop", json!({"type": "content_block_stop", "index": index})));
         index += 1;
     }
-    let bash = reply
-        .bash
-        .as_ref()
-        .map(|command| ("Bash", json!({"command": command, "description": "Run the command"})));
-    let call = bash.or_else(|| reply.tool.as_ref().map(|t| (t.name.as_str(), t.input.clone())));
+    let call = reply.call(request, |command| {
+        ("Bash".to_owned(), json!({"command": command, "description": "Run the command"}))
+    });
     if let Some((name, input)) = &call {
         events.push((
             "content_block_start",
@@ -669,9 +755,8 @@ fn anthropic_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Valu
     events
 }
 
-/// The Responses API SSE events of one reply: `response.created`, an assistant message and/or
-/// a shell `function_call` (as whichever shell tool the request advertises), and
-/// `response.completed` with the usage.
+/// The Responses API SSE events of one reply: `response.created`, its output items
+/// ([`responses_items`]), and `response.completed` with the usage.
 fn responses_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)> {
     let id = format!("{}_{}", request.session, request.turn);
     let response_id = format!("resp_mock_{id}");
@@ -679,36 +764,10 @@ fn responses_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Valu
         "response.created",
         json!({"type": "response.created", "response": {"id": response_id}}),
     )];
-    let mut index = 0;
-    if let Some(text) = &reply.text {
+    for (index, item) in responses_items(reply, request, &id).into_iter().enumerate() {
         events.push((
             "response.output_item.done",
-            json!({"type": "response.output_item.done", "output_index": index,
-                   "item": {"type": "message", "role": "assistant", "id": format!("msg_mock_{id}"),
-                            "content": [{"type": "output_text", "text": text}]}}),
-        ));
-        index += 1;
-    }
-    if let Some(command) = &reply.bash {
-        let tools: Vec<&str> = request.body["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        let (name, arguments) = if tools.contains(&"exec_command") || tools.is_empty() {
-            ("exec_command", json!({"cmd": command}))
-        } else if tools.contains(&"shell_command") {
-            ("shell_command", json!({"command": command}))
-        } else {
-            ("shell", json!({"command": ["bash", "-c", command]}))
-        };
-        events.push((
-            "response.output_item.done",
-            json!({"type": "response.output_item.done", "output_index": index,
-                   "item": {"type": "function_call", "id": format!("fc_mock_{id}"),
-                            "call_id": format!("call_mock_{id}"), "name": name,
-                            "arguments": arguments.to_string()}}),
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
         ));
     }
     let input_tokens = reply.input_tokens.unwrap_or(1200);
@@ -722,18 +781,65 @@ fn responses_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Valu
     events
 }
 
-/// The Gemini API SSE chunk of one reply: the text and/or a `run_shell_command` function call,
-/// with `usageMetadata.promptTokenCount` as the prompt size.
+/// The output items of one reply: an assistant message and/or a `function_call` (the shell,
+/// as whichever shell tool the request advertises, or the reply's tool). An MCP tool that
+/// the request offers only behind its client-side `tool_search` (Codex defers MCP servers'
+/// tools so) is searched for first: the reply is then that search alone, and the same reply
+/// is given again once the search's output is in the conversation (a search is no turn).
+fn responses_items(reply: &Reply, request: &Request, id: &str) -> Vec<Value> {
+    if let Some(query) = reply.tool.as_ref().and_then(|tool| tool.search_first(request)) {
+        return vec![json!({"type": "tool_search_call", "id": format!("ts_mock_{id}"),
+                           "call_id": format!("call_search_mock_{id}"), "execution": "client",
+                           "status": "completed", "arguments": {"query": query}})];
+    }
+    let mut items = Vec::new();
+    if let Some(text) = &reply.text {
+        items.push(json!({"type": "message", "role": "assistant", "id": format!("msg_mock_{id}"),
+                          "content": [{"type": "output_text", "text": text}]}));
+    }
+    if let Some((name, arguments)) =
+        reply.call(request, |command| responses_shell_call(command, request))
+    {
+        let mut call = json!({"type": "function_call", "id": format!("fc_mock_{id}"),
+                              "call_id": format!("call_mock_{id}"), "name": name,
+                              "arguments": arguments.to_string()});
+        if let Some((namespace, name)) = name.split_once('/') {
+            call["namespace"] = json!(namespace);
+            call["name"] = json!(name);
+        }
+        items.push(call);
+    }
+    items
+}
+
+/// A Responses API call of `command` by whichever shell tool `request` advertises.
+fn responses_shell_call(command: &str, request: &Request) -> (String, Value) {
+    let tools = request.declared_tools();
+    let offers = |name: &str| tools.iter().any(|t| t == name);
+    let (name, arguments) = if offers("exec_command") || tools.is_empty() {
+        ("exec_command", json!({"cmd": command}))
+    } else if offers("shell_command") {
+        ("shell_command", json!({"command": command}))
+    } else {
+        ("shell", json!({"command": ["bash", "-c", command]}))
+    };
+    (name.to_owned(), arguments)
+}
+
+/// The Gemini API SSE chunk of one reply: the text and/or a function call (`run_shell_command`,
+/// or the reply's tool), with `usageMetadata.promptTokenCount` as the prompt size.
 fn gemini_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)> {
     let model = request.path.split("/models/").nth(1).and_then(|rest| rest.split(':').next());
     let mut parts = Vec::new();
     if let Some(text) = &reply.text {
         parts.push(json!({"text": text}));
     }
-    if let Some(command) = &reply.bash {
-        parts.push(json!({"functionCall": {"name": "run_shell_command",
-                                            "args": {"command": command,
-                                                     "description": "Run the command"}}}));
+    let call = reply.call(request, |command| {
+        let args = json!({"command": command, "description": "Run the command"});
+        ("run_shell_command".to_owned(), args)
+    });
+    if let Some((name, args)) = call {
+        parts.push(json!({"functionCall": {"name": name, "args": args}}));
     }
     let prompt = reply.input_tokens.unwrap_or(1200);
     vec![(
@@ -749,8 +855,8 @@ fn gemini_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)>
     )]
 }
 
-/// The Chat Completions SSE chunks of one reply: a text delta and/or a `bash` tool call
-/// (opencode's shell tool), then the finish reason and the usage.
+/// The Chat Completions SSE chunks of one reply: a text delta and/or a tool call (`bash`,
+/// opencode's shell tool, or the reply's tool), then the finish reason and the usage.
 fn chat_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)> {
     let id = format!("chatcmpl_mock_{}_{}", request.session, request.turn);
     let model = request.body["model"].as_str().unwrap_or("mock-model").to_owned();
@@ -762,18 +868,20 @@ fn chat_stream(reply: &Reply, request: &Request) -> Vec<(&'static str, Value)> {
     if let Some(text) = &reply.text {
         events.push(("", chunk(json!({"content": text}), Value::Null)));
     }
-    if let Some(command) = &reply.bash {
-        let arguments = json!({"command": command, "description": "Run the command"});
+    let call = reply.call(request, |command| {
+        ("bash".to_owned(), json!({"command": command, "description": "Run the command"}))
+    });
+    if let Some((name, arguments)) = &call {
         events.push((
             "",
             chunk(
                 json!({"tool_calls": [{"index": 0, "id": format!("call_{id}"), "type": "function",
-                       "function": {"name": "bash", "arguments": arguments.to_string()}}]}),
+                       "function": {"name": name, "arguments": arguments.to_string()}}]}),
                 Value::Null,
             ),
         ));
     }
-    let finish = if reply.bash.is_some() { "tool_calls" } else { "stop" };
+    let finish = if call.is_some() { "tool_calls" } else { "stop" };
     events.push(("", chunk(json!({}), json!(finish))));
     let prompt = reply.input_tokens.unwrap_or(1200);
     events.push((

@@ -132,9 +132,7 @@ pub fn cmd_setup(ctx: &BdContext, args: SetupArgs) -> Result<(), CliError> {
         return Ok(());
     };
     if args.mcp {
-        let done = crate::cli::setup::install_mcp(recipe, args.global)?;
-        ctx.out.emit(&done, || done.describe());
-        return Ok(());
+        return crate::cli::setup::setup_mcp(ctx, recipe, args.global);
     }
     let command =
         if args.stealth { "bd prime --stealth --hook-json" } else { "bd prime --hook-json" };
