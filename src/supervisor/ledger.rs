@@ -225,6 +225,8 @@ impl Meter {
     pub fn start(task_root: &Path, usage: AttemptUsage, price: Option<Price>) -> Meter {
         let mut ledger = Ledger::load(task_root);
         ledger.attempts.retain(|a| a.attempt_id != usage.attempt_id);
+        // Held while the agent runs: room for this attempt only, not the four a push makes.
+        ledger.attempts.reserve_exact(1);
         ledger.attempts.push(usage);
         Meter { ledger, price, reported_cost: None, last_saved: None, dirty: true }
     }

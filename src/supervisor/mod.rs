@@ -38,6 +38,7 @@ pub mod daemon;
 pub mod guard;
 pub mod hold;
 pub mod landing;
+mod launch;
 pub mod lease;
 pub mod ledger;
 mod notices;
@@ -65,7 +66,6 @@ use tokio::task::JoinSet;
 
 use crate::config::{ConfigWatcher, Reload, RuntimeConfig};
 use crate::land::lane::{Entry, LaneKey};
-use crate::land::worktree;
 use crate::model::Issue;
 use crate::place::Places;
 use crate::redact::Redactor;
@@ -74,13 +74,14 @@ use crate::time::Clock;
 use crate::tracker;
 use crate::tracker::claims as claim;
 use claiming::{Claimed, coder_of};
+use launch::Launch;
 use lease::{Identity, Registration};
-use outcome::{Outcome, Verdict};
+use outcome::Verdict;
 use pause::{PauseCause, Pauses, Scope};
 use pausing::rate_limit_detail;
 use recovery::{Reclaimed, Scan};
 use revocation::Touch;
-use runner::{Attempt, Control, RunnerSettings, Signal};
+use runner::{Control, RunnerSettings, Signal};
 use settling::{Finished, task_record};
 use taskdir::TaskDir;
 
@@ -1086,72 +1087,25 @@ impl Supervisor {
         if let Ok(dir) = &task_dir {
             let _ = dir.write_record(&task_record(&issue), self.redactor());
         }
-        let instance = self.me.instance.clone();
-        let stop = stop.clone();
-        let signals = signals.clone();
-        let landing = issue.fleet.land.clone();
-        let mail = self.unread_mail(&id);
-        runners.spawn(async move {
-            let closes_on_exit_zero = coder.as_ref().is_ok_and(|c| c.closes_on_exit_zero());
-            let attempt_id = lease.attempt.clone();
-            let workdir = match (no_worktree, landing) {
-                (Some(reason), _) => Err(reason),
-                (None, None) => Ok(cwd),
-                (None, Some(landing)) => {
-                    let task = id.clone();
-                    tokio::task::spawn_blocking(move || worktree::ensure(&task, &landing))
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|made| made.map_err(|e| e.to_string()))
-                }
-            };
-            let outcome = match (coder, task_dir, workdir) {
-                (_, _, Err(detail)) => Outcome::NoWorktree { detail },
-                (coder, task_dir, Ok(cwd)) => match (coder, task_dir) {
-                (Err(error), _) => Outcome::SpawnFailed {
-                    error: error.to_string(),
-                    fix: format!(
-                        "define the coder in runtime.toml ([coders.{}]), or give the task a known one: fleet update ID --coder NAME",
-                        lease.coder
-                    ),
-                },
-                (_, Err(error)) => Outcome::SpawnFailed {
-                    error: error.to_string(),
-                    fix: "give the task an id that can name a directory (fleet rename)".into(),
-                },
-                (Ok(_), Ok(_)) if !cwd.is_dir() => Outcome::missing_cwd(&cwd),
-                (Ok(coder), Ok(task_dir)) => {
-                    let attempt = Attempt {
-                        issue,
-                        coder,
-                        account,
-                        model: lease.model.clone(),
-                        cwd,
-                        task_dir,
-                        env,
-                        attempt_id: lease.attempt.clone(),
-                        instance,
-                        settings,
-                        prices,
-                        stop,
-                        control,
-                        mail,
-                        budget,
-                    };
-                    runner::run(attempt, signals).await
-                }
-                },
-            };
-            Finished {
-                id,
-                attempt: attempt_id,
-                coder: lease.coder,
-                account: lease.account,
-                model: lease.model,
-                outcome,
-                closes_on_exit_zero,
-            }
+        let launch = Box::new(Launch {
+            landing: issue.fleet.land.clone(),
+            mail: self.unread_mail(&id),
+            issue,
+            lease,
+            coder,
+            task_dir,
+            cwd,
+            no_worktree,
+            account,
+            env,
+            instance: self.me.instance.clone(),
+            settings,
+            prices,
+            stop: stop.clone(),
+            control,
+            budget,
         });
+        runners.spawn(launch.run(signals.clone()));
     }
 
     fn on_signal(&mut self, signal: Signal) {

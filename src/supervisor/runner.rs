@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -187,7 +187,7 @@ impl Diagnosis {
 }
 
 /// Runs one attempt to its end.
-pub async fn run(mut attempt: Attempt, signals: mpsc::UnboundedSender<Signal>) -> Outcome {
+pub async fn run(mut attempt: Box<Attempt>, signals: mpsc::UnboundedSender<Signal>) -> Outcome {
     match run_inner(&mut attempt, &signals).await {
         Ok(outcome) | Err(outcome) => outcome,
     }
@@ -345,7 +345,9 @@ struct Sinks<'a> {
     logs: &'a mut TaskLogs,
     diagnosis: &'a mut Diagnosis,
     meter: &'a mut Meter,
-    trouble: mpsc::UnboundedReceiver<AgentEvent>,
+    /// Boxed: a channel holds its first block of 32 slots from the start, which at the size
+    /// of an event would be ~7 KiB an agent for a channel that is nearly always empty.
+    trouble: mpsc::UnboundedReceiver<Box<AgentEvent>>,
 }
 
 /// A spawned agent, registered as owned until its status has been collected, so no other
@@ -549,7 +551,7 @@ async fn collect_stderr(
     stderr: tokio::process::ChildStderr,
     mut log: super::taskdir::StderrLog,
     reader: Option<Arc<dyn Coder>>,
-    trouble: mpsc::UnboundedSender<AgentEvent>,
+    trouble: mpsc::UnboundedSender<Box<AgentEvent>>,
 ) -> String {
     // Small buffers: a line longer than one still reads whole (the line grows), and hundreds
     // of agents' pipes hold less memory.
@@ -567,7 +569,7 @@ async fn collect_stderr(
         };
         let Ok(Some(line)) = line else { break };
         if let Some(event) = reader.as_ref().and_then(|coder| coder.stderr_event(&line)) {
-            let _ = trouble.send(event);
+            let _ = trouble.send(Box::new(event));
         }
         let _ = log.write_line(&line);
         if tail.len() == STDERR_TAIL_LINES {
@@ -593,7 +595,7 @@ async fn watch_output(
     let scope = (attempt.coder.name().to_string(), attempt.account_name().to_owned());
     let mut pressure = Pressure::new(attempt.coder.context_limit(&attempt.model), settings);
     let mut parser = attempt.coder.parser();
-    let mut lines = BufReader::with_capacity(4096, stdout).lines();
+    let mut lines = AgentStdout::Resting(stdout);
     let started = Instant::now();
     let mut last_output = Instant::now();
     let mut exited_at: Option<Instant> = None;
@@ -651,9 +653,9 @@ async fn watch_output(
                     }
                 }
                 sinks.meter.save_if_due(&root);
-                let drained = lines.get_ref().buffer().is_empty();
-                if drained && exited_at.is_none() && super::many_agents() {
+                if lines.drained() && exited_at.is_none() && super::many_agents() {
                     unread_until = Some(Instant::now() + READ_SPELL);
+                    lines.rest();
                     // The spell's lines are written as it ends, in one write, and their buffer
                     // freed: nothing of an agent's output is held while it is not read.
                     let _ = sinks.logs.flush();
@@ -679,6 +681,50 @@ async fn watch_output(
             }
             _ = attempt.stop.changed() => {}
             _ = attempt.control.changed() => {}
+        }
+    }
+}
+
+/// The agent's stdout, read a line at a time. Between read spells only the pipe is kept: the
+/// read buffer (4 KiB) and the line buffers (as long as the longest line so far) are dropped
+/// while the output is left unread, which is most of the time with hundreds of agents.
+enum AgentStdout {
+    Reading(Lines<BufReader<tokio::process::ChildStdout>>),
+    Resting(tokio::process::ChildStdout),
+    /// Only while one state turns into the other.
+    Between,
+}
+
+impl AgentStdout {
+    /// The next line (`None` at the end). Cancel-safe, as `Lines::next_line` is.
+    async fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        if let AgentStdout::Resting(_) = self
+            && let AgentStdout::Resting(pipe) = std::mem::replace(self, AgentStdout::Between)
+        {
+            *self = AgentStdout::Reading(BufReader::with_capacity(4096, pipe).lines());
+        }
+        match self {
+            AgentStdout::Reading(lines) => lines.next_line().await,
+            AgentStdout::Resting(_) | AgentStdout::Between => Ok(None),
+        }
+    }
+
+    /// Whether everything read from the pipe has been returned as lines.
+    fn drained(&mut self) -> bool {
+        match self {
+            AgentStdout::Reading(lines) => lines.get_ref().buffer().is_empty(),
+            AgentStdout::Resting(_) | AgentStdout::Between => true,
+        }
+    }
+
+    /// Drops the buffers until the next read, if nothing is left in them: right after a
+    /// whole line was returned, so no part of a line is held either.
+    fn rest(&mut self) {
+        if !self.drained() {
+            return;
+        }
+        if let AgentStdout::Reading(lines) = std::mem::replace(self, AgentStdout::Between) {
+            *self = AgentStdout::Resting(lines.into_inner().into_inner());
         }
     }
 }
