@@ -146,6 +146,7 @@ pub fn supervise(
     options: Options,
     mut on_event: impl FnMut(Event) + Send + 'static,
 ) -> Result<Summary, CliError> {
+    crate::allocator::long_running();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // With many agents, a short nap before each wait for events: their lines then come in
