@@ -1024,3 +1024,36 @@ fn yes_no_settings_are_read_alike() {
     let refused = ws.run(&["bd", "config", "set", "export.auto", "sometimes"]).fails(1);
     assert!(refused.stderr.contains("true or false"), "{}", refused.stderr);
 }
+
+#[test]
+fn a_bad_canary_value_is_refused_naming_the_key_and_the_line() {
+    let home = Home::new();
+    home.write("max_concurrent = 2\n\n[canary]\nwindow = 4\nmin_attempts = 9\n");
+    let run = home.fleet(&["config", "show"]).fails(1);
+    let file = home.file().display().to_string();
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error: {file}:3: canary.min_attempts must be 1 to canary.window (4) attempts"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("a [canary] table takes: enabled, window"), "{}", run.stderr);
+    for (text, message) in [
+        ("[canary]\nrate_margin = 2.0\n", "canary.rate_margin must be a fraction from 0 to 1"),
+        ("[canary]\ncost_factor = 0.5\n", "canary.cost_factor must be 1 or more"),
+        ("[canary]\nwindow = \"big\"\n", "canary: invalid type"),
+        ("[canary]\nwindoww = 4\n", "unknown field `windoww`"),
+    ] {
+        home.write(text);
+        let error = RuntimeConfig::load(&home.file()).unwrap_err();
+        assert_eq!(error.line, Some(1), "{text:?}: {error}");
+        assert!(error.message.contains(message), "{text:?}: {}", error.message);
+    }
+    home.write("[canary]\nwindow = 6\nmin_attempts = 3\nrate_factor = 1.5\n");
+    let config = RuntimeConfig::load(&home.file()).unwrap();
+    assert_eq!((config.canary.window, config.canary.min_attempts), (6, 3));
+    assert!(config.canary.enabled, "the canary is on by default");
+    let shown = home.fleet(&["--json", "config", "show"]).ok().json();
+    assert_eq!(shown["config"]["canary"]["rate_factor"], 1.5, "{shown:#}");
+}

@@ -564,6 +564,12 @@ fn agent_stats(s: &Session) {
     assert_eq!(recent["total"]["attempts"], 1);
     let overhead = s.out("stats-overhead", &["stats", "--overhead"]);
     assert_eq!(overhead["groups"][0]["median_tokens"], 3000);
+    // The rate-limited attempt is not judged; the close is one attempt of claude·sonnet and
+    // of claude@home, too few to judge.
+    let canaries = s.out("stats-canaries", &["stats", "--canaries"]);
+    assert_eq!(canaries["canaries"][0]["subject"], "claude·sonnet");
+    assert_eq!(canaries["canaries"][0]["status"], "learning");
+    assert_eq!(canaries["canaries"][1]["window"]["usd_per_closed_task"], 0.25);
 }
 
 #[test]

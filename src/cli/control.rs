@@ -1,11 +1,13 @@
-//! Stepping in: `fleet kill <id> [--requeue]`, `fleet pause [--coder C] [--account NAME]`,
-//! `fleet resume [--coder C] [--account NAME]`.
+//! Stepping in: `fleet kill <id> [--requeue]`, `fleet pause [--coder C [--model M]] [--account
+//! NAME]`, `fleet resume [--coder C [--model M]] [--account NAME]`.
 //!
 //! A kill is a change to the task through the tracker layer — blocked with a comment, or
 //! released with `--requeue` — and the supervisor running it stops its agent because a running
 //! task changed by someone else always is (see `supervisor::revocation`), within a poll.
 //! A pause is a hold in `$FLEET_HOME/state/holds.json` (see `supervisor::hold`), which the
-//! supervisor re-reads when it changes: no new agent starts, running agents go on.
+//! supervisor re-reads when it changes: no new agent starts, running agents go on. `resume`
+//! lifts the quality canary's holds too (`supervisor::canary`), and the canary then judges the
+//! coder·model or account afresh.
 
 use serde::Serialize;
 
@@ -17,7 +19,7 @@ use crate::coders::account::qualified;
 use crate::config::RuntimeConfig;
 use crate::model::Status;
 use crate::op::IssuePatch;
-use crate::supervisor::hold::{Hold, Holds};
+use crate::supervisor::hold::{Hold, Holds, model_scope};
 use crate::tracker::{Request, UpdateRequest};
 
 #[derive(Debug, clap::Args)]
@@ -41,6 +43,10 @@ pub struct PauseArgs {
     /// its other accounts. Add --coder when two coders have an account of that name.
     #[arg(long, value_name = "NAME")]
     pub account: Option<String>,
+    /// Only the coder's tasks that run this model (`""`: the model its CLI picks itself); the
+    /// coder goes on with its other models.
+    #[arg(long, value_name = "MODEL", requires = "coder", conflicts_with = "account")]
+    pub model: Option<String>,
     /// Why, shown by `fleet tasks`.
     #[arg(long, short)]
     pub reason: Option<String>,
@@ -48,12 +54,16 @@ pub struct PauseArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ResumeArgs {
-    /// Only this coder's pause (default: every pause).
+    /// Only this coder's pauses, its models' included (default: every pause).
     #[arg(long, value_name = "CODER")]
     pub coder: Option<String>,
-    /// Only this account's pause (placed with `fleet pause --account`).
+    /// Only this account's pause (placed with `fleet pause --account`, or by the canary).
     #[arg(long, value_name = "NAME")]
     pub account: Option<String>,
+    /// Only the pause of the coder's model (placed with `fleet pause --model`, or by the
+    /// canary).
+    #[arg(long, value_name = "MODEL", requires = "coder", conflicts_with = "account")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -120,16 +130,19 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
         since: ctx.now(),
         by: ctx.actor().to_string(),
         reason: args.reason.clone().unwrap_or_default(),
+        cause: None,
     };
-    let changed = match &account {
-        Some((coder, name)) => edit.holds.place_account(coder, name, hold),
-        None => edit.holds.place(args.coder.as_deref(), hold),
+    let changed = match (&account, args.coder.as_deref(), args.model.as_deref()) {
+        (Some((coder, name)), _, _) => edit.holds.place_account(coder, name, hold),
+        (None, Some(coder), Some(model)) => edit.holds.place_model(coder, model, hold),
+        (None, coder, _) => edit.holds.place(coder, hold),
     };
     let holds = edit.save().map_err(writing_error)?;
-    let whom = match (&account, args.coder.as_deref()) {
-        (Some((coder, name)), _) => format!("account {}", qualified(coder, Some(name))),
-        (None, Some(coder)) => format!("coder {coder}"),
-        (None, None) => "every coder".to_owned(),
+    let whom = match (&account, args.coder.as_deref(), args.model.as_deref()) {
+        (Some((coder, name)), _, _) => format!("account {}", qualified(coder, Some(name))),
+        (None, Some(coder), Some(model)) => format!("model {}", model_scope(coder, model)),
+        (None, Some(coder), None) => format!("coder {coder}"),
+        (None, None, _) => "every coder".to_owned(),
     };
     let shown = HoldsShown { changed, holds };
     ctx.out.emit(&shown, || {
@@ -142,15 +155,19 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
 pub fn cmd_resume(ctx: &Context, args: ResumeArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
     let mut edit = Holds::edit(&home).map_err(editing_error)?;
-    let (changed, whom) = match &args.account {
-        Some(name) => {
+    let (changed, whom) = match (&args.account, args.coder.as_deref(), args.model.as_deref()) {
+        (Some(name), _, _) => {
             let (coder, name) = held_account(&edit.holds, args.coder.as_deref(), name)?;
             (
                 edit.holds.lift_account(&coder, &name),
                 Some(format!("account {}", qualified(&coder, Some(&name)))),
             )
         }
-        None => (
+        (None, Some(coder), Some(model)) => (
+            edit.holds.lift_model(coder, model),
+            Some(format!("model {}", model_scope(coder, model))),
+        ),
+        _ => (
             edit.holds.lift(args.coder.as_deref()),
             args.coder.as_ref().map(|c| format!("coder {c}")),
         ),

@@ -9,6 +9,7 @@ mod accounts;
 mod agent_stats;
 mod bd;
 mod budget;
+mod canaries;
 mod claim;
 mod comment;
 mod completions;

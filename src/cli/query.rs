@@ -370,6 +370,11 @@ pub struct StatsArgs {
     /// attempt's first model request (instruction files, tool lists, skills), costliest first.
     #[arg(long, conflicts_with = "agents")]
     pub overhead: bool,
+    /// The quality canary: per coder·model and account, the latest attempts' failure rate,
+    /// requeue rate and cost per closed task against their baselines, and which are held
+    /// (`[canary]` in runtime.toml).
+    #[arg(long, conflicts_with_all = ["agents", "overhead", "since"])]
+    pub canaries: bool,
 }
 
 /// `fleet stats`: bd's counts (whose `blocked_issues` counts dependency-blocked issues), and
@@ -382,6 +387,9 @@ struct FleetStats {
 }
 
 pub fn cmd_stats(ctx: &Context, args: StatsArgs) -> Result<(), CliError> {
+    if args.canaries {
+        return super::canaries::cmd_canaries(ctx);
+    }
     if args.overhead {
         return super::overhead::cmd_overhead(ctx, args.since.as_deref());
     }

@@ -60,6 +60,11 @@ pub(super) fn read_document(
             config.budget = read_table(source, (key, item), keys, super::BudgetConfig::problem)?;
             continue;
         }
+        if name == "canary" {
+            let keys = &super::canary::CANARY_KEYS;
+            config.canary = read_table(source, (key, item), keys, super::CanaryConfig::problem)?;
+            continue;
+        }
         let Some(info) = KeyInfo::find(name) else {
             return Err(unknown_top_level_key(source, name, key, item));
         };
@@ -285,7 +290,7 @@ fn read_prices(
     }
 }
 
-/// Reads a table of settings (`[merge]`, `[notify]`, `[budget]`) as `T`, refused with the words of
+/// Reads a table of settings (`[merge]`, `[notify]`, `[budget]`, `[canary]`) as `T`, refused with the words of
 /// `problem` when its values do not go together.
 fn read_table<T: serde::de::DeserializeOwned>(
     source: Source,

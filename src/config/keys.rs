@@ -171,11 +171,13 @@ macro_rules! runtime_keys {
             pub notify: super::NotifyConfig,
             /// The `[budget]` table: caps on what the fleet spends.
             pub budget: super::BudgetConfig,
+            /// The `[canary]` table: when a coder·model or an account is paused for quality.
+            pub canary: super::CanaryConfig,
         }
 
         impl Default for RuntimeConfig {
             fn default() -> RuntimeConfig {
-                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new(), merge: super::MergeConfig::default(), notify: super::NotifyConfig::default(), budget: super::BudgetConfig::default() }
+                RuntimeConfig { $($name: $default,)* coders: BTreeMap::new(), prices: BTreeMap::new(), merge: super::MergeConfig::default(), notify: super::NotifyConfig::default(), budget: super::BudgetConfig::default(), canary: super::CanaryConfig::default() }
             }
         }
 
@@ -279,7 +281,7 @@ pub enum Legacy {
 }
 
 /// The top-level names that hold tables of their own rather than one key of [`KEYS`].
-pub const TABLES: [&str; 5] = ["coders", "prices", "merge", "notify", "budget"];
+pub const TABLES: [&str; 6] = ["coders", "prices", "merge", "notify", "budget", "canary"];
 
 /// Keys of the Python fleet's `runtime.toml` (at its last release and in its early versions)
 /// that this fleet does not have under the same name. The others (`max_concurrent`, `model`,

@@ -25,6 +25,7 @@
 //! the allowed range; a coder that does not exist or cannot be run names its table.
 
 pub mod budget;
+pub mod canary;
 mod check;
 mod edit;
 pub mod keys;
@@ -39,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use budget::{BudgetConfig, DayCap};
+pub use canary::CanaryConfig;
 use check::Source;
 pub use edit::{ConfigChange, SetError, header, raise_budget, set_values, unset_keys, value_of};
 pub use keys::{KEYS, KeyInfo, KeyKind, KeyValue, LEGACY_KEYS, Legacy, RuntimeConfig};

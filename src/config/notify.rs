@@ -9,7 +9,7 @@
 //! timeout_secs = 10    # a command or a POST taking longer is given up (and killed)
 //! retries = 3          # a failed POST (no answer, 5xx, 429) is tried again this often
 //! events = []          # the kinds sent (empty: all): question, blocked, coder_paused,
-//!                      # budget, drained, merge_conflict
+//!                      # budget, canary, drained, merge_conflict
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -19,8 +19,8 @@ pub const NOTIFY_KEYS: [&str; 6] =
     ["command", "webhook", "window_secs", "timeout_secs", "retries", "events"];
 
 /// The kinds of notice fleet sends (`notify.events`).
-pub const NOTICE_KINDS: [&str; 6] =
-    ["question", "blocked", "coder_paused", "budget", "drained", "merge_conflict"];
+pub const NOTICE_KINDS: [&str; 7] =
+    ["question", "blocked", "coder_paused", "budget", "canary", "drained", "merge_conflict"];
 
 /// Where and how notices go; with neither `command` nor `webhook`, nowhere.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

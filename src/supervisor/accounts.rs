@@ -300,7 +300,7 @@ mod tests {
         assert_eq!(whole.detail, "every account of claude is paused; claude@a resumes first");
         assert_eq!(blocked(&config, "codex", &pauses, &holds, now), None, "no accounts: as before");
         let mut held = Holds::default();
-        let hold = Hold { since: now, by: "me".into(), reason: String::new() };
+        let hold = Hold { since: now, by: "me".into(), reason: String::new(), cause: None };
         held.place_account("claude", "a", hold.clone());
         held.place_account("claude", "b", hold);
         assert_eq!(blocked(&config, "claude", &Pauses::default(), &held, now), Some(Blocked::Held));

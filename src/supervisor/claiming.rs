@@ -207,6 +207,20 @@ struct Choice {
     registry: crate::coders::Registry,
     /// Coder → account, for the coders with accounts that can start an agent.
     accounts: HashMap<String, String>,
+    /// The holds in force (a held coder·model is skipped).
+    holds: super::hold::Holds,
+}
+
+impl Choice {
+    /// Whether `issue`'s next attempt would run a coder·model that is held (`fleet pause
+    /// --model`, or the quality canary).
+    fn model_held(&self, issue: &Issue) -> bool {
+        if self.holds.models.is_empty() {
+            return false;
+        }
+        let coder = coder_of(issue, &self.config.coder);
+        self.holds.holds_model(&coder, &model_of(issue, &coder, &self.config, &self.registry))
+    }
 }
 
 /// The coder a task runs with: its own, else the configured default.
@@ -216,8 +230,12 @@ pub(super) fn coder_of(issue: &Issue, default_coder: &str) -> String {
 
 /// The model the next attempt of `issue` with `coder` runs: the task's own, else before its
 /// first attempt that ran the configured one.
-fn model_of(issue: &Issue, coder: &str, choice: &Choice) -> String {
-    let (config, registry) = (&choice.config, &choice.registry);
+pub(super) fn model_of(
+    issue: &Issue,
+    coder: &str,
+    config: &RuntimeConfig,
+    registry: &crate::coders::Registry,
+) -> String {
     // The model is resolved only before the first attempt that ran: an empty one ("let the
     // CLI choose", the default of several coders) stays empty rather than picking up a
     // `model` set in runtime.toml later.
@@ -238,7 +256,7 @@ fn budget_of(
 ) -> Result<budget::Cap, budget::Refusal> {
     let coder = coder_of(issue, &choice.config.coder);
     let account = choice.accounts.get(&coder).map_or("", String::as_str);
-    let model = model_of(issue, &coder, choice);
+    let model = model_of(issue, &coder, &choice.config, &choice.registry);
     let ledger = super::taskdir::TaskDir::new(&choice.home, &issue.id)
         .map(|dir| super::ledger::Ledger::load(&dir.root))
         .unwrap_or_default();
@@ -296,7 +314,7 @@ impl Gate {
 fn leased_fields(issue: &Issue, me: &Identity, choice: &Choice, now: Timestamp) -> FleetFields {
     let mut fleet = issue.fleet.clone();
     let coder = coder_of(issue, &choice.config.coder);
-    let model = model_of(issue, &coder, choice);
+    let model = model_of(issue, &coder, &choice.config, &choice.registry);
     fleet.attempts += 1;
     fleet.retry_after = None;
     let attempt = ulid::Ulid::generate().to_string();
@@ -362,6 +380,7 @@ impl Supervisor {
                     !running.contains(&issue.id)
                         && issue.fleet.retry_after.is_none_or(|at| at <= now)
                         && !paused.contains(&coder_of(issue, &choice.config.coder))
+                        && !choice.model_held(issue)
                         && runnable_here(&places, issue)
                         && !overlaps(issue)
                         && gate.admits(issue, &choice)
@@ -454,6 +473,7 @@ impl Supervisor {
             }
         }
         let home = self.options.home.clone();
-        (paused, Choice { home, config, registry, accounts: chosen })
+        let holds = holds.clone();
+        (paused, Choice { home, config, registry, accounts: chosen, holds })
     }
 }

@@ -1,11 +1,14 @@
 //! Holds: a person's pause of spawning (`fleet pause [--coder C]`, `fleet resume`), kept in
 //! `$FLEET_HOME/state/holds.json`.
 //!
-//! A hold stops new agents from starting — every coder's, one coder's, or those on one account
-//! of a coder — until it is lifted;
+//! A hold stops new agents from starting — every coder's, one coder's, one model's of a coder,
+//! or those on one account of a coder — until it is lifted;
 //! running agents go on. It is apart from the supervisor's own [`pauses`](super::pause) (rate
-//! limits, faults), which end by themselves: only people write this file, and a running
-//! supervisor re-reads it whenever it changes ([`HoldWatch`]), so a hold takes effect within a
+//! limits, faults), which end by themselves: a hold ends only when a person lifts it. People
+//! write this file, and so does the quality canary (`supervisor::canary`) acting for them: a
+//! coder·model or an account whose attempts went bad is held with cause
+//! [`PauseCause::Canary`] until someone looks and runs `fleet resume`. A running supervisor
+//! re-reads the file whenever it changes ([`HoldWatch`]), so a hold takes effect within a
 //! poll.
 //!
 //! Every change is a read-modify-write under an exclusive lock on `state/holds.lock`
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::pause::PauseCause;
 use crate::config::{FileStamp, file_stamp};
 
 /// One hold: who placed it, when, and why.
@@ -28,6 +32,16 @@ pub struct Hold {
     pub by: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// Why fleet placed it by itself ([`PauseCause::Canary`]); absent for a person's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<PauseCause>,
+}
+
+impl Hold {
+    /// Whether the quality canary placed it.
+    pub fn is_canary(&self) -> bool {
+        self.cause == Some(PauseCause::Canary)
+    }
 }
 
 /// Every hold in force.
@@ -42,6 +56,10 @@ pub struct Holds {
     /// Holds of single accounts, by coder, then account name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub accounts: BTreeMap<String, BTreeMap<String, Hold>>,
+    /// Holds of single models of a coder, by coder, then model (`""`: the model the coder's
+    /// CLI picks itself).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, BTreeMap<String, Hold>>,
 }
 
 /// The file under `home`.
@@ -127,7 +145,10 @@ impl Holds {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.all.is_none() && self.coders.is_empty() && self.accounts.is_empty()
+        self.all.is_none()
+            && self.coders.is_empty()
+            && self.accounts.is_empty()
+            && self.models.is_empty()
     }
 
     /// Whether new agents of `coder` are held.
@@ -139,6 +160,34 @@ impl Holds {
     /// of the coder, or of everything).
     pub fn holds_account(&self, coder: &str, account: &str) -> bool {
         self.holds(coder) || self.accounts.get(coder).is_some_and(|held| held.contains_key(account))
+    }
+
+    /// Whether new agents of `coder` with `model` are held (by a hold of the model, of the
+    /// coder, or of everything).
+    pub fn holds_model(&self, coder: &str, model: &str) -> bool {
+        self.holds(coder) || self.models.get(coder).is_some_and(|held| held.contains_key(model))
+    }
+
+    /// Every held coder·model, as `coder·model`.
+    pub fn held_models(&self) -> impl Iterator<Item = (String, &Hold)> {
+        self.models.iter().flat_map(|(coder, models)| {
+            models.iter().map(move |(model, hold)| (model_scope(coder, model), hold))
+        })
+    }
+
+    /// Places a hold on `coder`'s model `model`. Returns false when it was already in place.
+    pub fn place_model(&mut self, coder: &str, model: &str, hold: Hold) -> bool {
+        self.models.entry(coder.to_owned()).or_default().insert(model.to_owned(), hold).is_none()
+    }
+
+    /// Lifts the hold on `coder`'s model `model`. Returns whether there was one.
+    pub fn lift_model(&mut self, coder: &str, model: &str) -> bool {
+        let Some(held) = self.models.get_mut(coder) else { return false };
+        let lifted = held.remove(model).is_some();
+        if held.is_empty() {
+            self.models.remove(coder);
+        }
+        lifted
     }
 
     /// Every held account, as `coder@account`.
@@ -183,7 +232,8 @@ impl Holds {
         }
     }
 
-    /// Lifts the hold on `coder`, or every hold (`None`). Returns whether there was any.
+    /// Lifts the hold on `coder` and those on its models, or every hold (`None`). Returns
+    /// whether there was any.
     pub fn lift(&mut self, coder: Option<&str>) -> bool {
         match coder {
             None => {
@@ -191,9 +241,19 @@ impl Holds {
                 *self = Holds::default();
                 had
             }
-            Some(coder) => self.coders.remove(coder).is_some(),
+            Some(coder) => {
+                let models = self.models.remove(coder).is_some();
+                self.coders.remove(coder).is_some() || models
+            }
         }
     }
+}
+
+/// A coder·model as people read it: `claude·opus`, or `claude·default` for the model its CLI
+/// picks itself.
+pub fn model_scope(coder: &str, model: &str) -> String {
+    let model = if model.is_empty() { "default" } else { model };
+    format!("{coder}·{model}")
 }
 
 /// The holds file as a running supervisor sees it: re-read when it changes.
@@ -246,7 +306,7 @@ mod tests {
     use super::*;
 
     fn hold() -> Hold {
-        Hold { since: Timestamp::UNIX_EPOCH, by: "me".into(), reason: String::new() }
+        Hold { since: Timestamp::UNIX_EPOCH, by: "me".into(), reason: String::new(), cause: None }
     }
 
     #[test]
@@ -292,6 +352,13 @@ mod tests {
         assert!(holds.holds_account("codex", "work") && !holds.holds_account("codex", "home"));
         assert!(!holds.holds("codex"), "a held account leaves the coder's other accounts");
         assert!(holds.lift_account("codex", "work") && holds.accounts.is_empty());
+        assert!(holds.place_model("codex", "o3", hold()));
+        assert!(holds.holds_model("codex", "o3") && !holds.holds_model("codex", "o4"));
+        assert!(!holds.holds("codex"), "a held model leaves the coder's other models");
+        assert!(
+            holds.lift(Some("codex")) && holds.models.is_empty(),
+            "lifting a coder lifts its models"
+        );
         assert!(holds.place(None, hold()));
         assert!(holds.holds("codex") && holds.holds_account("codex", "home"));
         assert!(holds.lift(None));

@@ -355,15 +355,22 @@ impl Meter {
 }
 
 /// Sets the outcome (the verdict, in a word) of attempt `attempt_id` in the ledger of
-/// `task_root`; nothing when the attempt never reached the ledger (it did not start).
-pub fn record_outcome(task_root: &Path, attempt_id: &str, outcome: &str) -> std::io::Result<()> {
+/// `task_root`, and returns the attempt's entry; nothing when the attempt never reached the
+/// ledger (it did not start).
+pub fn record_outcome(
+    task_root: &Path,
+    attempt_id: &str,
+    outcome: &str,
+) -> std::io::Result<Option<AttemptUsage>> {
     let mut ledger = Ledger::load(task_root);
     let Some(entry) = ledger.attempts.iter_mut().rev().find(|a| a.attempt_id == attempt_id) else {
-        return Ok(());
+        return Ok(None);
     };
     entry.outcome = Some(outcome.to_owned());
     entry.ended_at.get_or_insert_with(Timestamp::now);
-    ledger.save(task_root)
+    let recorded = entry.clone();
+    ledger.save(task_root)?;
+    Ok(Some(recorded))
 }
 
 /// A session's totals, from the line that reports them.

@@ -33,6 +33,7 @@
 
 pub mod accounts;
 pub mod budget;
+pub mod canary;
 mod claiming;
 pub mod daemon;
 pub mod guard;
@@ -265,6 +266,23 @@ pub enum Event {
         coders: Vec<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         accounts: Vec<String>,
+        /// Held coder·models (`coder·model`), by `fleet pause --model` or the canary.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        models: Vec<String>,
+    },
+    /// The quality canary held `subject` (`coder·model` or `coder@account`): the `metric` of
+    /// its latest attempts went well above its baseline (`detail` says by how much). No new
+    /// agent starts for it until a person resumes it (`fix`); running agents go on.
+    Canary {
+        subject: String,
+        coder: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        account: Option<String>,
+        metric: canary::Metric,
+        detail: String,
+        fix: String,
     },
     ConfigRejected {
         error: String,
@@ -362,6 +380,59 @@ fn runnable_here(places: &SharedPlaces, issue: &Issue) -> bool {
     resolve_here(places, issue).is_ok()
 }
 
+/// What claimable work this machine has, for `--until-idle`: the coders with tasks that no
+/// hold of their coder·model holds (one scan per coder), and the held coder·models
+/// (`coder·model`) with tasks waiting (one scan each). Tasks another machine holds (remote
+/// claim mode), or whose place is not on this machine, are not work for this one.
+fn work_left_here(
+    store: &Store,
+    actor: &str,
+    (config, registry, holds, places): (
+        &RuntimeConfig,
+        &crate::coders::Registry,
+        &hold::Holds,
+        &SharedPlaces,
+    ),
+) -> Result<(Vec<String>, Vec<String>), StoreError> {
+    let filter = ReadyFilter::default();
+    let default_coder = &config.coder;
+    let elsewhere =
+        claim::Claims::of(store).map(|claims| claims.held_elsewhere()).unwrap_or_default();
+    let reader = store.read()?;
+    let now = Timestamp::now();
+    // The coder·model a task's next attempt runs, when a hold of that model (and not of the
+    // whole coder) holds it.
+    let held_model = |i: &Issue| {
+        let coder = coder_of(i, default_coder);
+        let model = claiming::model_of(i, &coder, config, registry);
+        let held = holds.models.get(&coder).is_some_and(|m| m.contains_key(&model));
+        (held && !holds.holds(&coder)).then(|| hold::model_scope(&coder, &model))
+    };
+    let mine = |i: &Issue| !elsewhere.contains(&i.id) && runnable_here(places, i);
+    let mut coders = Vec::new();
+    while let Some(id) = reader.first_claimable_where(actor, &filter, now, &|i| {
+        !coders.contains(&coder_of(i, default_coder))
+            && mine(i)
+            && (holds.models.is_empty() || held_model(i).is_none())
+    })? {
+        let issue = reader.issue(&id)?;
+        coders.push(issue.map_or_else(String::new, |i| coder_of(&i, default_coder)));
+    }
+    let mut models: Vec<String> = Vec::new();
+    while !holds.models.is_empty() {
+        let next = reader.first_claimable_where(actor, &filter, now, &|i| {
+            mine(i) && held_model(i).is_some_and(|m| !models.contains(&m))
+        })?;
+        let issue = match next {
+            Some(id) => reader.issue(&id)?,
+            None => None,
+        };
+        let Some(model) = issue.as_ref().and_then(held_model) else { break };
+        models.push(model);
+    }
+    Ok((coders, models))
+}
+
 /// A task with a runner in flight.
 struct Running {
     attempt: String,
@@ -422,6 +493,9 @@ pub struct Supervisor {
     budget_refused: Option<budget::Refusal>,
     /// The day cap holding new attempts back, as told (event, `state/budget-held.json`).
     budget_held: Option<budget::Held>,
+    /// The quality canary: each coder·model's and account's latest attempts, seeded from the
+    /// ledgers at start and fed every settled attempt.
+    canaries: canary::Canaries,
 }
 
 /// Spawning held back after an agent could not start for want of a resource (open files,
@@ -474,6 +548,12 @@ impl Supervisor {
         // What the accounts' CLIs said of their windows before a restart still orders them.
         let windows = accounts::Windows::load(&options.home);
         let holds = hold::HoldWatch::new(&options.home).map_err(StartError::Holds)?;
+        let canaries = canary::Canaries::seed(
+            &options.home,
+            &config.config().canary,
+            holds.holds(),
+            Timestamp::now(),
+        );
         // Agents' writes served by this process are masked with the config's secrets too.
         tracker::set_inbound_redactor(config.redactor().clone());
         Ok(Supervisor {
@@ -503,6 +583,7 @@ impl Supervisor {
             noticer: notices::Noticer::default(),
             budget_refused: None,
             budget_held,
+            canaries,
         })
     }
 
@@ -608,7 +689,7 @@ impl Supervisor {
             self.reload_config_if_changed();
             let now = tokio::time::Instant::now();
             if self.holds.poll() {
-                self.emit_holds();
+                self.holds_changed();
                 // Resumed: claim at once rather than at the next recheck.
                 next_recheck = now;
             }
@@ -987,35 +1068,23 @@ impl Supervisor {
             return true;
         }
         let actor = self.me.name.clone();
-        let default_coder = self.cfg().coder.clone();
+        let config = self.cfg().clone();
+        let registry = self.config.registry().clone();
+        let holds = self.holds.holds().clone();
         let places = self.places();
-        let pending = self
-            .blocking(move |store| -> Result<Vec<String>, StoreError> {
-                let filter = ReadyFilter::default();
-                let mut coders = Vec::new();
-                // Tasks another machine holds (remote claim mode), or whose place is not on
-                // this machine, are not work for this one.
-                let elsewhere = claim::Claims::of(store)
-                    .map(|claims| claims.held_elsewhere())
-                    .unwrap_or_default();
-                let reader = store.read()?;
-                let now = Timestamp::now();
-                // Every coder with claimable work (deferred included), one scan per coder.
-                while let Some(id) = reader.first_claimable_where(&actor, &filter, now, &|i| {
-                    !coders.contains(&coder_of(i, &default_coder))
-                        && !elsewhere.contains(&i.id)
-                        && runnable_here(&places, i)
-                })? {
-                    let issue = reader.issue(&id)?;
-                    coders.push(issue.map_or_else(String::new, |i| coder_of(&i, &default_coder)));
-                }
-                Ok(coders)
+        let (pending, held_models) = self
+            .blocking(move |store| {
+                let context = (&config, &registry, &holds, &places);
+                work_left_here(store, &actor, context)
             })
             .await
             .unwrap_or_default();
         let now = Timestamp::now();
         let soon = now + SignedDuration::try_from(IDLE_WAIT_FOR_PAUSE).unwrap_or_default();
-        let mut paused = Vec::new();
+        let mut paused: Vec<String> = held_models
+            .iter()
+            .map(|model| format!("{model}: held (`fleet tasks` says why; `fleet resume` lifts it)"))
+            .collect();
         for coder in &pending {
             match accounts::blocked(self.cfg(), coder, &self.pauses, self.holds.holds(), now) {
                 None => return false,

@@ -1,7 +1,7 @@
 //! Which of the supervisor's [`Event`]s a person is told of (`crate::notify`), and in what
 //! words: a blocked agent's question, a task blocked for good, a coder paused for a fault of
 //! the fleet (no login, an outage, a CLI that cannot start), new attempts held by a `[budget]`
-//! cap, a merge conflict, and the queue
+//! cap, a coder·model or account held by the quality canary, a merge conflict, and the queue
 //! drained — told once until an agent starts again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,6 +55,9 @@ impl Noticer {
                 let text =
                     format!("{scope} paused ({}): {} — {fix}", cause.as_str(), first_line(detail));
                 ("coder_paused", None, text)
+            }
+            Event::Canary { subject, detail, fix, .. } => {
+                ("canary", None, format!("{subject} paused by the canary: {detail} — {fix}"))
             }
             Event::Budget { scope, detail, until } if !detail.is_empty() => {
                 let until = until.map(|u| format!(" until {u}")).unwrap_or_default();

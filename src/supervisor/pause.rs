@@ -42,12 +42,15 @@ pub enum PauseCause {
     Auth,
     /// The provider failed (5xx, overloaded, connection refused) after the CLI's own retries.
     Outage,
+    /// The quality canary saw a coder·model or an account fail, requeue or cost well above its
+    /// baseline (`supervisor::canary`): held until a person resumes it.
+    Canary,
 }
 
 impl PauseCause {
     /// Whether this is a fault of the fleet (backed off while it repeats).
     pub fn is_fault(self) -> bool {
-        !matches!(self, PauseCause::RateLimit)
+        !matches!(self, PauseCause::RateLimit | PauseCause::Canary)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +59,7 @@ impl PauseCause {
             PauseCause::Spawn => "cannot start",
             PauseCause::Auth => "not logged in",
             PauseCause::Outage => "provider outage",
+            PauseCause::Canary => "canary",
         }
     }
 }
@@ -131,7 +135,7 @@ impl Pause {
     /// Whether it takes a person to end it (a CLI that cannot start, a login refused), as
     /// opposed to one that ends by itself (a rate-limit window, a provider outage).
     pub fn needs_a_human(&self) -> bool {
-        matches!(self.cause, PauseCause::Spawn | PauseCause::Auth)
+        matches!(self.cause, PauseCause::Spawn | PauseCause::Auth | PauseCause::Canary)
     }
 }
 

@@ -7,6 +7,8 @@ use jiff::Timestamp;
 use super::Event;
 use super::Supervisor;
 use super::accounts;
+use super::canary;
+use super::hold;
 use super::pause;
 use super::pause::PauseCause;
 use super::pause::Scope;
@@ -26,7 +28,58 @@ impl Supervisor {
             all: holds.all.is_some(),
             coders: holds.coders.keys().cloned().collect(),
             accounts: holds.held_accounts().map(|(account, _)| account).collect(),
+            models: holds.held_models().map(|(model, _)| model).collect(),
         });
+    }
+
+    /// Feeds a settled attempt to the quality canary; when its coder·model or account trips,
+    /// holds it (`state/holds.json`, cause canary) and tells: an event, a notice, the log.
+    pub(super) fn watch_quality(&mut self, settled: &canary::Settled) {
+        let config = self.cfg().canary.clone();
+        let Some((subject, trip)) = self.canaries.observe(settled, &config) else { return };
+        let now = Timestamp::now();
+        // Under the holds' edit lock, as `fleet pause` writes them (its wait is bounded).
+        let placed = hold::Holds::edit(&self.options.home).and_then(|mut edit| {
+            subject.place(&mut edit.holds, canary::Canaries::hold(&trip, now));
+            edit.save()
+        });
+        if let Err(error) = placed {
+            // Not recorded as tripped: the next settled attempt tries again.
+            tracing::error!(%error, %subject, %trip, "the canary tripped but cannot hold it");
+            return;
+        }
+        self.canaries.trip(&subject, now);
+        if self.holds.poll() {
+            self.holds_changed();
+        }
+        let (model, account) = match &subject {
+            canary::Subject::Model { model, .. } => (Some(model.clone()), None),
+            canary::Subject::Account { account, .. } => (None, Some(account.clone())),
+        };
+        self.emit(Event::Canary {
+            subject: subject.to_string(),
+            coder: subject.coder().to_owned(),
+            model,
+            account,
+            metric: trip.metric,
+            detail: trip.to_string(),
+            fix: canary::fix(&subject.resume_command()),
+        });
+    }
+
+    /// The holds file changed: tells the holds now in force, and restarts the canary's
+    /// windows of the subjects a person resumed.
+    pub(super) fn holds_changed(&mut self) {
+        self.emit_holds();
+        self.restart_resumed_canaries();
+    }
+
+    /// Subjects the canary held that a person resumed start a fresh window.
+    fn restart_resumed_canaries(&mut self) {
+        let window = self.cfg().canary.window;
+        for subject in self.canaries.resumed(self.holds.holds(), window, Timestamp::now()) {
+            tracing::info!(%subject, "resumed: the canary judges its attempts afresh");
+        }
     }
 
     pub(super) fn pause_for_rate_limit(
@@ -142,6 +195,7 @@ impl Supervisor {
                 "nothing to do: the provider is failing; fleet retries the coder with a backoff"
                     .into()
             }
+            PauseCause::Canary => canary::fix(&format!("fleet resume --coder {coder}")),
         }
     }
 }

@@ -79,6 +79,9 @@ struct Recorded {
     pause_until: Option<Timestamp>,
     coder: String,
     account: String,
+    model: String,
+    /// What the attempt cost, as its ledger says.
+    cost_usd: Option<f64>,
 }
 
 /// `task.json`: the task as it runs, with the coder and model of its current attempt.
@@ -207,9 +210,11 @@ fn record_outcome(
     let (plan, comment, after) = recorded;
     // task.json is written after the commit: a file write (with its sync) inside the
     // transaction would hold the store's writer lock, which every other process waits on.
+    let mut cost_usd = None;
     if let Ok(dir) = TaskDir::new(home, id) {
         let _ = dir.write_record(&task_record(&after), redactor);
-        let _ = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
+        let entry = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
+        cost_usd = entry.ok().flatten().and_then(|usage| usage.cost_usd);
     }
     Ok(Some(Recorded {
         verdict: plan.verdict,
@@ -217,6 +222,8 @@ fn record_outcome(
         pause_until: plan.pause_until,
         coder: finished.coder.clone(),
         account: finished.account.clone(),
+        model: finished.model.clone(),
+        cost_usd,
     }))
 }
 
@@ -251,6 +258,14 @@ impl Supervisor {
                         Scope::of_attempt(&plan.coder, &plan.account, PauseCause::RateLimit);
                     self.pause_for_rate_limit(&scope, Some(until), "rate limited");
                 }
+                self.watch_quality(&super::canary::Settled {
+                    coder: &plan.coder,
+                    model: &plan.model,
+                    account: &plan.account,
+                    verdict: plan.verdict.as_str(),
+                    cost_usd: plan.cost_usd,
+                    ended_at: Timestamp::now(),
+                });
                 self.emit(Event::Finished {
                     id: id.clone(),
                     verdict: plan.verdict,

@@ -13,6 +13,7 @@ mod accounts;
 mod agent_stats;
 mod agents;
 mod budget;
+mod canary;
 mod claiming;
 mod coordination;
 mod daemon;

@@ -220,7 +220,7 @@ fn pause_holds_new_agents_until_resume() {
     let id = fleet.task("Wait for me", &["close done"]);
     let idle = fleet.run_until_idle(&[]).ok();
     assert!(
-        idle.lines.iter().any(|l| l.starts_with("⏸ spawning paused by fleet pause: every coder")),
+        idle.lines.iter().any(|l| l.starts_with("⏸ spawning paused: every coder")),
         "{}",
         idle.stdout()
     );
@@ -230,9 +230,8 @@ fn pause_holds_new_agents_until_resume() {
     assert_eq!(fleet.show(&id)["status"], "open", "nothing starts while paused");
 
     let supervisor = fleet.start(&[]);
-    supervisor.wait_for("the pause to be announced", |l| {
-        l.starts_with("⏸ spawning paused by fleet pause: every coder")
-    });
+    supervisor
+        .wait_for("the pause to be announced", |l| l.starts_with("⏸ spawning paused: every coder"));
     let view = fleet.ws.run(&["tasks"]).ok().stdout;
     assert!(view.contains("⏸ every coder paused (fleet pause): by tester since"), "{view}");
     assert!(view.contains(": lunch"), "{view}");

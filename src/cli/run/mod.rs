@@ -316,18 +316,21 @@ pub fn event_line(event: &Event) -> Option<String> {
         Event::ConfigReloaded { max_concurrent, .. } => {
             format!("⚙ runtime.toml reloaded (max_concurrent = {max_concurrent})")
         }
-        Event::Held { all: false, coders, accounts }
-            if coders.is_empty() && accounts.is_empty() =>
+        Event::Held { all: false, coders, accounts, models }
+            if coders.is_empty() && accounts.is_empty() && models.is_empty() =>
         {
             "▶ spawning resumed (fleet resume)".to_string()
         }
-        Event::Held { all, coders, accounts } => {
+        Event::Held { all, coders, accounts, models } => {
             let whom = if *all {
                 "every coder".to_string()
             } else {
-                coders.iter().chain(accounts).cloned().collect::<Vec<_>>().join(", ")
+                coders.iter().chain(models).chain(accounts).cloned().collect::<Vec<_>>().join(", ")
             };
-            format!("⏸ spawning paused by fleet pause: {whom}; running agents go on")
+            format!("⏸ spawning paused: {whom} (until `fleet resume`); running agents go on")
+        }
+        Event::Canary { subject, detail, fix, .. } => {
+            format!("⏸ {subject} paused by the canary: {detail}\n  fix: {fix}")
         }
         Event::ConfigRejected { error } => {
             format!("⚠ runtime.toml is invalid, keeping the previous config: {error}")

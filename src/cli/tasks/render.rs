@@ -42,9 +42,10 @@ pub fn render(view: &TasksView, now: Timestamp, width: Option<usize>) -> Rendere
         head.push(line);
     }
     for pause in &view.pauses {
-        let coder = match (pause.coder.as_str(), &pause.account) {
-            ("*", _) => "every coder".to_owned(),
-            (coder, account) => crate::coders::account::qualified(coder, account.as_deref()),
+        let coder = match (pause.coder.as_str(), &pause.account, &pause.model) {
+            ("*", _, _) => "every coder".to_owned(),
+            (coder, None, Some(model)) => crate::supervisor::hold::model_scope(coder, model),
+            (coder, account, _) => crate::coders::account::qualified(coder, account.as_deref()),
         };
         let until =
             pause.until.map(|u| format!(" until {}", short_time(u, now))).unwrap_or_default();

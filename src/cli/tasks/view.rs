@@ -92,7 +92,10 @@ pub struct PauseRow {
     /// The coder's account, when only it is paused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-    /// `rate limit`, `not logged in`, …, `budget` or `fleet pause`.
+    /// The coder's model, when only it is paused (`""`: the model its CLI picks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `rate limit`, `not logged in`, …, `budget`, `fleet pause` or `canary`.
     pub cause: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub until: Option<Timestamp>,
@@ -559,6 +562,7 @@ fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp
         .map(|(scope, pause)| PauseRow {
             coder: scope.coder,
             account: scope.account,
+            model: None,
             cause: pause.cause.as_str().to_owned(),
             until: Some(pause.until),
             detail: pause.detail,
@@ -568,19 +572,31 @@ fn pause_rows(home: &Path, config: &RuntimeConfig, holds: &Holds, now: Timestamp
         let (coder, account) = budget_scope(&held.scope);
         let detail = format!("{} (`fleet budget`)", held.detail);
         let until = Some(held.until);
-        rows.push(PauseRow { coder, account, cause: "budget".into(), until, detail });
+        let model = None;
+        rows.push(PauseRow { coder, account, model, cause: "budget".into(), until, detail });
     }
-    let coders = holds.coders.iter().map(|(c, h)| (c.clone(), None, h));
+    rows.extend(hold_rows(holds, now));
+    rows
+}
+
+/// The holds in force: people's (`fleet pause`) and the quality canary's.
+fn hold_rows(holds: &Holds, now: Timestamp) -> Vec<PauseRow> {
+    let coders = holds.coders.iter().map(|(c, h)| (c.clone(), None, None, h));
     let accounts = holds.accounts.iter().flat_map(|(coder, accounts)| {
-        accounts.iter().map(move |(account, h)| (coder.clone(), Some(account.clone()), h))
+        accounts.iter().map(move |(account, h)| (coder.clone(), Some(account.clone()), None, h))
     });
-    let held = holds.all.iter().map(|h| ("*".to_owned(), None, h)).chain(coders).chain(accounts);
-    for (coder, account, hold) in held {
+    let models = holds.models.iter().flat_map(|(coder, models)| {
+        models.iter().map(move |(model, h)| (coder.clone(), None, Some(model.clone()), h))
+    });
+    let all = holds.all.iter().map(|h| ("*".to_owned(), None, None, h));
+    let held = all.chain(coders).chain(models).chain(accounts);
+    held.map(|(coder, account, model, hold)| {
         let mut detail = format!("by {} since {}", hold.by, short_time(hold.since, now));
         if !hold.reason.is_empty() {
             detail.push_str(&format!(": {}", hold.reason));
         }
-        rows.push(PauseRow { coder, account, cause: "fleet pause".into(), until: None, detail });
-    }
-    rows
+        let cause = hold.cause.map_or("fleet pause", |cause| cause.as_str()).to_owned();
+        PauseRow { coder, account, model, cause, until: None, detail }
+    })
+    .collect()
 }
