@@ -99,7 +99,20 @@ fn cmd_send(ctx: &Context, args: SendArgs) -> Result<(), CliError> {
     };
     let message = ctx.submit(Request::MailSend(Box::new(request)))?.into_mail()?;
     ctx.out.emit(&message, || format!("✓ Sent {} to {}", message.id, recipient(&message)));
+    if !message.to_task && looks_like_an_id(&message.to) {
+        ctx.out.warn(&format!(
+            "warning: no task {} in this queue, so the message went to a person of that name; \
+             if you meant a task, `fleet list --all` shows the ids",
+            message.to
+        ));
+    }
     Ok(())
+}
+
+/// Whether a recipient that is no task looks like a mistyped id or a path rather than a
+/// person's name: `-`, `.` or `/` in it.
+fn looks_like_an_id(name: &str) -> bool {
+    name.contains(['-', '.', '/'])
 }
 
 fn cmd_inbox(ctx: &Context, args: &InboxArgs) -> Result<(), CliError> {

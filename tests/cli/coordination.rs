@@ -73,6 +73,17 @@ fn mail_reaches_the_recipients_inbox_and_an_ack_takes_it_out() {
     assert!(empty.stderr.contains("the message is empty"), "{}", empty.stderr);
     let unknown = ws.run(&["mail", "ack", "m-nothere"]).fails(1);
     assert!(unknown.stderr.contains("no message m-nothere"), "{}", unknown.stderr);
+
+    // A mistyped task id still goes out (to a person of that name), with a warning; a plain
+    // name gets none.
+    let mistyped = ws.run(&["mail", "send", &format!("{b}x"), "for the agent"]).ok();
+    assert!(
+        mistyped.stderr.contains(&format!("no task {b}x in this queue")),
+        "{}",
+        mistyped.stderr
+    );
+    let to_alice = ws.run(&["mail", "send", "alice", "hello"]).ok();
+    assert!(!to_alice.stderr.contains("warning"), "{}", to_alice.stderr);
 }
 
 #[test]
