@@ -43,8 +43,8 @@ pub struct PauseArgs {
     /// its other accounts. Add --coder when two coders have an account of that name.
     #[arg(long, value_name = "NAME")]
     pub account: Option<String>,
-    /// Only the coder's tasks that run this model (`""`: the model its CLI picks itself); the
-    /// coder goes on with its other models.
+    /// Only the coder's tasks that run this model (`default` or `""`: the model its CLI picks
+    /// itself, as `fleet tasks` shows it); the coder goes on with its other models.
     #[arg(long, value_name = "MODEL", requires = "coder", conflicts_with = "account")]
     pub model: Option<String>,
     /// Why, shown by `fleet tasks`.
@@ -61,7 +61,7 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "NAME")]
     pub account: Option<String>,
     /// Only the pause of the coder's model (placed with `fleet pause --model`, or by the
-    /// canary).
+    /// canary); `default` or `""`: the model its CLI picks itself.
     #[arg(long, value_name = "MODEL", requires = "coder", conflicts_with = "account")]
     pub model: Option<String>,
 }
@@ -132,13 +132,14 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
         reason: args.reason.clone().unwrap_or_default(),
         cause: None,
     };
-    let changed = match (&account, args.coder.as_deref(), args.model.as_deref()) {
+    let model = args.model.as_deref().map(cli_default_model);
+    let changed = match (&account, args.coder.as_deref(), model) {
         (Some((coder, name)), _, _) => edit.holds.place_account(coder, name, hold),
         (None, Some(coder), Some(model)) => edit.holds.place_model(coder, model, hold),
         (None, coder, _) => edit.holds.place(coder, hold),
     };
     let holds = edit.save().map_err(writing_error)?;
-    let whom = match (&account, args.coder.as_deref(), args.model.as_deref()) {
+    let whom = match (&account, args.coder.as_deref(), model) {
         (Some((coder, name)), _, _) => format!("account {}", qualified(coder, Some(name))),
         (None, Some(coder), Some(model)) => format!("model {}", model_scope(coder, model)),
         (None, Some(coder), None) => format!("coder {coder}"),
@@ -152,10 +153,17 @@ pub fn cmd_pause(ctx: &Context, args: PauseArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The model a `--model` names: `default` is the model the CLI picks itself (stored as
+/// `""`), as `fleet tasks` and the canary show it (`coder·default`).
+fn cli_default_model(model: &str) -> &str {
+    if model == "default" { "" } else { model }
+}
+
 pub fn cmd_resume(ctx: &Context, args: ResumeArgs) -> Result<(), CliError> {
     let home = fleet_home()?;
     let mut edit = Holds::edit(&home).map_err(editing_error)?;
-    let (changed, whom) = match (&args.account, args.coder.as_deref(), args.model.as_deref()) {
+    let model = args.model.as_deref().map(cli_default_model);
+    let (changed, whom) = match (&args.account, args.coder.as_deref(), model) {
         (Some(name), _, _) => {
             let (coder, name) = held_account(&edit.holds, args.coder.as_deref(), name)?;
             (

@@ -31,12 +31,14 @@
 //! ([`Canaries::seed`]), then fed each settled attempt ([`Canaries::observe`]) — never a
 //! re-read of the ledgers per attempt. A resumed subject starts a fresh window: the attempts
 //! of the window that tripped are dropped (not moved into the baseline, which they would
-//! raise). Which subjects are tripped, and when each last restarted, are kept in
-//! `state/canaries.json`, so a restart (or a `fleet resume` while no supervisor runs) does not
-//! judge the dropped attempts again.
+//! raise), together with every attempt of that subject settled between the trip and the resume
+//! (agents that were still running), from every history they are in (the account's too). The
+//! subjects tripped and the spans of attempts dropped are kept in `state/canaries.json`, so a
+//! restart (or a `fleet resume` while no supervisor runs) does not judge them again.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -84,11 +86,38 @@ impl Kind {
 }
 
 /// One judged attempt.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub kind: Kind,
     pub cost_usd: Option<f64>,
     pub ended_at: Timestamp,
+    /// The subjects the attempt counts toward (its coder·model, its account), shared by their
+    /// histories: a window dropped for one subject leaves the others too.
+    pub owners: Arc<[Subject]>,
+}
+
+/// Attempts that ended from `from` to `to` (both included): a window that tripped, and what
+/// settled after it until a person resumed the subject. Never judged again, for any subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Span {
+    from: Timestamp,
+    to: Timestamp,
+}
+
+impl Span {
+    fn holds(&self, sample: &Sample, owner: &Subject) -> bool {
+        (self.from..=self.to).contains(&sample.ended_at) && sample.owners.contains(owner)
+    }
+}
+
+/// How many dropped spans of a subject are remembered (the oldest go first).
+const KEPT_SPANS: usize = 16;
+
+/// A subject the canary holds: when it tripped, and when the window that tripped it began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Tripped {
+    at: Timestamp,
+    window_from: Timestamp,
 }
 
 /// What the canary judges: a coder with one model (across its accounts), or one account of a
@@ -159,9 +188,13 @@ impl Subject {
     pub fn resume_command(&self) -> String {
         match self {
             Subject::Model { coder, model } => {
-                let plain = !model.is_empty()
-                    && model.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:/@".contains(c));
-                let model = if plain { model.clone() } else { format!("{model:?}") };
+                let plain =
+                    model.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:/@".contains(c));
+                let model = match model.as_str() {
+                    "" => "default".to_owned(),
+                    _ if plain => model.clone(),
+                    _ => format!("{model:?}"),
+                };
                 format!("fleet resume --coder {coder} --model {model}")
             }
             Subject::Account { coder, account } => {
@@ -345,10 +378,15 @@ impl History {
         }
     }
 
-    /// Drops the latest `window` attempts: the window starts afresh.
-    fn restart(&mut self, window: usize) {
-        let kept = self.samples.len().saturating_sub(window);
-        self.samples.truncate(kept);
+    /// When the first attempt of the window ended.
+    fn window_from(&self, window: usize) -> Option<Timestamp> {
+        let split = self.samples.len().saturating_sub(window);
+        self.samples.get(split).map(|sample| sample.ended_at)
+    }
+
+    /// Drops `owner`'s attempts within `span`.
+    fn drop_span(&mut self, owner: &Subject, span: &Span) {
+        self.samples.retain(|sample| !span.holds(sample, owner));
     }
 
     /// The measures of the window and of the baseline.
@@ -364,21 +402,22 @@ impl History {
 /// What `state/canaries.json` holds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct State {
-    /// Subjects the canary held, by key, with when.
+    /// Subjects the canary held, by key.
     #[serde(default)]
-    tripped: BTreeMap<String, Timestamp>,
-    /// When each subject's window last restarted (after a resume), by key.
+    tripped: BTreeMap<String, Tripped>,
+    /// The spans of attempts dropped after each resume, by key.
     #[serde(default)]
-    restarted: BTreeMap<String, Timestamp>,
+    dropped: BTreeMap<String, Vec<Span>>,
 }
 
 /// Every subject's history, and which are tripped.
 #[derive(Debug, Default)]
 pub struct Canaries {
     histories: BTreeMap<Subject, History>,
-    /// Subjects held by the canary, with when they tripped.
-    tripped: BTreeMap<Subject, Timestamp>,
-    restarted: BTreeMap<Subject, Timestamp>,
+    /// Subjects held by the canary.
+    tripped: BTreeMap<Subject, Tripped>,
+    /// Attempts never judged again, by the subject whose resume dropped them.
+    dropped: BTreeMap<Subject, Vec<Span>>,
     /// `state/canaries.json` (`None`: in memory only).
     path: Option<PathBuf>,
 }
@@ -402,7 +441,7 @@ impl Canaries {
     /// while no supervisor ran: they restart now.
     pub fn seed(home: &Path, config: &CanaryConfig, holds: &Holds, now: Timestamp) -> Canaries {
         let mut canaries = Canaries::seed_from(home, config);
-        canaries.resumed(holds, config.window, now);
+        canaries.resumed(holds, now);
         canaries
     }
 
@@ -413,13 +452,10 @@ impl Canaries {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
-        let by_key = |map: BTreeMap<String, Timestamp>| -> BTreeMap<Subject, Timestamp> {
-            map.into_iter().filter_map(|(k, at)| Some((Subject::from_key(&k)?, at))).collect()
-        };
         let mut canaries = Canaries {
             histories: BTreeMap::new(),
-            tripped: by_key(state.tripped),
-            restarted: by_key(state.restarted),
+            tripped: by_subject(state.tripped),
+            dropped: by_subject(state.dropped),
             path: Some(path),
         };
         canaries.fill(&super::ledger::all_attempts(home), config.window);
@@ -432,44 +468,38 @@ impl Canaries {
         let mut canaries = Canaries::seed_from(home, config);
         canaries.path = None;
         // Resumed while no supervisor ran: shown as the next supervisor will judge it.
-        let lifted: Vec<Subject> =
-            canaries.tripped.keys().filter(|s| !s.held_by_canary(holds)).cloned().collect();
-        for subject in lifted {
-            if let Some(history) = canaries.histories.get_mut(&subject) {
-                history.restart(config.window);
-            }
-        }
+        canaries.resumed(holds, Timestamp::now());
         canaries
     }
 
     /// Fills the histories from `attempts` (in any order).
     fn fill(&mut self, attempts: &[AttemptUsage], window: usize) {
-        let mut judged: Vec<(Sample, &AttemptUsage)> = attempts
+        let mut judged: Vec<Sample> = attempts
             .iter()
             .filter_map(|attempt| {
                 let kind = Kind::of(attempt.outcome.as_deref()?)?;
                 let ended_at = attempt.ended_at?;
-                Some((Sample { kind, cost_usd: attempt.cost_usd, ended_at }, attempt))
+                let owners = Subject::of_attempt(&attempt.coder, &attempt.model, &attempt.account);
+                let sample =
+                    Sample { kind, cost_usd: attempt.cost_usd, ended_at, owners: owners.into() };
+                (!self.was_dropped(&sample)).then_some(sample)
             })
             .collect();
-        judged.sort_by_key(|(sample, _)| sample.ended_at);
-        let mut lists: BTreeMap<Subject, Vec<Sample>> = BTreeMap::new();
-        for (sample, attempt) in judged {
-            for subject in Subject::of_attempt(&attempt.coder, &attempt.model, &attempt.account) {
-                lists.entry(subject).or_default().push(sample);
+        judged.sort_by_key(|sample| sample.ended_at);
+        for sample in judged {
+            for subject in sample.owners.iter() {
+                self.histories.entry(subject.clone()).or_default().push(sample.clone(), window);
             }
         }
-        for (subject, mut samples) in lists {
-            if let Some(at) = self.restarted.get(&subject) {
-                // The window that tripped before the restart is not judged again.
-                let before = samples.partition_point(|s| s.ended_at <= *at);
-                samples.drain(before.saturating_sub(window)..before);
-            }
-            let history = self.histories.entry(subject).or_default();
-            for sample in samples {
-                history.push(sample, window);
-            }
-        }
+    }
+
+    /// Whether `sample` lies in a span a resume dropped (for any subject it counts toward).
+    fn was_dropped(&self, sample: &Sample) -> bool {
+        sample.owners.iter().any(|owner| {
+            self.dropped
+                .get(owner)
+                .is_some_and(|spans| spans.iter().any(|s| s.holds(sample, owner)))
+        })
     }
 
     /// Adds a settled attempt to its subjects' histories and judges them (unless `config`
@@ -477,10 +507,15 @@ impl Canaries {
     /// already tripped (an agent that was running when it tripped) trips nothing more.
     pub fn observe(&mut self, settled: &Settled, config: &CanaryConfig) -> Option<(Subject, Trip)> {
         let kind = Kind::of(settled.verdict)?;
-        let sample = Sample { kind, cost_usd: settled.cost_usd, ended_at: settled.ended_at };
         let subjects = Subject::of_attempt(settled.coder, settled.model, settled.account);
+        let sample = Sample {
+            kind,
+            cost_usd: settled.cost_usd,
+            ended_at: settled.ended_at,
+            owners: subjects.clone().into(),
+        };
         for subject in &subjects {
-            self.histories.entry(subject.clone()).or_default().push(sample, config.window);
+            self.histories.entry(subject.clone()).or_default().push(sample.clone(), config.window);
         }
         if !config.enabled || subjects.iter().any(|s| self.tripped.contains_key(s)) {
             return None;
@@ -491,28 +526,42 @@ impl Canaries {
         })
     }
 
-    /// Records that `subject` tripped `at` (its hold is placed by the caller).
-    pub fn trip(&mut self, subject: &Subject, at: Timestamp) {
-        self.tripped.insert(subject.clone(), at);
+    /// Records that `subject` tripped `at` over its latest `window` attempts (its hold is
+    /// placed by the caller).
+    pub fn trip(&mut self, subject: &Subject, at: Timestamp, window: usize) {
+        let window_from =
+            self.histories.get(subject).and_then(|h| h.window_from(window)).unwrap_or(at);
+        self.tripped.insert(subject.clone(), Tripped { at, window_from });
         self.save();
     }
 
     /// The tripped subjects whose canary hold is gone from `holds` (a person resumed them):
-    /// each starts a fresh window now. Returns them.
-    pub fn resumed(&mut self, holds: &Holds, window: usize, now: Timestamp) -> Vec<Subject> {
-        let lifted: Vec<Subject> =
-            self.tripped.keys().filter(|s| !s.held_by_canary(holds)).cloned().collect();
-        for subject in &lifted {
+    /// the window that tripped each, and every attempt of it settled since, are dropped from
+    /// every history they are in, so it starts afresh and judges none of them again. Returns
+    /// them.
+    pub fn resumed(&mut self, holds: &Holds, now: Timestamp) -> Vec<Subject> {
+        let lifted: Vec<(Subject, Tripped)> = self
+            .tripped
+            .iter()
+            .filter(|(s, _)| !s.held_by_canary(holds))
+            .map(|(s, t)| (s.clone(), *t))
+            .collect();
+        for (subject, tripped) in &lifted {
             self.tripped.remove(subject);
-            self.restarted.insert(subject.clone(), now);
-            if let Some(history) = self.histories.get_mut(subject) {
-                history.restart(window);
+            let span = Span { from: tripped.window_from, to: now.max(tripped.at) };
+            for history in self.histories.values_mut() {
+                history.drop_span(subject, &span);
+            }
+            let spans = self.dropped.entry(subject.clone()).or_default();
+            spans.push(span);
+            if spans.len() > KEPT_SPANS {
+                spans.remove(0);
             }
         }
         if !lifted.is_empty() {
             self.save();
         }
-        lifted
+        lifted.into_iter().map(|(subject, _)| subject).collect()
     }
 
     /// The hold the canary places for `trip` at `now`.
@@ -573,10 +622,7 @@ impl Canaries {
     /// Writes `state/canaries.json` (best effort: the holds themselves are what stops work).
     fn save(&self) {
         let Some(path) = &self.path else { return };
-        let keyed = |map: &BTreeMap<Subject, Timestamp>| -> BTreeMap<String, Timestamp> {
-            map.iter().map(|(subject, at)| (subject.key(), *at)).collect()
-        };
-        let state = State { tripped: keyed(&self.tripped), restarted: keyed(&self.restarted) };
+        let state = State { tripped: by_key(&self.tripped), dropped: by_key(&self.dropped) };
         let written =
             serde_json::to_string_pretty(&state).map_err(std::io::Error::other).and_then(|text| {
                 if let Some(dir) = path.parent() {
@@ -588,6 +634,16 @@ impl Canaries {
             tracing::warn!(%error, path = %path.display(), "cannot save the canaries' state");
         }
     }
+}
+
+/// A map by subject as `state/canaries.json` keys it.
+fn by_key<T: Clone>(map: &BTreeMap<Subject, T>) -> BTreeMap<String, T> {
+    map.iter().map(|(subject, value)| (subject.key(), value.clone())).collect()
+}
+
+/// A map of `state/canaries.json` by subject (keys it cannot read are left out).
+fn by_subject<T>(map: BTreeMap<String, T>) -> BTreeMap<Subject, T> {
+    map.into_iter().filter_map(|(key, value)| Some((Subject::from_key(&key)?, value))).collect()
 }
 
 /// The reason of the canary's hold on `subject`.
@@ -670,6 +726,7 @@ mod tests {
                 kind: *kind,
                 cost_usd: Some(cost),
                 ended_at: Timestamp::UNIX_EPOCH,
+                owners: Arc::from([]),
             })
             .collect()
     }
@@ -815,13 +872,13 @@ mod tests {
         assert_eq!(subject.to_string(), "fake·m");
         assert_eq!(trip.attempts, 3);
         let now = Timestamp::now();
-        canaries.trip(&subject, now);
+        canaries.trip(&subject, now, config.window);
         let mut holds = Holds::default();
         assert!(subject.place(&mut holds, Canaries::hold(&trip, now)));
         assert!(canaries.observe(&settled("failure-retry", ""), &config).is_none(), "held");
-        assert!(canaries.resumed(&holds, config.window, now).is_empty(), "still held");
+        assert!(canaries.resumed(&holds, now).is_empty(), "still held");
         holds.lift(Some("fake"));
-        assert_eq!(canaries.resumed(&holds, config.window, now), [subject]);
+        assert_eq!(canaries.resumed(&holds, Timestamp::now()), [subject]);
         let report = canaries.report(&config, &holds);
         assert_eq!(report.canaries[0].window.attempts, 0, "a fresh window");
         assert_eq!(report.canaries[0].status, Status::Learning);
@@ -865,11 +922,42 @@ mod tests {
         attempts.push(attempt(20, "closed"));
         let subject = Subject::Model { coder: "fake".into(), model: "m".into() };
         let mut canaries = Canaries::default();
-        canaries.restarted.insert(subject.clone(), at(10));
+        canaries.dropped.insert(subject.clone(), vec![Span { from: at(6), to: at(10) }]);
         canaries.fill(&attempts, 3);
         let (window, baseline) = canaries.histories[&subject].read(3);
         assert_eq!((window.attempts, window.failure_rate), (3, Some(0.0)), "{window:?}");
         assert_eq!((baseline.attempts, baseline.failure_rate), (3, Some(0.0)));
+    }
+
+    /// Attempts that settle between the trip and the resume (agents still running when it
+    /// tripped) are dropped with the window, and so is every attempt of the window from the
+    /// account's history: one resume, no second trip on the same attempts.
+    #[test]
+    fn a_resume_drops_the_tripping_attempts_everywhere_and_those_settled_since() {
+        let config = config(4, 3);
+        let mut canaries = Canaries::default();
+        for _ in 0..2 {
+            assert!(canaries.observe(&settled("closed", "work"), &config).is_none());
+        }
+        let failure = || settled("failure-retry", "work");
+        canaries.observe(&failure(), &config);
+        canaries.observe(&failure(), &config);
+        let (subject, trip) = canaries.observe(&failure(), &config).unwrap();
+        assert_eq!(subject.to_string(), "fake·m");
+        canaries.trip(&subject, Timestamp::now(), config.window);
+        let mut holds = Holds::default();
+        subject.place(&mut holds, Canaries::hold(&trip, Timestamp::now()));
+        for _ in 0..3 {
+            assert!(canaries.observe(&failure(), &config).is_none(), "held: judged no more");
+        }
+        holds.lift(Some("fake"));
+        assert_eq!(canaries.resumed(&holds, Timestamp::now()), std::slice::from_ref(&subject));
+        let rows = canaries.report(&config, &holds).canaries;
+        for row in &rows {
+            assert_eq!(row.window.failure_rate, Some(0.0), "{row:?}");
+        }
+        assert!(canaries.observe(&settled("closed", "work"), &config).is_none());
+        assert!(canaries.observe(&failure(), &config).is_none(), "the account does not trip");
     }
 
     #[test]

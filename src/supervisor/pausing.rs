@@ -48,7 +48,7 @@ impl Supervisor {
             tracing::error!(%error, %subject, %trip, "the canary tripped but cannot hold it");
             return;
         }
-        self.canaries.trip(&subject, now);
+        self.canaries.trip(&subject, now, config.window);
         if self.holds.poll() {
             self.holds_changed();
         }
@@ -76,8 +76,7 @@ impl Supervisor {
 
     /// Subjects the canary held that a person resumed start a fresh window.
     fn restart_resumed_canaries(&mut self) {
-        let window = self.cfg().canary.window;
-        for subject in self.canaries.resumed(self.holds.holds(), window, Timestamp::now()) {
+        for subject in self.canaries.resumed(self.holds.holds(), Timestamp::now()) {
             tracing::info!(%subject, "resumed: the canary judges its attempts afresh");
         }
     }

@@ -82,6 +82,9 @@ struct Recorded {
     model: String,
     /// What the attempt cost, as its ledger says.
     cost_usd: Option<f64>,
+    /// When it ended, as its ledger says (the canary's histories are seeded from the ledgers
+    /// after a restart, so it judges by the same time).
+    ended_at: Option<Timestamp>,
 }
 
 /// `task.json`: the task as it runs, with the coder and model of its current attempt.
@@ -210,11 +213,11 @@ fn record_outcome(
     let (plan, comment, after) = recorded;
     // task.json is written after the commit: a file write (with its sync) inside the
     // transaction would hold the store's writer lock, which every other process waits on.
-    let mut cost_usd = None;
+    let mut entry = None;
     if let Ok(dir) = TaskDir::new(home, id) {
         let _ = dir.write_record(&task_record(&after), redactor);
-        let entry = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
-        cost_usd = entry.ok().flatten().and_then(|usage| usage.cost_usd);
+        let recorded = ledger::record_outcome(&dir.root, &finished.attempt, plan.verdict.as_str());
+        entry = recorded.ok().flatten();
     }
     Ok(Some(Recorded {
         verdict: plan.verdict,
@@ -223,7 +226,8 @@ fn record_outcome(
         coder: finished.coder.clone(),
         account: finished.account.clone(),
         model: finished.model.clone(),
-        cost_usd,
+        cost_usd: entry.as_ref().and_then(|usage| usage.cost_usd),
+        ended_at: entry.and_then(|usage| usage.ended_at),
     }))
 }
 
@@ -264,7 +268,7 @@ impl Supervisor {
                     account: &plan.account,
                     verdict: plan.verdict.as_str(),
                     cost_usd: plan.cost_usd,
-                    ended_at: Timestamp::now(),
+                    ended_at: plan.ended_at.unwrap_or_else(Timestamp::now),
                 });
                 self.emit(Event::Finished {
                     id: id.clone(),

@@ -57,7 +57,10 @@ fn a_run_of_failing_attempts_pauses_the_coder_until_it_is_resumed() {
     assert_eq!(canary["metric"], "failure_rate", "{canary}");
     let detail = canary["detail"].as_str().unwrap();
     assert!(detail.starts_with("failure rate 100% over the last 3 attempts"), "{detail}");
-    assert!(canary["fix"].as_str().unwrap().contains("fleet resume --coder fake"), "{canary}");
+    assert!(
+        canary["fix"].as_str().unwrap().contains("fleet resume --coder fake --model default"),
+        "{canary}"
+    );
     for id in &failing {
         assert_eq!(fleet.show(id)["status"], "blocked", "{id}");
     }
@@ -97,7 +100,8 @@ fn a_run_of_failing_attempts_pauses_the_coder_until_it_is_resumed() {
     // Still held by a new run; resumed, the coder runs again and is judged afresh.
     fleet.run_until_idle(&[]);
     assert_eq!(counter(&fleet.show(&waiting), "attempts"), 0);
-    let resumed = fleet.ws.run(&["resume", "--coder", "fake"]).ok().stdout;
+    // As the hint says: `default` names the model the CLI picks itself.
+    let resumed = fleet.ws.run(&["resume", "--coder", "fake", "--model", "default"]).ok().stdout;
     assert!(resumed.contains("resumed"), "{resumed}");
     let after = fleet.ws.json(&["stats", "--canaries"]);
     assert_eq!(after["canaries"][0]["status"], "learning", "a fresh window: {after:#}");
