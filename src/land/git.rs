@@ -18,6 +18,9 @@ pub struct GitError {
     pub message: String,
     /// The `git` program itself was not found (not installed, or not on `PATH`).
     pub missing: bool,
+    /// `git` could not be started for want of a resource of this process or the system
+    /// (open files, processes; [`crate::process::exhausted_limit`]): a fault of the fleet.
+    pub exhausted: Option<String>,
 }
 
 /// The longest a git command of the landing may run (they are all local).
@@ -100,7 +103,11 @@ impl Git {
                 error.missing = true;
                 Err(error)
             }
-            Err(error) => Err(self.error(args, format!("cannot run git: {error}"))),
+            Err(error) => {
+                let mut failed = self.error(args, format!("cannot run git: {error}"));
+                failed.exhausted = crate::process::exhausted_limit(&error);
+                Err(failed)
+            }
         }
     }
 
@@ -142,7 +149,7 @@ impl Git {
             shown.truncate(cut);
             shown.push('…');
         }
-        GitError { args: shown, dir: self.dir.clone(), message, missing: false }
+        GitError { args: shown, dir: self.dir.clone(), message, missing: false, exhausted: None }
     }
 
     /// The commit `rev` names, if it names one.

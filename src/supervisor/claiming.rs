@@ -21,6 +21,7 @@ use super::Supervisor;
 use super::accounts;
 use super::budget;
 use super::lease::Identity;
+use super::outcome::Outcome;
 use super::resolve_here;
 use super::runnable_here;
 use super::runner::Signal;
@@ -161,40 +162,41 @@ fn running_with_touches(store: &Store) -> Vec<Issue> {
     }
 }
 
-/// A task just claimed, and why it cannot have the worktree its isolation asks for (its
-/// attempt then fails uncharged before any agent starts).
+/// A task just claimed, and how its attempt ends when it cannot have the worktree its
+/// isolation asks for (uncharged, before any agent starts).
 pub(super) struct Claimed {
     pub(super) issue: Issue,
-    pub(super) no_worktree: Option<String>,
+    pub(super) no_worktree: Option<Outcome>,
     /// What the attempt may spend (`[budget]`).
     pub(super) budget: budget::Cap,
 }
 
 /// The worktree a task about to start its first attempt gets (`crate::land::worktree::plan`):
-/// `None` when it has one already or works in its directory itself; an error (the reason)
-/// when it must have one and cannot — [`Supervisor::start`] then fails the attempt uncharged,
-/// and the agent never works in the shared checkout instead.
+/// `None` when it has one already or works in its directory itself; the attempt's outcome
+/// when it must have one and cannot — [`Supervisor::start`] then ends the attempt uncharged
+/// with it, and the agent never works in the shared checkout instead.
 fn plan_landing(
     store: &Store,
     id: &str,
     choice: &Choice,
     places: &SharedPlaces,
-) -> Result<Option<crate::model::Landing>, String> {
+) -> Result<Option<crate::model::Landing>, Outcome> {
+    let refused = |detail: String| Outcome::NoWorktree { detail };
     let issue = store
         .read()
         .and_then(|reader| reader.issue(id))
-        .map_err(|e| format!("reading {id} to plan its worktree failed: {e}"))?
-        .ok_or_else(|| format!("{id} is gone"))?;
+        .map_err(|e| refused(format!("reading {id} to plan its worktree failed: {e}")))?
+        .ok_or_else(|| refused(format!("{id} is gone")))?;
     if issue.fleet.land.is_some() {
         return Ok(None);
     }
-    let cwd = resolve_here(places, &issue).map_err(|e| e.to_string())?;
+    let cwd = resolve_here(places, &issue).map_err(|e| refused(e.to_string()))?;
     let cwd = if cwd.as_os_str().is_empty() { choice.home.clone() } else { cwd };
     let isolation = worktree::isolation_of(&issue, choice.config.isolation());
     let target = &choice.config.merge.target;
     worktree::plan(&choice.home, id, &cwd, isolation, target).map_err(|error| {
         tracing::warn!(%error, task = %id, "planning the task's worktree failed");
-        error.to_string()
+        super::launch::worktree_failed(&error)
     })
 }
 

@@ -20,7 +20,8 @@ use super::settling::Finished;
 use super::taskdir::TaskDir;
 use crate::coders::{Account, Coder, UnknownCoder};
 use crate::config::Price;
-use crate::land::worktree;
+use crate::land::git::GitError;
+use crate::land::worktree::{self, WorktreeError};
 use crate::model::{Issue, Landing, Lease};
 
 /// A claimed task about to get its attempt.
@@ -31,8 +32,8 @@ pub(super) struct Launch {
     pub(super) task_dir: std::io::Result<TaskDir>,
     /// Where the agent works, unless the task gets a worktree of its own (`landing`).
     pub(super) cwd: PathBuf,
-    /// Why the task cannot have the worktree its isolation asks for.
-    pub(super) no_worktree: Option<String>,
+    /// How the attempt ends when the task cannot have the worktree its isolation asks for.
+    pub(super) no_worktree: Option<Outcome>,
     pub(super) landing: Option<Landing>,
     pub(super) account: Option<Account>,
     pub(super) env: Vec<(String, String)>,
@@ -52,7 +53,7 @@ impl Launch {
         let id = self.issue.id.clone();
         let lease = self.lease.clone();
         let outcome = match self.workdir().await {
-            Err(detail) => Outcome::NoWorktree { detail },
+            Err(unusable) => unusable,
             Ok(cwd) => self.attempt(cwd, signals).await,
         };
         Finished {
@@ -68,16 +69,16 @@ impl Launch {
 
     /// The directory the agent works in: the task's worktree when it gets one (made now, off
     /// the supervisor's thread), else the directory it was claimed for.
-    async fn workdir(&self) -> Result<PathBuf, String> {
+    async fn workdir(&self) -> Result<PathBuf, Outcome> {
         match (&self.no_worktree, &self.landing) {
-            (Some(reason), _) => Err(reason.clone()),
+            (Some(unusable), _) => Err(unusable.clone()),
             (None, None) => Ok(self.cwd.clone()),
             (None, Some(landing)) => {
                 let (task, landing) = (self.issue.id.clone(), landing.clone());
-                tokio::task::spawn_blocking(move || worktree::ensure(&task, &landing))
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|made| made.map_err(|e| e.to_string()))
+                match tokio::task::spawn_blocking(move || worktree::ensure(&task, &landing)).await {
+                    Ok(made) => made.map_err(|error| worktree_failed(&error)),
+                    Err(error) => Err(Outcome::NoWorktree { detail: error.to_string() }),
+                }
             }
         }
     }
@@ -140,6 +141,18 @@ impl Launch {
             mail,
             budget,
         }))
+    }
+}
+
+/// The outcome of an attempt whose worktree cannot be made or used: a fault of the fleet when
+/// `git` could not even start for want of open files or processes (spawning is then held
+/// back, as for an agent that cannot start), else the worktree's own failure.
+pub(super) fn worktree_failed(error: &WorktreeError) -> Outcome {
+    match error {
+        WorktreeError::Git(GitError { exhausted: Some(limit), .. }) => {
+            Outcome::NoResources { detail: format!("preparing the task's worktree: {limit}") }
+        }
+        _ => Outcome::NoWorktree { detail: error.to_string() },
     }
 }
 
