@@ -175,9 +175,11 @@ impl Holds {
         })
     }
 
-    /// Places a hold on `coder`'s model `model`. Returns false when it was already in place.
+    /// Places a hold on `coder`'s model `model`. Returns false when one was already in place,
+    /// which stays: a person's pause does not replace the canary's (whose cause and reason
+    /// would be lost, and its window restarted while still held), nor the other way round.
     pub fn place_model(&mut self, coder: &str, model: &str, hold: Hold) -> bool {
-        self.models.entry(coder.to_owned()).or_default().insert(model.to_owned(), hold).is_none()
+        place_new(self.models.entry(coder.to_owned()).or_default(), model, hold)
     }
 
     /// Lifts the hold on `coder`'s model `model`. Returns whether there was one.
@@ -199,14 +201,10 @@ impl Holds {
         })
     }
 
-    /// Places a hold on `coder`'s account `account`. Returns false when it was already in
-    /// place.
+    /// Places a hold on `coder`'s account `account`. Returns false when one was already in
+    /// place, which stays (as [`Holds::place_model`]).
     pub fn place_account(&mut self, coder: &str, account: &str, hold: Hold) -> bool {
-        self.accounts
-            .entry(coder.to_owned())
-            .or_default()
-            .insert(account.to_owned(), hold)
-            .is_none()
+        place_new(self.accounts.entry(coder.to_owned()).or_default(), account, hold)
     }
 
     /// Lifts the hold on `coder`'s account `account`. Returns whether there was one.
@@ -301,12 +299,37 @@ impl HoldWatch {
     }
 }
 
+/// Puts `hold` under `name` in `held` unless one is there already; whether it did.
+fn place_new(held: &mut BTreeMap<String, Hold>, name: &str, hold: Hold) -> bool {
+    match held.entry(name.to_owned()) {
+        std::collections::btree_map::Entry::Vacant(slot) => {
+            slot.insert(hold);
+            true
+        }
+        std::collections::btree_map::Entry::Occupied(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn hold() -> Hold {
         Hold { since: Timestamp::UNIX_EPOCH, by: "me".into(), reason: String::new(), cause: None }
+    }
+
+    #[test]
+    fn a_hold_in_place_is_not_replaced() {
+        let mut holds = Holds::default();
+        let canary =
+            Hold { cause: Some(PauseCause::Canary), reason: "failure rate".into(), ..hold() };
+        assert!(holds.place_model("claude", "opus", canary));
+        assert!(!holds.place_model("claude", "opus", hold()), "already in place");
+        assert_eq!(holds.models["claude"]["opus"].cause, Some(PauseCause::Canary));
+        assert!(holds.place_account("claude", "work", hold()));
+        let again = Hold { reason: "second".into(), ..hold() };
+        assert!(!holds.place_account("claude", "work", again));
+        assert_eq!(holds.accounts["claude"]["work"].reason, "");
     }
 
     #[test]
