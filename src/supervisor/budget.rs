@@ -25,8 +25,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::ledger::{AttemptUsage, Ledger};
-use super::taskdir;
+use super::ledger::{self, AttemptUsage, Ledger};
 use crate::config::BudgetConfig;
 
 /// How many of a coder·model's latest attempts the estimate of a new task looks at.
@@ -60,11 +59,8 @@ impl Spending {
     /// Reads every task's ledger under `home`.
     pub fn scan(home: &Path, now: Timestamp) -> Spending {
         let mut spending = Spending { day: day_of(now), ..Spending::default() };
-        for id in taskdir::task_ids(home) {
-            let Ok(dir) = taskdir::TaskDir::new(home, &id) else { continue };
-            for attempt in Ledger::load(&dir.root).attempts {
-                spending.add(&attempt);
-            }
+        for attempt in ledger::all_attempts(home) {
+            spending.add(&attempt);
         }
         for costs in spending.recent.values_mut() {
             costs.sort_by_key(|(at, _)| *at);

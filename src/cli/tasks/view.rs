@@ -507,18 +507,10 @@ fn secs_between(from: Timestamp, to: Timestamp) -> u64 {
     u64::try_from(to.duration_since(from).as_secs()).unwrap_or(0)
 }
 
-/// The cost of every attempt started today (local date), over all task ledgers.
+/// The cost of every attempt started today (local date), over all task ledgers: the
+/// spending the `[budget]` day caps count.
 pub fn cost_today(home: &Path, now: Timestamp) -> f64 {
-    let zone = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
-    let today = now.to_zoned(zone.clone()).date();
-    task_ids(home)
-        .iter()
-        .filter_map(|id| task_root(home, id))
-        .flat_map(|root| Ledger::load(&root).attempts)
-        .filter(|a| a.started_at.to_zoned(zone.clone()).date() == today)
-        .filter_map(|a| a.cost_usd)
-        // Folded from +0.0: an empty float sum is -0.0, which prints as "$-0.000".
-        .fold(0.0, |total, cost| total + cost)
+    crate::supervisor::budget::Spending::scan(home, now).fleet
 }
 
 /// The coder and account a `[budget]` hold's scope (`fleet`, `coder NAME`, `account C@A`)
